@@ -1,0 +1,64 @@
+# GPU-vs-CPU training dashboard: common tasks.  `make` (or `make help`) lists them.
+
+VENV        ?= .venv
+PY          ?= python3
+PORT        ?= 8501
+ADDRESS     ?=
+ARGS        ?=
+PYTEST_ARGS ?=
+
+VENV_PY     := $(VENV)/bin/python
+PIP         := $(VENV_PY) -m pip --disable-pip-version-check
+HADOLINT    ?= $(firstword $(wildcard $(VENV)/bin/hadolint) hadolint)
+
+.DEFAULT_GOAL := help
+.PHONY: help venv install install-dev run test bench lint-docker clean distclean
+
+help:
+	@echo "Targets:"
+	@echo "  make run          install runtime deps into $(VENV) and serve the dashboard (PORT=$(PORT), ADDRESS=...)"
+	@echo "  make test         install dev deps and run all tests: unit, app, e2e (PYTEST_ARGS=...)"
+	@echo "  make bench        run the headless engine: python -m bench \$$ARGS (e.g. ARGS='--help')"
+	@echo "  make install      install requirements.txt into $(VENV) (only when it changed)"
+	@echo "  make install-dev  install requirements-dev.txt into $(VENV) (only when it changed)"
+	@echo "  make venv         create the virtual environment $(VENV) with $(PY)"
+	@echo "  make lint-docker  lint the Dockerfile with hadolint"
+	@echo "  make clean        remove caches and test artifacts"
+	@echo "  make distclean    clean, and remove $(VENV)"
+
+venv: $(VENV_PY)
+
+$(VENV_PY):
+	$(PY) -m venv $(VENV)
+
+# Stamp files: reinstall only when the requirement files change (or the venv is new).
+$(VENV)/.installed: requirements.txt | $(VENV_PY)
+	$(PIP) install -r requirements.txt
+	@touch $@
+
+$(VENV)/.installed-dev: requirements-dev.txt requirements.txt | $(VENV_PY)
+	$(PIP) install -r requirements-dev.txt
+	@touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+
+install-dev: $(VENV)/.installed-dev
+
+run: install
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT) $(if $(ADDRESS),--server.address $(ADDRESS))
+
+test: install-dev
+	$(VENV_PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(VENV_PY) -m bench $(ARGS)
+
+lint-docker:
+	$(HADOLINT) Dockerfile
+
+clean:
+	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
+	rm -rf .pytest_cache test-artifacts build dist *.egg-info
+
+distclean: clean
+	rm -rf $(VENV)

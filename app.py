@@ -1,0 +1,34 @@
+"""Dashboard entry point: page navigation and the sidebar status of the current run; nothing else."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import common, live
+
+st.set_page_config(page_title="CPU vs GPU training bench", page_icon="⚡", layout="wide")
+
+pages = [
+    st.Page("pages/train.py", title="Train", icon="🏃", default=True),
+    st.Page("pages/system.py", title="System", icon="🖥️"),
+]
+page = st.navigation(pages)
+
+
+@st.fragment(run_every=live.REFRESH_S)
+def sidebar_status() -> None:
+    snap = common.get_manager().current()
+    if snap is None:
+        st.caption("No run yet.")
+        return
+    line = f"{live.STATUS_ICON.get(snap.status, '')} Run #{snap.id}: {snap.status}"
+    if snap.active and snap.progress:
+        line += f" · epoch {snap.progress['epoch']}/{snap.config.epochs}"
+    st.caption(line)
+
+
+with st.sidebar:
+    st.markdown("**Current run**")
+    sidebar_status()
+
+page.run()

@@ -1,0 +1,145 @@
+"""Plotly figures shared by every page and by exported reports (plotly only, no Streamlit).
+
+Each function takes plain run data (lists of epoch and sample dicts, as in run records) and returns a
+``plotly.graph_objects.Figure``. Missing readings stay None, so lines show gaps rather than false zeros.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+PALETTE = ("#1f4fd1", "#e4572e", "#17a398", "#f3a712", "#7b2cbf", "#5c6370", "#c2185b", "#2e7d32")
+GPU_DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
+MAX_POINTS = 1500  # per line drawn; longer histories are thinned evenly for drawing only
+
+Series = Mapping[str, Any]  # {"label": str, "epochs": [...], "samples": [...]}
+
+
+def _layout(fig: go.Figure, title: str, *, height: int = 360) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0.01, "font": {"size": 17}},
+        height=height,
+        margin={"l": 55, "r": 15, "t": 55, "b": 45},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0},
+        template="plotly_white",
+        font={"size": 14},
+        uirevision="keep",  # keep zoom across live redraws
+    )
+    return fig
+
+
+def thin(rows: Sequence[Any], max_points: int = MAX_POINTS) -> list[Any]:
+    """Evenly thin a long sequence for drawing (keeps the first and last rows)."""
+    n = len(rows)
+    if n <= max_points:
+        return list(rows)
+    step = (n - 1) / (max_points - 1)
+    return [rows[round(i * step)] for i in range(max_points)]
+
+
+def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch") -> go.Figure:
+    """Bars of training seconds per epoch, one colour per run; the first (tracing) epoch drawn hatched."""
+    fig = go.Figure()
+    for i, s in enumerate(series):
+        epochs = list(s.get("epochs") or [])
+        colour = PALETTE[i % len(PALETTE)]
+        fig.add_bar(
+            x=[e["epoch"] for e in epochs],
+            y=[e["epoch_seconds"] for e in epochs],
+            name=str(s.get("label", f"run {i + 1}")),
+            marker={
+                "color": colour,
+                "pattern": {"shape": ["/" if e.get("includes_tracing") else "" for e in epochs], "solidity": 0.35},
+            },
+            customdata=[[("includes tracing" if e.get("includes_tracing") else "steady"),
+                         e.get("samples_per_s") or 0] for e in epochs],
+            hovertemplate="epoch %{x}: %{y:.2f} s (%{customdata[0]})<br>%{customdata[1]:,.0f} samples/s<extra>%{fullData.name}</extra>",
+        )
+    fig.update_layout(barmode="group", bargap=0.25)
+    fig.update_xaxes(title="epoch", dtick=1)
+    fig.update_yaxes(title="seconds", rangemode="tozero")
+    if any(e.get("includes_tracing") for s in series for e in (s.get("epochs") or [])):
+        fig.add_annotation(text="hatched = first epoch, includes graph tracing", xref="paper", yref="paper",
+                           x=0, y=-0.2, showarrow=False, font={"size": 12, "color": "#5c6370"}, xanchor="left")
+    return _layout(fig, title)
+
+
+def utilization_figure(series: Sequence[Series], *, title: str = "Utilization while training",
+                       show_process: bool = True) -> go.Figure:
+    """CPU % (whole machine) and each GPU's NVML utilization % over time; epoch ends as dotted lines."""
+    fig = go.Figure()
+    many = len(series) > 1
+    for i, s in enumerate(series):
+        samples = thin(list(s.get("samples") or []))
+        label = str(s.get("label", f"run {i + 1}"))
+        prefix = f"{label} · " if many else ""
+        colour = PALETTE[i % len(PALETTE)]
+        t = [row["t_s"] for row in samples]
+        fig.add_scatter(x=t, y=[row.get("cpu_percent") for row in samples], mode="lines",
+                        name=f"{prefix}CPU (all cores)", line={"color": colour, "width": 2.5},
+                        connectgaps=False, hovertemplate="%{x:.1f} s: %{y:.0f} %<extra>%{fullData.name}</extra>")
+        gpu_indices = sorted({g["index"] for row in samples for g in (row.get("gpus") or [])})
+        for k, index in enumerate(gpu_indices):
+            values = []
+            for row in samples:
+                match = next((g for g in (row.get("gpus") or []) if g["index"] == index), None)
+                values.append(match.get("util_percent") if match else None)
+            fig.add_scatter(x=t, y=values, mode="lines", name=f"{prefix}GPU {index}",
+                            line={"color": PALETTE[(i + 2 + k) % len(PALETTE)] if not many else colour,
+                                  "width": 2.5, "dash": GPU_DASHES[k % len(GPU_DASHES)] if not many else "dash"},
+                            connectgaps=False,
+                            hovertemplate="%{x:.1f} s: %{y:.0f} %<extra>%{fullData.name}</extra>")
+        if not many:
+            for e in s.get("epochs") or []:
+                if e.get("t_end_s") is not None:
+                    fig.add_vline(x=e["t_end_s"], line={"color": "#9aa3b2", "dash": "dot", "width": 1})
+    fig.update_xaxes(title="seconds since start", rangemode="tozero")
+    fig.update_yaxes(title="%", range=[0, 105])
+    return _layout(fig, title)
+
+
+def loss_accuracy_figure(epochs: Sequence[Mapping[str, Any]], *, title: str = "Loss and accuracy") -> go.Figure:
+    """Training and validation loss (left axis) and accuracy (right axis) per epoch."""
+    fig = go.Figure()
+    x = [e["epoch"] for e in epochs]
+    fig.add_scatter(x=x, y=[e.get("loss") for e in epochs], name="loss", mode="lines+markers",
+                    line={"color": PALETTE[1]})
+    fig.add_scatter(x=x, y=[e.get("val_loss") for e in epochs], name="val loss", mode="lines+markers",
+                    line={"color": PALETTE[1], "dash": "dot"})
+    fig.add_scatter(x=x, y=[e.get("accuracy") for e in epochs], name="accuracy", mode="lines+markers",
+                    line={"color": PALETTE[2]}, yaxis="y2")
+    fig.add_scatter(x=x, y=[e.get("val_accuracy") for e in epochs], name="val accuracy", mode="lines+markers",
+                    line={"color": PALETTE[2], "dash": "dot"}, yaxis="y2")
+    fig.update_layout(yaxis={"title": "loss", "rangemode": "tozero"},
+                      yaxis2={"title": "accuracy", "overlaying": "y", "side": "right", "range": [0, 1.02]})
+    fig.update_xaxes(title="epoch", dtick=1)
+    return _layout(fig, title, height=320)
+
+
+def per_core_heatmap(samples: Sequence[Mapping[str, Any]], *, title: str = "CPU utilization per core") -> go.Figure:
+    """Heatmap of per-core CPU % over time (rows = cores)."""
+    rows = thin(list(samples), 600)
+    cores = max((len(r.get("cpu_per_core") or []) for r in rows), default=0)
+    z = [[(r.get("cpu_per_core") or [None] * cores)[c] if c < len(r.get("cpu_per_core") or []) else None
+          for r in rows] for c in range(cores)]
+    fig = go.Figure(go.Heatmap(x=[r["t_s"] for r in rows], y=[f"core {c}" for c in range(cores)], z=z,
+                               zmin=0, zmax=100, colorscale="Blues", colorbar={"title": "%"}))
+    fig.update_xaxes(title="seconds since start")
+    return _layout(fig, title, height=max(220, 60 + 28 * cores))
+
+
+def to_html(figures: Sequence[go.Figure], *, title: str, intro_html: str = "") -> str:
+    """A self-contained HTML page (plotly.js inlined once) holding the figures, for stakeholders."""
+    parts = []
+    for i, fig in enumerate(figures):
+        parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
+    body = "\n".join(f'<div class="fig">{p}</div>' for p in parts)
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{title}</title><style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#0b1220}}"
+        ".fig{margin:1.5em 0}</style></head><body>"
+        f"<h1>{title}</h1>{intro_html}{body}</body></html>"
+    )

@@ -1,0 +1,275 @@
+"""`python -m bench`: the engine from a terminal, with the same runs, store and JSON records as the dashboard.
+
+Bad input exits with status 2 and a one-paragraph message on stderr (no traceback); a run that fails exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from bench import metrics
+from bench.config import ConfigError, RunConfig
+
+
+class UsageError(Exception):
+    """Bad command-line input; the message says what to do."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse prints usage + exits 2; keep it, but say what to do
+        self.print_usage(sys.stderr)
+        self.exit(2, f"error: {message}\nRun `python -m bench {self.prog.split()[-1]} --help` for the options.\n")
+
+
+def add_run_options(p: argparse.ArgumentParser, *, with_device: bool = True) -> None:
+    d = RunConfig()
+    p.add_argument("--dataset", default=d.dataset, help=f"dataset name (default {d.dataset})")
+    p.add_argument("--npz", dest="npz_path", default=None, help="your .npz file (with --dataset npz)")
+    p.add_argument("--model", default=d.model, help="mlp, cnn, text or a seed preset (default mlp)")
+    p.add_argument("--size", default=d.size, help="xs, s, m, l, xl (default s)")
+    p.add_argument("--epochs", type=_positive_int, default=d.epochs)
+    p.add_argument("--batch-size", type=_positive_int, default=d.batch_size)
+    if with_device:
+        p.add_argument("--device", default=d.device, help="cpu, gpu:N or gpus (default cpu)")
+    p.add_argument("--cpu-threads", type=_positive_int, default=None, help="CPU threads (default all cores)")
+    p.add_argument("--limit-samples", type=_positive_int, default=d.limit_samples,
+                   help=f"use the first N training samples (default {d.limit_samples}; 0 = all)")
+    p.add_argument("--sample-interval", type=_number, default=d.sample_interval_s, help="seconds between samples")
+    p.add_argument("--seed", type=_positive_int, default=d.seed)
+    p.add_argument("--optimizer", default=d.optimizer)
+    p.add_argument("--learning-rate", type=_number, default=None)
+    p.add_argument("--precision", default=d.precision, help="float32 or mixed_float16")
+    p.add_argument("--jit-compile", action="store_true", help="compile with XLA (off by default)")
+
+
+def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
+    values = dict(
+        dataset=args.dataset, npz_path=args.npz_path, model=args.model, size=args.size, epochs=args.epochs,
+        batch_size=args.batch_size, device=getattr(args, "device", "cpu"), cpu_threads=args.cpu_threads,
+        limit_samples=args.limit_samples or None, sample_interval_s=args.sample_interval, seed=args.seed,
+        optimizer=args.optimizer, learning_rate=args.learning_rate, precision=args.precision,
+        jit_compile=args.jit_compile,
+    )
+    values.update(overrides)
+    return RunConfig(**values)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m bench", description="Train on CPU and GPU, measure time and utilization.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("devices", help="what hardware exists and what the framework sees")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--probe", action="store_true", help="also import the framework in a subprocess and list its devices")
+
+    p = sub.add_parser("run", help="train one model, live progress, JSON record")
+    add_run_options(p)
+    p.add_argument("--json", dest="json_path", default=None, help="write the run record to this file")
+
+    p = sub.add_parser("runs", help="list stored runs, oldest first")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+# -- commands -----------------------------------------------------------------------------------------------------
+def cmd_devices(args: argparse.Namespace) -> int:
+    from bench import devices
+
+    hw = devices.discover()
+    data = hw.to_dict()
+    if args.probe:
+        data["framework_probe"] = devices.probe_framework(hw.framework)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    cpu = hw.cpu
+    print(f"CPU   {cpu.model} · {cpu.logical_cores} logical cores ({cpu.physical_cores or '?'} physical) · "
+          f"{cpu.ram_total_mib / 1024:.1f} GiB RAM")
+    if hw.gpus:
+        for g in hw.gpus:
+            mem = f"{g.mem_total_mib / 1024:.0f} GiB" if g.mem_total_mib else "? GiB"
+            print(f"GPU {g.index} {g.name} · {mem} · driver {g.driver or '?'} · CUDA {g.cuda_driver_version or '?'}")
+    else:
+        print(f"GPU   none usable: {hw.gpu_reason}")
+    cuda = {True: "built with CUDA", False: "built without CUDA", None: "CUDA support unknown"}[hw.framework_cuda]
+    print(f"Framework  {hw.framework} {hw.framework_version or '(not installed)'} · {cuda}")
+    print(f"Devices    {', '.join(devices.device_choices(hw))}")
+    if args.probe:
+        probe = data["framework_probe"]
+        print(f"Probe      {probe.get('error') or ', '.join(map(str, probe.get('devices', [])))}")
+    return 0
+
+
+class _ProgressLine:
+    """A one-line terminal progress bar on stderr (a line per epoch when stderr is not a terminal)."""
+
+    def __init__(self, stream: Any = None):
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.printed_epochs = 0
+        self.last_phase = ""
+
+    def update(self, snap: Any) -> None:
+        for e in snap.epochs[self.printed_epochs:]:
+            tag = " (includes tracing)" if e.get("includes_tracing") else ""
+            acc = e.get("val_accuracy")
+            acc_text = f" · val acc {acc:.3f}" if acc is not None else ""
+            self._line(f"epoch {e['epoch']}/{snap.config.epochs}: {e['epoch_seconds']:.2f} s · "
+                       f"{e['samples_per_s']:,.0f} samples/s · loss {e['loss']:.4f}{acc_text}{tag}", final=True)
+        self.printed_epochs = len(snap.epochs)
+        if not self.tty:
+            if snap.phase != self.last_phase:
+                self.last_phase = snap.phase
+                print(f"[{snap.status}] {snap.phase}", file=self.stream, flush=True)
+            return
+        prog = snap.progress
+        if prog and snap.active:
+            frac = prog["batch"] / max(prog["batches"], 1)
+            bar = "#" * int(frac * 30)
+            eta = snap.eta_s()
+            eta_text = f" · ETA {metrics.format_seconds(eta)}" if eta is not None else ""
+            self._line(f"epoch {prog['epoch']}/{snap.config.epochs} [{bar:<30}] "
+                       f"{prog['batch']}/{prog['batches']}{eta_text}")
+        elif snap.active:
+            self._line(f"[{snap.status}] {snap.phase}…")
+
+    def _line(self, text: str, final: bool = False) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K" + text + ("\n" if final else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def _write_json(path: str, data: dict[str, Any]) -> None:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2, default=str))
+
+
+def _open_store() -> Any:
+    from bench.store import Store, StoreError
+
+    try:
+        return Store()
+    except StoreError as exc:
+        print(f"warning: {exc} Results stay in memory (use --json to keep them).", file=sys.stderr)
+        return None
+
+
+def execute_run(config: RunConfig, *, manager: Any = None) -> dict[str, Any]:
+    """Run one config in the foreground with a progress line; returns its record. Ctrl-C stops it cleanly."""
+    from bench.jobs import JobManager
+
+    manager = manager or JobManager(_open_store())
+    run_id = manager.submit(config)
+    bar = _ProgressLine()
+    try:
+        while True:
+            snap = manager.snapshot(run_id)
+            bar.update(snap)
+            if not snap.active:
+                break
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        print("\nstopping…", file=sys.stderr)
+        manager.stop(run_id)
+        snap = manager.wait(run_id, timeout_s=30)
+    record = snap.record()
+    if snap.store_error:
+        print(f"warning: {snap.store_error}", file=sys.stderr)
+    return record
+
+
+def _print_summary(record: dict[str, Any]) -> None:
+    s = record["summary"]
+    info = record.get("info") or {}
+    print(f"status     {record['status']}")
+    if info.get("placement"):
+        print(f"trained on {info['placement']} ({info.get('framework', '?')})")
+    print(f"steady epoch time  {metrics.format_seconds(s['steady_epoch_seconds'])} "
+          f"(first epoch, with tracing: {metrics.format_seconds(s['first_epoch_seconds'])})")
+    if s["mean_cpu_percent"] is not None:
+        print(f"mean CPU   {s['mean_cpu_percent']:.0f} %")
+    gpu = s["mean_gpu_util_percent"]
+    print(f"mean GPU   {'n/a (no GPU sampled)' if gpu is None else f'{gpu:.0f} %'}")
+    if record.get("error"):
+        err = record["error"]
+        print(f"error      {err.get('message')}\nwhat to do {err.get('hint')}", file=sys.stderr)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    config.validate()
+    record = execute_run(config)
+    if args.json_path:
+        _write_json(args.json_path, record)
+    _print_summary(record)
+    return 0 if record["status"] == "finished" else 1
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from bench.store import Store
+
+    runs = Store().list_runs()
+    rows = [{
+        "id": r["id"],
+        "status": r["status"],
+        "config": r["config"],
+        "epochs_done": len(r["epochs"]),
+        "steady_epoch_seconds": metrics.steady_epoch_seconds(r["epochs"]),
+        "created_at": r["created_at"],
+        "label": r.get("label"),
+    } for r in runs]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no runs stored yet: try `python -m bench run`")
+    for row in rows:
+        print(f"{row['id']:>5}  {row['status']:<11} {row['epochs_done']:>3} epochs  "
+              f"steady {metrics.format_seconds(row['steady_epoch_seconds']):>9}  {row['label'] or ''}")
+    return 0
+
+
+COMMANDS = {"devices": cmd_devices, "run": cmd_run, "runs": cmd_runs}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (ConfigError, UsageError) as exc:
+        errors = getattr(exc, "errors", None) or [str(exc)]
+        print("error: " + "\nerror: ".join(errors), file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the CLI reports, never dumps a traceback on the user
+        from bench.store import StoreError
+
+        if isinstance(exc, StoreError):
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,217 @@
+"""RunConfig: what one training run is, and the one place its input is checked.
+
+Every page and the CLI build a RunConfig and call ``validate()``; the worker trusts what it receives. A bad value
+raises ConfigError whose message says what is allowed, so the UI and CLI can show it as is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench import settings
+
+EPOCHS_MAX = 1000
+BATCH_MAX = 65536
+INTERVAL_MIN_S = 0.1
+INTERVAL_MAX_S = 10.0
+OPTIMIZERS = ("adam", "sgd", "rmsprop", "adamw")
+PRECISIONS = ("float32", "mixed_float16")
+DEFAULT_LEARNING_RATE = {"adam": 1e-3, "sgd": 1e-2, "rmsprop": 1e-3, "adamw": 1e-3}
+
+
+class ConfigError(ValueError):
+    """One or more fields are invalid; ``errors`` lists one message per problem."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = list(errors)
+        super().__init__("; ".join(self.errors))
+
+
+def _all_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One training run. Defaults suit a live demo: the first epoch shows within seconds on a laptop CPU."""
+
+    dataset: str = "synthetic-mnist"
+    model: str = "mlp"  # a family (mlp, cnn, text) or a seed preset (seed-cifar10-mlp, ...)
+    size: str | None = "s"  # xs, s, m, l, xl; ignored by presets
+    epochs: int = 5
+    batch_size: int = 128
+    device: str = "cpu"  # cpu, gpu:N, gpus
+    cpu_threads: int | None = None  # None = all cores
+    sample_interval_s: float = 0.5
+    limit_samples: int | None = 20000  # None = the whole training set
+    seed: int = 42
+    optimizer: str = "adam"
+    learning_rate: float | None = None  # None = the optimizer's default
+    precision: str = "float32"
+    jit_compile: bool = False
+    npz_path: str | None = None  # dataset "npz" only
+    backend: str = field(default_factory=settings.default_backend)
+
+    # ----------------------------------------------------------------------------------------------------------------
+    def effective_learning_rate(self) -> float:
+        return self.learning_rate if self.learning_rate is not None else DEFAULT_LEARNING_RATE.get(self.optimizer, 1e-3)
+
+    def threads(self) -> int:
+        """CPU threads the worker will use."""
+        return self.cpu_threads or _all_cores()
+
+    def target(self) -> str:
+        """The compact target form used by Compare: cpu, cpu/N, gpu:N, gpus."""
+        if self.device == "cpu" and self.cpu_threads:
+            return f"cpu/{self.cpu_threads}"
+        return self.device
+
+    def label(self) -> str:
+        size = f" {self.size}" if self.size and not self.model.startswith("seed-") else ""
+        return f"{self.model}{size} · {self.dataset} · {self.target()} · batch {self.batch_size}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        """Rebuild a config; unknown keys are refused so a typo never passes silently."""
+        if not isinstance(data, dict):
+            raise ConfigError([f"a run config must be a JSON object, got {type(data).__name__}"])
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ConfigError([f"unknown config field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(names))}"])
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> RunConfig:
+        return dataclasses.replace(self, **changes)
+
+    # ----------------------------------------------------------------------------------------------------------------
+    def validate(self, hardware: Any | None = None) -> RunConfig:
+        """Check every field; return self when valid.
+
+        Args:
+            hardware: a ``bench.devices.Hardware``; discovered when None (needed for GPU devices).
+
+        Raises:
+            ConfigError: listing every problem found, each with what is allowed.
+        """
+        from bench import datasets, models
+
+        errors: list[str] = []
+
+        def is_int(value: Any) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        if not is_int(self.epochs) or not 1 <= self.epochs <= EPOCHS_MAX:
+            errors.append(f"epochs must be a whole number from 1 to {EPOCHS_MAX} (got {self.epochs!r})")
+        if not is_int(self.seed) or not 0 <= self.seed < 2**31:
+            errors.append(f"seed must be a whole number from 0 to {2**31 - 1} (got {self.seed!r})")
+        if isinstance(self.sample_interval_s, bool) or not isinstance(self.sample_interval_s, (int, float)) or not (
+            INTERVAL_MIN_S <= self.sample_interval_s <= INTERVAL_MAX_S
+        ):
+            errors.append(
+                f"sampling interval must be from {INTERVAL_MIN_S} to {INTERVAL_MAX_S} seconds "
+                f"(got {self.sample_interval_s!r})"
+            )
+        if self.optimizer not in OPTIMIZERS:
+            errors.append(f"optimizer {self.optimizer!r} is unknown; pick one of {', '.join(OPTIMIZERS)}")
+        if self.learning_rate is not None and (
+            isinstance(self.learning_rate, bool)
+            or not isinstance(self.learning_rate, (int, float))
+            or not 0 < self.learning_rate <= 10
+        ):
+            errors.append(f"learning rate must be > 0 and <= 10, or empty for the default (got {self.learning_rate!r})")
+        if self.precision not in PRECISIONS:
+            errors.append(f"precision {self.precision!r} is unknown; pick one of {', '.join(PRECISIONS)}")
+        if not isinstance(self.jit_compile, bool):
+            errors.append(f"jit_compile must be true or false (got {self.jit_compile!r})")
+        if self.backend not in settings.BACKENDS:
+            errors.append(f"Keras backend {self.backend!r} is unknown; set KERAS_BACKEND to one of {', '.join(settings.BACKENDS)}")
+        cores = _all_cores()
+        if self.cpu_threads is not None and (not is_int(self.cpu_threads) or not 1 <= self.cpu_threads <= cores):
+            errors.append(f"CPU threads must be from 1 to {cores} on this machine, or empty for all (got {self.cpu_threads!r})")
+        if self.limit_samples is not None and (not is_int(self.limit_samples) or self.limit_samples < 1):
+            errors.append(f"sample limit must be a whole number >= 1, or empty for the whole set (got {self.limit_samples!r})")
+
+        errors.extend(self._device_errors(hardware))
+
+        info = None
+        if not isinstance(self.dataset, str) or (self.dataset not in datasets.DATASETS):
+            errors.append(f"dataset {self.dataset!r} is unknown; pick one of {', '.join(datasets.DATASETS)}")
+        elif self.dataset == "npz" and not self.npz_path:
+            errors.append("dataset 'npz' needs a file: upload one, or pass --npz PATH (x_train, y_train, x_test, y_test)")
+        else:
+            try:
+                info = datasets.get_info(self.dataset, npz_path=self.npz_path)
+            except datasets.DatasetError as exc:
+                errors.append(str(exc))
+
+        if info is not None:
+            try:
+                models.plan(self.model, self.size, info.input_shape, info.num_classes, info.vocab_size)
+            except models.ModelError as exc:
+                errors.append(str(exc))
+            n_train = info.n_train if self.limit_samples is None else min(info.n_train, self.limit_samples)
+            if is_int(self.batch_size) and is_int(self.limit_samples or 0) and self.batch_size > n_train >= 1:
+                errors.append(
+                    f"batch size {self.batch_size} is larger than the {n_train} training samples; "
+                    f"pick at most {n_train}, or raise the sample limit"
+                )
+        if not is_int(self.batch_size) or not 1 <= self.batch_size <= BATCH_MAX:
+            errors.append(f"batch size must be a whole number from 1 to {BATCH_MAX} (got {self.batch_size!r})")
+
+        if errors:
+            raise ConfigError(errors)
+        return self
+
+    def _device_errors(self, hardware: Any | None) -> list[str]:
+        from bench import devices
+
+        if not isinstance(self.device, str):
+            return [f"device must be text like 'cpu' or 'gpu:0' (got {self.device!r})"]
+        if self.device == "gpus":
+            kind, index = "gpu", None
+        else:
+            try:
+                kind, index = devices.parse_device(self.device)
+            except ValueError as exc:
+                return [f"{exc} (or 'gpus' for all GPUs)"]
+        if kind == "cpu":
+            return []
+        hw = hardware if hardware is not None else devices.discover()
+        if not hw.gpus:
+            reason = hw.gpu_reason or "no GPU was found"
+            return [f"device {self.device!r} asks for a GPU, but none is usable here: {reason} Pick 'cpu'."]
+        if index is not None and index not in [g.index for g in hw.gpus]:
+            have = ", ".join(devices.device_choices(hw))
+            return [f"device {self.device!r} does not exist here; pick one of {have}"]
+        if self.cpu_threads is not None:
+            return ["CPU threads apply to CPU runs only; leave them empty for a GPU device"]
+        return []
+
+
+def parse_target(text: str) -> dict[str, Any]:
+    """Turn a Compare target (``cpu``, ``cpu/N``, ``gpu:N``, ``gpus``) into RunConfig field changes.
+
+    Raises:
+        ConfigError: for a malformed target, saying which forms are allowed.
+    """
+    raw = text.strip()
+    if raw.startswith("cpu/"):
+        count = raw[4:]
+        if not count.isdigit() or int(count) < 1:
+            raise ConfigError([f"target {text!r}: after 'cpu/' give a thread count >= 1, e.g. cpu/1"])
+        return {"device": "cpu", "cpu_threads": int(count)}
+    if raw == "cpu":
+        return {"device": "cpu", "cpu_threads": None}
+    if raw == "gpus" or (raw.startswith("gpu:") and raw[4:].isdigit()):
+        return {"device": raw, "cpu_threads": None}
+    raise ConfigError([f"target {text!r} is not one of the forms cpu, cpu/N, gpu:N, gpus"])

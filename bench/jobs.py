@@ -1,0 +1,477 @@
+"""Runs queued one at a time, each supervised by a background thread, with thread-safe live snapshots.
+
+A JobManager owns a FIFO of runs and one dispatcher thread. For each run it spawns a worker process
+(multiprocessing "spawn"), starts a Sampler on the worker's pid, turns worker events into RunState updates, writes
+each epoch to the store as it arrives, and enforces Stop (cooperative at batch end, terminate after a grace period),
+hang detection and crash reporting. Pages and the CLI only ever read immutable RunSnapshot copies.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import multiprocessing as mp
+import queue as queue_module
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from bench import metrics, settings
+from bench.config import RunConfig
+from bench.monitor import Sample, Sampler
+from bench.store import Store, StoreError
+
+log = logging.getLogger(__name__)
+
+TERMINAL = ("finished", "stopped", "failed", "interrupted")
+MAX_LIVE_SAMPLES = 8000  # in memory per run; older halves are thinned 2:1 beyond this (the store keeps all)
+SAMPLE_FLUSH_S = 2.0
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """An immutable copy of one run's live state, safe to read from any thread."""
+
+    id: int
+    config: RunConfig
+    status: str
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+    phase: str
+    info: dict[str, Any]
+    progress: dict[str, Any]
+    epochs: list[dict[str, Any]]
+    samples: list[dict[str, Any]]
+    error: dict[str, Any] | None
+    store_error: str | None
+    hardware: dict[str, Any]
+    queue_position: int | None
+
+    @property
+    def active(self) -> bool:
+        return self.status not in TERMINAL
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return metrics.summarize(self.epochs, self.samples)
+
+    def elapsed_s(self, now: float | None = None) -> float | None:
+        if self.started_at is None:
+            return None
+        end = self.ended_at if self.ended_at is not None else (now or time.time())
+        return end - self.started_at
+
+    def eta_s(self) -> float | None:
+        """Seconds left, from the steady epoch time (or the first epoch) and the batch progress."""
+        epochs_total = self.config.epochs
+        per_epoch = metrics.steady_epoch_seconds(self.epochs) or (
+            self.epochs[-1]["epoch_seconds"] if self.epochs else None
+        )
+        if per_epoch is None or not self.active:
+            return None
+        done = len(self.epochs)
+        batches = self.progress.get("batches") or 0
+        in_epoch = (self.progress.get("batch", 0) / batches) if batches and self.progress.get("epoch") == done + 1 else 0
+        return max(0.0, (epochs_total - done - in_epoch) * per_epoch)
+
+    def record(self) -> dict[str, Any]:
+        """The JSON record the CLI writes and exports use (schema in docs/ARCHITECTURE.md)."""
+        return {
+            "schema": "bench.run/1",
+            "id": self.id,
+            "status": self.status,
+            "config": self.config.to_dict(),
+            "hardware": self.hardware,
+            "info": self.info,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "error": self.error,
+            "store_error": self.store_error,
+            "epochs": self.epochs,
+            "samples": self.samples,
+            "summary": self.summary,
+        }
+
+
+@dataclass
+class _RunState:
+    id: int
+    config: RunConfig
+    created_at: float
+    hardware: dict[str, Any]
+    status: str = "queued"
+    started_at: float | None = None
+    ended_at: float | None = None
+    phase: str = "queued"
+    info: dict[str, Any] = field(default_factory=dict)
+    progress: dict[str, Any] = field(default_factory=dict)
+    epochs: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    store_error: str | None = None
+    stop_requested_at: float | None = None
+    stored: bool = True
+
+
+class JobManager:
+    """Queue of runs, executed one at a time by a dispatcher thread that supervises each worker process."""
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        hardware: dict[str, Any] | None = None,
+        hang_timeout_s: float | None = None,
+        stop_grace_s: float | None = None,
+        worker_target: Callable[..., None] | None = None,
+    ):
+        self.store = store
+        self._hardware = hardware
+        self.hang_timeout_s = hang_timeout_s if hang_timeout_s is not None else settings.hang_timeout_s()
+        self.stop_grace_s = stop_grace_s if stop_grace_s is not None else settings.stop_grace_s()
+        self._worker_target = worker_target
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._runs: dict[int, _RunState] = {}
+        self._queue: collections.deque[int] = collections.deque()
+        self._stop_events: dict[int, Any] = {}
+        self._next_memory_id = -1
+        self._shutdown = False
+        self._dispatcher: threading.Thread | None = None
+        self._ctx = mp.get_context("spawn")
+        self.interrupted_at_start: list[int] = []
+        if store is not None:
+            try:
+                self.interrupted_at_start = store.mark_interrupted()
+            except StoreError as exc:
+                log.warning("%s", exc)
+
+    # -- public API -------------------------------------------------------------------------------------------------
+    @property
+    def hardware(self) -> dict[str, Any]:
+        if self._hardware is None:
+            from bench import devices
+
+            self._hardware = devices.discover().to_dict()
+        return self._hardware
+
+    def submit(self, config: RunConfig) -> int:
+        """Queue a validated run; returns its id. Raises ConfigError for bad input."""
+        config.validate()
+        created = time.time()
+        store_error = None
+        run_id: int | None = None
+        if self.store is not None:
+            try:
+                run_id = self.store.create_run(config.to_dict(), label=config.label(), created_at=created)
+                self.store.update_run(run_id, hardware=self.hardware)
+            except StoreError as exc:
+                store_error = str(exc)
+        with self._lock:
+            if run_id is None:
+                run_id = self._next_memory_id
+                self._next_memory_id -= 1
+            state = _RunState(id=run_id, config=config, created_at=created, hardware=self.hardware)
+            state.store_error = store_error
+            state.stored = store_error is None and self.store is not None
+            self._runs[run_id] = state
+            self._queue.append(run_id)
+            self._stop_events[run_id] = self._ctx.Event()
+            self._ensure_dispatcher()
+            self._wake.notify_all()
+        return run_id
+
+    def stop(self, run_id: int) -> bool:
+        """Ask a run to stop: a queued run is dropped, a running one stops within a batch (killed after the grace)."""
+        with self._lock:
+            state = self._runs.get(run_id)
+            if state is None or state.status in TERMINAL:
+                return False
+            state.stop_requested_at = time.time()
+            if run_id in self._queue:
+                self._queue.remove(run_id)
+                self._finish_locked(state, "stopped")
+            else:
+                self._stop_events[run_id].set()
+                state.phase = "stopping"
+        if state.status == "stopped":
+            self._persist_end(state)
+        return True
+
+    def snapshot(self, run_id: int) -> RunSnapshot | None:
+        with self._lock:
+            state = self._runs.get(run_id)
+            return self._snapshot_locked(state) if state is not None else None
+
+    def current(self) -> RunSnapshot | None:
+        """The active run if any, else the most recent one, else None."""
+        with self._lock:
+            active = [s for s in self._runs.values() if s.status in ("starting", "running")]
+            if active:
+                return self._snapshot_locked(active[0])
+            if self._queue:
+                return self._snapshot_locked(self._runs[self._queue[0]])
+            if self._runs:
+                latest = max(self._runs.values(), key=lambda s: s.created_at)
+                return self._snapshot_locked(latest)
+            return None
+
+    def snapshots(self) -> list[RunSnapshot]:
+        with self._lock:
+            return [self._snapshot_locked(s) for s in sorted(self._runs.values(), key=lambda s: s.created_at)]
+
+    def queued_ids(self) -> list[int]:
+        with self._lock:
+            return list(self._queue)
+
+    def wait(self, run_id: int, timeout_s: float | None = None, poll_s: float = 0.1) -> RunSnapshot:
+        """Block until the run ends (or the timeout passes); returns the latest snapshot."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            snap = self.snapshot(run_id)
+            if snap is None:
+                raise KeyError(f"no run {run_id}")
+            if not snap.active or (deadline is not None and time.monotonic() > deadline):
+                return snap
+            time.sleep(poll_s)
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        """Stop every run and the dispatcher."""
+        with self._lock:
+            ids = list(self._runs)
+        for run_id in ids:
+            self.stop(run_id)
+        with self._lock:
+            self._shutdown = True
+            self._wake.notify_all()
+        if self._dispatcher is not None:
+            self._dispatcher.join(timeout_s)
+
+    # -- internals --------------------------------------------------------------------------------------------------
+    def _snapshot_locked(self, state: _RunState) -> RunSnapshot:
+        position = self._queue.index(state.id) if state.id in self._queue else None
+        return RunSnapshot(
+            id=state.id, config=state.config, status=state.status, created_at=state.created_at,
+            started_at=state.started_at, ended_at=state.ended_at, phase=state.phase, info=dict(state.info),
+            progress=dict(state.progress), epochs=list(state.epochs), samples=list(state.samples),
+            error=dict(state.error) if state.error else None, store_error=state.store_error,
+            hardware=state.hardware, queue_position=position,
+        )
+
+    def _ensure_dispatcher(self) -> None:
+        if self._dispatcher is None or not self._dispatcher.is_alive():
+            self._dispatcher = threading.Thread(target=self._dispatch_loop, name="bench-dispatcher", daemon=True)
+            self._dispatcher.start()
+
+    def _dispatch_loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._shutdown:
+                    self._wake.wait(1.0)
+                if self._shutdown:
+                    return
+                run_id = self._queue.popleft()
+                state = self._runs[run_id]
+                state.status = "starting"
+                state.phase = "starting worker"
+                state.started_at = time.time()
+            try:
+                self._supervise(state)
+            except Exception as exc:  # noqa: BLE001 - the dispatcher must survive anything a run does
+                log.exception("supervisor failed for run %s", run_id)
+                with self._lock:
+                    if state.status not in TERMINAL:
+                        state.error = {"error_type": type(exc).__name__, "message": str(exc),
+                                       "hint": "This is a bug in the dashboard; the next run starts normally."}
+                        self._finish_locked(state, "failed")
+                self._persist_end(state)
+
+    def _store_call(self, state: _RunState, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        if self.store is None or not state.stored:
+            return
+        try:
+            fn(*args, **kwargs)
+        except StoreError as exc:
+            with self._lock:
+                state.store_error = f"Results could not be saved: {exc} The run goes on in memory; export it before leaving."
+            log.warning("%s", exc)
+
+    def _finish_locked(self, state: _RunState, status: str) -> None:
+        state.status = status
+        state.phase = status
+        state.ended_at = time.time()
+
+    def _persist_end(self, state: _RunState) -> None:
+        summary = metrics.summarize(state.epochs, state.samples)
+        self._store_call(state, self.store.update_run if self.store else None, state.id, status=state.status,
+                         started_at=state.started_at, ended_at=state.ended_at, info=state.info, error=state.error,
+                         summary=summary)
+
+    def _supervise(self, state: _RunState) -> None:
+        from bench import worker
+
+        stop_event = self._stop_events[state.id]
+        events = self._ctx.Queue()
+        target = self._worker_target or worker.worker_main
+        process = self._ctx.Process(
+            target=target, args=(state.config.to_dict(), events, stop_event, self._log_path(state.id)),
+            name=f"bench-worker-{state.id}", daemon=True,
+        )
+        pending_samples: list[dict[str, Any]] = []
+        t0_wall = time.time()
+        t0_mono = time.monotonic()
+
+        def on_sample(sample: Sample) -> None:
+            data = sample.to_dict()
+            with self._lock:
+                state.samples.append(data)
+                if len(state.samples) > MAX_LIVE_SAMPLES:
+                    half = len(state.samples) // 2
+                    state.samples[:half] = state.samples[:half:2]
+                pending_samples.append(data)
+
+        sampler = Sampler(state.config.sample_interval_s, on_sample=on_sample, clock=lambda: time.monotonic())
+        self._store_call(state, self.store.update_run if self.store else None, state.id, status="starting",
+                         started_at=state.started_at)
+        process.start()
+        sampler.set_pid(process.pid)
+        sampler.start()
+        # the sampler's clock starts with the worker: t_s of samples and epochs share one origin
+        t0_mono = time.monotonic()
+        t0_wall = time.time()
+        last_event = time.monotonic()
+        last_flush = time.monotonic()
+        ended_by_event = False
+        terminated_reason: str | None = None
+        try:
+            while True:
+                try:
+                    event = events.get(timeout=0.2)
+                except queue_module.Empty:
+                    event = None
+                except (EOFError, OSError):
+                    event = None
+                now = time.monotonic()
+                if event is not None:
+                    last_event = now
+                    ended_by_event = self._apply_event(state, event, t0_wall) or ended_by_event
+                    if ended_by_event:
+                        break
+                    continue
+                if now - last_flush >= SAMPLE_FLUSH_S:
+                    self._flush_samples(state, pending_samples)
+                    last_flush = now
+                if not process.is_alive():
+                    break
+                if state.stop_requested_at is not None and time.time() - state.stop_requested_at > self.stop_grace_s:
+                    terminated_reason = "stopped"
+                    self._kill(process)
+                    break
+                if now - last_event > self.hang_timeout_s:
+                    terminated_reason = "hung"
+                    self._kill(process)
+                    break
+            process.join(timeout=15)
+            if process.is_alive():
+                self._kill(process)
+        finally:
+            sampler.stop()
+            self._flush_samples(state, pending_samples)
+            _ = t0_mono
+            with self._lock:
+                if not ended_by_event:
+                    self._finish_without_event(state, process.exitcode, terminated_reason)
+            self._persist_end(state)
+            try:
+                events.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _log_path(self, run_id: int) -> str | None:
+        """Where the worker's own stdout/stderr go (framework chatter), next to the store."""
+        base = self.store.path.parent if self.store is not None else settings.store_path().parent
+        return str(base / "logs" / f"run-{run_id}.log")
+
+    def _finish_without_event(self, state: _RunState, exitcode: int | None, reason: str | None) -> None:
+        if reason == "stopped":
+            state.error = None
+            self._finish_locked(state, "stopped")
+            state.info["hard_stop"] = True
+            return
+        if reason == "hung":
+            state.error = {
+                "error_type": "Hung",
+                "message": f"The worker sent nothing for {self.hang_timeout_s:.0f} s and was ended.",
+                "hint": "Try a smaller model or batch; raise BENCH_HANG_TIMEOUT_S if a single batch really takes longer.",
+            }
+        else:
+            if exitcode is not None and exitcode < 0:
+                try:
+                    name = signal.Signals(-exitcode).name
+                except ValueError:
+                    name = f"signal {-exitcode}"
+                how = f"was killed by {name}"
+                if -exitcode == signal.SIGKILL:
+                    how += " (often the system running out of memory)"
+            else:
+                how = f"exited with code {exitcode} without reporting"
+            state.error = {
+                "error_type": "WorkerDied",
+                "message": f"The training process {how}. Epochs finished before then are kept.",
+                "hint": "Lower the batch size, model size or sample limit, then start again.",
+            }
+        self._finish_locked(state, "failed")
+
+    def _kill(self, process: Any) -> None:
+        process.terminate()
+        process.join(timeout=3)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=3)
+
+    def _flush_samples(self, state: _RunState, pending: list[dict[str, Any]]) -> None:
+        with self._lock:
+            batch = list(pending)
+            pending.clear()
+        if batch:
+            self._store_call(state, self.store.add_samples if self.store else None, state.id, batch)
+
+    def _apply_event(self, state: _RunState, event: dict[str, Any], t0_wall: float) -> bool:
+        """Fold one worker event into the run. Returns True when the event ends the run."""
+        kind = event.get("type")
+        with self._lock:
+            if kind == "phase":
+                state.phase = str(event.get("phase"))
+            elif kind == "started":
+                info = {k: v for k, v in event.items() if k not in ("type", "time")}
+                state.info.update(info)
+                state.status = "running"
+                state.phase = "training"
+            elif kind == "progress":
+                state.progress = {"epoch": event["epoch"], "batch": event["batch"], "batches": event["batches"]}
+            elif kind == "epoch":
+                epoch = {k: v for k, v in event.items() if k not in ("type", "time", "started_wall", "ended_wall")}
+                epoch["t_start_s"] = event["started_wall"] - t0_wall
+                epoch["t_end_s"] = event["ended_wall"] - t0_wall
+                state.epochs.append(epoch)
+            elif kind == "finished":
+                status = event.get("status", "finished")
+                self._finish_locked(state, status if status in TERMINAL else "finished")
+            elif kind == "failed":
+                state.error = {k: event.get(k) for k in ("error_type", "message", "hint", "traceback")}
+                self._finish_locked(state, "failed")
+        if kind == "started":
+            self._store_call(state, self.store.update_run if self.store else None, state.id, status="running",
+                             info=state.info)
+        elif kind == "epoch":
+            self._store_call(state, self.store.add_epoch if self.store else None, state.id, state.epochs[-1])
+        return kind in ("finished", "failed")
+
+
+def replace_config(config: RunConfig, **changes: Any) -> RunConfig:
+    return dataclasses.replace(config, **changes)

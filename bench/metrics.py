@@ -1,0 +1,110 @@
+"""The arithmetic behind every number shown: steady-state epoch time, run summaries, speed-ups and FLOP rates.
+
+Honest-number rules live here, once:
+- the first epoch includes graph tracing/compilation, so steady-state figures use epochs 2..N only;
+- speed-up = median steady-state epoch time of A / of B, with the spread from min and max of both sides;
+- a reading that is missing (None) is left out of a mean, never counted as 0.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+
+def _finite(values: Iterable[Any]) -> list[float]:
+    out = []
+    for value in values:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            out.append(float(value))
+    return out
+
+
+def steady_epochs(epochs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Epochs that do not include tracing (every epoch but those flagged ``includes_tracing``)."""
+    return [e for e in epochs if not e.get("includes_tracing")]
+
+
+def steady_epoch_times(epochs: Sequence[Mapping[str, Any]]) -> list[float]:
+    return _finite(e.get("epoch_seconds") for e in steady_epochs(epochs))
+
+
+def steady_epoch_seconds(epochs: Sequence[Mapping[str, Any]]) -> float | None:
+    """Median steady-state epoch time in seconds, or None when no steady epoch exists yet (needs >= 2 epochs)."""
+    times = steady_epoch_times(epochs)
+    return statistics.median(times) if times else None
+
+
+def mean_or_none(values: Iterable[Any]) -> float | None:
+    vals = _finite(values)
+    return sum(vals) / len(vals) if vals else None
+
+
+def mean_gpu_util_percent(samples: Sequence[Mapping[str, Any]]) -> float | None:
+    """Mean NVML utilization over every GPU reading of every sample; None when there was no GPU reading."""
+    return mean_or_none(g.get("util_percent") for s in samples for g in (s.get("gpus") or []))
+
+
+def summarize(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``summary`` block of a run record."""
+    steady = steady_epoch_seconds(epochs)
+    first = next((e for e in epochs if e.get("includes_tracing")), None)
+    steady_rates = _finite(e.get("samples_per_s") for e in steady_epochs(epochs))
+    return {
+        "steady_epoch_seconds": steady,
+        "steady_samples_per_s": statistics.median(steady_rates) if steady_rates else None,
+        "first_epoch_seconds": first.get("epoch_seconds") if first else None,
+        "total_seconds": sum(_finite(e.get("epoch_seconds") for e in epochs)) if epochs else None,
+        "epochs_done": len(epochs),
+        "mean_cpu_percent": mean_or_none(s.get("cpu_percent") for s in samples),
+        "mean_process_cpu_percent": mean_or_none(s.get("process_cpu_percent") for s in samples),
+        "mean_gpu_util_percent": mean_gpu_util_percent(samples),
+        "peak_process_rss_mib": max(_finite(s.get("process_rss_mib") for s in samples), default=None),
+    }
+
+
+def speedup(epochs_a: Sequence[Mapping[str, Any]], epochs_b: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """How many times faster B trains than A.
+
+    ``speedup_median`` = median steady epoch time of A / of B; ``speedup_min`` = slowest B against fastest A
+    (min A / max B); ``speedup_max`` = max A / min B; ``total_time_ratio`` = all epochs of A (tracing included) /
+    all epochs of B. None when either side has no steady-state epoch.
+    """
+    times_a, times_b = steady_epoch_times(epochs_a), steady_epoch_times(epochs_b)
+    if not times_a or not times_b or min(times_b) <= 0 or min(times_a) <= 0:
+        return None
+    total_a = sum(_finite(e.get("epoch_seconds") for e in epochs_a))
+    total_b = sum(_finite(e.get("epoch_seconds") for e in epochs_b))
+    first_a = next((e.get("epoch_seconds") for e in epochs_a if e.get("includes_tracing")), None)
+    first_b = next((e.get("epoch_seconds") for e in epochs_b if e.get("includes_tracing")), None)
+    return {
+        "speedup_median": statistics.median(times_a) / statistics.median(times_b),
+        "speedup_min": min(times_a) / max(times_b),
+        "speedup_max": max(times_a) / min(times_b),
+        "total_time_ratio": total_a / total_b if total_b > 0 else None,
+        "first_epoch_seconds_a": first_a,
+        "first_epoch_seconds_b": first_b,
+        "steady_epochs_a": len(times_a),
+        "steady_epochs_b": len(times_b),
+    }
+
+
+def achieved_gflops(flops_per_sample: float, samples_per_s: float | None) -> float | None:
+    """Training GFLOP/s actually achieved: FLOPs per sample x samples per second / 1e9."""
+    if samples_per_s is None or flops_per_sample <= 0:
+        return None
+    return flops_per_sample * samples_per_s / 1e9
+
+
+def format_seconds(seconds: float | None) -> str:
+    """Human-readable duration: 0.84 s, 12.3 s, 4 min 05 s."""
+    if seconds is None or not math.isfinite(seconds):
+        return "—"
+    if seconds < 10:
+        return f"{seconds:.2f} s"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest:02d} s"

@@ -1,0 +1,53 @@
+"""Process-wide defaults, each overridable by a documented environment variable.
+
+| variable               | default                                   | meaning                                          |
+|------------------------|-------------------------------------------|--------------------------------------------------|
+| BENCH_STORE            | ~/.local/share/bench/runs.sqlite3         | SQLite file holding runs, epochs and samples     |
+| BENCH_HANG_TIMEOUT_S   | 300                                       | a worker silent this long is ended as hung       |
+| BENCH_STOP_GRACE_S     | 5                                         | after Stop, seconds before the worker is killed  |
+| BENCH_PRESENTER_KEY    | (unset)                                   | when set, starting/stopping/deleting needs it    |
+| KERAS_BACKEND          | tensorflow                                | tensorflow, jax or torch                         |
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+BACKENDS = ("tensorflow", "jax", "torch")
+
+
+def store_path() -> Path:
+    """Where the SQLite store lives (BENCH_STORE overrides)."""
+    raw = os.environ.get("BENCH_STORE")
+    if raw:
+        return Path(raw).expanduser()
+    return Path.home() / ".local" / "share" / "bench" / "runs.sqlite3"
+
+
+def _float_env(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number of seconds; unset it or give e.g. {name}={default:g}") from None
+    if value <= 0:
+        raise ValueError(f"{name}={raw!r} must be > 0 seconds")
+    return value
+
+
+def hang_timeout_s() -> float:
+    """Seconds without any event from a worker before it is declared hung."""
+    return _float_env("BENCH_HANG_TIMEOUT_S", 300.0)
+
+
+def stop_grace_s() -> float:
+    """Seconds a worker gets to stop cooperatively before it is terminated."""
+    return _float_env("BENCH_STOP_GRACE_S", 5.0)
+
+
+def default_backend() -> str:
+    """The Keras backend in force (KERAS_BACKEND, default tensorflow)."""
+    return os.environ.get("KERAS_BACKEND", "tensorflow") or "tensorflow"

