@@ -6,11 +6,11 @@ import streamlit as st
 
 from ui import common, live
 
-st.set_page_config(page_title="CPU vs GPU training bench", page_icon="⚡", layout="wide")
+st.set_page_config(page_title="CPU vs GPU training bench", page_icon=":material/speed:", layout="wide")
 
 pages = [
-    st.Page("pages/train.py", title="Train", icon="🏃", default=True),
-    st.Page("pages/system.py", title="System", icon="🖥️"),
+    st.Page("pages/train.py", title="Train", icon=":material/model_training:", default=True),
+    st.Page("pages/system.py", title="System", icon=":material/memory:"),
 ]
 page = st.navigation(pages)
 

@@ -553,16 +553,16 @@ def _synthetic_images(
 def _generate_mnist(n_train: int, n_test: int, seed: int) -> tuple[np.ndarray, ...]:
     bank, n_shifts = _stroke_bank()
     rng = np.random.default_rng(seed)
-    x_train, y_train = _synthetic_images(n_train, rng, bank, n_shifts, (28, 28, 1), noise=0.35, distractor=0.45)
-    x_test, y_test = _synthetic_images(n_test, rng, bank, n_shifts, (28, 28, 1), noise=0.35, distractor=0.45)
+    x_train, y_train = _synthetic_images(n_train, rng, bank, n_shifts, (28, 28, 1), noise=0.25, distractor=0.25)
+    x_test, y_test = _synthetic_images(n_test, rng, bank, n_shifts, (28, 28, 1), noise=0.25, distractor=0.25)
     return x_train, y_train, x_test, y_test
 
 
 def _generate_cifar10(n_train: int, n_test: int, seed: int) -> tuple[np.ndarray, ...]:
     bank, n_shifts = _texture_bank()
     rng = np.random.default_rng(seed)
-    x_train, y_train = _synthetic_images(n_train, rng, bank, n_shifts, (32, 32, 3), noise=0.3, distractor=0.5)
-    x_test, y_test = _synthetic_images(n_test, rng, bank, n_shifts, (32, 32, 3), noise=0.3, distractor=0.5)
+    x_train, y_train = _synthetic_images(n_train, rng, bank, n_shifts, (32, 32, 3), noise=0.4, distractor=0.7)
+    x_test, y_test = _synthetic_images(n_test, rng, bank, n_shifts, (32, 32, 3), noise=0.4, distractor=0.7)
     return x_train, y_train, x_test, y_test
 
 
@@ -573,20 +573,20 @@ def _text_task() -> tuple[np.ndarray, np.ndarray]:
     ids = np.arange(3, IMDB_NUM_WORDS)
     weights = 1.0 / (np.arange(len(ids)) + 20.0)
     cdf = np.cumsum(weights / weights.sum())
-    cues = rng.choice(np.arange(50, 3000), size=(2, 150), replace=False).astype(np.int32)
+    cues = rng.choice(np.arange(2000, 9000), size=(2, 150), replace=False).astype(np.int32)
     return cdf, cues
 
 
 def _synthetic_text(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Reviews of random length 40..200: start token 1, Zipf-like words, class cue words 4% vs 2% of the time."""
+    """Reviews of random length 40..200: start token 1, Zipf-like words, class cue words 6% vs 2% of the time."""
     cdf, cues = _text_task()
     y = rng.integers(0, 2, size=n).astype(np.int32)
     words = (np.searchsorted(cdf, rng.random((n, TEXT_LENGTH))) + 3).astype(np.int32)
     np.minimum(words, IMDB_NUM_WORDS - 1, out=words)
     u = rng.random((n, TEXT_LENGTH))
     pick = rng.integers(0, cues.shape[1], size=(n, TEXT_LENGTH))
-    own = u < 0.04
-    other = (u >= 0.04) & (u < 0.06)
+    own = u < 0.06
+    other = (u >= 0.06) & (u < 0.08)
     words[own] = cues[np.broadcast_to(y[:, None], own.shape)[own], pick[own]]
     words[other] = cues[np.broadcast_to(1 - y[:, None], other.shape)[other], pick[other]]
     lengths = rng.integers(40, TEXT_LENGTH + 1, size=n)
@@ -738,7 +738,12 @@ _KERAS_PARSERS: dict[str, Callable[[str], tuple[np.ndarray, ...]]] = {
 
 def _cache_hint(name: str, cache_dir: str | None) -> str:
     """The file(s) to place, in words, e.g. "~/.keras/datasets/mnist.npz"."""
-    folder = cache_dir.rstrip("/\\") if cache_dir else "~/.keras/datasets"
+    if cache_dir:
+        folder = cache_dir.rstrip("/\\")
+    elif os.environ.get("KERAS_HOME"):
+        folder = default_cache_dir()
+    else:
+        folder = os.path.join("~", ".keras", "datasets")
     if name in ("mnist", "imdb"):
         return os.path.join(folder, f"{name}.npz")
     if name == "fashion-mnist":

@@ -89,7 +89,7 @@ class Hardware:
     """Everything the dashboard needs to know about this machine, found without importing the ML framework."""
 
     cpu: CpuInfo
-    gpus: list[GpuInfo] = field(default_factory=list)  # GPUs a run may target (CUDA_VISIBLE_DEVICES applied)
+    gpus: list[GpuInfo] = field(default_factory=list)  # targetable GPUs (CUDA_VISIBLE_DEVICES applied), NVML order
     gpu_reason: str | None = None  # why no GPU is usable; None when one is
     framework: str = DEFAULT_BACKEND  # Keras backend name
     framework_version: str | None = None

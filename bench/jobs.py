@@ -12,6 +12,7 @@ import collections
 import dataclasses
 import logging
 import multiprocessing as mp
+import multiprocessing.spawn as mp_spawn
 import queue as queue_module
 import signal
 import threading
@@ -25,6 +26,30 @@ from bench.monitor import Sample, Sampler
 from bench.store import Store, StoreError
 
 log = logging.getLogger(__name__)
+_SPAWN_LOCK = threading.Lock()
+
+
+def start_worker_process(process: Any) -> None:
+    """Start a spawned process WITHOUT re-running the parent's __main__ in it.
+
+    Under `streamlit run`, __main__ is the dashboard script itself; a spawned child would execute every page in bare
+    mode before training. The worker needs nothing from __main__ (its target lives in bench.worker), so the
+    main-module entries are dropped from the spawn preparation data while this process starts.
+    """
+    original = mp_spawn.get_preparation_data
+
+    def without_main(name: str) -> dict[str, Any]:
+        data = original(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    with _SPAWN_LOCK:
+        mp_spawn.get_preparation_data = without_main
+        try:
+            process.start()
+        finally:
+            mp_spawn.get_preparation_data = original
 
 TERMINAL = ("finished", "stopped", "failed", "interrupted")
 MAX_LIVE_SAMPLES = 8000  # in memory per run; older halves are thinned 2:1 beyond this (the store keeps all)
@@ -323,9 +348,6 @@ class JobManager:
             name=f"bench-worker-{state.id}", daemon=True,
         )
         pending_samples: list[dict[str, Any]] = []
-        t0_wall = time.time()
-        t0_mono = time.monotonic()
-
         def on_sample(sample: Sample) -> None:
             data = sample.to_dict()
             with self._lock:
@@ -338,11 +360,10 @@ class JobManager:
         sampler = Sampler(state.config.sample_interval_s, on_sample=on_sample, clock=lambda: time.monotonic())
         self._store_call(state, self.store.update_run if self.store else None, state.id, status="starting",
                          started_at=state.started_at)
-        process.start()
+        start_worker_process(process)
         sampler.set_pid(process.pid)
         sampler.start()
         # the sampler's clock starts with the worker: t_s of samples and epochs share one origin
-        t0_mono = time.monotonic()
         t0_wall = time.time()
         last_event = time.monotonic()
         last_flush = time.monotonic()
@@ -359,14 +380,13 @@ class JobManager:
                 now = time.monotonic()
                 if event is not None:
                     last_event = now
-                    ended_by_event = self._apply_event(state, event, t0_wall) or ended_by_event
-                    if ended_by_event:
+                    if self._apply_event(state, event, t0_wall):
+                        ended_by_event = True
                         break
-                    continue
                 if now - last_flush >= SAMPLE_FLUSH_S:
                     self._flush_samples(state, pending_samples)
                     last_flush = now
-                if not process.is_alive():
+                if event is None and not process.is_alive():
                     break
                 if state.stop_requested_at is not None and time.time() - state.stop_requested_at > self.stop_grace_s:
                     terminated_reason = "stopped"
@@ -382,7 +402,6 @@ class JobManager:
         finally:
             sampler.stop()
             self._flush_samples(state, pending_samples)
-            _ = t0_mono
             with self._lock:
                 if not ended_by_event:
                     self._finish_without_event(state, process.exitcode, terminated_reason)

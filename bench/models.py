@@ -74,18 +74,20 @@ _MLP_HIDDEN_UNITS: dict[str, tuple[int, ...]] = {
 }
 # CNN family: one block per entry (Conv2D(f, 3x3, same, relu) + MaxPooling2D 2x2), then GlobalAveragePooling2D,
 # then the Dense(relu) head widths, then Dense(num_classes) logits. On MNIST: xs 1,418 ... xl 1,744,394 params (1,230x).
+# A pooling layer is skipped once the feature map is smaller than 2x2. FLOPs count the full 3x3 kernel at every
+# output position, border positions included (what the kernels compute with zero padding).
 _CNN_FILTERS: dict[str, tuple[int, ...]] = {
     "xs": (8, 16),
     "s": (16, 32),
-    "m": (32, 64),
-    "l": (64, 128, 256),
+    "m": (16, 32, 64),
+    "l": (48, 96, 192),
     "xl": (128, 256, 512),
 }
 _CNN_HEAD_UNITS: dict[str, tuple[int, ...]] = {
     "xs": (),
     "s": (32,),
     "m": (64,),
-    "l": (256,),
+    "l": (192,),
     "xl": (512,),
 }
 # Text family: Embedding(vocab_size, d) -> GlobalAveragePooling1D -> Dense(relu) widths -> Dense(num_classes) logits.
@@ -180,7 +182,7 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     "seed-cifar10-mlp": Preset(
         name="seed-cifar10-mlp",
-        title="Seed: CIFAR-10 MLP (Microsoft Community Hub)",
+        title="CIFAR-10 MLP (Microsoft Community Hub article)",
         dataset="cifar10",
         description=(
             "Flatten -> Dense 3000 relu -> Dense 1000 relu -> Dense 10 sigmoid on CIFAR-10 with one-hot labels, "
@@ -198,7 +200,7 @@ PRESETS: dict[str, Preset] = {
     ),
     "seed-mnist-dense": Preset(
         name="seed-mnist-dense",
-        title="Seed: MNIST dense network",
+        title='MNIST dense network ("ML - How much faster is a GPU?")',
         dataset="mnist",
         description=(
             "Flatten -> Dense 128 relu -> Dense 10 (logits) on MNIST, Adam, sparse categorical cross-entropy, "
@@ -213,7 +215,7 @@ PRESETS: dict[str, Preset] = {
     ),
     "seed-text": Preset(
         name="seed-text",
-        title="Seed: text classification (TensorFlow tutorial model)",
+        title="IMDB text classifier (TensorFlow tutorial model)",
         dataset="imdb",
         description=(
             "Embedding 16 -> Dropout 0.2 -> GlobalAveragePooling1D -> Dropout 0.2 -> Dense 1 (logit) on IMDB "
@@ -290,7 +292,9 @@ def _format_flops(flops: int) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def measure(input_shape: tuple[int, ...], layers: tuple[LayerSpec, ...]) -> tuple[int, int, tuple[tuple[int, ...], ...]]:
+def measure(
+    input_shape: tuple[int, ...], layers: tuple[LayerSpec, ...]
+) -> tuple[int, int, tuple[tuple[int, ...], ...]]:
     """Count parameters and training FLOPs per sample of a layer stack, without Keras.
 
     Args:
@@ -353,7 +357,9 @@ def _layer_cost(layer: LayerSpec, shape: tuple[int, ...]) -> tuple[tuple[int, ..
         pool = int(kw["pool_size"])
         out_h, out_w = height // pool, width // pool
         if out_h < 1 or out_w < 1:
-            raise ModelError(f"{layer.label()} does not fit an input of {height}x{width}; it needs at least {pool}x{pool}.")
+            raise ModelError(
+                f"{layer.label()} does not fit an input of {height}x{width}; it needs at least {pool}x{pool}."
+            )
         return (out_h, out_w, channels), 0, out_h * out_w * pool * pool * channels
     if kind == "GlobalAveragePooling2D":
         _require_rank(layer, shape, 3)

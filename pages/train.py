@@ -15,7 +15,7 @@ st.caption("One training run, live: time per epoch beside CPU and GPU utilizatio
 common.store_warning()
 
 config = config_form.config_form(hardware)
-if st.button("Start", type="primary", icon="▶️", key="start_run"):
+if st.button("Start", type="primary", icon=":material/play_arrow:", key="start_run"):
     try:
         run_id = manager.submit(config)
         st.toast(f"Run #{run_id} queued")

@@ -105,7 +105,7 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
         device = st.radio("Device", choices, horizontal=True, key=f"{prefix}_device", disabled=disabled,
                           format_func=lambda d: device_label(d, hardware))
         if not hardware.gpus:
-            st.info(f"No GPU is offered: {hardware.gpu_reason} The CPU path works fully.", icon="ℹ️")
+            st.info(f"No GPU is offered: {hardware.gpu_reason} The CPU path works fully.", icon=":material/info:")
 
     cores = hardware.cpu.logical_cores
     with st.expander("Advanced: threads, precision, XLA, sampling"):

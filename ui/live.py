@@ -18,8 +18,9 @@ NVML_NOTE = (
     "GPU % is NVML's utilization: the share of time in which at least one kernel ran on the GPU, "
     "not how much of the chip was busy. A GPU can show 100 % while most of its cores idle."
 )
-STATUS_ICON = {"queued": "⏳", "starting": "🚀", "running": "🏃", "finished": "✅", "stopped": "⏹️",
-               "failed": "❌", "interrupted": "⚠️"}
+STATUS_ICON = {"queued": ":material/schedule:", "starting": ":material/rocket_launch:",
+               "running": ":material/directions_run:", "finished": ":material/check_circle:",
+               "stopped": ":material/stop_circle:", "failed": ":material/error:", "interrupted": ":material/warning:"}
 
 
 def status_line(snap: RunSnapshot) -> str:
@@ -116,7 +117,7 @@ def live_panel(manager: JobManager, *, can_control: bool = True,
             st.info("No run yet. Pick the settings above and press **Start**.")
             return
         if snap.active and can_control:
-            if st.button("Stop", key="stop_run", type="secondary", icon="⏹️",
+            if st.button("Stop", key="stop_run", type="secondary", icon=":material/stop:",
                          help="Stops after the current batch; the worker is ended if it does not stop in time."):
                 manager.stop(snap.id)
                 snap = manager.snapshot(snap.id) or snap

@@ -119,7 +119,7 @@ class CpuCollector:
             self._procs = {}
             return None, None
         try:
-            if root.status() == psutil.STATUS_ZOMBIE:
+            if root.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
                 return None, None
             members = [root, *root.children(recursive=True)]
         except (psutil.NoSuchProcess, psutil.AccessDenied):

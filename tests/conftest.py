@@ -1,0 +1,24 @@
+"""Shared fixtures: every test gets its own store file and upload folder, never the user's."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+@pytest.fixture(autouse=True)
+def isolated_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "store" / "runs.sqlite3"
+    monkeypatch.setenv("BENCH_STORE", str(path))
+    monkeypatch.setenv("BENCH_UPLOAD_DIR", str(tmp_path / "uploads"))
+    monkeypatch.delenv("BENCH_PRESENTER_KEY", raising=False)
+    return path

@@ -1,0 +1,124 @@
+"""RunConfig validation: every bad value gets a message that says what is allowed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench import devices
+from bench.config import ConfigError, RunConfig, parse_target
+
+NO_GPU = devices.Hardware(
+    cpu=devices.CpuInfo(model="test cpu", physical_cores=2, logical_cores=2, ram_total_mib=1024.0),
+    gpus=[], gpu_reason="No NVIDIA driver found (test).", framework="tensorflow", framework_version="0",
+    framework_cuda=False, hostname="test", platform="linux",
+)
+TWO_GPUS = devices.Hardware(
+    cpu=NO_GPU.cpu,
+    gpus=[devices.GpuInfo(index=i, name="Fake GPU", mem_total_mib=16384.0, driver="1", cuda_driver_version="12.4",
+                          uuid=f"GPU-{i}") for i in range(2)],
+    gpu_reason=None, framework="tensorflow", framework_version="0", framework_cuda=True, hostname="t",
+    platform="linux",
+)
+
+
+def errors_of(config: RunConfig, hardware=NO_GPU) -> str:
+    with pytest.raises(ConfigError) as info:
+        config.validate(hardware)
+    return str(info.value)
+
+
+def test_default_config_is_valid_and_a_demo():
+    config = RunConfig().validate(NO_GPU)
+    assert config.dataset == "synthetic-mnist"
+    assert config.device == "cpu"
+    assert config.jit_compile is False and config.precision == "float32"
+
+
+@pytest.mark.parametrize(
+    ("changes", "pattern"),
+    [
+        ({"epochs": 0}, r"epochs must be a whole number from 1 to 1000 \(got 0\)"),
+        ({"epochs": 10**9}, r"epochs must be a whole number from 1 to 1000"),
+        ({"epochs": 2.5}, r"epochs must be a whole number"),
+        ({"epochs": True}, r"epochs must be a whole number"),
+        ({"batch_size": 0}, r"batch size must be a whole number from 1 to"),
+        ({"batch_size": 30000, "limit_samples": 1000}, r"batch size 30000 is larger than the 1000 training samples"),
+        ({"dataset": "nope"}, r"dataset 'nope' is unknown; pick one of synthetic-mnist"),
+        ({"model": "resnet"}, r"resnet"),
+        ({"size": "huge"}, r"huge"),
+        ({"sample_interval_s": 0}, r"sampling interval must be from 0.1 to 10.0 seconds \(got 0\)"),
+        ({"sample_interval_s": 11}, r"sampling interval must be from 0.1 to 10.0"),
+        ({"optimizer": "lbfgs"}, r"optimizer 'lbfgs' is unknown; pick one of adam"),
+        ({"learning_rate": -1.0}, r"learning rate must be > 0"),
+        ({"precision": "int8"}, r"precision 'int8' is unknown; pick one of float32, mixed_float16"),
+        ({"jit_compile": "yes"}, r"jit_compile must be true or false"),
+        ({"cpu_threads": 0}, r"CPU threads must be from 1 to"),
+        ({"cpu_threads": 10**6}, r"CPU threads must be from 1 to"),
+        ({"limit_samples": 0}, r"sample limit must be a whole number >= 1"),
+        ({"seed": -1}, r"seed must be a whole number from 0"),
+        ({"backend": "mxnet"}, r"Keras backend 'mxnet' is unknown; set KERAS_BACKEND to one of tensorflow, jax, torch"),
+        ({"device": "tpu"}, r"'tpu'"),
+        ({"dataset": "npz"}, r"dataset 'npz' needs a file"),
+        ({"model": "text"}, r"(?i)text"),
+    ],
+)
+def test_bad_values_are_refused_with_what_is_allowed(changes, pattern):
+    assert pytest.raises(ConfigError, RunConfig(**changes).validate, NO_GPU).match(pattern)
+
+
+def test_gpu_on_a_machine_without_one_says_why_and_offers_cpu():
+    message = errors_of(RunConfig(device="gpu:0"))
+    assert "No NVIDIA driver found (test)." in message
+    assert "Pick 'cpu'" in message
+
+
+def test_gpu_devices_are_checked_against_the_gpus_present():
+    RunConfig(device="gpu:1").validate(TWO_GPUS)
+    RunConfig(device="gpus").validate(TWO_GPUS)
+    assert "pick one of cpu, gpu:0, gpu:1" in errors_of(RunConfig(device="gpu:7"), TWO_GPUS)
+    assert "CPU runs only" in errors_of(RunConfig(device="gpu:0", cpu_threads=1), TWO_GPUS)
+
+
+def test_every_problem_is_listed_at_once():
+    with pytest.raises(ConfigError) as info:
+        RunConfig(epochs=0, batch_size=0, optimizer="x").validate(NO_GPU)
+    assert len(info.value.errors) == 3
+
+
+def test_npz_dataset_is_checked_through_its_file(tmp_path):
+    path = tmp_path / "mine.npz"
+    rng = np.random.default_rng(0)
+    np.savez(path, x_train=rng.random((50, 6, 6), dtype=np.float32), y_train=rng.integers(0, 3, 50),
+             x_test=rng.random((10, 6, 6), dtype=np.float32), y_test=rng.integers(0, 3, 10))
+    RunConfig(dataset="npz", npz_path=str(path), batch_size=16, limit_samples=None).validate(NO_GPU)
+    assert "larger than the 50 training samples" in errors_of(
+        RunConfig(dataset="npz", npz_path=str(path), batch_size=64, limit_samples=None))
+
+
+def test_round_trip_and_unknown_fields():
+    config = RunConfig(epochs=3, cpu_threads=1)
+    assert RunConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(ConfigError, match="unknown config field"):
+        RunConfig.from_dict({**config.to_dict(), "epoch": 3})
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("cpu", {"device": "cpu", "cpu_threads": None}),
+    ("cpu/1", {"device": "cpu", "cpu_threads": 1}),
+    ("gpu:0", {"device": "gpu:0", "cpu_threads": None}),
+    ("gpus", {"device": "gpus", "cpu_threads": None}),
+])
+def test_parse_target(text, expected):
+    assert parse_target(text) == expected
+
+
+@pytest.mark.parametrize("text", ["cpu/0", "cpu/x", "gpu", "tpu:0", ""])
+def test_parse_target_refuses_other_forms(text):
+    with pytest.raises(ConfigError, match="cpu, cpu/N, gpu:N, gpus|thread count"):
+        parse_target(text)
+
+
+def test_target_and_label():
+    assert RunConfig(cpu_threads=1).target() == "cpu/1"
+    assert "mlp s" in RunConfig().label()

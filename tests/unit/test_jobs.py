@@ -1,0 +1,161 @@
+"""JobManager: queue order, one run at a time, Stop (cooperative and hard), crashes, hangs, store writes.
+
+Most tests use the stand-in workers of fake_workers.py (real spawned processes, no framework); one trains for real.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from bench.config import RunConfig
+from bench.jobs import JobManager
+from bench.store import Store
+from tests.unit import fake_workers
+
+TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
+                 sample_interval_s=0.2)
+HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
+
+
+def wait_until(predicate, timeout_s: float = 30.0, poll_s: float = 0.05):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"condition not met within {timeout_s} s")
+
+
+@pytest.fixture
+def store(isolated_store) -> Store:
+    return Store(isolated_store)
+
+
+def manager_with(target, store: Store | None, **kwargs) -> JobManager:
+    return JobManager(store, hardware=HW, worker_target=target, **kwargs)
+
+
+def test_fake_run_finishes_and_is_stored(store):
+    jm = manager_with(fake_workers.quick, store)
+    run_id = jm.submit(TINY)
+    snap = jm.wait(run_id, timeout_s=60)
+    assert snap.status == "finished"
+    assert [e["epoch"] for e in snap.epochs] == [1, 2, 3]
+    assert snap.epochs[0]["includes_tracing"] and not snap.epochs[1]["includes_tracing"]
+    assert all(e["t_end_s"] > e["t_start_s"] >= 0 for e in snap.epochs)
+    assert snap.samples, "the sampler should have recorded samples while the worker ran"
+    stored = store.get_run(run_id)
+    assert stored["status"] == "finished"
+    assert len(stored["epochs"]) == 3
+    assert stored["samples"], "samples must be flushed to the store"
+    assert stored["summary"]["steady_epoch_seconds"] == pytest.approx(snap.summary["steady_epoch_seconds"])
+
+
+def test_runs_execute_one_at_a_time_in_order(store):
+    jm = manager_with(fake_workers.quick, store)
+    first = jm.submit(TINY)
+    second = jm.submit(TINY.replace(epochs=1))
+    seen_two_active = False
+    while jm.snapshot(second).active or jm.snapshot(first).active:
+        a, b = jm.snapshot(first), jm.snapshot(second)
+        running = [s for s in (a, b) if s.status in ("starting", "running")]
+        seen_two_active |= len(running) > 1
+        if a.active:
+            assert b.status == "queued" and b.queue_position == 0
+        time.sleep(0.02)
+    assert not seen_two_active
+    assert jm.snapshot(first).ended_at <= jm.snapshot(second).started_at
+
+
+def test_stop_is_cooperative_and_keeps_finished_epochs(store):
+    jm = manager_with(fake_workers.quick, store)
+    run_id = jm.submit(TINY.replace(epochs=200))
+    wait_until(lambda: len(jm.snapshot(run_id).epochs) >= 1)
+    jm.stop(run_id)
+    snap = jm.wait(run_id, timeout_s=10)
+    assert snap.status == "stopped"
+    assert snap.error is None
+    assert 1 <= len(snap.epochs) < 200
+    assert "hard_stop" not in snap.info
+    assert store.get_run(run_id)["status"] == "stopped"
+
+
+def test_stop_kills_a_worker_that_ignores_it(store):
+    jm = manager_with(fake_workers.deaf, store, stop_grace_s=0.5)
+    run_id = jm.submit(TINY)
+    wait_until(lambda: jm.snapshot(run_id).status == "running")
+    t0 = time.monotonic()
+    jm.stop(run_id)
+    snap = jm.wait(run_id, timeout_s=15)
+    assert snap.status == "stopped"
+    assert snap.info.get("hard_stop") is True
+    assert time.monotonic() - t0 < 8
+
+
+def test_stopping_a_queued_run_drops_it(store):
+    jm = manager_with(fake_workers.quick, store)
+    first = jm.submit(TINY.replace(epochs=20))
+    second = jm.submit(TINY)
+    assert jm.stop(second)
+    assert jm.snapshot(second).status == "stopped"
+    assert second not in jm.queued_ids()
+    jm.stop(first)
+    jm.wait(first, timeout_s=10)
+    assert jm.snapshot(second).started_at is None
+
+
+def test_killed_worker_fails_with_reason_and_keeps_epochs_then_next_run_works(store):
+    jm = manager_with(fake_workers.one_epoch_then_die, store)
+    run_id = jm.submit(TINY)
+    snap = jm.wait(run_id, timeout_s=30)
+    assert snap.status == "failed"
+    assert "SIGKILL" in snap.error["message"]
+    assert snap.error["hint"]
+    assert len(store.get_run(run_id)["epochs"]) == 1
+    jm._worker_target = fake_workers.quick
+    nxt = jm.submit(TINY.replace(epochs=1))
+    assert jm.wait(nxt, timeout_s=30).status == "finished"
+
+
+def test_hung_worker_is_detected(store):
+    jm = manager_with(fake_workers.silent, store, hang_timeout_s=1.5)
+    run_id = jm.submit(TINY)
+    snap = jm.wait(run_id, timeout_s=30)
+    assert snap.status == "failed"
+    assert snap.error["error_type"] == "Hung"
+    assert "1 s" in snap.error["message"] or "2 s" in snap.error["message"]
+
+
+def test_runs_left_active_are_marked_interrupted_at_start(store):
+    run_id = store.create_run(TINY.to_dict(), status="running")
+    store.add_epoch(run_id, {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True})
+    jm = JobManager(store, hardware=HW)
+    assert run_id in jm.interrupted_at_start
+    run = store.get_run(run_id)
+    assert run["status"] == "interrupted"
+    assert len(run["epochs"]) == 1
+
+
+def test_without_store_runs_live_in_memory():
+    jm = manager_with(fake_workers.quick, None)
+    run_id = jm.submit(TINY.replace(epochs=2))
+    assert run_id < 0
+    assert jm.wait(run_id, timeout_s=30).status == "finished"
+
+
+def test_real_training_run_on_cpu(store):
+    """The real worker: TensorFlow (or the configured backend) trains a tiny MLP in a spawned process."""
+    jm = JobManager(store, hardware=HW)
+    run_id = jm.submit(TINY.replace(epochs=2, limit_samples=1024))
+    snap = jm.wait(run_id, timeout_s=180)
+    assert snap.status == "finished", snap.error
+    assert len(snap.epochs) == 2
+    assert "CPU" in snap.info["placement"].upper()
+    assert snap.info["params"] > 0 and snap.info["flops_per_sample"] > 0
+    assert all(e["epoch_seconds"] > 0 and e["samples_per_s"] > 0 for e in snap.epochs)
+    assert snap.epochs[0]["includes_tracing"] is True
+    assert snap.summary["steady_epoch_seconds"] == snap.epochs[1]["epoch_seconds"]
+    assert any(s["process_cpu_percent"] for s in snap.samples if s["process_cpu_percent"] is not None)

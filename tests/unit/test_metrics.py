@@ -1,0 +1,65 @@
+"""The arithmetic behind the headline numbers, on known inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import metrics
+
+
+def ep(n: int, seconds: float, tracing: bool = False, rate: float | None = None) -> dict:
+    return {"epoch": n, "epoch_seconds": seconds, "includes_tracing": tracing, "samples_per_s": rate}
+
+
+def test_steady_state_excludes_the_tracing_epoch():
+    epochs = [ep(1, 10.0, True), ep(2, 2.0), ep(3, 4.0), ep(4, 3.0)]
+    assert metrics.steady_epoch_seconds(epochs) == 3.0
+    assert metrics.steady_epoch_seconds([ep(1, 10.0, True)]) is None
+
+
+def test_speedup_median_spread_and_total_ratio():
+    cpu = [ep(1, 30.0, True), ep(2, 20.0), ep(3, 22.0), ep(4, 24.0)]
+    gpu = [ep(1, 8.0, True), ep(2, 2.0), ep(3, 2.0), ep(4, 2.5)]
+    result = metrics.speedup(cpu, gpu)
+    assert result["speedup_median"] == pytest.approx(22.0 / 2.0)
+    assert result["speedup_min"] == pytest.approx(20.0 / 2.5)
+    assert result["speedup_max"] == pytest.approx(24.0 / 2.0)
+    assert result["total_time_ratio"] == pytest.approx(96.0 / 14.5)
+    assert result["first_epoch_seconds_a"] == 30.0 and result["first_epoch_seconds_b"] == 8.0
+    assert result["speedup_min"] <= result["speedup_median"] <= result["speedup_max"]
+
+
+def test_speedup_needs_steady_epochs_on_both_sides():
+    assert metrics.speedup([ep(1, 3.0, True)], [ep(1, 1.0, True), ep(2, 1.0)]) is None
+
+
+def test_missing_readings_are_left_out_not_zero():
+    samples = [{"cpu_percent": 50.0, "gpus": [{"util_percent": None}, {"util_percent": 80.0}]},
+               {"cpu_percent": None, "gpus": [{"util_percent": 40.0}]}]
+    assert metrics.mean_or_none(s["cpu_percent"] for s in samples) == 50.0
+    assert metrics.mean_gpu_util_percent(samples) == 60.0
+    assert metrics.mean_gpu_util_percent([{"cpu_percent": 1.0, "gpus": []}]) is None
+
+
+def test_summary_block():
+    epochs = [ep(1, 5.0, True, 100.0), ep(2, 1.0, rate=500.0), ep(3, 2.0, rate=250.0)]
+    samples = [{"cpu_percent": 90.0, "process_cpu_percent": 150.0, "process_rss_mib": 300.0, "gpus": []}]
+    summary = metrics.summarize(epochs, samples)
+    assert summary["steady_epoch_seconds"] == 1.5
+    assert summary["first_epoch_seconds"] == 5.0
+    assert summary["total_seconds"] == 8.0
+    assert summary["steady_samples_per_s"] == 375.0
+    assert summary["mean_cpu_percent"] == 90.0
+    assert summary["mean_gpu_util_percent"] is None
+    assert summary["epochs_done"] == 3
+
+
+def test_achieved_gflops():
+    assert metrics.achieved_gflops(1.2e6, 20000.0) == pytest.approx(24.0)
+    assert metrics.achieved_gflops(1.2e6, None) is None
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0.841, "0.84 s"), (12.34, "12.3 s"), (485, "8 min 05 s"),
+                                               (None, "—")])
+def test_format_seconds(seconds, text):
+    assert metrics.format_seconds(seconds) == text
