@@ -140,6 +140,7 @@ class _RunState:
     error: dict[str, Any] | None = None
     store_error: str | None = None
     stop_requested_at: float | None = None
+    pending_status: str | None = None  # the outcome, set before it is stored and shown
     stored: bool = True
 
 
@@ -329,11 +330,12 @@ class JobManager:
     def _finish_locked(self, state: _RunState, status: str) -> None:
         state.status = status
         state.phase = status
-        state.ended_at = time.time()
+        state.ended_at = state.ended_at or time.time()
 
-    def _persist_end(self, state: _RunState) -> None:
+    def _persist_end(self, state: _RunState, status: str | None = None) -> None:
         summary = metrics.summarize(state.epochs, state.samples)
-        self._store_call(state, self.store.update_run if self.store else None, state.id, status=state.status,
+        self._store_call(state, self.store.update_run if self.store else None, state.id,
+                         status=status or state.status,
                          started_at=state.started_at, ended_at=state.ended_at, info=state.info, error=state.error,
                          summary=summary)
 
@@ -396,19 +398,25 @@ class JobManager:
                     terminated_reason = "hung"
                     self._kill(process)
                     break
-            process.join(timeout=15)
-            if process.is_alive():
-                self._kill(process)
         finally:
             sampler.stop()
             self._flush_samples(state, pending_samples)
+            if not ended_by_event:
+                process.join(timeout=5)
+                with self._lock:
+                    self._classify_end(state, process.exitcode, terminated_reason)
+            final = state.pending_status or "failed"
+            state.ended_at = time.time()
+            # the store learns the outcome before any reader can see the run as ended
+            self._persist_end(state, final)
             with self._lock:
-                if not ended_by_event:
-                    self._finish_without_event(state, process.exitcode, terminated_reason)
-            self._persist_end(state)
+                self._finish_locked(state, final)
+            process.join(timeout=15)
+            if process.is_alive():
+                self._kill(process)
             try:
                 events.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - a broken queue must not mask the run's outcome
                 pass
 
     def _log_path(self, run_id: int) -> str | None:
@@ -416,10 +424,11 @@ class JobManager:
         base = self.store.path.parent if self.store is not None else settings.store_path().parent
         return str(base / "logs" / f"run-{run_id}.log")
 
-    def _finish_without_event(self, state: _RunState, exitcode: int | None, reason: str | None) -> None:
+    def _classify_end(self, state: _RunState, exitcode: int | None, reason: str | None) -> None:
+        """Decide the outcome of a worker that ended without a finished/failed event."""
         if reason == "stopped":
             state.error = None
-            self._finish_locked(state, "stopped")
+            state.pending_status = "stopped"
             state.info["hard_stop"] = True
             return
         if reason == "hung":
@@ -444,7 +453,7 @@ class JobManager:
                 "message": f"The training process {how}. Epochs finished before then are kept.",
                 "hint": "Lower the batch size, model size or sample limit, then start again.",
             }
-        self._finish_locked(state, "failed")
+        state.pending_status = "failed"
 
     def _kill(self, process: Any) -> None:
         process.terminate()
@@ -480,10 +489,12 @@ class JobManager:
                 state.epochs.append(epoch)
             elif kind == "finished":
                 status = event.get("status", "finished")
-                self._finish_locked(state, status if status in TERMINAL else "finished")
+                state.pending_status = status if status in TERMINAL else "finished"
+                state.phase = "finishing"
             elif kind == "failed":
                 state.error = {k: event.get(k) for k in ("error_type", "message", "hint", "traceback")}
-                self._finish_locked(state, "failed")
+                state.pending_status = "failed"
+                state.phase = "finishing"
         if kind == "started":
             self._store_call(state, self.store.update_run if self.store else None, state.id, status="running",
                              info=state.info)

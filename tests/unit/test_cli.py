@@ -1,0 +1,91 @@
+"""`python -m bench`: the exact command forms, the JSON record, and bad input without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_devices_json():
+    out = bench("devices", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["cpu"]["logical_cores"] >= 1
+    assert isinstance(data["gpus"], list)
+    if not data["gpus"]:
+        assert data["gpu_reason"]
+
+
+def test_devices_text():
+    out = bench("devices")
+    assert out.returncode == 0, out.stderr
+    assert "CPU" in out.stdout and "cpu" in out.stdout
+
+
+def test_run_writes_the_json_record_and_lists_it(tmp_path):
+    path = tmp_path / "out" / "run.json"
+    out = bench("run", "--dataset", "synthetic-mnist", "--model", "mlp", "--size", "xs", "--epochs", "2",
+                "--batch-size", "128", "--device", "cpu", "--cpu-threads", "1", "--limit-samples", "1024",
+                "--sample-interval", "0.2", "--json", str(path))
+    assert out.returncode == 0, out.stderr
+    record = json.loads(path.read_text())
+    assert record["status"] == "finished"
+    assert record["config"]["cpu_threads"] == 1 and record["config"]["limit_samples"] == 1024
+    assert record["hardware"]["cpu"]["logical_cores"] >= 1
+    assert [e["epoch"] for e in record["epochs"]] == [1, 2]
+    for e in record["epochs"]:
+        assert {"epoch", "epoch_seconds", "samples_per_s", "loss", "accuracy", "includes_tracing"} <= set(e)
+    assert record["epochs"][0]["includes_tracing"] is True and record["epochs"][1]["includes_tracing"] is False
+    assert record["samples"], "samples must be recorded"
+    for s in record["samples"]:
+        assert {"t_s", "cpu_percent", "cpu_per_core", "process_cpu_percent", "gpus"} <= set(s)
+    summary = record["summary"]
+    assert summary["steady_epoch_seconds"] == record["epochs"][1]["epoch_seconds"]
+    assert summary["total_seconds"] > 0
+    assert summary["mean_cpu_percent"] is not None
+    assert "mean_gpu_util_percent" in summary
+    assert "steady epoch time" in out.stdout
+
+    listed = bench("runs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert rows[-1]["id"] == record["id"] and rows[-1]["status"] == "finished"
+    assert rows[-1]["epochs_done"] == 2
+    assert rows[-1]["steady_epoch_seconds"] == pytest.approx(summary["steady_epoch_seconds"])
+    assert rows[-1]["config"]["model"] == "mlp"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--epochs", "0"], "epochs must be a whole number from 1 to 1000"),
+    (["--epochs", "1000000000"], "epochs must be a whole number from 1 to 1000"),
+    (["--batch-size", "0"], "batch size must be"),
+    (["--batch-size", "100000", "--limit-samples", "500"], "larger than the 500 training samples"),
+    (["--dataset", "imagenet"], "dataset 'imagenet' is unknown"),
+    (["--device", "gpu:0"], "asks for a GPU"),
+    (["--sample-interval", "0"], "sampling interval must be from 0.1"),
+    (["--epochs", "two"], "not a whole number"),
+])
+def test_bad_input_exits_nonzero_with_message_and_no_traceback(args, message):
+    out = bench("run", *args, timeout=60)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_runs_on_an_empty_store():
+    out = bench("runs", "--json")
+    assert out.returncode == 0
+    assert json.loads(out.stdout) == []
