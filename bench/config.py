@@ -187,12 +187,12 @@ class RunConfig:
         if kind == "cpu":
             return []
         hw = hardware if hardware is not None else devices.discover()
-        if not hw.gpus:
-            reason = hw.gpu_reason or "no GPU was found"
+        choices = devices.device_choices(hw)
+        if choices == ["cpu"]:
+            reason = hw.gpu_reason or "no GPU was found."
             return [f"device {self.device!r} asks for a GPU, but none is usable here: {reason} Pick 'cpu'."]
-        if index is not None and index not in [g.index for g in hw.gpus]:
-            have = ", ".join(devices.device_choices(hw))
-            return [f"device {self.device!r} does not exist here; pick one of {have}"]
+        if index is not None and self.device not in choices:
+            return [f"device {self.device!r} does not exist here; pick one of {', '.join(choices)}"]
         if self.cpu_threads is not None:
             return ["CPU threads apply to CPU runs only; leave them empty for a GPU device"]
         return []

@@ -645,6 +645,9 @@ class _NumpyOnlyUnpickler(pickle.Unpickler):
             ("numpy", "dtype"),
             ("numpy.core.multiarray", "_reconstruct"),
             ("numpy._core.multiarray", "_reconstruct"),
+            ("numpy.core.numeric", "_frombuffer"),  # arrays in pickle protocol 5
+            ("numpy._core.numeric", "_frombuffer"),
+            ("_codecs", "encode"),  # bytes in pickle protocol 2 written by Python 3
         }
     )
 

@@ -27,15 +27,16 @@ def prepare_environment(config: dict[str, Any]) -> dict[str, str]:
     if device == "cpu":
         changes["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run must not be able to touch a GPU
         changes["JAX_PLATFORMS"] = "cpu"
-    elif device.startswith("gpu:"):
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        index = int(device[4:])
-        if visible:  # gpu:N counts within what the server was allowed to see
-            parts = [p for p in visible.split(",") if p.strip()]
-            if index < len(parts):
-                changes["CUDA_VISIBLE_DEVICES"] = parts[index]
+    else:  # gpu:N or gpus: name GPUs by UUID so CUDA's numbering cannot pick a different card than NVML's
+        from bench import devices
+
+        hw = devices.discover()
+        changes["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        if device == "gpus":
+            changes["CUDA_VISIBLE_DEVICES"] = ",".join(
+                devices.cuda_visible_devices_for(d, hw) for d in devices.device_choices(hw) if d != "cpu")
         else:
-            changes["CUDA_VISIBLE_DEVICES"] = str(index)
+            changes["CUDA_VISIBLE_DEVICES"] = devices.cuda_visible_devices_for(device, hw)
     threads = config.get("cpu_threads")
     if threads:
         for name in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):

@@ -273,7 +273,7 @@ def write_fashion(folder: Path, n_train: int = 5, n_test: int = 2) -> None:
             f.write(np.array([2051, n, 28, 28], dtype=">i4").tobytes() + images.tobytes())
 
 
-def write_cifar(folder: Path, per_batch: int = 2, layout: str = "cifar-10-batches-py") -> None:
+def write_cifar(folder: Path, per_batch: int = 2, layout: str = "cifar-10-batches-py", protocol: int = 2) -> None:
     sub = folder / layout
     sub.mkdir(parents=True)
     for i, fname in enumerate(["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch"]):
@@ -282,7 +282,7 @@ def write_cifar(folder: Path, per_batch: int = 2, layout: str = "cifar-10-batche
         data[:, 1024] = i  # first green pixel tags the batch
         batch = {b"batch_label": b"x", b"labels": [(i + j) % 10 for j in range(per_batch)], b"data": data}
         with open(sub / fname, "wb") as f:
-            pickle.dump(batch, f, protocol=2)
+            pickle.dump(batch, f, protocol=protocol)
 
 
 IMDB_TRAIN = [[5, 6, 7], list(range(1, 301)), [9998, 10, 20000]]
@@ -337,10 +337,15 @@ def test_fashion_cache_is_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert ds.y_test.tolist() == [0, 1]
 
 
-@pytest.mark.parametrize("layout", ["cifar-10-batches-py", "cifar-10-batches-py-target/cifar-10-batches-py"])
-def test_cifar_cache_is_parsed_in_both_layouts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+@pytest.mark.parametrize(
+    ("layout", "protocol"),
+    [("cifar-10-batches-py", 2), ("cifar-10-batches-py-target/cifar-10-batches-py", 5)],
+)
+def test_cifar_cache_is_parsed_in_both_layouts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str, protocol: int
+) -> None:
     forbid_network(monkeypatch)
-    write_cifar(tmp_path, layout=layout)
+    write_cifar(tmp_path, layout=layout, protocol=protocol)
     ds = d.load("cifar10", cache_dir=str(tmp_path))
     assert ds.x_train.shape == (10, 32, 32, 3) and ds.x_test.shape == (2, 32, 32, 3)
     assert ds.y_train.shape == (10,) and ds.y_train.dtype == np.int32

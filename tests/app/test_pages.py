@@ -1,0 +1,104 @@
+"""AppTest for every page: renders without exceptions, shows the right controls, refuses bad input clearly."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ["pages/train.py", "pages/system.py"]
+
+
+def app(path: str) -> AppTest:
+    return AppTest.from_file(str(ROOT / path), default_timeout=30)
+
+
+def test_app_navigation_renders_the_train_page():
+    at = app("app.py").run()
+    assert not at.exception
+    assert at.title[0].value == "Train"
+    assert any("No run yet" in c.value for c in at.sidebar.caption)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders(page):
+    at = app(page).run()
+    assert not at.exception, at.exception
+    assert at.title, "each page has a title"
+
+
+def test_train_page_controls_and_defaults():
+    at = app("pages/train.py").run()
+    assert at.selectbox(key="cfg_dataset").value == "synthetic-mnist"
+    assert at.selectbox(key="cfg_model").value == "mlp"
+    assert at.number_input(key="cfg_epochs").value == 5
+    assert at.number_input(key="cfg_batch").value == 128
+    assert at.radio(key="cfg_device").options == ["CPU (2 cores)"] or at.radio(key="cfg_device").value == "cpu"
+    assert any("203,530 params" in c.value for c in at.caption), "parameter count of mlp s is shown"
+    assert at.button(key="start_run")
+
+
+def test_train_page_says_plainly_when_no_gpu_exists():
+    at = app("pages/train.py").run()
+    from bench import devices
+
+    hw = devices.discover()
+    if hw.gpus:
+        pytest.skip("this machine has a GPU; the no-GPU message is not shown")
+    assert any("No GPU is offered" in i.value for i in at.info)
+
+
+def test_parameter_count_follows_the_size():
+    at = app("pages/train.py").run()
+    at.select_slider(key="cfg_size").set_value("m").run()
+    assert any("669,706 params" in c.value for c in at.caption)
+
+
+def test_start_with_bad_input_shows_what_to_do_and_starts_nothing():
+    at = app("pages/train.py").run()
+    at.number_input(key="cfg_limit").set_value(100).run()
+    at.number_input(key="cfg_batch").set_value(512).run()
+    at.button(key="start_run").click().run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "batch size 512 is larger than the 100 training samples" in errors
+    assert any("No run yet" in i.value for i in at.info)
+
+
+def test_start_queues_a_run_and_the_panel_shows_it():
+    at = app("pages/train.py").run()
+    at.number_input(key="cfg_epochs").set_value(1).run()
+    at.number_input(key="cfg_limit").set_value(256).run()
+    at.button(key="start_run").click().run()
+    assert not at.exception
+    assert not at.error
+    assert any("Run #" in m.value for m in at.markdown)
+    from ui.common import get_manager
+
+    manager = get_manager()
+    snap = manager.current()
+    assert snap is not None and snap.config.epochs == 1
+    manager.stop(snap.id)
+    final = manager.wait(snap.id, timeout_s=60)
+    assert final.status in ("stopped", "finished")
+
+
+def test_pages_do_not_import_tensorflow():
+    code = (
+        "import sys; from streamlit.testing.v1 import AppTest\n"
+        f"for p in ['app.py', {', '.join(repr(p) for p in PAGES)}]:\n"
+        f"    at = AppTest.from_file({str(ROOT)!r} + '/' + p, default_timeout=30).run()\n"
+        "    assert not at.exception, (p, at.exception)\n"
+        "bad = [m for m in ('tensorflow', 'keras', 'jax', 'torch') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+        "print('clean')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "clean" in out.stdout
