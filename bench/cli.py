@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bench import metrics
-from bench.config import ConfigError, RunConfig
+from bench.config import ConfigError, RunConfig, parse_target
 
 
 class UsageError(Exception):
@@ -89,6 +89,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("runs", help="list stored runs, oldest first")
     p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("compare", help="one config on several targets, one after the other; speed-up headline")
+    add_run_options(p, with_device=False)
+    p.add_argument("--targets", required=True, help="comma list of cpu, cpu/N, gpu:N, gpus (first = baseline)")
+    p.add_argument("--json", dest="json_path", default=None, help="write runs + comparison to this file")
+
+    p = sub.add_parser("sweep", help="model size (and batch size) vs speed and utilization")
+    add_run_options(p, with_device=False)
+    p.add_argument("--sizes", default="xs,s,m", help="comma list of xs, s, m, l, xl (default xs,s,m)")
+    p.add_argument("--targets", default="cpu", help="comma list of targets (default cpu)")
+    p.add_argument("--batch-sizes", default=None, help="comma list of batch sizes (default: --batch-size)")
+    p.add_argument("--no-peak", action="store_true", help="skip the matmul peak probe")
+    p.add_argument("--json", dest="json_path", default=None, help="write the sweep rows to this file")
+
+    p = sub.add_parser("export", help="export a stored run as JSON, CSV (zip) or a self-contained HTML report")
+    p.add_argument("run_id", type=int)
+    p.add_argument("--format", choices=("json", "csv", "html"), default="json")
+    p.add_argument("--out", default=None, help="output file (default run-ID.FORMAT in the current folder)")
+
+    p = sub.add_parser("import", help="import a JSON run or comparison measured elsewhere into the store")
+    p.add_argument("path")
     return parser
 
 
@@ -253,7 +274,111 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"devices": cmd_devices, "run": cmd_run, "runs": cmd_runs}
+def _run_many(configs: list[RunConfig]) -> list[dict[str, Any]]:
+    from bench.jobs import JobManager
+
+    manager = JobManager(_open_store())
+    records = []
+    for i, config in enumerate(configs, 1):
+        print(f"== {i}/{len(configs)}: {config.label()}", file=sys.stderr)
+        records.append(execute_run(config, manager=manager))
+        if records[-1]["status"] != "finished":
+            print(f"   run ended {records[-1]['status']}: {(records[-1].get('error') or {}).get('message', '')}",
+                  file=sys.stderr)
+    return records
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from bench import compare
+
+    targets = compare.parse_targets(args.targets)
+    if len(targets) < 2:
+        raise UsageError("compare needs at least two targets, e.g. --targets cpu/1,cpu")
+    configs = compare.target_configs(config_from_args(args, device="cpu"), targets)
+    records = _run_many(configs)
+    result = {"schema": "bench.comparison/1", "runs": records, "comparison": compare.comparison(records)}
+    if args.json_path:
+        _write_json(args.json_path, result)
+    for pair in result["comparison"]["pairs"]:
+        print(compare.headline(pair))
+        first_a, first_b = pair.get("first_epoch_seconds_a"), pair.get("first_epoch_seconds_b")
+        print(f"  first epoch (includes tracing): {pair['baseline_target']} {metrics.format_seconds(first_a)}, "
+              f"{pair['target']} {metrics.format_seconds(first_b)}")
+    return 0 if all(r["status"] == "finished" for r in records) else 1
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from bench import compare
+
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    batches = None
+    if args.batch_sizes:
+        try:
+            batches = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
+        except ValueError:
+            raise UsageError(f"--batch-sizes {args.batch_sizes!r}: give whole numbers, e.g. 64,256") from None
+    targets = compare.parse_targets(args.targets)
+    configs = compare.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches)
+    peaks: dict[str, float | None] = {}
+    if not args.no_peak:
+        from bench import probe
+
+        for target in targets:
+            config = configs[0].replace(**parse_target(target))
+            print(f"measuring the matmul peak of {target}…", file=sys.stderr)
+            peaks[target] = probe.cached_peak(config.device, cpu_threads=config.cpu_threads).get("peak_gflops")
+    records = _run_many(configs)
+    rows = [compare.sweep_row(r, peaks.get(compare._target(r))) for r in records]
+    if args.json_path:
+        _write_json(args.json_path, {"schema": "bench.sweep/1", "rows": rows, "peaks_gflops": peaks,
+                                     "runs": [{k: v for k, v in r.items() if k != "samples"} for r in records]})
+    print(f"{'size':>4} {'batch':>6} {'target':>7} {'params':>12} {'steady s':>9} {'samples/s':>10} "
+          f"{'GFLOP/s':>8} {'peak':>8} {'GPU %':>6} {'CPU %':>6}")
+    for row in rows:
+        def f(v: Any, fmt: str) -> str:
+            return format(v, fmt) if v is not None else "—"
+        print(f"{row['size']:>4} {row['batch_size']:>6} {row['target']:>7} {f(row['params'], ',d'):>12} "
+              f"{f(row['steady_epoch_seconds'], '.3f'):>9} {f(row['samples_per_s'], ',.0f'):>10} "
+              f"{f(row['achieved_gflops'], '.1f'):>8} {f(row['peak_gflops'], '.1f'):>8} "
+              f"{f(row['mean_gpu_util_percent'], '.0f'):>6} {f(row['mean_cpu_percent'], '.0f'):>6}")
+    return 0 if all(r["status"] == "finished" for r in records) else 1
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from bench import report
+    from bench.store import Store
+
+    run = Store().get_run(args.run_id)
+    if run is None:
+        raise UsageError(f"there is no run {args.run_id}; `python -m bench runs` lists them")
+    record = report.record_from_store(run)
+    out = Path(args.out or f"run-{args.run_id}.{'zip' if args.format == 'csv' else args.format}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if args.format == "json":
+        out.write_text(report.to_json(record))
+    elif args.format == "html":
+        out.write_text(report.to_html(record))
+    else:
+        out.write_bytes(report.to_csv_zip(record))
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from bench import report
+    from bench.store import Store
+
+    try:
+        record = report.load_record_file(args.path)
+    except report.RecordError as exc:
+        raise UsageError(str(exc)) from None
+    ids = report.import_into_store(Store(), record)
+    print(f"imported {len(ids)} run(s) as {', '.join(f'#{i}' for i in ids)}")
+    return 0
+
+
+COMMANDS = {"devices": cmd_devices, "run": cmd_run, "runs": cmd_runs, "compare": cmd_compare, "sweep": cmd_sweep,
+            "export": cmd_export, "import": cmd_import}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

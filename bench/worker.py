@@ -51,11 +51,24 @@ def prepare_environment(config: dict[str, Any]) -> dict[str, str]:
     return changes
 
 
+def logical_cpus() -> int:
+    """BENCH_LOGICAL_CPUS=N (N >= 2) splits the CPU into N logical devices and mirrors a CPU run across them, so the
+    multi-device (MirroredStrategy) path can be exercised on a machine without GPUs. TensorFlow only."""
+    try:
+        return max(0, int(os.environ.get("BENCH_LOGICAL_CPUS", "0")))
+    except ValueError:
+        return 0
+
+
 def _framework_setup(backend: str, threads: int | None) -> tuple[str, list[str]]:
     """Import the backend, apply thread limits, return (version string, devices it sees)."""
     if backend == "tensorflow":
         import tensorflow as tf
 
+        if logical_cpus() >= 2:
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(logical_cpus())])
         if threads:
             tf.config.threading.set_intra_op_parallelism_threads(int(threads))
             tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -207,10 +220,16 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any) -> str:
     _emit(queue, "phase", phase="building model")
     target = keras_device_name(cfg.device)
     strategy = None
-    if cfg.device == "gpus" and cfg.backend == "tensorflow":
+    if cfg.backend == "tensorflow" and (cfg.device == "gpus" or (cfg.device == "cpu" and logical_cpus() >= 2)):
         import tensorflow as tf
 
-        strategy = tf.distribute.MirroredStrategy()
+        if cfg.device == "gpus":
+            strategy = tf.distribute.MirroredStrategy()  # every GPU this worker may see
+        else:
+            strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(logical_cpus())])
+    elif cfg.device == "gpus":
+        raise RuntimeError(f"'gpus' (MirroredStrategy) needs the TensorFlow backend, not {cfg.backend}; "
+                           "pick a single gpu:N or set KERAS_BACKEND=tensorflow")
     scope = strategy.scope() if strategy is not None else keras.device(target)
     with scope:
         model = models.build(plan)
@@ -231,6 +250,7 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any) -> str:
         devices_seen=devices_seen,
         placement=placement,
         replicas=strategy.num_replicas_in_sync if strategy is not None else 1,
+        replica_devices=list(strategy.extended.worker_devices) if strategy is not None else [placement],
         params=plan.params,
         flops_per_sample=plan.flops_per_sample,
         model_description=plan.describe(),

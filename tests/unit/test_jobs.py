@@ -159,3 +159,18 @@ def test_real_training_run_on_cpu(store):
     assert snap.epochs[0]["includes_tracing"] is True
     assert snap.summary["steady_epoch_seconds"] == snap.epochs[1]["epoch_seconds"]
     assert any(s["process_cpu_percent"] for s in snap.samples if s["process_cpu_percent"] is not None)
+
+
+def test_mirrored_strategy_on_two_logical_cpus(store, monkeypatch):
+    """The multi-device path ('gpus' uses tf.distribute.MirroredStrategy) on two logical CPU devices."""
+    monkeypatch.setenv("BENCH_LOGICAL_CPUS", "2")
+    if TINY.backend != "tensorflow":
+        pytest.skip("MirroredStrategy is TensorFlow's; this run uses another Keras backend")
+    jm = JobManager(store, hardware=HW)
+    run_id = jm.submit(TINY.replace(epochs=2, limit_samples=1024))
+    snap = jm.wait(run_id, timeout_s=180)
+    assert snap.status == "finished", snap.error
+    assert snap.info["replicas"] == 2
+    assert len(snap.info["replica_devices"]) == 2
+    assert all("CPU" in d.upper() for d in snap.info["replica_devices"])
+    assert len(snap.epochs) == 2 and snap.epochs[1]["epoch_seconds"] > 0

@@ -1,0 +1,158 @@
+"""Comparisons and sweeps: many runs of one base config, queued through the same JobManager, then summarised.
+
+A comparison trains one config on two or more targets (``cpu``, ``cpu/N``, ``gpu:N``, ``gpus``) on identical data,
+seed, precision and batch size; the headline is speed-up = median steady epoch time of the first target / of each
+other. A sweep trains short runs over model sizes (and optionally batch sizes) on one or more targets and turns each
+finished run into a row: parameters, steady epoch time, samples/s, achieved GFLOP/s against the measured peak, mean
+utilization.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bench import metrics, models
+from bench.config import ConfigError, RunConfig, parse_target
+
+
+def parse_targets(text: str | Sequence[str]) -> list[str]:
+    """``"cpu/1,cpu"`` -> ``["cpu/1", "cpu"]``; at least one target, each in an allowed form."""
+    items = [t.strip() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
+    if not items:
+        raise ConfigError(["give at least one target, e.g. --targets cpu/1,cpu"])
+    for item in items:
+        parse_target(item)
+    return items
+
+
+def target_configs(base: RunConfig, targets: Sequence[str], hardware: Any | None = None) -> list[RunConfig]:
+    """One validated config per target; everything but device and threads is identical across them."""
+    configs = [base.replace(**parse_target(t)) for t in targets]
+    errors: list[str] = []
+    for target, config in zip(targets, configs):
+        try:
+            config.validate(hardware)
+        except ConfigError as exc:
+            errors.extend(f"{target}: {e}" for e in exc.errors)
+    if errors:
+        raise ConfigError(errors)
+    return configs
+
+
+def comparison(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Speed-up of every run against the first (the baseline), from their epochs.
+
+    For exactly two runs the first pair's figures are also given at the top level (speedup_median, ...).
+    """
+    if len(records) < 2:
+        return {"pairs": [], "baseline": records[0].get("id") if records else None}
+    base = records[0]
+    pairs = []
+    for other in records[1:]:
+        result = metrics.speedup(base.get("epochs") or [], other.get("epochs") or [])
+        pairs.append({
+            "baseline_id": base.get("id"),
+            "baseline_target": _target(base),
+            "target_id": other.get("id"),
+            "target": _target(other),
+            **(result or {"speedup_median": None, "speedup_min": None, "speedup_max": None,
+                          "total_time_ratio": None}),
+        })
+    out: dict[str, Any] = {"baseline": base.get("id"), "pairs": pairs}
+    if len(pairs) == 1:
+        for key in ("speedup_median", "speedup_min", "speedup_max", "total_time_ratio", "first_epoch_seconds_a",
+                    "first_epoch_seconds_b"):
+            out[key] = pairs[0].get(key)
+    return out
+
+
+def _target(record: Mapping[str, Any]) -> str:
+    config = record.get("config") or {}
+    try:
+        return RunConfig.from_dict(dict(config)).target()
+    except (ConfigError, TypeError):
+        return str(config.get("device", "?"))
+
+
+def headline(pair: Mapping[str, Any]) -> str:
+    """One honest sentence: 'cpu trains 3.1x faster than cpu/1 (median steady epoch; spread 2.8-3.4x; ...)'."""
+    median = pair.get("speedup_median")
+    if median is None:
+        return "Not enough epochs for a speed-up yet: it needs at least two epochs on each side (epoch 1 includes tracing)."
+    faster, slower, factor = pair["target"], pair["baseline_target"], median
+    if median < 1:
+        faster, slower, factor = slower, faster, 1 / median
+    spread_lo, spread_hi = pair["speedup_min"], pair["speedup_max"]
+    if median < 1:
+        spread_lo, spread_hi = 1 / pair["speedup_max"], 1 / pair["speedup_min"]
+    total = pair.get("total_time_ratio")
+    total_text = f"; total time ratio {total:.2f}x" if total else ""
+    return (f"{faster} trains {factor:.1f}x faster than {slower} (median steady epoch; "
+            f"spread {spread_lo:.1f}x–{spread_hi:.1f}x{total_text})")
+
+
+# -- sweeps -----------------------------------------------------------------------------------------------------------
+def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[str],
+                  batch_sizes: Sequence[int] | None = None, hardware: Any | None = None) -> list[RunConfig]:
+    """Every (size, batch size, target) point as a validated config, in run order (size-major)."""
+    bad = [s for s in sizes if s not in models.SIZES]
+    if bad:
+        raise ConfigError([f"unknown size(s) {', '.join(bad)}; pick from {', '.join(models.SIZES)}"])
+    if base.model in models.PRESETS:
+        raise ConfigError([f"a sweep varies the model size; pick a family ({', '.join(models.FAMILIES)}), "
+                           f"not the fixed preset {base.model!r}"])
+    configs = []
+    for size, batch, target in itertools.product(sizes, batch_sizes or [base.batch_size], targets):
+        configs.append(base.replace(size=size, batch_size=int(batch), **parse_target(target)))
+    errors: list[str] = []
+    for config in configs:
+        try:
+            config.validate(hardware)
+        except ConfigError as exc:
+            errors.extend(f"{config.size}/{config.batch_size}/{config.target()}: {e}" for e in exc.errors)
+    if errors:
+        raise ConfigError(sorted(set(errors)))
+    return configs
+
+
+def sweep_row(record: Mapping[str, Any], peak_gflops: float | None) -> dict[str, Any]:
+    """One sweep point from a finished run record."""
+    config = record.get("config") or {}
+    info = record.get("info") or {}
+    summary = record.get("summary") or metrics.summarize(record.get("epochs") or [], record.get("samples") or [])
+    rate = summary.get("steady_samples_per_s")
+    flops = info.get("flops_per_sample")
+    achieved = metrics.achieved_gflops(flops, rate) if flops else None
+    return {
+        "run_id": record.get("id"),
+        "status": record.get("status"),
+        "size": config.get("size"),
+        "batch_size": config.get("batch_size"),
+        "target": _target(record),
+        "params": info.get("params"),
+        "flops_per_sample": flops,
+        "steady_epoch_seconds": summary.get("steady_epoch_seconds"),
+        "samples_per_s": rate,
+        "achieved_gflops": achieved,
+        "peak_gflops": peak_gflops,
+        "peak_fraction": achieved / peak_gflops if achieved and peak_gflops else None,
+        "mean_gpu_util_percent": summary.get("mean_gpu_util_percent"),
+        "mean_cpu_percent": summary.get("mean_cpu_percent"),
+        "mean_process_cpu_percent": summary.get("mean_process_cpu_percent"),
+    }
+
+
+def sweep_speedups(rows: Sequence[Mapping[str, Any]], baseline_target: str, other_target: str) -> list[dict[str, Any]]:
+    """Speed-up of other_target over baseline_target per (size, batch) point, from steady epoch times."""
+    by_point: dict[tuple[Any, Any], dict[str, Mapping[str, Any]]] = {}
+    for row in rows:
+        by_point.setdefault((row["size"], row["batch_size"]), {})[row["target"]] = row
+    out = []
+    for (size, batch), group in by_point.items():
+        a, b = group.get(baseline_target), group.get(other_target)
+        if a and b and a.get("steady_epoch_seconds") and b.get("steady_epoch_seconds"):
+            out.append({"size": size, "batch_size": batch, "params": a.get("params"),
+                        "speedup": a["steady_epoch_seconds"] / b["steady_epoch_seconds"]})
+    return out
