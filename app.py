@@ -10,6 +10,9 @@ st.set_page_config(page_title="CPU vs GPU training bench", page_icon=":material/
 
 pages = [
     st.Page("pages/train.py", title="Train", icon=":material/model_training:", default=True),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("pages/sweep.py", title="Sweep", icon=":material/stacked_line_chart:"),
+    st.Page("pages/history.py", title="History", icon=":material/history:"),
     st.Page("pages/system.py", title="System", icon=":material/memory:"),
 ]
 page = st.navigation(pages)
@@ -30,5 +33,6 @@ def sidebar_status() -> None:
 with st.sidebar:
     st.markdown("**Current run**")
     sidebar_status()
+    common.presenter_sidebar()
 
 page.run()

@@ -143,3 +143,73 @@ def to_html(figures: Sequence[go.Figure], *, title: str, intro_html: str = "") -
         ".fig{margin:1.5em 0}</style></head><body>"
         f"<h1>{title}</h1>{intro_html}{body}</body></html>"
     )
+
+
+# -- sweeps -----------------------------------------------------------------------------------------------------------
+def _by_target(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if row.get("params"):
+            label = str(row.get("target"))
+            if len({r.get("batch_size") for r in rows}) > 1:
+                label += f" · batch {row.get('batch_size')}"
+            groups.setdefault(label, []).append(row)
+    return {k: sorted(v, key=lambda r: r["params"]) for k, v in groups.items()}
+
+
+def _sweep_lines(rows: Sequence[Mapping[str, Any]], key: str, title: str, y_title: str, *,
+                 log_y: bool = False, y_range: list[float] | None = None) -> go.Figure:
+    fig = go.Figure()
+    for i, (label, group) in enumerate(_by_target(rows).items()):
+        fig.add_scatter(x=[r["params"] for r in group], y=[r.get(key) for r in group], mode="lines+markers",
+                        name=label, text=[r.get("size") for r in group], line={"color": PALETTE[i % len(PALETTE)]},
+                        hovertemplate="%{text}: %{x:,} params → %{y:,.1f}<extra>%{fullData.name}</extra>")
+    fig.update_xaxes(title="parameters", type="log")
+    fig.update_yaxes(title=y_title, type="log" if log_y else "linear", range=y_range,
+                     rangemode=None if log_y else "tozero")
+    return _layout(fig, title)
+
+
+def sweep_utilization_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Mean utilization vs parameters: NVML GPU % for GPU targets, whole-machine CPU % for CPU targets."""
+    fig = go.Figure()
+    for i, (label, group) in enumerate(_by_target(rows).items()):
+        gpu = [r.get("mean_gpu_util_percent") for r in group]
+        is_gpu = str(label).startswith("gpu")
+        values = gpu if is_gpu else [r.get("mean_cpu_percent") for r in group]
+        fig.add_scatter(x=[r["params"] for r in group], y=values, mode="lines+markers",
+                        name=f"{label} ({'GPU' if is_gpu else 'CPU'} %)", line={"color": PALETTE[i % len(PALETTE)]},
+                        text=[r.get("size") for r in group],
+                        hovertemplate="%{text}: %{x:,} params → %{y:.0f} %<extra>%{fullData.name}</extra>")
+    fig.update_xaxes(title="parameters", type="log")
+    fig.update_yaxes(title="mean utilization %", range=[0, 105])
+    return _layout(fig, "Utilization vs model size")
+
+
+def sweep_throughput_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    return _sweep_lines(rows, "samples_per_s", "Samples/s vs model size", "samples/s (steady)", log_y=True)
+
+
+def sweep_speedup_figure(speedups: Sequence[Mapping[str, Any]], label: str) -> go.Figure:
+    fig = go.Figure()
+    pts = sorted((s for s in speedups if s.get("params")), key=lambda s: s["params"])
+    fig.add_scatter(x=[s["params"] for s in pts], y=[s["speedup"] for s in pts], mode="lines+markers", name=label,
+                    text=[s.get("size") for s in pts], line={"color": PALETTE[0]},
+                    hovertemplate="%{text}: %{x:,} params → %{y:.2f}x<extra></extra>")
+    fig.add_hline(y=1.0, line={"color": "#9aa3b2", "dash": "dot"})
+    fig.update_xaxes(title="parameters", type="log")
+    fig.update_yaxes(title="speed-up (x)", rangemode="tozero")
+    return _layout(fig, f"Speed-up vs model size: {label}")
+
+
+def sweep_gflops_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Achieved training GFLOP/s vs parameters, with each target's measured matmul peak as a dashed line."""
+    fig = _sweep_lines(rows, "achieved_gflops", "Achieved GFLOP/s vs the measured peak", "GFLOP/s", log_y=True)
+    peaks = {}
+    for row in rows:
+        if row.get("peak_gflops"):
+            peaks[str(row.get("target"))] = row["peak_gflops"]
+    for i, (target, peak) in enumerate(sorted(peaks.items())):
+        fig.add_hline(y=peak, line={"color": PALETTE[i % len(PALETTE)], "dash": "dash", "width": 1.5},
+                      annotation_text=f"{target} matmul peak {peak:,.0f} GFLOP/s", annotation_position="top left")
+    return fig

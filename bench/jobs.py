@@ -171,6 +171,7 @@ class JobManager:
         self._dispatcher: threading.Thread | None = None
         self._ctx = mp.get_context("spawn")
         self.interrupted_at_start: list[int] = []
+        self._groups: list[dict[str, Any]] = []
         if store is not None:
             try:
                 self.interrupted_at_start = store.mark_interrupted()
@@ -211,6 +212,25 @@ class JobManager:
             self._ensure_dispatcher()
             self._wake.notify_all()
         return run_id
+
+    def submit_group(self, kind: str, configs: list[RunConfig], meta: dict[str, Any] | None = None) -> int:
+        """Queue several runs as one comparison or sweep (all validated before any is queued); returns the group id."""
+        for config in configs:
+            config.validate()
+        run_ids = [self.submit(config) for config in configs]
+        with self._lock:
+            group = {"id": len(self._groups) + 1, "kind": kind, "run_ids": run_ids, "meta": dict(meta or {}),
+                     "created_at": time.time()}
+            self._groups.append(group)
+            return group["id"]
+
+    def latest_group(self, kind: str) -> dict[str, Any] | None:
+        """The most recent group of this kind (shared by every browser session), or None."""
+        with self._lock:
+            for group in reversed(self._groups):
+                if group["kind"] == kind:
+                    return dict(group)
+        return None
 
     def stop(self, run_id: int) -> bool:
         """Ask a run to stop: a queued run is dropped, a running one stops within a batch (killed after the grace)."""

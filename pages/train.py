@@ -14,8 +14,11 @@ st.title("Train")
 st.caption("One training run, live: time per epoch beside CPU and GPU utilization.")
 common.store_warning()
 
-config = config_form.config_form(hardware)
-if st.button("Start", type="primary", icon=":material/play_arrow:", key="start_run"):
+control = common.can_control()
+config = config_form.config_form(hardware, disabled=not control)
+if not control:
+    st.caption("View only: enter the presenter key in the sidebar to start or stop runs.")
+if st.button("Start", type="primary", icon=":material/play_arrow:", key="start_run", disabled=not control):
     try:
         run_id = manager.submit(config)
         st.toast(f"Run #{run_id} queued")
@@ -23,4 +26,4 @@ if st.button("Start", type="primary", icon=":material/play_arrow:", key="start_r
         st.error("This run cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))
 
 st.divider()
-live.live_panel(manager)
+live.live_panel(manager, can_control=control)

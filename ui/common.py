@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hmac
+import os
+
 import streamlit as st
 
 from bench import devices
@@ -32,3 +35,57 @@ def store_warning() -> None:
     if manager.store is None:
         st.warning("The run store could not be opened, so results are kept in memory only. "
                    "Set BENCH_STORE to a writable file and restart to keep them.")
+
+
+def presenter_key() -> str | None:
+    """The configured presenter key: BENCH_PRESENTER_KEY, else `presenter_key` in .streamlit/secrets.toml."""
+    key = os.environ.get("BENCH_PRESENTER_KEY")
+    if key:
+        return key
+    try:
+        value = st.secrets.get("presenter_key")
+    except (FileNotFoundError, KeyError, AttributeError, st.errors.StreamlitSecretNotFoundError):
+        value = None
+    return str(value) if value else None
+
+
+def can_control() -> bool:
+    """Whether this browser session may start, stop and delete runs.
+
+    Without a presenter key everyone may (as on a laptop). With one, only a session that entered it may; everyone
+    else gets a read-only view of the same live runs.
+    """
+    key = presenter_key()
+    if not key:
+        return True
+    given = st.session_state.get("presenter_key_given", "")
+    return hmac.compare_digest(given.encode(), key.encode())
+
+
+def presenter_sidebar() -> None:
+    """The unlock box, shown only when a presenter key is configured."""
+    if not presenter_key():
+        return
+    if can_control():
+        st.caption(":material/lock_open: Presenter controls unlocked.")
+        return
+    st.caption(":material/lock: View only: the presenter starts and stops runs.")
+    with st.form("presenter_form", border=False):
+        given = st.text_input("Presenter key", type="password", key="presenter_key_input")
+        if st.form_submit_button("Unlock"):
+            st.session_state["presenter_key_given"] = given
+            if not can_control():
+                st.error("That key is not right.")
+            else:
+                st.rerun()
+
+
+def target_options(hardware: devices.Hardware) -> list[str]:
+    """Compare/Sweep targets on this machine: cpu/1 .. cpu/N-1, cpu (all cores), each GPU, and gpus."""
+    cores = hardware.cpu.logical_cores
+    options = [f"cpu/{n}" for n in sorted({1, max(1, cores // 2)}) if n < cores] + ["cpu"]
+    gpus = [c for c in devices.device_choices(hardware) if c != "cpu"]
+    options += gpus
+    if len(gpus) > 1:
+        options.append("gpus")
+    return options

@@ -32,15 +32,28 @@ def _save_upload(uploaded: Any) -> str:
     return str(path)
 
 
+PRESET_DEMO_LIMIT = 5000
+
+
+def preset_dataset(name: str) -> str:
+    """The preset's real dataset when it is cached here, else its synthetic twin of the same shape."""
+    real = models.PRESETS[name].dataset
+    if datasets.find_cache(real):
+        return real
+    twin = {"cifar10": "synthetic-cifar10", "mnist": "synthetic-mnist", "imdb": "synthetic-imdb"}.get(real)
+    return twin or real
+
+
 def apply_preset(name: str, prefix: str = "cfg") -> None:
-    """Set the form's widgets to a seed preset (model, dataset shape, epochs, batch, optimizer)."""
+    """Set the form's widgets to a seed preset (model, dataset, epochs, batch, optimizer) with a demo-sized limit."""
     preset = models.PRESETS[name]
     st.session_state[f"{prefix}_model"] = name
-    st.session_state[f"{prefix}_dataset"] = preset.dataset
+    st.session_state[f"{prefix}_dataset"] = preset_dataset(name)
+    st.session_state[f"{prefix}_limit"] = PRESET_DEMO_LIMIT
     st.session_state[f"{prefix}_epochs"] = preset.epochs
     st.session_state[f"{prefix}_batch"] = preset.batch_size
     st.session_state[f"{prefix}_optimizer"] = preset.optimizer
-    st.session_state[f"{prefix}_lr"] = preset.learning_rate
+    st.session_state[f"{prefix}_lr"] = float(preset.learning_rate)
 
 
 def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device: bool = True,
@@ -48,8 +61,13 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
     """Render the settings; return the RunConfig they describe (call .validate() before running it)."""
     defaults = RunConfig()
     ss = st.session_state
-    ss.setdefault(f"{prefix}_dataset", defaults.dataset)
-    ss.setdefault(f"{prefix}_model", defaults.model)
+    cores = hardware.cpu.logical_cores
+    initial = {"dataset": defaults.dataset, "model": defaults.model, "size": defaults.size, "epochs": defaults.epochs,
+               "batch": defaults.batch_size, "limit": defaults.limit_samples or 0, "threads": cores,
+               "seed": defaults.seed, "precision": defaults.precision, "jit": defaults.jit_compile,
+               "optimizer": defaults.optimizer, "lr": 0.0, "interval": defaults.sample_interval_s}
+    for name, value in initial.items():  # widgets take their values from session state only (presets write there)
+        ss.setdefault(f"{prefix}_{name}", value)
 
     c1, c2 = st.columns(2)
     with c1:
@@ -74,7 +92,7 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
         model = st.selectbox("Model", MODEL_CHOICES, key=f"{prefix}_model", format_func=_model_label,
                              disabled=disabled)
         is_preset = model in models.PRESETS
-        size = st.select_slider("Model size", options=list(models.SIZES), value=defaults.size,
+        size = st.select_slider("Model size", options=list(models.SIZES),
                                 key=f"{prefix}_size", disabled=disabled or is_preset,
                                 help="Presets have a fixed size." if is_preset else None)
         if info.n_train:
@@ -87,13 +105,13 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
 
     c3, c4, c5 = st.columns(3)
     with c3:
-        epochs = int(st.number_input("Epochs", min_value=1, max_value=EPOCHS_MAX, value=defaults.epochs, step=1,
+        epochs = int(st.number_input("Epochs", min_value=1, max_value=EPOCHS_MAX, step=1,
                                      key=f"{prefix}_epochs", disabled=disabled))
     with c4:
-        batch_size = int(st.number_input("Batch size", min_value=1, max_value=65536, value=defaults.batch_size,
+        batch_size = int(st.number_input("Batch size", min_value=1, max_value=65536,
                                          step=32, key=f"{prefix}_batch", disabled=disabled))
     with c5:
-        limit = int(st.number_input("Training samples (0 = all)", min_value=0, value=defaults.limit_samples or 0,
+        limit = int(st.number_input("Training samples (0 = all)", min_value=0,
                                     step=5000, key=f"{prefix}_limit", disabled=disabled,
                                     help="Use the first N training samples to keep a demo short."))
 
@@ -107,22 +125,21 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
         if not hardware.gpus:
             st.info(f"No GPU is offered: {hardware.gpu_reason} The CPU path works fully.", icon=":material/info:")
 
-    cores = hardware.cpu.logical_cores
     with st.expander("Advanced: threads, precision, XLA, sampling"):
         a1, a2, a3 = st.columns(3)
         with a1:
-            threads = st.slider("CPU threads", 1, cores, cores, key=f"{prefix}_threads", disabled=disabled,
+            threads = st.slider("CPU threads", 1, cores, key=f"{prefix}_threads", disabled=disabled,
                                 help="CPU runs only. Fewer threads pin the worker to that many cores.")
-            seed = int(st.number_input("Seed", min_value=0, value=defaults.seed, key=f"{prefix}_seed",
+            seed = int(st.number_input("Seed", min_value=0, key=f"{prefix}_seed",
                                        disabled=disabled))
         with a2:
             precision = st.selectbox("Precision", PRECISIONS, key=f"{prefix}_precision", disabled=disabled)
-            jit = st.toggle("XLA (jit_compile)", value=defaults.jit_compile, key=f"{prefix}_jit", disabled=disabled)
+            jit = st.toggle("XLA (jit_compile)", key=f"{prefix}_jit", disabled=disabled)
         with a3:
             optimizer = st.selectbox("Optimizer", OPTIMIZERS, key=f"{prefix}_optimizer", disabled=disabled)
             lr = st.number_input("Learning rate (0 = optimizer default)", min_value=0.0, max_value=10.0,
-                                 value=0.0, format="%.4f", key=f"{prefix}_lr", disabled=disabled)
-            interval = st.slider("Sampling interval (s)", 0.1, 10.0, defaults.sample_interval_s, step=0.1,
+                                 format="%.4f", key=f"{prefix}_lr", disabled=disabled)
+            interval = st.slider("Sampling interval (s)", 0.1, 10.0, step=0.1,
                                  key=f"{prefix}_interval", disabled=disabled)
 
     return RunConfig(

@@ -1,0 +1,593 @@
+"""Run records in and out: JSON, CSV and self-contained HTML exports, and validated JSON imports into the store.
+
+A run record is the JSON the CLI writes (``RunSnapshot.record()``, schema ``bench.run/1``); a comparison wraps
+several (``bench.comparison/1``: ``runs`` plus the speed-ups of each run against the first). Exports never touch the
+framework; imports are checked field by field (:func:`validate_record`) and every problem raises
+:class:`RecordError` whose message names the field, what it holds and what to do, never a KeyError traceback.
+An imported GPU run must import on a CPU-only machine, so an imported config is checked for shape, not validated
+against this machine's hardware.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import html
+import io
+import json
+import math
+import os
+import time
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import charts, compare, metrics
+from bench.config import ConfigError, RunConfig
+
+RUN_SCHEMA = "bench.run/1"
+COMPARISON_SCHEMA = "bench.comparison/1"
+SCHEMAS = (RUN_SCHEMA, COMPARISON_SCHEMA)
+STATUSES = ("queued", "starting", "running", "finished", "stopped", "failed", "interrupted")
+ACTIVE_STATUSES = ("queued", "starting", "running")
+MAX_RECORD_BYTES = 50 * 2**20
+IMPORTED_PREFIX = "imported: "
+EXPORT_HINT = "export a run with `python -m bench export ID --format json`"
+
+EPOCH_COLUMNS = ("epoch", "epoch_seconds", "includes_tracing", "samples_per_s", "loss", "accuracy", "val_loss",
+                 "val_accuracy", "t_start_s", "t_end_s")
+SAMPLE_COLUMNS = ("t_s", "cpu_percent", "process_cpu_percent", "process_rss_mib", "ram_used_mib")
+GPU_FIELDS = ("name", "util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_watts", "temp_c",
+              "sm_clock_mhz")  # bench.monitor.gpu.GpuReading, less its index
+_OPTIONAL_EPOCH_NUMBERS = ("samples_per_s", "loss", "accuracy", "val_loss", "val_accuracy", "t_start_s", "t_end_s")
+_OPTIONAL_SAMPLE_NUMBERS = ("cpu_percent", "process_cpu_percent", "process_rss_mib", "ram_used_mib")
+
+
+class RecordError(ValueError):
+    """A record (or file) cannot be read or imported; the message says what is wrong and what to do."""
+
+
+# -- small helpers ----------------------------------------------------------------------------------------------------
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """A short repr of an offending value for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _e(value: Any) -> str:
+    """HTML-escape anything shown in a report (every user-provided string goes through here)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _runs_of(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    if doc.get("schema") == COMPARISON_SCHEMA:
+        return list(doc.get("runs") or [])
+    return [doc]
+
+
+def hardware_label(hardware: Mapping[str, Any] | None) -> str:
+    """A short machine description from a record's ``hardware`` dict (``bench.devices.Hardware.to_dict()``)."""
+    hw = hardware if isinstance(hardware, Mapping) else {}
+    if isinstance(hw.get("label"), str) and hw["label"]:
+        return hw["label"]
+    gpus = [g for g in (hw.get("gpus") or []) if isinstance(g, Mapping)]
+    if gpus and not hw.get("gpu_reason"):
+        counts: dict[str, int] = {}
+        for gpu in gpus:
+            name = str(gpu.get("name") or "GPU")
+            counts[name] = counts.get(name, 0) + 1
+        return " + ".join(f"{name} x{count}" for name, count in counts.items())
+    cpu = hw.get("cpu") if isinstance(hw.get("cpu"), Mapping) else {}
+    if not cpu:
+        return "unknown hardware"
+    cores = cpu.get("logical_cores")
+    core_text = f" ({cores} core{'s' if cores != 1 else ''})" if cores else ""
+    return f"{cpu.get('model') or 'unknown CPU'}{core_text}, no GPU"
+
+
+def _config(record: Mapping[str, Any]) -> RunConfig | None:
+    try:
+        return RunConfig.from_dict(dict(record.get("config") or {}))
+    except (ConfigError, TypeError, ValueError):
+        return None
+
+
+def run_label(record: Mapping[str, Any]) -> str:
+    """The run's stored label, else its config's label, else ``run ID``."""
+    if isinstance(record.get("label"), str) and record["label"]:
+        return record["label"]
+    config = _config(record)
+    return config.label() if config is not None else f"run {record.get('id')}"
+
+
+def _target(record: Mapping[str, Any]) -> str:
+    config = _config(record)
+    if config is not None:
+        return config.target()
+    return str((record.get("config") or {}).get("device", "?"))
+
+
+def _display_names(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Short names for runs side by side: the target (cpu, cpu/1, gpu:0), with ``#id`` where targets repeat."""
+    targets = [_target(r) for r in runs]
+    return [t if targets.count(t) == 1 else f"{t} #{r.get('id', i + 1)}" for i, (t, r) in enumerate(zip(targets, runs))]
+
+
+# -- building records -------------------------------------------------------------------------------------------------
+def record_from_store(run: Mapping[str, Any]) -> dict[str, Any]:
+    """A run from ``Store.get_run(...)`` as a ``bench.run/1`` record (the shape ``RunSnapshot.record()`` writes)."""
+    epochs = list(run.get("epochs") or [])
+    samples = list(run.get("samples") or [])
+    return {
+        "schema": RUN_SCHEMA,
+        "id": run.get("id"),
+        "status": run.get("status"),
+        "config": run.get("config") or {},
+        "hardware": run.get("hardware") or {},
+        "info": run.get("info") or {},
+        "created_at": run.get("created_at"),
+        "started_at": run.get("started_at"),
+        "ended_at": run.get("ended_at"),
+        "error": run.get("error"),
+        "store_error": None,
+        "epochs": epochs,
+        "samples": samples,
+        "summary": metrics.summarize(epochs, samples),
+        "label": run.get("label"),
+    }
+
+
+def comparison_record(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several run records and the speed-up of each against the first (``bench.comparison/1``).
+
+    ``comparison`` holds ``baseline`` (the first run's id), ``pairs`` (one per other run: baseline_id,
+    baseline_target, target_id, target, speedup_median, speedup_min, speedup_max, total_time_ratio, first epoch times
+    and a ``headline`` sentence) and, for exactly two runs, the first pair's figures at the top level too.
+
+    Raises:
+        RecordError: no records, or one that is not a run record.
+    """
+    if isinstance(records, (str, bytes)) or not isinstance(records, Sequence) or not records:
+        raise RecordError("a comparison needs a list of at least one run record; pick two runs to compare")
+    for i, record in enumerate(records):
+        if not isinstance(record, Mapping) or not isinstance(record.get("epochs", []), list):
+            raise RecordError(f"runs[{i}] is not a run record (a JSON object with an 'epochs' list); {EXPORT_HINT}")
+    runs = [dict(r) for r in records]
+    result = compare.comparison(runs)
+    for pair in result.get("pairs", []):
+        pair["headline"] = compare.headline(pair)
+    return {"schema": COMPARISON_SCHEMA, "runs": runs, "comparison": result}
+
+
+# -- exports ----------------------------------------------------------------------------------------------------------
+def to_json(record_or_comparison: Mapping[str, Any]) -> str:
+    """Pretty JSON text (NaN losses stay NaN, anything exotic becomes a string)."""
+    return json.dumps(record_or_comparison, indent=2, default=str)
+
+
+def _epochs_frame(epochs: Sequence[Mapping[str, Any]]) -> Any:
+    import pandas as pd
+
+    extras: list[str] = []
+    for e in epochs:
+        extras.extend(k for k in e if k not in EPOCH_COLUMNS and k not in extras)
+    return pd.DataFrame([dict(e) for e in epochs], columns=[*EPOCH_COLUMNS, *extras])
+
+
+def _samples_frame(samples: Sequence[Mapping[str, Any]]) -> Any:
+    import pandas as pd
+
+    nested = {"cpu_per_core", "gpus"}
+    extras: list[str] = []
+    for s in samples:
+        extras.extend(k for k in s if k not in SAMPLE_COLUMNS and k not in nested and k not in extras)
+    cores = max((len(s.get("cpu_per_core") or []) for s in samples), default=0)
+    gpu_indices = sorted({g.get("index") for s in samples for g in (s.get("gpus") or []) if _is_int(g.get("index"))})
+    gpu_fields = list(GPU_FIELDS)
+    for s in samples:
+        for g in s.get("gpus") or []:
+            gpu_fields.extend(k for k in g if k != "index" and k not in gpu_fields)
+    columns = [*SAMPLE_COLUMNS, *extras, *(f"cpu_core_{c}" for c in range(cores)),
+               *(f"gpu{i}_{f}" for i in gpu_indices for f in gpu_fields)]
+    rows = []
+    for s in samples:
+        row = {k: s.get(k) for k in (*SAMPLE_COLUMNS, *extras)}
+        for c, value in enumerate(s.get("cpu_per_core") or []):
+            row[f"cpu_core_{c}"] = value
+        for g in s.get("gpus") or []:
+            for f in gpu_fields:
+                row[f"gpu{g.get('index')}_{f}"] = g.get(f)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def to_csv(record: Mapping[str, Any]) -> dict[str, str]:
+    """CSV text per table: ``epochs.csv`` and ``samples.csv`` (samples flattened: ``cpu_core_N``, ``gpuI_field``).
+
+    A comparison gives ``comparison.csv`` plus ``N-run-ID-epochs.csv`` / ``N-run-ID-samples.csv`` per run.
+    Missing readings are empty cells.
+    """
+    import pandas as pd
+
+    if record.get("schema") == COMPARISON_SCHEMA:
+        files: dict[str, str] = {}
+        pairs = (record.get("comparison") or {}).get("pairs") or []
+        files["comparison.csv"] = pd.DataFrame([dict(p) for p in pairs]).to_csv(index=False)
+        for i, run in enumerate(record.get("runs") or []):
+            for name, text in to_csv(run).items():
+                files[f"{i + 1}-run-{run.get('id')}-{name}"] = text
+        return files
+    return {
+        "epochs.csv": _epochs_frame(record.get("epochs") or []).to_csv(index=False),
+        "samples.csv": _samples_frame(record.get("samples") or []).to_csv(index=False),
+    }
+
+
+def to_csv_zip(record: Mapping[str, Any]) -> bytes:
+    """A zip holding the CSVs of :func:`to_csv` and the full JSON record (``record.json``)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, text in to_csv(record).items():
+            archive.writestr(name, text)
+        archive.writestr("record.json", to_json(record))
+    return buffer.getvalue()
+
+
+def _fmt_number(value: Any, fmt: str, unit: str = "") -> str:
+    if not _is_number(value) or not math.isfinite(value):
+        return "—"
+    return f"{format(value, fmt)}{unit}"
+
+
+def _run_headline(record: Mapping[str, Any]) -> str:
+    summary = metrics.summarize(record.get("epochs") or [], record.get("samples") or [])
+    steady, first = summary["steady_epoch_seconds"], summary["first_epoch_seconds"]
+    where = (record.get("info") or {}).get("placement")
+    where_text = f" on {where}" if where else ""
+    if steady is None:
+        return (f"No steady-state epoch yet{where_text}: it needs at least two epochs (epoch 1 includes tracing); "
+                f"first epoch {metrics.format_seconds(first)}.")
+    count = len(metrics.steady_epoch_times(record.get("epochs") or []))
+    return (f"Steady epoch {metrics.format_seconds(steady)}{where_text} (median of {count} epoch"
+            f"{'s' if count != 1 else ''} after the first); first epoch, with tracing: {metrics.format_seconds(first)}.")
+
+
+def _run_section(record: Mapping[str, Any], name: str) -> str:
+    summary = metrics.summarize(record.get("epochs") or [], record.get("samples") or [])
+    info = record.get("info") if isinstance(record.get("info"), Mapping) else {}
+    error = record.get("error") if isinstance(record.get("error"), Mapping) else None
+    facts: list[tuple[str, str]] = [
+        ("run", f"#{record.get('id')} · {run_label(record)}"),
+        ("status", str(record.get("status"))),
+        ("hardware", hardware_label(record.get("hardware"))),
+        ("trained on", str(info.get("placement") or "—")),
+        ("framework", str(info.get("framework") or "—")),
+        ("model", str(info.get("model_description") or "—")),
+        ("dataset", str(info.get("dataset_description") or "—")),
+        ("parameters", _fmt_number(info.get("params"), ",d") if _is_int(info.get("params")) else "—"),
+        ("steady epoch (median, epochs 2..N)", metrics.format_seconds(summary["steady_epoch_seconds"])),
+        ("first epoch (includes tracing)", metrics.format_seconds(summary["first_epoch_seconds"])),
+        ("all epochs", metrics.format_seconds(summary["total_seconds"])),
+        ("steady samples/s", _fmt_number(summary["steady_samples_per_s"], ",.0f")),
+        ("mean CPU (whole machine)", _fmt_number(summary["mean_cpu_percent"], ".0f", " %")),
+        ("mean GPU utilization (NVML)", _fmt_number(summary["mean_gpu_util_percent"], ".0f", " %")),
+        ("peak worker memory", _fmt_number(summary["peak_process_rss_mib"], ",.0f", " MiB")),
+    ]
+    if info.get("imported"):
+        facts.append(("imported from", str(info.get("source_hardware") or "another machine")))
+    if error:
+        facts.append(("error", f"{error.get('message') or error.get('error_type')} — {error.get('hint') or ''}"))
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
+    config = record.get("config") if isinstance(record.get("config"), Mapping) else {}
+    config_rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in config.items())
+    return (f"<section class='run'><h2>{_e(name)}</h2><p>{_e(_run_headline(record))}</p>"
+            f"<table>{rows}</table><h3>Configuration</h3><table class='config'>{config_rows}</table></section>")
+
+
+_CSS = ("<style>table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom:1px solid #dde1e8;padding:.25em .8em;"
+        "text-align:left;vertical-align:top}th{font-weight:600;color:#3a4254}.headline{font-size:1.35em;"
+        "font-weight:600}.note{color:#5c6370;font-size:.9em}section.run{margin:1.5em 0}</style>")
+
+
+def to_html(record_or_comparison: Mapping[str, Any]) -> str:
+    """A self-contained HTML report (plotly.js inlined once; opens offline) for a run record or a comparison.
+
+    Holds the headline (for a comparison: "B trains X.Xx faster than A (median steady epoch; spread ...; total
+    time ratio ...)"), the first (tracing) epoch reported apart, hardware and configuration per run, and the charts
+    of :mod:`bench.charts`. Every string from the record is HTML-escaped.
+    """
+    doc = record_or_comparison
+    runs = _runs_of(doc)
+    names = _display_names(runs)
+    if doc.get("schema") == COMPARISON_SCHEMA:
+        comparison = doc.get("comparison") if isinstance(doc.get("comparison"), Mapping) else None
+        pairs = list((comparison or {}).get("pairs") or []) or list(compare.comparison(runs).get("pairs") or [])
+        headlines = []
+        for i, pair in enumerate(pairs, start=1):
+            named = {**pair, "baseline_target": names[0], "target": names[i] if i < len(names) else pair.get("target")}
+            headlines.append(compare.headline(named))
+        title = "Training speed: " + " vs ".join(names)
+    else:
+        headlines = [_run_headline(doc)]
+        title = f"Training run #{doc.get('id')}: {run_label(doc)}"
+    firsts = "; ".join(
+        f"{name} {metrics.format_seconds(metrics.summarize(r.get('epochs') or [], []).get('first_epoch_seconds'))}"
+        for name, r in zip(names, runs))
+    intro = "".join(f"<p class='headline'>{_e(h)}</p>" for h in headlines)
+    intro += (f"<p>First epoch, which includes graph tracing and is left out of every steady-state figure: "
+              f"{_e(firsts)}.</p>")
+    intro += ("<p class='note'>Speed-up = median steady-state epoch time of one run / of the other; the spread compares "
+              "the fastest and slowest steady epochs. NVML's \"GPU utilization\" is the share of time any kernel ran, "
+              "not how much of the chip worked.</p>")
+    intro += "".join(_run_section(r, n) for r, n in zip(runs, names))
+    intro += f"<p class='note'>Generated {_e(time.strftime('%Y-%m-%d %H:%M:%S'))} by bench.</p>" + _CSS
+
+    series = [{"label": n, "epochs": list(r.get("epochs") or []), "samples": list(r.get("samples") or [])}
+              for r, n in zip(runs, names)]
+    figures = [charts.epoch_time_figure(series)]
+    if any(s["samples"] for s in series):
+        figures.append(charts.utilization_figure(series))
+    for s in series:
+        if s["epochs"]:
+            suffix = f" — {s['label']}" if len(series) > 1 else ""
+            figures.append(charts.loss_accuracy_figure(s["epochs"], title=f"Loss and accuracy{suffix}"))
+    return charts.to_html(figures, title=_e(title), intro_html=intro)
+
+
+# -- validation and import --------------------------------------------------------------------------------------------
+def _fail(path: str, problem: str) -> RecordError:
+    where = f"{path} " if path else ""
+    return RecordError(f"{where}{problem}; fix the file or {EXPORT_HINT}")
+
+
+def _check_config(config: Any, path: str) -> None:
+    if not isinstance(config, dict):
+        raise _fail(path, f"must be a JSON object of run settings, got {_show(config)}")
+    try:
+        RunConfig.from_dict(dict(config))
+    except ConfigError as exc:
+        raise _fail(path, f"is not a run config this version reads: {exc}") from None
+    except TypeError as exc:
+        raise _fail(path, f"is not a run config this version reads: {exc}") from None
+    kinds = {"int": int, "str": str, "float": float, "bool": bool, "None": type(None)}
+    words = {"int": "a whole number", "str": "text", "float": "a number", "bool": "true or false", "None": "null"}
+    for f in dataclasses.fields(RunConfig):
+        if f.name not in config:
+            continue
+        value = config[f.name]
+        names = [t.strip() for t in str(f.type).split("|") if t.strip() in kinds]
+        allowed = [kinds[t] for t in names]
+        ok = any(
+            (t is int and _is_int(value)) or (t is float and _is_number(value)) or (t is bool and isinstance(value, bool))
+            or (t not in (int, float, bool) and isinstance(value, t))
+            for t in allowed
+        )
+        if allowed and not ok:
+            raise _fail(f"{path}.{f.name}", f"must be {' or '.join(words[t] for t in names)}, got {_show(value)}")
+
+
+def _check_epoch(epoch: Any, path: str, index: int, seen: dict[int, int]) -> None:
+    if not isinstance(epoch, dict):
+        raise _fail(path, f"must be a JSON object, got {_show(epoch)}")
+    number = epoch.get("epoch")
+    if "epoch" not in epoch:
+        raise _fail(f"{path}.epoch", "is missing")
+    if not _is_int(number) or number < 1:
+        raise _fail(f"{path}.epoch", f"must be a whole number >= 1, got {_show(number)}")
+    if number in seen:
+        raise _fail(f"{path}.epoch", f"{number} appears twice (also at index {seen[number]})")
+    seen[number] = index
+    seconds = epoch.get("epoch_seconds")
+    if "epoch_seconds" not in epoch:
+        raise _fail(f"{path}.epoch_seconds", "is missing")
+    if not _is_number(seconds) or not math.isfinite(seconds) or seconds <= 0:
+        raise _fail(f"{path}.epoch_seconds", f"must be a positive number, got {_show(seconds)}")
+    if "includes_tracing" not in epoch:
+        raise _fail(f"{path}.includes_tracing", "is missing (true for the first epoch, false for the others)")
+    if not isinstance(epoch["includes_tracing"], bool):
+        raise _fail(f"{path}.includes_tracing", f"must be true or false, got {_show(epoch['includes_tracing'])}")
+    for key in _OPTIONAL_EPOCH_NUMBERS:
+        if epoch.get(key) is not None and not _is_number(epoch[key]):
+            raise _fail(f"{path}.{key}", f"must be a number or null, got {_show(epoch[key])}")
+
+
+def _check_sample(sample: Any, path: str) -> None:
+    if not isinstance(sample, dict):
+        raise _fail(path, f"must be a JSON object, got {_show(sample)}")
+    if "t_s" not in sample:
+        raise _fail(f"{path}.t_s", "is missing")
+    if not _is_number(sample["t_s"]) or not math.isfinite(sample["t_s"]):
+        raise _fail(f"{path}.t_s", f"must be a number of seconds, got {_show(sample['t_s'])}")
+    for key in _OPTIONAL_SAMPLE_NUMBERS:
+        if sample.get(key) is not None and not _is_number(sample[key]):
+            raise _fail(f"{path}.{key}", f"must be a number or null, got {_show(sample[key])}")
+    cores = sample.get("cpu_per_core")
+    if cores is not None:
+        if not isinstance(cores, list):
+            raise _fail(f"{path}.cpu_per_core", f"must be a list of numbers, got {_show(cores)}")
+        for c, value in enumerate(cores):
+            if value is not None and not _is_number(value):
+                raise _fail(f"{path}.cpu_per_core[{c}]", f"must be a number or null, got {_show(value)}")
+    gpus = sample.get("gpus")
+    if gpus is not None:
+        if not isinstance(gpus, list):
+            raise _fail(f"{path}.gpus", f"must be a list of GPU readings, got {_show(gpus)}")
+        for g, gpu in enumerate(gpus):
+            where = f"{path}.gpus[{g}]"
+            if not isinstance(gpu, dict):
+                raise _fail(where, f"must be a JSON object, got {_show(gpu)}")
+            if not _is_int(gpu.get("index")) or gpu["index"] < 0:
+                raise _fail(f"{where}.index", f"must be a whole number >= 0, got {_show(gpu.get('index'))}")
+            for key, value in gpu.items():
+                if key in ("index", "name"):
+                    continue
+                if value is not None and not _is_number(value):
+                    raise _fail(f"{where}.{key}", f"must be a number or null, got {_show(value)}")
+            if gpu.get("name") is not None and not isinstance(gpu["name"], str):
+                raise _fail(f"{where}.name", f"must be text or null, got {_show(gpu['name'])}")
+
+
+def _check_run(run: Any, path: str) -> None:
+    prefix = f"{path}." if path else ""
+    if not isinstance(run, dict):
+        raise _fail(path or "the record", f"must be a JSON object, got {type(run).__name__}")
+    if path and run.get("schema", RUN_SCHEMA) != RUN_SCHEMA:
+        raise _fail(f"{prefix}schema", f"must be {RUN_SCHEMA!r}, got {_show(run.get('schema'))}")
+    for key in ("status", "config", "hardware", "epochs", "samples"):
+        if key not in run:
+            raise _fail(f"{prefix}{key}", "is missing")
+    if not isinstance(run["status"], str) or run["status"] not in STATUSES:
+        raise _fail(f"{prefix}status", f"must be one of {', '.join(STATUSES)}, got {_show(run['status'])}")
+    _check_config(run["config"], f"{prefix}config")
+    if not isinstance(run["hardware"], dict):
+        raise _fail(f"{prefix}hardware", f"must be a JSON object, got {_show(run['hardware'])}")
+    if not isinstance(run["epochs"], list):
+        raise _fail(f"{prefix}epochs", f"must be a list of epochs, got {_show(run['epochs'])}")
+    if not isinstance(run["samples"], list):
+        raise _fail(f"{prefix}samples", f"must be a list of samples, got {_show(run['samples'])}")
+    for key in ("info", "error", "summary"):
+        if run.get(key) is not None and not isinstance(run[key], dict):
+            raise _fail(f"{prefix}{key}", f"must be a JSON object or null, got {_show(run[key])}")
+    for key in ("created_at", "started_at", "ended_at"):
+        if run.get(key) is not None and not _is_number(run[key]):
+            raise _fail(f"{prefix}{key}", f"must be epoch seconds or null, got {_show(run[key])}")
+    for key in ("label", "store_error"):
+        if run.get(key) is not None and not isinstance(run[key], str):
+            raise _fail(f"{prefix}{key}", f"must be text or null, got {_show(run[key])}")
+    if run.get("id") is not None and not _is_int(run["id"]):
+        raise _fail(f"{prefix}id", f"must be a whole number or null, got {_show(run['id'])}")
+    seen: dict[int, int] = {}
+    for i, epoch in enumerate(run["epochs"]):
+        _check_epoch(epoch, f"{prefix}epochs[{i}]", i, seen)
+    for i, sample in enumerate(run["samples"]):
+        _check_sample(sample, f"{prefix}samples[{i}]")
+
+
+def validate_record(data: Any) -> dict[str, Any]:
+    """Check an imported ``bench.run/1`` or ``bench.comparison/1`` document; return it unchanged when valid.
+
+    Raises:
+        RecordError: the first problem found, naming the field path, e.g.
+            ``epochs[2].epoch_seconds must be a positive number, got 'abc'``.
+    """
+    if not isinstance(data, dict):
+        raise RecordError(f"a run record must be a JSON object, got {type(data).__name__}; {EXPORT_HINT}")
+    schema = data.get("schema")
+    if schema is None:
+        raise _fail("schema", f"is missing (expected {' or '.join(SCHEMAS)}); is this a bench run record?")
+    if schema not in SCHEMAS:
+        raise _fail("schema", f"{_show(schema)} is not supported; this version reads {' and '.join(SCHEMAS)}")
+    if schema == RUN_SCHEMA:
+        _check_run(data, "")
+        return data
+    runs = data.get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise _fail("runs", f"must be a non-empty list of run records, got {_show(runs)}")
+    for i, run in enumerate(runs):
+        _check_run(run, f"runs[{i}]")
+    if data.get("comparison") is not None and not isinstance(data["comparison"], dict):
+        raise _fail("comparison", f"must be a JSON object or null, got {_show(data['comparison'])}")
+    return data
+
+
+def load_record_file(path_or_bytes: str | os.PathLike[str] | bytes | bytearray | Any,
+                     *, max_bytes: int = MAX_RECORD_BYTES) -> dict[str, Any]:
+    """Read a record from a path, raw bytes or a binary file object (e.g. an upload), then validate it.
+
+    Raises:
+        RecordError: unreadable, larger than ``max_bytes`` (50 MiB), not UTF-8, not valid JSON, or not a valid record.
+    """
+    cap_text = f"{max_bytes / 2**20:g} MiB"
+    too_big = ("is {size}, larger than the {cap} an import accepts; export fewer samples (a longer sampling interval) "
+               "or import the runs one at a time")
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        raw = bytes(path_or_bytes)
+        if len(raw) > max_bytes:
+            raise RecordError("the upload " + too_big.format(size=f"{len(raw) / 2**20:.1f} MiB", cap=cap_text))
+    elif isinstance(path_or_bytes, (str, os.PathLike)):
+        path = Path(path_or_bytes)
+        try:
+            size = path.stat().st_size
+            if size > max_bytes:
+                raise RecordError(f"{path} " + too_big.format(size=f"{size / 2**20:.1f} MiB", cap=cap_text))
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise RecordError(f"{path} does not exist; give the path of a JSON record ({EXPORT_HINT})") from None
+        except IsADirectoryError:
+            raise RecordError(f"{path} is a folder; give the path of a JSON record file") from None
+        except OSError as exc:
+            raise RecordError(f"{path} could not be read ({exc.strerror or exc}); check its permissions") from None
+    elif hasattr(path_or_bytes, "read"):
+        raw = path_or_bytes.read(max_bytes + 1)
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8")
+        if len(raw) > max_bytes:
+            raise RecordError("the upload " + too_big.format(size=f"more than {cap_text}", cap=cap_text))
+    else:
+        raise RecordError(f"cannot read a record from {type(path_or_bytes).__name__}; give a path, bytes or a file")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"not UTF-8 text (bad byte at offset {exc.start}): is this a JSON run record? "
+                          f"{EXPORT_HINT}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; {EXPORT_HINT}") from None
+    except RecursionError:
+        raise RecordError(f"not a usable JSON record (nested too deeply); {EXPORT_HINT}") from None
+    return validate_record(data)
+
+
+def import_into_store(store: Any, record: Mapping[str, Any]) -> list[int]:
+    """Write the run(s) of a record or comparison into ``store`` as new runs; returns their new ids, in order.
+
+    Status is kept, except that a run still active when exported (queued/starting/running) is stored as
+    ``interrupted`` (``info.imported_status`` keeps the original), since nothing here will finish it. ``info`` gains
+    ``imported: True``, ``source_hardware``, ``source_id`` and ``imported_at``; the label is prefixed ``imported: ``;
+    the summary is recomputed from the epochs and samples. A run whose epochs or samples fail to write is removed.
+
+    Raises:
+        RecordError: the record is not valid (see :func:`validate_record`).
+        StoreError: the store could not be written.
+    """
+    validate_record(record)
+    ids: list[int] = []
+    for run in _runs_of(record):
+        label = run_label(run)
+        if not label.startswith(IMPORTED_PREFIX):
+            label = IMPORTED_PREFIX + label
+        status = run["status"]
+        info = dict(run.get("info") or {})
+        info.update({"imported": True, "source_hardware": hardware_label(run["hardware"]),
+                     "source_id": run.get("id"), "imported_at": time.time()})
+        error = run.get("error")
+        if status in ACTIVE_STATUSES:
+            info["imported_status"] = status
+            status = "interrupted"
+            error = error or {"error_type": "Interrupted", "message": "The run was still active when it was exported.",
+                              "hint": "Its finished epochs are kept; start it again for a complete run."}
+        created = run.get("created_at") if _is_number(run.get("created_at")) else None
+        try:
+            ids.append(store.create_run(dict(run["config"]), status=status, label=label, created_at=created))
+            store.update_run(ids[-1], started_at=run.get("started_at"), ended_at=run.get("ended_at"),
+                             hardware=run["hardware"], info=info, error=error,
+                             summary=metrics.summarize(run["epochs"], run["samples"]))
+            for epoch in run["epochs"]:
+                store.add_epoch(ids[-1], epoch)
+            store.add_samples(ids[-1], run["samples"])
+        except BaseException:
+            for run_id in ids:  # all or nothing: no half-imported comparison is left behind
+                with contextlib.suppress(Exception):
+                    store.delete_run(run_id)
+            raise
+    return ids

@@ -1,0 +1,57 @@
+"""Compare: one config on two or more targets, run one after the other; the honest speed-up headline."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from bench import compare, models
+from bench.config import ConfigError
+from ui import common, config_form, results
+
+manager = common.get_manager()
+hardware = common.get_hardware()
+
+st.title("Compare")
+st.caption("The same data, seed, precision and batch size on each target, one run after the other. "
+           "Speed-up = median steady-state epoch time of the baseline / of the other; epoch 1 (tracing) is apart.")
+common.store_warning()
+
+st.markdown("**Seed presets**: the articles' own models, one click each.")
+cols = st.columns(len(models.PRESETS))
+for col, (name, preset) in zip(cols, models.PRESETS.items()):
+    col.button(preset.title, key=f"preset_{name}", on_click=config_form.apply_preset, args=(name, "cmp"),
+               help=preset.description, width="stretch")
+
+config = config_form.config_form(hardware, prefix="cmp", with_device=False, disabled=not common.can_control())
+if config.model in models.PRESETS and config.dataset != models.PRESETS[config.model].dataset:
+    st.caption(f"{models.PRESETS[config.model].dataset} is not cached here, so its synthetic twin of the same shape "
+               "is used: training time depends on the shapes, not on the pixel values.")
+
+options = common.target_options(hardware)
+default = ["cpu", "gpu:0"] if "gpu:0" in options else [options[0], "cpu"]
+targets = st.multiselect("Targets (the first is the baseline)", options, default=default, key="cmp_targets",
+                         help="cpu = all cores, cpu/N = N threads pinned to N cores, gpu:N = one GPU, gpus = all GPUs")
+if not hardware.gpus:
+    st.info(f"No GPU target is offered: {hardware.gpu_reason} Compare CPU threads here, or load a result saved on a "
+            "GPU machine below.", icon=":material/info:")
+
+if st.button("Start comparison", type="primary", icon=":material/compare_arrows:", key="start_compare",
+             disabled=not common.can_control()):
+    try:
+        configs = compare.target_configs(config, compare.parse_targets(targets), hardware)
+        if len(configs) < 2:
+            raise ConfigError(["pick at least two targets"])
+        group = manager.submit_group("compare", configs, {"targets": targets})
+        st.toast(f"Comparison queued: {len(configs)} runs")
+    except ConfigError as exc:
+        st.error("This comparison cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))
+
+st.divider()
+results.live_group(manager, "compare")
+
+st.divider()
+st.subheader("A result saved on another machine")
+uploaded = st.file_uploader("JSON from `python -m bench compare --json` or an export", type=["json"],
+                            key="cmp_import")
+if uploaded is not None:
+    results.show_imported(uploaded.getvalue())

@@ -1,0 +1,87 @@
+"""History: every stored run; filter, overlay several, export, import, delete with confirmation."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from bench import compare, metrics, report
+from ui import common, results
+
+manager = common.get_manager()
+st.title("History")
+st.caption("Every run in the store. Select rows to overlay their charts or export them.")
+
+if manager.store is None:
+    st.warning("The run store could not be opened: only this session's runs exist, in memory.")
+    st.stop()
+
+runs = manager.store.list_runs()
+if not runs:
+    st.info("No runs stored yet. Start one on the Train page, or import a JSON result below.")
+
+rows = []
+for run in runs:
+    config = run.get("config") or {}
+    summary = run.get("summary") or {}
+    info = run.get("info") or {}
+    rows.append({
+        "id": run["id"],
+        "status": run["status"],
+        "model": f"{config.get('model')} {config.get('size') or ''}".strip(),
+        "dataset": config.get("dataset"),
+        "target": compare._target(run),
+        "batch": config.get("batch_size"),
+        "epochs": f"{len(run['epochs'])}/{config.get('epochs')}",
+        "steady epoch (s)": metrics.steady_epoch_seconds(run["epochs"]),
+        "samples/s": summary.get("steady_samples_per_s"),
+        "mean CPU %": summary.get("mean_cpu_percent"),
+        "mean GPU %": summary.get("mean_gpu_util_percent"),
+        "trained on": info.get("placement") or ("imported" if info.get("imported") else ""),
+        "when": pd.to_datetime(run["created_at"], unit="s").strftime("%Y-%m-%d %H:%M"),
+    })
+table = pd.DataFrame(rows)
+
+query = st.text_input("Filter (matches any column)", key="hist_filter", placeholder="e.g. finished, cnn, cpu/1")
+if query and not table.empty:
+    mask = table.astype(str).apply(lambda col: col.str.contains(query, case=False, regex=False)).any(axis=1)
+    table = table[mask]
+
+event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="multi-row",
+                     key="hist_table")
+selected_ids = [int(table.iloc[i]["id"]) for i in event.selection.rows] if not table.empty else []
+
+if selected_ids:
+    records = [report.record_from_store(manager.store.get_run(i)) for i in selected_ids]
+    st.subheader(f"{len(records)} run(s) selected")
+    results.show_comparison(records, key="hist")
+    export = records[0] if len(records) == 1 else report.comparison_record(records)
+    name = f"run-{selected_ids[0]}" if len(records) == 1 else "comparison-" + "-".join(map(str, selected_ids))
+    c1, c2, c3, c4 = st.columns(4)
+    c1.download_button("JSON", report.to_json(export), f"{name}.json", "application/json", icon=":material/download:")
+    c2.download_button("HTML report", report.to_html(export), f"{name}.html", "text/html", icon=":material/download:")
+    if len(records) == 1:
+        c3.download_button("CSV (zip)", report.to_csv_zip(records[0]), f"{name}.zip", "application/zip",
+                           icon=":material/download:")
+    if common.can_control():
+        with c4.popover("Delete", icon=":material/delete:"):
+            st.write(f"Delete run(s) {', '.join(f'#{i}' for i in selected_ids)} for good?")
+            if st.button("Yes, delete", type="primary", key="hist_delete_confirm"):
+                active = {s.id for s in manager.snapshots() if s.active}
+                for run_id in selected_ids:
+                    if run_id in active:
+                        st.error(f"Run #{run_id} is still active: stop it first.")
+                    else:
+                        manager.store.delete_run(run_id)
+                st.rerun()
+
+st.divider()
+st.subheader("Import a result")
+uploaded = st.file_uploader("A JSON run or comparison (from `python -m bench ... --json` or an export)",
+                            type=["json"], key="hist_import", disabled=not common.can_control())
+if uploaded is not None and st.button("Import", key="hist_import_go"):
+    try:
+        ids = report.import_into_store(manager.store, report.load_record_file(uploaded.getvalue()))
+        st.success(f"Imported as {', '.join(f'#{i}' for i in ids)}")
+    except report.RecordError as exc:
+        st.error(f"Not imported: {exc}")

@@ -1,0 +1,145 @@
+"""Showing groups of runs (comparisons, sweeps) live, imported results, and the seed articles' reference figures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from bench import charts, compare, metrics, references
+from bench.jobs import JobManager
+from ui import live
+
+CHART_CONFIG = {"displaylogo": False}
+
+
+def group_records(manager: JobManager, group: Mapping[str, Any]) -> list[dict[str, Any]]:
+    snaps = [manager.snapshot(i) for i in group["run_ids"]]
+    return [s.record() | {"_active": s.active, "_snap": s} for s in snaps if s is not None]
+
+
+def run_label(record: Mapping[str, Any]) -> str:
+    return f"#{record.get('id')} {compare._target(record)}"
+
+
+def headline_block(records: Sequence[Mapping[str, Any]]) -> None:
+    result = compare.comparison(records)
+    for pair in result["pairs"]:
+        text = compare.headline(pair)
+        if pair.get("speedup_median") is not None:
+            st.success(f"**{text}**", icon=":material/speed:")
+            a, b = pair.get("first_epoch_seconds_a"), pair.get("first_epoch_seconds_b")
+            st.caption(f"First epoch, with tracing, reported apart: {pair['baseline_target']} "
+                       f"{metrics.format_seconds(a)} · {pair['target']} {metrics.format_seconds(b)}. "
+                       f"Steady epochs used: {pair.get('steady_epochs_a')} and {pair.get('steady_epochs_b')}.")
+        else:
+            st.info(text)
+
+
+def comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str) -> None:
+    series = [{"label": run_label(r), "epochs": r.get("epochs") or [], "samples": r.get("samples") or []}
+              for r in records]
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(charts.epoch_time_figure(series), key=f"{key}_epochs", config=CHART_CONFIG)
+    with right:
+        st.plotly_chart(charts.utilization_figure(series, title="Utilization, overlaid"), key=f"{key}_util",
+                        config=CHART_CONFIG)
+        st.caption(live.NVML_NOTE)
+
+
+def reference_panel(records: Sequence[Mapping[str, Any]]) -> None:
+    """The seed article's published figures beside the user's own, with the hardware each came from."""
+    if not records:
+        return
+    model = (records[0].get("config") or {}).get("model")
+    refs = references.for_preset(model or "")
+    if not refs:
+        return
+    st.markdown("**What the articles published** (whole `fit` calls, model creation and tracing included; compare "
+                "with total time, not steady epochs)")
+    rows = [{"source": r.article, "CPU": r.cpu, "GPU": r.gpu,
+             "CPU time": metrics.format_seconds(r.cpu_seconds), "GPU time": metrics.format_seconds(r.gpu_seconds),
+             "ratio": f"{r.ratio:.1f}x" if r.ratio else "—", "note": r.note} for r in refs]
+    hw = (records[0].get("hardware") or {})
+    for rec in records:
+        s = rec.get("summary") or {}
+        info = rec.get("info") or {}
+        rows.append({"source": f"this tool, run #{rec.get('id')} ({info.get('n_train', '?')} samples, "
+                               f"{(rec.get('config') or {}).get('epochs')} epochs)",
+                     "CPU": compare._target(rec) + " · " + str((hw.get("cpu") or {}).get("model", "")),
+                     "GPU": ", ".join(g.get("name", "") for g in hw.get("gpus") or []) or "none",
+                     "CPU time" if compare._target(rec).startswith("cpu") else "GPU time":
+                         metrics.format_seconds(s.get("total_seconds")),
+                     "ratio": "", "note": f"steady epoch {metrics.format_seconds(s.get('steady_epoch_seconds'))}"})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def show_comparison(records: Sequence[Mapping[str, Any]], *, key: str) -> None:
+    headline_block(records)
+    comparison_charts(records, key=key)
+    reference_panel(records)
+
+
+def live_group(manager: JobManager, kind: str) -> None:
+    """The latest comparison (shared by every viewer), redrawn live."""
+
+    @st.fragment(run_every=live.REFRESH_S)
+    def _panel() -> None:
+        group = manager.latest_group(kind)
+        if group is None:
+            st.info("No comparison yet: pick a preset or settings and targets, then press **Start comparison**.")
+            return
+        records = group_records(manager, group)
+        for rec in records:
+            snap = rec["_snap"]
+            c1, c2 = st.columns([3, 2])
+            c1.markdown(live.status_line(snap))
+            with c2:
+                live.progress_bar(snap)
+            if snap.error:
+                st.error(f"{snap.error.get('message')} — {snap.error.get('hint')}")
+        if any(r["_active"] for r in records) and common_can_control():
+            if st.button("Stop comparison", key=f"stop_{kind}", icon=":material/stop:"):
+                for rec in records:
+                    manager.stop(rec["id"])
+        show_comparison([{k: v for k, v in r.items() if not k.startswith("_")} for r in records], key=f"{kind}_live")
+
+    _panel()
+
+
+def common_can_control() -> bool:
+    from ui import common
+
+    return common.can_control()
+
+
+def show_imported(data: bytes) -> None:
+    """Validate an uploaded JSON result and show it with the hardware it was measured on."""
+    from bench import report
+
+    try:
+        payload = report.load_record_file(data)
+    except report.RecordError as exc:
+        st.error(f"This file cannot be shown: {exc}")
+        return
+    records = payload["runs"] if payload.get("schema", "").startswith("bench.comparison") else [payload]
+    labels = {hardware_label(r.get("hardware") or {}) for r in records}
+    st.markdown(f"Measured on **{' / '.join(sorted(labels))}** (imported, not measured here).")
+    if len(records) >= 2:
+        show_comparison(records, key="imported")
+    else:
+        rec = records[0]
+        series = [{"label": run_label(rec), "epochs": rec.get("epochs") or [], "samples": rec.get("samples") or []}]
+        left, right = st.columns(2)
+        left.plotly_chart(charts.epoch_time_figure(series), key="imported_epochs", config=CHART_CONFIG)
+        right.plotly_chart(charts.utilization_figure(series), key="imported_util", config=CHART_CONFIG)
+
+
+def hardware_label(hw: Mapping[str, Any]) -> str:
+    cpu = hw.get("cpu") or {}
+    gpus = hw.get("gpus") or []
+    gpu_text = ", ".join(str(g.get("name")) for g in gpus) if gpus else "no GPU"
+    return f"{cpu.get('model', 'unknown CPU')} ({cpu.get('logical_cores', '?')} cores), {gpu_text}"
