@@ -8,6 +8,7 @@ from ui import common, live
 
 st.set_page_config(page_title="CPU vs GPU training bench", page_icon=":material/speed:", layout="wide")
 
+st.session_state["_via_app"] = True  # see ui.common.page_setup
 pages = [
     st.Page("pages/train.py", title="Train", icon=":material/model_training:", default=True),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),

@@ -326,7 +326,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for target in targets:
             config = configs[0].replace(**parse_target(target))
             print(f"measuring the matmul peak of {target}…", file=sys.stderr)
-            peaks[target] = probe.cached_peak(config.device, cpu_threads=config.cpu_threads).get("peak_gflops")
+            try:
+                peaks[target] = probe.cached_peak(config.device, cpu_threads=config.cpu_threads).get("peak_gflops")
+            except (ValueError, probe.ProbeError) as exc:
+                print(f"   no peak for {target}: {exc}", file=sys.stderr)
+                peaks[target] = None
     records = _run_many(configs)
     rows = [compare.sweep_row(r, peaks.get(compare._target(r))) for r in records]
     if args.json_path:

@@ -50,6 +50,9 @@ def _check_args(device: str, cpu_threads: int | None, size: int, dtype: str, sec
     """Raise ValueError (with what is allowed) for malformed probe arguments; no hardware is touched."""
     from bench import devices
 
+    if isinstance(device, str) and device.strip().lower() == "gpus":
+        raise ValueError("the matmul probe measures one device: probe each GPU as 'gpu:N' (a multi-GPU peak is at "
+                         "most the sum of theirs)")
     kind, _ = devices.parse_device(device)  # ValueError names the allowed forms
     if cpu_threads is not None:
         if kind != "cpu":

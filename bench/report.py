@@ -288,7 +288,7 @@ def _run_section(record: Mapping[str, Any], name: str) -> str:
         facts.append(("error", f"{error.get('message') or error.get('error_type')} — {error.get('hint') or ''}"))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
     config = record.get("config") if isinstance(record.get("config"), Mapping) else {}
-    config_rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in config.items())
+    config_rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e('—' if v is None else v)}</td></tr>" for k, v in config.items())
     return (f"<section class='run'><h2>{_e(name)}</h2><p>{_e(_run_headline(record))}</p>"
             f"<table>{rows}</table><h3>Configuration</h3><table class='config'>{config_rows}</table></section>")
 

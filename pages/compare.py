@@ -8,6 +8,7 @@ from bench import compare, models
 from bench.config import ConfigError
 from ui import common, config_form, results
 
+common.page_setup()
 manager = common.get_manager()
 hardware = common.get_hardware()
 

@@ -8,6 +8,7 @@ import streamlit as st
 from bench import compare, metrics, report
 from ui import common, results
 
+common.page_setup()
 manager = common.get_manager()
 st.title("History")
 st.caption("Every run in the store. Select rows to overlay their charts or export them.")

@@ -9,6 +9,7 @@ from bench import charts, compare, models
 from bench.config import ConfigError
 from ui import common, config_form, live, results
 
+common.page_setup()
 manager = common.get_manager()
 hardware = common.get_hardware()
 
@@ -37,7 +38,7 @@ if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:"
                 one = next(c for c in configs if c.target() == target)
                 try:
                     peaks[target] = probe.cached_peak(one.device, cpu_threads=one.cpu_threads).get("peak_gflops")
-                except probe.ProbeError as exc:
+                except (ValueError, probe.ProbeError) as exc:
                     st.warning(f"Peak of {target} not measured: {exc}")
         manager.submit_group("sweep", configs, {"peaks": peaks, "targets": targets})
         st.toast(f"Sweep queued: {len(configs)} runs")

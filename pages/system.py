@@ -6,6 +6,7 @@ import streamlit as st
 
 from ui import common, live
 
+common.page_setup()
 hardware = common.get_hardware()
 cpu = hardware.cpu
 

@@ -7,6 +7,7 @@ import streamlit as st
 from bench.config import ConfigError
 from ui import common, config_form, live
 
+common.page_setup()
 manager = common.get_manager()
 hardware = common.get_hardware()
 

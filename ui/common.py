@@ -89,3 +89,15 @@ def target_options(hardware: devices.Hardware) -> list[str]:
     if len(gpus) > 1:
         options.append("gpus")
     return options
+
+
+def page_setup() -> None:
+    """First call of every page.
+
+    Streamlit runs a page script directly, without app.py's navigation and sidebar, when the first request after a
+    server start is a page URL (its legacy pages/ folder mode). app.py marks every run it makes; a page reached
+    without that mark asks for one rerun, which goes through app.py.
+    """
+    if not st.session_state.get("_via_app") and not st.session_state.get("_setup_rerun"):
+        st.session_state["_setup_rerun"] = True
+        st.rerun()
