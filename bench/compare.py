@@ -88,6 +88,8 @@ def headline(pair: Mapping[str, Any]) -> str:
     if median < 1:
         spread_lo, spread_hi = 1 / pair["speedup_max"], 1 / pair["speedup_min"]
     total = pair.get("total_time_ratio")
+    if total and median < 1:
+        total = 1 / total
     total_text = f"; total time ratio {total:.2f}x" if total else ""
     return (f"{faster} trains {factor:.1f}x faster than {slower} (median steady epoch; "
             f"spread {spread_lo:.1f}x–{spread_hi:.1f}x{total_text})")

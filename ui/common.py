@@ -94,10 +94,19 @@ def target_options(hardware: devices.Hardware) -> list[str]:
 def page_setup() -> None:
     """First call of every page.
 
-    Streamlit runs a page script directly, without app.py's navigation and sidebar, when the first request after a
-    server start is a page URL (its legacy pages/ folder mode). app.py marks every run it makes; a page reached
-    without that mark asks for one rerun, which goes through app.py.
+    When a page URL (e.g. /compare) is the first request after a server start, Streamlit sees the pages/ folder and
+    runs in its legacy folder mode, executing page scripts directly and never app.py (so no navigation, no sidebar
+    status, no presenter box) until someone opens the root URL. app.py marks every run it makes; a page reached
+    without that mark switches the server to app.py's st.navigation (the flag st.navigation itself clears) and
+    reruns once.
     """
-    if not st.session_state.get("_via_app") and not st.session_state.get("_setup_rerun"):
-        st.session_state["_setup_rerun"] = True
-        st.rerun()
+    if st.session_state.get("_via_app") or st.session_state.get("_setup_rerun"):
+        return
+    st.session_state["_setup_rerun"] = True
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+
+        PagesManager.uses_pages_directory = False
+    except (ImportError, AttributeError):  # pragma: no cover - a Streamlit without the legacy mode
+        pass
+    st.rerun()
