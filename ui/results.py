@@ -105,7 +105,10 @@ def live_group(manager: JobManager, kind: str) -> None:
             if st.button("Stop comparison", key=f"stop_{kind}", icon=":material/stop:"):
                 for rec in records:
                     manager.stop(rec["id"])
-        show_comparison([{k: v for k, v in r.items() if not k.startswith("_")} for r in records], key=f"{kind}_live")
+        clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in records]
+        show_comparison(clean, key=f"{kind}_live")
+        if not any(r["_active"] for r in records):
+            export_buttons(clean, key=kind)
 
     _panel()
 
@@ -143,3 +146,16 @@ def hardware_label(hw: Mapping[str, Any]) -> str:
     gpus = hw.get("gpus") or []
     gpu_text = ", ".join(str(g.get("name")) for g in gpus) if gpus else "no GPU"
     return f"{cpu.get('model', 'unknown CPU')} ({cpu.get('logical_cores', '?')} cores), {gpu_text}"
+
+
+def export_buttons(records: Sequence[Mapping[str, Any]], *, key: str) -> None:
+    """JSON and self-contained HTML downloads of one run or a comparison."""
+    from bench import report
+
+    doc = dict(records[0]) if len(records) == 1 else report.comparison_record(list(records))
+    name = "-".join(str(r.get("id")) for r in records)
+    c1, c2, _ = st.columns([1, 1, 3])
+    c1.download_button("JSON", report.to_json(doc), f"bench-{name}.json", "application/json",
+                       icon=":material/download:", key=f"{key}_json")
+    c2.download_button("HTML report", report.to_html(doc), f"bench-{name}.html", "text/html",
+                       icon=":material/download:", key=f"{key}_html")

@@ -1,0 +1,44 @@
+"""Real browser: a CPU-1-thread vs CPU-all-threads comparison shows its headline, and its HTML report opens."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.e2e.conftest import screenshot
+from tests.e2e.test_train_live import set_number, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
+    page.goto(server.url + "/compare")
+    page.get_by_role("heading", name="Compare").wait_for()
+    page.get_by_label("Epochs", exact=True).wait_for()
+    set_number(page, "Epochs", 3)
+    set_number(page, "Training samples (0 = all)", 3000)
+    page.get_by_role("button", name="Start comparison").click()
+
+    headline = page.get_by_text(re.compile(r"trains \d+\.\dx faster than"))
+    wait_for(lambda: headline.count() > 0 and page.get_by_role("button", name="HTML report").count() > 0, 240,
+             "the comparison headline and its export buttons")
+    text = headline.first.inner_text()
+    assert "cpu/1" in text and "cpu" in text.replace("cpu/1", "")
+    assert re.search(r"spread \d+\.\dx–\d+\.\dx", text)
+    assert page.get_by_text("First epoch, with tracing, reported apart").count() > 0
+    screenshot(page, "compare-cpu1-vs-cpu")
+
+    with page.expect_download() as info:
+        page.get_by_role("button", name="HTML report").click()
+    report = tmp_path / "report.html"
+    info.value.save_as(report)
+    html = report.read_text()
+    assert "faster than" in html
+
+    viewer = page.context.new_page()
+    viewer.goto(report.as_uri())
+    viewer.locator(".js-plotly-plot").first.wait_for(timeout=20_000)
+    assert viewer.locator(".js-plotly-plot").count() >= 2
+    assert viewer.locator(".barlayer .point").count() >= 6  # 3 epochs x 2 runs
+    screenshot(viewer, "compare-html-report")
