@@ -317,3 +317,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def known_peaks(cache_path: Path | None = None) -> list[dict[str, Any]]:
+    """Every cached measurement of this host, for display (newest first)."""
+    host = socket.gethostname()
+    peaks = _read_cache(Path(cache_path) if cache_path is not None else default_cache_path())
+    rows = [v for k, v in peaks.items() if isinstance(v, dict) and k.startswith(f"{host}|")]
+    return sorted(rows, key=lambda r: r.get("measured_at") or 0, reverse=True)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
+from bench import probe
+from bench.config import parse_target
 from ui import common, live
 
 common.page_setup()
@@ -32,3 +35,25 @@ st.markdown(f"Keras backend **{hardware.framework}** {hardware.framework_version
 st.subheader("What “GPU utilization” means")
 st.markdown(live.NVML_NOTE + " Time per epoch and samples per second are the honest speed figures; "
             "utilization tells you whether the GPU was kept fed.")
+
+st.subheader("Measured matmul peak")
+st.caption("A short float32 matrix-multiply probe per device, in a separate process; the ceiling Sweep compares "
+           "achieved training GFLOP/s against. Cached per device and thread count.")
+
+peaks = probe.known_peaks()
+if peaks:
+    st.table([{"device": p.get("device"), "threads": p.get("threads"), "size": p.get("size"),
+               "peak GFLOP/s": round(p.get("peak_gflops", 0.0), 1), "framework": p.get("framework"),
+               "measured": pd.to_datetime(p.get("measured_at"), unit="s").strftime("%Y-%m-%d %H:%M")}
+              for p in peaks])
+choices = common.target_options(hardware)
+c1, c2 = st.columns([2, 1])
+target = c1.selectbox("Device", choices, index=choices.index("cpu"), key="sys_peak_target")
+if c2.button("Measure peak", key="sys_peak", icon=":material/speed:", disabled=not common.can_control()):
+    fields = parse_target(target)
+    with st.spinner(f"Measuring {target} (a few seconds)…"):
+        try:
+            result = probe.cached_peak(fields["device"], cpu_threads=fields["cpu_threads"], refresh=True)
+            st.success(f"{target}: {result['peak_gflops']:,.1f} GFLOP/s (float32 matmul {result['size']}²)")
+        except (ValueError, probe.ProbeError) as exc:
+            st.error(f"The probe failed: {exc}")

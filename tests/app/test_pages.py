@@ -102,3 +102,12 @@ def test_pages_do_not_import_tensorflow():
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr[-2000:]
     assert "clean" in out.stdout
+
+
+def test_system_page_measures_and_lists_the_matmul_peak():
+    at = app("pages/system.py").run()
+    at.button(key="sys_peak").click().run(timeout=120)
+    assert not at.exception
+    assert any("GFLOP/s" in s.value for s in at.success), [e.value for e in at.error]
+    at = app("pages/system.py").run()
+    assert at.table, "the cached measurement is listed"
