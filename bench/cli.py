@@ -332,7 +332,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 print(f"   no peak for {target}: {exc}", file=sys.stderr)
                 peaks[target] = None
     records = _run_many(configs)
-    rows = [compare.sweep_row(r, peaks.get(compare._target(r))) for r in records]
+    rows = [compare.sweep_row(r, peaks.get(compare.target(r))) for r in records]
     if args.json_path:
         _write_json(args.json_path, {"schema": "bench.sweep/1", "rows": rows, "peaks_gflops": peaks,
                                      "runs": [{k: v for k, v in r.items() if k != "samples"} for r in records]})

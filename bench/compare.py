@@ -23,19 +23,19 @@ def parse_targets(text: str | Sequence[str]) -> list[str]:
     if not items:
         raise ConfigError(["give at least one target, e.g. --targets cpu/1,cpu"])
     for item in items:
-        parse_target(item)
+        parsetarget(item)
     return items
 
 
 def target_configs(base: RunConfig, targets: Sequence[str], hardware: Any | None = None) -> list[RunConfig]:
     """One validated config per target; everything but device and threads is identical across them."""
-    configs = [base.replace(**parse_target(t)) for t in targets]
+    configs = [base.replace(**parsetarget(t)) for t in targets]
     errors: list[str] = []
-    for target, config in zip(targets, configs):
+    for name, config in zip(targets, configs):
         try:
             config.validate(hardware)
         except ConfigError as exc:
-            errors.extend(f"{target}: {e}" for e in exc.errors)
+            errors.extend(f"{name}: {e}" for e in exc.errors)
     if errors:
         raise ConfigError(errors)
     return configs
@@ -54,9 +54,9 @@ def comparison(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         result = metrics.speedup(base.get("epochs") or [], other.get("epochs") or [])
         pairs.append({
             "baseline_id": base.get("id"),
-            "baseline_target": _target(base),
+            "baseline_target": target(base),
             "target_id": other.get("id"),
-            "target": _target(other),
+            "target": target(other),
             **(result or {"speedup_median": None, "speedup_min": None, "speedup_max": None,
                           "total_time_ratio": None}),
         })
@@ -68,7 +68,8 @@ def comparison(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _target(record: Mapping[str, Any]) -> str:
+def target(record: Mapping[str, Any]) -> str:
+    """A record's target in Compare's form: cpu, cpu/N, gpu:N, gpus."""
     config = record.get("config") or {}
     try:
         return RunConfig.from_dict(dict(config)).target()
@@ -107,7 +108,7 @@ def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[str],
                            f"not the fixed preset {base.model!r}"])
     configs = []
     for size, batch, target in itertools.product(sizes, batch_sizes or [base.batch_size], targets):
-        configs.append(base.replace(size=size, batch_size=int(batch), **parse_target(target)))
+        configs.append(base.replace(size=size, batch_size=int(batch), **parsetarget(target)))
     errors: list[str] = []
     for config in configs:
         try:
@@ -132,7 +133,7 @@ def sweep_row(record: Mapping[str, Any], peak_gflops: float | None) -> dict[str,
         "status": record.get("status"),
         "size": config.get("size"),
         "batch_size": config.get("batch_size"),
-        "target": _target(record),
+        "target": target(record),
         "params": info.get("params"),
         "flops_per_sample": flops,
         "steady_epoch_seconds": summary.get("steady_epoch_seconds"),

@@ -109,16 +109,10 @@ def run_label(record: Mapping[str, Any]) -> str:
     return config.label() if config is not None else f"run {record.get('id')}"
 
 
-def _target(record: Mapping[str, Any]) -> str:
-    config = _config(record)
-    if config is not None:
-        return config.target()
-    return str((record.get("config") or {}).get("device", "?"))
-
 
 def _display_names(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     """Short names for runs side by side: the target (cpu, cpu/1, gpu:0), with ``#id`` where targets repeat."""
-    targets = [_target(r) for r in runs]
+    targets = [compare.target(r) for r in runs]
     return [t if targets.count(t) == 1 else f"{t} #{r.get('id', i + 1)}" for i, (t, r) in enumerate(zip(targets, runs))]
 
 

@@ -31,7 +31,7 @@ for run in runs:
         "status": run["status"],
         "model": f"{config.get('model')} {config.get('size') or ''}".strip(),
         "dataset": config.get("dataset"),
-        "target": compare._target(run),
+        "target": compare.target(run),
         "batch": config.get("batch_size"),
         "epochs": f"{len(run['epochs'])}/{config.get('epochs')}",
         "steady epoch (s)": metrics.steady_epoch_seconds(run["epochs"]),

@@ -58,7 +58,7 @@ def sweep_panel() -> None:
     peaks = group["meta"].get("peaks", {})
     done = sum(not r["_active"] for r in records)
     st.progress(done / len(records), text=f"{done} of {len(records)} points done")
-    rows = [compare.sweep_row(r, peaks.get(compare._target(r))) | {"state": r["_snap"].phase} for r in records]
+    rows = [compare.sweep_row(r, peaks.get(compare.target(r))) | {"state": r["_snap"].phase} for r in records]
     table = pd.DataFrame(rows)[["run_id", "size", "batch_size", "target", "state", "params", "steady_epoch_seconds",
                                 "samples_per_s", "achieved_gflops", "peak_gflops", "mean_cpu_percent",
                                 "mean_gpu_util_percent"]]
@@ -76,7 +76,7 @@ def sweep_panel() -> None:
         pairs = compare.sweep_speedups(finished, swept[0], swept[1])
         right.plotly_chart(charts.sweep_speedup_figure(pairs, f"{swept[1]} vs {swept[0]}"), key="swp_speedup",
                            config=results.CHART_CONFIG)
-    cpu_runs = [r for r in records if compare._target(r).startswith("cpu") and r.get("samples")]
+    cpu_runs = [r for r in records if compare.target(r).startswith("cpu") and r.get("samples")]
     if cpu_runs:
         st.plotly_chart(charts.per_core_heatmap(cpu_runs[-1]["samples"],
                                                 title=f"CPU per core, run #{cpu_runs[-1]['id']}"),

@@ -21,7 +21,7 @@ def group_records(manager: JobManager, group: Mapping[str, Any]) -> list[dict[st
 
 
 def run_label(record: Mapping[str, Any]) -> str:
-    return f"#{record.get('id')} {compare._target(record)}"
+    return f"#{record.get('id')} {compare.target(record)}"
 
 
 def headline_block(records: Sequence[Mapping[str, Any]]) -> None:
@@ -69,9 +69,9 @@ def reference_panel(records: Sequence[Mapping[str, Any]]) -> None:
         info = rec.get("info") or {}
         rows.append({"source": f"this tool, run #{rec.get('id')} ({info.get('n_train', '?')} samples, "
                                f"{(rec.get('config') or {}).get('epochs')} epochs)",
-                     "CPU": compare._target(rec) + " · " + str((hw.get("cpu") or {}).get("model", "")),
+                     "CPU": compare.target(rec) + " · " + str((hw.get("cpu") or {}).get("model", "")),
                      "GPU": ", ".join(g.get("name", "") for g in hw.get("gpus") or []) or "none",
-                     "CPU time" if compare._target(rec).startswith("cpu") else "GPU time":
+                     "CPU time" if compare.target(rec).startswith("cpu") else "GPU time":
                          metrics.format_seconds(s.get("total_seconds")),
                      "ratio": "", "note": f"steady epoch {metrics.format_seconds(s.get('steady_epoch_seconds'))}"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
@@ -129,7 +129,7 @@ def show_imported(data: bytes) -> None:
         st.error(f"This file cannot be shown: {exc}")
         return
     records = payload["runs"] if payload.get("schema", "").startswith("bench.comparison") else [payload]
-    labels = {hardware_label(r.get("hardware") or {}) for r in records}
+    labels = {report.hardware_label(r.get("hardware") or {}) for r in records}
     st.markdown(f"Measured on **{' / '.join(sorted(labels))}** (imported, not measured here).")
     if len(records) >= 2:
         show_comparison(records, key="imported")
@@ -139,23 +139,3 @@ def show_imported(data: bytes) -> None:
         left, right = st.columns(2)
         left.plotly_chart(charts.epoch_time_figure(series), key="imported_epochs", config=CHART_CONFIG)
         right.plotly_chart(charts.utilization_figure(series), key="imported_util", config=CHART_CONFIG)
-
-
-def hardware_label(hw: Mapping[str, Any]) -> str:
-    cpu = hw.get("cpu") or {}
-    gpus = hw.get("gpus") or []
-    gpu_text = ", ".join(str(g.get("name")) for g in gpus) if gpus else "no GPU"
-    return f"{cpu.get('model', 'unknown CPU')} ({cpu.get('logical_cores', '?')} cores), {gpu_text}"
-
-
-def export_buttons(records: Sequence[Mapping[str, Any]], *, key: str) -> None:
-    """JSON and self-contained HTML downloads of one run or a comparison."""
-    from bench import report
-
-    doc = dict(records[0]) if len(records) == 1 else report.comparison_record(list(records))
-    name = "-".join(str(r.get("id")) for r in records)
-    c1, c2, _ = st.columns([1, 1, 3])
-    c1.download_button("JSON", report.to_json(doc), f"bench-{name}.json", "application/json",
-                       icon=":material/download:", key=f"{key}_json")
-    c2.download_button("HTML report", report.to_html(doc), f"bench-{name}.html", "text/html",
-                       icon=":material/download:", key=f"{key}_html")

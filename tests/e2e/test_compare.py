@@ -7,7 +7,8 @@ import re
 import pytest
 
 from tests.e2e.conftest import screenshot
-from tests.e2e.test_train_live import set_number, wait_for
+from tests.e2e.test_train_live import set_number
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

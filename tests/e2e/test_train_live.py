@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.e2e.conftest import screenshot
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -21,16 +20,6 @@ def set_number(page, label: str, value: int) -> None:
 def bar_count(page) -> int:
     """Bars drawn in the first Plotly chart (time per epoch)."""
     return page.locator(".js-plotly-plot").first.locator(".barlayer .point").count()
-
-
-def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.25):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(poll_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 def open_train(page, server) -> None:

@@ -12,21 +12,12 @@ import pytest
 from bench.config import RunConfig
 from bench.jobs import JobManager
 from bench.store import Store
+from tests.polling import wait_for
 from tests.unit import fake_workers
 
 TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
                  sample_interval_s=0.2)
 HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
-
-
-def wait_until(predicate, timeout_s: float = 30.0, poll_s: float = 0.05):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(poll_s)
-    raise AssertionError(f"condition not met within {timeout_s} s")
 
 
 @pytest.fixture
@@ -73,7 +64,7 @@ def test_runs_execute_one_at_a_time_in_order(store):
 def test_stop_is_cooperative_and_keeps_finished_epochs(store):
     jm = manager_with(fake_workers.quick, store)
     run_id = jm.submit(TINY.replace(epochs=200))
-    wait_until(lambda: len(jm.snapshot(run_id).epochs) >= 1)
+    wait_for(lambda: len(jm.snapshot(run_id).epochs) >= 1)
     jm.stop(run_id)
     snap = jm.wait(run_id, timeout_s=10)
     assert snap.status == "stopped"
@@ -86,7 +77,7 @@ def test_stop_is_cooperative_and_keeps_finished_epochs(store):
 def test_stop_kills_a_worker_that_ignores_it(store):
     jm = manager_with(fake_workers.deaf, store, stop_grace_s=0.5)
     run_id = jm.submit(TINY)
-    wait_until(lambda: jm.snapshot(run_id).status == "running")
+    wait_for(lambda: jm.snapshot(run_id).status == "running")
     t0 = time.monotonic()
     jm.stop(run_id)
     snap = jm.wait(run_id, timeout_s=15)
