@@ -62,8 +62,7 @@ def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch"
     fig.update_xaxes(title="epoch", dtick=1)
     fig.update_yaxes(title="seconds", rangemode="tozero")
     if any(e.get("includes_tracing") for s in series for e in (s.get("epochs") or [])):
-        fig.add_annotation(text="hatched = first epoch, includes graph tracing", xref="paper", yref="paper",
-                           x=0, y=-0.2, showarrow=False, font={"size": 12, "color": "#5c6370"}, xanchor="left")
+        title += "<br><sup>hatched: the first epoch, which includes graph tracing</sup>"
     return _layout(fig, title)
 
 

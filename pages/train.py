@@ -16,15 +16,23 @@ st.caption("One training run, live: time per epoch beside CPU and GPU utilizatio
 common.store_warning()
 
 control = common.can_control()
-config = config_form.config_form(hardware, disabled=not control)
+started = st.session_state.get("train_last_started")
+# after Start the settings fold away so the live charts fit on one screen; a new label makes a new, folded expander
+label = f"Run settings (run #{started} started; open to change)" if started else "Run settings"
+with st.expander(label, expanded=started is None, icon=":material/tune:"):
+    config = config_form.config_form(hardware, disabled=not control)
 if not control:
     st.caption("View only: enter the presenter key in the sidebar to start or stop runs.")
 if st.button("Start", type="primary", icon=":material/play_arrow:", key="start_run", disabled=not control):
     try:
         run_id = manager.submit(config)
-        st.toast(f"Run #{run_id} queued")
+        st.session_state["train_last_started"] = run_id
+        st.session_state["train_started"] = run_id
+        st.rerun()
     except ConfigError as exc:
         st.error("This run cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))
+if "train_started" in st.session_state:
+    st.toast(f"Run #{st.session_state.pop('train_started')} queued")
 
 st.divider()
 live.live_panel(manager, can_control=control)
