@@ -8,12 +8,15 @@ Nothing here may run in the server process: importing TensorFlow there would slo
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
 import traceback
 from typing import Any
 
 PROGRESS_MIN_INTERVAL_S = 0.1  # at most ~10 progress events per second
+PARENT_CHECK_INTERVAL_S = 1.0  # how often a worker checks that the server which started it is still there
 
 
 def _emit(queue: Any, kind: str, **data: Any) -> None:
@@ -93,6 +96,14 @@ def keras_device_name(device: str) -> str:
     if device == "cpu":
         return "cpu:0"
     return "gpu:0"
+
+
+def _device_scope(keras: Any, backend: str, target: str) -> Any:
+    """keras.device(target), except under torch: there it makes variables non-leaf tensors that get no gradients,
+    and torch already places them on the one device CUDA_VISIBLE_DEVICES leaves it ("cuda" if any, else "cpu")."""
+    if backend == "torch":
+        return contextlib.nullcontext()
+    return keras.device(target)
 
 
 def variable_device(variable: Any) -> str:
@@ -230,7 +241,7 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any) -> str:
     elif cfg.device == "gpus":
         raise RuntimeError(f"'gpus' (MirroredStrategy) needs the TensorFlow backend, not {cfg.backend}; "
                            "pick a single gpu:N or set KERAS_BACKEND=tensorflow")
-    scope = strategy.scope() if strategy is not None else keras.device(target)
+    scope = strategy.scope() if strategy is not None else _device_scope(keras, cfg.backend, target)
     with scope:
         model = models.build(plan)
         model.compile(
@@ -262,7 +273,7 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any) -> str:
         threads=cfg.threads() if cfg.device == "cpu" else None,
     )
     callback = _make_callback(queue, stop_event, n_train, cfg.batch_size, cfg.epochs)
-    with keras.device(target) if strategy is None else strategy.scope():
+    with strategy.scope() if strategy is not None else _device_scope(keras, cfg.backend, target):
         model.fit(
             data.x_train,
             y_train,
@@ -287,8 +298,22 @@ def _redirect_output(log_path: str | None) -> None:
     os.close(fd)
 
 
+def _exit_with_parent() -> None:
+    """End this process when the server that started it dies (kill -9, crash): an orphaned worker would go on
+    training unseen, skewing the timing of the next run and holding the GPU's memory."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_INTERVAL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="bench-parent-watch", daemon=True).start()
+
+
 def worker_main(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
     """Entry point of the spawned process."""
+    _exit_with_parent()
     _redirect_output(log_path)
     prepare_environment(config)
     try:

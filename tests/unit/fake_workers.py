@@ -53,3 +53,67 @@ def one_epoch_then_die(config: dict[str, Any], queue: Any, stop_event: Any, log_
           val_accuracy=None, includes_tracing=True, started_wall=t0, ended_wall=time.time())
     time.sleep(0.5)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+# -- stand-ins for tests/unit/test_faults.py ------------------------------------------------------------------------
+def _fake_epoch(queue: Any, epoch: int, seconds: float = 0.1) -> None:
+    t0 = time.time()
+    time.sleep(seconds)
+    _emit(queue, "epoch", epoch=epoch, epoch_seconds=seconds, samples_per_s=100.0, loss=1.0, accuracy=0.5,
+          val_loss=1.0, val_accuracy=0.5, includes_tracing=epoch == 1, started_wall=t0, ended_wall=time.time())
+
+
+def epochs_then_hang(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
+    """Two epochs, then silence mid-epoch (a hung step): the supervisor must end it and keep the two epochs."""
+    _emit(queue, "started", pid=os.getpid(), framework="fake 0", devices_seen=["cpu"], placement="/device:CPU:0")
+    for epoch in (1, 2):
+        _fake_epoch(queue, epoch)
+    _emit(queue, "progress", epoch=3, batch=1, batches=4)
+    time.sleep(600)
+
+
+class ResourceExhaustedError(Exception):
+    """Named as TensorFlow's tf.errors.ResourceExhaustedError (the worker classifies errors by class name)."""
+
+
+def _train_one_epoch_then(error: BaseException) -> Any:
+    def train(config: dict[str, Any], queue: Any, stop_event: Any) -> str:
+        _emit(queue, "started", pid=os.getpid(), framework="fake 0", devices_seen=["cpu"], placement="/device:CPU:0")
+        _fake_epoch(queue, 1)
+        raise error
+
+    return train
+
+
+def real_worker_gpu_oom(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
+    """bench.worker.worker_main (the real error path) around a train() that hits the framework's device OOM."""
+    from bench import worker
+
+    worker.train = _train_one_epoch_then(ResourceExhaustedError(
+        "OOM when allocating tensor with shape[65536,4096] and type float on /job:localhost/replica:0/task:0/device:GPU:0"))
+    worker.worker_main(config, queue, stop_event, log_path)
+
+
+def real_worker_host_oom(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
+    """bench.worker.worker_main (the real error path) around a train() that runs out of host memory."""
+    from bench import worker
+
+    worker.train = _train_one_epoch_then(MemoryError("Unable to allocate 37.3 GiB for an array"))
+    worker.worker_main(config, queue, stop_event, log_path)
+
+
+def _slow_train(config: dict[str, Any], queue: Any, stop_event: Any) -> str:
+    _emit(queue, "started", pid=os.getpid(), framework="fake 0", devices_seen=["cpu"], placement="/device:CPU:0")
+    for epoch in range(1, config["epochs"] + 1):
+        if stop_event.is_set():
+            return "stopped"
+        _fake_epoch(queue, epoch, 0.2)
+    return "finished"
+
+
+def real_worker_slow(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
+    """bench.worker.worker_main around a train() of config['epochs'] epochs of 0.2 s (no framework import)."""
+    from bench import worker
+
+    worker.train = _slow_train
+    worker.worker_main(config, queue, stop_event, log_path)
