@@ -23,13 +23,13 @@ def parse_targets(text: str | Sequence[str]) -> list[str]:
     if not items:
         raise ConfigError(["give at least one target, e.g. --targets cpu/1,cpu"])
     for item in items:
-        parsetarget(item)
+        parse_target(item)
     return items
 
 
 def target_configs(base: RunConfig, targets: Sequence[str], hardware: Any | None = None) -> list[RunConfig]:
     """One validated config per target; everything but device and threads is identical across them."""
-    configs = [base.replace(**parsetarget(t)) for t in targets]
+    configs = [base.replace(**parse_target(t)) for t in targets]
     errors: list[str] = []
     for name, config in zip(targets, configs):
         try:
@@ -107,8 +107,8 @@ def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[str],
         raise ConfigError([f"a sweep varies the model size; pick a family ({', '.join(models.FAMILIES)}), "
                            f"not the fixed preset {base.model!r}"])
     configs = []
-    for size, batch, target in itertools.product(sizes, batch_sizes or [base.batch_size], targets):
-        configs.append(base.replace(size=size, batch_size=int(batch), **parsetarget(target)))
+    for size, batch, name in itertools.product(sizes, batch_sizes or [base.batch_size], targets):
+        configs.append(base.replace(size=size, batch_size=int(batch), **parse_target(name)))
     errors: list[str] = []
     for config in configs:
         try:

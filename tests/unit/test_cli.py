@@ -89,3 +89,68 @@ def test_runs_on_an_empty_store():
     out = bench("runs", "--json")
     assert out.returncode == 0
     assert json.loads(out.stdout) == []
+
+
+TINY = ["--dataset", "synthetic-mnist", "--model", "mlp", "--epochs", "2", "--batch-size", "128",
+        "--limit-samples", "1024", "--sample-interval", "0.2"]
+
+
+def test_compare_writes_runs_and_the_comparison(tmp_path):
+    path = tmp_path / "cmp.json"
+    out = bench("compare", "--targets", "cpu/1,cpu", "--size", "xs", *TINY, "--json", str(path))
+    assert out.returncode == 0, out.stderr
+    data = json.loads(path.read_text())
+    assert [r["config"]["cpu_threads"] for r in data["runs"]] == [1, None]
+    assert all(r["status"] == "finished" for r in data["runs"])
+    cmp = data["comparison"]
+    a, b = (r["summary"]["steady_epoch_seconds"] for r in data["runs"])
+    assert cmp["speedup_median"] == pytest.approx(a / b)
+    assert cmp["speedup_min"] <= cmp["speedup_median"] <= cmp["speedup_max"]
+    assert cmp["total_time_ratio"] > 0
+    assert "faster than" in out.stdout
+
+    exported = tmp_path / "run.html"
+    run_id = data["runs"][0]["id"]
+    assert bench("export", str(run_id), "--format", "html", "--out", str(exported)).returncode == 0
+    assert "<html" in exported.read_text().lower()
+    zipped = tmp_path / "run.zip"
+    assert bench("export", str(run_id), "--format", "csv", "--out", str(zipped)).returncode == 0
+    assert zipped.stat().st_size > 0
+
+    imported = bench("import", str(path))
+    assert imported.returncode == 0, imported.stderr
+    rows = json.loads(bench("runs", "--json").stdout)
+    assert len(rows) == 4, "two measured + two imported"
+
+
+def test_compare_needs_two_targets():
+    out = bench("compare", "--targets", "cpu", *TINY, timeout=60)
+    assert out.returncode == 2 and "at least two targets" in out.stderr
+
+
+def test_sweep_rows(tmp_path):
+    path = tmp_path / "sweep.json"
+    out = bench("sweep", "--sizes", "xs,s", "--targets", "cpu", *TINY, "--json", str(path), timeout=400)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(path.read_text())["rows"]
+    assert [r["size"] for r in rows] == ["xs", "s"]
+    for row in rows:
+        for key in ("params", "steady_epoch_seconds", "samples_per_s", "achieved_gflops", "peak_gflops",
+                    "mean_gpu_util_percent", "mean_cpu_percent"):
+            assert key in row
+        assert row["achieved_gflops"] == pytest.approx(row["flops_per_sample"] * row["samples_per_s"] / 1e9)
+        assert row["peak_gflops"] > 0
+    assert rows[1]["params"] > rows[0]["params"]
+
+
+def test_import_refuses_a_malformed_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "bench.run/1", "epochs": "no"}')
+    out = bench("import", str(bad), timeout=60)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr and out.stderr.startswith("error:")
+
+
+def test_export_of_a_missing_run():
+    out = bench("export", "999", timeout=60)
+    assert out.returncode == 2 and "no run 999" in out.stderr

@@ -1,0 +1,149 @@
+"""Many viewers, one server: five real browser sessions watch the same live run; two Start clicks at the same moment
+give one run running and one queued, never two at once (checked in the server's own store while it happens)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.store import Store
+from tests.e2e.conftest import screenshot
+from tests.polling import wait_for
+
+pytestmark = pytest.mark.e2e
+VIEWERS = 5
+ACTIVE = ("starting", "running")
+
+
+def set_number(page, label: str, value: int) -> None:
+    box = page.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    page.wait_for_timeout(400)
+
+
+def bar_count(page) -> int:
+    """Bars drawn in the first Plotly chart (time per epoch)."""
+    return page.locator(".js-plotly-plot").first.locator(".barlayer .point").count()
+
+
+def open_train(page, url: str) -> None:
+    page.goto(url)
+    page.get_by_role("heading", name="Train").wait_for()
+    page.get_by_label("Epochs", exact=True).wait_for()
+
+
+def sidebar_text(page) -> str:
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    return sidebar.inner_text() if sidebar.count() else ""
+
+
+def store_of(server) -> Store:
+    return Store(Path(server.log).parent / "runs.sqlite3")
+
+
+@pytest.fixture(scope="module")
+def viewers(browser, server):
+    """Five browser sessions (one context each, as five people's laptops), all on the Train page."""
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 1100}) for _ in range(VIEWERS)]
+    pages = []
+    for context in contexts:
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        pages.append(page)
+    yield pages
+    for context in contexts:
+        context.close()
+
+
+class StoreWatch:
+    """Polls the server's store in a thread; remembers the most runs ever active together and whether a run was
+    seen queued behind an active one."""
+
+    def __init__(self, store: Store, interval_s: float = 0.05):
+        self.store = store
+        self.interval_s = interval_s
+        self.max_active = 0
+        self.active_seen: list[list[int]] = []
+        self.queued_behind_active = False
+        self.polls = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="store-watch", daemon=True)
+
+    def __enter__(self) -> StoreWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            runs = self.store.list_runs()
+            active = [r["id"] for r in runs if r["status"] in ACTIVE]
+            queued = [r["id"] for r in runs if r["status"] == "queued"]
+            self.max_active = max(self.max_active, len(active))
+            if len(active) > 1:
+                self.active_seen.append(active)
+            self.queued_behind_active |= bool(active and queued)
+            self.polls += 1
+            self._stop.wait(self.interval_s)
+
+
+def test_five_viewers_see_the_same_run_live(viewers, server):
+    for page in viewers:
+        open_train(page, server.url)
+    starter = viewers[0]
+    set_number(starter, "Epochs", 3)
+    set_number(starter, "Training samples (0 = all)", 3000)
+    starter.get_by_role("button", name="Start").click()
+
+    run_id = wait_for(lambda: (runs := store_of(server).list_runs()) and runs[-1]["id"], 30, "the run in the store")
+    for i, page in enumerate(viewers):
+        page.get_by_text(f"Run #{run_id}").first.wait_for(timeout=60_000)
+        wait_for(lambda: f"Run #{run_id}: running" in sidebar_text(page), 90, f"viewer {i} to show the run running")
+    for i, page in enumerate(viewers):
+        wait_for(lambda: bar_count(page) >= 1, 120, f"viewer {i} to draw the first epoch")
+    grown = {i: bar_count(p) for i, p in enumerate(viewers)}
+    for i, page in enumerate(viewers):
+        wait_for(lambda: page.get_by_text("Finished: steady epoch").count() > 0, 120, f"viewer {i} to see the end")
+        assert bar_count(page) == 3, f"viewer {i} shows every epoch"
+        assert bar_count(page) >= grown[i], f"viewer {i}'s epoch chart grew"
+        assert "Run #{}: finished".format(run_id) in sidebar_text(page)
+    assert any(n < 3 for n in grown.values()), "the viewers watched the chart grow, not only the end"
+    assert [r["status"] for r in store_of(server).list_runs()] == ["finished"]
+    screenshot(viewers[-1], "viewer-5-finished")
+
+
+def test_two_start_clicks_at_once_give_one_running_and_one_queued(viewers, server):
+    store = store_of(server)
+    known = {r["id"] for r in store.list_runs()}
+    a, b = viewers[1], viewers[2]
+    for page in (a, b):
+        open_train(page, server.url)
+        set_number(page, "Epochs", 2)
+        set_number(page, "Training samples (0 = all)", 2000)
+    with StoreWatch(store) as watch:
+        a.get_by_role("button", name="Start").dispatch_event("click")
+        b.get_by_role("button", name="Start").dispatch_event("click")
+
+        def two_new_runs():
+            return len([r for r in store.list_runs() if r["id"] not in known]) == 2
+
+        wait_for(two_new_runs, 30, "both clicks to create a run")
+        wait_for(lambda: any("more run(s) queued" in p.inner_text("body") or "Queued (position" in p.inner_text("body")
+                             for p in (a, b)), 60, "a page to show the second run queued")
+        new = lambda: [r for r in store.list_runs() if r["id"] not in known]  # noqa: E731
+        wait_for(lambda: all(r["status"] not in (*ACTIVE, "queued") for r in new()), 180, "both runs to end")
+
+    assert watch.polls > 20, "the store was watched while it happened"
+    assert watch.max_active == 1, f"two runs were active at once: {watch.active_seen[:3]}"
+    assert watch.queued_behind_active, "the second run waited in the queue"
+    first, second = sorted(new(), key=lambda r: r["id"])
+    assert [first["status"], second["status"]] == ["finished", "finished"]
+    assert first["ended_at"] <= second["started_at"], "the second run started only after the first ended"
+    assert len(first["epochs"]) == len(second["epochs"]) == 2
