@@ -148,6 +148,8 @@ class RunConfig:
             errors.append(f"dataset {self.dataset!r} is unknown; pick one of {', '.join(datasets.DATASETS)}")
         elif self.dataset == "npz" and not self.npz_path:
             errors.append("dataset 'npz' needs a file: upload one, or pass --npz PATH (x_train, y_train, x_test, y_test)")
+        elif self.dataset == "npz" and not isinstance(self.npz_path, str):
+            errors.append(f"the npz file must be given as a path (text), e.g. --npz data/mine.npz (got {self.npz_path!r})")
         else:
             try:
                 info = datasets.get_info(self.dataset, npz_path=self.npz_path)
@@ -159,8 +161,9 @@ class RunConfig:
                 models.plan(self.model, self.size, info.input_shape, info.num_classes, info.vocab_size)
             except models.ModelError as exc:
                 errors.append(str(exc))
-            n_train = info.n_train if self.limit_samples is None else min(info.n_train, self.limit_samples)
-            if is_int(self.batch_size) and is_int(self.limit_samples or 0) and self.batch_size > n_train >= 1:
+            limit = self.limit_samples if is_int(self.limit_samples) else None
+            n_train = info.n_train if limit is None else min(info.n_train, limit)
+            if is_int(self.batch_size) and self.batch_size > n_train >= 1:
                 errors.append(
                     f"batch size {self.batch_size} is larger than the {n_train} training samples; "
                     f"pick at most {n_train}, or raise the sample limit"

@@ -84,6 +84,8 @@ class Dataset:
 TEXT_LENGTH = 200  # tokens per sequence for the text sets (imdb, synthetic-imdb)
 IMDB_NUM_WORDS = 10000  # vocabulary kept for imdb, as keras.datasets.imdb.load_data(num_words=10000)
 NPZ_MAX_BYTES = 200 * 2**20  # default size limit of a user's .npz (on disk, and its arrays uncompressed)
+NPZ_MAX_CLASSES = 10_000  # more outputs than this is a mislabelled file, not a classifier worth timing
+NPZ_MAX_VOCAB = 1_000_000  # largest token id + 1 accepted from a user's text .npz
 NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
 CONNECT_TIMEOUT_S = 3.0  # connectivity check before a keras download
 DOWNLOAD_SOCKET_TIMEOUT_S = 60.0  # a stalled download fails after this instead of hanging
@@ -928,6 +930,12 @@ def _validate_npz_arrays(path: str, arrays: dict[str, np.ndarray]) -> DatasetInf
     num_classes = max_label + 1
     if num_classes < 2:
         raise DatasetError(f"{what}: all labels are 0, so there is only one class; a classifier needs at least 2")
+    if num_classes > NPZ_MAX_CLASSES:
+        raise DatasetError(
+            f"{what}: the largest label is {max_label}, which would make a model with {num_classes:,} outputs; "
+            f"labels must be class indices 0..K-1 with K at most {NPZ_MAX_CLASSES:,} (renumber them, e.g. with "
+            "np.unique(y, return_inverse=True))"
+        )
 
     vocab_size = None
     if x_train.ndim == 2 and np.issubdtype(x_train.dtype, np.integer):
@@ -938,6 +946,11 @@ def _validate_npz_arrays(path: str, arrays: dict[str, np.ndarray]) -> DatasetInf
                 "(0 = padding), or save numeric features as float"
             )
         vocab_size = max(int(x_train.max()), int(x_test.max())) + 1
+        if vocab_size > NPZ_MAX_VOCAB:
+            raise DatasetError(
+                f"{what}: the largest token id is {vocab_size - 1:,}; token ids must be below {NPZ_MAX_VOCAB:,} "
+                "(renumber the vocabulary, or save numeric features as float)"
+            )
         input_shape: tuple[int, ...] = (int(x_train.shape[1]),)
     else:
         modality = "image"

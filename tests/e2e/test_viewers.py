@@ -4,7 +4,6 @@ give one run running and one queued, never two at once (checked in the server's 
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -32,8 +31,8 @@ def bar_count(page) -> int:
 
 def open_train(page, url: str) -> None:
     page.goto(url)
-    page.get_by_role("heading", name="Train").wait_for()
-    page.get_by_label("Epochs", exact=True).wait_for()
+    page.get_by_role("heading", name="Train").wait_for(timeout=90_000)  # five sessions load at once on 2 cores
+    page.get_by_label("Epochs", exact=True).wait_for(timeout=60_000)
 
 
 def sidebar_text(page) -> str:
@@ -94,27 +93,48 @@ class StoreWatch:
             self._stop.wait(self.interval_s)
 
 
+def sidebar_status(page) -> str:
+    """The sidebar's current-run line, e.g. "Run #1: running · epoch 2/3" (icon name dropped)."""
+    text = sidebar_text(page)
+    return text.split("Current run", 1)[-1].strip().split("\n")[0] if "Current run" in text else ""
+
+
 def test_five_viewers_see_the_same_run_live(viewers, server):
+    for page in viewers:  # all five load at once, as a class opening the link together
+        page.goto(server.url, wait_until="commit")
     for page in viewers:
-        open_train(page, server.url)
+        page.get_by_label("Epochs", exact=True).wait_for(timeout=90_000)
     starter = viewers[0]
     set_number(starter, "Epochs", 3)
-    set_number(starter, "Training samples (0 = all)", 3000)
+    set_number(starter, "Training samples (0 = all)", 4000)
+    set_number(starter, "Batch size", 8)  # 500 steps an epoch: long enough to be watched on a busy 2-core machine
     starter.get_by_role("button", name="Start").click()
-
     run_id = wait_for(lambda: (runs := store_of(server).list_runs()) and runs[-1]["id"], 30, "the run in the store")
-    for i, page in enumerate(viewers):
-        page.get_by_text(f"Run #{run_id}").first.wait_for(timeout=60_000)
-        wait_for(lambda: f"Run #{run_id}: running" in sidebar_text(page), 90, f"viewer {i} to show the run running")
-    for i, page in enumerate(viewers):
-        wait_for(lambda: bar_count(page) >= 1, 120, f"viewer {i} to draw the first epoch")
-    grown = {i: bar_count(p) for i, p in enumerate(viewers)}
-    for i, page in enumerate(viewers):
-        wait_for(lambda: page.get_by_text("Finished: steady epoch").count() > 0, 120, f"viewer {i} to see the end")
-        assert bar_count(page) == 3, f"viewer {i} shows every epoch"
-        assert bar_count(page) >= grown[i], f"viewer {i}'s epoch chart grew"
-        assert "Run #{}: finished".format(run_id) in sidebar_text(page)
-    assert any(n < 3 for n in grown.values()), "the viewers watched the chart grow, not only the end"
+
+    seen: dict[int, set[str]] = {i: set() for i in range(VIEWERS)}  # sidebar lines each viewer showed
+
+    def all_finished() -> bool:
+        """One look at every viewer; True once all show the finished run with its three epochs."""
+        done = 0
+        for i, page in enumerate(viewers):
+            line = sidebar_status(page)
+            if f"Run #{run_id}:" in line:
+                seen[i].add(line.split(f"Run #{run_id}:", 1)[1].strip())
+            if any(s.startswith("finished") for s in seen[i]) and bar_count(page) == 3:
+                done += page.get_by_text("Finished: steady epoch").count() > 0
+        return done == VIEWERS
+
+    # Five browsers, the server and the training share two cores here: a viewer may lag the run by many seconds,
+    # so "live" is judged by what each viewer showed while the run was still going, not by a deadline per update.
+    wait_for(all_finished, 240, "every viewer to show the finished run", poll_s=0.2)
+    active = {i: {s for s in seen[i] if s.startswith(("starting", "running"))} for i in range(VIEWERS)}
+    for i in range(VIEWERS):
+        assert active[i], f"viewer {i} showed the run only after it ended: {seen[i]}"
+    progress_lines = set().union(*active.values())
+    assert any(s.startswith("running") for s in progress_lines), progress_lines
+    assert len(progress_lines) >= 2, f"the viewers saw the run move on, not one frozen state: {progress_lines}"
+    finals = {viewers[i].get_by_text("Finished: steady epoch").first.inner_text() for i in range(VIEWERS)}
+    assert len(finals) == 1, f"every viewer shows the same result: {finals}"
     assert [r["status"] for r in store_of(server).list_runs()] == ["finished"]
     screenshot(viewers[-1], "viewer-5-finished")
 
@@ -122,9 +142,10 @@ def test_five_viewers_see_the_same_run_live(viewers, server):
 def test_two_start_clicks_at_once_give_one_running_and_one_queued(viewers, server):
     store = store_of(server)
     known = {r["id"] for r in store.list_runs()}
-    a, b = viewers[1], viewers[2]
+    a, b = viewers[1], viewers[2]  # still on the Train page, settings open (they did not press Start before)
     for page in (a, b):
-        open_train(page, server.url)
+        if not page.get_by_label("Epochs", exact=True).is_visible():  # this test run on its own
+            open_train(page, server.url)
         set_number(page, "Epochs", 2)
         set_number(page, "Training samples (0 = all)", 2000)
     with StoreWatch(store) as watch:
@@ -135,14 +156,20 @@ def test_two_start_clicks_at_once_give_one_running_and_one_queued(viewers, serve
             return len([r for r in store.list_runs() if r["id"] not in known]) == 2
 
         wait_for(two_new_runs, 30, "both clicks to create a run")
-        wait_for(lambda: any("more run(s) queued" in p.inner_text("body") or "Queued (position" in p.inner_text("body")
-                             for p in (a, b)), 60, "a page to show the second run queued")
         new = lambda: [r for r in store.list_runs() if r["id"] not in known]  # noqa: E731
-        wait_for(lambda: all(r["status"] not in (*ACTIVE, "queued") for r in new()), 180, "both runs to end")
+        pages_said_queued = []
+
+        def both_ended() -> bool:
+            pages_said_queued.extend(
+                p for p in (a, b) if "more run(s) queued" in (t := p.inner_text("body")) or "Queued (position" in t)
+            return all(r["status"] not in (*ACTIVE, "queued") for r in new())
+
+        wait_for(both_ended, 180, "both runs to end", poll_s=0.3)
 
     assert watch.polls > 20, "the store was watched while it happened"
     assert watch.max_active == 1, f"two runs were active at once: {watch.active_seen[:3]}"
     assert watch.queued_behind_active, "the second run waited in the queue"
+    assert pages_said_queued, "a page said that a run is queued"
     first, second = sorted(new(), key=lambda r: r["id"])
     assert [first["status"], second["status"]] == ["finished", "finished"]
     assert first["ended_at"] <= second["started_at"], "the second run started only after the first ended"

@@ -1,0 +1,140 @@
+"""One presenter, many viewers: with BENCH_PRESENTER_KEY set, only a session that entered the key may start or stop
+runs; everyone else watches the same live run read-only. Plus what a served page must keep: XSRF protection on
+uploads and the upload cap shown to the user. (Without a key Start is enabled: covered by test_train_live.py.)"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.store import Store
+from tests.e2e.conftest import Server, screenshot
+from tests.polling import wait_for
+
+pytestmark = pytest.mark.e2e
+KEY = "secret"
+
+
+@pytest.fixture(scope="module")
+def presenter_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = Server(tmp_path_factory.mktemp("presenter-server"), env={"BENCH_PRESENTER_KEY": KEY})
+    yield srv
+    srv.stop()
+
+
+def new_page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1200})
+    page = context.new_page()
+    page.set_default_timeout(45_000)
+    return page
+
+
+@pytest.fixture
+def viewer(browser, presenter_server):
+    page = new_page(browser)
+    open_train(page, presenter_server.url)
+    yield page
+    page.context.close()
+
+
+@pytest.fixture
+def presenter(browser, presenter_server):
+    page = new_page(browser)
+    open_train(page, presenter_server.url)
+    yield page
+    page.context.close()
+
+
+def open_train(page, url: str) -> None:
+    page.goto(url)
+    page.get_by_role("heading", name="Train").wait_for(timeout=60_000)
+    page.get_by_label("Epochs", exact=True).wait_for()
+
+
+def sidebar(page):
+    return page.locator('[data-testid="stSidebar"]')
+
+
+def start_button(page):
+    return page.get_by_role("button", name="Start")
+
+
+def unlock(page, key: str) -> None:
+    sidebar(page).get_by_label("Presenter key").fill(key)
+    sidebar(page).get_by_role("button", name="Unlock").click()
+
+
+def set_number(page, label: str, value: int) -> None:
+    box = page.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    page.wait_for_timeout(400)
+
+
+def store_of(server: Server) -> Store:
+    return Store(Path(server.log).parent / "runs.sqlite3")
+
+
+def test_a_viewer_is_view_only(viewer):
+    assert start_button(viewer).is_disabled()
+    assert viewer.get_by_text("View only: enter the presenter key in the sidebar").count() == 1
+    assert sidebar(viewer).get_by_text("View only: the presenter starts and stops runs.").count() == 1
+    assert viewer.get_by_label("Epochs", exact=True).is_disabled(), "the settings are read-only too"
+    assert sidebar(viewer).get_by_label("Presenter key").get_attribute("type") == "password"
+
+
+def test_a_wrong_key_is_refused_and_start_stays_disabled(viewer):
+    unlock(viewer, "guess")
+    sidebar(viewer).get_by_text("That key is not right.").wait_for()
+    assert start_button(viewer).is_disabled()
+    assert viewer.get_by_text("Presenter controls unlocked").count() == 0
+
+
+def test_presenter_starts_and_stops_viewers_only_watch(presenter, viewer, presenter_server):
+    unlock(presenter, KEY)
+    sidebar(presenter).get_by_text("Presenter controls unlocked").wait_for()
+    wait_for(lambda: start_button(presenter).is_enabled(), 30, "Start to be enabled for the presenter")
+    assert start_button(viewer).is_disabled(), "unlocking one session unlocks no other"
+
+    set_number(presenter, "Epochs", 200)  # long enough to be stopped midway
+    set_number(presenter, "Training samples (0 = all)", 2000)
+    start_button(presenter).click()
+    run_id = wait_for(lambda: (runs := store_of(presenter_server).list_runs()) and runs[-1]["id"], 30, "the run")
+    wait_for(lambda: presenter.get_by_role("button", name="Stop").count() > 0, 90, "the presenter's Stop button")
+    wait_for(lambda: f"Run #{run_id}: running" in sidebar(viewer).inner_text(), 180, "the viewer to see the run")
+    viewer.get_by_text(f"Run #{run_id}").first.wait_for()
+    assert viewer.get_by_role("button", name="Stop").count() == 0, "a viewer cannot stop the presenter's run"
+    assert start_button(viewer).is_disabled()
+    screenshot(viewer, "viewer-during-presenter-run")
+
+    presenter.get_by_role("button", name="Stop").click()
+    wait_for(lambda: store_of(presenter_server).get_run(run_id, with_samples=False)["status"] == "stopped", 60,
+             "the run to stop")
+    wait_for(lambda: f"Run #{run_id}: stopped" in sidebar(viewer).inner_text(), 120, "the viewer to see it stopped")
+    wait_for(lambda: f"Run #{run_id} stopped" in viewer.inner_text("body"), 60, "the viewer's panel to say stopped")
+    assert viewer.get_by_role("button", name="Stop").count() == 0
+
+
+def test_uploads_are_capped_and_need_the_xsrf_token(presenter, presenter_server):
+    unlock(presenter, KEY)
+    sidebar(presenter).get_by_text("Presenter controls unlocked").wait_for()
+    presenter.get_by_label("Dataset").click()
+    presenter.get_by_role("option", name="Your own .npz file").click()
+    presenter.get_by_text("Your .npz (x_train, y_train, x_test, y_test)").wait_for()
+    zone = presenter.locator('[data-testid="stFileUploaderDropzone"]')
+    assert "200MB per file" in zone.inner_text().replace(" MB", "MB"), zone.inner_text()
+
+    # A page on another site cannot push a file into the server: without Streamlit's XSRF cookie + header the
+    # upload endpoint refuses (server.enableXsrfProtection stays on).
+    body = b"--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.npz\"\r\n\r\nPK\r\n--x--\r\n"
+    request = urllib.request.Request(
+        f"{presenter_server.url}/_stcore/upload_file/some-session/some-file", data=body, method="PUT",
+        headers={"Content-Type": "multipart/form-data; boundary=x", "Origin": "http://evil.example"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 403, refused.value.code
+    assert b"XSRF" in refused.value.read(), "refused for the missing XSRF token, not for a malformed request"
