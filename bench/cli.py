@@ -312,6 +312,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         first_a, first_b = pair.get("first_epoch_seconds_a"), pair.get("first_epoch_seconds_b")
         print(f"  first epoch (includes tracing): {pair['baseline_target']} {metrics.format_seconds(first_a)}, "
               f"{pair['target']} {metrics.format_seconds(first_b)}")
+        if compare.caution(pair):
+            print(f"  caution: {compare.caution(pair)}")
     return 0 if all(r["status"] == "finished" for r in records) else 1
 
 

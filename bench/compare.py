@@ -96,6 +96,25 @@ def headline(pair: Mapping[str, Any]) -> str:
             f"spread {spread_lo:.1f}x–{spread_hi:.1f}x{total_text})")
 
 
+def caution(pair: Mapping[str, Any]) -> str | None:
+    """A plain warning when the headline rests on too little: one steady epoch, or a spread that crosses 1x.
+
+    A spread that includes 1x means some steady epochs of the "faster" side were slower than some of the other's:
+    the ranking itself is not settled, so an audience should not be shown the factor without this caveat.
+    """
+    if pair.get("speedup_median") is None:
+        return None
+    steady = min(pair.get("steady_epochs_a") or 0, pair.get("steady_epochs_b") or 0)
+    lo, hi = pair.get("speedup_min"), pair.get("speedup_max")
+    if steady < 2:
+        return ("Only one steady epoch on a side: this factor is a single measurement. "
+                "Run more epochs (3 or more) for a median and a spread.")
+    if lo is not None and hi is not None and lo < 1 < hi:
+        return ("The spread crosses 1x: some steady epochs of the slower side beat some of the faster one, so the "
+                "ranking is not settled. Train on more samples or for more epochs, and keep the machine otherwise idle.")
+    return None
+
+
 # -- sweeps -----------------------------------------------------------------------------------------------------------
 def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[str],
                   batch_sizes: Sequence[int] | None = None, hardware: Any | None = None) -> list[RunConfig]:

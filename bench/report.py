@@ -309,6 +309,8 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
         for i, pair in enumerate(pairs, start=1):
             named = {**pair, "baseline_target": names[0], "target": names[i] if i < len(names) else pair.get("target")}
             headlines.append(compare.headline(named))
+            if compare.caution(pair):
+                headlines.append("Caution: " + compare.caution(pair))
         title = "Training speed: " + " vs ".join(names)
     else:
         headlines = [_run_headline(doc)]

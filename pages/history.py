@@ -56,16 +56,9 @@ if selected_ids:
     records = [report.record_from_store(manager.store.get_run(i)) for i in selected_ids]
     st.subheader(f"{len(records)} run(s) selected")
     results.show_comparison(records, key="hist")
-    export = records[0] if len(records) == 1 else report.comparison_record(records)
-    name = f"run-{selected_ids[0]}" if len(records) == 1 else "comparison-" + "-".join(map(str, selected_ids))
-    c1, c2, c3, c4 = st.columns(4)
-    c1.download_button("JSON", report.to_json(export), f"{name}.json", "application/json", icon=":material/download:")
-    c2.download_button("HTML report", report.to_html(export), f"{name}.html", "text/html", icon=":material/download:")
-    if len(records) == 1:
-        c3.download_button("CSV (zip)", report.to_csv_zip(records[0]), f"{name}.zip", "application/zip",
-                           icon=":material/download:")
+    results.export_buttons(records, key="hist")
     if common.can_control():
-        with c4.popover("Delete", icon=":material/delete:"):
+        with st.popover("Delete", icon=":material/delete:"):
             st.write(f"Delete run(s) {', '.join(f'#{i}' for i in selected_ids)} for good?")
             if st.button("Yes, delete", type="primary", key="hist_delete_confirm"):
                 active = {s.id for s in manager.snapshots() if s.active}

@@ -34,6 +34,9 @@ def headline_block(records: Sequence[Mapping[str, Any]]) -> None:
             st.caption(f"First epoch, with tracing, reported apart: {pair['baseline_target']} "
                        f"{metrics.format_seconds(a)} · {pair['target']} {metrics.format_seconds(b)}. "
                        f"Steady epochs used: {pair.get('steady_epochs_a')} and {pair.get('steady_epochs_b')}.")
+            warning = compare.caution(pair)
+            if warning:
+                st.warning(warning, icon=":material/warning:")
         else:
             st.info(text)
 
@@ -81,6 +84,24 @@ def show_comparison(records: Sequence[Mapping[str, Any]], *, key: str) -> None:
     headline_block(records)
     comparison_charts(records, key=key)
     reference_panel(records)
+
+
+def export_buttons(records: Sequence[Mapping[str, Any]], *, key: str, name: str | None = None) -> None:
+    """JSON, HTML report and (for one run) CSV downloads; files are built only when a button is clicked."""
+    from bench import report
+
+    records = list(records)
+    export = records[0] if len(records) == 1 else report.comparison_record(records)
+    ids = [str(r.get("id")) for r in records]
+    name = name or (f"run-{ids[0]}" if len(records) == 1 else "comparison-" + "-".join(ids))
+    cols = st.columns(3)
+    cols[0].download_button("JSON", lambda: report.to_json(export), f"{name}.json", "application/json",
+                            icon=":material/download:", key=f"{key}_json", on_click="ignore")
+    cols[1].download_button("HTML report", lambda: report.to_html(export), f"{name}.html", "text/html",
+                            icon=":material/download:", key=f"{key}_html", on_click="ignore")
+    if len(records) == 1:
+        cols[2].download_button("CSV (zip)", lambda: report.to_csv_zip(records[0]), f"{name}.zip", "application/zip",
+                                icon=":material/download:", key=f"{key}_csv", on_click="ignore")
 
 
 def live_group(manager: JobManager, kind: str) -> None:

@@ -111,3 +111,23 @@ def test_system_page_measures_and_lists_the_matmul_peak():
     assert any("GFLOP/s" in s.value for s in at.success), [e.value for e in at.error]
     at = app("pages/system.py").run()
     assert at.table, "the cached measurement is listed"
+
+
+def test_a_finished_comparison_shows_its_headline_and_export_buttons():
+    from bench import compare
+    from bench.config import RunConfig
+    from ui.common import get_hardware, get_manager
+
+    manager = get_manager()
+    base = RunConfig(epochs=2, limit_samples=512, batch_size=128, size="xs")
+    configs = compare.target_configs(base, ["cpu/1", "cpu"], get_hardware())
+    manager.submit_group("compare", configs, {"targets": ["cpu/1", "cpu"]})
+    group = manager.latest_group("compare")
+    for run_id in group["run_ids"]:
+        assert manager.wait(run_id, timeout_s=120).status == "finished"
+
+    at = app("pages/compare.py").run()
+    assert not at.exception, at.exception
+    assert any("faster than" in s.value for s in at.success), [s.value for s in at.success]
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["JSON", "HTML report"], labels  # a comparison has no single CSV

@@ -18,11 +18,11 @@ def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
     page.get_by_role("heading", name="Compare").wait_for()
     page.get_by_label("Epochs", exact=True).wait_for()
     set_number(page, "Epochs", 3)
-    set_number(page, "Training samples (0 = all)", 3000)
+    set_number(page, "Training samples (0 = all)", 2000)
     page.get_by_role("button", name="Start comparison").click()
 
     headline = page.get_by_text(re.compile(r"trains \d+\.\dx faster than"))
-    wait_for(lambda: headline.count() > 0 and page.get_by_role("button", name="HTML report").count() > 0, 240,
+    wait_for(lambda: headline.count() > 0 and page.get_by_role("button", name="HTML report").count() > 0, 180,
              "the comparison headline and its export buttons")
     text = headline.first.inner_text()
     assert "cpu/1" in text and "cpu" in text.replace("cpu/1", "")

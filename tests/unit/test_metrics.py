@@ -63,3 +63,15 @@ def test_achieved_gflops():
                                                (None, "—")])
 def test_format_seconds(seconds, text):
     assert metrics.format_seconds(seconds) == text
+
+
+def test_caution_when_the_spread_crosses_one_or_a_side_has_one_steady_epoch():
+    from bench import compare
+
+    settled = metrics.speedup([ep(1, 30.0, True), ep(2, 20.0), ep(3, 22.0)], [ep(1, 5.0, True), ep(2, 2.0), ep(3, 2.5)])
+    assert compare.caution(settled) is None
+    crossing = metrics.speedup([ep(1, 3.0, True), ep(2, 0.2), ep(3, 0.4)], [ep(1, 3.0, True), ep(2, 0.1), ep(3, 0.3)])
+    assert crossing["speedup_min"] < 1 < crossing["speedup_max"]
+    assert "crosses 1x" in compare.caution(crossing)
+    single = metrics.speedup([ep(1, 30.0, True), ep(2, 20.0)], [ep(1, 5.0, True), ep(2, 2.0), ep(3, 2.5)])
+    assert "one steady epoch" in compare.caution(single)
