@@ -6,8 +6,11 @@ JobManager and draws it. Every browser session that opens the page sees the same
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any, Callable
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from bench import charts, metrics
@@ -72,16 +75,43 @@ def progress_bar(snap: RunSnapshot) -> None:
     st.progress(frac, text=text)
 
 
+_FIGURES: OrderedDict[tuple[Any, ...], go.Figure] = OrderedDict()
+_FIGURES_LOCK = threading.Lock()
+_FIGURES_MAX = 48
+
+
+def cached_figure(key: tuple[Any, ...], build: Callable[[], go.Figure]) -> go.Figure:
+    """One figure per run state, shared by every viewer's rerun (epochs and samples only ever grow).
+
+    Five browsers watching one run would otherwise build the same three figures five times a second.
+    """
+    with _FIGURES_LOCK:
+        fig = _FIGURES.get(key)
+        if fig is not None:
+            _FIGURES.move_to_end(key)
+            return fig
+    fig = build()
+    with _FIGURES_LOCK:
+        _FIGURES[key] = fig
+        while len(_FIGURES) > _FIGURES_MAX:
+            _FIGURES.popitem(last=False)
+    return fig
+
+
 def run_charts(snap: RunSnapshot, *, key: str) -> None:
     series = [{"label": f"#{snap.id}", "epochs": snap.epochs, "samples": snap.samples}]
+    state = (snap.id, snap.created_at, len(snap.epochs), len(snap.samples))
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.epoch_time_figure(series), key=f"{key}_epochs", config={"displaylogo": False})
+        fig = cached_figure(("epochs", *state[:3]), lambda: charts.epoch_time_figure(series))
+        st.plotly_chart(fig, key=f"{key}_epochs", config={"displaylogo": False})
     with right:
-        st.plotly_chart(charts.utilization_figure(series), key=f"{key}_util", config={"displaylogo": False})
+        fig = cached_figure(("util", *state), lambda: charts.utilization_figure(series))
+        st.plotly_chart(fig, key=f"{key}_util", config={"displaylogo": False})
         st.caption(NVML_NOTE)
     if snap.epochs:
-        st.plotly_chart(charts.loss_accuracy_figure(snap.epochs), key=f"{key}_loss", config={"displaylogo": False})
+        fig = cached_figure(("loss", *state[:3]), lambda: charts.loss_accuracy_figure(snap.epochs))
+        st.plotly_chart(fig, key=f"{key}_loss", config={"displaylogo": False})
 
 
 def run_messages(snap: RunSnapshot) -> None:
