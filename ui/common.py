@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hmac
 import os
+import threading
 
 import streamlit as st
 
-from bench import devices
+from bench import charts, devices
 from bench.jobs import JobManager
 from bench.store import Store, StoreError
 
@@ -20,6 +21,7 @@ def get_manager() -> JobManager:
     except StoreError as exc:
         st.session_state["_store_error"] = str(exc)
         store = None
+    threading.Thread(target=charts.warm_up, name="bench-chart-warmup", daemon=True).start()
     return JobManager(store, hardware=get_hardware().to_dict())
 
 

@@ -59,3 +59,7 @@ def test_html_report_inlines_plotly_once():
                           title="t")
     assert html.count("plotly.js v") == 1, "plotly.js is inlined exactly once"
     assert html.count("Plotly.newPlot") == 2 and "<h1>t</h1>" in html
+
+
+def test_warm_up_builds_every_live_figure_kind():
+    charts.warm_up()  # raises if a figure kind cannot be built from the live record shapes

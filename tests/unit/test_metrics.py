@@ -48,7 +48,7 @@ def test_summary_block():
     assert summary["steady_epoch_seconds"] == 1.5
     assert summary["first_epoch_seconds"] == 5.0
     assert summary["total_seconds"] == 8.0
-    assert summary["steady_samples_per_s"] == 375.0
+    assert summary["steady_samples_per_s"] == pytest.approx(500 / 1.5)  # 500 samples an epoch / median 1.5 s
     assert summary["mean_cpu_percent"] == 90.0
     assert summary["mean_gpu_util_percent"] is None
     assert summary["epochs_done"] == 3
@@ -75,3 +75,19 @@ def test_caution_when_the_spread_crosses_one_or_a_side_has_one_steady_epoch():
     assert "crosses 1x" in compare.caution(crossing)
     single = metrics.speedup([ep(1, 30.0, True), ep(2, 20.0)], [ep(1, 5.0, True), ep(2, 2.0), ep(3, 2.5)])
     assert "one steady epoch" in compare.caution(single)
+
+
+def test_steady_rate_matches_the_median_epoch_time_not_the_median_of_rates():
+    epochs = [ep(1, 1.0, True, 10_000.0), ep(2, 0.2, rate=50_000.0), ep(3, 0.6, rate=10_000 / 0.6)]
+    assert metrics.steady_samples_per_s(epochs) == pytest.approx(25_000.0)
+    assert metrics.summarize(epochs, [])["steady_samples_per_s"] == pytest.approx(25_000.0)
+
+
+def test_utilization_means_cover_the_steady_epochs_only():
+    epochs = [{**ep(1, 2.0, True, 1.0), "t_start_s": 4.0, "t_end_s": 6.0},
+              {**ep(2, 2.0, rate=1.0), "t_start_s": 6.5, "t_end_s": 8.5}]
+    samples = [{"t_s": t, "cpu_percent": cpu, "gpus": []} for t, cpu in
+               [(1.0, 50.0), (3.0, 50.0), (5.0, 70.0), (7.0, 100.0), (8.0, 96.0), (9.0, 10.0)]]
+    assert metrics.summarize(epochs, samples)["mean_cpu_percent"] == pytest.approx(98.0)
+    no_times = [ep(1, 2.0, True), ep(2, 2.0)]
+    assert metrics.summarize(no_times, samples)["mean_cpu_percent"] == pytest.approx(376 / 6)
