@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 
@@ -62,35 +62,43 @@ def steady_samples_per_s(epochs: Sequence[Mapping[str, Any]]) -> float | None:
     return statistics.median(counts) / seconds
 
 
-def training_samples(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]]
-                     ) -> list[Mapping[str, Any]]:
-    """The samples taken while steady epochs trained (the tracing epoch, imports and data loading left out).
-
-    Falls back to every epoch's window, then to all samples, when the windows hold no sample (epochs shorter than
-    the sampling interval) or the epochs carry no times (imported records).
-    """
+def training_windows(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]]
+                     ) -> list[list[Mapping[str, Any]]]:
+    """Sample sets to average utilization over, narrowest first: the samples taken during steady epochs, during any
+    epoch, then all samples (imports and data loading included). A mean takes the first set that has a reading,
+    so epochs shorter than the sampling interval, or a GPU lost mid-run, still give a figure."""
     def within(chosen: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         spans = [(e["t_start_s"], e["t_end_s"]) for e in chosen
                  if e.get("t_start_s") is not None and e.get("t_end_s") is not None]
         return [s for s in samples if s.get("t_s") is not None and any(a <= s["t_s"] <= b for a, b in spans)]
 
-    return within(steady_epochs(epochs)) or within(epochs) or list(samples)
+    return [within(steady_epochs(epochs)), within(epochs), list(samples)]
+
+
+def _first_mean(windows: Sequence[Sequence[Mapping[str, Any]]],
+                mean: Callable[[Sequence[Mapping[str, Any]]], float | None]) -> float | None:
+    for window in windows:
+        value = mean(window)
+        if value is not None:
+            return value
+    return None
 
 
 def summarize(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``summary`` block of a run record. Utilization means cover the steady epochs (see training_samples)."""
+    """The ``summary`` block of a run record. Utilization means cover the steady epochs (see training_windows)."""
     steady = steady_epoch_seconds(epochs)
     first = next((e for e in epochs if e.get("includes_tracing")), None)
-    busy = training_samples(epochs, samples)
+    windows = training_windows(epochs, samples)
     return {
         "steady_epoch_seconds": steady,
         "steady_samples_per_s": steady_samples_per_s(epochs),
         "first_epoch_seconds": first.get("epoch_seconds") if first else None,
         "total_seconds": sum(_finite(e.get("epoch_seconds") for e in epochs)) if epochs else None,
         "epochs_done": len(epochs),
-        "mean_cpu_percent": mean_or_none(s.get("cpu_percent") for s in busy),
-        "mean_process_cpu_percent": mean_or_none(s.get("process_cpu_percent") for s in busy),
-        "mean_gpu_util_percent": mean_gpu_util_percent(busy),
+        "mean_cpu_percent": _first_mean(windows, lambda w: mean_or_none(s.get("cpu_percent") for s in w)),
+        "mean_process_cpu_percent": _first_mean(
+            windows, lambda w: mean_or_none(s.get("process_cpu_percent") for s in w)),
+        "mean_gpu_util_percent": _first_mean(windows, mean_gpu_util_percent),
         "peak_process_rss_mib": max(_finite(s.get("process_rss_mib") for s in samples), default=None),
     }
 

@@ -181,7 +181,7 @@ def bare_fit(config: dict[str, Any], out_path: str) -> None:
     Times each epoch exactly as the worker does: from on_epoch_begin to the end of the last training batch (its loss
     read to force completion), validation excluded, with a per-batch hook like the worker's.
     """
-    from bench.worker import keras_device_name, prepare_environment
+    from bench.worker import _tf_datasets, keras_device_name, prepare_environment
 
     prepare_environment(config)  # identical environment, affinity and thread variables, before the framework loads
     from bench import datasets, models
@@ -231,8 +231,12 @@ def bare_fit(config: dict[str, Any], out_path: str) -> None:
         model = models.build(plan)
         model.compile(optimizer=optimizers[cfg.optimizer](learning_rate=cfg.effective_learning_rate()),
                       loss=models.build_loss(plan), metrics=models.build_metrics(plan), jit_compile=cfg.jit_compile)
-        model.fit(data.x_train, y_train, batch_size=cfg.batch_size, epochs=cfg.epochs,
-                  validation_data=(data.x_test, y_test), shuffle=True, verbose=0, callbacks=[timer])
+        if cfg.backend == "tensorflow":  # the worker's input pipeline, so the ratio measures our work alone
+            train_data, val_data = _tf_datasets(data.x_train, y_train, data.x_test, y_test, cfg.batch_size, cfg.seed)
+            model.fit(train_data, epochs=cfg.epochs, validation_data=val_data, verbose=0, callbacks=[timer])
+        else:
+            model.fit(data.x_train, y_train, batch_size=cfg.batch_size, epochs=cfg.epochs,
+                      validation_data=(data.x_test, y_test), shuffle=True, verbose=0, callbacks=[timer])
     epochs = [{"epoch": i + 1, "epoch_seconds": s, "includes_tracing": i == 0} for i, s in enumerate(timer.seconds)]
     Path(out_path).write_text(json.dumps({"epochs": epochs}))
 
@@ -1229,7 +1233,8 @@ def render_markdown(r: Mapping[str, Any]) -> str:
         "from `on_epoch_begin` to the end of the last training batch, whose loss is read so the step has finished. "
         "The bare script has a per-batch hook too, so both sides pay Keras's callback dispatch; what differs is our "
         "work (progress events, the Stop check, the event queue, the supervisor and sampler threads, the server). "
-        "Both fit with the same validation data. Figures are the median over every steady epoch of every run of a side.",
+        "Both fit with the same validation data and the same input pipeline (under TensorFlow the worker's tf.data "
+        "pipeline with autotuning off, `worker._tf_datasets`). Figures are the median over every steady epoch of every run of a side.",
         "- **`engine_vs_bare_ratio`**: the bare side is a subprocess running a minimal `model.fit` script "
         "(`bench.overhead.bare_fit`): `worker.prepare_environment` first (identical environment, thread variables "
         "and affinity), then the same `datasets.load`, `models.plan/build/build_loss/build_metrics`, optimizer, seed, "

@@ -91,3 +91,14 @@ def test_utilization_means_cover_the_steady_epochs_only():
     assert metrics.summarize(epochs, samples)["mean_cpu_percent"] == pytest.approx(98.0)
     no_times = [ep(1, 2.0, True), ep(2, 2.0)]
     assert metrics.summarize(no_times, samples)["mean_cpu_percent"] == pytest.approx(376 / 6)
+
+
+def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_reading():
+    epochs = [{**ep(1, 2.0, True, 1.0), "t_start_s": 1.0, "t_end_s": 3.0},
+              {**ep(2, 2.0, rate=1.0), "t_start_s": 3.5, "t_end_s": 5.5}]
+    gpu = [{"index": 0, "util_percent": 40.0}]
+    lost = [{"index": 0, "util_percent": None}]
+    samples = [{"t_s": 2.0, "cpu_percent": 50.0, "gpus": gpu}, {"t_s": 4.0, "cpu_percent": 90.0, "gpus": lost}]
+    summary = metrics.summarize(epochs, samples)
+    assert summary["mean_cpu_percent"] == 90.0  # the steady window has a CPU reading
+    assert summary["mean_gpu_util_percent"] == 40.0  # it has no GPU reading: the tracing epoch's counts
