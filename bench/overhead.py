@@ -1119,8 +1119,18 @@ def _why_other(name: str, r: Mapping[str, Any], d: Mapping[str, Any]) -> tuple[s
                    "square of the epochs; "
                    "passing all lines at once as `layout.shapes` (one `update_layout(shapes=[...])`) makes them "
                    "near free. Beyond that: ")
-        fix += ("draw fewer points per line (charts.MAX_POINTS), skip redrawing a chart whose data did not change "
-               "(cache the figure per epoch count), and serialise the figures once per refresh for all sessions.")
+        panel = d.get("rerun_panel_wall_ms")
+        server = d.get("rerun_server_cpu_ms_per_tick")
+        if panel is not None and server is not None and server > 3 * panel:
+            fix += ("our panel code is not where the time goes (its render is a small part of the server's cost per "
+                    "refresh; figures are already cached per run state and shared by every viewer), so the rest is "
+                    "Streamlit delivering three whole Plotly figures every second: serialising them, diffing and "
+                    "sending them over the websocket. What would close it: append only the new points in the browser "
+                    "(a small custom component calling Plotly.extendTraces) instead of resending whole figures, or "
+                    "refresh less often (ui.live.REFRESH_S 2 s halves it).")
+        else:
+            fix += ("draw fewer points per line (charts.MAX_POINTS) and serialise the figures once per refresh for "
+                    "all sessions.")
     else:
         why = (f"peak RSS growth {_fmt(r.get(name), 'MB')}, retained after the run {_fmt(d.get('memory_retained_mb'), 'MB')}, "
                f"and {_fmt(d.get('memory_drift_after_run_mb'), 'MB')} more while the finished run was redrawn.")
