@@ -22,8 +22,9 @@ def _layout(fig: go.Figure, title: str, *, height: int = 360) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0.01, "font": {"size": 17}},
         height=height,
-        margin={"l": 55, "r": 15, "t": 55, "b": 45},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0},
+        margin={"l": 55, "r": 15, "t": 60, "b": 100},
+        # below the axis title: above the plot it collides with a title's second line on half-width charts
+        legend={"orientation": "h", "yanchor": "top", "y": -0.3, "xanchor": "left", "x": 0.0},
         template="plotly_white",
         font={"size": 14},
         uirevision="keep",  # keep zoom across live redraws
@@ -79,7 +80,7 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
         colour = PALETTE[i % len(PALETTE)]
         t = [row["t_s"] for row in samples]
         fig.add_scatter(x=t, y=[row.get("cpu_percent") for row in samples], mode="lines",
-                        name=f"{prefix}CPU (all cores)", line={"color": colour, "width": 2.5},
+                        name=f"{prefix}CPU, whole machine", line={"color": colour, "width": 2.5},
                         connectgaps=False, hovertemplate="%{x:.1f} s: %{y:.0f} %<extra>%{fullData.name}</extra>")
         gpu_indices = sorted({g["index"] for row in samples for g in (row.get("gpus") or [])})
         for k, index in enumerate(gpu_indices):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from bench import compare, metrics, report
+from bench import compare, metrics, models, report
 from ui import common, results
 
 common.page_setup()
@@ -29,7 +29,8 @@ for run in runs:
     rows.append({
         "id": run["id"],
         "status": run["status"],
-        "model": f"{config.get('model')} {config.get('size') or ''}".strip(),
+        "model": config.get("model") if config.get("model") in models.PRESETS
+        else f"{config.get('model')} {config.get('size') or ''}".strip(),
         "dataset": config.get("dataset"),
         "target": compare.target(run),
         "batch": config.get("batch_size"),
@@ -48,8 +49,17 @@ if query and not table.empty:
     mask = table.astype(str).apply(lambda col: col.str.contains(query, case=False, regex=False)).any(axis=1)
     table = table[mask]
 
+columns = {
+    "id": st.column_config.NumberColumn("id", format="%d", width="small"),
+    "steady epoch (s)": st.column_config.NumberColumn("steady epoch (s)", format="%.3f",
+                                                      help="median of epochs 2..N (epoch 1 includes tracing)"),
+    "samples/s": st.column_config.NumberColumn("samples/s", format="%.0f"),
+    "mean CPU %": st.column_config.NumberColumn("mean CPU %", format="%.0f", help="whole machine, steady epochs"),
+    "mean GPU %": st.column_config.NumberColumn("mean GPU %", format="%.0f",
+                                                help="NVML utilization, steady epochs; empty when no GPU was sampled"),
+}
 event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="multi-row",
-                     key="hist_table")
+                     key="hist_table", column_config=columns)
 selected_ids = [int(table.iloc[i]["id"]) for i in event.selection.rows] if not table.empty else []
 
 if selected_ids:

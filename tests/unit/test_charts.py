@@ -27,7 +27,7 @@ def test_epoch_bars_mark_the_tracing_epoch():
 def test_utilization_keeps_gaps_and_draws_each_gpu():
     fig = charts.utilization_figure([{"label": "r", "samples": samples(6, gpus=2), "epochs": epochs(2)}])
     names = [t.name for t in fig.data]
-    assert names == ["CPU (all cores)", "GPU 0", "GPU 1"]
+    assert names == ["CPU, whole machine", "GPU 0", "GPU 1"]
     assert fig.data[0].y[3] is None, "a missing CPU reading is a gap, not 0"
     assert fig.data[1].y[2] is None, "a missing GPU reading is a gap, not 0"
     assert len(fig.layout.shapes) == 2, "one dotted line per epoch end"
