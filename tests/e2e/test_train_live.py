@@ -31,7 +31,8 @@ def open_train(page, server) -> None:
 def test_start_a_cpu_run_and_watch_both_charts_grow(page, server):
     open_train(page, server)
     set_number(page, "Epochs", 3)
-    set_number(page, "Training samples (0 = all)", 4000)
+    set_number(page, "Training samples (0 = all)", 12000)
+    set_number(page, "Batch size", 8)  # 1500 steps an epoch, about 3 s here: several refreshes per epoch
     page.get_by_role("button", name="Start").click()
     page.get_by_text("Run #1").first.wait_for(timeout=30_000)
 
@@ -43,7 +44,8 @@ def test_start_a_cpu_run_and_watch_both_charts_grow(page, server):
     first = bar_count(page)
     wait_for(lambda: bar_count(page) > first, 120, "the epoch chart to grow")
     wait_for(lambda: page.get_by_text("Finished: steady epoch").count() > 0, 120, "the run to finish")
-    assert bar_count(page) == 3
+    # The finished line and the chart arrive in one rerun, but Plotly draws after the text is in the DOM.
+    wait_for(lambda: bar_count(page) == 3, 15, "the chart to show all three epochs")
     assert page.get_by_text("trained on").count() > 0
     shot = screenshot(page, "train-finished")
     assert shot.stat().st_size > 10_000

@@ -119,8 +119,8 @@ def test_five_viewers_see_the_same_run_live(viewers, server):
         page.evaluate(RECORD_SIDEBAR)
     starter = viewers[0]
     set_number(starter, "Epochs", 3)
-    set_number(starter, "Training samples (0 = all)", 4000)
-    set_number(starter, "Batch size", 8)  # 500 steps an epoch: long enough to be watched on a busy 2-core machine
+    set_number(starter, "Training samples (0 = all)", 12000)
+    set_number(starter, "Batch size", 8)  # 1500 steps an epoch, ~3 s alone: long enough to be watched on 2 busy cores
     starter.get_by_role("button", name="Start").click()
     run_id = wait_for(lambda: (runs := store_of(server).list_runs()) and runs[-1]["id"], 30, "the run in the store")
 
