@@ -163,6 +163,13 @@ def test_streamlit_config_is_safe_for_a_demo():
     assert config["theme"]["base"] == "light"
 
 
+def test_streamlit_config_skips_the_full_gc_after_every_rerun():
+    """A full gc.collect(2) per fragment rerun was most of the server's CPU while a page watched a run."""
+    with open(ROOT / ".streamlit" / "config.toml", "rb") as fh:
+        config = tomllib.load(fh)
+    assert config["runner"]["postScriptGC"] is False
+
+
 def test_streamlit_accepts_every_config_option():
     """Every option in config.toml must be one the installed Streamlit knows."""
     try:
