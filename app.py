@@ -21,14 +21,17 @@ page = st.navigation(pages)
 
 @st.fragment(run_every=live.REFRESH_S)
 def sidebar_status() -> None:
-    snap = common.get_manager().current()
+    manager = common.get_manager()
+    snap = manager.current()
     if snap is None:
         st.caption("No run yet.")
-        return
-    line = f"{live.STATUS_ICON.get(snap.status, '')} Run #{snap.id}: {snap.status}"
-    if snap.active and snap.progress:
-        line += f" · epoch {snap.progress['epoch']}/{snap.config.epochs}"
-    st.caption(line)
+    else:
+        line = f"{live.STATUS_ICON.get(snap.status, '')} Run #{snap.id}: {snap.status}"
+        if snap.active and snap.progress:
+            line += f" · epoch {snap.progress['epoch']}/{snap.config.epochs}"
+        st.caption(line)
+    if (snap is None or not snap.active) and manager.spare_state() == "ready":
+        st.caption(":material/bolt: Worker ready: the next run like the last starts without loading the framework.")
 
 
 with st.sidebar:

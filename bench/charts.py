@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import plotly.graph_objects as go
+import numpy  # noqa: F401 - loaded whole before any thread draws: Plotly picks NumPy up from sys.modules, and a
+import plotly.graph_objects as go  # figure built while another thread is half-way through importing NumPy fails
 
 PALETTE = ("#1f4fd1", "#e4572e", "#17a398", "#f3a712", "#7b2cbf", "#5c6370", "#c2185b", "#2e7d32")
 GPU_DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
@@ -100,8 +101,10 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
     if shapes:
         fig.update_layout(shapes=shapes)
     fig.update_xaxes(title="seconds since start", rangemode="tozero")
-    fig.update_yaxes(title="%", range=[0, 105])
-    return _layout(fig, title)
+    fig.update_yaxes(title="utilization %", range=[0, 105])
+    fig = _layout(fig, title)
+    fig.update_layout(showlegend=True)  # name the line even when it is the only one (a CPU-only machine)
+    return fig
 
 
 def loss_accuracy_figure(epochs: Sequence[Mapping[str, Any]], *, title: str = "Loss and accuracy") -> go.Figure:

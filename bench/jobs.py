@@ -4,6 +4,10 @@ A JobManager owns a FIFO of runs and one dispatcher thread. For each run it spaw
 (multiprocessing "spawn"), starts a Sampler on the worker's pid, turns worker events into RunState updates, writes
 each epoch to the store as it arrives, and enforces Stop (cooperative at batch end, terminate after a grace period),
 hang detection and crash reporting. Pages and the CLI only ever read immutable RunSnapshot copies.
+
+With ``prestart=True`` (the dashboard's default) the manager keeps one spare worker, made PRESTART_DELAY_S after it
+starts (for the default run) and again whenever a run ends with nothing queued: a process whose environment matches that run (backend, device, threads) and which has already imported the
+framework. The next run with the same environment is sent to it instead of spawning cold; any other run discards it.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ def start_worker_process(process: Any) -> None:
 TERMINAL = ("finished", "stopped", "failed", "interrupted")
 MAX_LIVE_SAMPLES = 8000  # in memory per run; older halves are thinned 2:1 beyond this (the store keeps all)
 SAMPLE_FLUSH_S = 2.0
+PRESTART_DELAY_S = 5.0  # after a dashboard starts, before its first spare worker loads the framework (page first)
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,18 @@ class RunSnapshot:
 
 
 @dataclass
+class _Spare:
+    """A pre-started worker waiting for its run (see worker.spare_main)."""
+
+    key: tuple[Any, ...]
+    process: Any
+    inbox: Any
+    events: Any
+    stop_event: Any
+    ready: Any
+
+
+@dataclass
 class _RunState:
     id: int
     config: RunConfig
@@ -155,12 +172,15 @@ class JobManager:
         hang_timeout_s: float | None = None,
         stop_grace_s: float | None = None,
         worker_target: Callable[..., None] | None = None,
+        prestart: bool = False,
     ):
         self.store = store
         self._hardware = hardware
         self.hang_timeout_s = hang_timeout_s if hang_timeout_s is not None else settings.hang_timeout_s()
         self.stop_grace_s = stop_grace_s if stop_grace_s is not None else settings.stop_grace_s()
         self._worker_target = worker_target
+        self.prestart = prestart and worker_target is None
+        self._spare: _Spare | None = None
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._runs: dict[int, _RunState] = {}
@@ -172,6 +192,10 @@ class JobManager:
         self._ctx = mp.get_context("spawn")
         self.interrupted_at_start: list[int] = []
         self._groups: list[dict[str, Any]] = []
+        if self.prestart:  # the server's first run, too, should not wait for the framework import
+            timer = threading.Timer(PRESTART_DELAY_S, lambda: self._prestart_after(RunConfig()))
+            timer.name, timer.daemon = "bench-prestart", True
+            timer.start()
         if store is not None:
             try:
                 self.interrupted_at_start = store.mark_interrupted()
@@ -297,6 +321,18 @@ class JobManager:
             self._wake.notify_all()
         if self._dispatcher is not None:
             self._dispatcher.join(timeout_s)
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            self._discard(spare)
+
+    def spare_state(self) -> str | None:
+        """None (no pre-started worker), "loading" (importing the framework) or "ready"."""
+        with self._lock:
+            spare = self._spare
+        if spare is None or not spare.process.is_alive():
+            return None
+        return "ready" if spare.ready.is_set() else "loading"
 
     # -- internals --------------------------------------------------------------------------------------------------
     def _snapshot_locked(self, state: _RunState) -> RunSnapshot:
@@ -336,6 +372,53 @@ class JobManager:
                                        "hint": "This is a bug in the dashboard; the next run starts normally."}
                         self._finish_locked(state, "failed")
                 self._persist_end(state)
+            self._prestart_after(state.config)
+
+    def _prestart_after(self, config: RunConfig) -> None:
+        """Keep a worker for the next run ready, like the one that just ended, when nothing else is queued."""
+        with self._lock:
+            busy = any(s.status in ("starting", "running") for s in self._runs.values())
+            if not self.prestart or self._shutdown or self._queue or busy or self._spare is not None:
+                return
+        from bench import worker
+
+        env = config.to_dict()
+        ctx = self._ctx
+        spare = _Spare(key=worker.environment_key(env), process=None, inbox=ctx.Queue(), events=ctx.Queue(),
+                       stop_event=ctx.Event(), ready=ctx.Event())
+        spare.process = ctx.Process(
+            target=worker.spare_main, args=(env, spare.inbox, spare.events, spare.stop_event, spare.ready,
+                                            self._log_path("spare")),
+            name="bench-worker-spare", daemon=True)
+        try:
+            start_worker_process(spare.process)
+        except Exception:  # noqa: BLE001 - no spare only means the next run starts cold
+            log.exception("could not pre-start a worker")
+            return
+        with self._lock:
+            self._spare = spare
+
+    def _take_spare(self, config: RunConfig) -> _Spare | None:
+        """The pre-started worker if it suits ``config``; a spare that does not suit is ended."""
+        from bench import worker
+
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is None:
+            return None
+        if spare.key == worker.environment_key(config.to_dict()) and spare.process.is_alive():
+            return spare
+        self._discard(spare)
+        return None
+
+    def _discard(self, spare: _Spare) -> None:
+        try:
+            spare.inbox.put(None)
+        except (OSError, ValueError):
+            pass
+        spare.process.join(timeout=3)
+        if spare.process.is_alive():
+            self._kill(spare.process)
 
     def _store_call(self, state: _RunState, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         if self.store is None or not state.stored:
@@ -362,13 +445,21 @@ class JobManager:
     def _supervise(self, state: _RunState) -> None:
         from bench import worker
 
-        stop_event = self._stop_events[state.id]
-        events = self._ctx.Queue()
-        target = self._worker_target or worker.worker_main
-        process = self._ctx.Process(
-            target=target, args=(state.config.to_dict(), events, stop_event, self._log_path(state.id)),
-            name=f"bench-worker-{state.id}", daemon=True,
-        )
+        spare = self._take_spare(state.config)
+        if spare is not None:
+            process, events = spare.process, spare.events
+            with self._lock:  # Stop now reaches the spare's event
+                if self._stop_events[state.id].is_set():
+                    spare.stop_event.set()
+                self._stop_events[state.id] = spare.stop_event
+        else:
+            events = self._ctx.Queue()
+            target = self._worker_target or worker.worker_main
+            process = self._ctx.Process(
+                target=target, args=(state.config.to_dict(), events, self._stop_events[state.id],
+                                     self._log_path(state.id)),
+                name=f"bench-worker-{state.id}", daemon=True,
+            )
         pending_samples: list[dict[str, Any]] = []
         def on_sample(sample: Sample) -> None:
             data = sample.to_dict()
@@ -382,7 +473,10 @@ class JobManager:
         sampler = Sampler(state.config.sample_interval_s, on_sample=on_sample, clock=lambda: time.monotonic())
         self._store_call(state, self.store.update_run if self.store else None, state.id, status="starting",
                          started_at=state.started_at)
-        start_worker_process(process)
+        if spare is not None:
+            spare.inbox.put((state.config.to_dict(), self._log_path(state.id)))
+        else:
+            start_worker_process(process)
         sampler.set_pid(process.pid)
         sampler.start()
         # the sampler's clock starts with the worker: t_s of samples and epochs share one origin
@@ -439,7 +533,7 @@ class JobManager:
             except Exception:  # noqa: BLE001 - a broken queue must not mask the run's outcome
                 pass
 
-    def _log_path(self, run_id: int) -> str | None:
+    def _log_path(self, run_id: int | str) -> str | None:
         """Where the worker's own stdout/stderr go (framework chatter), next to the store."""
         base = self.store.path.parent if self.store is not None else settings.store_path().parent
         return str(base / "logs" / f"run-{run_id}.log")

@@ -6,6 +6,8 @@
 | BENCH_HANG_TIMEOUT_S   | 300                                       | a worker silent this long is ended as hung       |
 | BENCH_STOP_GRACE_S     | 5                                         | after Stop, seconds before the worker is killed  |
 | BENCH_PRESENTER_KEY    | (unset)                                   | when set, starting/stopping/deleting needs it    |
+| BENCH_PRESTART         | 1                                         | dashboard keeps a worker with the framework      |
+|                        |                                           | loaded for the next run (0: every run cold)      |
 | KERAS_BACKEND          | tensorflow                                | tensorflow, jax or torch                         |
 """
 
@@ -51,3 +53,13 @@ def stop_grace_s() -> float:
 def default_backend() -> str:
     """The Keras backend in force (KERAS_BACKEND, default tensorflow)."""
     return os.environ.get("KERAS_BACKEND", "tensorflow") or "tensorflow"
+
+
+def prestart_worker() -> bool:
+    """Whether the dashboard keeps a pre-started worker for the next run (BENCH_PRESTART=0 turns it off)."""
+    raw = os.environ.get("BENCH_PRESTART", "1").strip().lower()
+    if raw in ("1", "true", "yes", "on", ""):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"BENCH_PRESTART={raw!r} must be 1 or 0")

@@ -63,8 +63,19 @@ def logical_cpus() -> int:
         return 0
 
 
+_SETUP: dict[tuple[str, int | None], tuple[str, list[str]]] = {}  # done once per process (a pre-started worker)
+
+
 def _framework_setup(backend: str, threads: int | None) -> tuple[str, list[str]]:
-    """Import the backend, apply thread limits, return (version string, devices it sees)."""
+    """Import the backend, apply thread limits, return (version string, devices it sees). Once per process:
+    TensorFlow refuses thread and logical-device settings after its runtime is up."""
+    key = (backend, threads)
+    if key not in _SETUP:
+        _SETUP[key] = _framework_setup_once(backend, threads)
+    return _SETUP[key]
+
+
+def _framework_setup_once(backend: str, threads: int | None) -> tuple[str, list[str]]:
     if backend == "tensorflow":
         import tensorflow as tf
 
@@ -228,7 +239,7 @@ def _tf_datasets(x_train: Any, y_train: Any, x_test: Any, y_test: Any, batch_siz
 INPUT_PIPELINES = {"tensorflow": "tf.data, autotune off, prefetch 2", "jax": "NumPy arrays", "torch": "NumPy arrays"}
 
 
-def train(config: dict[str, Any], queue: Any, stop_event: Any) -> str:
+def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False) -> str:
     """Train one run, emitting events. Returns the final status ('finished' or 'stopped')."""
     from bench import datasets, models
     from bench.config import RunConfig
@@ -296,6 +307,7 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any) -> str:
         jit_compile=cfg.jit_compile,
         threads=cfg.threads() if cfg.device == "cpu" else None,
         input_pipeline=INPUT_PIPELINES.get(cfg.backend, "NumPy arrays"),
+        worker_start="pre-started (framework loaded before Start)" if prestarted else "cold (spawned at Start)",
     )
     callback = _make_callback(queue, stop_event, n_train, cfg.batch_size, cfg.epochs)
     with strategy.scope() if strategy is not None else _device_scope(keras, cfg.backend, target):
@@ -332,13 +344,9 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="bench-parent-watch", daemon=True).start()
 
 
-def worker_main(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
-    """Entry point of the spawned process."""
-    _exit_with_parent()
-    _redirect_output(log_path)
-    prepare_environment(config)
+def _train_and_report(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False) -> None:
     try:
-        status = train(config, queue, stop_event)
+        status = train(config, queue, stop_event, prestarted=prestarted)
         _emit(queue, "finished", status=status)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the supervisor as an event
         error_type, hint = _classify_error(exc)
@@ -356,3 +364,50 @@ def worker_main(config: dict[str, Any], queue: Any, stop_event: Any, log_path: s
             queue.join_thread()
         except Exception:  # noqa: BLE001 - the queue may already be broken if the server went away
             pass
+
+
+def worker_main(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
+    """Entry point of the spawned process."""
+    _exit_with_parent()
+    _redirect_output(log_path)
+    prepare_environment(config)
+    _train_and_report(config, queue, stop_event)
+
+
+def environment_key(config: dict[str, Any]) -> tuple[Any, ...]:
+    """What must match for a pre-started worker to take a run: everything fixed before the framework is imported."""
+    return (config.get("backend") or "tensorflow", config.get("device", "cpu"), config.get("cpu_threads") or None,
+            logical_cpus())
+
+
+SPARE_READY_LINE = "bench spare worker ready"
+
+
+def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: Any, ready: Any,
+               log_path: str | None = None) -> None:
+    """A pre-started worker: sets the environment of ``env_config`` and imports the framework now, then waits for
+    the run it will train, ``(config, log_path)`` on ``inbox`` (None: exit unused). The seconds a cold start spends
+    importing TensorFlow are then spent before Start is pressed, not after."""
+    _exit_with_parent()
+    _redirect_output(log_path)
+    prepare_environment(env_config)
+    backend = env_config.get("backend") or "tensorflow"
+    try:
+        _framework_setup(backend, env_config.get("cpu_threads"))
+        import keras  # noqa: F401 - loaded now so the run does not wait for it
+
+        from bench import datasets, models  # noqa: F401
+    except BaseException:  # noqa: BLE001 - a spare that cannot load reports it when a run arrives
+        traceback.print_exc()
+    ready.set()
+    print(SPARE_READY_LINE, flush=True)
+    message = inbox.get()
+    if message is None:
+        return
+    config, run_log = message
+    if environment_key(config) != environment_key(env_config):  # the manager checks this; never train mismatched
+        _emit(queue, "failed", error_type="WorkerMismatch", message="pre-started worker got a run for another device",
+              hint="This is a bug in the dashboard; start the run again.", traceback="")
+        return
+    _redirect_output(run_log)
+    _train_and_report(config, queue, stop_event, prestarted=True)

@@ -13,6 +13,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# In-process managers (AppTest pages) start every run cold: a pre-started worker would load TensorFlow in the
+# background of later tests. The real-browser servers run the product default (tests/e2e/conftest.py).
+os.environ.setdefault("BENCH_PRESTART", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import threading
 
 import streamlit as st
 
-from bench import charts, devices
+from bench import charts, devices, settings
 from bench.jobs import JobManager
 from bench.store import Store, StoreError
 
@@ -22,7 +22,7 @@ def get_manager() -> JobManager:
         st.session_state["_store_error"] = str(exc)
         store = None
     threading.Thread(target=charts.warm_up, name="bench-chart-warmup", daemon=True).start()
-    return JobManager(store, hardware=get_hardware().to_dict())
+    return JobManager(store, hardware=get_hardware().to_dict(), prestart=settings.prestart_worker())
 
 
 @st.cache_resource(show_spinner=False)

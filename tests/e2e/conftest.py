@@ -44,7 +44,7 @@ class Server:
         self.url = f"http://localhost:{self.port}"
         self.log = tmp / "streamlit.log"
         full_env = {**os.environ, "BENCH_STORE": str(tmp / "runs.sqlite3"), "PYTHONPATH": str(ROOT),
-                    "BENCH_UPLOAD_DIR": str(tmp / "uploads"), **(env or {})}
+                    "BENCH_UPLOAD_DIR": str(tmp / "uploads"), "BENCH_PRESTART": "1", **(env or {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(self.port),
              "--server.headless", "true", "--server.address", "localhost"],

@@ -49,6 +49,28 @@ def test_start_a_cpu_run_and_watch_both_charts_grow(page, server):
     assert page.get_by_text("trained on").count() > 0
     shot = screenshot(page, "train-finished")
     assert shot.stat().st_size > 10_000
+    # the server now keeps the next worker with TensorFlow loaded, and says so
+    wait_for(lambda: page.get_by_text("Worker ready").count() > 0, 120, "the pre-started worker to be ready")
+
+
+def test_a_run_after_the_first_goes_to_the_prestarted_worker(page, server):
+    from pathlib import Path
+
+    from bench.store import Store
+
+    store = Store(Path(server.log).parent / "runs.sqlite3")
+    known = {r["id"] for r in store.list_runs()}
+    open_train(page, server)
+    wait_for(lambda: page.get_by_text("Worker ready").count() > 0, 120, "the pre-started worker to be ready")
+    set_number(page, "Epochs", 2)
+    set_number(page, "Training samples (0 = all)", 2000)
+    page.get_by_role("button", name="Start").click()
+    run_id = wait_for(lambda: max({r["id"] for r in store.list_runs()} - known, default=None), 30, "the new run")
+    page.get_by_text(f"Run #{run_id}").first.wait_for(timeout=30_000)
+    run = wait_for(lambda: (r := store.get_run(run_id, with_samples=False))["status"] in ("finished", "failed") and r,
+                   120, "the run to end")
+    assert run["status"] == "finished", run.get("error")
+    assert run["info"]["worker_start"].startswith("pre-started"), run["info"]
 
 
 def test_stop_a_second_run_midway(page, server):

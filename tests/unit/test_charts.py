@@ -33,6 +33,12 @@ def test_utilization_keeps_gaps_and_draws_each_gpu():
     assert len(fig.layout.shapes) == 2, "one dotted line per epoch end"
 
 
+def test_utilization_names_a_lone_cpu_line():
+    fig = charts.utilization_figure([{"label": "r", "samples": samples(4, gpus=0), "epochs": epochs(1)}])
+    assert [t.name for t in fig.data] == ["CPU, whole machine"]
+    assert fig.layout.showlegend is True, "Plotly hides the legend of a single trace unless told"
+
+
 def test_thin_bounds_points_and_keeps_the_ends():
     rows = list(range(10_000))
     out = charts.thin(rows, 1500)

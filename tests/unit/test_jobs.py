@@ -165,3 +165,57 @@ def test_mirrored_strategy_on_two_logical_cpus(store, monkeypatch):
     assert len(snap.info["replica_devices"]) == 2
     assert all("CPU" in d.upper() for d in snap.info["replica_devices"])
     assert len(snap.epochs) == 2 and snap.epochs[1]["epoch_seconds"] > 0
+
+
+def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):
+    """After a run, a spare worker loads the framework; the next run with the same environment goes to it (same
+    process, no spawn), Stop reaches it, and a run for another environment discards it and starts cold."""
+    jm = JobManager(store, hardware=HW, prestart=True)
+    try:
+        first = jm.wait(jm.submit(TINY.replace(epochs=1, limit_samples=512)), timeout_s=180)
+        assert first.status == "finished", first.error
+        assert first.info["worker_start"].startswith("cold")
+        wait_for(lambda: jm.spare_state() == "ready", 120, "the spare worker to load the framework")
+        spare_pid = jm._spare.process.pid
+
+        long_run = jm.submit(TINY.replace(epochs=500, limit_samples=2048, batch_size=16))
+        wait_for(lambda: jm.snapshot(long_run).epochs, 60, "the pre-started run's first epoch")
+        snap = jm.snapshot(long_run)
+        assert snap.info["worker_start"].startswith("pre-started")
+        assert snap.info["pid"] == spare_pid
+        assert jm.spare_state() is None, "the spare was used, not kept"
+        jm.stop(long_run)
+        stopped = jm.wait(long_run, timeout_s=30)
+        assert stopped.status == "stopped"
+        assert stopped.epochs and store.get_run(long_run)["epochs"], "finished epochs are kept"
+
+        wait_for(lambda: jm.spare_state() is not None, 30, "a new spare after the stopped run")
+        old_spare = jm._spare.process
+        other = jm.wait(jm.submit(TINY.replace(epochs=1, cpu_threads=1)), timeout_s=180)
+        assert other.status == "finished", other.error
+        assert other.info["worker_start"].startswith("cold"), "a different thread count cannot use the spare"
+        assert not old_spare.is_alive(), "the unsuitable spare was ended"
+    finally:
+        jm.shutdown()
+    assert jm.spare_state() is None
+
+
+def test_managers_start_cold_unless_asked():
+    assert JobManager(None, hardware=HW).prestart is False
+    assert JobManager(None, hardware=HW, prestart=True, worker_target=fake_workers.quick).prestart is False
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("1", True), ("", True), ("on", True), ("0", False), ("off", False)])
+def test_prestart_setting(monkeypatch, raw, expected):
+    from bench import settings
+
+    monkeypatch.setenv("BENCH_PRESTART", raw)
+    assert settings.prestart_worker() is expected
+
+
+def test_prestart_setting_rejects_nonsense(monkeypatch):
+    from bench import settings
+
+    monkeypatch.setenv("BENCH_PRESTART", "maybe")
+    with pytest.raises(ValueError, match="BENCH_PRESTART='maybe' must be 1 or 0"):
+        settings.prestart_worker()

@@ -87,7 +87,7 @@ def test_plans_keep_three_runs_per_side():
     assert (cfg.model, cfg.size, cfg.batch_size, cfg.sample_interval_s) == ("mlp", "s", 128, 0.5)
 
 
-def fake_result() -> dict:
+def fake_result(extra: dict | None = None) -> dict:
     plan = overhead.plan_for(True)
     runs = []
     for rnd in (1, 2, 3):
@@ -105,8 +105,8 @@ def fake_result() -> dict:
     machine = {"cpu_model": "Test CPU 9000", "logical_cores": 2, "physical_cores": 2, "ram_total_gib": 8.0,
                "gpus": [], "gpu_reason": "no GPU here", "framework": "tensorflow 2.x", "platform": "Linux",
                "python": "3.11", "label": "Test CPU 9000 (2 cores), no GPU"}
-    return overhead.result_from(plan, plan.config().to_dict(), machine, runs, {"page_ready_s": [2.0, 2.5, 3.5]},
-                                memory, render)
+    return overhead.result_from(plan, plan.config().to_dict(), machine, runs,
+                                {"page_ready_s": [2.0, 2.5, 3.5], **(extra or {})}, memory, render)
 
 
 def test_result_holds_every_figure_the_machine_and_the_raw_runs():
@@ -124,6 +124,15 @@ def test_result_holds_every_figure_the_machine_and_the_raw_runs():
     assert result["figures"]["page_ready_s"]["machine"] == "Test CPU 9000 (2 cores), no GPU"
     assert all("epochs" in r for r in result["runs"])
     json.dumps(result)  # JSON-ready
+
+
+def test_prestarted_first_batch_is_reported_beside_the_cold_one():
+    result = fake_result({"first_batch_prestarted_runs_s": [1.9, 1.5, 2.4]})
+    assert result["first_batch_s"] == 6.5
+    assert result["details"]["first_batch_prestarted_s"] == 1.9
+    text = overhead.render_markdown(result)
+    assert "1.90 s, 1.50 s, 2.40 s, median 1.90 s." in text
+    assert "not measured" in overhead.render_markdown(fake_result())
 
 
 def test_markdown_has_a_target_line_per_figure_and_explains_each_miss():
