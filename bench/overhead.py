@@ -793,7 +793,7 @@ def _ended(run: dict[str, Any] | None) -> dict[str, Any] | None:
     return run if run and run["status"] in ("finished", "stopped", "failed", "interrupted") else None
 
 
-# -- the session ----------------------------------------------------------------------------------------------------
+# -- the pass -------------------------------------------------------------------------------------------------------
 def machine() -> dict[str, Any]:
     """Where the figures come from, as bench.devices.discover() describes this machine."""
     from bench import devices
@@ -1042,7 +1042,7 @@ def noise_note(value: float | None, bare_spread: float | None) -> str:
         return ""
     if value - 1 <= bare_spread:
         return (f" The excess ({_pct(value - 1)}) is within the spread of identical bare runs ({_share(bare_spread)}): "
-                "this session cannot tell it from the machine's noise.")
+                "this pass cannot tell it from the machine's noise.")
     return f" The excess ({_pct(value - 1)}) is larger than the spread of identical bare runs ({_share(bare_spread)})."
 
 
@@ -1234,7 +1234,7 @@ def render_markdown(r: Mapping[str, Any]) -> str:
         f"- **Software**: {m.get('framework')} · Python {m.get('python')} · {m.get('platform')}",
         f"- **Date**: {r.get('date')} · {'quick' if r.get('quick') else 'full'} pass, "
         f"{(r.get('duration_s') or 0) / 60:.1f} minutes; the machine is shared with other jobs, so every comparison "
-        "alternates its two sides within one session",
+        "alternates its two sides within one pass",
         f"- **Workload** (every side): {c.get('model')} {c.get('size')} on {c.get('dataset')}, "
         f"{c.get('limit_samples'):,} training samples, batch {c.get('batch_size')}, {c.get('epochs')} epochs "
         f"(steady = epochs 2..{c.get('epochs')}), {threads} CPU threads, {c.get('precision')}, "
@@ -1333,7 +1333,7 @@ def render_markdown(r: Mapping[str, Any]) -> str:
         "second pass with tracemalloc on, where listed, cross-checks the Python allocations; its RSS includes "
         "tracemalloc's own bookkeeping). "
         "Streamlit's own per-session state is not in it; the real server's RSS went from "
-        f"{_fmt(d.get('server_rss_start_mb'), 'MB')} to {_fmt(d.get('server_rss_end_mb'), 'MB')} over this session's "
+        f"{_fmt(d.get('server_rss_start_mb'), 'MB')} to {_fmt(d.get('server_rss_end_mb'), 'MB')} over this pass's "
         "server runs.",
     ]
     if mem:
