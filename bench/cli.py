@@ -346,6 +346,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.json_path:
         _write_json(args.json_path, {"schema": "bench.sweep/1", "rows": rows, "peaks_gflops": peaks,
                                      "runs": [{k: v for k, v in r.items() if k != "samples"} for r in records]})
+    wide = compare.wide_window_rows(rows)
     print(f"{'size':>4} {'batch':>6} {'target':>7} {'params':>12} {'steady s':>9} {'samples/s':>10} "
           f"{'GFLOP/s':>8} {'peak':>8} {'GPU %':>6} {'CPU %':>6}")
     for row in rows:
@@ -354,7 +355,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{row['size']:>4} {row['batch_size']:>6} {row['target']:>7} {f(row['params'], ',d'):>12} "
               f"{f(row['steady_epoch_seconds'], '.3f'):>9} {f(row['samples_per_s'], ',.0f'):>10} "
               f"{f(row['achieved_gflops'], '.1f'):>8} {f(row['peak_gflops'], '.1f'):>8} "
-              f"{f(row['mean_gpu_util_percent'], '.0f'):>6} {f(row['mean_cpu_percent'], '.0f'):>6}")
+              f"{f(row['mean_gpu_util_percent'], '.0f'):>6} {f(row['mean_cpu_percent'], '.0f'):>6}"
+              f"{' *' if row in wide else ''}")
+    if wide:
+        print(f"* {compare.WIDE_WINDOW_NOTE}")
     return 0 if all(r["status"] == "finished" for r in records) else 1
 
 

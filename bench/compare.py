@@ -163,7 +163,22 @@ def sweep_row(record: Mapping[str, Any], peak_gflops: float | None) -> dict[str,
         "mean_gpu_util_percent": summary.get("mean_gpu_util_percent"),
         "mean_cpu_percent": summary.get("mean_cpu_percent"),
         "mean_process_cpu_percent": summary.get("mean_process_cpu_percent"),
+        # the samples the utilization means cover (metrics.WINDOW_NAMES); not "steady epochs" = read with care
+        "utilization_window": (summary.get("gpu_util_window") if str(target(record)).startswith("gpu")
+                               else summary.get("cpu_util_window")),
     }
+
+
+WIDE_WINDOW_NOTE = (
+    "utilization averaged over more than the steady epochs: they were shorter than the sampling interval, so no "
+    "sample fell inside them and the mean includes tracing or start-up, when the device waits. It understates how "
+    "busy the device was: raise the sample limit (longer epochs) or lower the sampling interval.")
+
+
+def wide_window_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Sweep points whose utilization mean is not over steady epochs alone (their epochs were shorter than the
+    sampling interval), so it includes tracing or start-up and understates how busy the device was."""
+    return [r for r in rows if r.get("utilization_window") not in (None, metrics.WINDOW_NAMES[0])]
 
 
 def sweep_speedups(rows: Sequence[Mapping[str, Any]], baseline_target: str, other_target: str) -> list[dict[str, Any]]:

@@ -75,13 +75,23 @@ def training_windows(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapp
     return [within(steady_epochs(epochs)), within(epochs), list(samples)]
 
 
+# What each of training_windows' sets is called in a summary's ``*_window`` fields.
+WINDOW_NAMES: tuple[str, ...] = ("steady epochs", "all epochs", "whole run")
+
+
 def _first_mean(windows: Sequence[Sequence[Mapping[str, Any]]],
                 mean: Callable[[Sequence[Mapping[str, Any]]], float | None]) -> float | None:
-    for window in windows:
+    return _first_mean_where(windows, mean)[0]
+
+
+def _first_mean_where(windows: Sequence[Sequence[Mapping[str, Any]]],
+                      mean: Callable[[Sequence[Mapping[str, Any]]], float | None]) -> tuple[float | None, str | None]:
+    """(mean over the first window that has a reading, that window's name from WINDOW_NAMES); (None, None) if none."""
+    for name, window in zip(WINDOW_NAMES, windows):
         value = mean(window)
         if value is not None:
-            return value
-    return None
+            return value, name
+    return None, None
 
 
 def summarize(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -89,16 +99,23 @@ def summarize(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str
     steady = steady_epoch_seconds(epochs)
     first = next((e for e in epochs if e.get("includes_tracing")), None)
     windows = training_windows(epochs, samples)
+    cpu_mean, cpu_window = _first_mean_where(windows, lambda w: mean_or_none(s.get("cpu_percent") for s in w))
+    gpu_mean, gpu_window = _first_mean_where(windows, mean_gpu_util_percent)
     return {
         "steady_epoch_seconds": steady,
         "steady_samples_per_s": steady_samples_per_s(epochs),
         "first_epoch_seconds": first.get("epoch_seconds") if first else None,
         "total_seconds": sum(_finite(e.get("epoch_seconds") for e in epochs)) if epochs else None,
         "epochs_done": len(epochs),
-        "mean_cpu_percent": _first_mean(windows, lambda w: mean_or_none(s.get("cpu_percent") for s in w)),
+        "mean_cpu_percent": cpu_mean,
         "mean_process_cpu_percent": _first_mean(
             windows, lambda w: mean_or_none(s.get("process_cpu_percent") for s in w)),
-        "mean_gpu_util_percent": _first_mean(windows, mean_gpu_util_percent),
+        "mean_gpu_util_percent": gpu_mean,
+        # which samples those means cover: "steady epochs" unless the steady epochs held no sample (shorter than the
+        # sampling interval), when a wider window that includes tracing or start-up stands in and reads low
+        "cpu_util_window": cpu_window,
+        "gpu_util_window": gpu_window,
+        "steady_samples": len(windows[0]),
         "peak_process_rss_mib": max(_finite(s.get("process_rss_mib") for s in samples), default=None),
     }
 

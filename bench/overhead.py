@@ -211,6 +211,8 @@ def bare_fit(config: dict[str, Any], out_path: str) -> None:
     batches = max(1, -(-len(data.x_train) // cfg.batch_size))
 
     class EpochTimer(keras.callbacks.Callback):
+        async_safe = True  # as the worker's callback: Keras need not read every step's loss on the training thread
+
         def __init__(self) -> None:
             super().__init__()
             self.seconds: list[float] = []

@@ -66,6 +66,10 @@ def sweep_panel() -> None:
     finished = [r for r in rows if r["steady_epoch_seconds"] is not None]
     if not finished:
         return
+    wide = compare.wide_window_rows(finished)
+    if wide:
+        points = ", ".join(f"{r['size']}/{r['batch_size']} on {r['target']}" for r in wide)
+        st.warning(f"Utilization of {points}: {compare.WIDE_WINDOW_NOTE}", icon=":material/timer:")
     left, right = st.columns(2)
     left.plotly_chart(charts.sweep_utilization_figure(finished), key="swp_util", config=results.CHART_CONFIG)
     right.plotly_chart(charts.sweep_throughput_figure(finished), key="swp_rate", config=results.CHART_CONFIG)

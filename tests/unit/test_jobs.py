@@ -219,3 +219,23 @@ def test_prestart_setting_rejects_nonsense(monkeypatch):
     monkeypatch.setenv("BENCH_PRESTART", "maybe")
     with pytest.raises(ValueError, match="BENCH_PRESTART='maybe' must be 1 or 0"):
         settings.prestart_worker()
+
+
+def test_a_gpu_worker_allocates_gpu_memory_as_needed_and_a_cpu_worker_sees_no_gpu(monkeypatch):
+    from bench import devices, worker
+
+    monkeypatch.setattr(worker.os, "environ", {"PATH": "/bin"})
+    monkeypatch.setattr(devices, "discover", lambda: devices.Hardware(cpu=None, gpus=[]))
+    monkeypatch.setattr(devices, "cuda_visible_devices_for", lambda device, hw: "GPU-1234")
+    changes = worker.prepare_environment({"device": "gpu:0", "backend": "jax"})
+    assert changes["CUDA_VISIBLE_DEVICES"] == "GPU-1234"
+    assert changes["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert changes["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+
+    monkeypatch.setattr(worker.os, "environ", {"XLA_PYTHON_CLIENT_PREALLOCATE": "true"})
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE" not in worker.prepare_environment({"device": "gpu:0"})  # the user's own
+
+    monkeypatch.setattr(worker.os, "environ", {})
+    cpu = worker.prepare_environment({"device": "cpu", "backend": "jax"})
+    assert cpu["CUDA_VISIBLE_DEVICES"] == "" and cpu["JAX_PLATFORMS"] == "cpu"
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE" not in cpu

@@ -102,3 +102,25 @@ def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_rea
     summary = metrics.summarize(epochs, samples)
     assert summary["mean_cpu_percent"] == 90.0  # the steady window has a CPU reading
     assert summary["mean_gpu_util_percent"] == 40.0  # it has no GPU reading: the tracing epoch's counts
+    assert summary["cpu_util_window"] == "steady epochs"
+    assert summary["gpu_util_window"] == "all epochs"  # and the summary says so
+
+
+def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():
+    from bench import compare
+
+    epochs = [{**ep(1, 2.0, True, 1.0), "t_start_s": 1.0, "t_end_s": 3.0},
+              {**ep(2, 0.1, rate=1.0), "t_start_s": 3.2, "t_end_s": 3.3}]  # shorter than the sampling interval
+    samples = [{"t_s": t, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": 80.0}]} for t in (0.5, 2.0, 3.5)]
+
+    def record(device: str, epochs_: list) -> dict:
+        return {"config": {"device": device, "size": "s", "batch_size": 128}, "info": {}, "epochs": epochs_,
+                "samples": samples, "status": "finished"}
+
+    short = compare.sweep_row(record("gpu:0", epochs), None)
+    assert short["utilization_window"] == "all epochs"
+    long_epochs = [epochs[0], {**epochs[1], "t_end_s": 4.0}]
+    long = compare.sweep_row(record("gpu:0", long_epochs), None)
+    assert long["utilization_window"] == "steady epochs"
+    assert compare.wide_window_rows([short, long]) == [short]
+    assert compare.sweep_row(record("cpu", epochs), None)["utilization_window"] == "all epochs"

@@ -303,3 +303,25 @@ def test_load_rejects_missing_file_and_binary(tmp_path: Path) -> None:
         report.load_record_file(tmp_path / "nope.json")
     with pytest.raises(RecordError, match="not UTF-8 text"):
         report.load_record_file(b"\xff\xfe\x00garbage")
+
+
+@pytest.mark.parametrize("name", ["h100-seed-cifar10-mlp", "h100-seed-mnist-dense", "h100-seed-text", "h100-mlp-s"])
+def test_the_shipped_gpu_results_import_and_their_headlines_follow_from_their_epochs(name, tmp_path):
+    """docs/results holds comparisons measured on an H100 (docs/GPU.md): they must load, name the GPU, and carry
+    figures that the epochs they hold reproduce, or docs/GPU.md would quote numbers the dashboard cannot show."""
+    from pathlib import Path
+
+    from bench import compare
+    from bench.store import Store
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "results" / f"{name}.json"
+    doc = report.load_record_file(str(path))
+    runs = doc["runs"]
+    assert [r["config"]["device"] for r in runs] == ["cpu", "gpu:0"]
+    assert "H100" in report.hardware_label(runs[1]["hardware"])
+    assert "cuda" in runs[1]["info"]["placement"]
+    again = compare.comparison(runs)
+    assert again["speedup_median"] == pytest.approx(doc["comparison"]["speedup_median"])
+    assert again["total_time_ratio"] == pytest.approx(doc["comparison"]["total_time_ratio"])
+    ids = report.import_into_store(Store(tmp_path / "s.sqlite3"), doc)
+    assert len(ids) == 2
