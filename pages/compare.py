@@ -56,3 +56,9 @@ uploaded = st.file_uploader("JSON from `python -m bench compare --json` or an ex
                             key="cmp_import")
 if uploaded is not None:
     results.show_imported(uploaded.getvalue())
+bundled = results.bundled_results()
+if bundled:
+    choice = st.selectbox("Or one measured by this project on an NVIDIA H100 (docs/GPU.md)", ["—", *bundled],
+                          key="cmp_bundled")
+    if choice != "—":
+        results.show_imported(bundled[choice].read_bytes(), key="bundled")

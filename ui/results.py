@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -13,6 +14,21 @@ from bench.jobs import JobManager
 from ui import live
 
 CHART_CONFIG = {"displaylogo": False}
+
+# Comparisons measured by this project on a GPU machine (docs/GPU.md), shipped so that a machine without a GPU can
+# still show one, labelled with the hardware it came from.
+BUNDLED_DIR = Path(__file__).resolve().parent.parent / "docs" / "results"
+BUNDLED = {
+    "CIFAR-10 MLP 3000-1000 (seed preset), H100 vs 16 CPU cores": "h100-seed-cifar10-mlp.json",
+    "IMDB text classifier (seed preset), H100 vs 16 CPU cores": "h100-seed-text.json",
+    "MNIST dense (seed preset), H100 vs 16 CPU cores": "h100-seed-mnist-dense.json",
+    "MLP s (the Train page's default), H100 vs 16 CPU cores": "h100-mlp-s.json",
+}
+
+
+def bundled_results() -> dict[str, Path]:
+    """The shipped GPU comparisons that are present (an image or copy without docs/ has none)."""
+    return {label: BUNDLED_DIR / name for label, name in BUNDLED.items() if (BUNDLED_DIR / name).is_file()}
 
 
 def group_records(manager: JobManager, group: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -140,7 +156,7 @@ def common_can_control() -> bool:
     return common.can_control()
 
 
-def show_imported(data: bytes) -> None:
+def show_imported(data: bytes, key: str = "imported") -> None:
     """Validate an uploaded JSON result and show it with the hardware it was measured on."""
     from bench import report
 
@@ -153,10 +169,10 @@ def show_imported(data: bytes) -> None:
     labels = {report.hardware_label(r.get("hardware") or {}) for r in records}
     st.markdown(f"Measured on **{' / '.join(sorted(labels))}** (imported, not measured here).")
     if len(records) >= 2:
-        show_comparison(records, key="imported")
+        show_comparison(records, key=key)
     else:
         rec = records[0]
         series = [{"label": run_label(rec), "epochs": rec.get("epochs") or [], "samples": rec.get("samples") or []}]
         left, right = st.columns(2)
-        left.plotly_chart(charts.epoch_time_figure(series), key="imported_epochs", config=CHART_CONFIG)
-        right.plotly_chart(charts.utilization_figure(series), key="imported_util", config=CHART_CONFIG)
+        left.plotly_chart(charts.epoch_time_figure(series), key=f"{key}_epochs", config=CHART_CONFIG)
+        right.plotly_chart(charts.utilization_figure(series), key=f"{key}_util", config=CHART_CONFIG)

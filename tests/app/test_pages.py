@@ -131,3 +131,13 @@ def test_a_finished_comparison_shows_its_headline_and_export_buttons():
     assert any("faster than" in s.value for s in at.success), [s.value for s in at.success]
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["JSON", "HTML report"], labels  # a comparison has no single CSV
+
+
+def test_compare_shows_a_shipped_h100_comparison_on_a_machine_without_a_gpu():
+    at = app("pages/compare.py").run()
+    choice = at.selectbox(key="cmp_bundled")
+    label = next(o for o in choice.options if o.startswith("CIFAR-10 MLP"))
+    choice.select(label).run()
+    assert not at.exception, at.exception
+    assert any("gpu:0 trains 11.5x faster than cpu" in s.value for s in at.success), [s.value for s in at.success]
+    assert any("H100" in m.value and "not measured here" in m.value for m in at.markdown)
