@@ -82,18 +82,47 @@ def reference_panel(records: Sequence[Mapping[str, Any]]) -> None:
     rows = [{"source": r.article, "CPU": r.cpu, "GPU": r.gpu,
              "CPU time": metrics.format_seconds(r.cpu_seconds), "GPU time": metrics.format_seconds(r.gpu_seconds),
              "ratio": f"{r.ratio:.1f}x" if r.ratio else "—", "note": r.note} for r in refs]
-    hw = (records[0].get("hardware") or {})
+    rows.extend(own_reference_rows(records))
+    # the figures first, so that the ratio is on screen without scrolling the table sideways
+    columns = ["source", "CPU time", "GPU time", "ratio", "CPU", "GPU", "note"]
+    st.dataframe(pd.DataFrame(rows)[columns], hide_index=True, width="stretch",
+                 column_config={"source": st.column_config.TextColumn(width="medium")})
+
+
+def own_reference_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """This tool's runs as rows of the reference table: a CPU run and a GPU run make one row with both times and their
+    ratio (total time, as the articles timed it); anything else one row per run."""
+    def fmt(rec: Mapping[str, Any], key: str) -> str:
+        return metrics.format_seconds((rec.get("summary") or {}).get(key))
+
+    def machine(rec: Mapping[str, Any]) -> tuple[str, str]:
+        hw = rec.get("hardware") or {}
+        return (str((hw.get("cpu") or {}).get("model", "")),
+                ", ".join(g.get("name", "") for g in hw.get("gpus") or []) or "none")
+
+    def size(rec: Mapping[str, Any]) -> str:
+        return f"{(rec.get('info') or {}).get('n_train', '?')} samples, {(rec.get('config') or {}).get('epochs')} epochs"
+
+    cpus = [r for r in records if compare.target(r).startswith("cpu")]
+    gpus = [r for r in records if compare.target(r).startswith("gpu")]
+    if len(records) == 2 and len(cpus) == 1 and len(gpus) == 1:
+        c, g = cpus[0], gpus[0]
+        ct, gt = (c.get("summary") or {}).get("total_seconds"), (g.get("summary") or {}).get("total_seconds")
+        return [{"source": f"this tool, runs #{c.get('id')} and #{g.get('id')} ({size(c)})",
+                 "CPU": f"{compare.target(c)} · {machine(c)[0]}", "GPU": machine(g)[1],
+                 "CPU time": fmt(c, "total_seconds"), "GPU time": fmt(g, "total_seconds"),
+                 "ratio": f"{ct / gt:.1f}x" if ct and gt else "—",
+                 "note": f"steady epoch {fmt(c, 'steady_epoch_seconds')} on the CPU, "
+                         f"{fmt(g, 'steady_epoch_seconds')} on the GPU"}]
+    rows = []
     for rec in records:
-        s = rec.get("summary") or {}
-        info = rec.get("info") or {}
-        rows.append({"source": f"this tool, run #{rec.get('id')} ({info.get('n_train', '?')} samples, "
-                               f"{(rec.get('config') or {}).get('epochs')} epochs)",
-                     "CPU": compare.target(rec) + " · " + str((hw.get("cpu") or {}).get("model", "")),
-                     "GPU": ", ".join(g.get("name", "") for g in hw.get("gpus") or []) or "none",
-                     "CPU time" if compare.target(rec).startswith("cpu") else "GPU time":
-                         metrics.format_seconds(s.get("total_seconds")),
-                     "ratio": "", "note": f"steady epoch {metrics.format_seconds(s.get('steady_epoch_seconds'))}"})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        on_cpu = compare.target(rec).startswith("cpu")
+        rows.append({"source": f"this tool, run #{rec.get('id')} ({size(rec)})",
+                     "CPU": f"{compare.target(rec)} · {machine(rec)[0]}", "GPU": machine(rec)[1],
+                     "CPU time": fmt(rec, "total_seconds") if on_cpu else "—",
+                     "GPU time": "—" if on_cpu else fmt(rec, "total_seconds"),
+                     "ratio": "—", "note": f"steady epoch {fmt(rec, 'steady_epoch_seconds')}"})
+    return rows
 
 
 def show_comparison(records: Sequence[Mapping[str, Any]], *, key: str) -> None:

@@ -141,3 +141,9 @@ def test_compare_shows_a_shipped_h100_comparison_on_a_machine_without_a_gpu():
     assert not at.exception, at.exception
     assert any("gpu:0 trains 11.5x faster than cpu" in s.value for s in at.success), [s.value for s in at.success]
     assert any("H100" in m.value and "not measured here" in m.value for m in at.markdown)
+    table = next(df.value for df in at.dataframe if "source" in df.value.columns)
+    ours = table[table["source"].str.startswith("this tool")]
+    assert len(ours) == 1, "a CPU run and a GPU run make one row, both times and their ratio"
+    row = ours.iloc[0]
+    assert row["ratio"] == "6.1x" and row["CPU time"] != "—" and row["GPU time"] != "—", row.to_dict()
+    assert "12.1x" in set(table["ratio"]), "the article's own ratio stands beside ours"
