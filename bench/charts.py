@@ -6,6 +6,7 @@ Each function takes plain run data (lists of epoch and sample dicts, as in run r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -215,9 +216,19 @@ def sweep_gflops_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     for row in rows:
         if row.get("peak_gflops"):
             peaks[str(row.get("target"))] = row["peak_gflops"]
-    for i, (target, peak) in enumerate(sorted(peaks.items())):
-        fig.add_hline(y=peak, line={"color": PALETTE[i % len(PALETTE)], "dash": "dash", "width": 1.5},
-                      annotation_text=f"{target} matmul peak {peak:,.0f} GFLOP/s", annotation_position="top left")
+    # a peak takes its target's line colour; grey when the target has several lines (one per batch size)
+    colours: dict[str, list[str]] = {}
+    for i, label in enumerate(_by_target(rows)):
+        colours.setdefault(label.split(" · ")[0], []).append(PALETTE[i % len(PALETTE)])
+    for target, peak in sorted(peaks.items()):
+        own = colours.get(target, [])
+        colour = own[0] if len(own) == 1 else "#6b7280"
+        fig.add_hline(y=peak, line={"color": colour, "dash": "dash", "width": 1.5})
+        # placed by hand: on a log axis Plotly reads an annotation's y as log10 of the value (add_hline's own
+        # annotation lands off the chart)
+        fig.add_annotation(x=1, xref="x domain", y=math.log10(peak), yref="y", xanchor="right", yanchor="bottom",
+                           text=f"{target} matmul peak {peak:,.0f} GFLOP/s", showarrow=False,
+                           font={"color": colour, "size": 11})
     return fig
 
 

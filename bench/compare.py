@@ -164,6 +164,7 @@ def sweep_row(record: Mapping[str, Any], peak_gflops: float | None) -> dict[str,
         "mean_cpu_percent": summary.get("mean_cpu_percent"),
         "mean_process_cpu_percent": summary.get("mean_process_cpu_percent"),
         # the samples the utilization means cover (metrics.WINDOW_NAMES); not "steady epochs" = read with care
+        "sample_interval_s": config.get("sample_interval_s"),
         "utilization_window": (summary.get("gpu_util_window") if str(target(record)).startswith("gpu")
                                else summary.get("cpu_util_window")),
     }
@@ -178,7 +179,15 @@ WIDE_WINDOW_NOTE = (
 def wide_window_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Sweep points whose utilization mean is not over steady epochs alone (their epochs were shorter than the
     sampling interval), so it includes tracing or start-up and understates how busy the device was."""
-    return [r for r in rows if r.get("utilization_window") not in (None, metrics.WINDOW_NAMES[0])]
+    def wide(row: Mapping[str, Any]) -> bool:
+        window = row.get("utilization_window")
+        if window is not None:
+            return window != metrics.WINDOW_NAMES[0]
+        # rows from before the window was recorded: a steady epoch shorter than the sampling interval can hold no sample
+        interval, seconds = row.get("sample_interval_s"), row.get("steady_epoch_seconds")
+        return bool(interval and seconds and seconds < interval)
+
+    return [r for r in rows if wide(r)]
 
 
 def sweep_speedups(rows: Sequence[Mapping[str, Any]], baseline_target: str, other_target: str) -> list[dict[str, Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from bench import charts, compare, models
@@ -59,27 +58,13 @@ def sweep_panel() -> None:
     done = sum(not r["_active"] for r in records)
     st.progress(done / len(records), text=f"{done} of {len(records)} points done")
     rows = [compare.sweep_row(r, peaks.get(compare.target(r))) | {"state": r["_snap"].phase} for r in records]
-    table = pd.DataFrame(rows)[["run_id", "size", "batch_size", "target", "state", "params", "steady_epoch_seconds",
-                                "samples_per_s", "achieved_gflops", "peak_gflops", "mean_cpu_percent",
-                                "mean_gpu_util_percent"]]
-    st.dataframe(table, hide_index=True, width="stretch")
+    results.sweep_table(rows, ["run_id", "size", "batch_size", "target", "state", "params", "steady_epoch_seconds",
+                               "samples_per_s", "achieved_gflops", "peak_gflops", "mean_cpu_percent",
+                               "mean_gpu_util_percent"])
     finished = [r for r in rows if r["steady_epoch_seconds"] is not None]
     if not finished:
         return
-    wide = compare.wide_window_rows(finished)
-    if wide:
-        points = ", ".join(f"{r['size']}/{r['batch_size']} on {r['target']}" for r in wide)
-        st.warning(f"Utilization of {points}: {compare.WIDE_WINDOW_NOTE}", icon=":material/timer:")
-    left, right = st.columns(2)
-    left.plotly_chart(charts.sweep_utilization_figure(finished), key="swp_util", config=results.CHART_CONFIG)
-    right.plotly_chart(charts.sweep_throughput_figure(finished), key="swp_rate", config=results.CHART_CONFIG)
-    left, right = st.columns(2)
-    left.plotly_chart(charts.sweep_gflops_figure(finished), key="swp_gflops", config=results.CHART_CONFIG)
-    swept = group["meta"].get("targets", [])
-    if len(swept) >= 2:
-        pairs = compare.sweep_speedups(finished, swept[0], swept[1])
-        right.plotly_chart(charts.sweep_speedup_figure(pairs, f"{swept[1]} vs {swept[0]}"), key="swp_speedup",
-                           config=results.CHART_CONFIG)
+    results.sweep_charts(finished, group["meta"].get("targets", []), key="swp")
     cpu_runs = [r for r in records if compare.target(r).startswith("cpu") and r.get("samples")]
     if cpu_runs:
         st.plotly_chart(charts.per_core_heatmap(cpu_runs[-1]["samples"],
@@ -93,3 +78,12 @@ def sweep_panel() -> None:
 
 
 sweep_panel()
+
+st.divider()
+st.subheader("A sweep measured on an NVIDIA H100")
+shipped = results.bundled_sweeps()
+if shipped:
+    choice = st.selectbox("Measured by this project (docs/GPU.md), shown here without running anything",
+                          ["—", *shipped], key="swp_bundled")
+    if choice != "—":
+        results.show_shipped_sweep(shipped[choice], key="swp_shipped")

@@ -26,6 +26,77 @@ BUNDLED = {
 }
 
 
+BUNDLED_SWEEPS = {
+    "MLP xs..xl at batch 128: H100 and 16 CPU cores": "h100-sweep-sizes.json",
+    "MLP xs, m, xl at batch 32, 256 and 2048: H100": "h100-sweep-batch.json",
+}
+
+
+def bundled_sweeps() -> dict[str, Path]:
+    """The shipped GPU sweeps that are present."""
+    return {label: BUNDLED_DIR / name for label, name in BUNDLED_SWEEPS.items() if (BUNDLED_DIR / name).is_file()}
+
+
+SWEEP_COLUMNS = {  # sweep row key -> (column title, number format)
+    "run_id": ("run", None), "size": ("size", None), "batch_size": ("batch", None), "target": ("target", None),
+    "state": ("state", None), "params": ("parameters", "localized"), "steady_epoch_seconds": ("steady epoch s", "%.3f"),
+    "samples_per_s": ("samples/s", "localized"), "achieved_gflops": ("GFLOP/s", "%.1f"),
+    "peak_gflops": ("peak GFLOP/s", "%.0f"), "mean_cpu_percent": ("CPU %", "%.0f"),
+    "mean_gpu_util_percent": ("GPU %", "%.0f"),
+}
+
+
+def sweep_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
+    """Sweep rows as a table with titles and units people read, numbers rounded for reading."""
+    frame = pd.DataFrame(rows)[list(keys)]
+    for key in keys:
+        if SWEEP_COLUMNS[key][1] == "localized":  # counts: whole numbers with thousands separators
+            frame[key] = pd.to_numeric(frame[key]).round(0)
+    frame = frame.rename(columns={k: SWEEP_COLUMNS[k][0] for k in keys})
+    config = {SWEEP_COLUMNS[k][0]: st.column_config.NumberColumn(format=SWEEP_COLUMNS[k][1])
+              for k in keys if SWEEP_COLUMNS[k][1]}
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config)
+
+
+def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, key: str) -> None:
+    """Utilization, samples/s, achieved GFLOP/s against the peak, and (two targets) speed-up, each vs parameters."""
+    wide = compare.wide_window_rows(rows)
+    if wide:
+        points = ", ".join(f"{r['size']}/{r['batch_size']} on {r['target']}" for r in wide)
+        st.warning(f"Utilization of {points}: {compare.WIDE_WINDOW_NOTE}", icon=":material/timer:")
+    left, right = st.columns(2)
+    left.plotly_chart(charts.sweep_utilization_figure(rows), key=f"{key}_util", config=CHART_CONFIG)
+    right.plotly_chart(charts.sweep_throughput_figure(rows), key=f"{key}_rate", config=CHART_CONFIG)
+    left, right = st.columns(2)
+    left.plotly_chart(charts.sweep_gflops_figure(rows), key=f"{key}_gflops", config=CHART_CONFIG)
+    if len(targets) >= 2:
+        pairs = compare.sweep_speedups(rows, targets[0], targets[1])
+        right.plotly_chart(charts.sweep_speedup_figure(pairs, f"{targets[1]} vs {targets[0]}"), key=f"{key}_speedup",
+                           config=CHART_CONFIG)
+
+
+def show_shipped_sweep(path: Path, *, key: str) -> None:
+    """A `python -m bench sweep --json` file: its table and charts, labelled with the machine it came from."""
+    import json
+
+    from bench import report
+
+    doc = json.loads(path.read_text())
+    runs = {r.get("id"): r for r in doc.get("runs") or []}
+    rows = []
+    for row in doc.get("rows") or []:
+        run = runs.get(row.get("run_id")) or {}
+        # files written before sweep rows carried the sampling interval: take it from the run's config
+        interval = row.get("sample_interval_s", (run.get("config") or {}).get("sample_interval_s"))
+        rows.append({**row, "sample_interval_s": interval})
+    hardware = next(iter(runs.values()), {}).get("hardware") or {}
+    st.markdown(f"Measured on **{report.hardware_label(hardware)}** (imported, not measured here).")
+    sweep_table(rows, ["size", "batch_size", "target", "params", "steady_epoch_seconds", "samples_per_s",
+                       "achieved_gflops", "peak_gflops", "mean_cpu_percent", "mean_gpu_util_percent"])
+    targets = sorted({r["target"] for r in rows}, key=lambda t: (not t.startswith("cpu"), t))  # CPU = baseline
+    sweep_charts(rows, targets, key=key)
+
+
 def bundled_results() -> dict[str, Path]:
     """The shipped GPU comparisons that are present (an image or copy without docs/ has none)."""
     return {label: BUNDLED_DIR / name for label, name in BUNDLED.items() if (BUNDLED_DIR / name).is_file()}

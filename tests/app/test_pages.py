@@ -147,3 +147,21 @@ def test_compare_shows_a_shipped_h100_comparison_on_a_machine_without_a_gpu():
     row = ours.iloc[0]
     assert row["ratio"] == "6.1x" and row["CPU time"] != "—" and row["GPU time"] != "—", row.to_dict()
     assert "12.1x" in set(table["ratio"]), "the article's own ratio stands beside ours"
+
+
+def test_sweep_shows_the_shipped_h100_sweeps_with_their_charts_and_flags_short_epochs():
+    at = app("pages/sweep.py").run()
+    choice = at.selectbox(key="swp_bundled")
+    choice.select(next(o for o in choice.options if o.startswith("MLP xs..xl"))).run()
+    assert not at.exception, at.exception
+    assert any("H100" in m.value and "not measured here" in m.value for m in at.markdown)
+    assert len(at.get("plotly_chart")) == 4, "utilization, samples/s, GFLOP/s vs peak and the GPU's speed-up"
+    flagged = [w.value for w in at.warning if "Utilization of" in w.value]
+    assert flagged and "xs/128 on cpu" in flagged[0], flagged  # a 0.18 s epoch, sampled every 0.2 s
+    assert "on gpu:0" not in flagged[0], "the GPU's 0.43-0.5 s epochs held samples"
+
+    choice = at.selectbox(key="swp_bundled")
+    choice.select(next(o for o in choice.options if "2048" in o)).run()
+    assert not at.exception, at.exception
+    flagged = [w.value for w in at.warning if "Utilization of" in w.value]
+    assert flagged and "xl/2048 on gpu:0" in flagged[0] and "xl/32" not in flagged[0], flagged

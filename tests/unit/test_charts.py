@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
+import pytest
+
 from bench import charts
 
 
@@ -69,3 +73,17 @@ def test_html_report_inlines_plotly_once():
 
 def test_warm_up_builds_every_live_figure_kind():
     charts.warm_up()  # raises if a figure kind cannot be built from the live record shapes
+
+
+def test_each_peak_line_has_its_targets_colour():
+    rows = [{"target": t, "params": p, "size": s, "batch_size": 128, "achieved_gflops": g, "peak_gflops": peak}
+            for t, peak in (("gpu:0", 170_000.0), ("cpu", 1_300.0))
+            for s, p, g in (("xs", 25_000, 10.0), ("xl", 36_000_000, 300.0))]
+    fig = charts.sweep_gflops_figure(rows)
+    line_colour = {tr.name: tr.line.color for tr in fig.data}
+    peak_colour = {shape.y0: shape.line.color for shape in fig.layout.shapes}
+    assert peak_colour[170_000.0] == line_colour["gpu:0"]
+    assert peak_colour[1_300.0] == line_colour["cpu"]
+    assert line_colour["gpu:0"] != line_colour["cpu"]
+    labels = {a.text: a.y for a in fig.layout.annotations if "matmul peak" in a.text}
+    assert labels["cpu matmul peak 1,300 GFLOP/s"] == pytest.approx(math.log10(1_300.0)), "log axis: y in log10 units"

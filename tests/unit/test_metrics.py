@@ -124,3 +124,12 @@ def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():
     assert long["utilization_window"] == "steady epochs"
     assert compare.wide_window_rows([short, long]) == [short]
     assert compare.sweep_row(record("cpu", epochs), None)["utilization_window"] == "all epochs"
+
+
+def test_rows_without_a_recorded_window_are_flagged_when_a_steady_epoch_is_shorter_than_the_interval():
+    from bench import compare
+
+    old_short = {"steady_epoch_seconds": 0.15, "sample_interval_s": 0.2}
+    old_long = {"steady_epoch_seconds": 0.6, "sample_interval_s": 0.2}
+    unknown = {"steady_epoch_seconds": 0.15}
+    assert compare.wide_window_rows([old_short, old_long, unknown]) == [old_short]
