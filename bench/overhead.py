@@ -1091,8 +1091,11 @@ def _why_ratio(name: str, r: Mapping[str, Any], d: Mapping[str, Any]) -> tuple[s
                     f"{_fmt(d.get('unwatched_vs_bare_ratio'), 'x')} of bare")
         why += "."
         fix = ("on a machine this small the watcher and the trainer share the cores: run the worker with one core fewer "
-               "(cpu/N-1) so the page has a core of its own, watch from another machine, or redraw less often "
-               "(REFRESH_S 2 s) and draw fewer points.")
+               "(cpu/N-1) so the page has a core of its own, or watch from another machine. Nearly all of the "
+               "watcher's cost is the browser redrawing Plotly charts whose figures changed (an unchanged figure is "
+               "not redrawn): the charts already change at most every ui.live.CHART_REFRESH_S seconds; appending "
+               "points in the browser (Plotly.extendTraces in a custom component) instead of resending whole "
+               "figures would cut it further.")
     elif name == "sampling_ratio":
         why = (f"sampling every 0.5 s measured {_pct((r.get(name) or 1) - 1)} (paired {_fmt(d.get('sampling_paired'), 'x')}),"
                f" every 0.1 s {_pct((d.get('sampling_0_1_ratio') or 1) - 1)}.")
@@ -1165,7 +1168,7 @@ def _why_other(name: str, r: Mapping[str, Any], d: Mapping[str, Any]) -> tuple[s
                     "Streamlit delivering three whole Plotly figures every second: serialising them, diffing and "
                     "sending them over the websocket. What would close it: append only the new points in the browser "
                     "(a small custom component calling Plotly.extendTraces) instead of resending whole figures, or "
-                    "refresh less often (ui.live.REFRESH_S 2 s halves it).")
+                    "change the charts less often (ui.live.CHART_REFRESH_S).")
         else:
             fix += ("draw fewer points per line (charts.MAX_POINTS) and serialise the figures once per refresh for "
                     "all sessions.")
