@@ -244,9 +244,11 @@ def bare_fit(config: dict[str, Any], out_path: str) -> None:
     Path(out_path).write_text(json.dumps({"epochs": epochs}))
 
 
-def _child(args: list[str], *, timeout_s: float, log_path: Path, env: dict[str, str] | None = None) -> None:
-    """Run ``child_main(args)`` in a fresh interpreter; its output goes to log_path."""
-    code = "import sys; from bench.overhead import child_main; child_main(sys.argv[1:])"
+def _child(args: list[str], *, timeout_s: float, log_path: Path, env: dict[str, str] | None = None,
+           entry: str = "bench.overhead") -> None:
+    """Run ``child_main(args)`` of module ``entry`` in a fresh interpreter; its output goes to log_path. The AppTest
+    timing lives in ``ui.render_cost`` (entry), so that the engine never imports Streamlit."""
+    code = f"import sys; from {entry} import child_main; child_main(sys.argv[1:])"
     with log_path.open("w") as log:
         proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                               env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=timeout_s)
@@ -256,14 +258,12 @@ def _child(args: list[str], *, timeout_s: float, log_path: Path, env: dict[str, 
 
 
 def child_main(argv: list[str]) -> None:
-    """Entry point of the helper subprocesses: ``bare CONFIG_JSON OUT``, ``memory SPEC_JSON OUT``, ``render ...``."""
+    """Entry point of the helper subprocesses: ``bare CONFIG_JSON OUT``, ``memory SPEC_JSON OUT``."""
     kind, spec, out = argv[0], argv[1], argv[2]
     if kind == "bare":
         bare_fit(json.loads(Path(spec).read_text()), out)
     elif kind == "memory":
         Path(out).write_text(json.dumps(memory_main(**json.loads(spec))))
-    elif kind == "render":
-        Path(out).write_text(json.dumps(render_main(**json.loads(spec))))
     else:
         raise SystemExit(f"unknown overhead child {kind!r}")
 
@@ -529,59 +529,6 @@ def _figure_timings(snap: Any, repeats: int) -> dict[str, float | None]:
             times.append((time.perf_counter() - t) * 1000)
         out[name] = median(times)
     return out
-
-
-FRAGMENT_SCRIPT = """
-from ui import common, live
-live.render_run(common.get_manager().current())
-"""
-
-
-def render_main(real_s: float, repeats: int) -> dict[str, Any]:
-    """AppTest wall time of the Train page and of the live panel's body, with a live 30-minute run in the manager."""
-    sys.path.insert(0, str(ROOT))
-    from bench.config import RunConfig
-    from bench.jobs import JobManager
-    from bench.store import Store
-
-    tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-render-"))
-    os.environ.update({"BENCH_STORE": str(tmp / "runs.sqlite3"), "BENCH_OVERHEAD_REAL_S": str(real_s),
-                       "BENCH_OVERHEAD_HOLD": "1"})
-    manager = JobManager(Store(tmp / "runs.sqlite3"), worker_target=fake_long_worker)
-    count = int(SIMULATED_RUN_S / SIMULATED_INTERVAL_S)
-    with sampler_replaced(replay_sampler_class(count, 32, 2, real_s)):
-        run_id = manager.submit(RunConfig(epochs=SIMULATED_EPOCHS, sample_interval_s=SIMULATED_INTERVAL_S))
-        _wait(lambda: len(manager.snapshot(run_id).epochs) >= SIMULATED_EPOCHS
-              and len(manager.snapshot(run_id).samples) >= count, real_s + 120, "the replayed run")
-    from streamlit.testing.v1 import AppTest
-
-    from ui import common
-
-    common.get_manager = lambda: manager  # every page of this process reads the replayed run
-
-    def timed(at: Any) -> list[float]:
-        at.run()  # first run: page setup, imports, caches
-        if at.exception:
-            raise RuntimeError(f"AppTest failed: {at.exception}")
-        out = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            at.run()
-            out.append((time.perf_counter() - t) * 1000)
-        return out
-
-    page_ms = timed(AppTest.from_file(str(ROOT / "pages" / "train.py"), default_timeout=120))
-    panel_ms = timed(AppTest.from_string(FRAGMENT_SCRIPT, default_timeout=120))
-    snap = manager.snapshot(run_id)
-    figure_ms = _figure_timings(snap, repeats)
-    active = snap.active
-    manager.stop(run_id)
-    manager.wait(run_id, timeout_s=30)
-    manager.shutdown()
-    shutil.rmtree(tmp, ignore_errors=True)
-    return {"page_ms": page_ms, "panel_ms": panel_ms, "figure_ms": figure_ms, "samples": len(snap.samples),
-            "epochs": len(snap.epochs),
-            "run_active_while_timed": active, "cores": 32, "gpus": 2}
 
 
 # -- the browser side -----------------------------------------------------------------------------------------------
@@ -904,7 +851,7 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
     say("render: AppTest of the Train page with a live 30-minute run")
     out = tmp / "render.json"
     _child(["render", json.dumps({"real_s": plan.memory_real_s, "repeats": plan.render_repeats}), str(out)],
-           timeout_s=900, log_path=tmp / "render.log")
+           timeout_s=900, log_path=tmp / "render.log", entry="ui.render_cost")
     render = json.loads(out.read_text())
     shutil.rmtree(tmp, ignore_errors=True)
     result = result_from(plan, config.to_dict(), machine(), runs, extra, memory, render)

@@ -32,9 +32,19 @@ BUNDLED_SWEEPS = {
 }
 
 
+def _present(files: Mapping[str, str]) -> dict[str, Path]:
+    """label -> path of the shipped files that exist (an image or copy without docs/ has none)."""
+    return {label: BUNDLED_DIR / name for label, name in files.items() if (BUNDLED_DIR / name).is_file()}
+
+
+def bundled_results() -> dict[str, Path]:
+    """The shipped GPU comparisons that are present."""
+    return _present(BUNDLED)
+
+
 def bundled_sweeps() -> dict[str, Path]:
     """The shipped GPU sweeps that are present."""
-    return {label: BUNDLED_DIR / name for label, name in BUNDLED_SWEEPS.items() if (BUNDLED_DIR / name).is_file()}
+    return _present(BUNDLED_SWEEPS)
 
 
 SWEEP_COLUMNS = {  # sweep row key -> (column title, number format)
@@ -95,11 +105,6 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
                        "achieved_gflops", "peak_gflops", "mean_cpu_percent", "mean_gpu_util_percent"])
     targets = sorted({r["target"] for r in rows}, key=lambda t: (not t.startswith("cpu"), t))  # CPU = baseline
     sweep_charts(rows, targets, key=key)
-
-
-def bundled_results() -> dict[str, Path]:
-    """The shipped GPU comparisons that are present (an image or copy without docs/ has none)."""
-    return {label: BUNDLED_DIR / name for label, name in BUNDLED.items() if (BUNDLED_DIR / name).is_file()}
 
 
 def group_records(manager: JobManager, group: Mapping[str, Any]) -> list[dict[str, Any]]:

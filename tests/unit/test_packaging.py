@@ -270,3 +270,16 @@ def test_readme_starts_with_make_run_then_make_test():
         pytest.skip("README.md does not exist yet")
     commands = _readme_commands(readme.read_text(encoding="utf-8"))
     assert commands[:2] == ["make run", "make test"], commands[:5]
+
+
+def test_the_engine_never_imports_streamlit_or_the_ui():
+    """bench/ stays headless: `python -m bench` must run where Streamlit is not installed (a GPU machine)."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "bench").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in ("streamlit", "ui")]
+    assert not offenders, offenders

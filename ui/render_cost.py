@@ -1,0 +1,79 @@
+"""The Streamlit side of `python -m bench overhead`: AppTest wall time of the Train page and of the live panel with a
+30-minute run in the manager. Run as a helper subprocess (bench.overhead._child with entry="ui.render_cost"), so the
+engine in bench/ never imports Streamlit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.overhead import (ROOT, SIMULATED_EPOCHS, SIMULATED_INTERVAL_S, SIMULATED_RUN_S, _figure_timings, _wait,
+                            fake_long_worker, replay_sampler_class, sampler_replaced)
+
+
+def child_main(argv: list[str]) -> None:
+    """``render SPEC_JSON OUT``: write render_main(**SPEC) as JSON to OUT."""
+    kind, spec, out = argv[0], argv[1], argv[2]
+    if kind != "render":
+        raise SystemExit(f"unknown render-cost child {kind!r}")
+    Path(out).write_text(json.dumps(render_main(**json.loads(spec))))
+
+
+FRAGMENT_SCRIPT = """
+from ui import common, live
+live.render_run(common.get_manager().current())
+"""
+
+
+def render_main(real_s: float, repeats: int) -> dict[str, Any]:
+    """AppTest wall time of the Train page and of the live panel's body, with a live 30-minute run in the manager."""
+    sys.path.insert(0, str(ROOT))
+    from bench.config import RunConfig
+    from bench.jobs import JobManager
+    from bench.store import Store
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-render-"))
+    os.environ.update({"BENCH_STORE": str(tmp / "runs.sqlite3"), "BENCH_OVERHEAD_REAL_S": str(real_s),
+                       "BENCH_OVERHEAD_HOLD": "1"})
+    manager = JobManager(Store(tmp / "runs.sqlite3"), worker_target=fake_long_worker)
+    count = int(SIMULATED_RUN_S / SIMULATED_INTERVAL_S)
+    with sampler_replaced(replay_sampler_class(count, 32, 2, real_s)):
+        run_id = manager.submit(RunConfig(epochs=SIMULATED_EPOCHS, sample_interval_s=SIMULATED_INTERVAL_S))
+        _wait(lambda: len(manager.snapshot(run_id).epochs) >= SIMULATED_EPOCHS
+              and len(manager.snapshot(run_id).samples) >= count, real_s + 120, "the replayed run")
+    from streamlit.testing.v1 import AppTest
+
+    from ui import common
+
+    common.get_manager = lambda: manager  # every page of this process reads the replayed run
+
+    def timed(at: Any) -> list[float]:
+        at.run()  # first run: page setup, imports, caches
+        if at.exception:
+            raise RuntimeError(f"AppTest failed: {at.exception}")
+        out = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            at.run()
+            out.append((time.perf_counter() - t) * 1000)
+        return out
+
+    page_ms = timed(AppTest.from_file(str(ROOT / "pages" / "train.py"), default_timeout=120))
+    panel_ms = timed(AppTest.from_string(FRAGMENT_SCRIPT, default_timeout=120))
+    snap = manager.snapshot(run_id)
+    figure_ms = _figure_timings(snap, repeats)
+    active = snap.active
+    manager.stop(run_id)
+    manager.wait(run_id, timeout_s=30)
+    manager.shutdown()
+    shutil.rmtree(tmp, ignore_errors=True)
+    return {"page_ms": page_ms, "panel_ms": panel_ms, "figure_ms": figure_ms, "samples": len(snap.samples),
+            "epochs": len(snap.epochs),
+            "run_active_while_timed": active, "cores": 32, "gpus": 2}
