@@ -55,6 +55,15 @@ def start_worker_process(process: Any) -> None:
         finally:
             mp_spawn.get_preparation_data = original
 
+SamplerFactory = Callable[[float, Callable[[Sample], None]], Any]
+"""Builds the sampler of one run from (interval_s, on_sample): an object with set_pid(pid), start() and stop()."""
+
+
+def default_sampler(interval_s: float, on_sample: Callable[[Sample], None]) -> Sampler:
+    """psutil + NVML sampling of the worker process, on the monotonic clock the supervisor also uses."""
+    return Sampler(interval_s, on_sample=on_sample, clock=time.monotonic)
+
+
 TERMINAL = ("finished", "stopped", "failed", "interrupted")
 MAX_LIVE_SAMPLES = 8000  # in memory per run; older halves are thinned 2:1 beyond this (the store keeps all)
 SAMPLE_FLUSH_S = 2.0
@@ -173,8 +182,10 @@ class JobManager:
         stop_grace_s: float | None = None,
         worker_target: Callable[..., None] | None = None,
         prestart: bool = False,
+        sampler_factory: SamplerFactory | None = None,
     ):
         self.store = store
+        self._sampler_factory = sampler_factory or default_sampler
         self._hardware = hardware
         self.hang_timeout_s = hang_timeout_s if hang_timeout_s is not None else settings.hang_timeout_s()
         self.stop_grace_s = stop_grace_s if stop_grace_s is not None else settings.stop_grace_s()
@@ -470,7 +481,7 @@ class JobManager:
                     state.samples[:half] = state.samples[:half:2]
                 pending_samples.append(data)
 
-        sampler = Sampler(state.config.sample_interval_s, on_sample=on_sample, clock=lambda: time.monotonic())
+        sampler = self._sampler_factory(state.config.sample_interval_s, on_sample)
         self._store_call(state, self.store.update_run if self.store else None, state.id, status="starting",
                          started_at=state.started_at)
         if spare is not None:
