@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -36,10 +38,16 @@ def _number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
+PROG = "python -m bench"
+EXIT_NOT_STORED = 3  # the run ended but the store does not hold all of it; the record went to a JSON file
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse prints usage + exits 2; keep it, but say what to do
         self.print_usage(sys.stderr)
-        self.exit(2, f"error: {message}\nRun `python -m bench {self.prog.split()[-1]} --help` for the options.\n")
+        command = self.prog[len(PROG):].strip()
+        where = f"{PROG} {command}" if command else PROG
+        self.exit(2, f"error: {message}\nRun `{where} --help` for the options.\n")
 
 
 def add_run_options(p: argparse.ArgumentParser, *, with_device: bool = True) -> None:
@@ -76,7 +84,7 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m bench", description="Train on CPU and GPU, measure time and utilization.")
+    parser = _Parser(prog=PROG, description="Train on CPU and GPU, measure time and utilization.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("devices", help="what hardware exists and what the framework sees")
@@ -207,10 +215,12 @@ def _open_store() -> Any:
         return None
 
 
-def execute_run(config: RunConfig, *, manager: Any = None) -> dict[str, Any]:
-    """Run one config in the foreground with a progress line; returns its record. Ctrl-C stops it cleanly."""
+def execute_run(config: RunConfig, *, manager: Any = None) -> tuple[dict[str, Any], bool]:
+    """Run one config in the foreground with a progress line; returns its record and whether the store holds all
+    of it. Ctrl-C stops it cleanly."""
     from bench.jobs import JobManager
 
+    own_manager = manager is None
     manager = manager or JobManager(_open_store())
     run_id = manager.submit(config)
     bar = _ProgressLine()
@@ -225,10 +235,32 @@ def execute_run(config: RunConfig, *, manager: Any = None) -> dict[str, Any]:
         print("\nstopping…", file=sys.stderr)
         manager.stop(run_id)
         snap = manager.wait(run_id, timeout_s=30)
-    record = snap.record()
-    if snap.store_error:
-        print(f"warning: {snap.store_error}", file=sys.stderr)
-    return record
+    if own_manager and not snap.saved and snap.id > 0:
+        manager.shutdown()  # a last try at writing what a failing store missed
+        snap = manager.snapshot(run_id) or snap
+    return snap.record(), snap.saved
+
+
+def _keep_unsaved(data: dict[str, Any], *, reason: str | None, epochs: int, json_path: str | None) -> None:
+    """The store does not hold all of a run: make sure a JSON file does (the user's --json file, else a fallback
+    file in the current folder or the temp folder), and say so once, with how to get it into the store later."""
+    reason = reason or "the run store could not be opened."
+    path = json_path
+    if path is None:
+        name = f"bench-unsaved-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.json"
+        for folder in (Path.cwd(), Path(tempfile.gettempdir())):
+            try:
+                _write_json(str(folder / name), data)
+            except OSError:
+                continue
+            path = str(folder / name)
+            break
+    if path is None:
+        print(f"error: {reason}\nerror: the record could not be written to a file either: it is lost.",
+              file=sys.stderr)
+        return
+    print(f"error: {reason}\nEverything measured ({epochs} epochs) is in {path}; `{PROG} import {path}` adds it "
+          f"to the store once the store works again.", file=sys.stderr)
 
 
 def _print_summary(record: dict[str, Any]) -> None:
@@ -251,10 +283,14 @@ def _print_summary(record: dict[str, Any]) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     config.validate()
-    record = execute_run(config)
+    record, saved = execute_run(config)
     if args.json_path:
         _write_json(args.json_path, record)
     _print_summary(record)
+    if not saved:
+        _keep_unsaved(record, reason=record.get("store_error"), epochs=len(record["epochs"]),
+                      json_path=args.json_path)
+        return EXIT_NOT_STORED
     return 0 if record["status"] == "finished" else 1
 
 
@@ -282,18 +318,39 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_many(configs: list[RunConfig]) -> list[dict[str, Any]]:
+def _run_many(configs: list[RunConfig]) -> tuple[list[dict[str, Any]], list[bool]]:
     from bench.jobs import JobManager
 
     manager = JobManager(_open_store())
-    records = []
+    records, saved = [], []
     for i, config in enumerate(configs, 1):
         print(f"== {i}/{len(configs)}: {config.label()}", file=sys.stderr)
-        records.append(execute_run(config, manager=manager))
+        record, ok = execute_run(config, manager=manager)
+        records.append(record)
+        saved.append(ok)
         if records[-1]["status"] != "finished":
             print(f"   run ended {records[-1]['status']}: {(records[-1].get('error') or {}).get('message', '')}",
                   file=sys.stderr)
-    return records
+    if not all(saved):
+        manager.shutdown()  # a last try at writing what a failing store missed
+        snaps = [manager.snapshot(r["id"]) for r in records]
+        saved = [snap.saved if snap is not None else ok for snap, ok in zip(snaps, saved)]
+    return records, saved
+
+
+def _unsaved_exit(records: list[dict[str, Any]], saved: list[bool], json_path: str | None) -> int | None:
+    """After a comparison or sweep: the runs the store missed are kept in a JSON file (see _keep_unsaved)."""
+    from bench import compare
+
+    unsaved = [r for r, ok in zip(records, saved) if not ok]
+    if not unsaved:
+        return None
+    if json_path is None:
+        data = {"schema": "bench.comparison/1", "runs": unsaved, "comparison": compare.comparison(unsaved)}
+    _keep_unsaved(data if json_path is None else {}, reason=unsaved[0].get("store_error"),
+                  epochs=sum(len(r["epochs"]) for r in unsaved), json_path=json_path)
+    print(f"{len(unsaved)} of {len(records)} runs are not in the store.", file=sys.stderr)
+    return EXIT_NOT_STORED
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -303,7 +360,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(targets) < 2:
         raise UsageError("compare needs at least two targets, e.g. --targets cpu/1,cpu")
     configs = compare.target_configs(config_from_args(args, device="cpu"), targets)
-    records = _run_many(configs)
+    records, saved = _run_many(configs)
     result = {"schema": "bench.comparison/1", "runs": records, "comparison": compare.comparison(records)}
     if args.json_path:
         _write_json(args.json_path, result)
@@ -314,6 +371,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
               f"{pair['target']} {metrics.format_seconds(first_b)}")
         if compare.caution(pair):
             print(f"  caution: {compare.caution(pair)}")
+    unsaved = _unsaved_exit(records, saved, args.json_path)
+    if unsaved is not None:
+        return unsaved
     return 0 if all(r["status"] == "finished" for r in records) else 1
 
 
@@ -322,7 +382,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     batches = None
-    if args.batch_sizes:
+    if args.batch_sizes is not None:
         try:
             batches = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
         except ValueError:
@@ -341,7 +401,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             except (ValueError, probe.ProbeError) as exc:
                 print(f"   no peak for {target}: {exc}", file=sys.stderr)
                 peaks[target] = None
-    records = _run_many(configs)
+    records, saved = _run_many(configs)
     rows = [compare.sweep_row(r, peaks.get(compare.target(r))) for r in records]
     if args.json_path:
         _write_json(args.json_path, {"schema": "bench.sweep/1", "rows": rows, "peaks_gflops": peaks,
@@ -359,6 +419,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"{' *' if row in wide else ''}")
     if wide:
         print(f"* {compare.WIDE_WINDOW_NOTE}")
+    unsaved = _unsaved_exit(records, saved, args.json_path)
+    if unsaved is not None:
+        return unsaved
     return 0 if all(r["status"] == "finished" for r in records) else 1
 
 
@@ -415,7 +478,11 @@ COMMANDS = {"devices": cmd_devices, "run": cmd_run, "runs": cmd_runs, "compare":
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # say it in the words of the command that was given, with its own --help
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return COMMANDS[args.command](args)
     except (ConfigError, UsageError) as exc:

@@ -119,6 +119,10 @@ def caution(pair: Mapping[str, Any]) -> str | None:
 def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[str],
                   batch_sizes: Sequence[int] | None = None, hardware: Any | None = None) -> list[RunConfig]:
     """Every (size, batch size, target) point as a validated config, in run order (size-major)."""
+    if not sizes:
+        raise ConfigError([f"give at least one model size, e.g. --sizes xs,s,m (from {', '.join(models.SIZES)})"])
+    if batch_sizes is not None and not batch_sizes:
+        raise ConfigError(["give at least one batch size, e.g. --batch-sizes 64,256, or leave the option out"])
     bad = [s for s in sizes if s not in models.SIZES]
     if bad:
         raise ConfigError([f"unknown size(s) {', '.join(bad)}; pick from {', '.join(models.SIZES)}"])

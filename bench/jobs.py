@@ -19,9 +19,11 @@ import multiprocessing as mp
 import multiprocessing.spawn as mp_spawn
 import queue as queue_module
 import signal
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from bench import metrics, settings
@@ -66,7 +68,9 @@ def default_sampler(interval_s: float, on_sample: Callable[[Sample], None]) -> S
 
 TERMINAL = ("finished", "stopped", "failed", "interrupted")
 MAX_LIVE_SAMPLES = 8000  # in memory per run; older halves are thinned 2:1 beyond this (the store keeps all)
+MAX_UNSAVED_SAMPLES = 200_000  # samples held for a failing store (hours at the default interval); oldest go first
 SAMPLE_FLUSH_S = 2.0
+STORED_REFRESH_S = 2.0  # a run of another process, shown from the store, is re-read at most this often
 PRESTART_DELAY_S = 5.0  # after a dashboard starts, before its first spare worker loads the framework (page first)
 
 
@@ -89,6 +93,8 @@ class RunSnapshot:
     store_error: str | None
     hardware: dict[str, Any]
     queue_position: int | None
+    saved: bool = True  # everything measured so far is in the store
+    owner: str | None = None  # set when another process runs this run (shown from the store; it cannot be stopped here)
 
     @property
     def active(self) -> bool:
@@ -116,6 +122,16 @@ class RunSnapshot:
         batches = self.progress.get("batches") or 0
         in_epoch = (self.progress.get("batch", 0) / batches) if batches and self.progress.get("epoch") == done + 1 else 0
         return max(0.0, (epochs_total - done - in_epoch) * per_epoch)
+
+    @classmethod
+    def from_stored(cls, run: dict[str, Any], *, owner: str | None = None) -> RunSnapshot:
+        """A run read back from the store (``Store.get_run``): after a restart, or one another process runs."""
+        return cls(
+            id=int(run["id"]), config=RunConfig.from_dict(run.get("config") or {}), status=str(run["status"]),
+            created_at=float(run.get("created_at") or 0.0), started_at=run.get("started_at"),
+            ended_at=run.get("ended_at"), phase=str(run["status"]), info=dict(run.get("info") or {}), progress={},
+            epochs=list(run.get("epochs") or []), samples=list(run.get("samples") or []), error=run.get("error"),
+            store_error=None, hardware=dict(run.get("hardware") or {}), queue_position=None, saved=True, owner=owner)
 
     def record(self) -> dict[str, Any]:
         """The JSON record the CLI writes and exports use (schema in docs/ARCHITECTURE.md)."""
@@ -167,7 +183,10 @@ class _RunState:
     store_error: str | None = None
     stop_requested_at: float | None = None
     pending_status: str | None = None  # the outcome, set before it is stored and shown
-    stored: bool = True
+    stored: bool = True  # the run has a row in the store (False: the store was not there when it was queued)
+    dirty: bool = False  # the store failed a write: writes wait for the next whole re-write (_resync)
+    dirty_mark: int = 0  # counts the writes that waited, so a re-write knows whether it caught up with them
+    unsaved_samples: list[dict[str, Any]] = field(default_factory=list)  # not yet in the store
 
 
 class JobManager:
@@ -203,15 +222,21 @@ class JobManager:
         self._ctx = mp.get_context("spawn")
         self.interrupted_at_start: list[int] = []
         self._groups: list[dict[str, Any]] = []
+        self._stored_view: tuple[float, RunSnapshot | None] | None = None  # (read at, latest stored run)
+        self._keeper_stop = threading.Event()
+        self._resync_lock = threading.RLock()
+        self._keeper: threading.Thread | None = None
         if self.prestart:  # the server's first run, too, should not wait for the framework import
             timer = threading.Timer(PRESTART_DELAY_S, lambda: self._prestart_after(RunConfig()))
             timer.name, timer.daemon = "bench-prestart", True
             timer.start()
         if store is not None:
             try:
-                self.interrupted_at_start = store.mark_interrupted()
+                self.interrupted_at_start = store.mark_orphans_interrupted()
             except StoreError as exc:
                 log.warning("%s", exc)
+            self._keeper = threading.Thread(target=self._keep_store, name="bench-store-keeper", daemon=True)
+            self._keeper.start()
 
     # -- public API -------------------------------------------------------------------------------------------------
     @property
@@ -226,26 +251,30 @@ class JobManager:
         """Queue a validated run; returns its id. Raises ConfigError for bad input."""
         config.validate()
         created = time.time()
-        store_error = None
+        failure: StoreError | None = None
         run_id: int | None = None
         if self.store is not None:
             try:
                 run_id = self.store.create_run(config.to_dict(), label=config.label(), created_at=created)
                 self.store.update_run(run_id, hardware=self.hardware)
             except StoreError as exc:
-                store_error = str(exc)
+                failure = exc
         with self._lock:
             if run_id is None:
                 run_id = self._next_memory_id
                 self._next_memory_id -= 1
             state = _RunState(id=run_id, config=config, created_at=created, hardware=self.hardware)
-            state.store_error = store_error
-            state.stored = store_error is None and self.store is not None
+            state.stored = run_id > 0  # it has a row; what the row lacks is written by _resync
+            if failure is not None and not state.stored:
+                state.store_error = (f"Results could not be saved: {failure} The run goes on in memory only: "
+                                     f"export it (or use --json) to keep it.")
             self._runs[run_id] = state
             self._queue.append(run_id)
             self._stop_events[run_id] = self._ctx.Event()
             self._ensure_dispatcher()
             self._wake.notify_all()
+        if failure is not None and state.stored:
+            self._store_failed(state, failure)
         return run_id
 
     def submit_group(self, kind: str, configs: list[RunConfig], meta: dict[str, Any] | None = None) -> int:
@@ -290,7 +319,8 @@ class JobManager:
             return self._snapshot_locked(state) if state is not None else None
 
     def current(self) -> RunSnapshot | None:
-        """The active run if any, else the most recent one, else None."""
+        """The active run if any, else the most recent one, else the latest run in the store (after a restart, or
+        one that another process runs), else None."""
         with self._lock:
             active = [s for s in self._runs.values() if s.status in ("starting", "running")]
             if active:
@@ -300,7 +330,30 @@ class JobManager:
             if self._runs:
                 latest = max(self._runs.values(), key=lambda s: s.created_at)
                 return self._snapshot_locked(latest)
-            return None
+        return self.latest_stored()
+
+    def latest_stored(self) -> RunSnapshot | None:
+        """The newest run in the store as a snapshot, re-read at most every STORED_REFRESH_S (while another process
+        runs it, it grows); None without a store or runs."""
+        now = time.monotonic()
+        view = self._stored_view
+        if view is not None and (now - view[0] < STORED_REFRESH_S or (view[1] is not None and not view[1].active)):
+            return view[1]
+        snap = None
+        if self.store is not None:
+            try:
+                runs = self.store.list_runs()
+                run = self.store.get_run(runs[-1]["id"]) if runs else None
+            except StoreError as exc:
+                log.debug("latest stored run unavailable: %s", exc)
+                run = None
+            if run is not None:
+                owner = None
+                if run["status"] not in TERMINAL:
+                    owner = f"process {run.get('owner_pid')} on {run.get('owner_host')}"
+                snap = RunSnapshot.from_stored(run, owner=owner)
+        self._stored_view = (now, snap)
+        return snap
 
     def snapshots(self) -> list[RunSnapshot]:
         with self._lock:
@@ -332,6 +385,11 @@ class JobManager:
             self._wake.notify_all()
         if self._dispatcher is not None:
             self._dispatcher.join(timeout_s)
+        self._keeper_stop.set()
+        if self._keeper is not None:
+            self._keeper.join(timeout_s)
+        for state in self._dirty_states():  # a last try, so that nothing measured is left only in memory
+            self._resync(state)
         with self._lock:
             spare, self._spare = self._spare, None
         if spare is not None:
@@ -354,6 +412,7 @@ class JobManager:
             progress=dict(state.progress), epochs=list(state.epochs), samples=list(state.samples),
             error=dict(state.error) if state.error else None, store_error=state.store_error,
             hardware=state.hardware, queue_position=position,
+            saved=self.store is not None and state.stored and not state.dirty and not state.unsaved_samples,
         )
 
     def _ensure_dispatcher(self) -> None:
@@ -432,14 +491,83 @@ class JobManager:
             self._kill(spare.process)
 
     def _store_call(self, state: _RunState, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """One write of a run's progress. Once a write has failed, later ones wait for _resync, which rewrites the
+        whole run when the store answers again."""
         if self.store is None or not state.stored:
             return
+        with self._lock:
+            if state.dirty:
+                state.dirty_mark += 1
+                return
         try:
             fn(*args, **kwargs)
         except StoreError as exc:
+            self._store_failed(state, exc)
+
+    def _store_failed(self, state: _RunState, exc: StoreError) -> None:
+        with self._lock:
+            first = not state.dirty
+            state.dirty = True
+            state.dirty_mark += 1
+            state.store_error = (f"Results could not be saved: {exc} The run goes on in memory and the store is "
+                                 f"retried every few seconds; what it missed is written when it answers again.")
+        if first:  # once per outage, not once per sample
+            log.warning("run %s: %s", state.id, exc)
+
+    def _dirty_states(self) -> list[_RunState]:
+        with self._lock:
+            return [s for s in self._runs.values() if s.stored and (s.dirty or s.unsaved_samples)]
+
+    def _resync(self, state: _RunState) -> bool:
+        """Rewrite a run whose writes failed: its row, every epoch and the samples the store has not got.
+        Returns True when the store now holds everything measured so far."""
+        if self.store is None or not state.stored:
+            return False
+        with self._resync_lock:  # one re-write at a time, so an older copy never lands after a newer one
+            return self._resync_locked(state)
+
+    def _resync_locked(self, state: _RunState) -> bool:
+        with self._lock:
+            mark = state.dirty_mark
+            ended = state.status in TERMINAL
+            fields = dict(status=state.status, started_at=state.started_at, ended_at=state.ended_at if ended else None,
+                          info=dict(state.info), error=state.error, hardware=state.hardware)
+            if ended:
+                fields["summary"] = metrics.summarize(state.epochs, state.samples)
+            epochs = list(state.epochs)
+            samples = list(state.unsaved_samples)
+        try:
+            self.store.update_run(state.id, **fields)
+            self.store.add_epochs(state.id, epochs)
+            self.store.add_samples(state.id, samples)
+        except StoreError as exc:
+            self._store_failed(state, exc)
+            return False
+        with self._lock:
+            del state.unsaved_samples[:len(samples)]
+            if state.dirty and state.dirty_mark == mark:
+                state.dirty = False
+                state.store_error = None
+                log.info("run %s: the store answers again; everything measured so far is written", state.id)
+            return not state.dirty
+
+    def _keep_store(self) -> None:
+        """Renew the heartbeat of this process's active runs, and retry the store for runs whose writes failed."""
+        interval = max(0.5, min(5.0, settings.heartbeat_limit_s() / 6))
+        while not self._keeper_stop.wait(interval):
             with self._lock:
-                state.store_error = f"Results could not be saved: {exc} The run goes on in memory; export it before leaving."
-            log.warning("%s", exc)
+                ids = [s.id for s in self._runs.values() if s.stored and s.status not in TERMINAL]
+            try:
+                self.store.heartbeat(ids)
+            except StoreError as exc:
+                log.debug("heartbeat not written: %s", exc)
+            except Exception:  # noqa: BLE001 - the keeper must outlive any one failure
+                log.exception("heartbeat failed")
+            for state in self._dirty_states():
+                try:
+                    self._resync(state)
+                except Exception:  # noqa: BLE001
+                    log.exception("store retry failed for run %s", state.id)
 
     def _finish_locked(self, state: _RunState, status: str) -> None:
         state.status = status
@@ -452,6 +580,18 @@ class JobManager:
                          status=status or state.status,
                          started_at=state.started_at, ended_at=state.ended_at, info=state.info, error=state.error,
                          summary=summary)
+        if state.dirty:  # one more try now, so a CLI that exits next knows whether the store has the run
+            with self._lock:
+                final = status or state.status
+                if state.status not in TERMINAL:
+                    state.pending_status = final
+            self._resync_final(state, final)
+
+    def _resync_final(self, state: _RunState, status: str) -> None:
+        with self._resync_lock:
+            if self._resync(state):
+                self._store_call(state, self.store.update_run if self.store else None, state.id, status=status,
+                                 ended_at=state.ended_at, summary=metrics.summarize(state.epochs, state.samples))
 
     def _supervise(self, state: _RunState) -> None:
         from bench import worker
@@ -471,7 +611,6 @@ class JobManager:
                                      self._log_path(state.id)),
                 name=f"bench-worker-{state.id}", daemon=True,
             )
-        pending_samples: list[dict[str, Any]] = []
         def on_sample(sample: Sample) -> None:
             data = sample.to_dict()
             with self._lock:
@@ -479,7 +618,10 @@ class JobManager:
                 if len(state.samples) > MAX_LIVE_SAMPLES:
                     half = len(state.samples) // 2
                     state.samples[:half] = state.samples[:half:2]
-                pending_samples.append(data)
+                if state.stored and self.store is not None:
+                    state.unsaved_samples.append(data)
+                    if len(state.unsaved_samples) > MAX_UNSAVED_SAMPLES:
+                        del state.unsaved_samples[:len(state.unsaved_samples) - MAX_UNSAVED_SAMPLES]
 
         sampler = self._sampler_factory(state.config.sample_interval_s, on_sample)
         self._store_call(state, self.store.update_run if self.store else None, state.id, status="starting",
@@ -511,7 +653,7 @@ class JobManager:
                         ended_by_event = True
                         break
                 if now - last_flush >= SAMPLE_FLUSH_S:
-                    self._flush_samples(state, pending_samples)
+                    self._flush_samples(state)
                     last_flush = now
                 if event is None and not process.is_alive():
                     break
@@ -525,7 +667,7 @@ class JobManager:
                     break
         finally:
             sampler.stop()
-            self._flush_samples(state, pending_samples)
+            self._flush_samples(state)
             if not ended_by_event:
                 process.join(timeout=5)
                 with self._lock:
@@ -546,8 +688,14 @@ class JobManager:
 
     def _log_path(self, run_id: int | str) -> str | None:
         """Where the worker's own stdout/stderr go (framework chatter), next to the store."""
-        base = self.store.path.parent if self.store is not None else settings.store_path().parent
-        return str(base / "logs" / f"run-{run_id}.log")
+        for base in (self.store.path.parent if self.store is not None else settings.store_path().parent,
+                     Path(tempfile.gettempdir()) / "bench"):
+            try:
+                (base / "logs").mkdir(parents=True, exist_ok=True)
+            except OSError:  # the store's folder cannot be made: the run must not fail for its log's sake
+                continue
+            return str(base / "logs" / f"run-{run_id}.log")
+        return None
 
     def _classify_end(self, state: _RunState, exitcode: int | None, reason: str | None) -> None:
         """Decide the outcome of a worker that ended without a finished/failed event."""
@@ -587,12 +735,21 @@ class JobManager:
             process.kill()
             process.join(timeout=3)
 
-    def _flush_samples(self, state: _RunState, pending: list[dict[str, Any]]) -> None:
+    def _flush_samples(self, state: _RunState) -> None:
+        """Write the samples the store has not got; while it fails they wait for _resync."""
+        if self.store is None or not state.stored:
+            return
         with self._lock:
-            batch = list(pending)
-            pending.clear()
-        if batch:
-            self._store_call(state, self.store.add_samples if self.store else None, state.id, batch)
+            if state.dirty or not state.unsaved_samples:
+                return
+            batch = list(state.unsaved_samples)
+        try:
+            self.store.add_samples(state.id, batch)
+        except StoreError as exc:
+            self._store_failed(state, exc)
+            return
+        with self._lock:
+            del state.unsaved_samples[:len(batch)]
 
     def _apply_event(self, state: _RunState, event: dict[str, Any], t0_wall: float) -> bool:
         """Fold one worker event into the run. Returns True when the event ends the run."""

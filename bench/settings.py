@@ -5,6 +5,8 @@
 | BENCH_STORE            | ~/.local/share/bench/runs.sqlite3         | SQLite file holding runs, epochs and samples     |
 | BENCH_HANG_TIMEOUT_S   | 300                                       | a worker silent this long is ended as hung       |
 | BENCH_STOP_GRACE_S     | 5                                         | after Stop, seconds before the worker is killed  |
+| BENCH_HEARTBEAT_LIMIT_S| 30                                        | a run whose owner on another host has not       |
+|                        |                                           | renewed its heartbeat this long is interrupted   |
 | BENCH_PRESENTER_KEY    | (unset)                                   | when set, starting/stopping/deleting needs it    |
 | BENCH_PRESTART         | 1                                         | dashboard keeps a worker with the framework      |
 |                        |                                           | loaded for the next run (0: every run cold)      |
@@ -48,6 +50,12 @@ def hang_timeout_s() -> float:
 def stop_grace_s() -> float:
     """Seconds a worker gets to stop cooperatively before it is terminated."""
     return _float_env("BENCH_STOP_GRACE_S", 5.0)
+
+
+def heartbeat_limit_s() -> float:
+    """Seconds after an owner's last heartbeat before another host's run counts as interrupted (owners renew it every
+    sixth of this)."""
+    return _float_env("BENCH_HEARTBEAT_LIMIT_S", 30.0)
 
 
 def default_backend() -> str:

@@ -1,22 +1,34 @@
 """SQLite store of runs, their epochs and their utilization samples (standard library sqlite3).
 
-One short-lived connection per operation, WAL journal, so the Streamlit server, its supervisor threads and a CLI in
-another process can all read and write the same file. Every epoch is written as it arrives; samples in small batches.
-A failing store raises StoreError; callers keep the run in memory and tell the user (see jobs.py).
+One short-lived connection per operation, WAL journal and a busy timeout, so the Streamlit server, its supervisor
+threads and any number of CLI processes can read and write the same file. Every epoch is written as it arrives;
+samples in small batches. A failing store raises StoreError; callers keep the run in memory, retry, and tell the user
+(see jobs.py).
+
+Runs have owners. Each active run records the process that runs it (pid, host, the process's start time) and a
+heartbeat the owner renews every few seconds. A process marks a run ``interrupted`` only when its owner is gone: on
+this host, when the owner's process no longer exists (a pid reused by another process counts as gone); elsewhere,
+when the heartbeat is older than BENCH_HEARTBEAT_LIMIT_S. Every process does this when it opens the store for a job
+manager and whenever it lists runs, so a dashboard opened beside a CLI run sees that run as live.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from bench import settings
+import psutil
+
+from bench import metrics, settings
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -30,7 +42,11 @@ CREATE TABLE IF NOT EXISTS runs (
     info TEXT,
     error TEXT,
     summary TEXT,
-    label TEXT
+    label TEXT,
+    owner_pid INTEGER,
+    owner_host TEXT,
+    owner_started REAL,
+    heartbeat_at REAL
 );
 CREATE TABLE IF NOT EXISTS epochs (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -46,8 +62,46 @@ CREATE TABLE IF NOT EXISTS samples (
 CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_s);
 """
 
+# columns added since the first schema, added to older files on open
+_ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "owner_started": "REAL", "heartbeat_at": "REAL"}
 _JSON_COLUMNS = ("config", "hardware", "info", "error", "summary")
 ACTIVE_STATUSES = ("queued", "starting", "running")
+BUSY_TIMEOUT_S = 30.0  # a writer waits this long for another process's write before the store counts as failing
+_START_TIME_SLACK_S = 1.0  # process start times are rounded by the kernel's clock ticks
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The process that runs a run: its pid, host name and start time (so a reused pid is not mistaken for it)."""
+
+    pid: int
+    host: str
+    started: float
+
+    @classmethod
+    def current(cls) -> Owner:
+        return cls(pid=os.getpid(), host=socket.gethostname(), started=_process_start(os.getpid()) or 0.0)
+
+    def gone(self, now: float, heartbeat_at: float | None, limit_s: float) -> bool:
+        """Whether this owner can no longer be running its run.
+
+        On this host the process table decides; on another host only the heartbeat can.
+        """
+        if self.host == socket.gethostname():
+            started = _process_start(self.pid)
+            return started is None or (self.started > 0 and abs(started - self.started) > _START_TIME_SLACK_S)
+        return heartbeat_at is None or now - heartbeat_at > limit_s
+
+
+def _process_start(pid: int) -> float | None:
+    """The start time of a live (non-zombie) process, or None if there is none with this pid."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return proc.create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
+        return None
 
 
 class StoreError(RuntimeError):
@@ -60,10 +114,16 @@ class Store:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else settings.store_path()
         self._lock = threading.Lock()
+        self.owner = Owner.current()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._connect() as con:
+                con.execute("PRAGMA journal_mode=WAL")  # persistent in the file; readers never block the writer
                 con.executescript(SCHEMA)
+                have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
+                for name, kind in _ADDED_COLUMNS.items():
+                    if name not in have:
+                        con.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(self._explain(exc)) from exc
 
@@ -81,10 +141,10 @@ class Store:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        con = sqlite3.connect(self.path, timeout=5.0)
+        con = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
         try:
-            con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA foreign_keys=ON")
+            con.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across a process crash, fewer fsyncs
             with con:
                 yield con
         finally:
@@ -101,10 +161,14 @@ class Store:
     # ------------------------------------------------------------------------------------------------------------
     def create_run(self, config: dict[str, Any], *, status: str = "queued", label: str | None = None,
                    created_at: float | None = None) -> int:
+        """A new run, owned by this process (see Owner) while it is active."""
+        now = time.time()
         with self._op() as con:
             cur = con.execute(
-                "INSERT INTO runs (created_at, status, config, label) VALUES (?, ?, ?, ?)",
-                (created_at or time.time(), status, json.dumps(config), label),
+                "INSERT INTO runs (created_at, status, config, label, owner_pid, owner_host, owner_started, "
+                "heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (created_at or now, status, json.dumps(config), label, self.owner.pid, self.owner.host,
+                 self.owner.started, now),
             )
             return int(cur.lastrowid)
 
@@ -120,6 +184,14 @@ class Store:
         cols = ", ".join(f"{k} = ?" for k in fields)
         with self._op() as con:
             con.execute(f"UPDATE runs SET {cols} WHERE id = ?", (*values, run_id))
+
+    def heartbeat(self, run_ids: Sequence[int]) -> None:
+        """The owner says it is still running these runs."""
+        if not run_ids:
+            return
+        with self._op() as con:
+            con.execute(f"UPDATE runs SET heartbeat_at = ? WHERE id IN ({','.join('?' * len(run_ids))})",
+                        (time.time(), *run_ids))
 
     def add_epoch(self, run_id: int, epoch: dict[str, Any]) -> None:
         with self._op() as con:
@@ -137,23 +209,69 @@ class Store:
                 [(run_id, float(s["t_s"]), json.dumps(s)) for s in samples],
             )
 
-    def mark_interrupted(self) -> list[int]:
-        """Runs left queued/starting/running by a server that died: mark them interrupted. Returns their ids."""
+    def add_epochs(self, run_id: int, epochs: Sequence[dict[str, Any]]) -> None:
+        """Write (or rewrite) several epochs at once: what a run kept in memory while the store failed."""
+        if not epochs:
+            return
         with self._op() as con:
-            marks = ",".join("?" * len(ACTIVE_STATUSES))
-            ids = [r[0] for r in con.execute(f"SELECT id FROM runs WHERE status IN ({marks})", ACTIVE_STATUSES)]
-            if ids:
-                error = json.dumps({
-                    "error_type": "Interrupted",
-                    "message": "The server stopped while this run was active; the epochs finished before then are kept.",
-                    "hint": "Start the run again.",
-                })
+            con.executemany("INSERT OR REPLACE INTO epochs (run_id, epoch, data) VALUES (?, ?, ?)",
+                            [(run_id, int(e["epoch"]), json.dumps(e)) for e in epochs])
+
+    def mark_orphans_interrupted(self, *, heartbeat_limit_s: float | None = None,
+                                 now: float | None = None) -> list[int]:
+        """Active runs whose owner is gone (see Owner.gone) become ``interrupted``, with a summary of the epochs and
+        samples they kept. A run with no owner recorded (written before owners existed) is judged by its heartbeat,
+        start or creation time. Returns the ids marked."""
+        limit = heartbeat_limit_s if heartbeat_limit_s is not None else settings.heartbeat_limit_s()
+        now = time.time() if now is None else now
+        marks = ",".join("?" * len(ACTIVE_STATUSES))
+        with self._op() as con:
+            rows = con.execute(
+                f"SELECT id, owner_pid, owner_host, owner_started, heartbeat_at, started_at, created_at "
+                f"FROM runs WHERE status IN ({marks})", ACTIVE_STATUSES).fetchall()
+            orphans = []
+            for run_id, pid, host, started, beat, started_at, created_at in rows:
+                if pid is not None and host is not None:
+                    gone = Owner(int(pid), str(host), float(started or 0.0)).gone(now, beat, limit)
+                else:
+                    last = beat or started_at or created_at
+                    gone = last is None or now - last > limit
+                if gone:
+                    orphans.append(run_id)
+            if not orphans:
+                return []
+            error = json.dumps({
+                "error_type": "Interrupted",
+                "message": "The process running this run ended before it did (a server or terminal that was closed "
+                           "or killed); the epochs finished before then are kept.",
+                "hint": "Start the run again.",
+            })
+            for run_id in orphans:
+                epochs = [json.loads(d) for (d,) in con.execute(
+                    "SELECT data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))]
+                samples = [json.loads(d) for (d,) in con.execute(
+                    "SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))]
+                summary = json.dumps(metrics.summarize(epochs, samples))
                 con.execute(
-                    f"UPDATE runs SET status = 'interrupted', error = ?, ended_at = COALESCE(ended_at, ?) "
-                    f"WHERE id IN ({','.join('?' * len(ids))})",
-                    (error, time.time(), *ids),
-                )
-            return ids
+                    f"UPDATE runs SET status = 'interrupted', error = ?, summary = ?, "
+                    f"ended_at = COALESCE(ended_at, heartbeat_at, ?) WHERE id = ? AND status IN ({marks})",
+                    (error, summary, now, run_id, *ACTIVE_STATUSES))
+            return orphans
+
+    def _backfill_summaries(self) -> None:
+        """Ended runs without a summary (an outcome written by an older version, or a store that failed at the end)
+        get one computed from the epochs and samples they have."""
+        marks = ",".join("?" * len(ACTIVE_STATUSES))
+        with self._op() as con:
+            ids = [r[0] for r in con.execute(
+                f"SELECT id FROM runs WHERE summary IS NULL AND status NOT IN ({marks})", ACTIVE_STATUSES)]
+            for run_id in ids:
+                epochs = [json.loads(d) for (d,) in con.execute(
+                    "SELECT data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))]
+                samples = [json.loads(d) for (d,) in con.execute(
+                    "SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))]
+                con.execute("UPDATE runs SET summary = ? WHERE id = ?",
+                            (json.dumps(metrics.summarize(epochs, samples)), run_id))
 
     def delete_run(self, run_id: int) -> bool:
         with self._op() as con:
@@ -171,7 +289,12 @@ class Store:
         return run
 
     def list_runs(self) -> list[dict[str, Any]]:
-        """Every run, oldest first, with its epochs (no samples)."""
+        """Every run, oldest first, with its epochs (no samples). Runs whose owner is gone are marked first."""
+        try:
+            self.mark_orphans_interrupted()
+            self._backfill_summaries()
+        except StoreError:  # a read-only store can still be listed
+            pass
         with self._op() as con:
             con.row_factory = sqlite3.Row
             runs = [self._row_to_run(r) for r in con.execute("SELECT * FROM runs ORDER BY id")]

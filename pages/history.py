@@ -24,7 +24,8 @@ if not runs:
 rows = []
 for run in runs:
     config = run.get("config") or {}
-    summary = run.get("summary") or {}
+    # an active run (here or in another process) has no stored summary yet: what its epochs say so far
+    summary = run.get("summary") or metrics.summarize(run["epochs"], [])
     info = run.get("info") or {}
     rows.append({
         "id": run["id"],

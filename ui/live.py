@@ -14,7 +14,7 @@ from typing import Any, Callable
 import plotly.graph_objects as go
 import streamlit as st
 
-from bench import charts, metrics
+from bench import charts, metrics, report
 from bench.jobs import JobManager, RunSnapshot
 
 REFRESH_S = 1.0
@@ -36,7 +36,8 @@ def status_line(snap: RunSnapshot) -> str:
     icon = STATUS_ICON.get(snap.status, "")
     where = snap.info.get("placement")
     placed = f" · trained on `{where}`" if where else ""
-    return f"{icon} Run #{snap.id} **{snap.status}** · {snap.config.label()}{placed}"
+    owner = f" · run by {snap.owner} (shown from the store)" if snap.owner else ""
+    return f"{icon} Run #{snap.id} **{snap.status}** · {snap.config.label()}{placed}{owner}"
 
 
 def _latest_sample(snap: RunSnapshot) -> dict[str, Any] | None:
@@ -66,8 +67,13 @@ def progress_bar(snap: RunSnapshot) -> None:
     if snap.status == "queued":
         st.progress(0.0, text=f"Queued (position {(snap.queue_position or 0) + 1})")
         return
-    if not prog:
-        st.progress(0.0, text=f"{snap.phase.capitalize()}…" if snap.active else snap.status)
+    if not prog and snap.active:
+        st.progress(0.0, text=f"{snap.phase.capitalize()}…")
+        return
+    if not prog:  # a run read back from the store: its epochs are all there is
+        done = len(snap.epochs)
+        st.progress(1.0 if snap.status == "finished" else min(1.0, done / max(total, 1)),
+                    text=f"{snap.status.capitalize()} after {done} of {total} epochs")
         return
     done = len(snap.epochs)
     batches = max(prog.get("batches") or 1, 1)
@@ -134,6 +140,12 @@ def run_messages(snap: RunSnapshot) -> None:
                  f"What to do: {snap.error.get('hint')}")
     if snap.store_error:
         st.warning(snap.store_error)
+        if not snap.saved and not snap.active:
+            st.download_button("Download this run (JSON)", data=report.to_json(snap.record()),
+                               file_name=f"run-{abs(snap.id)}-unsaved.json", mime="application/json",
+                               key=f"unsaved_{snap.id}", icon=":material/download:",
+                               help="The store does not hold all of this run yet; this file does. "
+                                    "History can import it later.")
     if snap.status == "finished":
         s = snap.summary
         steady = metrics.format_seconds(s["steady_epoch_seconds"])
@@ -160,7 +172,7 @@ def live_panel(manager: JobManager, *, can_control: bool = True,
         if snap is None:
             st.info("No run yet. Pick the settings above and press **Start**.")
             return
-        if snap.active and can_control:
+        if snap.active and can_control and snap.owner is None:
             if st.button("Stop", key="stop_run", type="secondary", icon=":material/stop:",
                          help="Stops after the current batch; the worker is ended if it does not stop in time."):
                 manager.stop(snap.id)

@@ -165,3 +165,37 @@ def test_sweep_shows_the_shipped_h100_sweeps_with_their_charts_and_flags_short_e
     assert not at.exception, at.exception
     flagged = [w.value for w in at.warning if "Utilization of" in w.value]
     assert flagged and "xl/2048 on gpu:0" in flagged[0] and "xl/32" not in flagged[0], flagged
+
+
+def test_after_a_restart_train_shows_the_last_run_and_history_its_figures(isolated_store):
+    import streamlit as st
+
+    from bench.store import Store
+    from tests.unit.test_store import dead_pid, set_owner
+
+    store = Store(isolated_store)
+    run_id = store.create_run({"dataset": "synthetic-mnist", "model": "mlp", "size": "xs", "epochs": 40},
+                              status="running", label="mlp xs")
+    for n in range(1, 32):
+        store.add_epoch(run_id, {"epoch": n, "epoch_seconds": 0.5 if n > 1 else 2.0, "includes_tracing": n == 1,
+                                 "samples_per_s": 4000.0, "loss": 1.0, "t_start_s": n * 0.5, "t_end_s": n * 0.5 + 0.5})
+    store.add_samples(run_id, [{"t_s": 1.0 + i * 0.5, "cpu_percent": 60.0, "gpus": []} for i in range(30)])
+    set_owner(store, run_id, owner_pid=dead_pid())  # the server that ran it was killed
+    st.cache_resource.clear()  # a new server process: a new JobManager on the same store
+    try:
+        at = app("pages/train.py").run()
+        assert not at.exception, at.exception
+        status = " ".join(m.value for m in at.markdown)
+        assert f"Run #{run_id} **interrupted**" in status, status
+        assert "No run yet" not in " ".join(i.value for i in at.info)
+        assert any("Interrupted after 31 of 40 epochs" in (p.proto.text or "") for p in at.get("progress"))
+
+        at = app("pages/history.py").run()
+        assert not at.exception, at.exception
+        table = at.dataframe[0].value
+        row = table[table["id"] == run_id].iloc[0]
+        assert row["status"] == "interrupted" and row["epochs"] == "31/40"
+        assert row["samples/s"] > 0, "computed from the epochs it has"
+        assert row["mean CPU %"] == pytest.approx(60.0)
+    finally:
+        st.cache_resource.clear()

@@ -154,3 +154,36 @@ def test_import_refuses_a_malformed_file(tmp_path):
 def test_export_of_a_missing_run():
     out = bench("export", "999", timeout=60)
     assert out.returncode == 2 and "no run 999" in out.stderr
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("sweep", "--sizes", ""), "at least one model size"),
+    (("sweep", "--sizes", " , "), "at least one model size"),
+    (("sweep", "--targets", ""), "at least one target"),
+    (("sweep", "--batch-sizes", ""), "at least one batch size"),
+    (("compare", "--targets", ""), "at least one target"),
+])
+def test_empty_lists_are_refused(args, says):
+    out = bench(*args, "--epochs", "1", "--no-peak" if args[0] == "sweep" else "--epochs=1", timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert says in out.stderr and "Traceback" not in out.stderr
+
+
+def test_unknown_command_names_the_right_help():
+    out = bench("bogus", timeout=60)
+    assert out.returncode == 2
+    assert "Run `python -m bench --help`" in out.stderr, out.stderr
+    out = bench("run", "--bogus", timeout=60)
+    assert out.returncode == 2 and "Run `python -m bench run --help`" in out.stderr, out.stderr
+
+
+def test_runs_reports_a_dead_owners_run_as_interrupted(isolated_store):
+    from bench.store import Store
+    from tests.unit.test_store import dead_pid, set_owner
+
+    store = Store(isolated_store)
+    run_id = store.create_run({"epochs": 3}, status="running")
+    set_owner(store, run_id, owner_pid=dead_pid())
+    out = bench("runs", "--json", timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert [r["status"] for r in json.loads(out.stdout)] == ["interrupted"]

@@ -120,11 +120,16 @@ def test_hung_worker_is_detected(store):
     assert "1 s" in snap.error["message"] or "2 s" in snap.error["message"]
 
 
-def test_runs_left_active_are_marked_interrupted_at_start(store):
+def test_runs_left_active_by_a_dead_owner_are_marked_interrupted_at_start(store):
+    from tests.unit.test_store import dead_pid, set_owner
+
     run_id = store.create_run(TINY.to_dict(), status="running")
+    live_id = store.create_run(TINY.to_dict(), status="running")  # owned by this (live) process
     store.add_epoch(run_id, {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True})
+    set_owner(store, run_id, owner_pid=dead_pid())
     jm = JobManager(store, hardware=HW)
-    assert run_id in jm.interrupted_at_start
+    assert jm.interrupted_at_start == [run_id]
+    assert store.get_run(live_id)["status"] == "running"
     run = store.get_run(run_id)
     assert run["status"] == "interrupted"
     assert len(run["epochs"]) == 1

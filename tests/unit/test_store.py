@@ -68,3 +68,101 @@ def test_unwritable_folder_is_a_store_error(tmp_path):
     blocker.write_text("not a folder")
     with pytest.raises(StoreError, match="BENCH_STORE"):
         Store(blocker / "runs.sqlite3")
+
+
+# -- owners: a run is interrupted only when the process running it is gone ------------------------------------------
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def set_owner(store: Store, run_id: int, **columns) -> None:
+    with sqlite3.connect(store.path) as con:
+        cols = ", ".join(f"{k} = ?" for k in columns)
+        con.execute(f"UPDATE runs SET {cols} WHERE id = ?", (*columns.values(), run_id))
+
+
+def test_new_run_records_its_owner_and_a_heartbeat(tmp_path):
+    import socket
+
+    store = Store(tmp_path / "o.sqlite3")
+    run_id = store.create_run({"epochs": 2}, status="running")
+    run = store.get_run(run_id)
+    assert run["owner_pid"] == os.getpid() and run["owner_host"] == socket.gethostname()
+    assert run["owner_started"] > 0 and run["heartbeat_at"] is not None
+    before = run["heartbeat_at"]
+    store.heartbeat([run_id])
+    assert store.get_run(run_id)["heartbeat_at"] >= before
+
+
+def test_a_live_owners_run_is_never_marked_interrupted(tmp_path):
+    store = Store(tmp_path / "o.sqlite3")
+    run_id = store.create_run({}, status="running")
+    set_owner(store, run_id, heartbeat_at=0.0)  # an old heartbeat does not matter while the process is alive here
+    other = Store(store.path)
+    assert other.mark_orphans_interrupted() == []
+    assert other.list_runs()[0]["status"] == "running"
+
+
+def test_a_dead_owners_run_is_marked_interrupted_with_a_summary(tmp_path):
+    store = Store(tmp_path / "o.sqlite3")
+    run_id = store.create_run({}, status="running")
+    store.add_epoch(run_id, {"epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True, "samples_per_s": 50.0})
+    store.add_epoch(run_id, {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False, "samples_per_s": 100.0,
+                             "t_start_s": 2.0, "t_end_s": 3.0})
+    store.add_samples(run_id, [{"t_s": 2.5, "cpu_percent": 40.0, "gpus": []}])
+    set_owner(store, run_id, owner_pid=dead_pid())
+    assert store.mark_orphans_interrupted() == [run_id]
+    run = store.get_run(run_id)
+    assert run["status"] == "interrupted" and run["error"]["error_type"] == "Interrupted"
+    assert run["summary"]["steady_epoch_seconds"] == 1.0, "History can show what the run measured"
+    assert run["summary"]["mean_cpu_percent"] == 40.0
+    assert store.mark_orphans_interrupted() == [], "marked once"
+
+
+def test_a_reused_pid_does_not_keep_a_run_alive(tmp_path):
+    store = Store(tmp_path / "o.sqlite3")
+    run_id = store.create_run({}, status="running")
+    set_owner(store, run_id, owner_started=store.owner.started - 3600)  # our pid, but another process's start
+    assert store.mark_orphans_interrupted() == [run_id]
+
+
+@pytest.mark.parametrize(("age_s", "marked"), [(5.0, False), (120.0, True)])
+def test_another_hosts_run_is_judged_by_its_heartbeat(tmp_path, age_s, marked):
+    import time
+
+    store = Store(tmp_path / "o.sqlite3")
+    run_id = store.create_run({}, status="running")
+    set_owner(store, run_id, owner_host="another-host.example", owner_pid=1, heartbeat_at=time.time() - age_s)
+    assert store.mark_orphans_interrupted(heartbeat_limit_s=30.0) == ([run_id] if marked else [])
+
+
+def test_listing_marks_orphans_and_a_run_written_before_owners_by_its_age(tmp_path):
+    import time
+
+    store = Store(tmp_path / "o.sqlite3")
+    old = store.create_run({}, status="running", created_at=time.time() - 3600)
+    set_owner(store, old, owner_pid=None, owner_host=None, heartbeat_at=None)
+    fresh = store.create_run({}, status="queued")
+    statuses = {r["id"]: r["status"] for r in store.list_runs()}
+    assert statuses == {old: "interrupted", fresh: "queued"}
+
+
+def test_a_file_from_before_owners_gets_the_new_columns(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as con:
+        con.executescript("""
+            CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, created_at REAL NOT NULL, started_at REAL,
+                ended_at REAL, status TEXT NOT NULL, config TEXT NOT NULL, hardware TEXT, info TEXT, error TEXT,
+                summary TEXT, label TEXT);
+            INSERT INTO runs (created_at, status, config) VALUES (1.0, 'finished', '{}');
+        """)
+    store = Store(path)
+    run_id = store.create_run({}, status="running")
+    assert store.get_run(1)["status"] == "finished"
+    assert store.get_run(run_id)["owner_pid"] == os.getpid()
