@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from bench import datasets as d
-from bench.datasets import DatasetError
+from bench.datasets import DatasetError, keras_cache, registry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SYNTHETIC = ("synthetic-mnist", "synthetic-cifar10", "synthetic-imdb")
@@ -107,6 +107,15 @@ def test_bad_limit_is_refused(bad: Any) -> None:
 def test_bad_seed_is_refused() -> None:
     with pytest.raises(DatasetError, match="seed must be a whole number"):
         d.load("synthetic-mnist", seed=-1, limit_samples=5)
+
+
+def test_package_reexports_the_public_names_and_no_private_helpers() -> None:
+    """Private helpers live in their modules only, so a test patching ``d._helper`` fails instead of missing."""
+    for name in d.__all__:
+        assert getattr(d, name) is not None, name
+    assert {"get_info", "load", "check_npz", "find_cache", "DatasetError", "DATASETS"} <= set(d.__all__)
+    private = [name for name in vars(d) if name.startswith("_") and not name.startswith("__")]
+    assert private == [], private
 
 
 def test_importing_and_describing_never_imports_tensorflow() -> None:
@@ -309,8 +318,8 @@ def forbid_network(monkeypatch: pytest.MonkeyPatch) -> None:
     def no(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the network must not be touched when the cache is present")
 
-    monkeypatch.setattr(d, "_can_reach", no)
-    monkeypatch.setattr(d, "_download_with_keras", no)
+    monkeypatch.setattr(keras_cache, "_can_reach", no)
+    monkeypatch.setattr(keras_cache, "_download_with_keras", no)
 
 
 def test_mnist_cache_is_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -427,12 +436,12 @@ OFFLINE_CASES = [
 def test_offline_fails_fast_naming_the_cache_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, files: list[str], fallback: str
 ) -> None:
-    monkeypatch.setattr(d, "_can_reach", lambda host, *a, **k: False)
+    monkeypatch.setattr(keras_cache, "_can_reach", lambda host, *a, **k: False)
 
     def no_download(_name: str) -> Any:
         raise AssertionError("keras must not be asked to download when the host is unreachable")
 
-    monkeypatch.setattr(d, "_download_with_keras", no_download)
+    monkeypatch.setattr(keras_cache, "_download_with_keras", no_download)
     start_s = time.perf_counter()
     with pytest.raises(DatasetError) as caught:
         d.load(name, cache_dir=str(tmp_path))
@@ -447,19 +456,19 @@ def test_offline_fails_fast_naming_the_cache_file(
 
 def test_offline_message_names_home_keras_path_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("KERAS_HOME", raising=False)
-    monkeypatch.setattr(d, "find_cache", lambda name, cache_dir=None: None)
-    monkeypatch.setattr(d, "_can_reach", lambda host, *a, **k: False)
+    monkeypatch.setattr(keras_cache, "find_cache", lambda name, cache_dir=None: None)
+    monkeypatch.setattr(keras_cache, "_can_reach", lambda host, *a, **k: False)
     with pytest.raises(DatasetError, match=r"not cached at ~/\.keras/datasets/mnist\.npz.*'synthetic-mnist'"):
         d.load("mnist")
 
 
 def test_failed_download_is_a_dataset_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(d, "_can_reach", lambda host, *a, **k: True)
+    monkeypatch.setattr(keras_cache, "_can_reach", lambda host, *a, **k: True)
 
     def failing(_name: str) -> Any:
         raise urllib.error.URLError("timed out")
 
-    monkeypatch.setattr(d, "_download_with_keras", failing)
+    monkeypatch.setattr(keras_cache, "_download_with_keras", failing)
     with pytest.raises(DatasetError, match=r"imdb\.npz.*URLError.*timed out.*'synthetic-imdb'"):
         d.load("imdb", cache_dir=str(tmp_path))
 
@@ -469,7 +478,7 @@ def test_connectivity_check_refused_port_is_false() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     start_s = time.perf_counter()
-    assert d._can_reach("127.0.0.1", port, timeout_s=1.0) is False
+    assert keras_cache._can_reach("127.0.0.1", port, timeout_s=1.0) is False
     assert time.perf_counter() - start_s < 1.5
 
 
@@ -477,7 +486,7 @@ def test_connectivity_check_open_port_is_true() -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(1)
-        assert d._can_reach("127.0.0.1", server.getsockname()[1], timeout_s=2.0) is True
+        assert keras_cache._can_reach("127.0.0.1", server.getsockname()[1], timeout_s=2.0) is True
 
 
 def test_connectivity_check_never_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -485,9 +494,9 @@ def test_connectivity_check_never_hangs(monkeypatch: pytest.MonkeyPatch) -> None
         time.sleep(5)
         raise OSError("late")
 
-    monkeypatch.setattr(d.socket, "create_connection", hanging)
+    monkeypatch.setattr(keras_cache.socket, "create_connection", hanging)
     start_s = time.perf_counter()
-    assert d._can_reach("storage.googleapis.com", timeout_s=0.2) is False
+    assert keras_cache._can_reach("storage.googleapis.com", timeout_s=0.2) is False
     assert time.perf_counter() - start_s < 1.0
 
 
@@ -669,7 +678,7 @@ def test_cached_parsers_match_keras_load_data(tmp_path: Path, monkeypatch: pytes
     )
     for name in ("mnist", "fashion-mnist", "imdb"):
         ours = d.load_keras_cached(name, str(tmp_path))
-        theirs = d._make_dataset(d.DATASETS[name], d._download_with_keras(name))
+        theirs = registry._make_dataset(d.DATASETS[name], keras_cache._download_with_keras(name))
         for key in ("x_train", "y_train", "x_test", "y_test"):
             a, b = getattr(ours, key), getattr(theirs, key)
             assert a.dtype == b.dtype and a.shape == b.shape, (name, key)
