@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 import zipfile
 
@@ -24,7 +25,9 @@ def check_npz(path: str, max_bytes: int = NPZ_MAX_BYTES) -> DatasetInfo:
     The file must hold exactly x_train, y_train, x_test, y_test (no object arrays); x numeric and finite with the same
     per-sample shape in both splits; y whole-number class indices 0..K-1 (K = max label + 1 >= 2), one per sample.
     x of shape (N, H, W) gains a channel axis, (N, H, W, C) is kept, (N, L) integers are token ids (text, vocabulary
-    max id + 1), (N, D) floats are flat features. Results are cached per (path, size, mtime).
+    max id + 1), (N, D) floats are flat features. Before any array is read, the file and its members uncompressed must
+    fit in ``max_bytes``, and so must the shape and dtype each member's .npy header declares, which must also match
+    the bytes the member holds. Results are cached per (path, size, mtime).
 
     Raises:
         DatasetError: what is wrong with the file and what to do about it.
@@ -46,8 +49,23 @@ def _mib(n_bytes: int) -> str:
     return f"{n_bytes / 2**20:.1f} MiB"
 
 
+def _size(n_bytes: int) -> str:
+    """A byte count in the largest fitting binary unit, e.g. "256 bytes", "250.0 KiB", "23.3 TiB"."""
+    if n_bytes < 1024:
+        return f"{n_bytes} bytes"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        n_bytes /= 1024
+        if n_bytes < 1024 or unit == "PiB":
+            break
+    return f"{n_bytes:.1f} {unit}"
+
+
 def _read_npz(path: str, max_bytes: int) -> tuple[DatasetInfo, dict[str, np.ndarray]]:
-    """Validate the file (see check_npz) and return its info and raw arrays."""
+    """Validate the file (see check_npz) and return its info and raw arrays.
+
+    Sizes are checked before any array is allocated: the file on disk, the members uncompressed, then the shape and
+    dtype each member's .npy header declares (a forged header could otherwise ask numpy for terabytes).
+    """
     what = f"the .npz file {path}"
     if not os.path.isfile(path):
         raise DatasetError(f"{what} does not exist; check the path, or upload the file again")
@@ -60,24 +78,18 @@ def _read_npz(path: str, max_bytes: int) -> tuple[DatasetInfo, dict[str, np.ndar
     try:
         with zipfile.ZipFile(path) as archive:
             uncompressed_bytes = sum(i.file_size for i in archive.infolist())
-        if uncompressed_bytes > max_bytes:
-            raise DatasetError(
-                f"{what} holds {_mib(uncompressed_bytes)} of arrays uncompressed, over the {_mib(max_bytes)} limit; "
-                "save fewer samples"
-            )
-        with np.load(path, allow_pickle=False) as npz:
-            keys = sorted(npz.files)
-            missing = [k for k in NPZ_KEYS if k not in keys]
-            extra = [k for k in keys if k not in NPZ_KEYS]
-            if missing or extra:
+            if uncompressed_bytes > max_bytes:
                 raise DatasetError(
-                    f"{what} must hold exactly the arrays {', '.join(NPZ_KEYS)}; "
-                    + (f"missing: {', '.join(missing)}" if missing else "")
-                    + ("; " if missing and extra else "")
-                    + (f"unexpected: {', '.join(extra)}" if extra else "")
-                    + ". Save it with np.savez(path, x_train=..., y_train=..., x_test=..., y_test=...)"
+                    f"{what} holds {_mib(uncompressed_bytes)} of arrays uncompressed, over the {_mib(max_bytes)} "
+                    "limit; save fewer samples"
                 )
-            arrays = {k: npz[k] for k in NPZ_KEYS}
+            members = _npz_members(what, archive)
+            for key, member in members.items():
+                _check_declared_size(what, archive, key, member, max_bytes)
+            arrays = {}
+            for key, member in members.items():
+                with archive.open(member) as f:
+                    arrays[key] = np.lib.format.read_array(f, allow_pickle=False)
     except DatasetError:
         raise
     except ValueError as exc:
@@ -90,6 +102,64 @@ def _read_npz(path: str, max_bytes: int) -> tuple[DatasetInfo, dict[str, np.ndar
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise DatasetError(f"{what} is not a valid .npz ({type(exc).__name__}: {exc}); save it again with np.savez") from None
     return _validate_npz_arrays(path, arrays), arrays
+
+
+def _npz_members(what: str, archive: zipfile.ZipFile) -> dict[str, str]:
+    """The zip member holding each of NPZ_KEYS, named as np.load names them ("x_train.npy" is key "x_train")."""
+    names = archive.namelist()
+    keys = sorted(name.removesuffix(".npy") for name in names)
+    missing = [k for k in NPZ_KEYS if k not in keys]
+    extra = [k for k in keys if k not in NPZ_KEYS]
+    if missing or extra:
+        raise DatasetError(
+            f"{what} must hold exactly the arrays {', '.join(NPZ_KEYS)}; "
+            + (f"missing: {', '.join(missing)}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"unexpected: {', '.join(extra)}" if extra else "")
+            + ". Save it with np.savez(path, x_train=..., y_train=..., x_test=..., y_test=...)"
+        )
+    return {key: key if key in names else f"{key}.npy" for key in NPZ_KEYS}
+
+
+def _check_declared_size(what: str, archive: zipfile.ZipFile, key: str, member: str, max_bytes: int) -> None:
+    """Read only the .npy header of one member; refuse a declared size over the limit, or unlike the bytes held.
+
+    Object arrays are let through here: reading them with allow_pickle=False refuses them with their own message.
+    """
+    with archive.open(member) as f:
+        try:
+            major, _minor = np.lib.format.read_magic(f)
+        except ValueError:
+            raise DatasetError(
+                f"{what}: {key} is not a numpy array (its member {member} has no .npy header); "
+                "save the file with np.savez(path, x_train=..., y_train=..., x_test=..., y_test=...)"
+            ) from None
+        if major == 1:
+            shape, _fortran_order, dtype = np.lib.format.read_array_header_1_0(f)
+        elif major in (2, 3):
+            shape, _fortran_order, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"{member} is in .npy format version {major}, which numpy does not write")
+        header_bytes = f.tell()
+    if dtype.hasobject:
+        return
+    if any(d < 0 for d in shape):
+        raise DatasetError(
+            f"{what}: {key} declares the impossible shape {shape}; the file is damaged, save it again with np.savez"
+        )
+    declared = math.prod(shape) * dtype.itemsize
+    held = max(archive.getinfo(member).file_size - header_bytes, 0)
+    declares = f"{key}'s header declares shape {shape} of {dtype}, {_size(declared)} of data"
+    if declared > max_bytes:
+        raise DatasetError(
+            f"{what}: {declares}, over the {_mib(max_bytes)} limit (and the file holds {_size(held)} of it, so it is "
+            f"forged or damaged); nothing was loaded. Save the arrays again with np.savez, at most {_mib(max_bytes)}"
+        )
+    if declared != held:
+        raise DatasetError(
+            f"{what}: {declares}, but the file holds {_size(held)} of it, so it is truncated or damaged; "
+            "save it again with np.savez"
+        )
 
 
 def _validate_npz_arrays(path: str, arrays: dict[str, np.ndarray]) -> DatasetInfo:
