@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zipfile
 from io import BytesIO
 from pathlib import Path
 
@@ -272,6 +273,26 @@ def pickle_disguised_as_npz() -> bytes:
     return pickle.dumps({"x_train": Evil()})
 
 
+def forged_header_npz() -> bytes:
+    """A valid .npz but for x_train, whose .npy header claims shape (100000000000, 8, 8) float32 (23.3 TiB) over 256
+    bytes of data: numpy would try to allocate the 23.3 TiB if the header were trusted."""
+    header = BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                  "shape": (100000000000, 8, 8)})
+    with zipfile.ZipFile(BytesIO(npz_bytes())) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    members["x_train.npy"] = header.getvalue() + bytes(256)
+    out = BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+FORGED_MESSAGE = (r"x_train's header declares shape \(100000000000, 8, 8\) of float32, 23\.3 TiB of data, over the "
+                  r"200\.0 MiB limit \(and the file holds 256 bytes of it, so it is forged or damaged\)")
+
+
 NPZ_BAD = [
     (b"this is not a zip file at all", r"(?i)not a valid \.npz|cannot be read|zip"),
     (pickle_disguised_as_npz(), r"(?i)not a valid \.npz|cannot be read|zip"),
@@ -281,8 +302,10 @@ NPZ_BAD = [
     (npz_bytes(x_test=np.full((8, 6, 5), np.nan, np.float32)), r"x_test contains NaN or infinite values"),
     (npz_bytes(y_test=np.arange(8) % 3 - 1), r"y_test has negative labels"),
     (npz_bytes(y_test=None), r"missing: y_test"),
+    (forged_header_npz(), FORGED_MESSAGE),
 ]
-NPZ_IDS = ["not-zip", "pickle", "object-arrays", "lengths", "strings", "nan", "negative-labels", "missing-key"]
+NPZ_IDS = ["not-zip", "pickle", "object-arrays", "lengths", "strings", "nan", "negative-labels", "missing-key",
+           "forged-header"]
 
 
 def open_npz_upload() -> AppTest:
@@ -333,6 +356,20 @@ def test_npz_labels_far_beyond_the_sample_count_are_refused(tmp_path, labels):
     path.write_bytes(npz_bytes(y_train=labels))
     with pytest.raises((datasets.DatasetError, ConfigError), match=r"(?i)label|class"):
         RunConfig(dataset="npz", npz_path=str(path), batch_size=8, limit_samples=None, size="xs").validate()
+
+
+def test_cli_refuses_a_forged_npz_header_with_exit_2_before_allocating(tmp_path):
+    path = tmp_path / "forged.npz"
+    path.write_bytes(forged_header_npz())
+    argv = ["run", "--dataset", "npz", "--npz", str(path), "--model", "mlp", "--size", "xs", "--epochs", "1",
+            "--device", "cpu"]
+    out = subprocess.run([sys.executable, "-m", "bench", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(tmp_path / "runs.sqlite3")})
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert re.search(r"^error: the \.npz file .*forged\.npz: " + FORGED_MESSAGE, out.stderr, re.M), out.stderr[-3000:]
+    assert "Traceback" not in out.stderr and "MemoryError" not in out.stderr
+    with pytest.raises(datasets.DatasetError, match=FORGED_MESSAGE):  # the engine function the CLI's check uses
+        datasets.get_info("npz", npz_path=str(path))
 
 
 # -- a download with no network ---------------------------------------------------------------------------------------

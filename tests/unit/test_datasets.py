@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import pickle
 import re
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ import numpy as np
 import pytest
 
 from bench import datasets as d
-from bench.datasets import DatasetError
+from bench.datasets import DatasetError, keras_cache, registry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SYNTHETIC = ("synthetic-mnist", "synthetic-cifar10", "synthetic-imdb")
@@ -107,6 +109,15 @@ def test_bad_limit_is_refused(bad: Any) -> None:
 def test_bad_seed_is_refused() -> None:
     with pytest.raises(DatasetError, match="seed must be a whole number"):
         d.load("synthetic-mnist", seed=-1, limit_samples=5)
+
+
+def test_package_reexports_the_public_names_and_no_private_helpers() -> None:
+    """Private helpers live in their modules only, so a test patching ``d._helper`` fails instead of missing."""
+    for name in d.__all__:
+        assert getattr(d, name) is not None, name
+    assert {"get_info", "load", "check_npz", "find_cache", "DatasetError", "DATASETS"} <= set(d.__all__)
+    private = [name for name in vars(d) if name.startswith("_") and not name.startswith("__")]
+    assert private == [], private
 
 
 def test_importing_and_describing_never_imports_tensorflow() -> None:
@@ -309,8 +320,8 @@ def forbid_network(monkeypatch: pytest.MonkeyPatch) -> None:
     def no(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the network must not be touched when the cache is present")
 
-    monkeypatch.setattr(d, "_can_reach", no)
-    monkeypatch.setattr(d, "_download_with_keras", no)
+    monkeypatch.setattr(keras_cache, "_can_reach", no)
+    monkeypatch.setattr(keras_cache, "_download_with_keras", no)
 
 
 def test_mnist_cache_is_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -427,12 +438,12 @@ OFFLINE_CASES = [
 def test_offline_fails_fast_naming_the_cache_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, files: list[str], fallback: str
 ) -> None:
-    monkeypatch.setattr(d, "_can_reach", lambda host, *a, **k: False)
+    monkeypatch.setattr(keras_cache, "_can_reach", lambda host, *a, **k: False)
 
     def no_download(_name: str) -> Any:
         raise AssertionError("keras must not be asked to download when the host is unreachable")
 
-    monkeypatch.setattr(d, "_download_with_keras", no_download)
+    monkeypatch.setattr(keras_cache, "_download_with_keras", no_download)
     start_s = time.perf_counter()
     with pytest.raises(DatasetError) as caught:
         d.load(name, cache_dir=str(tmp_path))
@@ -447,19 +458,19 @@ def test_offline_fails_fast_naming_the_cache_file(
 
 def test_offline_message_names_home_keras_path_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("KERAS_HOME", raising=False)
-    monkeypatch.setattr(d, "find_cache", lambda name, cache_dir=None: None)
-    monkeypatch.setattr(d, "_can_reach", lambda host, *a, **k: False)
+    monkeypatch.setattr(keras_cache, "find_cache", lambda name, cache_dir=None: None)
+    monkeypatch.setattr(keras_cache, "_can_reach", lambda host, *a, **k: False)
     with pytest.raises(DatasetError, match=r"not cached at ~/\.keras/datasets/mnist\.npz.*'synthetic-mnist'"):
         d.load("mnist")
 
 
 def test_failed_download_is_a_dataset_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(d, "_can_reach", lambda host, *a, **k: True)
+    monkeypatch.setattr(keras_cache, "_can_reach", lambda host, *a, **k: True)
 
     def failing(_name: str) -> Any:
         raise urllib.error.URLError("timed out")
 
-    monkeypatch.setattr(d, "_download_with_keras", failing)
+    monkeypatch.setattr(keras_cache, "_download_with_keras", failing)
     with pytest.raises(DatasetError, match=r"imdb\.npz.*URLError.*timed out.*'synthetic-imdb'"):
         d.load("imdb", cache_dir=str(tmp_path))
 
@@ -469,7 +480,7 @@ def test_connectivity_check_refused_port_is_false() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     start_s = time.perf_counter()
-    assert d._can_reach("127.0.0.1", port, timeout_s=1.0) is False
+    assert keras_cache._can_reach("127.0.0.1", port, timeout_s=1.0) is False
     assert time.perf_counter() - start_s < 1.5
 
 
@@ -477,7 +488,7 @@ def test_connectivity_check_open_port_is_true() -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(1)
-        assert d._can_reach("127.0.0.1", server.getsockname()[1], timeout_s=2.0) is True
+        assert keras_cache._can_reach("127.0.0.1", server.getsockname()[1], timeout_s=2.0) is True
 
 
 def test_connectivity_check_never_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -485,9 +496,9 @@ def test_connectivity_check_never_hangs(monkeypatch: pytest.MonkeyPatch) -> None
         time.sleep(5)
         raise OSError("late")
 
-    monkeypatch.setattr(d.socket, "create_connection", hanging)
+    monkeypatch.setattr(keras_cache.socket, "create_connection", hanging)
     start_s = time.perf_counter()
-    assert d._can_reach("storage.googleapis.com", timeout_s=0.2) is False
+    assert keras_cache._can_reach("storage.googleapis.com", timeout_s=0.2) is False
     assert time.perf_counter() - start_s < 1.0
 
 
@@ -616,6 +627,121 @@ def test_npz_object_arrays_are_refused(tmp_path: Path) -> None:
         d.check_npz(path)
 
 
+def npy_bytes(array: np.ndarray, version: tuple[int, int] | None = None) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, array, version=version)
+    return buffer.getvalue()
+
+
+def forged_npy(shape: tuple[int, ...], descr: str = "<f4", data: bytes = bytes(256)) -> bytes:
+    """A .npy whose header claims ``shape`` of ``descr`` over ``data`` (256 zero bytes by default)."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buffer.getvalue() + data
+
+
+def write_npz_members(tmp_path: Path, **members: bytes) -> str:
+    """An .npz written member by member: the valid arrays, with ``members`` (raw .npy bytes) in their place."""
+    path = tmp_path / "forged.npz"
+    raw = {f"{k}.npy": npy_bytes(np.asarray(v)) for k, v in valid_arrays().items()}
+    raw.update({f"{k}.npy": v for k, v in members.items()})
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in raw.items():
+            archive.writestr(name, data)
+    return str(path)
+
+
+def forbid_reading_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("no array may be read (or allocated) from a file whose header is refused")
+
+    monkeypatch.setattr(np.lib.format, "read_array", no)
+
+
+def test_npz_forged_header_asking_for_terabytes_is_refused_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_npz_members(tmp_path, x_train=forged_npy((100000000000, 8, 8)))
+    assert os.path.getsize(path) < 4096
+    forbid_reading_arrays(monkeypatch)
+    message = (
+        r"x_train's header declares shape \(100000000000, 8, 8\) of float32, 23\.3 TiB of data, over the 200\.0 MiB "
+        r"limit \(and the file holds 256 bytes of it, so it is forged or damaged\); nothing was loaded\. "
+        r"Save the arrays again with np\.savez"
+    )
+    with pytest.raises(DatasetError, match=message):
+        d.check_npz(path)
+    with pytest.raises(DatasetError, match=message):
+        d.get_info("npz", npz_path=path)
+    with pytest.raises(DatasetError, match=message):
+        d.load("npz", npz_path=path)
+
+
+@pytest.mark.parametrize(
+    ("shape", "descr", "max_bytes", "limit"),
+    [
+        ((1, 2**18 + 1), "<f4", 2**20, r"1\.0 MiB"),  # 4 bytes over a 1 MiB cap
+        ((1, d.NPZ_MAX_BYTES + 1), "|u1", None, r"200\.0 MiB"),  # 1 byte over the default cap
+    ],
+    ids=["4-bytes-over-1MiB", "1-byte-over-default"],
+)
+def test_npz_header_declaring_just_over_the_limit_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: tuple[int, ...], descr: str, max_bytes: int | None,
+    limit: str,
+) -> None:
+    path = write_npz_members(tmp_path, y_test=forged_npy(shape, descr))
+    forbid_reading_arrays(monkeypatch)
+    message = rf"y_test's header declares shape {re.escape(str(shape))} .*, over the {limit} limit"
+    with pytest.raises(DatasetError, match=message):
+        d.check_npz(path) if max_bytes is None else d.check_npz(path, max_bytes=max_bytes)
+    if max_bytes is None:
+        with pytest.raises(DatasetError, match=message):
+            d.load("npz", npz_path=path)
+
+
+@pytest.mark.parametrize(
+    ("shape", "data", "held"),
+    [
+        ((2**18,), bytes(256), "256 bytes"),  # exactly the 1 MiB cap declared: not over it, but truncated
+        ((1000, 8, 8), bytes(256), "256 bytes"),
+        ((2, 8), bytes(1024), "1.0 KiB"),  # more bytes than declared
+    ],
+    ids=["at-the-cap", "truncated", "surplus"],
+)
+def test_npz_header_disagreeing_with_its_data_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: tuple[int, ...], data: bytes, held: str
+) -> None:
+    path = write_npz_members(tmp_path, x_test=forged_npy(shape, data=data))
+    forbid_reading_arrays(monkeypatch)
+    with pytest.raises(DatasetError) as caught:
+        d.check_npz(path, max_bytes=2**20)
+    message = str(caught.value)
+    assert f"x_test's header declares shape {shape} of float32" in message, message
+    assert f"but the file holds {held} of it, so it is truncated or damaged; save it again with np.savez" in message
+    assert "limit" not in message
+
+
+def test_npz_member_that_is_not_a_npy_array_is_refused(tmp_path: Path) -> None:
+    path = write_npz_members(tmp_path, y_train=b"0,1,2,0,1,2")
+    message = r"y_train is not a numpy array \(its member y_train\.npy has no \.npy header\); save the file with"
+    with pytest.raises(DatasetError, match=message):
+        d.check_npz(path)
+
+
+def test_npz_valid_files_still_load_compressed_fortran_and_format_2(tmp_path: Path) -> None:
+    arrays = valid_arrays(x_train=np.asfortranarray(valid_arrays()["x_train"]))
+    compressed = tmp_path / "compressed.npz"
+    np.savez_compressed(compressed, **arrays)
+    version_2 = write_npz_members(tmp_path, x_test=npy_bytes(arrays["x_test"], version=(2, 0)))
+    for path in (str(compressed), version_2, write_npz(tmp_path)):
+        ds = d.load("npz", npz_path=path)
+        assert ds.info == d.check_npz(path)
+        assert (ds.info.n_train, ds.info.n_test, ds.info.input_shape) == (20, 4, (6, 5, 1))
+        np.testing.assert_array_equal(ds.x_train[..., 0], arrays["x_train"])
+        np.testing.assert_array_equal(ds.x_test[..., 0], arrays["x_test"])
+        assert ds.y_train.tolist() == arrays["y_train"].tolist()
+
+
 NPZ_FAILURES = [
     ({"x_test": np.zeros((4, 5, 6), np.float32)}, r"x_train samples have shape \(6, 5\) but x_test samples \(5, 6\)"),
     ({"y_train": np.arange(19) % 3}, r"x_train has 20 samples but y_train has 19"),
@@ -669,7 +795,7 @@ def test_cached_parsers_match_keras_load_data(tmp_path: Path, monkeypatch: pytes
     )
     for name in ("mnist", "fashion-mnist", "imdb"):
         ours = d.load_keras_cached(name, str(tmp_path))
-        theirs = d._make_dataset(d.DATASETS[name], d._download_with_keras(name))
+        theirs = registry._make_dataset(d.DATASETS[name], keras_cache._download_with_keras(name))
         for key in ("x_train", "y_train", "x_test", "y_test"):
             a, b = getattr(ours, key), getattr(theirs, key)
             assert a.dtype == b.dtype and a.shape == b.shape, (name, key)
