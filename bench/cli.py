@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bench import metrics
+from bench import records as records_module
+from bench.records import Status
 from bench.config import ConfigError, RunConfig, parse_target
 
 
@@ -291,7 +293,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _keep_unsaved(record, reason=record.get("store_error"), epochs=len(record["epochs"]),
                       json_path=args.json_path)
         return EXIT_NOT_STORED
-    return 0 if record["status"] == "finished" else 1
+    return 0 if record["status"] == Status.FINISHED else 1
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -328,7 +330,7 @@ def _run_many(configs: list[RunConfig]) -> tuple[list[dict[str, Any]], list[bool
         record, ok = execute_run(config, manager=manager)
         records.append(record)
         saved.append(ok)
-        if records[-1]["status"] != "finished":
+        if records[-1]["status"] != Status.FINISHED:
             print(f"   run ended {records[-1]['status']}: {(records[-1].get('error') or {}).get('message', '')}",
                   file=sys.stderr)
     if not all(saved):
@@ -346,7 +348,7 @@ def _unsaved_exit(records: list[dict[str, Any]], saved: list[bool], json_path: s
     if not unsaved:
         return None
     if json_path is None:
-        data = {"schema": "bench.comparison/1", "runs": unsaved, "comparison": compare.comparison(unsaved)}
+        data = records_module.comparison_record(unsaved)
     _keep_unsaved(data if json_path is None else {}, reason=unsaved[0].get("store_error"),
                   epochs=sum(len(r["epochs"]) for r in unsaved), json_path=json_path)
     print(f"{len(unsaved)} of {len(records)} runs are not in the store.", file=sys.stderr)
@@ -361,11 +363,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError("compare needs at least two targets, e.g. --targets cpu/1,cpu")
     configs = compare.target_configs(config_from_args(args, device="cpu"), targets)
     records, saved = _run_many(configs)
-    result = {"schema": "bench.comparison/1", "runs": records, "comparison": compare.comparison(records)}
+    result = records_module.comparison_record(records)
     if args.json_path:
         _write_json(args.json_path, result)
     for pair in result["comparison"]["pairs"]:
-        print(compare.headline(pair))
+        print(pair["headline"])
         first_a, first_b = pair.get("first_epoch_seconds_a"), pair.get("first_epoch_seconds_b")
         print(f"  first epoch (includes tracing): {pair['baseline_target']} {metrics.format_seconds(first_a)}, "
               f"{pair['target']} {metrics.format_seconds(first_b)}")
@@ -374,7 +376,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved
-    return 0 if all(r["status"] == "finished" for r in records) else 1
+    return 0 if all(r["status"] == Status.FINISHED for r in records) else 1
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -404,8 +406,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     records, saved = _run_many(configs)
     rows = [compare.sweep_row(r, peaks.get(compare.target(r))) for r in records]
     if args.json_path:
-        _write_json(args.json_path, {"schema": "bench.sweep/1", "rows": rows, "peaks_gflops": peaks,
-                                     "runs": [{k: v for k, v in r.items() if k != "samples"} for r in records]})
+        _write_json(args.json_path, records_module.sweep_record(rows, peaks, records))
     wide = compare.wide_window_rows(rows)
     print(f"{'size':>4} {'batch':>6} {'target':>7} {'params':>12} {'steady s':>9} {'samples/s':>10} "
           f"{'GFLOP/s':>8} {'peak':>8} {'GPU %':>6} {'CPU %':>6}")
@@ -422,7 +423,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved
-    return 0 if all(r["status"] == "finished" for r in records) else 1
+    return 0 if all(r["status"] == Status.FINISHED for r in records) else 1
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bench import metrics, settings
+from bench import metrics, records, settings
 from bench.config import RunConfig
 from bench.monitor import Sample, Sampler
+from bench.records import Status
 from bench.store import Store, StoreError
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ def default_sampler(interval_s: float, on_sample: Callable[[Sample], None]) -> S
     return Sampler(interval_s, on_sample=on_sample, clock=time.monotonic)
 
 
-TERMINAL = ("finished", "stopped", "failed", "interrupted")
+TERMINAL = records.TERMINAL
 MAX_LIVE_SAMPLES = 8000  # in memory per run; older halves are thinned 2:1 beyond this (the store keeps all)
 MAX_UNSAVED_SAMPLES = 200_000  # samples held for a failing store (hours at the default interval); oldest go first
 SAMPLE_FLUSH_S = 2.0
@@ -127,30 +128,18 @@ class RunSnapshot:
     def from_stored(cls, run: dict[str, Any], *, owner: str | None = None) -> RunSnapshot:
         """A run read back from the store (``Store.get_run``): after a restart, or one another process runs."""
         return cls(
-            id=int(run["id"]), config=RunConfig.from_dict(run.get("config") or {}), status=str(run["status"]),
+            id=int(run["id"]), config=RunConfig.from_dict(run.get("config") or {}), status=Status(run["status"]),
             created_at=float(run.get("created_at") or 0.0), started_at=run.get("started_at"),
             ended_at=run.get("ended_at"), phase=str(run["status"]), info=dict(run.get("info") or {}), progress={},
             epochs=list(run.get("epochs") or []), samples=list(run.get("samples") or []), error=run.get("error"),
             store_error=None, hardware=dict(run.get("hardware") or {}), queue_position=None, saved=True, owner=owner)
 
     def record(self) -> dict[str, Any]:
-        """The JSON record the CLI writes and exports use (schema in docs/ARCHITECTURE.md)."""
-        return {
-            "schema": "bench.run/1",
-            "id": self.id,
-            "status": self.status,
-            "config": self.config.to_dict(),
-            "hardware": self.hardware,
-            "info": self.info,
-            "created_at": self.created_at,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "error": self.error,
-            "store_error": self.store_error,
-            "epochs": self.epochs,
-            "samples": self.samples,
-            "summary": self.summary,
-        }
+        """The ``bench.run/1`` record the CLI writes and exports use (built by ``records.run_record``)."""
+        return records.run_record(
+            id=self.id, status=self.status, config=self.config.to_dict(), hardware=self.hardware, info=self.info,
+            created_at=self.created_at, started_at=self.started_at, ended_at=self.ended_at, error=self.error,
+            store_error=self.store_error, epochs=self.epochs, samples=self.samples)
 
 
 @dataclass
@@ -171,10 +160,10 @@ class _RunState:
     config: RunConfig
     created_at: float
     hardware: dict[str, Any]
-    status: str = "queued"
+    status: str = Status.QUEUED
     started_at: float | None = None
     ended_at: float | None = None
-    phase: str = "queued"
+    phase: str = Status.QUEUED.value
     info: dict[str, Any] = field(default_factory=dict)
     progress: dict[str, Any] = field(default_factory=dict)
     epochs: list[dict[str, Any]] = field(default_factory=list)
@@ -305,11 +294,11 @@ class JobManager:
             state.stop_requested_at = time.time()
             if run_id in self._queue:
                 self._queue.remove(run_id)
-                self._finish_locked(state, "stopped")
+                self._finish_locked(state, Status.STOPPED)
             else:
                 self._stop_events[run_id].set()
                 state.phase = "stopping"
-        if state.status == "stopped":
+        if state.status == Status.STOPPED:
             self._persist_end(state)
         return True
 
@@ -322,7 +311,7 @@ class JobManager:
         """The active run if any, else the most recent one, else the latest run in the store (after a restart, or
         one that another process runs), else None."""
         with self._lock:
-            active = [s for s in self._runs.values() if s.status in ("starting", "running")]
+            active = [s for s in self._runs.values() if s.status in (Status.STARTING, Status.RUNNING)]
             if active:
                 return self._snapshot_locked(active[0])
             if self._queue:
@@ -429,7 +418,7 @@ class JobManager:
                     return
                 run_id = self._queue.popleft()
                 state = self._runs[run_id]
-                state.status = "starting"
+                state.status = Status.STARTING
                 state.phase = "starting worker"
                 state.started_at = time.time()
             try:
@@ -440,14 +429,14 @@ class JobManager:
                     if state.status not in TERMINAL:
                         state.error = {"error_type": type(exc).__name__, "message": str(exc),
                                        "hint": "This is a bug in the dashboard; the next run starts normally."}
-                        self._finish_locked(state, "failed")
+                        self._finish_locked(state, Status.FAILED)
                 self._persist_end(state)
             self._prestart_after(state.config)
 
     def _prestart_after(self, config: RunConfig) -> None:
         """Keep a worker for the next run ready, like the one that just ended, when nothing else is queued."""
         with self._lock:
-            busy = any(s.status in ("starting", "running") for s in self._runs.values())
+            busy = any(s.status in (Status.STARTING, Status.RUNNING) for s in self._runs.values())
             if not self.prestart or self._shutdown or self._queue or busy or self._spare is not None:
                 return
         from bench import worker
@@ -624,7 +613,7 @@ class JobManager:
                         del state.unsaved_samples[:len(state.unsaved_samples) - MAX_UNSAVED_SAMPLES]
 
         sampler = self._sampler_factory(state.config.sample_interval_s, on_sample)
-        self._store_call(state, self.store.update_run if self.store else None, state.id, status="starting",
+        self._store_call(state, self.store.update_run if self.store else None, state.id, status=Status.STARTING,
                          started_at=state.started_at)
         if spare is not None:
             spare.inbox.put((state.config.to_dict(), self._log_path(state.id)))
@@ -672,7 +661,7 @@ class JobManager:
                 process.join(timeout=5)
                 with self._lock:
                     self._classify_end(state, process.exitcode, terminated_reason)
-            final = state.pending_status or "failed"
+            final = state.pending_status or Status.FAILED
             state.ended_at = time.time()
             # the store learns the outcome before any reader can see the run as ended
             self._persist_end(state, final)
@@ -701,7 +690,7 @@ class JobManager:
         """Decide the outcome of a worker that ended without a finished/failed event."""
         if reason == "stopped":
             state.error = None
-            state.pending_status = "stopped"
+            state.pending_status = Status.STOPPED
             state.info["hard_stop"] = True
             return
         if reason == "hung":
@@ -726,7 +715,7 @@ class JobManager:
                 "message": f"The training process {how}. Epochs finished before then are kept.",
                 "hint": "Lower the batch size, model size or sample limit, then start again.",
             }
-        state.pending_status = "failed"
+        state.pending_status = Status.FAILED
 
     def _kill(self, process: Any) -> None:
         process.terminate()
@@ -760,7 +749,7 @@ class JobManager:
             elif kind == "started":
                 info = {k: v for k, v in event.items() if k not in ("type", "time")}
                 state.info.update(info)
-                state.status = "running"
+                state.status = Status.RUNNING
                 state.phase = "training"
             elif kind == "progress":
                 state.progress = {"epoch": event["epoch"], "batch": event["batch"], "batches": event["batches"]}
@@ -770,15 +759,15 @@ class JobManager:
                 epoch["t_end_s"] = event["ended_wall"] - t0_wall
                 state.epochs.append(epoch)
             elif kind == "finished":
-                status = event.get("status", "finished")
-                state.pending_status = status if status in TERMINAL else "finished"
+                status = event.get("status", Status.FINISHED)
+                state.pending_status = Status(status) if status in TERMINAL else Status.FINISHED
                 state.phase = "finishing"
             elif kind == "failed":
                 state.error = {k: event.get(k) for k in ("error_type", "message", "hint", "traceback")}
-                state.pending_status = "failed"
+                state.pending_status = Status.FAILED
                 state.phase = "finishing"
         if kind == "started":
-            self._store_call(state, self.store.update_run if self.store else None, state.id, status="running",
+            self._store_call(state, self.store.update_run if self.store else None, state.id, status=Status.RUNNING,
                              info=state.info)
         elif kind == "epoch":
             self._store_call(state, self.store.add_epoch if self.store else None, state.id, state.epochs[-1])

@@ -23,29 +23,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import charts, compare, metrics
+from bench import charts, compare, metrics, records
 from bench.config import ConfigError, RunConfig
+from bench.records import (ACTIVE as ACTIVE_STATUSES, COMPARISON_SCHEMA, EXPORT_HINT, RUN_SCHEMA, SCHEMAS,
+                           STATUSES, RecordError)
 
-RUN_SCHEMA = "bench.run/1"
-COMPARISON_SCHEMA = "bench.comparison/1"
-SCHEMAS = (RUN_SCHEMA, COMPARISON_SCHEMA)
-STATUSES = ("queued", "starting", "running", "finished", "stopped", "failed", "interrupted")
-ACTIVE_STATUSES = ("queued", "starting", "running")
 MAX_RECORD_BYTES = 50 * 2**20
 IMPORTED_PREFIX = "imported: "
-EXPORT_HINT = "export a run with `python -m bench export ID --format json`"
 
 EPOCH_COLUMNS = ("epoch", "epoch_seconds", "includes_tracing", "samples_per_s", "loss", "accuracy", "val_loss",
                  "val_accuracy", "t_start_s", "t_end_s")
 SAMPLE_COLUMNS = ("t_s", "cpu_percent", "process_cpu_percent", "process_rss_mib", "ram_used_mib")
 GPU_FIELDS = ("name", "util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_watts", "temp_c",
               "sm_clock_mhz")  # bench.monitor.gpu.GpuReading, less its index
-_OPTIONAL_EPOCH_NUMBERS = ("samples_per_s", "loss", "accuracy", "val_loss", "val_accuracy", "t_start_s", "t_end_s")
-_OPTIONAL_SAMPLE_NUMBERS = ("cpu_percent", "process_cpu_percent", "process_rss_mib", "ram_used_mib")
-
-
-class RecordError(ValueError):
-    """A record (or file) cannot be read or imported; the message says what is wrong and what to do."""
 
 
 # -- small helpers ----------------------------------------------------------------------------------------------------
@@ -55,12 +45,6 @@ def _is_number(value: Any) -> bool:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _show(value: Any, limit: int = 60) -> str:
-    """A short repr of an offending value for an error message."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _e(value: Any) -> str:
@@ -118,48 +102,16 @@ def _display_names(runs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 # -- building records -------------------------------------------------------------------------------------------------
 def record_from_store(run: Mapping[str, Any]) -> dict[str, Any]:
-    """A run from ``Store.get_run(...)`` as a ``bench.run/1`` record (the shape ``RunSnapshot.record()`` writes)."""
-    epochs = list(run.get("epochs") or [])
-    samples = list(run.get("samples") or [])
-    return {
-        "schema": RUN_SCHEMA,
-        "id": run.get("id"),
-        "status": run.get("status"),
-        "config": run.get("config") or {},
-        "hardware": run.get("hardware") or {},
-        "info": run.get("info") or {},
-        "created_at": run.get("created_at"),
-        "started_at": run.get("started_at"),
-        "ended_at": run.get("ended_at"),
-        "error": run.get("error"),
-        "store_error": None,
-        "epochs": epochs,
-        "samples": samples,
-        "summary": metrics.summarize(epochs, samples),
-        "label": run.get("label"),
-    }
+    """A run from ``Store.get_run(...)`` as a ``bench.run/1`` record (built by ``records.run_record``, as a live
+    run's is). The summary is computed from the epochs and samples the run has, whatever its status."""
+    return records.run_record(
+        id=run.get("id"), status=run.get("status"), config=run.get("config") or {}, hardware=run.get("hardware"),
+        info=run.get("info"), created_at=run.get("created_at"), started_at=run.get("started_at"),
+        ended_at=run.get("ended_at"), error=run.get("error"), store_error=None, epochs=run.get("epochs") or [],
+        samples=run.get("samples") or [], label=run.get("label"))
 
 
-def comparison_record(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Several run records and the speed-up of each against the first (``bench.comparison/1``).
-
-    ``comparison`` holds ``baseline`` (the first run's id), ``pairs`` (one per other run: baseline_id,
-    baseline_target, target_id, target, speedup_median, speedup_min, speedup_max, total_time_ratio, first epoch times
-    and a ``headline`` sentence) and, for exactly two runs, the first pair's figures at the top level too.
-
-    Raises:
-        RecordError: no records, or one that is not a run record.
-    """
-    if isinstance(records, (str, bytes)) or not isinstance(records, Sequence) or not records:
-        raise RecordError("a comparison needs a list of at least one run record; pick two runs to compare")
-    for i, record in enumerate(records):
-        if not isinstance(record, Mapping) or not isinstance(record.get("epochs", []), list):
-            raise RecordError(f"runs[{i}] is not a run record (a JSON object with an 'epochs' list); {EXPORT_HINT}")
-    runs = [dict(r) for r in records]
-    result = compare.comparison(runs)
-    for pair in result.get("pairs", []):
-        pair["headline"] = compare.headline(pair)
-    return {"schema": COMPARISON_SCHEMA, "runs": runs, "comparison": result}
+comparison_record = records.comparison_record
 
 
 # -- exports ----------------------------------------------------------------------------------------------------------
@@ -340,158 +292,16 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
 
 
 # -- validation and import --------------------------------------------------------------------------------------------
-def _fail(path: str, problem: str) -> RecordError:
-    where = f"{path} " if path else ""
-    return RecordError(f"{where}{problem}; fix the file or {EXPORT_HINT}")
-
-
-def _check_config(config: Any, path: str) -> None:
-    if not isinstance(config, dict):
-        raise _fail(path, f"must be a JSON object of run settings, got {_show(config)}")
-    try:
-        RunConfig.from_dict(dict(config))
-    except ConfigError as exc:
-        raise _fail(path, f"is not a run config this version reads: {exc}") from None
-    except TypeError as exc:
-        raise _fail(path, f"is not a run config this version reads: {exc}") from None
-    kinds = {"int": int, "str": str, "float": float, "bool": bool, "None": type(None)}
-    words = {"int": "a whole number", "str": "text", "float": "a number", "bool": "true or false", "None": "null"}
-    for f in dataclasses.fields(RunConfig):
-        if f.name not in config:
-            continue
-        value = config[f.name]
-        names = [t.strip() for t in str(f.type).split("|") if t.strip() in kinds]
-        allowed = [kinds[t] for t in names]
-        ok = any(
-            (t is int and _is_int(value)) or (t is float and _is_number(value)) or (t is bool and isinstance(value, bool))
-            or (t not in (int, float, bool) and isinstance(value, t))
-            for t in allowed
-        )
-        if allowed and not ok:
-            raise _fail(f"{path}.{f.name}", f"must be {' or '.join(words[t] for t in names)}, got {_show(value)}")
-
-
-def _check_epoch(epoch: Any, path: str, index: int, seen: dict[int, int]) -> None:
-    if not isinstance(epoch, dict):
-        raise _fail(path, f"must be a JSON object, got {_show(epoch)}")
-    number = epoch.get("epoch")
-    if "epoch" not in epoch:
-        raise _fail(f"{path}.epoch", "is missing")
-    if not _is_int(number) or number < 1:
-        raise _fail(f"{path}.epoch", f"must be a whole number >= 1, got {_show(number)}")
-    if number in seen:
-        raise _fail(f"{path}.epoch", f"{number} appears twice (also at index {seen[number]})")
-    seen[number] = index
-    seconds = epoch.get("epoch_seconds")
-    if "epoch_seconds" not in epoch:
-        raise _fail(f"{path}.epoch_seconds", "is missing")
-    if not _is_number(seconds) or not math.isfinite(seconds) or seconds <= 0:
-        raise _fail(f"{path}.epoch_seconds", f"must be a positive number, got {_show(seconds)}")
-    if "includes_tracing" not in epoch:
-        raise _fail(f"{path}.includes_tracing", "is missing (true for the first epoch, false for the others)")
-    if not isinstance(epoch["includes_tracing"], bool):
-        raise _fail(f"{path}.includes_tracing", f"must be true or false, got {_show(epoch['includes_tracing'])}")
-    for key in _OPTIONAL_EPOCH_NUMBERS:
-        if epoch.get(key) is not None and not _is_number(epoch[key]):
-            raise _fail(f"{path}.{key}", f"must be a number or null, got {_show(epoch[key])}")
-
-
-def _check_sample(sample: Any, path: str) -> None:
-    if not isinstance(sample, dict):
-        raise _fail(path, f"must be a JSON object, got {_show(sample)}")
-    if "t_s" not in sample:
-        raise _fail(f"{path}.t_s", "is missing")
-    if not _is_number(sample["t_s"]) or not math.isfinite(sample["t_s"]):
-        raise _fail(f"{path}.t_s", f"must be a number of seconds, got {_show(sample['t_s'])}")
-    for key in _OPTIONAL_SAMPLE_NUMBERS:
-        if sample.get(key) is not None and not _is_number(sample[key]):
-            raise _fail(f"{path}.{key}", f"must be a number or null, got {_show(sample[key])}")
-    cores = sample.get("cpu_per_core")
-    if cores is not None:
-        if not isinstance(cores, list):
-            raise _fail(f"{path}.cpu_per_core", f"must be a list of numbers, got {_show(cores)}")
-        for c, value in enumerate(cores):
-            if value is not None and not _is_number(value):
-                raise _fail(f"{path}.cpu_per_core[{c}]", f"must be a number or null, got {_show(value)}")
-    gpus = sample.get("gpus")
-    if gpus is not None:
-        if not isinstance(gpus, list):
-            raise _fail(f"{path}.gpus", f"must be a list of GPU readings, got {_show(gpus)}")
-        for g, gpu in enumerate(gpus):
-            where = f"{path}.gpus[{g}]"
-            if not isinstance(gpu, dict):
-                raise _fail(where, f"must be a JSON object, got {_show(gpu)}")
-            if not _is_int(gpu.get("index")) or gpu["index"] < 0:
-                raise _fail(f"{where}.index", f"must be a whole number >= 0, got {_show(gpu.get('index'))}")
-            for key, value in gpu.items():
-                if key in ("index", "name"):
-                    continue
-                if value is not None and not _is_number(value):
-                    raise _fail(f"{where}.{key}", f"must be a number or null, got {_show(value)}")
-            if gpu.get("name") is not None and not isinstance(gpu["name"], str):
-                raise _fail(f"{where}.name", f"must be text or null, got {_show(gpu['name'])}")
-
-
-def _check_run(run: Any, path: str) -> None:
-    prefix = f"{path}." if path else ""
-    if not isinstance(run, dict):
-        raise _fail(path or "the record", f"must be a JSON object, got {type(run).__name__}")
-    if path and run.get("schema", RUN_SCHEMA) != RUN_SCHEMA:
-        raise _fail(f"{prefix}schema", f"must be {RUN_SCHEMA!r}, got {_show(run.get('schema'))}")
-    for key in ("status", "config", "hardware", "epochs", "samples"):
-        if key not in run:
-            raise _fail(f"{prefix}{key}", "is missing")
-    if not isinstance(run["status"], str) or run["status"] not in STATUSES:
-        raise _fail(f"{prefix}status", f"must be one of {', '.join(STATUSES)}, got {_show(run['status'])}")
-    _check_config(run["config"], f"{prefix}config")
-    if not isinstance(run["hardware"], dict):
-        raise _fail(f"{prefix}hardware", f"must be a JSON object, got {_show(run['hardware'])}")
-    if not isinstance(run["epochs"], list):
-        raise _fail(f"{prefix}epochs", f"must be a list of epochs, got {_show(run['epochs'])}")
-    if not isinstance(run["samples"], list):
-        raise _fail(f"{prefix}samples", f"must be a list of samples, got {_show(run['samples'])}")
-    for key in ("info", "error", "summary"):
-        if run.get(key) is not None and not isinstance(run[key], dict):
-            raise _fail(f"{prefix}{key}", f"must be a JSON object or null, got {_show(run[key])}")
-    for key in ("created_at", "started_at", "ended_at"):
-        if run.get(key) is not None and not _is_number(run[key]):
-            raise _fail(f"{prefix}{key}", f"must be epoch seconds or null, got {_show(run[key])}")
-    for key in ("label", "store_error"):
-        if run.get(key) is not None and not isinstance(run[key], str):
-            raise _fail(f"{prefix}{key}", f"must be text or null, got {_show(run[key])}")
-    if run.get("id") is not None and not _is_int(run["id"]):
-        raise _fail(f"{prefix}id", f"must be a whole number or null, got {_show(run['id'])}")
-    seen: dict[int, int] = {}
-    for i, epoch in enumerate(run["epochs"]):
-        _check_epoch(epoch, f"{prefix}epochs[{i}]", i, seen)
-    for i, sample in enumerate(run["samples"]):
-        _check_sample(sample, f"{prefix}samples[{i}]")
-
-
 def validate_record(data: Any) -> dict[str, Any]:
-    """Check an imported ``bench.run/1`` or ``bench.comparison/1`` document; return it unchanged when valid.
+    """Check an imported ``bench.run/1`` or ``bench.comparison/1`` document (``records.load``); return it unchanged.
 
     Raises:
         RecordError: the first problem found, naming the field path, e.g.
             ``epochs[2].epoch_seconds must be a positive number, got 'abc'``.
     """
-    if not isinstance(data, dict):
-        raise RecordError(f"a run record must be a JSON object, got {type(data).__name__}; {EXPORT_HINT}")
-    schema = data.get("schema")
-    if schema is None:
-        raise _fail("schema", f"is missing (expected {' or '.join(SCHEMAS)}); is this a bench run record?")
-    if schema not in SCHEMAS:
-        raise _fail("schema", f"{_show(schema)} is not supported; this version reads {' and '.join(SCHEMAS)}")
-    if schema == RUN_SCHEMA:
-        _check_run(data, "")
-        return data
-    runs = data.get("runs")
-    if not isinstance(runs, list) or not runs:
-        raise _fail("runs", f"must be a non-empty list of run records, got {_show(runs)}")
-    for i, run in enumerate(runs):
-        _check_run(run, f"runs[{i}]")
-    if data.get("comparison") is not None and not isinstance(data["comparison"], dict):
-        raise _fail("comparison", f"must be a JSON object or null, got {_show(data['comparison'])}")
+    if isinstance(records.load(data), records.Sweep):
+        raise RecordError("this is a sweep (bench.sweep/1): the Sweep page shows it; import its runs one at a time "
+                          f"or {EXPORT_HINT}")
     return data
 
 
@@ -569,7 +379,7 @@ def import_into_store(store: Any, record: Mapping[str, Any]) -> list[int]:
         error = run.get("error")
         if status in ACTIVE_STATUSES:
             info["imported_status"] = status
-            status = "interrupted"
+            status = records.Status.INTERRUPTED.value
             error = error or {"error_type": "Interrupted", "message": "The run was still active when it was exported.",
                               "hint": "Its finished epochs are kept; start it again for a complete run."}
         created = run.get("created_at") if _is_number(run.get("created_at")) else None

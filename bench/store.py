@@ -28,7 +28,7 @@ from typing import Any
 
 import psutil
 
-from bench import metrics, settings
+from bench import metrics, records, settings
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -65,7 +65,7 @@ CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_s);
 # columns added since the first schema, added to older files on open
 _ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "owner_started": "REAL", "heartbeat_at": "REAL"}
 _JSON_COLUMNS = ("config", "hardware", "info", "error", "summary")
-ACTIVE_STATUSES = ("queued", "starting", "running")
+ACTIVE_STATUSES = records.ACTIVE
 BUSY_TIMEOUT_S = 30.0  # a writer waits this long for another process's write before the store counts as failing
 _START_TIME_SLACK_S = 1.0  # process start times are rounded by the kernel's clock ticks
 
@@ -159,7 +159,7 @@ class Store:
             raise StoreError(self._explain(exc)) from exc
 
     # ------------------------------------------------------------------------------------------------------------
-    def create_run(self, config: dict[str, Any], *, status: str = "queued", label: str | None = None,
+    def create_run(self, config: dict[str, Any], *, status: str = records.Status.QUEUED, label: str | None = None,
                    created_at: float | None = None) -> int:
         """A new run, owned by this process (see Owner) while it is active."""
         now = time.time()
@@ -253,9 +253,9 @@ class Store:
                     "SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))]
                 summary = json.dumps(metrics.summarize(epochs, samples))
                 con.execute(
-                    f"UPDATE runs SET status = 'interrupted', error = ?, summary = ?, "
+                    f"UPDATE runs SET status = ?, error = ?, summary = ?, "
                     f"ended_at = COALESCE(ended_at, heartbeat_at, ?) WHERE id = ? AND status IN ({marks})",
-                    (error, summary, now, run_id, *ACTIVE_STATUSES))
+                    (records.Status.INTERRUPTED.value, error, summary, now, run_id, *ACTIVE_STATUSES))
             return orphans
 
     def _backfill_summaries(self) -> None:

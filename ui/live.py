@@ -16,6 +16,7 @@ import streamlit as st
 
 from bench import charts, metrics, report
 from bench.jobs import JobManager, RunSnapshot
+from bench.records import Status
 
 REFRESH_S = 1.0
 # While a run is live its charts change at most this often; the progress bar and tiles still follow every REFRESH_S.
@@ -27,9 +28,10 @@ NVML_NOTE = (
     "GPU % is NVML's utilization: the share of time in which at least one kernel ran on the GPU, "
     "not how much of the chip was busy. A GPU can show 100 % while most of its cores idle."
 )
-STATUS_ICON = {"queued": ":material/schedule:", "starting": ":material/rocket_launch:",
-               "running": ":material/directions_run:", "finished": ":material/check_circle:",
-               "stopped": ":material/stop_circle:", "failed": ":material/error:", "interrupted": ":material/warning:"}
+STATUS_ICON = {Status.QUEUED: ":material/schedule:", Status.STARTING: ":material/rocket_launch:",
+               Status.RUNNING: ":material/directions_run:", Status.FINISHED: ":material/check_circle:",
+               Status.STOPPED: ":material/stop_circle:", Status.FAILED: ":material/error:",
+               Status.INTERRUPTED: ":material/warning:"}
 
 
 def status_line(snap: RunSnapshot) -> str:
@@ -64,7 +66,7 @@ def metric_tiles(snap: RunSnapshot) -> None:
 def progress_bar(snap: RunSnapshot) -> None:
     prog = snap.progress
     total = snap.config.epochs
-    if snap.status == "queued":
+    if snap.status == Status.QUEUED:
         st.progress(0.0, text=f"Queued (position {(snap.queue_position or 0) + 1})")
         return
     if not prog and snap.active:
@@ -72,13 +74,13 @@ def progress_bar(snap: RunSnapshot) -> None:
         return
     if not prog:  # a run read back from the store: its epochs are all there is
         done = len(snap.epochs)
-        st.progress(1.0 if snap.status == "finished" else min(1.0, done / max(total, 1)),
+        st.progress(1.0 if snap.status == Status.FINISHED else min(1.0, done / max(total, 1)),
                     text=f"{snap.status.capitalize()} after {done} of {total} epochs")
         return
     done = len(snap.epochs)
     batches = max(prog.get("batches") or 1, 1)
     in_epoch = prog["batch"] / batches if prog.get("epoch") == done + 1 else 0.0
-    frac = min(1.0, (done + in_epoch) / total) if snap.active else (1.0 if snap.status == "finished" else done / total)
+    frac = min(1.0, (done + in_epoch) / total) if snap.active else (1.0 if snap.status == Status.FINISHED else done / total)
     eta = snap.eta_s()
     eta_text = f" · ETA {metrics.format_seconds(eta)}" if eta is not None else ""
     text = f"Epoch {min(prog['epoch'], total)}/{total} · batch {prog['batch']}/{batches}{eta_text}"
@@ -146,7 +148,7 @@ def run_messages(snap: RunSnapshot) -> None:
                                key=f"unsaved_{snap.id}", icon=":material/download:",
                                help="The store does not hold all of this run yet; this file does. "
                                     "History can import it later.")
-    if snap.status == "finished":
+    if snap.status == Status.FINISHED:
         s = snap.summary
         steady = metrics.format_seconds(s["steady_epoch_seconds"])
         first = metrics.format_seconds(s["first_epoch_seconds"])

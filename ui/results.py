@@ -89,18 +89,14 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
     """A `python -m bench sweep --json` file: its table and charts, labelled with the machine it came from."""
     import json
 
-    from bench import report
+    from bench import records, report
 
-    doc = json.loads(path.read_text())
-    runs = {r.get("id"): r for r in doc.get("runs") or []}
-    rows = []
-    for row in doc.get("rows") or []:
-        run = runs.get(row.get("run_id")) or {}
-        # files written before sweep rows carried the sampling interval: take it from the run's config
-        interval = row.get("sample_interval_s", (run.get("config") or {}).get("sample_interval_s"))
-        rows.append({**row, "sample_interval_s": interval})
-    hardware = next(iter(runs.values()), {}).get("hardware") or {}
-    st.markdown(f"Measured on **{report.hardware_label(hardware)}** (imported, not measured here).")
+    sweep = records.load(json.loads(path.read_text()))
+    if not isinstance(sweep, records.Sweep):
+        st.error(f"{path.name} is not a sweep result.")
+        return
+    rows = list(sweep.rows)
+    st.markdown(f"Measured on **{report.hardware_label(sweep.hardware)}** (imported, not measured here).")
     sweep_table(rows, ["size", "batch_size", "target", "params", "steady_epoch_seconds", "samples_per_s",
                        "achieved_gflops", "peak_gflops", "mean_cpu_percent", "mean_gpu_util_percent"])
     targets = sorted({r["target"] for r in rows}, key=lambda t: (not t.startswith("cpu"), t))  # CPU = baseline

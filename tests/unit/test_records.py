@@ -1,0 +1,102 @@
+"""bench.records: the one home of the record shapes. Statuses written once, one builder per record, one validator,
+and every shipped result still loads and round-trips unchanged."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from bench import records
+from bench.records import Comparison, RecordError, RunRecord, Status, Sweep
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results"
+
+
+def minimal_run(**changes) -> dict:
+    record = records.run_record(
+        id=7, status=Status.FINISHED, config={"dataset": "synthetic-mnist", "epochs": 2}, hardware={"cpu": {}},
+        info={"placement": "/device:CPU:0"}, created_at=1.0, started_at=2.0, ended_at=3.0, error=None,
+        store_error=None, samples=[{"t_s": 0.5, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": None}]}],
+        epochs=[{"epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True},
+                {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False, "energy_j": {"cpu": None}}])
+    record.update(changes)
+    return record
+
+
+def test_status_is_its_plain_value_everywhere():
+    assert Status.FINISHED == "finished" and str(Status.INTERRUPTED) == "interrupted"
+    assert json.dumps({"s": Status.RUNNING}) == '{"s": "running"}'
+    assert set(records.ACTIVE) | set(records.TERMINAL) == set(records.STATUSES)
+    assert Status.QUEUED.active and not Status.STOPPED.active
+
+
+def test_the_statuses_are_written_out_once():
+    """No module but records.py spells the status list (the old copies were in five modules)."""
+    spelled = re.compile(r"""["']finished["']\s*,\s*["']stopped["']""")
+    offenders = [str(p.relative_to(ROOT)) for folder in ("bench", "ui", "pages") for p in (ROOT / folder).rglob("*.py")
+                 if p.name != "records.py" and spelled.search(p.read_text())]
+    assert offenders == []
+
+
+def test_run_record_round_trips_and_keeps_unknown_keys():
+    record = minimal_run()
+    typed = RunRecord.from_dict(record)
+    assert typed.status is Status.FINISHED and typed.epochs[1].extra == {"energy_j": {"cpu": None}}
+    assert typed.samples[0].gpus[0].index == 0
+    assert json.loads(json.dumps(typed.to_dict())) == json.loads(json.dumps(record))
+    assert record["summary"]["steady_epoch_seconds"] == 1.0, "one builder computes the summary"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"status": "done"}, "status must be one of queued, starting, running"),
+    ({"epochs": [{"epoch": 1, "epoch_seconds": -1, "includes_tracing": True}]}, "epochs[0].epoch_seconds must be a "
+                                                                                 "positive number"),
+    ({"epochs": [{"epoch": 1, "epoch_seconds": 1, "includes_tracing": True}] * 2}, "appears twice"),
+    ({"samples": [{"t_s": 1, "gpus": [{"index": 0, "util_percent": "busy"}]}]}, "samples[0].gpus[0].util_percent"),
+    ({"config": {"epochs": "two"}}, "config.epochs must be a whole number"),
+])
+def test_one_validator_names_the_field_and_what_to_do(change, message):
+    with pytest.raises(RecordError, match=re.escape(message)) as err:
+        records.load(minimal_run(**change))
+    assert "python -m bench export" in str(err.value)
+
+
+def test_comparison_builder_adds_headlines_and_loads_back():
+    a = minimal_run(id=1, config={"device": "cpu", "cpu_threads": 1, "epochs": 2})
+    b = minimal_run(id=2, config={"device": "cpu", "epochs": 2})
+    doc = records.comparison_record([a, b])
+    assert doc["schema"] == records.COMPARISON_SCHEMA and doc["comparison"]["pairs"][0]["headline"]
+    assert isinstance(records.load(doc), Comparison)
+    with pytest.raises(RecordError, match="at least one run record"):
+        records.comparison_record([])
+
+
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("*.json")), ids=lambda p: p.name)
+def test_every_shipped_result_loads_and_round_trips(path):
+    data = json.loads(path.read_text())
+    if "schema" not in data:
+        pytest.skip(f"{path.name} is not a record (a device listing)")
+    typed = records.load(data)
+    assert isinstance(typed, (RunRecord, Comparison, Sweep))
+    again = typed.to_dict()
+    if isinstance(typed, Sweep):  # old rows gain the sampling interval from their run's config
+        assert [r["run_id"] for r in again["rows"]] == [r["run_id"] for r in data["rows"]]
+        assert all("sample_interval_s" in r for r in again["rows"])
+    else:
+        assert json.loads(json.dumps(again)) == json.loads(json.dumps(data))
+
+
+def test_sweep_builder_drops_samples_and_validates_rows():
+    run = minimal_run()
+    doc = records.sweep_record([{"run_id": 7, "size": "s", "batch_size": 128, "target": "cpu",
+                                 "steady_epoch_seconds": 1.0}], {"cpu": 200.0}, [run])
+    assert "samples" not in doc["runs"][0]
+    sweep = records.load(doc)
+    assert isinstance(sweep, Sweep) and sweep.hardware == {"cpu": {}}
+    doc["rows"][0]["steady_epoch_seconds"] = "fast"
+    with pytest.raises(RecordError, match=re.escape("rows[0].steady_epoch_seconds must be a number")):
+        records.load(doc)
