@@ -320,10 +320,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_many(configs: list[RunConfig]) -> tuple[list[dict[str, Any]], list[bool]]:
+def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[dict[str, Any]], list[bool]]:
     from bench.jobs import JobManager
 
-    manager = JobManager(_open_store())
+    manager = manager or JobManager(_open_store())
     records, saved = [], []
     for i, config in enumerate(configs, 1):
         print(f"== {i}/{len(configs)}: {config.label()}", file=sys.stderr)
@@ -391,19 +391,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise UsageError(f"--batch-sizes {args.batch_sizes!r}: give whole numbers, e.g. 64,256") from None
     targets = compare.parse_targets(args.targets)
     configs = compare.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches)
+    from bench import probe
+    from bench.jobs import JobManager
+
+    manager = JobManager(_open_store())
     peaks: dict[str, float | None] = {}
     if not args.no_peak:
-        from bench import probe
-
-        for target in targets:
+        for target in targets:  # in the run queue: a probe never overlaps a run
             config = configs[0].replace(**parse_target(target))
             print(f"measuring the matmul peak of {target}…", file=sys.stderr)
             try:
-                peaks[target] = probe.cached_peak(config.device, cpu_threads=config.cpu_threads).get("peak_gflops")
+                peaks[target] = manager.queue_peak(config.device, cpu_threads=config.cpu_threads).result() \
+                    .get("peak_gflops")
             except (ValueError, probe.ProbeError) as exc:
                 print(f"   no peak for {target}: {exc}", file=sys.stderr)
                 peaks[target] = None
-    records, saved = _run_many(configs)
+    records, saved = _run_many(configs, manager)
     rows = [compare.sweep_row(r, peaks.get(compare.target(r))) for r in records]
     if args.json_path:
         _write_json(args.json_path, records_module.sweep_record(rows, peaks, records))

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from bench import compare, metrics, models, report
+from bench.jobs import RunActiveError
 from ui import common, results
 
 common.page_setup()
@@ -72,13 +73,17 @@ if selected_ids:
         with st.popover("Delete", icon=":material/delete:"):
             st.write(f"Delete run(s) {', '.join(f'#{i}' for i in selected_ids)} for good?")
             if st.button("Yes, delete", type="primary", key="hist_delete_confirm"):
-                active = {s.id for s in manager.snapshots() if s.active}
+                refused = []
                 for run_id in selected_ids:
-                    if run_id in active:
-                        st.error(f"Run #{run_id} is still active: stop it first.")
-                    else:
-                        manager.store.delete_run(run_id)
+                    try:
+                        manager.delete_run(run_id)
+                    except RunActiveError as exc:
+                        refused.append(str(exc))
+                if refused:
+                    st.session_state["hist_refused"] = refused
                 st.rerun()
+for message in st.session_state.pop("hist_refused", []):
+    st.error(message)
 
 st.divider()
 st.subheader("Import a result")

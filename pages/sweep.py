@@ -29,18 +29,10 @@ if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:"
              disabled=not common.can_control()):
     try:
         configs = compare.sweep_configs(base, sizes, compare.parse_targets(targets), batches or None, hardware)
-        peaks = {}
-        from bench import probe
-
-        with st.spinner("Measuring each target's matmul peak (cached after the first time)…"):
-            for target in targets:
-                one = next(c for c in configs if c.target() == target)
-                try:
-                    peaks[target] = probe.cached_peak(one.device, cpu_threads=one.cpu_threads).get("peak_gflops")
-                except (ValueError, probe.ProbeError) as exc:
-                    st.warning(f"Peak of {target} not measured: {exc}")
-        manager.submit_group("sweep", configs, {"peaks": peaks, "targets": targets})
-        st.toast(f"Sweep queued: {len(configs)} runs")
+        # each target's matmul peak is probed in the queue, before the sweep's runs and never during a run
+        peaks = {target: next(c for c in configs if c.target() == target) for target in targets}
+        manager.submit_group("sweep", configs, {"targets": targets}, peaks=peaks)
+        st.toast(f"Sweep queued: {len(targets)} peak probe(s), then {len(configs)} runs")
     except ConfigError as exc:
         st.error("This sweep cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))
 
@@ -55,6 +47,8 @@ def sweep_panel() -> None:
         return
     records = results.group_records(manager, group)
     peaks = group["meta"].get("peaks", {})
+    for target, error in group["meta"].get("peak_errors", {}).items():
+        st.warning(f"Peak of {target} not measured: {error}")
     done = sum(not r["_active"] for r in records)
     st.progress(done / len(records), text=f"{done} of {len(records)} points done")
     rows = [compare.sweep_row(r, peaks.get(compare.target(r))) | {"state": r["_snap"].phase} for r in records]
@@ -64,7 +58,8 @@ def sweep_panel() -> None:
     finished = [r for r in rows if r["steady_epoch_seconds"] is not None]
     if not finished:
         return
-    results.sweep_charts(finished, group["meta"].get("targets", []), key="swp")
+    state = (*results.group_chart_state(group, records), tuple(sorted(peaks.items(), key=str)))
+    results.sweep_charts(finished, group["meta"].get("targets", []), key="swp", cache_key=state)
     cpu_runs = [r for r in records if compare.target(r).startswith("cpu") and r.get("samples")]
     if cpu_runs:
         st.plotly_chart(charts.per_core_heatmap(cpu_runs[-1]["samples"],

@@ -11,6 +11,7 @@ from ui import common, live
 
 common.page_setup()
 hardware = common.get_hardware()
+manager = common.get_manager()
 cpu = hardware.cpu
 
 st.title("System")
@@ -51,9 +52,11 @@ c1, c2 = st.columns([2, 1])
 target = c1.selectbox("Device", choices, index=choices.index("cpu"), key="sys_peak_target")
 if c2.button("Measure peak", key="sys_peak", icon=":material/speed:", disabled=not common.can_control()):
     fields = parse_target(target)
-    with st.spinner(f"Measuring {target} (a few seconds)…"):
+    busy = [s.id for s in manager.snapshots() if s.active]
+    waiting = f", after run(s) {', '.join(f'#{i}' for i in busy)}: a probe never runs beside a run" if busy else ""
+    with st.spinner(f"Measuring {target} (a few seconds{waiting})…"):
         try:
-            result = probe.cached_peak(fields["device"], cpu_threads=fields["cpu_threads"], refresh=True)
+            result = manager.queue_peak(fields["device"], cpu_threads=fields["cpu_threads"], refresh=True).result()
             st.success(f"{target}: {result['peak_gflops']:,.1f} GFLOP/s (float32 matmul {result['size']}²)")
         except (ValueError, probe.ProbeError) as exc:
             st.error(f"The probe failed: {exc}")

@@ -68,21 +68,29 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
     st.dataframe(frame, hide_index=True, width="stretch", column_config=config)
 
 
-def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, key: str) -> None:
-    """Utilization, samples/s, achieved GFLOP/s against the peak, and (two targets) speed-up, each vs parameters."""
+def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, key: str,
+                 cache_key: tuple[Any, ...] | None = None) -> None:
+    """Utilization, samples/s, achieved GFLOP/s against the peak, and (two targets) speed-up, each vs parameters.
+    With ``cache_key`` (a live sweep's state) every viewer shares one set of figures per state."""
+    def figure(name: str, build: Any) -> Any:
+        return live.cached_figure((name, *cache_key), build) if cache_key is not None else build()
+
     wide = compare.wide_window_rows(rows)
     if wide:
         points = ", ".join(f"{r['size']}/{r['batch_size']} on {r['target']}" for r in wide)
         st.warning(f"Utilization of {points}: {compare.WIDE_WINDOW_NOTE}", icon=":material/timer:")
     left, right = st.columns(2)
-    left.plotly_chart(charts.sweep_utilization_figure(rows), key=f"{key}_util", config=CHART_CONFIG)
-    right.plotly_chart(charts.sweep_throughput_figure(rows), key=f"{key}_rate", config=CHART_CONFIG)
+    left.plotly_chart(figure("swp_util", lambda: charts.sweep_utilization_figure(rows)), key=f"{key}_util",
+                      config=CHART_CONFIG)
+    right.plotly_chart(figure("swp_rate", lambda: charts.sweep_throughput_figure(rows)), key=f"{key}_rate",
+                       config=CHART_CONFIG)
     left, right = st.columns(2)
-    left.plotly_chart(charts.sweep_gflops_figure(rows), key=f"{key}_gflops", config=CHART_CONFIG)
+    left.plotly_chart(figure("swp_gflops", lambda: charts.sweep_gflops_figure(rows)), key=f"{key}_gflops",
+                      config=CHART_CONFIG)
     if len(targets) >= 2:
         pairs = compare.sweep_speedups(rows, targets[0], targets[1])
-        right.plotly_chart(charts.sweep_speedup_figure(pairs, f"{targets[1]} vs {targets[0]}"), key=f"{key}_speedup",
-                           config=CHART_CONFIG)
+        right.plotly_chart(figure("swp_speedup", lambda: charts.sweep_speedup_figure(
+            pairs, f"{targets[1]} vs {targets[0]}")), key=f"{key}_speedup", config=CHART_CONFIG)
 
 
 def show_shipped_sweep(path: Path, *, key: str) -> None:
@@ -129,15 +137,23 @@ def headline_block(records: Sequence[Mapping[str, Any]]) -> None:
             st.info(text)
 
 
-def comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str) -> None:
+def comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str,
+                      cache_key: tuple[Any, ...] | None = None) -> None:
+    """Epoch times and utilization of several runs. With ``cache_key`` (a live group's state) every viewer's
+    rerun shares one pair of figures per state, as the Train page's live charts do."""
     series = [{"label": run_label(r), "epochs": r.get("epochs") or [], "samples": r.get("samples") or []}
               for r in records]
+
+    def figure(name: str, build: Any) -> Any:
+        return live.cached_figure((name, *cache_key), build) if cache_key is not None else build()
+
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.epoch_time_figure(series), key=f"{key}_epochs", config=CHART_CONFIG)
-    with right:
-        st.plotly_chart(charts.utilization_figure(series, title="Utilization, overlaid"), key=f"{key}_util",
+        st.plotly_chart(figure("cmp_epochs", lambda: charts.epoch_time_figure(series)), key=f"{key}_epochs",
                         config=CHART_CONFIG)
+    with right:
+        st.plotly_chart(figure("cmp_util", lambda: charts.utilization_figure(series, title="Utilization, overlaid")),
+                        key=f"{key}_util", config=CHART_CONFIG)
         st.caption(live.NVML_NOTE)
 
 
@@ -197,10 +213,16 @@ def own_reference_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, s
     return rows
 
 
-def show_comparison(records: Sequence[Mapping[str, Any]], *, key: str) -> None:
+def show_comparison(records: Sequence[Mapping[str, Any]], *, key: str,
+                    cache_key: tuple[Any, ...] | None = None) -> None:
     headline_block(records)
-    comparison_charts(records, key=key)
+    comparison_charts(records, key=key, cache_key=cache_key)
     reference_panel(records)
+
+
+def group_chart_state(group: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:
+    """The key a live group's figures are cached under: its id and each run's chart state (live.chart_state)."""
+    return ("group", group["id"], *(live.chart_state(r["_snap"]) for r in records))
 
 
 def export_buttons(records: Sequence[Mapping[str, Any]], *, key: str, name: str | None = None) -> None:
@@ -244,7 +266,7 @@ def live_group(manager: JobManager, kind: str) -> None:
                 for rec in records:
                     manager.stop(rec["id"])
         clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in records]
-        show_comparison(clean, key=f"{kind}_live")
+        show_comparison(clean, key=f"{kind}_live", cache_key=group_chart_state(group, records))
         if not any(r["_active"] for r in records):
             export_buttons(clean, key=kind)
 

@@ -199,3 +199,33 @@ def test_after_a_restart_train_shows_the_last_run_and_history_its_figures(isolat
         assert row["mean CPU %"] == pytest.approx(60.0)
     finally:
         st.cache_resource.clear()
+
+
+def test_compare_figures_are_built_once_for_every_viewer(monkeypatch):
+    """Two browsers on one comparison: the manager's group is drawn from one cached figure per state."""
+    import streamlit as st
+
+    from bench import charts
+    from bench.config import RunConfig
+    from tests.unit import fake_workers
+    from ui import common
+
+    st.cache_resource.clear()
+    try:
+        manager = common.get_manager()
+        manager._worker_target = fake_workers.quick
+        base = RunConfig(size="xs", epochs=3, limit_samples=512, sample_interval_s=0.2)
+        gid = manager.submit_group("compare", [base.replace(cpu_threads=1), base], {"targets": ["cpu/1", "cpu"]})
+        for run_id in manager.latest_group("compare")["run_ids"]:
+            assert manager.wait(run_id, timeout_s=60).status == "finished"
+        built = []
+        real = charts.epoch_time_figure
+        monkeypatch.setattr(charts, "epoch_time_figure", lambda series, **kw: built.append(1) or real(series, **kw))
+        viewers = [app("pages/compare.py").run(), app("pages/compare.py").run()]
+        for at in viewers:
+            assert not at.exception, at.exception
+            assert any("faster than" in s.value or "as fast" in s.value for s in at.success), "the headline shows"
+        assert manager.latest_group("compare")["id"] == gid
+        assert len(built) == 1, f"the comparison's epoch figure was built {len(built)} times for two viewers"
+    finally:
+        st.cache_resource.clear()

@@ -181,7 +181,7 @@ def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):
         assert first.status == "finished", first.error
         assert first.info["worker_start"].startswith("cold")
         wait_for(lambda: jm.spare_state() == "ready", 120, "the spare worker to load the framework")
-        spare_pid = jm._spare.process.pid
+        spare_pid = jm.pool.spare.process.pid
 
         long_run = jm.submit(TINY.replace(epochs=500, limit_samples=2048, batch_size=16))
         wait_for(lambda: jm.snapshot(long_run).epochs, 60, "the pre-started run's first epoch")
@@ -195,7 +195,7 @@ def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):
         assert stopped.epochs and store.get_run(long_run)["epochs"], "finished epochs are kept"
 
         wait_for(lambda: jm.spare_state() is not None, 30, "a new spare after the stopped run")
-        old_spare = jm._spare.process
+        old_spare = jm.pool.spare.process
         other = jm.wait(jm.submit(TINY.replace(epochs=1, cpu_threads=1)), timeout_s=180)
         assert other.status == "finished", other.error
         assert other.info["worker_start"].startswith("cold"), "a different thread count cannot use the spare"

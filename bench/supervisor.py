@@ -1,0 +1,230 @@
+"""The supervision of one run's worker process: spawn it (or hand the run to a pre-started one), sample it, fold
+its events into the RunState, write each epoch as it arrives, and enforce Stop (cooperative at batch end, terminate
+after a grace period), hang detection and crash reporting. One Supervisor per run, on the manager's dispatcher thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing.spawn as mp_spawn
+import queue as queue_module
+import signal
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from bench.monitor import Sample, Sampler
+from bench.records import Status
+from bench.run_state import TERMINAL, RunState, finish
+from bench.run_writer import SAMPLE_FLUSH_S, RunWriter
+
+if TYPE_CHECKING:
+    from bench.prestart import Spare
+
+log = logging.getLogger("bench.jobs")
+_SPAWN_LOCK = threading.Lock()
+MAX_LIVE_SAMPLES = 8000  # in memory per run; older halves are thinned 2:1 beyond this (the store keeps all)
+
+
+def start_worker_process(process: Any) -> None:
+    """Start a spawned process WITHOUT re-running the parent's __main__ in it.
+
+    Under `streamlit run`, __main__ is the dashboard script itself; a spawned child would execute every page in bare
+    mode before training. The worker needs nothing from __main__ (its target lives in bench.worker), so the
+    main-module entries are dropped from the spawn preparation data while this process starts.
+    """
+    original = mp_spawn.get_preparation_data
+
+    def without_main(name: str) -> dict[str, Any]:
+        data = original(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    with _SPAWN_LOCK:
+        mp_spawn.get_preparation_data = without_main
+        try:
+            process.start()
+        finally:
+            mp_spawn.get_preparation_data = original
+
+
+def kill(process: Any) -> None:
+    """Terminate, then kill, a worker process."""
+    process.terminate()
+    process.join(timeout=3)
+    if process.is_alive():
+        process.kill()
+        process.join(timeout=3)
+
+
+SamplerFactory = Callable[[float, Callable[[Sample], None]], Any]
+"""Builds the sampler of one run from (interval_s, on_sample): an object with set_pid(pid), start() and stop()."""
+
+
+def default_sampler(interval_s: float, on_sample: Callable[[Sample], None]) -> Sampler:
+    """psutil + NVML sampling of the worker process, on the monotonic clock the supervisor also uses."""
+    return Sampler(interval_s, on_sample=on_sample, clock=time.monotonic)
+
+
+
+class Supervisor:
+    """Runs one RunState to its end. ``lock`` guards the state; ``stop_event`` is the run's Stop flag."""
+
+    def __init__(self, state: RunState, *, lock: threading.Lock, writer: RunWriter, ctx: Any,
+                 worker_target: Callable[..., None], sampler_factory: SamplerFactory, stop_event: Any,
+                 log_path: str | None, hang_timeout_s: float, stop_grace_s: float):
+        self.state = state
+        self._lock = lock
+        self.writer = writer
+        self._ctx = ctx
+        self._target = worker_target
+        self._sampler_factory = sampler_factory
+        self.stop_event = stop_event
+        self._log_path = log_path
+        self.hang_timeout_s = hang_timeout_s
+        self.stop_grace_s = stop_grace_s
+
+    def run(self, spare: Spare | None = None) -> None:
+        """Supervise the worker until the run ends; the outcome is stored before it is shown."""
+        state = self.state
+        if spare is not None:
+            process, events = spare.process, spare.events
+        else:
+            events = self._ctx.Queue()
+            process = self._ctx.Process(target=self._target,
+                                        args=(state.config.to_dict(), events, self.stop_event, self._log_path),
+                                        name=f"bench-worker-{state.id}", daemon=True)
+
+        def on_sample(sample: Sample) -> None:
+            data = sample.to_dict()
+            with self._lock:
+                state.samples.append(data)
+                if len(state.samples) > MAX_LIVE_SAMPLES:
+                    half = len(state.samples) // 2
+                    state.samples[:half] = state.samples[:half:2]
+                self.writer.keep_sample(state, data)
+
+        sampler = self._sampler_factory(state.config.sample_interval_s, on_sample)
+        self.writer.update(state, status=Status.STARTING, started_at=state.started_at)
+        if spare is not None:
+            spare.inbox.put((state.config.to_dict(), self._log_path))
+        else:
+            start_worker_process(process)
+        sampler.set_pid(process.pid)
+        sampler.start()
+        # the sampler's clock starts with the worker: t_s of samples and epochs share one origin
+        t0_wall = time.time()
+        last_event = last_flush = time.monotonic()
+        ended_by_event = False
+        terminated_reason: str | None = None
+        try:
+            while True:
+                try:
+                    event = events.get(timeout=0.2)
+                except queue_module.Empty:
+                    event = None
+                except (EOFError, OSError):
+                    event = None
+                now = time.monotonic()
+                if event is not None:
+                    last_event = now
+                    if self._apply_event(state, event, t0_wall):
+                        ended_by_event = True
+                        break
+                if now - last_flush >= SAMPLE_FLUSH_S:
+                    self.writer.flush_samples(state)
+                    last_flush = now
+                if event is None and not process.is_alive():
+                    break
+                if state.stop_requested_at is not None and time.time() - state.stop_requested_at > self.stop_grace_s:
+                    terminated_reason = "stopped"
+                    kill(process)
+                    break
+                if now - last_event > self.hang_timeout_s:
+                    terminated_reason = "hung"
+                    kill(process)
+                    break
+        finally:
+            sampler.stop()
+            self.writer.flush_samples(state)
+            if not ended_by_event:
+                process.join(timeout=5)
+                with self._lock:
+                    self._classify_end(state, process.exitcode, terminated_reason)
+            final = state.pending_status or Status.FAILED
+            state.ended_at = time.time()
+            # the store learns the outcome before any reader can see the run as ended
+            self.writer.persist_end(state, final)
+            with self._lock:
+                finish(state, final)
+            process.join(timeout=15)
+            if process.is_alive():
+                kill(process)
+            try:
+                events.close()
+            except Exception:  # noqa: BLE001 - a broken queue must not mask the run's outcome
+                pass
+
+    def _classify_end(self, state: RunState, exitcode: int | None, reason: str | None) -> None:
+        """Decide the outcome of a worker that ended without a finished/failed event."""
+        if reason == "stopped":
+            state.error = None
+            state.pending_status = Status.STOPPED
+            state.info["hard_stop"] = True
+            return
+        if reason == "hung":
+            state.error = {
+                "error_type": "Hung",
+                "message": f"The worker sent nothing for {self.hang_timeout_s:.0f} s and was ended.",
+                "hint": "Try a smaller model or batch; raise BENCH_HANG_TIMEOUT_S if a single batch really takes longer.",
+            }
+        else:
+            if exitcode is not None and exitcode < 0:
+                try:
+                    name = signal.Signals(-exitcode).name
+                except ValueError:
+                    name = f"signal {-exitcode}"
+                how = f"was killed by {name}"
+                if -exitcode == signal.SIGKILL:
+                    how += " (often the system running out of memory)"
+            else:
+                how = f"exited with code {exitcode} without reporting"
+            state.error = {
+                "error_type": "WorkerDied",
+                "message": f"The training process {how}. Epochs finished before then are kept.",
+                "hint": "Lower the batch size, model size or sample limit, then start again.",
+            }
+        state.pending_status = Status.FAILED
+
+    def _apply_event(self, state: RunState, event: dict[str, Any], t0_wall: float) -> bool:
+        """Fold one worker event into the run. Returns True when the event ends the run."""
+        kind = event.get("type")
+        with self._lock:
+            if kind == "phase":
+                state.phase = str(event.get("phase"))
+            elif kind == "started":
+                info = {k: v for k, v in event.items() if k not in ("type", "time")}
+                state.info.update(info)
+                state.status = Status.RUNNING
+                state.phase = "training"
+            elif kind == "progress":
+                state.progress = {"epoch": event["epoch"], "batch": event["batch"], "batches": event["batches"]}
+            elif kind == "epoch":
+                epoch = {k: v for k, v in event.items() if k not in ("type", "time", "started_wall", "ended_wall")}
+                epoch["t_start_s"] = event["started_wall"] - t0_wall
+                epoch["t_end_s"] = event["ended_wall"] - t0_wall
+                state.epochs.append(epoch)
+            elif kind == "finished":
+                status = event.get("status", Status.FINISHED)
+                state.pending_status = Status(status) if status in TERMINAL else Status.FINISHED
+                state.phase = "finishing"
+            elif kind == "failed":
+                state.error = {k: event.get(k) for k in ("error_type", "message", "hint", "traceback")}
+                state.pending_status = Status.FAILED
+                state.phase = "finishing"
+        if kind == "started":
+            self.writer.update(state, status=Status.RUNNING, info=state.info)
+        elif kind == "epoch":
+            self.writer.add_epoch(state, state.epochs[-1])
+        return kind in ("finished", "failed")
