@@ -10,7 +10,6 @@ Usage (as the harness runs it): ``child_main(["memory", SPEC_JSON, OUT_JSON])``.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import time

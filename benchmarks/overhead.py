@@ -34,7 +34,7 @@ from benchmarks.dashboard import (CHROMIUM, CHROMIUM_ARGS, DashboardServer, brow
                                   prestarted_first_batches, server_run)
 from benchmarks.report import DEFAULT_REPORT, summary_lines, write_outputs
 from benchmarks.standins import SamplerChoice, null_sampler
-from benchmarks.stats import Plan, median, plan_for, result_from, steady_times
+from benchmarks.stats import Plan, median, plan_for, result_from, schedule, steady_times
 
 
 def bare_run(config: Any, tmp: Path, rnd: int) -> list[dict[str, Any]]:

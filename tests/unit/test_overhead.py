@@ -346,3 +346,46 @@ def test_the_bare_baseline_trains_what_prepare_training_prepares(tmp_path):
     epochs = json.loads((tmp_path / "out.json").read_text())["epochs"]
     assert [e["epoch"] for e in epochs] == [1, 2] and [e["includes_tracing"] for e in epochs] == [True, False]
     assert all(e["epoch_seconds"] > 0 for e in epochs)
+
+
+def test_the_pass_alternates_every_side_and_switches_the_sampler_per_run(monkeypatch):
+    """run_benchmark's orchestration, with the measuring steps replaced (no training, server or browser here)."""
+    from bench.jobs import default_sampler
+
+    factories, choices = {}, []
+
+    class RecordedChoice(standins.SamplerChoice):
+        def __init__(self, factory):
+            super().__init__(factory)
+            choices.append(self)
+
+    def fake_engine_run(manager, config, timeout_s=900.0):
+        factory = choices[0].factory  # what the manager's sampler_factory builds for this run
+        kind = "sampling_0.1" if config.sample_interval_s == 0.1 else factory.__name__
+        factories.setdefault(kind, set()).add(factory)
+        return {"run_id": 1, "epochs": epochs(3.0, 1.0, 1.0), "samples": 0, "window_s": 2.0, "side_cpu_s": 0.02}
+
+    def fake_child(module, args, *, timeout_s, log_path):
+        out = Path(args[2])
+        if module == "benchmarks.memory":
+            out.write_text(json.dumps({"cores": 2, "gpus": 0, "tracemalloc": False, "samples_kept": 3600,
+                                       "renders_during_stream": 1, "renders_after_run": 1, "peak_growth_mb": 5.0,
+                                       "retained_growth_mb": 4.0, "drift_after_run_mb": 0.0,
+                                       "traced_peak_growth_mb": None}))
+        else:
+            out.write_text(json.dumps({"page_ms": [40.0], "panel_ms": [30.0], "figure_ms": {}, "epochs": 36}))
+
+    monkeypatch.setattr(overhead, "bare_run", lambda config, tmp, rnd: epochs(3.0, 1.0, 1.0))
+    monkeypatch.setattr(overhead, "engine_run", fake_engine_run)
+    monkeypatch.setattr(overhead, "SamplerChoice", RecordedChoice)
+    monkeypatch.setattr(overhead, "run_child", fake_child)
+    monkeypatch.setattr(overhead, "machine", lambda: {"logical_cores": 2, "label": "test"})
+    result = overhead.run_benchmark(stats.plan_for(True, browser=False), log=lambda message: None)
+    assert [(r["round"], r["kind"]) for r in result["runs"]] == stats.schedule(
+        ["bare", "engine", "sampling_off", "sampling_0.1"], 3)
+    assert result["engine_vs_bare_ratio"] == 1.0 and result["memory_growth_mb"] == 5.0
+    assert result["details"]["notes"] == ["Browser figures not measured: --no-browser."]
+    assert factories["null_sampler"] == {standins.null_sampler}
+    assert factories["default_sampler"] == {default_sampler}
+    assert factories["sampling_0.1"] == {default_sampler}
+    assert len(choices) == 1 and choices[0].factory is default_sampler
