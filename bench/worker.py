@@ -1,18 +1,21 @@
 """The training worker: runs inside a spawned process, one per run.
 
 It sets device visibility, thread counts and the Keras backend BEFORE the framework is imported, loads the data,
-builds the model under ``keras.device(...)`` with precision and jit_compile set explicitly, trains it, and reports
-everything as plain-dict events on a queue (see DESIGN: started, phase, progress, epoch, finished, failed).
+builds the model under ``keras.device(...)`` with precision and jit_compile set explicitly (``prepare_training``, which
+the overhead harness's bare ``model.fit`` baseline shares), trains it, and reports everything as plain-dict events on
+a queue (see DESIGN: started, phase, progress, epoch, finished, failed).
 Nothing here may run in the server process: importing TensorFlow there would slow every page and pin GPU memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 PROGRESS_MIN_INTERVAL_S = 0.1  # at most ~10 progress events per second
@@ -257,13 +260,74 @@ def _tf_datasets(x_train: Any, y_train: Any, x_test: Any, y_test: Any, batch_siz
 INPUT_PIPELINES = {"tensorflow": "tf.data, autotune off, prefetch 2", "jax": "NumPy arrays", "torch": "NumPy arrays"}
 
 
-def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False) -> str:
-    """Train one run, emitting events. Returns the final status ('finished' or 'stopped')."""
+@dataclasses.dataclass
+class Training:
+    """A run ready to ``model.fit``: what :func:`prepare_training` made from a config (see there)."""
+
+    config: Any  # bench.config.RunConfig
+    framework: str  # "tensorflow 2.x.y"
+    devices_seen: list[str]
+    data: Any  # bench.datasets.Dataset
+    plan: Any  # bench.models.ModelPlan
+    y_train: Any  # labels as the loss wants them (one-hot for categorical_crossentropy)
+    y_test: Any
+    strategy: Any  # a tf.distribute.MirroredStrategy, or None for one device
+    model: Any = None  # built and compiled inside scope()
+
+    @property
+    def n_train(self) -> int:
+        return int(len(self.data.x_train))
+
+    def scope(self) -> Any:
+        """Where the model is built and trained: the strategy's scope, else keras.device(...) (none under torch)."""
+        if self.strategy is not None:
+            return self.strategy.scope()
+        import keras
+
+        return _device_scope(keras, self.config.backend, keras_device_name(self.config.device))
+
+    def fit_arguments(self) -> dict[str, Any]:
+        """``model.fit``'s data and loop arguments, no callbacks; call inside scope(), where the input pipeline is
+        built: under TensorFlow the tf.data pipelines of ``_tf_datasets``, under JAX and torch the arrays."""
+        cfg, data = self.config, self.data
+        if cfg.backend == "tensorflow":
+            train_data, val_data = _tf_datasets(data.x_train, self.y_train, data.x_test, self.y_test, cfg.batch_size,
+                                                cfg.seed)
+            return {"x": train_data, "epochs": cfg.epochs, "validation_data": val_data, "verbose": 0}
+        return {"x": data.x_train, "y": self.y_train, "batch_size": cfg.batch_size, "epochs": cfg.epochs,
+                "validation_data": (data.x_test, self.y_test), "shuffle": True, "verbose": 0}
+
+
+def _strategy(cfg: Any) -> Any:
+    """A MirroredStrategy over every visible GPU ('gpus') or the logical CPUs (BENCH_LOGICAL_CPUS), else None."""
+    if cfg.backend == "tensorflow" and (cfg.device == "gpus" or (cfg.device == "cpu" and logical_cpus() >= 2)):
+        import tensorflow as tf
+
+        if cfg.device == "gpus":
+            return tf.distribute.MirroredStrategy()  # every GPU this worker may see
+        return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(logical_cpus())])
+    if cfg.device == "gpus":
+        raise RuntimeError(f"'gpus' (MirroredStrategy) needs the TensorFlow backend, not {cfg.backend}; "
+                           "pick a single gpu:N or set KERAS_BACKEND=tensorflow")
+    return None
+
+
+def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | None = None) -> Training:
+    """Everything a run needs before ``model.fit``: the framework set up (threads, logical devices), seed and dtype
+    policy, the data and labels, the device scope (or MirroredStrategy), and the model built and compiled in it with
+    the run's optimizer, loss, metrics and jit_compile.
+
+    :func:`prepare_environment` must have run first in this process, before the framework was imported. The worker's
+    :func:`train` and the overhead harness's bare ``model.fit`` baseline both start here, so the baseline trains
+    exactly what a run trains. ``on_phase`` hears each phase as it begins ("importing ...", "loading data",
+    "building model").
+    """
     from bench import datasets, models
     from bench.config import RunConfig
 
+    say = on_phase or (lambda phase: None)
     cfg = RunConfig.from_dict(config)
-    _emit(queue, "phase", phase=f"importing {cfg.backend}")
+    say(f"importing {cfg.backend}")
     version, devices_seen = _framework_setup(cfg.backend, cfg.cpu_threads)
 
     import keras
@@ -272,7 +336,7 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bo
     keras.utils.set_random_seed(cfg.seed)
     keras.config.set_dtype_policy(cfg.precision)
 
-    _emit(queue, "phase", phase="loading data")
+    say("loading data")
     data = datasets.load(cfg.dataset, seed=cfg.seed, limit_samples=cfg.limit_samples, npz_path=cfg.npz_path)
     info = data.info
     plan = models.plan(cfg.model, cfg.size, info.input_shape, info.num_classes, info.vocab_size)
@@ -281,60 +345,50 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bo
         eye = np.eye(info.num_classes, dtype="float32")
         y_train, y_test = eye[y_train], eye[y_test]
 
-    _emit(queue, "phase", phase="building model")
-    target = keras_device_name(cfg.device)
-    strategy = None
-    if cfg.backend == "tensorflow" and (cfg.device == "gpus" or (cfg.device == "cpu" and logical_cpus() >= 2)):
-        import tensorflow as tf
-
-        if cfg.device == "gpus":
-            strategy = tf.distribute.MirroredStrategy()  # every GPU this worker may see
-        else:
-            strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(logical_cpus())])
-    elif cfg.device == "gpus":
-        raise RuntimeError(f"'gpus' (MirroredStrategy) needs the TensorFlow backend, not {cfg.backend}; "
-                           "pick a single gpu:N or set KERAS_BACKEND=tensorflow")
-    scope = strategy.scope() if strategy is not None else _device_scope(keras, cfg.backend, target)
-    with scope:
-        model = models.build(plan)
-        model.compile(
+    say("building model")
+    training = Training(config=cfg, framework=version, devices_seen=devices_seen, data=data, plan=plan,
+                        y_train=y_train, y_test=y_test, strategy=_strategy(cfg))
+    with training.scope():
+        training.model = models.build(plan)
+        training.model.compile(
             optimizer=_optimizer(cfg.optimizer, cfg.effective_learning_rate()),
             loss=models.build_loss(plan),
             metrics=models.build_metrics(plan),
             jit_compile=cfg.jit_compile,
         )
+    return training
+
+
+def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False) -> str:
+    """Train one run, emitting events. Returns the final status ('finished' or 'stopped')."""
+    training = prepare_training(config, on_phase=lambda phase: _emit(queue, "phase", phase=phase))
+    cfg, model, strategy = training.config, training.model, training.strategy
     placement = variable_device(model.trainable_variables[0]) if model.trainable_variables else "unknown"
-    n_train = int(len(data.x_train))
     _emit(
         queue,
         "started",
         pid=os.getpid(),
-        framework=version,
+        framework=training.framework,
         backend=cfg.backend,
-        devices_seen=devices_seen,
+        devices_seen=training.devices_seen,
         placement=placement,
         replicas=strategy.num_replicas_in_sync if strategy is not None else 1,
         replica_devices=list(strategy.extended.worker_devices) if strategy is not None else [placement],
-        params=plan.params,
-        flops_per_sample=plan.flops_per_sample,
-        model_description=plan.describe(),
-        dataset_description=info.description,
-        n_train=n_train,
-        n_test=int(len(data.x_test)),
+        params=training.plan.params,
+        flops_per_sample=training.plan.flops_per_sample,
+        model_description=training.plan.describe(),
+        dataset_description=training.data.info.description,
+        n_train=training.n_train,
+        n_test=int(len(training.data.x_test)),
         precision=cfg.precision,
         jit_compile=cfg.jit_compile,
         threads=cfg.threads() if cfg.device == "cpu" else None,
         input_pipeline=INPUT_PIPELINES.get(cfg.backend, "NumPy arrays"),
         worker_start="pre-started (framework loaded before Start)" if prestarted else "cold (spawned at Start)",
     )
-    callback = _make_callback(queue, stop_event, n_train, cfg.batch_size, cfg.epochs)
-    with strategy.scope() if strategy is not None else _device_scope(keras, cfg.backend, target):
-        if cfg.backend == "tensorflow":
-            train_data, val_data = _tf_datasets(data.x_train, y_train, data.x_test, y_test, cfg.batch_size, cfg.seed)
-            model.fit(train_data, epochs=cfg.epochs, validation_data=val_data, verbose=0, callbacks=[callback])
-        else:
-            model.fit(data.x_train, y_train, batch_size=cfg.batch_size, epochs=cfg.epochs,
-                      validation_data=(data.x_test, y_test), shuffle=True, verbose=0, callbacks=[callback])
+    callback = _make_callback(queue, stop_event, training.n_train, cfg.batch_size, cfg.epochs)
+    with training.scope():
+        model.fit(**training.fit_arguments(), callbacks=[callback])
     return "stopped" if callback.stopped else "finished"
 
 

@@ -1,6 +1,7 @@
 """Engine vs bare model.fit on a GPU, alternating, as `python -m bench overhead` does on the CPU (no browser there).
 
-Usage: python scripts/gpu_engine_vs_bare.py OUT.json [ROUNDS]   (KERAS_BACKEND=jax or torch; a GPU machine)
+Usage: python scripts/gpu_engine_vs_bare.py OUT.json [ROUNDS]   (KERAS_BACKEND=jax or torch; a GPU machine; from the
+checkout, which holds the harness in benchmarks/)
 """
 
 from __future__ import annotations
@@ -10,28 +11,24 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import overhead
-from bench.config import RunConfig
-from bench.jobs import JobManager
-from bench.store import Store
-from bench.settings import default_backend as backend
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bench/ and benchmarks/
+
+from bench.config import RunConfig  # noqa: E402
+from bench.jobs import JobManager  # noqa: E402
+from bench.settings import default_backend as backend  # noqa: E402
+from bench.store import Store  # noqa: E402
+from benchmarks import stats  # noqa: E402
+from benchmarks.overhead import bare_run, engine_run, machine  # noqa: E402
 
 
 def main(out: str, rounds: int = 3) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="gpu-overhead-"))
     config = RunConfig(model="mlp", size="s", epochs=6, batch_size=128, limit_samples=40000, device="gpu:0",
                        backend=backend(), jit_compile=backend() == "jax").validate()
-    (tmp / "config.json").write_text(json.dumps(config.to_dict()))
     manager = JobManager(Store(tmp / "engine.sqlite3"))
     runs: list[dict] = []
-    for rnd, kind in overhead.schedule(["bare", "engine"], rounds):
-        if kind == "bare":
-            result = tmp / f"bare-{rnd}.json"
-            overhead._child(["bare", str(tmp / "config.json"), str(result)], timeout_s=600,
-                            log_path=tmp / f"bare-{rnd}.log")
-            epochs = json.loads(result.read_text())["epochs"]
-        else:
-            epochs = overhead.engine_run(manager, config)["epochs"]
+    for rnd, kind in stats.schedule(["bare", "engine"], rounds):
+        epochs = bare_run(config, tmp, rnd) if kind == "bare" else engine_run(manager, config)["epochs"]
         runs.append({"round": rnd, "kind": kind, "epochs": epochs})
         print(rnd, kind, [round(e["epoch_seconds"], 4) for e in epochs], flush=True)
     manager.shutdown()
@@ -39,12 +36,12 @@ def main(out: str, rounds: int = 3) -> None:
     engine = [r for r in runs if r["kind"] == "engine"]
     summary = {
         "config": config.to_dict(),
-        "machine": overhead.machine(),
-        "engine_vs_bare_ratio": overhead.ratio_of_medians(engine, bare),
-        "paired_ratio": overhead.paired_ratio(engine, bare),
-        "bare_steady_s": overhead.pooled_median(bare),
-        "engine_steady_s": overhead.pooled_median(engine),
-        "bare_spread": overhead.spread(bare),
+        "machine": machine(),
+        "engine_vs_bare_ratio": stats.ratio_of_medians(engine, bare),
+        "paired_ratio": stats.paired_ratio(engine, bare),
+        "bare_steady_s": stats.pooled_median(bare),
+        "engine_steady_s": stats.pooled_median(engine),
+        "bare_spread": stats.spread(bare),
         "runs": runs,
     }
     Path(out).write_text(json.dumps(summary, indent=1))

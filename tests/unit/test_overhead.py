@@ -1,6 +1,7 @@
-"""The overhead benchmark's pure parts: arithmetic, schedule, result keys, the markdown report, the CLI entry.
+"""The overhead harness (benchmarks/): arithmetic, schedule, result keys, the markdown report, the command and its
+hand-over from `python -m bench overhead`, and the stand-ins it plugs into a real JobManager.
 
-The benchmark itself (minutes of training, a server and a browser) is never launched here.
+The pass itself (minutes of training, a server and a browser) is never launched here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli, overhead
+from bench import cli
+from benchmarks import overhead, report, standins, stats
+from tests.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,72 +26,72 @@ def epochs(*seconds: float) -> list[dict]:
 
 def run(kind: str, rnd: int, *seconds: float, **extra) -> dict:
     return {"kind": kind, "round": rnd, "epochs": epochs(*seconds), "wall_s": 10.0 + sum(seconds),
-            "steady_median_s": overhead.median(seconds[1:]), **extra}
+            "steady_median_s": stats.median(seconds[1:]), **extra}
 
 
 def test_median_ignores_missing_and_non_finite_values():
-    assert overhead.median([3.0, None, 1.0, float("nan"), 2.0]) == 2.0
-    assert overhead.median([]) is None
-    assert overhead.median([None]) is None
+    assert stats.median([3.0, None, 1.0, float("nan"), 2.0]) == 2.0
+    assert stats.median([]) is None
+    assert stats.median([None]) is None
 
 
 def test_steady_times_drop_the_tracing_epoch():
-    assert overhead.steady_times(epochs(9.0, 1.0, 2.0)) == [1.0, 2.0]
+    assert stats.steady_times(epochs(9.0, 1.0, 2.0)) == [1.0, 2.0]
 
 
 def test_ratio_of_medians_pools_every_steady_epoch():
     ours = [run("engine", 1, 9.0, 1.1, 1.1), run("engine", 2, 9.0, 1.1, 1.3)]
     base = [run("bare", 1, 9.0, 1.0, 1.0), run("bare", 2, 9.0, 1.0, 1.2)]
-    assert overhead.ratio_of_medians(ours, base) == pytest.approx(1.1 / 1.0)
-    assert overhead.ratio_of_medians([], base) is None
+    assert stats.ratio_of_medians(ours, base) == pytest.approx(1.1 / 1.0)
+    assert stats.ratio_of_medians([], base) is None
 
 
 def test_paired_ratio_compares_within_each_round():
     ours = [run("engine", 1, 5.0, 2.0), run("engine", 2, 5.0, 4.4), run("engine", 3, 5.0, 1.5)]
     base = [run("bare", 1, 5.0, 2.0), run("bare", 2, 5.0, 4.0), run("bare", 3, 5.0, 1.0)]
-    assert overhead.paired_ratio(ours, base) == pytest.approx(1.1)
+    assert stats.paired_ratio(ours, base) == pytest.approx(1.1)
 
 
 def test_min_ratio_and_spread():
     ours = [run("engine", 1, 5.0, 2.2, 3.0)]
     base = [run("bare", 1, 5.0, 2.0, 2.5), run("bare", 2, 5.0, 3.0)]
-    assert overhead.min_ratio(ours, base) == pytest.approx(1.1)
+    assert stats.min_ratio(ours, base) == pytest.approx(1.1)
     # per-run medians 2.25 and 3.0 -> (3.0 - 2.25) / median(2.25, 3.0)
-    assert overhead.spread(base) == pytest.approx(0.75 / 2.625)
-    assert overhead.spread(base[:1]) is None
+    assert stats.spread(base) == pytest.approx(0.75 / 2.625)
+    assert stats.spread(base[:1]) is None
 
 
 def test_per_tick_cpu_and_verdicts():
-    assert overhead.per_tick_ms(cpu_s=3.0, window_s=30.0, refresh_s=1.0) == pytest.approx(100.0)
-    assert overhead.per_tick_ms(cpu_s=1.0, window_s=0.0) is None
-    assert overhead.verdict("engine_vs_bare_ratio", 1.03) == "pass"
-    assert overhead.verdict("engine_vs_bare_ratio", 1.031) == "miss"
-    assert overhead.verdict("page_ready_s", None) == "not measured"
+    assert stats.per_tick_ms(cpu_s=3.0, window_s=30.0, refresh_s=1.0) == pytest.approx(100.0)
+    assert stats.per_tick_ms(cpu_s=1.0, window_s=0.0) is None
+    assert stats.verdict("engine_vs_bare_ratio", 1.03) == "pass"
+    assert stats.verdict("engine_vs_bare_ratio", 1.031) == "miss"
+    assert stats.verdict("page_ready_s", None) == "not measured"
 
 
 def test_refresh_matches_the_live_panel():
     live = pytest.importorskip("ui.live", reason="streamlit is not installed")
-    assert overhead.REFRESH_S == live.REFRESH_S
+    assert stats.REFRESH_S == live.REFRESH_S
 
 
 def test_schedule_alternates_every_kind_each_round_with_a_rotated_order():
-    order = overhead.schedule(["bare", "engine", "watched"], 3)
+    order = stats.schedule(["bare", "engine", "watched"], 3)
     assert order == [(1, "bare"), (1, "engine"), (1, "watched"), (2, "engine"), (2, "watched"), (2, "bare"),
                      (3, "watched"), (3, "bare"), (3, "engine")]
 
 
 def test_plans_keep_three_runs_per_side():
-    quick, full = overhead.plan_for(True), overhead.plan_for(False)
+    quick, full = stats.plan_for(True), stats.plan_for(False)
     assert quick.rounds >= 3 and full.rounds >= 3
     assert quick.epochs >= 2, "a steady epoch needs a second epoch"
-    assert "watched" in full.kinds() and "watched" not in overhead.plan_for(False, browser=False).kinds()
+    assert "watched" in full.kinds() and "watched" not in stats.plan_for(False, browser=False).kinds()
     cfg = full.config()
     assert cfg.validate() is cfg
     assert (cfg.model, cfg.size, cfg.batch_size, cfg.sample_interval_s) == ("mlp", "s", 128, 0.5)
 
 
 def fake_result(extra: dict | None = None) -> dict:
-    plan = overhead.plan_for(True)
+    plan = stats.plan_for(True)
     runs = []
     for rnd in (1, 2, 3):
         runs += [run("bare", rnd, 3.0, 1.00, 1.02),
@@ -105,7 +108,7 @@ def fake_result(extra: dict | None = None) -> dict:
     machine = {"cpu_model": "Test CPU 9000", "logical_cores": 2, "physical_cores": 2, "ram_total_gib": 8.0,
                "gpus": [], "gpu_reason": "no GPU here", "framework": "tensorflow 2.x", "platform": "Linux",
                "python": "3.11", "label": "Test CPU 9000 (2 cores), no GPU"}
-    return overhead.result_from(plan, plan.config().to_dict(), machine, runs,
+    return stats.result_from(plan, plan.config().to_dict(), machine, runs,
                                 {"page_ready_s": [2.0, 2.5, 3.5], **(extra or {})}, memory, render)
 
 
@@ -130,21 +133,22 @@ def test_prestarted_first_batch_is_reported_beside_the_cold_one():
     result = fake_result({"first_batch_prestarted_runs_s": [1.9, 1.5, 2.4]})
     assert result["first_batch_s"] == 6.5
     assert result["details"]["first_batch_prestarted_s"] == 1.9
-    text = overhead.render_markdown(result)
+    text = report.render_markdown(result)
     assert "1.90 s, 1.50 s, 2.40 s, median 1.90 s." in text
-    assert "not measured" in overhead.render_markdown(fake_result())
+    assert "not measured" in report.render_markdown(fake_result())
 
 
 def test_markdown_has_a_target_line_per_figure_and_explains_each_miss():
-    text = overhead.render_markdown(fake_result())
+    text = report.render_markdown(fake_result())
     assert "| `engine_vs_bare_ratio` | 1.005 | ≤ 1.030 | pass |" in text
     assert "| `watched_vs_bare_ratio` | 1.099 | ≤ 1.050 | miss |" in text
     assert "| `page_ready_s` | 2.50 s | ≤ 3.00 s | pass |" in text
     assert "| `rerun_ms` | 100 ms | ≤ 150 ms | pass |" in text
     assert "| `memory_growth_mb` | 20.0 MB | ≤ 50.0 MB | pass |" in text
     assert "Test CPU 9000 · 2 logical cores" in text and "8.0 GiB RAM" in text
-    misses = text.split("## Misses")[1].split("## How")[0]
-    assert "**`watched_vs_bare_ratio`**" in misses and "What would close it:" in misses
+    misses = text.split("## Misses")[1].split("## Measured in detail")[0]
+    assert "**`watched_vs_bare_ratio`**" in misses and "Diagnosis:" in misses
+    assert "What would close it: [PERFORMANCE-METHOD.md](PERFORMANCE-METHOD.md#watched_vs_bare_ratio)" in misses
     assert "**`engine_vs_bare_ratio`**" not in misses
     assert "{_" not in text and "_fmt(" not in text, "every placeholder is filled"
 
@@ -154,7 +158,7 @@ def test_cpu_beside_the_worker_implies_a_slowdown_per_training_thread():
     assert d["training_threads"] == 2  # all cores of the fake 2-core machine
     assert d["side_cpu_cores"]["engine"] == pytest.approx(0.02)
     assert d["expected_ratio_from_cpu"]["watched"] == pytest.approx(1 + 0.28 / 2)
-    text = overhead.render_markdown(fake_result())
+    text = report.render_markdown(fake_result())
     assert "| started from the server, one Chromium page watching (server + Chromium) | 0.280 cores | +14.0 % |" in text
     assert "implies about +14.0 %" in text.split("## Misses")[1]
 
@@ -162,26 +166,107 @@ def test_cpu_beside_the_worker_implies_a_slowdown_per_training_thread():
 def test_markdown_says_when_nothing_missed():
     result = fake_result()
     result["watched_vs_bare_ratio"] = 1.01
-    assert "None: every measured figure met its target" in overhead.render_markdown(result)
+    assert "None: every measured figure met its target" in report.render_markdown(result)
 
 
 def test_noise_note_says_whether_the_excess_stands_out():
-    assert "cannot tell it from" in overhead.noise_note(1.02, 0.05)
-    assert "larger than" in overhead.noise_note(1.10, 0.05)
-    assert overhead.noise_note(None, 0.05) == ""
+    assert "cannot tell it from" in report.noise_note(1.02, 0.05)
+    assert "larger than" in report.noise_note(1.10, 0.05)
+    assert report.noise_note(None, 0.05) == ""
 
 
 def test_write_outputs(tmp_path):
     result = fake_result()
-    overhead.write_outputs(result, report_path=tmp_path / "PERF.md", json_path=tmp_path / "out" / "r.json")
-    assert json.loads((tmp_path / "out" / "r.json").read_text())["schema"] == overhead.SCHEMA
+    report.write_outputs(result, report_path=tmp_path / "PERF.md", json_path=tmp_path / "out" / "r.json")
+    assert json.loads((tmp_path / "out" / "r.json").read_text())["schema"] == stats.SCHEMA
     assert (tmp_path / "PERF.md").read_text().startswith("# Performance")
 
 
-def test_cli_parses_the_overhead_options():
+def every_figure_missed() -> dict:
+    result = fake_result({"first_batch_prestarted_runs_s": [1.9]})
+    for name, (target, _, _) in stats.TARGETS.items():
+        result[name] = target * 2
+    return result
+
+
+INTERNALS = ("bench.jobs.Sampler", "fake_long_worker", "prepare_environment", "_tf_datasets", "bare_fit",
+             "overhead.py", "CHART_REFRESH_S", "MAX_LIVE_SAMPLES", "MAX_POINTS", "add_vline", "extendTraces",
+             "psutil reads", "render_run")
+
+
+def test_the_generated_doc_names_no_internals_and_links_the_method_page_for_each_miss():
+    text = report.render_markdown(every_figure_missed())
+    assert [name for name in INTERNALS if name in text] == []
+    misses = text.split("## Misses")[1].split("## Measured in detail")[0]
+    for name in stats.FIGURES:
+        assert f"**`{name}`**" in misses and f"(PERFORMANCE-METHOD.md#{name})" in misses, name
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    import re
+
+    return {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+            for line in markdown.splitlines() if line.startswith("#")}
+
+
+def test_every_link_of_the_generated_doc_reaches_a_heading_of_the_method_page():
+    import re
+
+    method = ROOT / "docs" / "PERFORMANCE-METHOD.md"
+    anchors = _anchors(method.read_text())
+    text = report.render_markdown(every_figure_missed())
+    links = re.findall(r"\(PERFORMANCE-METHOD\.md#([^)]+)\)", text)
+    assert "how-the-overhead-is-measured" in links and len(set(links)) == len(stats.FIGURES) + 1
+    assert [link for link in links if link not in anchors] == []
+
+
+def test_the_shipped_doc_is_the_shipped_result_rendered():
+    result = json.loads((ROOT / "docs" / "overhead.json").read_text())
+    assert result["schema"] == stats.SCHEMA
+    assert (ROOT / "docs" / "PERFORMANCE.md").read_text() == report.render_markdown(result), \
+        "docs/PERFORMANCE.md is generated: python -m bench overhead --from-json docs/overhead.json --write-doc"
+
+
+def test_bench_hands_the_overhead_options_to_the_harness():
     args = cli.build_parser().parse_args(["overhead", "--quick", "--json", "x.json"])
-    assert (args.command, args.quick, args.json_path, args.rounds) == ("overhead", True, "x.json", None)
+    assert (args.command, args.harness_args) == ("overhead", ["--quick", "--json", "x.json"])
     assert cli.COMMANDS["overhead"] is cli.cmd_overhead
+    options = overhead.build_parser().parse_args(args.harness_args)
+    assert (options.quick, options.json_path, options.rounds, options.write_doc) == (True, "x.json", None, False)
+
+
+def test_a_pass_writes_the_doc_only_when_asked(tmp_path, monkeypatch, capsys):
+    doc = tmp_path / "docs" / "PERFORMANCE.md"
+    monkeypatch.setattr(overhead, "DEFAULT_REPORT", doc)
+    monkeypatch.setattr(overhead, "run_benchmark", lambda plan: {**fake_result(), "quick": plan.quick})
+    assert cli.main(["overhead", "--quick", "--json", str(tmp_path / "oh.json")]) == 0
+    assert json.loads((tmp_path / "oh.json").read_text())["quick"] is True
+    assert not doc.exists()
+    assert "engine_vs_bare_ratio" in capsys.readouterr().out
+    assert cli.main(["overhead", "--quick", "--write-doc"]) == 0
+    assert doc.read_text() == report.render_markdown({**fake_result(), "quick": True})
+    assert cli.main(["overhead", "--report", str(tmp_path / "elsewhere.md")]) == 0
+    assert (tmp_path / "elsewhere.md").read_text().startswith("# Performance")
+
+
+def test_from_json_renders_a_saved_result_without_measuring(tmp_path, monkeypatch):
+    doc = tmp_path / "PERFORMANCE.md"
+    saved = tmp_path / "saved.json"
+    report.write_outputs(fake_result(), json_path=saved)
+    monkeypatch.setattr(overhead, "DEFAULT_REPORT", doc)
+    monkeypatch.setattr(overhead, "run_benchmark", lambda plan: pytest.fail("--from-json must not measure"))
+    assert cli.main(["overhead", "--from-json", str(saved)]) == 0
+    assert not doc.exists()
+    assert cli.main(["overhead", "--from-json", str(saved), "--write-doc"]) == 0
+    assert doc.read_text() == report.render_markdown(json.loads(saved.read_text()))
+
+
+def test_from_json_refuses_measuring_options_and_unreadable_files(tmp_path, capsys):
+    assert cli.main(["overhead", "--from-json", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert cli.main(["overhead", "--from-json", "x.json", "--quick"]) == 2
+    assert "measures nothing" in capsys.readouterr().err
 
 
 def test_cli_refuses_fewer_than_three_rounds(capsys):
@@ -193,4 +278,114 @@ def test_overhead_help_exits_0():
     proc = subprocess.run([sys.executable, "-m", "bench", "overhead", "--help"], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert "--quick" in proc.stdout and "--json" in proc.stdout
+    assert "--quick" in proc.stdout and "--json" in proc.stdout and "--write-doc" in proc.stdout
+
+
+def test_an_engine_without_the_harness_beside_it_says_so(tmp_path):
+    """An installed engine (no benchmarks/ beside bench/) cannot measure the dashboard: exit 2 and say why."""
+    import os
+    import shutil
+
+    shutil.copytree(ROOT / "bench", tmp_path / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-m", "bench", "overhead", "--quick"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "benchmarks/" in proc.stderr and "checkout" in proc.stderr
+
+
+# -- the stand-ins, through JobManager's own arguments -------------------------------------------------------------
+HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
+
+
+def test_the_replayed_run_reaches_jobmanager_through_its_worker_target_and_sampler_factory():
+    from bench.config import RunConfig
+    from bench.jobs import JobManager
+
+    sampler = standins.SamplerChoice(standins.replay_sampler(40, 4, 1, 0.3))
+    manager = JobManager(None, hardware=HW, worker_target=standins.ReplayedWorker(real_s=0.5), sampler_factory=sampler)
+    try:
+        snap = manager.wait(manager.submit(RunConfig(epochs=3)), timeout_s=60)
+        assert snap.status == "finished", snap.error
+        assert [e["epoch"] for e in snap.epochs] == [1, 2, 3]
+        assert len(snap.samples) == 40 and len(snap.samples[0]["cpu_per_core"]) == 4
+        sampler.factory = standins.null_sampler
+        snap = manager.wait(manager.submit(RunConfig(epochs=2)), timeout_s=60)
+        assert snap.status == "finished" and len(snap.epochs) == 2 and snap.samples == []
+    finally:
+        manager.shutdown()
+
+
+def test_the_held_replay_stays_live_until_stop():
+    from bench.config import RunConfig
+    from bench.jobs import JobManager
+
+    manager = JobManager(None, hardware=HW, worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
+                         sampler_factory=standins.null_sampler)
+    try:
+        run_id = manager.submit(RunConfig(epochs=2))
+        wait_for(lambda: len(manager.snapshot(run_id).epochs) == 2, timeout_s=60, what="the replayed epochs")
+        assert manager.snapshot(run_id).active
+        manager.stop(run_id)
+        assert manager.wait(run_id, timeout_s=60).status == "stopped"
+    finally:
+        manager.shutdown()
+
+
+@pytest.mark.slow
+def test_the_bare_baseline_trains_what_prepare_training_prepares(tmp_path):
+    """The bare side runs in its own process, a plain model.fit on bench.worker.prepare_training's model and data."""
+    from benchmarks.common import run_child
+
+    from bench.config import RunConfig
+
+    config = RunConfig(model="mlp", size="xs", epochs=2, batch_size=64, limit_samples=512, cpu_threads=1).validate()
+    (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
+    run_child("benchmarks.baseline", ["bare", str(tmp_path / "config.json"), str(tmp_path / "out.json")],
+              timeout_s=240, log_path=tmp_path / "bare.log")
+    epochs = json.loads((tmp_path / "out.json").read_text())["epochs"]
+    assert [e["epoch"] for e in epochs] == [1, 2] and [e["includes_tracing"] for e in epochs] == [True, False]
+    assert all(e["epoch_seconds"] > 0 for e in epochs)
+
+
+def test_the_pass_alternates_every_side_and_switches_the_sampler_per_run(monkeypatch):
+    """run_benchmark's orchestration, with the measuring steps replaced (no training, server or browser here)."""
+    from bench.jobs import default_sampler
+
+    factories, choices = {}, []
+
+    class RecordedChoice(standins.SamplerChoice):
+        def __init__(self, factory):
+            super().__init__(factory)
+            choices.append(self)
+
+    def fake_engine_run(manager, config, timeout_s=900.0):
+        factory = choices[0].factory  # what the manager's sampler_factory builds for this run
+        kind = "sampling_0.1" if config.sample_interval_s == 0.1 else factory.__name__
+        factories.setdefault(kind, set()).add(factory)
+        return {"run_id": 1, "epochs": epochs(3.0, 1.0, 1.0), "samples": 0, "window_s": 2.0, "side_cpu_s": 0.02}
+
+    def fake_child(module, args, *, timeout_s, log_path):
+        out = Path(args[2])
+        if module == "benchmarks.memory":
+            out.write_text(json.dumps({"cores": 2, "gpus": 0, "tracemalloc": False, "samples_kept": 3600,
+                                       "renders_during_stream": 1, "renders_after_run": 1, "peak_growth_mb": 5.0,
+                                       "retained_growth_mb": 4.0, "drift_after_run_mb": 0.0,
+                                       "traced_peak_growth_mb": None}))
+        else:
+            out.write_text(json.dumps({"page_ms": [40.0], "panel_ms": [30.0], "figure_ms": {}, "epochs": 36}))
+
+    monkeypatch.setattr(overhead, "bare_run", lambda config, tmp, rnd: epochs(3.0, 1.0, 1.0))
+    monkeypatch.setattr(overhead, "engine_run", fake_engine_run)
+    monkeypatch.setattr(overhead, "SamplerChoice", RecordedChoice)
+    monkeypatch.setattr(overhead, "run_child", fake_child)
+    monkeypatch.setattr(overhead, "machine", lambda: {"logical_cores": 2, "label": "test"})
+    result = overhead.run_benchmark(stats.plan_for(True, browser=False), log=lambda message: None)
+    assert [(r["round"], r["kind"]) for r in result["runs"]] == stats.schedule(
+        ["bare", "engine", "sampling_off", "sampling_0.1"], 3)
+    assert result["engine_vs_bare_ratio"] == 1.0 and result["memory_growth_mb"] == 5.0
+    assert result["details"]["notes"] == ["Browser figures not measured: --no-browser."]
+    assert factories["null_sampler"] == {standins.null_sampler}
+    assert factories["default_sampler"] == {default_sampler}
+    assert factories["sampling_0.1"] == {default_sampler}
+    assert len(choices) == 1 and choices[0].factory is default_sampler

@@ -283,3 +283,36 @@ def test_the_engine_never_imports_streamlit_or_the_ui():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in ("streamlit", "ui")]
     assert not offenders, offenders
+
+
+def test_the_engine_never_drives_a_browser_or_starts_a_dashboard():
+    """Measuring tools (a browser, a `streamlit run` server) live in benchmarks/, outside the engine."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "bench").rglob("*.py")):
+        text = path.read_text()
+        rel = path.relative_to(ROOT)
+        offenders += [f"{rel}: mentions {word}" for word in ("chromium", "playwright") if word in text.lower()]
+        tree = ast.parse(text)
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                if re.search(r"streamlit\s+run", node.value):
+                    offenders.append(f"{rel}:{node.lineno}: {node.value[:60]!r}")
+            if isinstance(node, (ast.List, ast.Tuple)):
+                words = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+                if any(a == "streamlit" and b == "run" for a, b in zip(words, words[1:])):
+                    offenders.append(f"{rel}:{node.lineno}: starts `streamlit run`")
+    assert not offenders, offenders
+
+
+def test_only_the_engine_is_installed():
+    """benchmarks/ (the measuring harness) and the dashboard run from the checkout; the library is bench/ alone."""
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        find = tomllib.load(fh)["tool"]["setuptools"]["packages"]["find"]
+    assert find["include"] == ["bench", "bench.*"]
+    assert (ROOT / "benchmarks" / "__init__.py").is_file()

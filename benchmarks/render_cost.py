@@ -1,6 +1,6 @@
-"""The Streamlit side of `python -m bench overhead`: AppTest wall time of the Train page and of the live panel with a
-30-minute run in the manager. Run as a helper subprocess (bench.overhead._child with entry="ui.render_cost"), so the
-engine in bench/ never imports Streamlit.
+"""The Streamlit side of the overhead pass: AppTest wall time of the Train page and of the live panel with a
+30-minute run in the manager. Run as its own helper subprocess (benchmarks.common.run_child), so the process that
+drives the pass never imports Streamlit.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.overhead import (ROOT, SIMULATED_EPOCHS, SIMULATED_INTERVAL_S, SIMULATED_RUN_S, _figure_timings, _wait,
-                            fake_long_worker, replay_sampler_class, sampler_replaced)
+from benchmarks.common import ROOT, wait_for
+from benchmarks.memory import figure_timings
+from benchmarks.standins import (SIMULATED_EPOCHS, SIMULATED_INTERVAL_S, SIMULATED_SAMPLES, ReplayedWorker,
+                                 replay_sampler)
 
 
 def child_main(argv: list[str]) -> None:
@@ -40,14 +42,13 @@ def render_main(real_s: float, repeats: int) -> dict[str, Any]:
     from bench.store import Store
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-render-"))
-    os.environ.update({"BENCH_STORE": str(tmp / "runs.sqlite3"), "BENCH_OVERHEAD_REAL_S": str(real_s),
-                       "BENCH_OVERHEAD_HOLD": "1"})
-    manager = JobManager(Store(tmp / "runs.sqlite3"), worker_target=fake_long_worker)
-    count = int(SIMULATED_RUN_S / SIMULATED_INTERVAL_S)
-    with sampler_replaced(replay_sampler_class(count, 32, 2, real_s)):
-        run_id = manager.submit(RunConfig(epochs=SIMULATED_EPOCHS, sample_interval_s=SIMULATED_INTERVAL_S))
-        _wait(lambda: len(manager.snapshot(run_id).epochs) >= SIMULATED_EPOCHS
-              and len(manager.snapshot(run_id).samples) >= count, real_s + 120, "the replayed run")
+    os.environ["BENCH_STORE"] = str(tmp / "runs.sqlite3")
+    count = SIMULATED_SAMPLES
+    manager = JobManager(Store(tmp / "runs.sqlite3"), worker_target=ReplayedWorker(real_s=real_s, hold=True),
+                         sampler_factory=replay_sampler(count, 32, 2, real_s))
+    run_id = manager.submit(RunConfig(epochs=SIMULATED_EPOCHS, sample_interval_s=SIMULATED_INTERVAL_S))
+    wait_for(lambda: len(manager.snapshot(run_id).epochs) >= SIMULATED_EPOCHS
+             and len(manager.snapshot(run_id).samples) >= count, real_s + 120, "the replayed run")
     from streamlit.testing.v1 import AppTest
 
     from ui import common
@@ -68,7 +69,7 @@ def render_main(real_s: float, repeats: int) -> dict[str, Any]:
     page_ms = timed(AppTest.from_file(str(ROOT / "pages" / "train.py"), default_timeout=120))
     panel_ms = timed(AppTest.from_string(FRAGMENT_SCRIPT, default_timeout=120))
     snap = manager.snapshot(run_id)
-    figure_ms = _figure_timings(snap, repeats)
+    figure_ms = figure_timings(snap, repeats)
     active = snap.active
     manager.stop(run_id)
     manager.wait(run_id, timeout_s=30)

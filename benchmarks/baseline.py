@@ -1,0 +1,62 @@
+"""The bare side of the overhead pass: a plain Keras ``model.fit``, in its own process, on exactly what a run trains.
+
+``bench.worker.prepare_training`` gives it the worker's data and input pipeline, model, loss, metrics, optimizer,
+seed, dtype policy, jit_compile and device scope; what it leaves out is everything of ours around the fit (the event
+callback, the queue, the supervisor, the sampler). Its one hook only reads the clock, the way the worker's callback
+times an epoch, so both sides pay Keras's per-batch callback dispatch.
+
+Usage (as the harness runs it): ``python -c "from benchmarks.baseline import child_main; child_main(sys.argv[1:])"
+bare CONFIG_JSON OUT_JSON``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+
+def epoch_timer(batches: int) -> Any:
+    """A Keras callback that times each epoch as the worker does: from on_epoch_begin to the end of the last
+    training batch (its loss read, so the step has finished), validation excluded."""
+    import keras
+
+    class EpochTimer(keras.callbacks.Callback):
+        async_safe = True  # as the worker's callback: Keras need not read every step's loss on the training thread
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.seconds: list[float] = []
+            self.t0 = 0.0
+
+        def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+            self.t0 = time.perf_counter()
+
+        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+            if batch + 1 >= batches:
+                float((logs or {})["loss"])
+                self.seconds.append(time.perf_counter() - self.t0)
+
+    return EpochTimer()
+
+
+def bare_fit(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Train ``config`` with a plain model.fit; returns its epochs as the worker reports them (times only)."""
+    from bench import worker
+
+    worker.prepare_environment(config)  # the worker's environment, affinity and thread variables, before the import
+    training = worker.prepare_training(config)
+    timer = epoch_timer(max(1, -(-training.n_train // training.config.batch_size)))
+    with training.scope():
+        training.model.fit(**training.fit_arguments(), callbacks=[timer])
+    return [{"epoch": i + 1, "epoch_seconds": s, "includes_tracing": i == 0} for i, s in enumerate(timer.seconds)]
+
+
+def child_main(argv: list[str]) -> None:
+    """``bare CONFIG_JSON OUT_JSON``: write {"epochs": [...]} of bare_fit(CONFIG) to OUT."""
+    kind, spec, out = argv[0], argv[1], argv[2]
+    if kind != "bare":
+        raise SystemExit(f"unknown baseline child {kind!r}")
+    epochs = bare_fit(json.loads(Path(spec).read_text()))
+    Path(out).write_text(json.dumps({"epochs": epochs}))

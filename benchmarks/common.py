@@ -1,0 +1,45 @@
+"""Small helpers shared by the harness's modules: the checkout root, waiting, CPU time, helper subprocesses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: bench/, benchmarks/, app.py, docs/
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str, poll_s: float = 0.1) -> Any:
+    """Poll ``predicate`` until it returns something truthy (returned), or raise TimeoutError naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def cpu_seconds(proc: Any) -> float:
+    """User + system CPU seconds of a psutil.Process."""
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
+def run_child(module: str, args: Sequence[str], *, timeout_s: float, log_path: Path) -> None:
+    """Run ``module.child_main(args)`` in a fresh interpreter from the checkout; its output goes to log_path.
+
+    The bare baseline, the memory replay and the AppTest render timing each run this way, so that neither
+    TensorFlow nor Streamlit is ever imported by the process that drives the pass.
+    """
+    code = f"import sys; from {module} import child_main; child_main(sys.argv[1:])"
+    with log_path.open("w") as log:
+        proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=timeout_s)
+    if proc.returncode != 0:
+        tail = log_path.read_text()[-1500:]
+        raise RuntimeError(f"overhead child {module} {args[0] if args else ''} exited {proc.returncode}: {tail}")

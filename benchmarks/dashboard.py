@@ -1,0 +1,203 @@
+"""The dashboard side of the overhead pass: a real `streamlit run app.py` server and headless Chromium driving it.
+
+Everything a user does is done by clicking: open the Train page, set Epochs and Training samples by their labels,
+press Start, watch the run to its end. The figures read back come from the server's own store and from psutil.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import ROOT, cpu_seconds, wait_for
+
+CHROMIUM = os.environ.get("BENCH_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def chromium_cpu_s() -> dict[int, float]:
+    """CPU seconds of every Chromium process descending from this one (Playwright's driver starts them)."""
+    import psutil
+
+    out = {}
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" in child.name().lower():
+                out[child.pid] = cpu_seconds(child)
+        except psutil.Error:
+            continue
+    return out
+
+
+class DashboardServer:
+    """A real `streamlit run app.py` on a free localhost port, its store in ``folder``."""
+
+    def __init__(self, folder: Path, *, prestart: bool = False):
+        import psutil
+
+        self.port = _free_port()
+        self.url = f"http://localhost:{self.port}"
+        self.store_path = folder / "runs.sqlite3"
+        self.log_path = folder / "streamlit.log"
+        # prestart off by default: the ratios and cold first batch must not share the CPU with a spare loading
+        env = {**os.environ, "BENCH_STORE": str(self.store_path), "PYTHONPATH": str(ROOT),
+               "BENCH_UPLOAD_DIR": str(folder / "uploads"), "BENCH_PRESTART": "1" if prestart else "0"}
+        env.pop("BENCH_PRESENTER_KEY", None)
+        self.started = time.monotonic()
+        self.healthy_s: float | None = None
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(self.port),
+             "--server.headless", "true", "--server.address", "localhost"],
+            cwd=ROOT, env=env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT)
+        self.ps = psutil.Process(self.proc.pid)
+
+    def wait_healthy(self, timeout_s: float = 60.0) -> None:
+        def healthy() -> bool:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited: {self.log_path.read_text()[-1500:]}")
+            try:
+                with urllib.request.urlopen(self.url + "/_stcore/health", timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+
+        wait_for(healthy, timeout_s, "the streamlit server", poll_s=0.05)
+
+    def cpu_s(self) -> float:
+        return cpu_seconds(self.ps)
+
+    def rss_mb(self) -> float:
+        return self.ps.memory_info().rss / 1e6
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def browser_unavailable() -> str | None:
+    """Why the browser figures cannot be measured here, or None."""
+    if not Path(CHROMIUM).exists():
+        return f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set BENCH_CHROMIUM)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -r requirements-dev.txt)"
+    if not (ROOT / "app.py").exists():
+        return f"the dashboard (app.py) is not beside the engine in {ROOT}"
+    return None
+
+
+def _open_train(browser: Any, url: str) -> tuple[Any, Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1300})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(url)
+    page.get_by_role("heading", name="Train").wait_for()
+    page.get_by_role("button", name="Start", exact=True).wait_for()
+    return context, page
+
+
+def page_ready(browser: Any, folder: Path) -> tuple[DashboardServer, float]:
+    """Start a server and open the Train page; seconds from Popen to the heading and Start button rendered."""
+    server = DashboardServer(folder)
+    server.wait_healthy()
+    server.healthy_s = time.monotonic() - server.started
+    context, _ = _open_train(browser, server.url)
+    seconds = time.monotonic() - server.started
+    context.close()
+    return server, seconds
+
+
+def _set_number(page: Any, label: str, value: int) -> None:
+    box = page.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    page.wait_for_timeout(400)
+
+
+def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: bool) -> dict[str, Any]:
+    """Start a run from the Train page by clicking; watch it live to the end (or close the page at once).
+
+    Returns the run's epochs read from the server's store, the first-batch latency (watched only) and the server's
+    and Chromium's CPU seconds over the window from the first stored epoch to the run's end.
+    """
+    from bench.store import Store
+
+    store = Store(server.store_path)
+    before = {r["id"] for r in store.list_runs()}
+    context, page = _open_train(browser, server.url)
+    try:
+        _set_number(page, "Epochs", config.epochs)
+        _set_number(page, "Training samples (0 = all)", config.limit_samples or 0)
+        t_click = time.monotonic()
+        page.get_by_role("button", name="Start", exact=True).click()
+        run_id = wait_for(lambda: max(({r["id"] for r in store.list_runs()} - before), default=None), 60,
+                       "the run to be stored")
+        first_batch = None
+        if watch:
+            page.get_by_text(re.compile(r"batch \d+/\d+")).first.wait_for(timeout=120_000)
+            first_batch = time.monotonic() - t_click
+        else:
+            page.get_by_text(f"Run #{run_id}").first.wait_for(timeout=60_000)
+            context.close()
+            context = None
+        wait_for(lambda: (store.get_run(run_id, with_samples=False) or {}).get("epochs"), 300, "the first epoch", 0.25)
+        t_a, cpu_a, chrome_a, rss_a = time.monotonic(), server.cpu_s(), chromium_cpu_s(), server.rss_mb()
+        run = wait_for(lambda: _ended(store.get_run(run_id, with_samples=False)), 600, "the run to end", 0.25)
+        t_b, cpu_b, chrome_b, rss_b = time.monotonic(), server.cpu_s(), chromium_cpu_s(), server.rss_mb()
+    finally:
+        if context is not None:
+            context.close()
+    if run["status"] != "finished":
+        raise RuntimeError(f"server run #{run_id} ended {run['status']}: {run.get('error')}")
+    stored = {k: v for k, v in run["config"].items() if k != "backend"}
+    wanted = {k: v for k, v in config.to_dict().items() if k != "backend"}
+    chrome_s = sum(chrome_b[p] - chrome_a.get(p, 0.0) for p in chrome_b)
+    return {
+        "run_id": run_id, "epochs": run["epochs"], "first_batch_s": first_batch, "window_s": t_b - t_a,
+        "server_cpu_s": cpu_b - cpu_a, "chromium_cpu_s": chrome_s, "side_cpu_s": cpu_b - cpu_a + chrome_s,
+        "server_rss_mb": [rss_a, rss_b],
+        "config_matches": stored == wanted, "config_diff": {k: (stored.get(k), wanted[k]) for k in wanted
+                                                             if stored.get(k) != wanted[k]},
+    }
+
+
+def prestarted_first_batches(browser: Any, server: DashboardServer, config: Any, runs: int,
+                             say: Callable[[str], None]) -> list[float | None]:
+    """Start click to first batch when the dashboard's pre-started worker takes the run: one cold run first (after
+    which the server keeps a spare), then each run waits for the spare to have loaded the framework."""
+    from bench.worker import SPARE_READY_LINE
+
+    spare_log = server.store_path.parent / "logs" / "run-spare.log"
+    server_run(browser, server, config, watch=False)
+    times: list[float | None] = []
+    for i in range(runs):
+        wait_for(lambda: spare_log.exists() and SPARE_READY_LINE in spare_log.read_text(errors="replace"), 120,
+              "the pre-started worker to load the framework", 0.25)
+        spare_log.unlink()
+        row = server_run(browser, server, config, watch=True)
+        times.append(row["first_batch_s"])
+        say(f"pre-started worker {i + 1}/{runs}: first batch after {row['first_batch_s']:.2f} s")
+    return times
+
+
+def _ended(run: dict[str, Any] | None) -> dict[str, Any] | None:
+    return run if run and run["status"] in ("finished", "stopped", "failed", "interrupted") else None

@@ -1,0 +1,240 @@
+"""What the dashboard costs a training run, measured side by side on this machine: ``python -m bench overhead``
+(which hands over to this module's :func:`main`), or ``python -m benchmarks.overhead`` from the checkout.
+
+Every figure compares our path with a minimal one IN THE SAME PASS, alternating the two, because a shared machine
+drifts: a bare ``model.fit`` (benchmarks.baseline, on what ``bench.worker.prepare_training`` prepares) against our
+worker run through :class:`bench.jobs.JobManager`, against the same run started from a real dashboard server watched
+live by headless Chromium (benchmarks.dashboard), and against our worker with the sampler switched off. Beside those:
+how long a cold server takes to show the Train page, how long a Start click takes to a first finished batch, what one
+live-panel refresh costs the server (benchmarks.render_cost) and how far memory grows over a 30-minute run
+(benchmarks.memory). How each figure is measured: docs/PERFORMANCE-METHOD.md.
+
+The result goes to the terminal, to a JSON file with ``--json PATH``, and to docs/PERFORMANCE.md only when asked
+(``--write-doc``); ``--from-json PATH`` renders the doc from a saved result without measuring. Nothing here imports
+TensorFlow or Streamlit in this process: the bare fit, the memory replay and the AppTest timing each run in their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import cpu_seconds, run_child
+from benchmarks.dashboard import (CHROMIUM, CHROMIUM_ARGS, DashboardServer, browser_unavailable, page_ready,
+                                  prestarted_first_batches, server_run)
+from benchmarks.report import DEFAULT_REPORT, summary_lines, write_outputs
+from benchmarks.standins import SamplerChoice, null_sampler
+from benchmarks.stats import Plan, median, plan_for, result_from, schedule, steady_times
+
+
+def bare_run(config: Any, tmp: Path, rnd: int) -> list[dict[str, Any]]:
+    """One bare model.fit of ``config`` in its own process (benchmarks.baseline); its epochs."""
+    cfg_path, out = tmp / f"bare-config-{rnd}.json", tmp / f"bare-{rnd}.json"
+    cfg_path.write_text(json.dumps(config.to_dict()))
+    run_child("benchmarks.baseline", ["bare", str(cfg_path), str(out)], timeout_s=900, log_path=tmp / f"bare-{rnd}.log")
+    return json.loads(out.read_text())["epochs"]
+
+
+# -- the pass -------------------------------------------------------------------------------------------------------
+def engine_run(manager: Any, config: Any, timeout_s: float = 900.0) -> dict[str, Any]:
+    """One run through ``manager`` (in this process, as the CLI runs it); its epochs and this process's CPU seconds
+    (supervisor, sampler, event handling; the worker excluded) from the first epoch to the run's end."""
+    import psutil
+
+    me = psutil.Process()
+    run_id = manager.submit(config)
+    deadline = time.monotonic() + timeout_s
+    t_a = cpu_a = None
+    while True:
+        snap = manager.snapshot(run_id)
+        if t_a is None and snap.epochs:
+            t_a, cpu_a = time.monotonic(), cpu_seconds(me)
+        if not snap.active or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    t_b, cpu_b = time.monotonic(), cpu_seconds(me)
+    if snap.status != "finished":
+        raise RuntimeError(f"run #{run_id} ended {snap.status}: {snap.error}")
+    return {"run_id": run_id, "epochs": snap.epochs, "samples": len(snap.samples),
+            "window_s": t_b - t_a if t_a is not None else None,
+            "side_cpu_s": cpu_b - cpu_a if cpu_a is not None else None}
+
+
+
+def machine() -> dict[str, Any]:
+    """Where the figures come from, as bench.devices.discover() describes this machine."""
+    from bench import devices
+
+    hw = devices.discover()
+    return {
+        "cpu_model": hw.cpu.model, "logical_cores": hw.cpu.logical_cores, "physical_cores": hw.cpu.physical_cores,
+        "ram_total_gib": round(hw.cpu.ram_total_mib / 1024, 1), "gpus": [g.name for g in hw.gpus],
+        "gpu_reason": hw.gpu_reason, "framework": f"{hw.framework} {hw.framework_version or '?'}",
+        "hostname": hw.hostname, "platform": hw.platform or platform.platform(), "python": platform.python_version(),
+        "label": hw.label(),
+    }
+
+
+def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
+    """Measure every figure on this machine; returns the result dict (see ``result_from`` for its keys)."""
+    from bench.jobs import JobManager, default_sampler
+    from bench.store import Store
+
+    t_start = time.monotonic()
+
+    def say(message: str) -> None:
+        log(f"[{time.monotonic() - t_start:6.0f} s] {message}")
+
+    config = plan.config().validate()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
+    runs: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {"page_ready_s": [], "notes": []}
+    reason = browser_unavailable() if plan.browser else "--no-browser"
+    if reason:
+        plan = dataclasses.replace(plan, browser=False)
+        extra["notes"].append(f"Browser figures not measured: {reason}.")
+    sampler = SamplerChoice(default_sampler)  # the 'sampling_off' side swaps in the null sampler per run
+    manager = JobManager(Store(tmp / "engine.sqlite3"), sampler_factory=sampler)
+    playwright = browser = server = None
+    try:
+        if plan.browser:
+            from playwright.sync_api import sync_playwright
+
+            playwright = sync_playwright().start()
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            for i in range(plan.page_starts):
+                folder = tmp / f"server-{i + 1}"
+                folder.mkdir()
+                server, seconds = page_ready(browser, folder)
+                extra["page_ready_s"].append(seconds)
+                extra.setdefault("server_healthy_s", []).append(server.healthy_s)
+                say(f"page ready after {seconds:.2f} s (server start {i + 1}/{plan.page_starts})")
+                if i + 1 < plan.page_starts:
+                    server.stop()
+            extra["server_rss_start_mb"] = server.rss_mb()
+        order = schedule(plan.kinds(), plan.rounds)
+        for n, (rnd, kind) in enumerate(order, 1):
+            t0 = time.monotonic()
+            row: dict[str, Any] = {"round": rnd, "kind": kind}
+            if kind == "bare":
+                row["epochs"] = bare_run(config, tmp, rnd)
+            elif kind in ("engine", "sampling_off", "sampling_0.1"):
+                cfg = config.replace(sample_interval_s=0.1) if kind == "sampling_0.1" else config
+                sampler.factory = null_sampler if kind == "sampling_off" else default_sampler
+                row.update(engine_run(manager, cfg))
+                sampler.factory = default_sampler
+            else:
+                row.update(server_run(browser, server, config, watch=kind == "watched"))
+            row["wall_s"] = time.monotonic() - t0
+            row["load_1m"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+            row["steady_median_s"] = median(steady_times(row["epochs"]))
+            runs.append(row)
+            secs = ", ".join(f"{e['epoch_seconds']:.2f}" for e in row["epochs"])
+            say(f"run {n}/{len(order)} round {rnd} {kind:<16} steady median {row['steady_median_s']:.3f} s "
+                f"(epochs {secs}) wall {row['wall_s']:.0f} s")
+        if server is not None:
+            extra["server_rss_end_mb"] = server.rss_mb()
+            server.stop()
+            server = None
+        if plan.browser:
+            folder = tmp / "server-prestart"
+            folder.mkdir()
+            server = DashboardServer(folder, prestart=True)
+            server.wait_healthy()
+            extra["first_batch_prestarted_runs_s"] = prestarted_first_batches(
+                browser, server, config.replace(epochs=2), plan.prestart_runs, say)
+    finally:
+        manager.shutdown()
+        if server is not None:
+            server.stop()
+        if browser is not None:
+            browser.close()
+        if playwright is not None:
+            playwright.stop()
+
+    say("memory: replaying a 30-minute run (3,600 samples, 36 epochs) through JobManager and the charts")
+    memory = []
+    scenarios = ((32, 2, False),) if plan.quick else ((2, 0, False), (32, 2, False), (32, 2, True))
+    for cores, gpus, trace in scenarios:
+        spec = {"cores": cores, "gpus": gpus, "real_s": plan.memory_real_s, "trace": trace,
+                "after_s": 5.0 if trace else plan.memory_real_s}
+        out = tmp / f"memory-{cores}-{gpus}-{int(trace)}.json"
+        run_child("benchmarks.memory", ["memory", json.dumps(spec), str(out)], timeout_s=900,
+                  log_path=tmp / "memory.log")
+        memory.append(json.loads(out.read_text()))
+        m = memory[-1]
+        say(f"memory {cores} cores {gpus} GPUs{' (tracemalloc)' if trace else ''}: peak +{m['peak_growth_mb']:.1f} MB, "
+            f"retained +{m['retained_growth_mb']:.1f} MB, {m['renders_during_stream']} renders")
+    say("render: AppTest of the Train page with a live 30-minute run")
+    out = tmp / "render.json"
+    run_child("benchmarks.render_cost",
+              ["render", json.dumps({"real_s": plan.memory_real_s, "repeats": plan.render_repeats}), str(out)],
+              timeout_s=900, log_path=tmp / "render.log")
+    render = json.loads(out.read_text())
+    shutil.rmtree(tmp, ignore_errors=True)
+    result = result_from(plan, config.to_dict(), machine(), runs, extra, memory, render)
+    result["duration_s"] = time.monotonic() - t_start
+    return result
+
+
+# -- the command ----------------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m bench overhead",
+        description="What the dashboard costs a training run on this machine: our engine, a watched page and the "
+                    "sampler against a bare Keras model.fit, page and first-batch latency, rerun cost, memory. Prints "
+                    "every figure against its target; docs/PERFORMANCE.md is rewritten only when asked (--write-doc).")
+    p.add_argument("--quick", action="store_true", help="a short pass (~4 minutes) instead of the full one (~12)")
+    p.add_argument("--rounds", type=int, default=None, help="alternation rounds (default 3 quick, 4 full; at least 3)")
+    p.add_argument("--no-browser", action="store_true", help="skip the figures that need Chromium and a server")
+    p.add_argument("--json", dest="json_path", default=None, help="write every figure and raw run time to this file")
+    p.add_argument("--write-doc", action="store_true",
+                   help="also rewrite the shipped report, docs/PERFORMANCE.md; without it (or --report) no doc is "
+                        "written")
+    p.add_argument("--report", default=None, help="write the markdown report to this path instead (asks for the doc, "
+                                                  "as --write-doc does)")
+    p.add_argument("--from-json", dest="from_json", default=None,
+                   help="measure nothing: take the result from this JSON file (one --json wrote), e.g. to render "
+                        "the doc again with --write-doc")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command; returns the exit status (2: bad options, with a message on stderr)."""
+    args = build_parser().parse_args(argv)
+    if args.rounds is not None and args.rounds < 3:
+        print("error: --rounds must be at least 3: every side needs three runs", file=sys.stderr)
+        return 2
+    if args.from_json:
+        if args.quick or args.rounds is not None or args.no_browser:
+            print("error: --from-json measures nothing, so --quick, --rounds and --no-browser do not apply",
+                  file=sys.stderr)
+            return 2
+        try:
+            result = json.loads(Path(args.from_json).read_text())
+        except (OSError, ValueError) as exc:
+            print(f"error: cannot read a result from {args.from_json}: {exc}", file=sys.stderr)
+            return 2
+    else:
+        result = run_benchmark(plan_for(args.quick, rounds=args.rounds, browser=not args.no_browser))
+    report = args.report or (DEFAULT_REPORT if args.write_doc else None)
+    write_outputs(result, report_path=report, json_path=args.json_path)
+    print("\n".join(summary_lines(result)))
+    written = [str(p) for p in (report, args.json_path) if p]
+    print(f"wrote {' and '.join(written)}" if written else "wrote nothing (--json PATH keeps the result, "
+                                                             "--write-doc rewrites docs/PERFORMANCE.md)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

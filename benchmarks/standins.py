@@ -1,0 +1,161 @@
+"""Stand-ins the overhead harness plugs into a real JobManager: a 30-minute run's worker events and samples,
+replayed in seconds, and a sampler that does nothing (the "sampler off" side).
+
+They go through JobManager's own arguments (``worker_target``, ``sampler_factory``); nothing of the engine is
+patched. The worker stand-in is a module-level function, so a spawned process can import it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+SIMULATED_RUN_S = 1800.0  # the memory figure is for a 30-minute run
+SIMULATED_INTERVAL_S = 0.5
+SIMULATED_EPOCHS = 36  # 50 s each over 30 minutes
+SIMULATED_SAMPLES = int(SIMULATED_RUN_S / SIMULATED_INTERVAL_S)
+
+
+def fake_long_worker(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None, *,
+                     real_s: float = 10.0, hold: bool = False) -> None:
+    """Worker stand-in (spawned by JobManager, through :class:`ReplayedWorker`): a 30-minute run's events, replayed
+    in ``real_s`` seconds.
+
+    Emits started, ~10 progress events per replayed epoch and ``config['epochs']`` epoch events whose wall times
+    span SIMULATED_RUN_S seconds. With ``hold`` it then keeps reporting progress until Stop, so the run stays live
+    for the render timing.
+    """
+    def emit(kind: str, **data: Any) -> None:
+        queue.put({"type": kind, "time": time.time(), **data})
+
+    epochs = int(config["epochs"])
+    sim_epoch_s = SIMULATED_RUN_S / epochs
+    t0 = time.time()
+    emit("started", pid=os.getpid(), framework="tensorflow (replayed)", backend="tensorflow",
+         devices_seen=["/device:CPU:0"], placement="/job:localhost/replica:0/task:0/device:CPU:0", replicas=1,
+         replica_devices=["/device:CPU:0"], params=203530, flops_per_sample=1.2e6,
+         model_description="MLP s (replayed)", dataset_description="synthetic (replayed)", n_train=40000,
+         n_test=8000, precision="float32", jit_compile=False, threads=2)
+    batches = 313
+    for epoch in range(1, epochs + 1):
+        for step in range(10):
+            if stop_event.is_set():
+                emit("finished", status="stopped")
+                return
+            time.sleep(real_s / epochs / 10)
+            emit("progress", epoch=epoch, batch=(step + 1) * batches // 10, batches=batches)
+        loss = 2.3 / (1 + epoch)
+        emit("epoch", epoch=epoch, epoch_seconds=sim_epoch_s * random.uniform(0.95, 1.05),
+             samples_per_s=40000 / sim_epoch_s, loss=loss, accuracy=1 - loss / 3, val_loss=loss * 1.1,
+             val_accuracy=1 - loss / 2.8, includes_tracing=epoch == 1, started_wall=t0 + (epoch - 1) * sim_epoch_s,
+             ended_wall=t0 + epoch * sim_epoch_s)
+    if hold:
+        batch = 0
+        while not stop_event.wait(0.1):
+            batch = batch % batches + 1
+            emit("progress", epoch=epochs, batch=batch, batches=batches)
+        emit("finished", status="stopped")
+        return
+    emit("finished", status="finished")
+
+
+@dataclasses.dataclass
+class ReplayedWorker:
+    """A JobManager ``worker_target`` that runs :func:`fake_long_worker` with these settings. Picklable, so a spawned
+    process gets it; the settings may change between runs (they are read when a run's process starts)."""
+
+    real_s: float = 10.0
+    hold: bool = False
+
+    def __call__(self, config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
+        fake_long_worker(config, queue, stop_event, log_path, real_s=self.real_s, hold=self.hold)
+
+
+def realistic_sample(i: int, cores: int, gpus: int, interval_s: float = SIMULATED_INTERVAL_S) -> Any:
+    """Sample i of a run on a machine with ``cores`` cores and ``gpus`` GPUs, built through the real Sample types."""
+    from bench.monitor import GpuReading, Sample
+
+    per_core = [round(random.uniform(0, 100), 1) for _ in range(cores)]
+    readings = [GpuReading(index=k, name="NVIDIA H100 80GB HBM3", util_percent=float(random.randint(0, 100)),
+                           mem_util_percent=float(random.randint(0, 100)), mem_used_mib=random.uniform(1e3, 8e4),
+                           mem_total_mib=81559.0, power_watts=random.uniform(60, 700), temp_c=float(random.randint(30, 80)),
+                           sm_clock_mhz=float(random.choice((1755, 1980))))
+                for k in range(gpus)]
+    return Sample(t_s=i * interval_s, cpu_percent=sum(per_core) / max(cores, 1), cpu_per_core=per_core,
+                  process_cpu_percent=random.uniform(0, 100 * cores), process_rss_mib=random.uniform(500, 4000),
+                  ram_used_mib=random.uniform(4000, 60000), gpus=readings)
+
+
+class ReplaySampler:
+    """Hands ``count`` realistic samples to JobManager's on_sample over ``real_s`` seconds, then ends."""
+
+    def __init__(self, interval_s: float, on_sample: Callable[[Any], None], *, count: int, cores: int, gpus: int,
+                 real_s: float) -> None:
+        self.interval_s = interval_s
+        self._on_sample = on_sample
+        self._count, self._cores, self._gpus, self._real_s = count, cores, gpus, real_s
+        self._hurry = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def set_pid(self, pid: int | None) -> None:
+        pass
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="bench-sampler-replay", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        pace_s = 0.8 * self._real_s / self._count  # planned to end before the replayed worker does
+        for i in range(self._count):
+            self._on_sample(realistic_sample(i, self._cores, self._gpus, self.interval_s))
+            if not self._hurry.is_set():
+                self._hurry.wait(max(0.0, t0 + (i + 1) * pace_s - time.monotonic()))
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """Hand over the samples not replayed yet at once, then end: the run gets all of them."""
+        self._hurry.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(60.0)
+
+
+def replay_sampler(count: int, cores: int, gpus: int, real_s: float) -> Callable[[float, Callable[[Any], None]], Any]:
+    """A JobManager ``sampler_factory`` whose runs get ``count`` replayed samples over ``real_s`` seconds."""
+    def factory(interval_s: float, on_sample: Callable[[Any], None]) -> ReplaySampler:
+        return ReplaySampler(interval_s, on_sample, count=count, cores=cores, gpus=gpus, real_s=real_s)
+
+    return factory
+
+
+class NullSampler:
+    """The sampler switched off: started and stopped like the real one, it takes no samples."""
+
+    def set_pid(self, pid: int | None) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        pass
+
+
+def null_sampler(interval_s: float, on_sample: Callable[[Any], None]) -> NullSampler:
+    """A JobManager ``sampler_factory`` for runs with the sampler off."""
+    return NullSampler()
+
+
+class SamplerChoice:
+    """A JobManager ``sampler_factory`` that builds what ``factory`` builds now: one manager, whose runs the harness
+    starts with the real sampler, a replayed one or none, without patching anything in the engine."""
+
+    def __init__(self, factory: Callable[[float, Callable[[Any], None]], Any]) -> None:
+        self.factory = factory
+
+    def __call__(self, interval_s: float, on_sample: Callable[[Any], None]) -> Any:
+        return self.factory(interval_s, on_sample)

@@ -1,0 +1,237 @@
+"""The overhead pass's numbers: targets, the arithmetic of its figures, the plan of what to run, and the result.
+
+Pure: nothing here measures, imports a framework or starts a process. Every figure compares two sides measured in
+the same pass, alternating, because a shared machine drifts (see docs/PERFORMANCE-METHOD.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bench import metrics
+
+SCHEMA = "bench.overhead/1"
+REFRESH_S = 1.0  # ui.live.REFRESH_S: the live panel (and the sidebar status) rerun once a second per watching session
+
+# name -> (target, unit, what it is). Every target is an upper bound.
+TARGETS: dict[str, tuple[float, str, str]] = {
+    "engine_vs_bare_ratio": (1.03, "x", "steady epoch, our worker via JobManager / a bare model.fit script"),
+    "watched_vs_bare_ratio": (1.05, "x", "steady epoch, started and watched live in Chromium / bare script"),
+    "sampling_ratio": (1.02, "x", "steady epoch, our worker sampling every 0.5 s / the same with the sampler off"),
+    "page_ready_s": (3.0, "s", "`streamlit run` started to the Train page rendered in Chromium"),
+    "first_batch_s": (8.0, "s", "Start clicked to the first finished batch shown (cold worker)"),
+    "rerun_ms": (150.0, "ms", "server cost of one live-panel refresh while a run streams (worst of CPU and wall)"),
+    "memory_growth_mb": (50.0, "MB", "server memory growth over a 30-minute run sampled every 0.5 s"),
+}
+FIGURES = tuple(TARGETS)
+
+
+# -- arithmetic -----------------------------------------------------------------------------------------------------
+def median(values: Sequence[float | None]) -> float | None:
+    """Median of the finite values, or None when there are none."""
+    vals = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+    return statistics.median(vals) if vals else None
+
+
+def steady_times(epochs: Sequence[Mapping[str, Any]]) -> list[float]:
+    """Training seconds of the steady epochs (the tracing epoch dropped), as metrics.steady_epoch_times."""
+    return metrics.steady_epoch_times(epochs)
+
+
+def pooled_median(runs: Sequence[Mapping[str, Any]]) -> float | None:
+    """Median over every steady epoch of every run (each run a dict with ``epochs``)."""
+    return median([t for run in runs for t in steady_times(run.get("epochs") or [])])
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or denominator is None or denominator <= 0:
+        return None
+    return numerator / denominator
+
+
+def ratio_of_medians(ours: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]]) -> float | None:
+    """Pooled median steady epoch of ``ours`` / of ``base``: the headline ratio."""
+    return ratio(pooled_median(ours), pooled_median(base))
+
+
+def min_ratio(ours: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]]) -> float | None:
+    """Fastest steady epoch of ``ours`` / of ``base``: the least disturbed pair, a cross-check on a shared machine."""
+    a = [t for run in ours for t in steady_times(run.get("epochs") or [])]
+    b = [t for run in base for t in steady_times(run.get("epochs") or [])]
+    return ratio(min(a), min(b)) if a and b else None
+
+
+def paired_ratio(ours: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]]) -> float | None:
+    """Median over rounds of (this round's run / this round's base run), a cross-check robust to slow drift."""
+    base_by_round = {r["round"]: median(steady_times(r.get("epochs") or [])) for r in base}
+    ratios = [ratio(median(steady_times(r.get("epochs") or [])), base_by_round.get(r["round"])) for r in ours]
+    return median(ratios)
+
+
+def spread(runs: Sequence[Mapping[str, Any]]) -> float | None:
+    """(max - min) / median of the per-run steady medians: how far identical runs differ here (the noise floor)."""
+    meds = [m for m in (median(steady_times(r.get("epochs") or [])) for r in runs) if m is not None]
+    if len(meds) < 2:
+        return None
+    return (max(meds) - min(meds)) / statistics.median(meds)
+
+
+def per_tick_ms(cpu_s: float, window_s: float, refresh_s: float = REFRESH_S) -> float | None:
+    """Server CPU milliseconds per live refresh: CPU over a window divided by the refreshes in it."""
+    ticks = window_s / refresh_s
+    return cpu_s * 1000.0 / ticks if ticks > 0 else None
+
+
+def verdict(name: str, value: float | None) -> str:
+    """'pass', 'miss' or 'not measured' for one figure against its target."""
+    if value is None:
+        return "not measured"
+    return "pass" if value <= TARGETS[name][0] else "miss"
+
+
+def schedule(kinds: Sequence[str], rounds: int) -> list[tuple[int, str]]:
+    """(round, kind) in run order: every round runs each kind once, the order rotated by one each round."""
+    out = []
+    for r in range(rounds):
+        k = r % len(kinds)
+        out += [(r + 1, kind) for kind in list(kinds[k:]) + list(kinds[:k])]
+    return out
+
+
+# -- the plan -------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How much to measure. The workload is the dashboard's default run with a larger sample limit."""
+
+    quick: bool
+    rounds: int
+    epochs: int
+    limit_samples: int
+    cpu_threads: int | None  # None = all cores, as a user's default run
+    page_starts: int
+    memory_real_s: float  # real seconds over which the 30-minute run is replayed
+    render_repeats: int
+    with_unwatched: bool  # also a server run nobody watches (separates watching from the server's own work)
+    browser: bool = True
+    prestart_runs: int = 2  # Start-to-first-batch with the dashboard's pre-started worker
+
+    def config(self) -> Any:
+        """The RunConfig every path trains (the Train page's defaults, with Epochs and Training samples set)."""
+        from bench.config import RunConfig
+
+        return RunConfig(epochs=self.epochs, limit_samples=self.limit_samples, cpu_threads=self.cpu_threads)
+
+    def kinds(self) -> list[str]:
+        kinds = ["bare", "engine", "sampling_off", "sampling_0.1"]
+        if self.browser:
+            kinds.append("watched")
+            if self.with_unwatched:
+                kinds.append("server_unwatched")
+        return kinds
+
+
+def plan_for(quick: bool = False, *, rounds: int | None = None, browser: bool = True) -> Plan:
+    """--quick: ~4 minutes, 3 rounds of 3 epochs on 12,000 samples; full: ~12 minutes, 4 rounds of 6 on 40,000."""
+    if quick:
+        return Plan(quick=True, rounds=rounds or 3, epochs=3, limit_samples=12000, cpu_threads=None, page_starts=1,
+                    memory_real_s=6.0, render_repeats=3, with_unwatched=False, browser=browser, prestart_runs=1)
+    return Plan(quick=False, rounds=rounds or 4, epochs=6, limit_samples=40000, cpu_threads=None, page_starts=3,
+                memory_real_s=20.0, render_repeats=10, with_unwatched=True, browser=browser)
+
+
+# -- the result -----------------------------------------------------------------------------------------------------
+def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any], runs: list[dict[str, Any]],
+                extra: dict[str, Any], memory: list[dict[str, Any]], render: dict[str, Any] | None) -> dict[str, Any]:
+    """Turn raw measurements into the result: flat figures, their details, verdicts, the raw runs."""
+    by = {kind: [r for r in runs if r["kind"] == kind] for kind in {r["kind"] for r in runs}}
+    bare, engine, off = by.get("bare", []), by.get("engine", []), by.get("sampling_off", [])
+    fast, watched, unwatched = by.get("sampling_0.1", []), by.get("watched", []), by.get("server_unwatched", [])
+
+    def cpu_ticks(rows: list[dict[str, Any]]) -> float | None:
+        return median([per_tick_ms(r["server_cpu_s"], r["window_s"]) for r in rows])
+
+    def side_share(rows: list[dict[str, Any]]) -> float | None:
+        """CPU used beside the worker (our process, or the server and Chromium), in cores, over the steady window."""
+        return median([r["side_cpu_s"] / r["window_s"] for r in rows
+                       if r.get("side_cpu_s") is not None and r.get("window_s")])
+
+    threads = config.get("cpu_threads") or machine_info.get("logical_cores") or 1
+    shares = {kind: side_share(rows) for kind, rows in by.items() if kind != "bare"}
+    gross = cpu_ticks(watched)
+    base_tick = cpu_ticks(unwatched)
+    panel_ms = median((render or {}).get("panel_ms") or [])
+    page_ms = median((render or {}).get("page_ms") or [])
+    rerun = max([v for v in (gross, panel_ms) if v is not None], default=None)
+    stream_mem = [m for m in memory if not m.get("tracemalloc")]
+    mem_growth = max((m["peak_growth_mb"] for m in stream_mem), default=None)
+    figures = {
+        "engine_vs_bare_ratio": ratio_of_medians(engine, bare),
+        "watched_vs_bare_ratio": ratio_of_medians(watched, bare),
+        "sampling_ratio": ratio_of_medians(engine, off),
+        "page_ready_s": median(extra.get("page_ready_s") or []),
+        "first_batch_s": median([r.get("first_batch_s") for r in watched]),
+        "rerun_ms": rerun,
+        "memory_growth_mb": mem_growth,
+    }
+    details = {
+        "bare_median_s": pooled_median(bare), "engine_median_s": pooled_median(engine),
+        "watched_median_s": pooled_median(watched), "sampling_off_median_s": pooled_median(off),
+        "sampling_0_1_median_s": pooled_median(fast), "server_unwatched_median_s": pooled_median(unwatched),
+        "engine_vs_bare_paired": paired_ratio(engine, bare), "watched_vs_bare_paired": paired_ratio(watched, bare),
+        "engine_vs_bare_min": min_ratio(engine, bare), "watched_vs_bare_min": min_ratio(watched, bare),
+        "sampling_min": min_ratio(engine, off),
+        "load_1m_median": median([r.get("load_1m") for r in runs]),
+        "sampling_paired": paired_ratio(engine, off) if off else None,
+        "sampling_0_1_ratio": ratio_of_medians(fast, off),
+        "sampling_0_1_paired": paired_ratio(fast, off) if off else None,
+        "unwatched_vs_bare_ratio": ratio_of_medians(unwatched, bare),
+        "watched_vs_unwatched_ratio": ratio_of_medians(watched, unwatched),
+        "bare_spread": spread(bare), "engine_spread": spread(engine),
+        "page_ready_runs_s": extra.get("page_ready_s") or [],
+        "server_healthy_runs_s": extra.get("server_healthy_s") or [],
+        "first_batch_runs_s": [r.get("first_batch_s") for r in watched],
+        "first_batch_prestarted_s": median(extra.get("first_batch_prestarted_runs_s") or []),
+        "first_batch_prestarted_runs_s": extra.get("first_batch_prestarted_runs_s") or [],
+        "rerun_server_cpu_ms_per_tick": gross, "rerun_server_cpu_ms_per_tick_unwatched": base_tick,
+        "rerun_server_cpu_ms_per_tick_net": (gross - base_tick) if gross is not None and base_tick is not None else None,
+        "rerun_chromium_cpu_share": median([r["chromium_cpu_s"] / r["window_s"] for r in watched if r["window_s"]]),
+        "rerun_server_cpu_share": median([r["server_cpu_s"] / r["window_s"] for r in watched if r["window_s"]]),
+        "rerun_panel_wall_ms": panel_ms, "rerun_page_wall_ms": page_ms,
+        "render": render, "memory": memory,
+        "memory_retained_mb": max((m["retained_growth_mb"] for m in stream_mem), default=None),
+        "memory_drift_after_run_mb": max((m["drift_after_run_mb"] for m in stream_mem), default=None),
+        "memory_traced_peak_mb": next((m["traced_peak_growth_mb"] for m in memory if m.get("tracemalloc")), None),
+        "server_rss_start_mb": extra.get("server_rss_start_mb"), "server_rss_end_mb": extra.get("server_rss_end_mb"),
+        "startup_wall_s": {kind: median([r["wall_s"] - sum(e["epoch_seconds"] for e in r["epochs"]) for r in rows])
+                           for kind, rows in by.items()},
+        "side_cpu_cores": shares,
+        "training_threads": threads,
+        "expected_ratio_from_cpu": {kind: (1 + share / threads if share is not None else None)
+                                    for kind, share in shares.items()},
+        "notes": (extra.get("notes") or []) + [
+            f"Server run #{r['run_id']} trained a different config than the bare side: {r['config_diff']}."
+            for r in watched + unwatched if not r.get("config_matches", True)],
+    }
+    result: dict[str, Any] = {
+        "schema": SCHEMA,
+        "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "quick": plan.quick,
+        "machine": machine_info,
+        "plan": dataclasses.asdict(plan),
+        "config": config,
+        **figures,
+        "sampling_ratio_0_1": details["sampling_0_1_ratio"],
+        "figures": {name: {"value": value, "target": TARGETS[name][0], "unit": TARGETS[name][1],
+                           "verdict": verdict(name, value), "machine": machine_info.get("label")}
+                    for name, value in figures.items()},
+        "details": details,
+        "runs": runs,
+    }
+    return result
+
+
