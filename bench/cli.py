@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bench import metrics
-from bench.config import ConfigError, RunConfig, parse_target
+from bench.config import ConfigError, RunConfig
 
 
 class UsageError(Exception):
@@ -394,13 +394,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         from bench import probe
 
         for target in targets:
-            config = configs[0].replace(**parse_target(target))
             print(f"measuring the matmul peak of {target}…", file=sys.stderr)
             try:
-                peaks[target] = probe.cached_peak(config.device, cpu_threads=config.cpu_threads).get("peak_gflops")
+                peaks[str(target)] = probe.cached_peak(target.device, cpu_threads=target.cpu_threads).get("peak_gflops")
             except (ValueError, probe.ProbeError) as exc:
                 print(f"   no peak for {target}: {exc}", file=sys.stderr)
-                peaks[target] = None
+                peaks[str(target)] = None
     records, saved = _run_many(configs)
     rows = [compare.sweep_row(r, peaks.get(compare.target(r))) for r in records]
     if args.json_path:

@@ -28,15 +28,16 @@ targets = c3.multiselect("Targets", options, default=["cpu"], key="swp_targets")
 if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:", key="start_sweep",
              disabled=not common.can_control()):
     try:
-        configs = compare.sweep_configs(base, sizes, compare.parse_targets(targets), batches or None, hardware)
+        chosen = compare.parse_targets(targets)
+        configs = compare.sweep_configs(base, sizes, chosen, batches or None, hardware)
         peaks = {}
         from bench import probe
 
         with st.spinner("Measuring each target's matmul peak (cached after the first time)…"):
-            for target in targets:
-                one = next(c for c in configs if c.target() == target)
+            for target in chosen:
                 try:
-                    peaks[target] = probe.cached_peak(one.device, cpu_threads=one.cpu_threads).get("peak_gflops")
+                    peaks[str(target)] = probe.cached_peak(target.device, cpu_threads=target.cpu_threads).get(
+                        "peak_gflops")
                 except (ValueError, probe.ProbeError) as exc:
                     st.warning(f"Peak of {target} not measured: {exc}")
         manager.submit_group("sweep", configs, {"peaks": peaks, "targets": targets})
@@ -65,7 +66,7 @@ def sweep_panel() -> None:
     if not finished:
         return
     results.sweep_charts(finished, group["meta"].get("targets", []), key="swp")
-    cpu_runs = [r for r in records if compare.target(r).startswith("cpu") and r.get("samples")]
+    cpu_runs = [r for r in records if (t := compare.target_of(r)) is not None and t.is_cpu and r.get("samples")]
     if cpu_runs:
         st.plotly_chart(charts.per_core_heatmap(cpu_runs[-1]["samples"],
                                                 title=f"CPU per core, run #{cpu_runs[-1]['id']}"),
