@@ -13,6 +13,8 @@ from typing import Any
 import numpy  # noqa: F401 - loaded whole before any thread draws: Plotly picks NumPy up from sys.modules, and a
 import plotly.graph_objects as go  # figure built while another thread is half-way through importing NumPy fails
 
+from bench.target import Target
+
 PALETTE = ("#1f4fd1", "#e4572e", "#17a398", "#f3a712", "#7b2cbf", "#5c6370", "#c2185b", "#2e7d32")
 GPU_DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
 MAX_POINTS = 1500  # per line drawn; longer histories are thinned evenly for drawing only
@@ -164,6 +166,14 @@ def _by_target(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str,
     return {k: sorted(v, key=lambda r: r["params"]) for k, v in groups.items()}
 
 
+def _on_gpu(row: Mapping[str, Any]) -> bool:
+    """Whether a sweep row's target is a GPU (or all of them); a row whose target is no target counts as CPU."""
+    try:
+        return Target.parse(str(row.get("target"))).is_gpu
+    except ValueError:
+        return False
+
+
 def _sweep_lines(rows: Sequence[Mapping[str, Any]], key: str, title: str, y_title: str, *,
                  log_y: bool = False, y_range: list[float] | None = None) -> go.Figure:
     fig = go.Figure()
@@ -182,7 +192,7 @@ def sweep_utilization_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     fig = go.Figure()
     for i, (label, group) in enumerate(_by_target(rows).items()):
         gpu = [r.get("mean_gpu_util_percent") for r in group]
-        is_gpu = str(label).startswith("gpu")
+        is_gpu = _on_gpu(group[0])
         values = gpu if is_gpu else [r.get("mean_cpu_percent") for r in group]
         fig.add_scatter(x=[r["params"] for r in group], y=values, mode="lines+markers",
                         name=f"{label} ({'GPU' if is_gpu else 'CPU'} %)", line={"color": PALETTE[i % len(PALETTE)]},

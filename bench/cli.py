@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 from bench import metrics
 from bench import records as records_module
+from bench.config import ConfigError, RunConfig
 from bench.records import Status
-from bench.config import ConfigError, RunConfig, parse_target
 
 
 class UsageError(Exception):
@@ -397,14 +397,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     peaks: dict[str, float | None] = {}
     if not args.no_peak:
         for target in targets:  # in the run queue: a probe never overlaps a run
-            config = configs[0].replace(**parse_target(target))
             print(f"measuring the matmul peak of {target}…", file=sys.stderr)
             try:
-                peaks[target] = manager.queue_peak(config.device, cpu_threads=config.cpu_threads).result() \
+                peaks[str(target)] = manager.queue_peak(target.device, cpu_threads=target.cpu_threads).result() \
                     .get("peak_gflops")
             except (ValueError, probe.ProbeError) as exc:
                 print(f"   no peak for {target}: {exc}", file=sys.stderr)
-                peaks[target] = None
+                peaks[str(target)] = None
     records, saved = _run_many(configs, manager)
     rows = [compare.sweep_row(r, peaks.get(compare.target(r))) for r in records]
     if args.json_path:

@@ -14,22 +14,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench import metrics, models
-from bench.config import ConfigError, RunConfig, parse_target
+from bench.config import ConfigError, RunConfig
+from bench.target import Target
 
 
-def parse_targets(text: str | Sequence[str]) -> list[str]:
-    """``"cpu/1,cpu"`` -> ``["cpu/1", "cpu"]``; at least one target, each in an allowed form."""
-    items = [t.strip() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
-    if not items:
+def parse_targets(text: str | Sequence[str | Target]) -> list[Target]:
+    """``"cpu/1,cpu"`` (or a list of such words) -> ``[Target cpu/1, Target cpu]``; at least one, each in an allowed
+    form (ConfigError otherwise)."""
+    items = text.split(",") if isinstance(text, str) else text
+    targets = [t if isinstance(t, Target) else Target.parse(t) for t in items if isinstance(t, Target) or t.strip()]
+    if not targets:
         raise ConfigError(["give at least one target, e.g. --targets cpu/1,cpu"])
-    for item in items:
-        parse_target(item)
-    return items
+    return targets
 
 
-def target_configs(base: RunConfig, targets: Sequence[str], hardware: Any | None = None) -> list[RunConfig]:
+def target_configs(base: RunConfig, targets: Sequence[Target | str], hardware: Any | None = None) -> list[RunConfig]:
     """One validated config per target; everything but device and threads is identical across them."""
-    configs = [base.replace(**parse_target(t)) for t in targets]
+    configs = [base.with_target(t) for t in targets]
     errors: list[str] = []
     for name, config in zip(targets, configs):
         try:
@@ -69,12 +70,18 @@ def comparison(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def target(record: Mapping[str, Any]) -> str:
-    """A record's target in Compare's form: cpu, cpu/N, gpu:N, gpus."""
-    config = record.get("config") or {}
+    """A record's target as text (cpu, cpu/N, gpu:N, gpus), for tables and files; its device as stored when that is
+    malformed. :meth:`Target.of` gives the value itself."""
+    found = target_of(record)
+    return str(found) if found is not None else str((record.get("config") or {}).get("device", "?"))
+
+
+def target_of(record: Mapping[str, Any]) -> Target | None:
+    """A record's Target; None when the device or thread count stored there is malformed (an old or foreign file)."""
     try:
-        return RunConfig.from_dict(dict(config)).target()
-    except (ConfigError, TypeError):
-        return str(config.get("device", "?"))
+        return Target.of(record.get("config") or {})
+    except (ValueError, TypeError, AttributeError):
+        return None
 
 
 def headline(pair: Mapping[str, Any]) -> str:
@@ -116,7 +123,7 @@ def caution(pair: Mapping[str, Any]) -> str | None:
 
 
 # -- sweeps -----------------------------------------------------------------------------------------------------------
-def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[str],
+def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Target | str],
                   batch_sizes: Sequence[int] | None = None, hardware: Any | None = None) -> list[RunConfig]:
     """Every (size, batch size, target) point as a validated config, in run order (size-major)."""
     if not sizes:
@@ -131,7 +138,7 @@ def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[str],
                            f"not the fixed preset {base.model!r}"])
     configs = []
     for size, batch, name in itertools.product(sizes, batch_sizes or [base.batch_size], targets):
-        configs.append(base.replace(size=size, batch_size=int(batch), **parse_target(name)))
+        configs.append(base.replace(size=size, batch_size=int(batch)).with_target(name))
     errors: list[str] = []
     for config in configs:
         try:
@@ -169,7 +176,7 @@ def sweep_row(record: Mapping[str, Any], peak_gflops: float | None) -> dict[str,
         "mean_process_cpu_percent": summary.get("mean_process_cpu_percent"),
         # the samples the utilization means cover (metrics.WINDOW_NAMES); not "steady epochs" = read with care
         "sample_interval_s": config.get("sample_interval_s"),
-        "utilization_window": (summary.get("gpu_util_window") if str(target(record)).startswith("gpu")
+        "utilization_window": (summary.get("gpu_util_window") if _on_gpu(record)
                                else summary.get("cpu_util_window")),
     }
 
@@ -194,15 +201,73 @@ def wide_window_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any
     return [r for r in rows if wide(r)]
 
 
-def sweep_speedups(rows: Sequence[Mapping[str, Any]], baseline_target: str, other_target: str) -> list[dict[str, Any]]:
+def sweep_speedups(rows: Sequence[Mapping[str, Any]], baseline_target: Target | str,
+                   other_target: Target | str) -> list[dict[str, Any]]:
     """Speed-up of other_target over baseline_target per (size, batch) point, from steady epoch times."""
     by_point: dict[tuple[Any, Any], dict[str, Mapping[str, Any]]] = {}
     for row in rows:
-        by_point.setdefault((row["size"], row["batch_size"]), {})[row["target"]] = row
+        by_point.setdefault((row["size"], row["batch_size"]), {})[_text(row["target"])] = row
     out = []
     for (size, batch), group in by_point.items():
-        a, b = group.get(baseline_target), group.get(other_target)
+        a, b = group.get(_text(baseline_target)), group.get(_text(other_target))
         if a and b and a.get("steady_epoch_seconds") and b.get("steady_epoch_seconds"):
             out.append({"size": size, "batch_size": batch, "params": a.get("params"),
                         "speedup": a["steady_epoch_seconds"] / b["steady_epoch_seconds"]})
     return out
+
+
+def sweep_targets(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The targets of sweep rows, CPU ones first (a CPU is the baseline a GPU's speed-up is measured against)."""
+    def cpu_first(name: str) -> tuple[bool, str]:
+        try:
+            return not Target.parse(name).is_cpu, name
+        except ConfigError:
+            return True, name
+
+    return sorted({str(r["target"]) for r in rows}, key=cpu_first)
+
+
+def _text(target_text: Target | str) -> str:
+    """A target's canonical text; text that is no target as it is."""
+    if isinstance(target_text, Target):
+        return str(target_text)
+    try:
+        return str(Target.parse(target_text))
+    except ConfigError:
+        return str(target_text)
+
+
+def _on_gpu(record: Mapping[str, Any]) -> bool:
+    found = target_of(record)
+    return found is not None and found.is_gpu
+
+
+# -- this tool's runs beside the seed articles' figures ----------------------------------------------------------------
+def reference_pairs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """This tool's runs as rows for the table of the articles' published figures, which timed whole ``fit`` calls: so
+    total times (tracing included), with the steady epoch time beside.
+
+    A CPU run and a GPU run (exactly two records) make one row with both times and their ratio (CPU total / GPU
+    total); any other group makes one row per run, its time on its own side and no ratio. Each row: ``runs`` (the
+    records, CPU first), ``targets`` (their text), ``cpu_seconds``, ``gpu_seconds``, ``ratio``,
+    ``cpu_steady_seconds``, ``gpu_steady_seconds`` (None where a side has no run or no figure).
+    """
+    found = [target_of(r) for r in records]
+    cpus = [r for r, t in zip(records, found) if t is not None and t.is_cpu]
+    gpus = [r for r, t in zip(records, found) if t is not None and t.is_gpu]
+    if len(records) == 2 and len(cpus) == 1 and len(gpus) == 1:
+        return [_reference_row([cpus[0], gpus[0]], cpus[0], gpus[0])]
+    return [_reference_row([rec], rec, None) if t is not None and t.is_cpu else _reference_row([rec], None, rec)
+            for rec, t in zip(records, found)]
+
+
+def _reference_row(runs: list[Mapping[str, Any]], cpu: Mapping[str, Any] | None,
+                   gpu: Mapping[str, Any] | None) -> dict[str, Any]:
+    def figure(rec: Mapping[str, Any] | None, key: str) -> float | None:
+        return (rec.get("summary") or {}).get(key) if rec is not None else None
+
+    cpu_s, gpu_s = figure(cpu, "total_seconds"), figure(gpu, "total_seconds")
+    return {"runs": runs, "targets": [target(r) for r in runs], "cpu_seconds": cpu_s, "gpu_seconds": gpu_s,
+            "ratio": cpu_s / gpu_s if cpu_s and gpu_s else None,
+            "cpu_steady_seconds": figure(cpu, "steady_epoch_seconds"),
+            "gpu_steady_seconds": figure(gpu, "steady_epoch_seconds")}

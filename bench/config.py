@@ -9,9 +9,12 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import settings
+
+if TYPE_CHECKING:
+    from bench.target import Target
 
 EPOCHS_MAX = 1000
 BATCH_MAX = 65536
@@ -66,15 +69,29 @@ class RunConfig:
         """CPU threads the worker will use."""
         return self.cpu_threads or _all_cores()
 
-    def target(self) -> str:
-        """The compact target form used by Compare: cpu, cpu/N, gpu:N, gpus."""
-        if self.device == "cpu" and self.cpu_threads:
-            return f"cpu/{self.cpu_threads}"
-        return self.device
+    def target(self) -> Target:
+        """Where this run trains (device and threads as one value; ``str()`` gives cpu, cpu/N, gpu:N or gpus).
+
+        Raises:
+            ValueError: the device or thread count is malformed (``validate()`` says so as a ConfigError).
+        """
+        from bench.target import Target
+
+        return Target.of(self)
+
+    def with_target(self, target: Target | str) -> RunConfig:
+        """This config on another target (a Target, or its text: cpu, cpu/N, gpu:N, gpus); nothing else changes."""
+        from bench.target import Target
+
+        return self.replace(**(target if isinstance(target, Target) else Target.parse(target)).fields())
 
     def label(self) -> str:
         size = f" {self.size}" if self.size and not self.model.startswith("seed-") else ""
-        return f"{self.model}{size} · {self.dataset} · {self.target()} · batch {self.batch_size}"
+        try:
+            where = str(self.target())
+        except ValueError:  # not validated yet: show the device as given
+            where = str(self.device)
+        return f"{self.model}{size} · {self.dataset} · {where} · batch {self.batch_size}"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -177,44 +194,24 @@ class RunConfig:
 
     def _device_errors(self, hardware: Any | None) -> list[str]:
         from bench import devices
+        from bench.target import Target
 
         if not isinstance(self.device, str):
             return [f"device must be text like 'cpu' or 'gpu:0' (got {self.device!r})"]
-        if self.device == "gpus":
-            kind, index = "gpu", None
-        else:
-            try:
-                kind, index = devices.parse_device(self.device)
-            except ValueError as exc:
-                return [f"{exc} (or 'gpus' for all GPUs)"]
-        if kind == "cpu":
+        try:
+            target = Target.from_device(self.device)
+        except ValueError as exc:
+            return [f"{exc} (or 'gpus' for all GPUs)"]
+        if target.is_cpu:
             return []
         hw = hardware if hardware is not None else devices.discover()
         choices = devices.device_choices(hw)
         if choices == ["cpu"]:
             reason = hw.gpu_reason or "no GPU was found."
             return [f"device {self.device!r} asks for a GPU, but none is usable here: {reason} Pick 'cpu'."]
-        if index is not None and self.device not in choices:
+        if target.kind == "gpu" and self.device not in choices:
             return [f"device {self.device!r} does not exist here; pick one of {', '.join(choices)}"]
         if self.cpu_threads is not None:
             return ["CPU threads apply to CPU runs only; leave them empty for a GPU device"]
         return []
 
-
-def parse_target(text: str) -> dict[str, Any]:
-    """Turn a Compare target (``cpu``, ``cpu/N``, ``gpu:N``, ``gpus``) into RunConfig field changes.
-
-    Raises:
-        ConfigError: for a malformed target, saying which forms are allowed.
-    """
-    raw = text.strip()
-    if raw.startswith("cpu/"):
-        count = raw[4:]
-        if not count.isdigit() or int(count) < 1:
-            raise ConfigError([f"target {text!r}: after 'cpu/' give a thread count >= 1, e.g. cpu/1"])
-        return {"device": "cpu", "cpu_threads": int(count)}
-    if raw == "cpu":
-        return {"device": "cpu", "cpu_threads": None}
-    if raw == "gpus" or (raw.startswith("gpu:") and raw[4:].isdigit()):
-        return {"device": raw, "cpu_threads": None}
-    raise ConfigError([f"target {text!r} is not one of the forms cpu, cpu/N, gpu:N, gpus"])

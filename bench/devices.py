@@ -30,6 +30,7 @@ from typing import Any
 import psutil
 
 from bench.monitor import nvml
+from bench.target import Target
 
 __all__ = [
     "CpuInfo",
@@ -41,7 +42,6 @@ __all__ = [
     "discover",
     "framework_has_cuda",
     "gpu_reason",
-    "parse_device",
     "probe_framework",
     "visible_gpu_indices",
 ]
@@ -211,37 +211,25 @@ def device_choices(hw: Hardware) -> list[str]:
     return ["cpu", *(f"gpu:{gpu.index}" for gpu in hw.gpus)]
 
 
-def parse_device(text: str) -> tuple[str, int | None]:
-    """``"cpu"`` -> ``("cpu", None)``; ``"gpu:1"`` -> ``("gpu", 1)``.
-
-    Raises:
-        ValueError: anything else; the message lists the allowed forms.
-    """
-    cleaned = text.strip().lower() if isinstance(text, str) else ""
-    if cleaned == "cpu":
-        return "cpu", None
-    match = re.fullmatch(r"gpu:(\d+)", cleaned)
-    if match:
-        return "gpu", int(match.group(1))
-    raise ValueError(f"Device {text!r} is not understood: use 'cpu' or 'gpu:N' with N a GPU index, e.g. 'gpu:0'.")
-
-
-def cuda_visible_devices_for(device: str, hw: Hardware) -> str:
+def cuda_visible_devices_for(device: str | Target, hw: Hardware) -> str:
     """The ``CUDA_VISIBLE_DEVICES`` value a worker should set BEFORE importing the framework to train on ``device``.
 
     ``"cpu"`` -> ``""`` (hide every GPU); ``"gpu:N"`` -> that GPU's UUID (its NVML index when the UUID is unknown).
 
     Raises:
-        ValueError: ``device`` is malformed or not one of :func:`device_choices` (the message lists them).
+        ValueError: ``device`` is malformed, ``gpus`` (give each GPU), or not one of :func:`device_choices` (the
+            message lists them).
     """
-    kind, index = parse_device(device)
-    if kind == "cpu":
+    target = device if isinstance(device, Target) else Target.from_device(device)
+    if target.is_cpu:
         return ""
+    if target.index is None:
+        raise ValueError(f"Device {str(device)!r} names every GPU; give one GPU as gpu:N.")
     choices = device_choices(hw)
-    gpu = next((g for g in hw.gpus if g.index == index), None)
-    if gpu is None or f"gpu:{index}" not in choices:
+    gpu = next((g for g in hw.gpus if g.index == target.index), None)
+    if gpu is None or target.device not in choices:
         why = f" ({hw.gpu_reason})" if hw.gpu_reason else ""
-        raise ValueError(f"Device {device!r} is not available here{why}; choose one of {', '.join(choices)}.")
+        raise ValueError(f"Device {str(device)!r} is not available here{why}; choose one of {', '.join(choices)}.")
     return gpu.uuid or str(gpu.index)
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import settings
+from bench.target import Target
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +49,12 @@ def _all_cores() -> int:
 
 def _check_args(device: str, cpu_threads: int | None, size: int, dtype: str, seconds: float) -> None:
     """Raise ValueError (with what is allowed) for malformed probe arguments; no hardware is touched."""
-    from bench import devices
-
-    if isinstance(device, str) and device.strip().lower() == "gpus":
+    target = Target.from_device(device)  # ValueError names the allowed forms
+    if target.kind == "gpus":
         raise ValueError("the matmul probe measures one device: probe each GPU as 'gpu:N' (a multi-GPU peak is at "
                          "most the sum of theirs)")
-    kind, _ = devices.parse_device(device)  # ValueError names the allowed forms
     if cpu_threads is not None:
-        if kind != "cpu":
+        if not target.is_cpu:
             raise ValueError("cpu_threads applies to the CPU probe only; leave it None for a GPU device")
         cores = _all_cores()
         if isinstance(cpu_threads, bool) or not isinstance(cpu_threads, int) or not 1 <= cpu_threads <= cores:
@@ -152,7 +151,7 @@ def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
         # reading one element waits for every matmul queued before it (one stream per device)
         return float(keras.ops.convert_to_numpy(keras.ops.slice(value, (0, 0), (1, 1)))[0, 0])
 
-    with keras.device(worker.keras_device_name(device)):
+    with keras.device(Target.from_device(device).keras_device):
         a = keras.ops.cast(keras.random.normal((size, size), seed=1), dtype)
         b = keras.ops.cast(keras.random.normal((size, size), seed=2), dtype)
 

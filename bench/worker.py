@@ -110,11 +110,12 @@ def _framework_setup_once(backend: str, threads: int | None) -> tuple[str, list[
     raise ValueError(f"unknown Keras backend {backend!r}")
 
 
-def keras_device_name(device: str) -> str:
-    """Our device choice -> the name keras.device() takes inside the worker (visibility already narrowed)."""
-    if device == "cpu":
-        return "cpu:0"
-    return "gpu:0"
+def keras_device_name(device: Any) -> str:
+    """Our device choice (a Target, or a config's device text) -> the name keras.device() takes inside the worker
+    (visibility already narrowed): Target.keras_device."""
+    from bench.target import Target
+
+    return (device if isinstance(device, Target) else Target.from_device(device)).keras_device
 
 
 def _device_scope(keras: Any, backend: str, target: str) -> Any:

@@ -200,4 +200,6 @@ def prestarted_first_batches(browser: Any, server: DashboardServer, config: Any,
 
 
 def _ended(run: dict[str, Any] | None) -> dict[str, Any] | None:
-    return run if run and run["status"] in ("finished", "stopped", "failed", "interrupted") else None
+    from bench.records import TERMINAL
+
+    return run if run and run["status"] in TERMINAL else None

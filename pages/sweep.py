@@ -28,11 +28,12 @@ targets = c3.multiselect("Targets", options, default=["cpu"], key="swp_targets")
 if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:", key="start_sweep",
              disabled=not common.can_control()):
     try:
-        configs = compare.sweep_configs(base, sizes, compare.parse_targets(targets), batches or None, hardware)
+        chosen = compare.parse_targets(targets)
+        configs = compare.sweep_configs(base, sizes, chosen, batches or None, hardware)
         # each target's matmul peak is probed in the queue, before the sweep's runs and never during a run
-        peaks = {target: next(c for c in configs if c.target() == target) for target in targets}
+        peaks = {str(t): next(c for c in configs if c.target() == t) for t in chosen}
         manager.submit_group("sweep", configs, {"targets": targets}, peaks=peaks)
-        st.toast(f"Sweep queued: {len(targets)} peak probe(s), then {len(configs)} runs")
+        st.toast(f"Sweep queued: {len(chosen)} peak probe(s), then {len(configs)} runs")
     except ConfigError as exc:
         st.error("This sweep cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))
 
@@ -60,7 +61,7 @@ def sweep_panel() -> None:
         return
     state = (*results.group_chart_state(group, records), tuple(sorted(peaks.items(), key=str)))
     results.sweep_charts(finished, group["meta"].get("targets", []), key="swp", cache_key=state)
-    cpu_runs = [r for r in records if compare.target(r).startswith("cpu") and r.get("samples")]
+    cpu_runs = [r for r in records if (t := compare.target_of(r)) is not None and t.is_cpu and r.get("samples")]
     if cpu_runs:
         st.plotly_chart(charts.per_core_heatmap(cpu_runs[-1]["samples"],
                                                 title=f"CPU per core, run #{cpu_runs[-1]['id']}"),

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from bench import probe
-from bench.config import parse_target
+from bench.target import Target
 from ui import common, live
 
 common.page_setup()
@@ -51,12 +51,12 @@ choices = common.target_options(hardware)
 c1, c2 = st.columns([2, 1])
 target = c1.selectbox("Device", choices, index=choices.index("cpu"), key="sys_peak_target")
 if c2.button("Measure peak", key="sys_peak", icon=":material/speed:", disabled=not common.can_control()):
-    fields = parse_target(target)
+    chosen = Target.parse(target)
     busy = [s.id for s in manager.snapshots() if s.active]
     waiting = f", after run(s) {', '.join(f'#{i}' for i in busy)}: a probe never runs beside a run" if busy else ""
     with st.spinner(f"Measuring {target} (a few seconds{waiting})…"):
         try:
-            result = manager.queue_peak(fields["device"], cpu_threads=fields["cpu_threads"], refresh=True).result()
+            result = manager.queue_peak(chosen.device, cpu_threads=chosen.cpu_threads, refresh=True).result()
             st.success(f"{target}: {result['peak_gflops']:,.1f} GFLOP/s (float32 matmul {result['size']}²)")
         except (ValueError, probe.ProbeError) as exc:
             st.error(f"The probe failed: {exc}")

@@ -11,6 +11,7 @@ import streamlit as st
 
 from bench import datasets, devices, models
 from bench.config import EPOCHS_MAX, OPTIMIZERS, PRECISIONS, RunConfig
+from bench.target import Target
 
 UPLOAD_DIR = Path(os.environ.get("BENCH_UPLOAD_DIR", Path.home() / ".cache" / "bench" / "uploads"))
 MODEL_CHOICES = list(models.FAMILIES) + list(models.PRESETS)
@@ -115,13 +116,14 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
                                     step=5000, key=f"{prefix}_limit", disabled=disabled,
                                     help="Use the first N training samples to keep a demo short."))
 
-    device = "cpu"
+    target = Target("cpu")
     if with_device:
         choices = devices.device_choices(hardware)
         if len(hardware.gpus) > 1:
             choices.append("gpus")
         device = st.radio("Device", choices, horizontal=True, key=f"{prefix}_device", disabled=disabled,
-                          format_func=lambda d: device_label(d, hardware))
+                          format_func=lambda d: Target.parse(d).label_on(hardware))
+        target = Target.parse(device)
         if not hardware.gpus:
             st.info(f"No GPU is offered: {hardware.gpu_reason} The CPU path works fully.", icon=":material/info:")
 
@@ -144,18 +146,9 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
 
     return RunConfig(
         dataset=dataset, model=model, size=None if model in models.PRESETS else size, epochs=epochs,
-        batch_size=batch_size, device=device,
-        cpu_threads=int(threads) if device == "cpu" and int(threads) < cores else None,
+        batch_size=batch_size, device=target.device,
+        cpu_threads=int(threads) if target.is_cpu and int(threads) < cores else None,
         sample_interval_s=float(interval), limit_samples=limit or None, seed=seed, optimizer=optimizer,
         learning_rate=float(lr) or None, precision=precision, jit_compile=bool(jit), npz_path=npz_path,
     )
 
-
-def device_label(device: str, hardware: devices.Hardware) -> str:
-    if device == "cpu":
-        return f"CPU ({hardware.cpu.logical_cores} cores)"
-    if device == "gpus":
-        return f"All {len(hardware.gpus)} GPUs"
-    index = int(device.split(":")[1])
-    gpu = next((g for g in hardware.gpus if g.index == index), None)
-    return f"GPU {index}: {gpu.name}" if gpu else device

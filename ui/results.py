@@ -107,8 +107,7 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
     st.markdown(f"Measured on **{report.hardware_label(sweep.hardware)}** (imported, not measured here).")
     sweep_table(rows, ["size", "batch_size", "target", "params", "steady_epoch_seconds", "samples_per_s",
                        "achieved_gflops", "peak_gflops", "mean_cpu_percent", "mean_gpu_util_percent"])
-    targets = sorted({r["target"] for r in rows}, key=lambda t: (not t.startswith("cpu"), t))  # CPU = baseline
-    sweep_charts(rows, targets, key=key)
+    sweep_charts(rows, compare.sweep_targets(rows), key=key)  # a CPU first: the baseline
 
 
 def group_records(manager: JobManager, group: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -178,11 +177,8 @@ def reference_panel(records: Sequence[Mapping[str, Any]]) -> None:
 
 
 def own_reference_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """This tool's runs as rows of the reference table: a CPU run and a GPU run make one row with both times and their
-    ratio (total time, as the articles timed it); anything else one row per run."""
-    def fmt(rec: Mapping[str, Any], key: str) -> str:
-        return metrics.format_seconds((rec.get("summary") or {}).get(key))
-
+    """This tool's runs as rows of the reference table (total time, as the articles timed it): a CPU run and a GPU run
+    make one row with both times and their ratio, anything else one row per run (compare.reference_pairs)."""
     def machine(rec: Mapping[str, Any]) -> tuple[str, str]:
         hw = rec.get("hardware") or {}
         return (str((hw.get("cpu") or {}).get("model", "")),
@@ -191,25 +187,21 @@ def own_reference_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, s
     def size(rec: Mapping[str, Any]) -> str:
         return f"{(rec.get('info') or {}).get('n_train', '?')} samples, {(rec.get('config') or {}).get('epochs')} epochs"
 
-    cpus = [r for r in records if compare.target(r).startswith("cpu")]
-    gpus = [r for r in records if compare.target(r).startswith("gpu")]
-    if len(records) == 2 and len(cpus) == 1 and len(gpus) == 1:
-        c, g = cpus[0], gpus[0]
-        ct, gt = (c.get("summary") or {}).get("total_seconds"), (g.get("summary") or {}).get("total_seconds")
-        return [{"source": f"this tool, runs #{c.get('id')} and #{g.get('id')} ({size(c)})",
-                 "CPU": f"{compare.target(c)} · {machine(c)[0]}", "GPU": machine(g)[1],
-                 "CPU time": fmt(c, "total_seconds"), "GPU time": fmt(g, "total_seconds"),
-                 "ratio": f"{ct / gt:.1f}x" if ct and gt else "—",
-                 "note": f"steady epoch {fmt(c, 'steady_epoch_seconds')} on the CPU, "
-                         f"{fmt(g, 'steady_epoch_seconds')} on the GPU"}]
     rows = []
-    for rec in records:
-        on_cpu = compare.target(rec).startswith("cpu")
-        rows.append({"source": f"this tool, run #{rec.get('id')} ({size(rec)})",
-                     "CPU": f"{compare.target(rec)} · {machine(rec)[0]}", "GPU": machine(rec)[1],
-                     "CPU time": fmt(rec, "total_seconds") if on_cpu else "—",
-                     "GPU time": "—" if on_cpu else fmt(rec, "total_seconds"),
-                     "ratio": "—", "note": f"steady epoch {fmt(rec, 'steady_epoch_seconds')}"})
+    for pair in compare.reference_pairs(records):
+        first, last = pair["runs"][0], pair["runs"][-1]
+        runs = " and ".join(f"#{r.get('id')}" for r in pair["runs"])
+        if len(pair["runs"]) == 2:
+            note = (f"steady epoch {metrics.format_seconds(pair['cpu_steady_seconds'])} on the CPU, "
+                    f"{metrics.format_seconds(pair['gpu_steady_seconds'])} on the GPU")
+        else:
+            cpu_steady, gpu_steady = pair["cpu_steady_seconds"], pair["gpu_steady_seconds"]  # one side has no run
+            note = f"steady epoch {metrics.format_seconds(cpu_steady if cpu_steady is not None else gpu_steady)}"
+        rows.append({"source": f"this tool, run{'s' if len(pair['runs']) == 2 else ''} {runs} ({size(first)})",
+                     "CPU": f"{pair['targets'][0]} · {machine(first)[0]}", "GPU": machine(last)[1],
+                     "CPU time": metrics.format_seconds(pair["cpu_seconds"]),
+                     "GPU time": metrics.format_seconds(pair["gpu_seconds"]),
+                     "ratio": f"{pair['ratio']:.1f}x" if pair["ratio"] else "—", "note": note})
     return rows
 
 

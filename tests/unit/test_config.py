@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from bench import devices
-from bench.config import ConfigError, RunConfig, parse_target
+from bench.config import ConfigError, RunConfig
+from bench.target import Target
 
 NO_GPU = devices.Hardware(
     cpu=devices.CpuInfo(model="test cpu", physical_cores=2, logical_cores=2, ram_total_mib=1024.0),
@@ -103,22 +104,17 @@ def test_round_trip_and_unknown_fields():
         RunConfig.from_dict({**config.to_dict(), "epoch": 3})
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("cpu", {"device": "cpu", "cpu_threads": None}),
-    ("cpu/1", {"device": "cpu", "cpu_threads": 1}),
-    ("gpu:0", {"device": "gpu:0", "cpu_threads": None}),
-    ("gpus", {"device": "gpus", "cpu_threads": None}),
-])
-def test_parse_target(text, expected):
-    assert parse_target(text) == expected
-
-
-@pytest.mark.parametrize("text", ["cpu/0", "cpu/x", "gpu", "tpu:0", ""])
-def test_parse_target_refuses_other_forms(text):
-    with pytest.raises(ConfigError, match="cpu, cpu/N, gpu:N, gpus|thread count"):
-        parse_target(text)
+def test_with_target_sets_device_and_threads_only():
+    base = RunConfig(epochs=3, cpu_threads=2)
+    assert base.with_target("gpu:1") == base.replace(device="gpu:1", cpu_threads=None)
+    assert base.with_target(Target.parse("cpu/1")) == base.replace(cpu_threads=1)
+    assert base.with_target("cpu") == base.replace(cpu_threads=None)
+    with pytest.raises(ConfigError, match="cpu, cpu/N, gpu:N, gpus"):
+        base.with_target("tpu")
 
 
 def test_target_and_label():
-    assert RunConfig(cpu_threads=1).target() == "cpu/1"
+    assert RunConfig(cpu_threads=1).target() == Target.parse("cpu/1")
+    assert str(RunConfig(device="gpus").target()) == "gpus"
+    assert "· cpu/1 ·" in RunConfig(cpu_threads=1).label()
     assert "mlp s" in RunConfig().label()

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from bench import devices
-from bench.devices import GpuInfo, Hardware, device_choices, discover, parse_device
+from bench.devices import GpuInfo, Hardware, device_choices, discover
 from bench.monitor import nvml
+from bench.target import Target
 
 try:
     from tests.unit import fake_nvml
@@ -140,24 +141,29 @@ def test_no_gpu_driver_reason_from_fake(monkeypatch: pytest.MonkeyPatch) -> None
 @pytest.mark.parametrize(
     ("text", "expected"),
     [("cpu", ("cpu", None)), ("CPU", ("cpu", None)), (" gpu:0 ", ("gpu", 0)), ("gpu:1", ("gpu", 1)),
-     ("GPU:12", ("gpu", 12))],
+     ("GPU:12", ("gpu", 12)), ("gpus", ("gpus", None))],
 )
-def test_parse_device_good(text: str, expected: tuple[str, int | None]) -> None:
-    assert parse_device(text) == expected
+def test_device_names_good(text: str, expected: tuple[str, int | None]) -> None:
+    target = Target.from_device(text)
+    assert (target.kind, target.index) == expected
 
 
-@pytest.mark.parametrize("text", ["", "gpu", "gpu:", "gpu:-1", "gpu:x", "cuda:0", "gpu:0:1", "tpu", "cpu:0"])
-def test_parse_device_bad(text: str) -> None:
+@pytest.mark.parametrize("text", ["", "gpu", "gpu:", "gpu:-1", "gpu:x", "cuda:0", "gpu:0:1", "tpu", "cpu:0", "cpu/2",
+                                  None, 0])
+def test_device_names_bad(text: str) -> None:
     with pytest.raises(ValueError, match=r"use 'cpu' or 'gpu:N'"):
-        parse_device(text)
+        Target.from_device(text)
 
 
 def test_cuda_visible_devices_for(two_fake_gpus: fake_nvml.FakeNvml) -> None:
     hw = discover()
     assert devices.cuda_visible_devices_for("cpu", hw) == ""
     assert devices.cuda_visible_devices_for("gpu:1", hw) == hw.gpus[1].uuid
+    assert devices.cuda_visible_devices_for(Target.parse("gpu:0"), hw) == hw.gpus[0].uuid
     with pytest.raises(ValueError, match="choose one of cpu, gpu:0, gpu:1"):
         devices.cuda_visible_devices_for("gpu:5", hw)
+    with pytest.raises(ValueError, match="give one GPU as gpu:N"):
+        devices.cuda_visible_devices_for("gpus", hw)
 
 
 def test_cuda_visible_devices_for_gpu_without_usable_gpu() -> None:

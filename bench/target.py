@@ -1,0 +1,160 @@
+"""Target: where a run trains, parsed once from ``cpu``, ``cpu/N``, ``gpu:N`` or ``gpus``.
+
+A run's config stores a target as two fields, ``device`` (``cpu``, ``gpu:N``, ``gpus``) and ``cpu_threads`` (None =
+all cores); Compare, Sweep and the CLI write it as one word (``cpu/2`` = the CPU with 2 threads). A Target holds both
+views, compares by value and is hashable, so the engine, the pages and the charts ask it what it is (``is_cpu``,
+``label``, ``keras_device``) instead of reading the text again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bench.config import ConfigError
+
+KINDS = ("cpu", "gpu", "gpus")
+FORMS = "cpu, cpu/N, gpu:N, gpus"
+
+_TARGET = re.compile(r"cpu(?:/(?P<threads>\d+))?|gpu:(?P<index>\d+)|gpus")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One of ``cpu`` (all cores), ``cpu/N`` (N threads), ``gpu:N`` (the GPU of NVML index N), ``gpus`` (all GPUs)."""
+
+    kind: str  # "cpu", "gpu" (one GPU) or "gpus" (every GPU, MirroredStrategy)
+    index: int | None = None  # the GPU's NVML index; kind "gpu" only
+    threads: int | None = None  # CPU threads; kind "cpu" only, None = all cores
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"target kind {self.kind!r} is unknown; one of {', '.join(KINDS)}")
+        if (self.kind == "gpu") != (_whole(self.index) and self.index >= 0):
+            raise ValueError(f"a GPU index >= 0 belongs to kind 'gpu' only (got {self.kind!r}, {self.index!r})")
+        if self.threads is not None and (self.kind != "cpu" or not _whole(self.threads) or self.threads < 1):
+            raise ValueError(f"a thread count >= 1 belongs to kind 'cpu' only (got {self.kind!r}, {self.threads!r})")
+
+    # -- building ------------------------------------------------------------------------------------------------------
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        """``"cpu"``, ``"cpu/2"``, ``"gpu:0"``, ``"gpus"`` -> a Target (case and surrounding spaces ignored).
+
+        Raises:
+            ConfigError: any other text; the message says which forms are allowed.
+        """
+        raw = text.strip().lower() if isinstance(text, str) else ""
+        if raw.startswith("cpu/") and not re.fullmatch(r"cpu/0*[1-9]\d*", raw):
+            raise ConfigError([f"target {text!r}: after 'cpu/' give a thread count >= 1, e.g. cpu/1"])
+        match = _TARGET.fullmatch(raw)
+        if match is None:
+            raise ConfigError([f"target {text!r} is not one of the forms {FORMS}"])
+        return cls._from_match(match)
+
+    @classmethod
+    def from_device(cls, device: str, cpu_threads: int | None = None) -> Target:
+        """The target of a config's ``device`` (``cpu``, ``gpu:N``, ``gpus``) and ``cpu_threads`` (0 or None = all
+        cores; ignored off the CPU, where validation refuses it).
+
+        Raises:
+            ValueError: a malformed device or thread count; the message lists the allowed device forms.
+        """
+        raw = device.strip().lower() if isinstance(device, str) else ""
+        match = _TARGET.fullmatch(raw)
+        if match is None or match.group("threads") is not None:
+            raise ValueError(f"Device {device!r} is not understood: use 'cpu' or 'gpu:N' with N a GPU index, "
+                             "e.g. 'gpu:0'.")
+        target = cls._from_match(match)
+        if target.is_cpu and cpu_threads:
+            if not _whole(cpu_threads) or cpu_threads < 1:
+                raise ValueError(f"CPU threads must be a whole number >= 1, or empty for all (got {cpu_threads!r})")
+            return cls("cpu", threads=cpu_threads)
+        return target
+
+    @classmethod
+    def of(cls, source: Any) -> Target:
+        """The target of a RunConfig, of a run record (its ``config``) or of a config dict.
+
+        Raises:
+            ValueError: the device or thread count stored there is malformed.
+        """
+        if isinstance(source, Mapping):
+            config = source.get("config") if isinstance(source.get("config"), Mapping) else source
+            return cls.from_device(config.get("device", "cpu"), config.get("cpu_threads"))
+        return cls.from_device(source.device, source.cpu_threads)
+
+    @classmethod
+    def _from_match(cls, match: re.Match[str]) -> Target:
+        if match.group("index") is not None:
+            return cls("gpu", index=int(match.group("index")))
+        if match.group(0) == "gpus":
+            return cls("gpus")
+        threads = match.group("threads")
+        return cls("cpu", threads=int(threads) if threads is not None else None)
+
+    # -- views ---------------------------------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"Target({str(self)!r})"
+
+    def __str__(self) -> str:
+        if self.kind == "cpu":
+            return "cpu" if self.threads is None else f"cpu/{self.threads}"
+        return self.device
+
+    @property
+    def device(self) -> str:
+        """The config's ``device`` field: ``cpu``, ``gpu:N`` or ``gpus``."""
+        return f"gpu:{self.index}" if self.kind == "gpu" else self.kind
+
+    @property
+    def cpu_threads(self) -> int | None:
+        """The config's ``cpu_threads`` field: the pinned thread count, None for all cores (and off the CPU)."""
+        return self.threads
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.kind == "cpu"
+
+    @property
+    def is_gpu(self) -> bool:
+        """One GPU or all of them."""
+        return self.kind in ("gpu", "gpus")
+
+    @property
+    def label(self) -> str:
+        """A short human label: "CPU (all cores)", "CPU (2 threads)", "GPU 0", "All GPUs"."""
+        if self.kind == "gpu":
+            return f"GPU {self.index}"
+        if self.kind == "gpus":
+            return "All GPUs"
+        if self.threads is None:
+            return "CPU (all cores)"
+        return f"CPU ({self.threads} thread{'s' if self.threads != 1 else ''})"
+
+    def label_on(self, hardware: Any) -> str:
+        """The label with what ``hardware`` (a ``bench.devices.Hardware``) says: "CPU (16 cores)", "GPU 0: NVIDIA
+        H100", "All 2 GPUs"."""
+        if self.kind == "cpu" and self.threads is None:
+            return f"CPU ({hardware.cpu.logical_cores} cores)"
+        if self.kind == "gpus":
+            return f"All {len(hardware.gpus)} GPUs"
+        if self.kind == "gpu":
+            gpu = next((g for g in hardware.gpus if g.index == self.index), None)
+            return f"GPU {self.index}: {gpu.name}" if gpu else self.device
+        return self.label
+
+    @property
+    def keras_device(self) -> str:
+        """The name ``keras.device()`` takes inside the worker, whose visible devices were already narrowed to this
+        target's: ``cpu:0``, else ``gpu:0``."""
+        return "cpu:0" if self.is_cpu else "gpu:0"
+
+    def fields(self) -> dict[str, Any]:
+        """The RunConfig fields this target sets: ``{"device": ..., "cpu_threads": ...}``."""
+        return {"device": self.device, "cpu_threads": self.cpu_threads}
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

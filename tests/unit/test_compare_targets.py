@@ -1,0 +1,105 @@
+"""Tests for bench.compare's target handling and for reference_pairs, the ratio of this tool's own runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench import compare
+from bench.config import ConfigError, RunConfig
+from bench.target import Target
+
+
+def record(run_id: int, target: str, total: float | None = None, steady: float | None = None) -> dict[str, Any]:
+    return {"id": run_id, "config": RunConfig().with_target(target).to_dict(),
+            "summary": {"total_seconds": total, "steady_epoch_seconds": steady}}
+
+
+# -- parsing targets ------------------------------------------------------------------------------------------------
+def test_parse_targets_gives_targets_parsed_once():
+    assert compare.parse_targets("cpu/1, cpu,gpu:0") == [Target("cpu", threads=1), Target("cpu"), Target("gpu", 0)]
+    assert compare.parse_targets(["gpus", Target.parse("cpu/2")]) == [Target("gpus"), Target("cpu", threads=2)]
+    with pytest.raises(ConfigError, match="at least one target"):
+        compare.parse_targets(" , ")
+    with pytest.raises(ConfigError, match="target 'tpu' is not one of the forms"):
+        compare.parse_targets("cpu,tpu")
+
+
+def test_target_configs_change_device_and_threads_only():
+    base = RunConfig(epochs=2, size="xs", limit_samples=256)
+    configs = compare.target_configs(base, compare.parse_targets("cpu/1,cpu"))
+    assert [c.target() for c in configs] == [Target.parse("cpu/1"), Target.parse("cpu")]
+    assert {c.replace(cpu_threads=None) for c in configs} == {base}
+
+
+def test_a_records_target_as_text():
+    assert compare.target(record(1, "cpu/2")) == "cpu/2"
+    assert compare.target(record(1, "gpus")) == "gpus"
+    assert compare.target({"config": {"device": "cpu", "cpu_threads": 3, "retired_field": True}}) == "cpu/3"
+    assert compare.target({"config": {"device": "tpu"}}) == "tpu", "a malformed device is shown as stored"
+    assert compare.target_of({"config": {"device": "tpu"}}) is None
+    assert compare.target_of(record(1, "gpu:1")) == Target.parse("gpu:1")
+
+
+def test_comparison_pairs_name_targets_as_text():
+    pairs = compare.comparison([record(1, "cpu/1"), record(2, "gpu:0")])["pairs"]
+    assert (pairs[0]["baseline_target"], pairs[0]["target"]) == ("cpu/1", "gpu:0")
+
+
+def test_sweep_targets_put_a_cpu_first_and_speedups_take_targets():
+    rows = [{"target": t, "size": "s", "batch_size": 128, "params": 10, "steady_epoch_seconds": s}
+            for t, s in (("gpu:0", 0.5), ("cpu", 2.0), ("gpus", 0.4), ("cpu/1", 8.0))]
+    assert compare.sweep_targets(rows) == ["cpu", "cpu/1", "gpu:0", "gpus"]
+    by_text = compare.sweep_speedups(rows, "cpu", "gpu:0")
+    by_target = compare.sweep_speedups(rows, Target.parse("cpu"), Target.parse("gpu:0"))
+    assert by_text == by_target == [{"size": "s", "batch_size": 128, "params": 10, "speedup": 4.0}]
+
+
+def test_sweep_row_takes_the_utilization_window_of_its_side():
+    summary = {"gpu_util_window": "all samples", "cpu_util_window": "steady epochs"}
+    gpu = {**record(1, "gpus"), "summary": summary}
+    cpu = {**record(2, "cpu/1"), "summary": summary}
+    assert compare.sweep_row(gpu, None)["utilization_window"] == "all samples"
+    assert compare.sweep_row(cpu, None)["utilization_window"] == "steady epochs"
+
+
+# -- reference pairs ------------------------------------------------------------------------------------------------
+def test_a_cpu_run_and_a_gpu_run_make_one_pair_with_their_ratio():
+    gpu, cpu = record(8, "gpu:0", total=40.0, steady=3.0), record(7, "cpu/4", total=485.0, steady=45.0)
+    [pair] = compare.reference_pairs([gpu, cpu])
+    assert pair["runs"] == [cpu, gpu], "the CPU run first, whatever the order of the comparison"
+    assert pair["targets"] == ["cpu/4", "gpu:0"]
+    assert (pair["cpu_seconds"], pair["gpu_seconds"]) == (485.0, 40.0)
+    assert pair["ratio"] == pytest.approx(485.0 / 40.0)
+    assert (pair["cpu_steady_seconds"], pair["gpu_steady_seconds"]) == (45.0, 3.0)
+
+
+def test_all_gpus_count_as_the_gpu_side():
+    [pair] = compare.reference_pairs([record(1, "cpu", total=10.0), record(2, "gpus", total=2.0)])
+    assert pair["ratio"] == pytest.approx(5.0)
+
+
+def test_a_pair_without_a_total_has_no_ratio():
+    [pair] = compare.reference_pairs([record(1, "cpu", total=10.0), record(2, "gpu:0", total=None)])
+    assert pair["ratio"] is None and pair["cpu_seconds"] == 10.0 and pair["gpu_seconds"] is None
+
+
+@pytest.mark.parametrize("targets", [("cpu/1", "cpu"), ("gpu:0", "gpu:1"), ("cpu", "gpu:0", "gpus")])
+def test_other_groups_make_one_row_per_run_on_its_own_side(targets):
+    records = [record(i, t, total=10.0 + i, steady=1.0 + i) for i, t in enumerate(targets)]
+    rows = compare.reference_pairs(records)
+    assert [r["runs"] for r in rows] == [[r] for r in records]
+    for row, name in zip(rows, targets):
+        on_cpu = Target.parse(name).is_cpu
+        total, steady = row["runs"][0]["summary"]["total_seconds"], row["runs"][0]["summary"]["steady_epoch_seconds"]
+        assert row["targets"] == [name] and row["ratio"] is None
+        assert (row["cpu_seconds"], row["gpu_seconds"]) == ((total, None) if on_cpu else (None, total))
+        assert (row["cpu_steady_seconds"], row["gpu_steady_seconds"]) == ((steady, None) if on_cpu else (None, steady))
+
+
+def test_a_run_whose_target_is_malformed_stands_alone():
+    odd = {"id": 3, "config": {"device": "tpu"}, "summary": {"total_seconds": 5.0}}
+    rows = compare.reference_pairs([record(1, "cpu", total=10.0), odd])
+    assert len(rows) == 2 and rows[1]["targets"] == ["tpu"] and rows[1]["ratio"] is None
+    assert compare.reference_pairs([]) == []
