@@ -323,7 +323,7 @@ def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | N
     exactly what a run trains. ``on_phase`` hears each phase as it begins ("importing ...", "loading data",
     "building model").
     """
-    from bench import datasets, models
+    from bench import datasets, keras_build, models
     from bench.config import RunConfig
 
     say = on_phase or (lambda phase: None)
@@ -350,11 +350,11 @@ def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | N
     training = Training(config=cfg, framework=version, devices_seen=devices_seen, data=data, plan=plan,
                         y_train=y_train, y_test=y_test, strategy=_strategy(cfg))
     with training.scope():
-        training.model = models.build(plan)
+        training.model = keras_build.build(plan)
         training.model.compile(
             optimizer=_optimizer(cfg.optimizer, cfg.effective_learning_rate()),
-            loss=models.build_loss(plan),
-            metrics=models.build_metrics(plan),
+            loss=keras_build.build_loss(plan),
+            metrics=keras_build.build_metrics(plan),
             jit_compile=cfg.jit_compile,
         )
     return training

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import models
-from bench.models import FAMILIES, PRESETS, SIZES, LayerSpec, ModelError, ModelPlan, build, compatible, measure, plan
+from bench import keras_build, models
+from bench.keras_build import build
+from bench.models import FAMILIES, PRESETS, SIZES, LayerSpec, ModelError, ModelPlan, compatible, measure, plan
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MNIST_SHAPE = (28, 28, 1)
@@ -316,7 +317,7 @@ def test_built_model_compiles_and_fits_one_step(keras_module, model: str) -> Non
         x = rng.random((batch, 12, 12, 1), dtype=np.float32)
         y = rng.integers(0, 10, size=(batch,))
     net = build(p)
-    net.compile(optimizer="sgd", loss=models.build_loss(p), metrics=models.build_metrics(p))
+    net.compile(optimizer="sgd", loss=keras_build.build_loss(p), metrics=keras_build.build_metrics(p))
     history = net.fit(x, y, batch_size=batch, epochs=1, verbose=0)
     assert math.isfinite(history.history["loss"][0])
     assert 0.0 <= history.history["accuracy"][0] <= 1.0
@@ -324,10 +325,10 @@ def test_built_model_compiles_and_fits_one_step(keras_module, model: str) -> Non
 
 
 def test_build_loss_matches_plan(keras_module) -> None:  # type: ignore[no-untyped-def]
-    loss = models.build_loss(_preset_plan("seed-cifar10-mlp"))
+    loss = keras_build.build_loss(_preset_plan("seed-cifar10-mlp"))
     assert isinstance(loss, keras_module.losses.CategoricalCrossentropy)
     assert loss.get_config()["from_logits"] is False
-    loss = models.build_loss(_preset_plan("seed-text"))
+    loss = keras_build.build_loss(_preset_plan("seed-text"))
     assert isinstance(loss, keras_module.losses.BinaryCrossentropy) and loss.get_config()["from_logits"] is True
-    [metric] = models.build_metrics(_preset_plan("seed-text"))
+    [metric] = keras_build.build_metrics(_preset_plan("seed-text"))
     assert isinstance(metric, keras_module.metrics.BinaryAccuracy) and metric.get_config()["threshold"] == 0.0

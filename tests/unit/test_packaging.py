@@ -316,3 +316,10 @@ def test_only_the_engine_is_installed():
         find = tomllib.load(fh)["tool"]["setuptools"]["packages"]["find"]
     assert find["include"] == ["bench", "bench.*"]
     assert (ROOT / "benchmarks" / "__init__.py").is_file()
+
+
+def test_no_engine_module_is_longer_than_a_reader_can_hold():
+    """Each module of bench/ stays readable at once (600 lines); split by job when one grows past it."""
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "bench").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 600}
+    assert long == {}
