@@ -299,9 +299,10 @@ def validate_record(data: Any) -> dict[str, Any]:
         RecordError: the first problem found, naming the field path, e.g.
             ``epochs[2].epoch_seconds must be a positive number, got 'abc'``.
     """
-    if isinstance(records.load(data), records.Sweep):
-        raise RecordError("this is a sweep (bench.sweep/1): the Sweep page shows it; import its runs one at a time "
-                          f"or {EXPORT_HINT}")
+    if isinstance(data, dict) and data.get("schema") == records.SWEEP_SCHEMA:
+        raise RecordError(f"schema {records.SWEEP_SCHEMA!r} is not supported for import: a sweep is shown on the "
+                          f"Sweep page; import a run or comparison ({EXPORT_HINT})")
+    records.load(data)
     return data
 
 
