@@ -85,6 +85,7 @@ class JobManager:
         self.interrupted_at_start: list[int] = []
         self._groups: list[dict[str, Any]] = []
         self._stored_view: tuple[float, RunSnapshot | None] | None = None  # (read at, latest stored run)
+        self._stored_version: tuple[int, str, int, int] | None = None
         self.writer = RunWriter(store, self._lock)
         self.pool = SparePool(self._ctx, self._log_path)
         if self.prestart:  # the server's first run, too, should not wait for the framework import
@@ -189,7 +190,7 @@ class JobManager:
         with self._lock:
             self._runs.pop(run_id, None)
             self._stop_events.pop(run_id, None)
-            self._stored_view = None
+            self._stored_view = self._stored_version = None
 
     def snapshot(self, run_id: int) -> RunSnapshot | None:
         with self._lock:
@@ -212,25 +213,30 @@ class JobManager:
         return self.latest_stored()
 
     def latest_stored(self) -> RunSnapshot | None:
-        """The newest run in the store as a snapshot, re-read at most every STORED_REFRESH_S (while another process
-        runs it, it grows); None without a store or runs."""
+        """The newest run in the store as a snapshot: after a restart, or one another process runs (it grows live).
+        The store is asked at most every STORED_REFRESH_S whether that run changed, and read again only if it did;
+        None without a store or runs."""
         now = time.monotonic()
         view = self._stored_view
-        if view is not None and (now - view[0] < STORED_REFRESH_S or (view[1] is not None and not view[1].active)):
+        if view is not None and now - view[0] < STORED_REFRESH_S:
             return view[1]
-        snap = None
+        snap = view[1] if view is not None else None
         if self.store is not None:
             try:
-                runs = self.store.list_runs()
-                run = self.store.get_run(runs[-1]["id"]) if runs else None
+                if snap is not None and snap.active:
+                    self.store.mark_orphans_interrupted()  # the other process may have died meanwhile
+                version = self.store.latest_run_version()
+                if version is None:
+                    snap = None
+                elif version != self._stored_version:
+                    run = self.store.get_run(version[0])
+                    owner = None
+                    if run is not None and run["status"] not in TERMINAL:
+                        owner = f"process {run.get('owner_pid')} on {run.get('owner_host')}"
+                    snap = RunSnapshot.from_stored(run, owner=owner) if run is not None else None
+                self._stored_version = version
             except StoreError as exc:
                 log.debug("latest stored run unavailable: %s", exc)
-                run = None
-            if run is not None:
-                owner = None
-                if run["status"] not in TERMINAL:
-                    owner = f"process {run.get('owner_pid')} on {run.get('owner_host')}"
-                snap = RunSnapshot.from_stored(run, owner=owner)
         self._stored_view = (now, snap)
         return snap
 

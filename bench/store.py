@@ -305,6 +305,16 @@ class Store:
             run["epochs"] = epochs.get(run["id"], [])
         return runs
 
+    def latest_run_version(self) -> tuple[int, str, int, int] | None:
+        """(id, status, epochs, samples) of the newest run: a cheap way to tell whether it changed; None if empty."""
+        with self._op() as con:
+            row = con.execute("SELECT id, status FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+            if row is None:
+                return None
+            epochs = con.execute("SELECT COUNT(*) FROM epochs WHERE run_id = ?", (row[0],)).fetchone()[0]
+            samples = con.execute("SELECT COUNT(*) FROM samples WHERE run_id = ?", (row[0],)).fetchone()[0]
+        return int(row[0]), str(row[1]), int(epochs), int(samples)
+
     def get_run(self, run_id: int, *, with_samples: bool = True) -> dict[str, Any] | None:
         """One run with its epochs and (optionally) samples, or None."""
         with self._op() as con:

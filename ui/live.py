@@ -69,13 +69,14 @@ def progress_bar(snap: RunSnapshot) -> None:
     if snap.status == Status.QUEUED:
         st.progress(0.0, text=f"Queued (position {(snap.queue_position or 0) + 1})")
         return
-    if not prog and snap.active:
+    if not prog and snap.active and snap.owner is None:
         st.progress(0.0, text=f"{snap.phase.capitalize()}…")
         return
-    if not prog:  # a run read back from the store: its epochs are all there is
+    if not prog:  # a run read back from the store (ended, or another process's): its epochs are all there is
         done = len(snap.epochs)
-        st.progress(1.0 if snap.status == Status.FINISHED else min(1.0, done / max(total, 1)),
-                    text=f"{snap.status.capitalize()} after {done} of {total} epochs")
+        text = (f"{done} of {total} epochs done (run by another process)" if snap.active
+                else f"{snap.status.capitalize()} after {done} of {total} epochs")
+        st.progress(1.0 if snap.status == Status.FINISHED else min(1.0, done / max(total, 1)), text=text)
         return
     done = len(snap.epochs)
     batches = max(prog.get("batches") or 1, 1)

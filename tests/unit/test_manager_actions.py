@@ -98,3 +98,22 @@ def test_a_sweep_group_probes_its_targets_first_and_records_the_peaks(manager, m
     meta = manager.latest_group("sweep")["meta"]
     assert meta["peaks"] == {"cpu": 99.0, "cpu/1": None}
     assert "no timer" in meta["peak_errors"]["cpu/1"]
+
+
+def test_train_follows_the_newest_stored_run_of_another_process(isolated_store, monkeypatch):
+    """After a restart the view shows the last stored run; a run another process starts later replaces it, grows,
+    and cannot be stopped from here."""
+    from bench import jobs
+
+    monkeypatch.setattr(jobs, "STORED_REFRESH_S", 0.0)
+    store = Store(isolated_store)
+    old = store.create_run(TINY.to_dict(), status="finished")
+    viewer = JobManager(Store(isolated_store), hardware=HW)
+    assert viewer.current().id == old and viewer.current().owner is None
+    other = store.create_run(TINY.to_dict(), status="running")  # another process's run (this pid is alive)
+    snap = viewer.current()
+    assert snap.id == other and snap.active and snap.owner and "process" in snap.owner
+    store.add_epoch(other, {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True})
+    assert len(viewer.current().epochs) == 1, "it grows as the other process writes"
+    assert viewer.stop(other) is False
+    viewer.shutdown()
