@@ -6,13 +6,14 @@ PORT        ?= 8501
 ADDRESS     ?=
 ARGS        ?=
 PYTEST_ARGS ?=
+IMAGE_CHECK_ARGS ?=
 
 VENV_PY     := $(VENV)/bin/python
 PIP         := $(VENV_PY) -m pip --disable-pip-version-check
 HADOLINT    ?= $(firstword $(wildcard $(VENV)/bin/hadolint) hadolint)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv install install-dev run test bench lint-docker clean distclean
+.PHONY: help venv install install-dev run test bench lint-docker image-check clean distclean
 
 help:
 	@echo "Targets:"
@@ -23,6 +24,7 @@ help:
 	@echo "  make install-dev  install requirements-dev.txt into $(VENV) (only when it changed)"
 	@echo "  make venv         create the virtual environment $(VENV) with $(PY)"
 	@echo "  make lint-docker  lint the Dockerfile with hadolint"
+	@echo "  make image-check  build the CPU image, run it and check it in a browser, then remove it (docker or buildah)"
 	@echo "  make clean        remove caches and test artifacts"
 	@echo "  make distclean    clean, and remove $(VENV)"
 
@@ -55,6 +57,11 @@ bench: install
 
 lint-docker:
 	$(HADOLINT) Dockerfile
+
+# Builds with docker when a daemon answers, else with buildah (root) on a cached local Debian base; see the script.
+# IMAGE_CHECK_ARGS='--variant gpu --build-only' builds the GPU image, reports its size and build time, removes it.
+image-check: install-dev
+	$(VENV_PY) scripts/image_check.py $(IMAGE_CHECK_ARGS)
 
 clean:
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +

@@ -81,9 +81,13 @@ def test_dockerfile_passes_hadolint():
 
 def test_dockerfile_serves_dashboard_on_gpu_host():
     text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
-    assert re.search(r"^FROM python:3\.11", text, re.M)
+    # the official base by default; a local one (make image-check without a Docker daemon) through BASE_IMAGE
+    assert re.search(r"^ARG BASE_IMAGE=python:3\.11-slim-bookworm\s*\nFROM \$\{BASE_IMAGE\}\s*$", text, re.M)
+    assert re.search(r"^ARG VARIANT=gpu\b", text, re.M), "docker build gives the GPU image by default"
     assert "tensorflow[and-cuda]" in text
-    assert "-r requirements.txt" in text
+    assert "tensorflow-cpu" in text
+    assert "requirements.txt" in text
+    assert "--no-cache-dir" in text
     assert re.search(r"^EXPOSE 8501\b", text, re.M)
     assert re.search(r"^HEALTHCHECK\b[\s\S]*?/_stcore/health", text, re.M)
     assert "BENCH_STORE=/data/runs.sqlite3" in text
@@ -104,6 +108,32 @@ def test_dockerignore_keeps_local_state_out():
     }
     for needed in (".venv", ".git", "**/__pycache__", "data"):
         assert needed in entries, needed
+
+
+def test_compose_file_has_port_volume_and_an_optional_gpu_reservation():
+    text = (ROOT / "compose.yaml").read_text(encoding="utf-8")
+    assert '"8501:8501"' in text
+    assert "bench-data:/data" in text
+    assert re.search(r"^volumes:\s*\n\s+bench-data:", text, re.M)
+    gpu = text[text.index("  bench-gpu:"):]
+    assert re.search(r"profiles: \[\"gpu\"\]", gpu), "a plain `docker compose up` must not ask for a GPU"
+    assert re.search(r"driver: nvidia\s+count: all\s+capabilities: \[gpu\]", gpu)
+    assert "VARIANT: gpu" in gpu
+    cpu = text[text.index("  bench:"):text.index("  bench-gpu:")]
+    assert "VARIANT: cpu" in cpu and "nvidia" not in cpu
+
+
+def test_image_check_script_reads_the_healthcheck_forms():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import image_check
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    assert image_check.healthcheck_argv(["CMD", "python", "-c", "pass"]) == ["python", "-c", "pass"]
+    assert image_check.healthcheck_argv(["CMD-SHELL", "curl -f x"]) == ["/bin/sh", "-c", "curl -f x"]
+    for absent in (None, [], ["NONE"]):
+        with pytest.raises(image_check.CheckFailed, match="no HEALTHCHECK"):
+            image_check.healthcheck_argv(absent)
 
 
 # ---------------------------------------------------------------- requirements
@@ -221,10 +251,16 @@ def test_make_bench_runs_engine_module():
     assert re.search(r"/bin/python -m bench --help", out), out
 
 
+def test_make_image_check_runs_the_check_script_in_the_venv():
+    out = _make_dry_run("image-check")
+    assert re.search(r"/bin/python scripts/image_check\.py", out), out
+    assert "--variant gpu" in _make_dry_run("image-check", "IMAGE_CHECK_ARGS=--variant gpu --build-only")
+
+
 def test_make_default_goal_is_help():
     proc = subprocess.run([_make()], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    for target in ("run", "test", "bench", "lint-docker", "clean"):
+    for target in ("run", "test", "bench", "lint-docker", "image-check", "clean"):
         assert re.search(rf"make {re.escape(target)}\b", proc.stdout), target
 
 
@@ -240,6 +276,15 @@ def test_ci_script_runs_make_test_and_is_executable():
     assert "set -euo pipefail" in text
     assert re.search(r"^\s*(exec\s+)?make test\b", text, re.M)
     assert "/usr/bin/chromium" in text
+
+
+def test_ci_script_runs_the_image_check_after_the_tests():
+    text = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    lines = [line.strip() for line in text.splitlines()]
+    assert "make test" in lines and "make image-check" in lines
+    assert lines.index("make test") < lines.index("make image-check")
+    assert not re.search(r"^\s*exec\s+make test\b", text, re.M), "exec would end the script before the image check"
+    assert "buildah" in text and "mmdebstrap" in text
 
 
 # ---------------------------------------------------------------- README
