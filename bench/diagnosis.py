@@ -33,14 +33,20 @@ from bench import metrics
 # the model size (docs/GPU.md).
 GPU_WAITING_PERCENT = 30.0
 # The training process using at least this much of one core = its thread was busy issuing steps. The H100's host-bound
-# GPU runs read 98-133 % (mean process CPU over their steady epochs, docs/results/h100-*.json).
+# GPU runs read 122-133 % (mean process CPU over their steady epochs, docs/results/h100-*.json).
 ONE_CORE_BUSY_PERCENT = 70.0
 # Below this share of one core, the training process mostly waited (for data, or the disk): input-bound.
 PROCESS_IDLE_PERCENT = 35.0
-# Achieved training GFLOP/s at or above this share of the device's matmul peak = compute-bound. The largest shares
-# measured: MLP l and xl on 16 Xeon cores 35 % and 27 %, MLP xl at batch 2048 on the H100 51 %; every host-bound
-# point stayed at or below 15 % (CPU MLP m 15 %, H100 MLP xl at batch 256 12 %, the rest under 2 %).
+# Achieved training GFLOP/s at or above this share of the device's matmul peak, with steps of HOST_STEP_MS or more,
+# = compute-bound. The compute-bound points measured: MLP l and xl on 16 Xeon cores 35 % and 27 % (steps of 9 and
+# 76 ms); every host-bound point on the H100 machine stayed at or below 15 % (CPU MLP m 15 %, H100 MLP xl at batch 256
+# 12 %, the rest under 2 %).
 PEAK_FRACTION_COMPUTE = 0.25
+# At or above this share the run is compute-bound whatever its step time: MLP xl at batch 2048 on the H100 reached
+# 51 % in 5 ms steps; MLP s at batch 32 on the 2-core VM 50 % at 8 steps per execution, and 32 gained nothing more.
+# Between the two a short step is not enough: the same MLP s read 28 % at 2.3 ms a step with one step per execution
+# and still ran 1.8x faster at 8 (docs/MEASUREMENTS.md), so it was host-bound.
+PEAK_FRACTION_ALONE = 0.45
 # SM activity (share of cycles with a warp resident) and tensor-pipe activity at or above these = compute-bound.
 # Not yet measured on hardware by this project (SM activity is not sampled yet): provisional, from NVIDIA's DCGM
 # guidance that SM activity under 50 % leaves most of the chip idle.
@@ -52,6 +58,10 @@ CPU_THREADS_BUSY_SHARE = 0.5
 # A step shorter than this is in the range where per-step host work is the floor: 1.2-2.3 ms a step on the H100 for
 # every model size, 0.6-1.8 ms for the small models on 16 CPU cores; compute-bound CPU steps took 9-76 ms.
 HOST_STEP_MS = 5.0
+# Utilization read from fewer samples than this inside the steady epochs is not a verdict: a process CPU sample covers
+# the interval before it, so with 0.2 s epochs and 0.5 s sampling (the CPU steps-per-execution sweep in
+# docs/MEASUREMENTS.md) a single sample read 32 % of one core for a run whose epochs were all training.
+MIN_STEADY_SAMPLES = 3
 # Whole-machine CPU at or above this while the run's own process was not = other work competed for the cores.
 MACHINE_BUSY_PERCENT = 90.0
 
@@ -148,7 +158,8 @@ def diagnose(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str,
     if steady_s is None:
         missing.append("a steady epoch")
         return result("undetermined", "no steady epoch (the first includes tracing, so at least 2 epochs are needed)")
-    if fraction is not None and fraction >= PEAK_FRACTION_COMPUTE:
+    if fraction is not None and (fraction >= PEAK_FRACTION_ALONE or (
+            fraction >= PEAK_FRACTION_COMPUTE and step_ms is not None and step_ms >= HOST_STEP_MS)):
         return result("compute-bound", f"training reached {achieved:,.0f} GFLOP/s, {fraction * 100:.0f} % of the "
                                        f"{'GPU' if on_gpu else 'device'}'s measured peak, and {step_text}")
     if on_gpu and ((sm is not None and sm >= SM_ACTIVE_COMPUTE_PERCENT)
@@ -160,6 +171,12 @@ def diagnose(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str,
         return result("undetermined", f"no utilization sample fell inside the steady epochs ({steady_s:.2f} s each, "
                                       "shorter than the sampling interval), so what the device and host did is "
                                       f"unknown; {step_text}",
+                      "raise the sample limit (longer epochs) or lower the sampling interval, and run again")
+    if len(steady) < MIN_STEADY_SAMPLES:
+        missing.append(f"at least {MIN_STEADY_SAMPLES} samples during the steady epochs")
+        return result("undetermined", f"only {len(steady)} utilization sample(s) fell inside the steady epochs "
+                                      f"({steady_s:.2f} s each), too few to say what the device and host did; "
+                                      f"{step_text}",
                       "raise the sample limit (longer epochs) or lower the sampling interval, and run again")
     if on_gpu is None:
         missing.append("the device")

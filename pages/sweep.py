@@ -24,7 +24,7 @@ c1, c2, c3, c4 = st.columns(4)
 sizes = c1.multiselect("Sizes", list(models.SIZES), default=["xs", "s", "m"], key="swp_sizes")
 batches = c2.multiselect("Batch sizes (empty = the one above)", [32, 64, 128, 256, 512, 1024], key="swp_batches")
 steps = c3.multiselect("Steps per execution (empty = the one above)", [1, 2, 4, 8, 16, 32, 64, 128],
-                       key="swp_steps", help="Training steps per compiled call (TensorFlow and JAX). More steps per "
+                       key="swp_steps_axis", help="Training steps per compiled call (TensorFlow and JAX). More steps per "
                        "call spread the per-step host work over more batches: the test of a host-bound run.")
 options = common.target_options(hardware)
 targets = c4.multiselect("Targets", options, default=["cpu"], key="swp_targets")

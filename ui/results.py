@@ -9,8 +9,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from bench import charts, compare, metrics, references
+from bench import charts, compare, diagnosis, metrics, references
 from bench.jobs import JobManager
+from bench.records import Status
 from ui import live
 
 CHART_CONFIG = {"displaylogo": False}
@@ -143,6 +144,20 @@ def headline_block(records: Sequence[Mapping[str, Any]]) -> None:
                 st.warning(warning, icon=":material/warning:")
         else:
             st.info(text)
+    diagnosis_block(records)
+
+
+def diagnosis_block(records: Sequence[Mapping[str, Any]]) -> None:
+    """Why each ended run went at its speed (bench.diagnosis), beside the headline; explained on the System page."""
+    lines = []
+    for record in records:
+        if record.get("_active") or record.get("status") not in (Status.FINISHED, Status.STOPPED,
+                                                                  Status.INTERRUPTED):
+            continue
+        lines.append(f"- **{run_label(record)}**: {diagnosis.of_record(record)['verdict']}")
+    if lines:
+        st.markdown("**Why this speed** (from each run's own readings; the System page explains the verdicts):\n"
+                    + "\n".join(lines))
 
 
 def comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str,

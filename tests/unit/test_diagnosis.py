@@ -76,6 +76,20 @@ def test_compute_bound_from_the_share_of_the_measured_peak():
     assert d["kind"] == "compute-bound" and "51 % of the GPU's measured peak" in d["verdict"]
 
 
+def test_a_middling_peak_share_in_short_steps_is_not_compute_bound():
+    """MLP s, batch 32, on the 2-core VM: 28 % of the peak at 2.3 ms a step, yet 1.8x faster at 8 steps/exec."""
+    epochs = _epochs(0.58)  # 250 steps of 2.32 ms
+    info = CPU_INFO | {"flops_per_sample": 1.22e6}
+    d = diagnosis.diagnose(epochs, _samples(epochs, process=130, machine=67), info, CPU_CONFIG, peak_gflops=60.8)
+    assert 0.25 < d["evidence"]["peak_fraction"] < 0.45
+    assert d["kind"] == "host-bound"
+    long_steps = _epochs(4.0)  # the same share in 16 ms steps: the arithmetic dominates
+    info_long = CPU_INFO | {"flops_per_sample": 1.22e6 * 4.0 / 0.58}
+    d = diagnosis.diagnose(long_steps, _samples(long_steps, process=130, machine=67), info_long, CPU_CONFIG,
+                           peak_gflops=60.8)
+    assert d["kind"] == "compute-bound" and "% of the device's measured peak" in d["verdict"]
+
+
 def test_compute_bound_cpu_when_its_threads_are_busy_and_steps_long():
     epochs = _epochs(4.0)
     d = diagnosis.diagnose(epochs, _samples(epochs, process=190, machine=96), CPU_INFO, CPU_CONFIG)
@@ -120,6 +134,14 @@ def test_undetermined_when_no_sample_fell_in_the_steady_epochs():
     d = diagnosis.diagnose(epochs, samples, CPU_INFO, CPU_CONFIG)
     assert d["kind"] == "undetermined" and "samples during the steady epochs" in d["missing"]
     assert "sampling interval" in d["knob"]
+
+
+def test_undetermined_from_too_few_steady_samples():
+    epochs = _epochs(0.2)
+    samples = [s for s in _samples(epochs, process=30, machine=40, every=0.5)]
+    d = diagnosis.diagnose(epochs, samples, CPU_INFO, CPU_CONFIG)
+    assert d["evidence"]["steady_samples"] < diagnosis.MIN_STEADY_SAMPLES
+    assert d["kind"] == "undetermined" and "too few" in d["verdict"]
 
 
 def test_busy_gpu_without_sm_activity_is_undetermined_not_compute_bound():
