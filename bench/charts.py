@@ -162,6 +162,8 @@ def _by_target(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str,
             label = str(row.get("target"))
             if len({r.get("batch_size") for r in rows}) > 1:
                 label += f" · batch {row.get('batch_size')}"
+            if len({r.get("steps_per_execution") or 1 for r in rows}) > 1:
+                label += f" · {row.get('steps_per_execution') or 1} steps/exec"
             groups.setdefault(label, []).append(row)
     return {k: sorted(v, key=lambda r: r["params"]) for k, v in groups.items()}
 

@@ -52,7 +52,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message}\nRun `{where} --help` for the options.\n")
 
 
-def add_run_options(p: argparse.ArgumentParser, *, with_device: bool = True) -> None:
+def add_run_options(p: argparse.ArgumentParser, *, with_device: bool = True, steps_list: bool = False) -> None:
     d = RunConfig()
     p.add_argument("--dataset", default=d.dataset, help=f"dataset name (default {d.dataset})")
     p.add_argument("--npz", dest="npz_path", default=None, help="your .npz file (with --dataset npz)")
@@ -71,6 +71,13 @@ def add_run_options(p: argparse.ArgumentParser, *, with_device: bool = True) -> 
     p.add_argument("--learning-rate", type=_number, default=None)
     p.add_argument("--precision", default=d.precision, help="float32 or mixed_float16")
     p.add_argument("--jit-compile", action="store_true", help="compile with XLA (off by default)")
+    if steps_list:
+        p.add_argument("--steps-per-execution", dest="steps_per_execution", default=None,
+                       help="comma list of training steps per compiled call, a sweep axis, e.g. 1,8,32 (default 1)")
+    else:
+        p.add_argument("--steps-per-execution", dest="steps_per_execution", type=_positive_int,
+                       default=d.steps_per_execution,
+                       help="training steps per compiled call (default 1; tensorflow and jax backends)")
 
 
 def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
@@ -81,6 +88,9 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
         optimizer=args.optimizer, learning_rate=args.learning_rate, precision=args.precision,
         jit_compile=args.jit_compile,
     )
+    spe = getattr(args, "steps_per_execution", None)
+    if isinstance(spe, int):
+        values["steps_per_execution"] = spe
     values.update(overrides)
     return RunConfig(**values)
 
@@ -105,8 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--targets", required=True, help="comma list of cpu, cpu/N, gpu:N, gpus (first = baseline)")
     p.add_argument("--json", dest="json_path", default=None, help="write runs + comparison to this file")
 
-    p = sub.add_parser("sweep", help="model size (and batch size) vs speed and utilization")
-    add_run_options(p, with_device=False)
+    p = sub.add_parser("sweep", help="model size (and batch size, steps per execution) vs speed and utilization")
+    add_run_options(p, with_device=False, steps_list=True)
     p.add_argument("--sizes", default="xs,s,m", help="comma list of xs, s, m, l, xl (default xs,s,m)")
     p.add_argument("--targets", default="cpu", help="comma list of targets (default cpu)")
     p.add_argument("--batch-sizes", default=None, help="comma list of batch sizes (default: --batch-size)")
@@ -276,6 +286,13 @@ def _print_summary(record: dict[str, Any]) -> None:
         print(f"mean CPU   {s['mean_cpu_percent']:.0f} %")
     gpu = s["mean_gpu_util_percent"]
     print(f"mean GPU   {'n/a (no GPU sampled)' if gpu is None else f'{gpu:.0f} %'}")
+    steps = (record.get("config") or {}).get("steps_per_execution") or 1
+    if steps != 1:
+        print(f"steps per execution  {steps}")
+    if record["status"] in (Status.FINISHED, Status.STOPPED):
+        from bench import diagnosis
+
+        print(f"diagnosis  {diagnosis.of_record(record)['verdict']}")
     if record.get("error"):
         err = record["error"]
         print(f"error      {err.get('message')}\nwhat to do {err.get('hint')}", file=sys.stderr)
@@ -388,8 +405,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             batches = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
         except ValueError:
             raise UsageError(f"--batch-sizes {args.batch_sizes!r}: give whole numbers, e.g. 64,256") from None
+    steps = None
+    if args.steps_per_execution is not None:
+        try:
+            steps = [int(n) for n in args.steps_per_execution.split(",") if n.strip()]
+        except ValueError:
+            raise UsageError(f"--steps-per-execution {args.steps_per_execution!r}: give whole numbers, "
+                             "e.g. 1,8,32") from None
     targets = compare.parse_targets(args.targets)
-    configs = compare.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches)
+    configs = compare.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches,
+                                    steps_per_execution=steps)
     from bench import probe
     from bench.jobs import JobManager
 
@@ -409,16 +434,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.json_path:
         _write_json(args.json_path, records_module.sweep_record(rows, peaks, records))
     wide = compare.wide_window_rows(rows)
-    print(f"{'size':>4} {'batch':>6} {'target':>7} {'params':>12} {'steady s':>9} {'samples/s':>10} "
-          f"{'GFLOP/s':>8} {'peak':>8} {'GPU %':>6} {'CPU %':>6}")
+    print(f"{'size':>4} {'batch':>6} {'steps':>5} {'target':>7} {'params':>12} {'steady s':>9} {'samples/s':>10} "
+          f"{'GFLOP/s':>8} {'peak':>8} {'GPU %':>6} {'CPU %':>6}  diagnosis")
     for row in rows:
         def f(v: Any, fmt: str) -> str:
             return format(v, fmt) if v is not None else "—"
-        print(f"{row['size']:>4} {row['batch_size']:>6} {row['target']:>7} {f(row['params'], ',d'):>12} "
+        print(f"{row['size']:>4} {row['batch_size']:>6} {row['steps_per_execution']:>5} {row['target']:>7} "
+              f"{f(row['params'], ',d'):>12} "
               f"{f(row['steady_epoch_seconds'], '.3f'):>9} {f(row['samples_per_s'], ',.0f'):>10} "
               f"{f(row['achieved_gflops'], '.1f'):>8} {f(row['peak_gflops'], '.1f'):>8} "
               f"{f(row['mean_gpu_util_percent'], '.0f'):>6} {f(row['mean_cpu_percent'], '.0f'):>6}"
-              f"{' *' if row in wide else ''}")
+              f"{' *' if row in wide else '  '} {row.get('diagnosis_kind') or '—'}")
     if wide:
         print(f"* {compare.WIDE_WINDOW_NOTE}")
     unsaved = _unsaved_exit(records, saved, args.json_path)

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bench import metrics, models
+from bench import diagnosis, metrics, models
 from bench.config import ConfigError, RunConfig
 from bench.target import Target
 
@@ -124,12 +124,17 @@ def caution(pair: Mapping[str, Any]) -> str | None:
 
 # -- sweeps -----------------------------------------------------------------------------------------------------------
 def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Target | str],
-                  batch_sizes: Sequence[int] | None = None, hardware: Any | None = None) -> list[RunConfig]:
-    """Every (size, batch size, target) point as a validated config, in run order (size-major)."""
+                  batch_sizes: Sequence[int] | None = None, hardware: Any | None = None, *,
+                  steps_per_execution: Sequence[int] | None = None) -> list[RunConfig]:
+    """Every (size, batch size, steps per execution, target) point as a validated config, in run order (size-major;
+    the targets of one point run back to back, so noise hits both sides of a speed-up alike)."""
     if not sizes:
         raise ConfigError([f"give at least one model size, e.g. --sizes xs,s,m (from {', '.join(models.SIZES)})"])
     if batch_sizes is not None and not batch_sizes:
         raise ConfigError(["give at least one batch size, e.g. --batch-sizes 64,256, or leave the option out"])
+    if steps_per_execution is not None and not steps_per_execution:
+        raise ConfigError(["give at least one steps-per-execution value, e.g. --steps-per-execution 1,8,32, or leave "
+                           "the option out"])
     bad = [s for s in sizes if s not in models.SIZES]
     if bad:
         raise ConfigError([f"unknown size(s) {', '.join(bad)}; pick from {', '.join(models.SIZES)}"])
@@ -137,14 +142,16 @@ def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Targe
         raise ConfigError([f"a sweep varies the model size; pick a family ({', '.join(models.FAMILIES)}), "
                            f"not the fixed preset {base.model!r}"])
     configs = []
-    for size, batch, name in itertools.product(sizes, batch_sizes or [base.batch_size], targets):
-        configs.append(base.replace(size=size, batch_size=int(batch)).with_target(name))
+    for size, batch, steps, name in itertools.product(sizes, batch_sizes or [base.batch_size],
+                                                      steps_per_execution or [base.steps_per_execution], targets):
+        configs.append(base.replace(size=size, batch_size=int(batch), steps_per_execution=steps).with_target(name))
     errors: list[str] = []
     for config in configs:
         try:
             config.validate(hardware)
         except ConfigError as exc:
-            errors.extend(f"{config.size}/{config.batch_size}/{config.target()}: {e}" for e in exc.errors)
+            errors.extend(f"{config.size}/{config.batch_size}/{config.steps_per_execution}/{config.target()}: {e}"
+                          for e in exc.errors)
     if errors:
         raise ConfigError(sorted(set(errors)))
     return configs
@@ -158,11 +165,13 @@ def sweep_row(record: Mapping[str, Any], peak_gflops: float | None) -> dict[str,
     rate = summary.get("steady_samples_per_s")
     flops = info.get("flops_per_sample")
     achieved = metrics.achieved_gflops(flops, rate) if flops else None
+    verdict = diagnosis.of_record(record, peak_gflops)
     return {
         "run_id": record.get("id"),
         "status": record.get("status"),
         "size": config.get("size"),
         "batch_size": config.get("batch_size"),
+        "steps_per_execution": config.get("steps_per_execution") or 1,  # 1 in records made before the setting
         "target": target(record),
         "params": info.get("params"),
         "flops_per_sample": flops,
@@ -178,6 +187,8 @@ def sweep_row(record: Mapping[str, Any], peak_gflops: float | None) -> dict[str,
         "sample_interval_s": config.get("sample_interval_s"),
         "utilization_window": (summary.get("gpu_util_window") if _on_gpu(record)
                                else summary.get("cpu_util_window")),
+        "diagnosis": verdict["verdict"],
+        "diagnosis_kind": verdict.get("kind"),
     }
 
 
@@ -203,15 +214,17 @@ def wide_window_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any
 
 def sweep_speedups(rows: Sequence[Mapping[str, Any]], baseline_target: Target | str,
                    other_target: Target | str) -> list[dict[str, Any]]:
-    """Speed-up of other_target over baseline_target per (size, batch) point, from steady epoch times."""
-    by_point: dict[tuple[Any, Any], dict[str, Mapping[str, Any]]] = {}
+    """Speed-up of other_target over baseline_target per (size, batch, steps per execution) point, from steady epoch
+    times."""
+    by_point: dict[tuple[Any, Any, Any], dict[str, Mapping[str, Any]]] = {}
     for row in rows:
-        by_point.setdefault((row["size"], row["batch_size"]), {})[_text(row["target"])] = row
+        point = (row["size"], row["batch_size"], row.get("steps_per_execution") or 1)
+        by_point.setdefault(point, {})[_text(row["target"])] = row
     out = []
-    for (size, batch), group in by_point.items():
+    for (size, batch, steps), group in by_point.items():
         a, b = group.get(_text(baseline_target)), group.get(_text(other_target))
         if a and b and a.get("steady_epoch_seconds") and b.get("steady_epoch_seconds"):
-            out.append({"size": size, "batch_size": batch, "params": a.get("params"),
+            out.append({"size": size, "batch_size": batch, "steps_per_execution": steps, "params": a.get("params"),
                         "speedup": a["steady_epoch_seconds"] / b["steady_epoch_seconds"]})
     return out
 

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 EPOCHS_MAX = 1000
 BATCH_MAX = 65536
+STEPS_PER_EXECUTION_MAX = 1024
+# Keras 3 runs several steps per call of its compiled train function on these backends only; its torch trainer
+# raises "`steps_per_execution` must be 1 with the PyTorch backend".
+STEPS_PER_EXECUTION_BACKENDS = ("tensorflow", "jax")
 INTERVAL_MIN_S = 0.1
 INTERVAL_MAX_S = 10.0
 OPTIMIZERS = ("adam", "sgd", "rmsprop", "adamw")
@@ -58,6 +62,7 @@ class RunConfig:
     learning_rate: float | None = None  # None = the optimizer's default
     precision: str = "float32"
     jit_compile: bool = False
+    steps_per_execution: int = 1  # training steps per call of the compiled train function (Keras compile())
     npz_path: str | None = None  # dataset "npz" only
     backend: str = field(default_factory=settings.default_backend)
 
@@ -91,7 +96,8 @@ class RunConfig:
             where = str(self.target())
         except ValueError:  # not validated yet: show the device as given
             where = str(self.device)
-        return f"{self.model}{size} · {self.dataset} · {where} · batch {self.batch_size}"
+        spe = f" · {self.steps_per_execution} steps/exec" if self.steps_per_execution != 1 else ""
+        return f"{self.model}{size} · {self.dataset} · {where} · batch {self.batch_size}{spe}"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -150,6 +156,13 @@ class RunConfig:
             errors.append(f"precision {self.precision!r} is unknown; pick one of {', '.join(PRECISIONS)}")
         if not isinstance(self.jit_compile, bool):
             errors.append(f"jit_compile must be true or false (got {self.jit_compile!r})")
+        spe = self.steps_per_execution
+        if not is_int(spe) or not 1 <= spe <= STEPS_PER_EXECUTION_MAX:
+            errors.append(f"steps per execution must be a whole number from 1 to {STEPS_PER_EXECUTION_MAX} "
+                          f"(got {spe!r}); 1 runs one step per call, as Keras does by default")
+        elif spe > 1 and self.backend not in STEPS_PER_EXECUTION_BACKENDS:
+            errors.append(f"steps per execution {spe} needs the TensorFlow or JAX backend: Keras runs one step per "
+                          f"call under {self.backend}; set it to 1, or set KERAS_BACKEND to tensorflow or jax")
         if self.backend not in settings.BACKENDS:
             errors.append(f"Keras backend {self.backend!r} is unknown; set KERAS_BACKEND to one of {', '.join(settings.BACKENDS)}")
         cores = _all_cores()

@@ -94,8 +94,13 @@ def _first_mean_where(windows: Sequence[Sequence[Mapping[str, Any]]],
     return None, None
 
 
-def summarize(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``summary`` block of a run record. Utilization means cover the steady epochs (see training_windows)."""
+def summarize(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]], *,
+              info: Mapping[str, Any] | None = None, config: Any = None,
+              peak_gflops: float | None = None) -> dict[str, Any]:
+    """The ``summary`` block of a run record. Utilization means cover the steady epochs (see training_windows).
+    ``diagnosis`` (bench.diagnosis) also reads the run's info and config, and the device's peak when known; without
+    them it says what is missing."""
+    from bench import diagnosis
     steady = steady_epoch_seconds(epochs)
     first = next((e for e in epochs if e.get("includes_tracing")), None)
     windows = training_windows(epochs, samples)
@@ -117,6 +122,7 @@ def summarize(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str
         "gpu_util_window": gpu_window,
         "steady_samples": len(windows[0]),
         "peak_process_rss_mib": max(_finite(s.get("process_rss_mib") for s in samples), default=None),
+        "diagnosis": diagnosis.diagnose(epochs, samples, info, config, peak_gflops),
     }
 
 

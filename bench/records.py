@@ -365,7 +365,8 @@ def run_record(*, id: int | None, status: str, config: Mapping[str, Any], hardwa
         "store_error": store_error,
         "epochs": epochs,
         "samples": samples,
-        "summary": dict(summary) if summary is not None else metrics.summarize(epochs, samples),
+        "summary": (dict(summary) if summary is not None
+                    else metrics.summarize(epochs, samples, info=info, config=config)),
     }
     if label is not None:
         out["label"] = label

@@ -388,7 +388,8 @@ def import_into_store(store: Any, record: Mapping[str, Any]) -> list[int]:
             ids.append(store.create_run(dict(run["config"]), status=status, label=label, created_at=created))
             store.update_run(ids[-1], started_at=run.get("started_at"), ended_at=run.get("ended_at"),
                              hardware=run["hardware"], info=info, error=error,
-                             summary=metrics.summarize(run["epochs"], run["samples"]))
+                             summary=metrics.summarize(run["epochs"], run["samples"], info=info,
+                                                         config=run["config"]))
             for epoch in run["epochs"]:
                 store.add_epoch(ids[-1], epoch)
             store.add_samples(ids[-1], run["samples"])

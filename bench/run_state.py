@@ -42,7 +42,7 @@ class RunSnapshot:
 
     @property
     def summary(self) -> dict[str, Any]:
-        return metrics.summarize(self.epochs, self.samples)
+        return metrics.summarize(self.epochs, self.samples, info=self.info, config=self.config)
 
     def elapsed_s(self, now: float | None = None) -> float | None:
         if self.started_at is None:

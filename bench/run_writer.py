@@ -99,12 +99,12 @@ class RunWriter:
         """The outcome and summary, before any reader can see the run as ended; one more rewrite if it was dirty."""
         final = status or state.status
         self.update(state, status=final, started_at=state.started_at, ended_at=state.ended_at, info=state.info,
-                    error=state.error, summary=metrics.summarize(state.epochs, state.samples))
+                    error=state.error, summary=_summary(state))
         if state.dirty:  # one more try now, so a CLI that exits next knows whether the store has the run
             with self._resync_lock:
                 if self.resync(state):
                     self.update(state, status=final, ended_at=state.ended_at,
-                                summary=metrics.summarize(state.epochs, state.samples))
+                                summary=_summary(state))
 
     def failed(self, state: RunState, exc: StoreError) -> None:
         with self._lock:
@@ -130,7 +130,7 @@ class RunWriter:
                               ended_at=state.ended_at if ended else None, info=dict(state.info), error=state.error,
                               hardware=state.hardware)
                 if ended:
-                    fields["summary"] = metrics.summarize(state.epochs, state.samples)
+                    fields["summary"] = _summary(state)
                 epochs = list(state.epochs)
                 samples = list(state.unsaved_samples)
             try:
@@ -187,3 +187,8 @@ class RunWriter:
 
 
 __all__ = ["RunWriter", "SAMPLE_FLUSH_S", "Status"]
+
+
+def _summary(state: RunState) -> dict:
+    """The run's summary, its diagnosis read from its info and config too."""
+    return metrics.summarize(state.epochs, state.samples, info=state.info, config=state.config)

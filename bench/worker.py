@@ -164,6 +164,12 @@ def _make_callback(queue: Any, stop_event: Any, n_train: int, batch_size: int, e
         step for every MLP size, GPU busy 3-27 %). So what must happen in step order (Stop, progress) is in
         ``on_train_batch_begin``, which Keras always calls on the training thread, and ``on_train_batch_end`` only
         stops the clock after the last batch; ``on_epoch_end`` runs after Keras has waited for those calls.
+
+        With ``steps_per_execution`` N, Keras calls the batch hooks once per execution of N steps: ``batch`` is the
+        execution's first step in ``on_train_batch_begin`` (0, N, 2N, ...: the batches done so far, so progress and
+        the ETA stay right at that granularity) and its last in ``on_train_batch_end`` (N-1, 2N-1, ..., at least
+        ``batches - 1`` for the epoch's last, possibly partial, execution). Stop set before an execution begins ends
+        the run after that execution: within N steps.
         """
 
         async_safe = True
@@ -184,7 +190,7 @@ def _make_callback(queue: Any, stop_event: Any, n_train: int, batch_size: int, e
             self._train_end = 0.0
 
         def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
-            if stop_event.is_set():  # this batch is the last one run
+            if stop_event.is_set():  # this batch (or execution of N batches) is the last one run
                 self.stopped = True
                 self.model.stop_training = True
             now = time.perf_counter()
@@ -356,6 +362,7 @@ def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | N
             loss=keras_build.build_loss(plan),
             metrics=keras_build.build_metrics(plan),
             jit_compile=cfg.jit_compile,
+            steps_per_execution=cfg.steps_per_execution,
         )
     return training
 
@@ -383,6 +390,7 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bo
         n_test=int(len(training.data.x_test)),
         precision=cfg.precision,
         jit_compile=cfg.jit_compile,
+        steps_per_execution=int(getattr(model, "steps_per_execution", cfg.steps_per_execution) or 1),
         threads=cfg.threads() if cfg.device == "cpu" else None,
         input_pipeline=INPUT_PIPELINES.get(cfg.backend, "NumPy arrays"),
         worker_start="pre-started (framework loaded before Start)" if prestarted else "cold (spawned at Start)",

@@ -13,23 +13,28 @@ manager = common.get_manager()
 hardware = common.get_hardware()
 
 st.title("Sweep")
-st.caption("Short runs over model sizes (and batch sizes) on one or more targets, queued one after the other.")
+st.caption("Short runs over model sizes (and batch sizes, steps per execution) on one or more targets, queued one "
+           "after the other.")
 common.store_warning()
 
 st.session_state.setdefault("swp_epochs", 3)
 st.session_state.setdefault("swp_limit", 4000)
 base = config_form.config_form(hardware, prefix="swp", with_device=False, disabled=not common.can_control())
-c1, c2, c3 = st.columns(3)
+c1, c2, c3, c4 = st.columns(4)
 sizes = c1.multiselect("Sizes", list(models.SIZES), default=["xs", "s", "m"], key="swp_sizes")
 batches = c2.multiselect("Batch sizes (empty = the one above)", [32, 64, 128, 256, 512, 1024], key="swp_batches")
+steps = c3.multiselect("Steps per execution (empty = the one above)", [1, 2, 4, 8, 16, 32, 64, 128],
+                       key="swp_steps_axis", help="Training steps per compiled call (TensorFlow and JAX). More steps per "
+                       "call spread the per-step host work over more batches: the test of a host-bound run.")
 options = common.target_options(hardware)
-targets = c3.multiselect("Targets", options, default=["cpu"], key="swp_targets")
+targets = c4.multiselect("Targets", options, default=["cpu"], key="swp_targets")
 
 if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:", key="start_sweep",
              disabled=not common.can_control()):
     try:
         chosen = compare.parse_targets(targets)
-        configs = compare.sweep_configs(base, sizes, chosen, batches or None, hardware)
+        configs = compare.sweep_configs(base, sizes, chosen, batches or None, hardware,
+                                        steps_per_execution=steps or None)
         # each target's matmul peak is probed in the queue, before the sweep's runs and never during a run
         peaks = {str(t): next(c for c in configs if c.target() == t) for t in chosen}
         manager.submit_group("sweep", configs, {"targets": targets}, peaks=peaks)
@@ -53,9 +58,9 @@ def sweep_panel() -> None:
     done = sum(not r["_active"] for r in records)
     st.progress(done / len(records), text=f"{done} of {len(records)} points done")
     rows = [compare.sweep_row(r, peaks.get(compare.target(r))) | {"state": r["_snap"].phase} for r in records]
-    results.sweep_table(rows, ["run_id", "size", "batch_size", "target", "state", "params", "steady_epoch_seconds",
-                               "samples_per_s", "achieved_gflops", "peak_gflops", "mean_cpu_percent",
-                               "mean_gpu_util_percent"])
+    results.sweep_table(rows, ["run_id", "size", "batch_size", "steps_per_execution", "target", "state", "params",
+                               "steady_epoch_seconds", "samples_per_s", "achieved_gflops", "peak_gflops",
+                               "mean_cpu_percent", "mean_gpu_util_percent", "diagnosis_kind"])
     finished = [r for r in rows if r["steady_epoch_seconds"] is not None]
     if not finished:
         return

@@ -1,11 +1,12 @@
-"""System: the CPU, RAM, GPUs and framework this server would train on, and what GPU utilization means."""
+"""System: the CPU, RAM, GPUs and framework this server would train on, what GPU utilization means, and how a run's
+diagnosis (host-, compute-, input-bound) is reached."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from bench import probe
+from bench import diagnosis, probe
 from bench.target import Target
 from ui import common, live
 
@@ -36,6 +37,38 @@ st.markdown(f"Keras backend **{hardware.framework}** {hardware.framework_version
 st.subheader("What “GPU utilization” means")
 st.markdown(live.NVML_NOTE + " Time per epoch and samples per second are the honest speed figures; "
             "utilization tells you whether the GPU was kept fed.")
+
+st.subheader("Why a run went at its speed: the diagnosis")
+st.markdown(f"""
+Every ended run gets a one-line verdict on Train and Compare, built from its own readings over its steady epochs
+(epoch 1, which includes tracing, is left out), with the knob that would test it:
+
+| verdict | the evidence | the knob that tests it |
+|---|---|---|
+| **host-bound** | the GPU busy under {diagnosis.GPU_WAITING_PERCENT:.0f} % of the time while the training process used at \
+least {diagnosis.ONE_CORE_BUSY_PERCENT:.0f} % of one core; on a CPU, steps under {diagnosis.HOST_STEP_MS:.0f} ms | \
+{diagnosis.KNOBS["host-bound"]} |
+| **compute-bound** | SM activity ≥ {diagnosis.SM_ACTIVE_COMPUTE_PERCENT:.0f} % or tensor activity ≥ \
+{diagnosis.TENSOR_ACTIVE_COMPUTE_PERCENT:.0f} %, or achieved GFLOP/s ≥ {diagnosis.PEAK_FRACTION_ALONE:.0%} of the \
+device's measured matmul peak (≥ {diagnosis.PEAK_FRACTION_COMPUTE:.0%} with steps of {diagnosis.HOST_STEP_MS:.0f} ms \
+or more); on a CPU, at least {diagnosis.CPU_THREADS_BUSY_SHARE:.0%} of its threads busy with \
+steps of {diagnosis.HOST_STEP_MS:.0f} ms or more | {diagnosis.KNOBS["compute-bound"]} |
+| **input-bound** | neither the device nor the training process busy (under {diagnosis.PROCESS_IDLE_PERCENT:.0f} % of \
+one core), or the machine's CPUs ≥ {diagnosis.MACHINE_BUSY_PERCENT:.0f} % busy while the GPU waited | \
+{diagnosis.KNOBS["input-bound"]} |
+| **undetermined** | a reading is missing (no steady epoch, no sample inside the steady epochs, no SM activity for a \
+busy GPU) or other work competed for the CPU; the sentence says which | what the sentence names |
+
+Where the thresholds come from: on an NVIDIA H100 every host-bound run (small MLPs, the seed presets) read 2-27 % GPU
+busy with the training process at 122-133 % of one core and 1.2-2.3 ms a step whatever the model size; the largest
+shares of the matmul peak were 27-35 % (MLP l/xl on 16 CPU cores, 9-76 ms steps) and 51 % (MLP xl at batch 2048 on
+the H100), while host-bound points stayed under 15 % (docs/GPU.md); on the 2-core development VM, MLP s at batch 32
+read 28 % of its peak in 2.3 ms steps yet ran 1.8x faster at 8 steps per execution, so a middling share in short
+steps counts as host-bound (docs/MEASUREMENTS.md). NVML's “utilization” can show that a GPU *waited*, never that its
+arithmetic was the limit, so a busy GPU is called compute-bound only from SM/tensor activity or the peak share; the
+SM/tensor thresholds are provisional until measured on a GPU here. The share of the peak is known in a Sweep (it
+probes the peak first).
+""")
 
 st.subheader("Measured matmul peak")
 st.caption("A short float32 matrix-multiply probe per device, in a separate process; the ceiling Sweep compares "

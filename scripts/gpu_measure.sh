@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The real GPU path on a lent GPU machine (no TensorFlow there: Keras 3 on JAX, or torch, carried as wheels in .whl/).
-# Usage: scripts/gpu_measure.sh STEP OUTDIR   (STEP: presets | sweeps | after | torch)
+# Usage: scripts/gpu_measure.sh STEP OUTDIR   (STEP: presets | sweeps | after | steps | torch)
 # Every result is a `python -m bench` JSON record; docs/GPU.md reports them.
 set -u
 step=$1 out=$2
@@ -9,6 +9,12 @@ log=$out/log-$step.txt
 bench() { echo "+ python -m bench $*" | tee -a "$log"; timeout 400 python3 -m bench "$@" 2>&1 | tail -6 | tee -a "$log"; }
 # jit on both sides of every JAX pair: without it JAX runs op by op.
 jit=(); [[ $KERAS_BACKEND == jax ]] && jit=(--jit-compile)
+# The step floor: does running several steps per compiled call lift it? Model sizes across 1,400x in parameters at
+# batch 128 (where the H100's step took ~2 ms whatever the size), 1, 8 and 32 steps per execution, CPU beside it.
+steps_sweep() {
+    bench sweep --model mlp --sizes xs,m,xl --targets gpu:0,cpu --steps-per-execution 1,8,32 --epochs 3 \
+        --batch-size 128 --limit-samples 30000 --sample-interval 0.2 "${jit[@]}" --json "$out/sweep_steps.json"
+}
 case $step in
 presets)
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv | tee -a "$log"
@@ -46,6 +52,10 @@ after)  # everything that the engine's per-batch callback affects, with the call
         --epochs 3 --batch-size 128 --json "$out/torch_issue2.json"
     left 520 && bench compare --targets cpu,gpu:0 --dataset synthetic-imdb --model seed-text --epochs 3 --batch-size 32 \
         --limit-samples 25000 "${jit[@]}" --json "$out/text.json"
+    left 560 && steps_sweep
+    ;;
+steps)
+    steps_sweep
     ;;
 torch)
     timeout 200 python3 -m pytest -q -p no:cacheprovider tests/unit/test_gpu_real.py 2>&1 | tail -8 | tee -a "$log"

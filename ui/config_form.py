@@ -10,7 +10,8 @@ from typing import Any
 import streamlit as st
 
 from bench import datasets, devices, models
-from bench.config import EPOCHS_MAX, OPTIMIZERS, PRECISIONS, RunConfig
+from bench.config import (EPOCHS_MAX, OPTIMIZERS, PRECISIONS, STEPS_PER_EXECUTION_BACKENDS, STEPS_PER_EXECUTION_MAX,
+                          RunConfig)
 from bench.target import Target
 
 UPLOAD_DIR = Path(os.environ.get("BENCH_UPLOAD_DIR", Path.home() / ".cache" / "bench" / "uploads"))
@@ -66,7 +67,8 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
     initial = {"dataset": defaults.dataset, "model": defaults.model, "size": defaults.size, "epochs": defaults.epochs,
                "batch": defaults.batch_size, "limit": defaults.limit_samples or 0, "threads": cores,
                "seed": defaults.seed, "precision": defaults.precision, "jit": defaults.jit_compile,
-               "optimizer": defaults.optimizer, "lr": 0.0, "interval": defaults.sample_interval_s}
+               "optimizer": defaults.optimizer, "lr": 0.0, "interval": defaults.sample_interval_s,
+               "steps": defaults.steps_per_execution}
     for name, value in initial.items():  # widgets take their values from session state only (presets write there)
         ss.setdefault(f"{prefix}_{name}", value)
 
@@ -127,7 +129,7 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
         if not hardware.gpus:
             st.info(f"No GPU is offered: {hardware.gpu_reason} The CPU path works fully.", icon=":material/info:")
 
-    with st.expander("Advanced: threads, precision, XLA, sampling"):
+    with st.expander("Advanced: threads, precision, XLA, steps per execution, sampling"):
         a1, a2, a3 = st.columns(3)
         with a1:
             threads = st.slider("CPU threads", 1, cores, key=f"{prefix}_threads", disabled=disabled,
@@ -137,6 +139,14 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
         with a2:
             precision = st.selectbox("Precision", PRECISIONS, key=f"{prefix}_precision", disabled=disabled)
             jit = st.toggle("XLA (jit_compile)", key=f"{prefix}_jit", disabled=disabled)
+            steps_ok = defaults.backend in STEPS_PER_EXECUTION_BACKENDS
+            steps = int(st.number_input(
+                "Steps per execution", min_value=1, max_value=STEPS_PER_EXECUTION_MAX, step=1, key=f"{prefix}_steps",
+                disabled=disabled or not steps_ok,
+                help="Training steps per call of the compiled train function. More steps per call spread the "
+                     "per-step host work (Python, callbacks, launching the step) over more batches: the test of a "
+                     "host-bound run. Progress, ETA and Stop then move one call at a time. "
+                     + ("" if steps_ok else f"Keras runs one step per call under {defaults.backend}.")))
         with a3:
             optimizer = st.selectbox("Optimizer", OPTIMIZERS, key=f"{prefix}_optimizer", disabled=disabled)
             lr = st.number_input("Learning rate (0 = optimizer default)", min_value=0.0, max_value=10.0,
@@ -150,5 +160,6 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
         cpu_threads=int(threads) if target.is_cpu and int(threads) < cores else None,
         sample_interval_s=float(interval), limit_samples=limit or None, seed=seed, optimizer=optimizer,
         learning_rate=float(lr) or None, precision=precision, jit_compile=bool(jit), npz_path=npz_path,
+        steps_per_execution=steps if steps_ok else 1,
     )
 

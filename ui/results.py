@@ -9,8 +9,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from bench import charts, compare, metrics, references
+from bench import charts, compare, diagnosis, metrics, references
 from bench.jobs import JobManager
+from bench.records import Status
 from ui import live
 
 CHART_CONFIG = {"displaylogo": False}
@@ -52,13 +53,16 @@ SWEEP_COLUMNS = {  # sweep row key -> (column title, number format)
     "state": ("state", None), "params": ("parameters", "localized"), "steady_epoch_seconds": ("steady epoch s", "%.3f"),
     "samples_per_s": ("samples/s", "localized"), "achieved_gflops": ("GFLOP/s", "%.1f"),
     "peak_gflops": ("peak GFLOP/s", "%.0f"), "mean_cpu_percent": ("CPU %", "%.0f"),
-    "mean_gpu_util_percent": ("GPU %", "%.0f"),
+    "mean_gpu_util_percent": ("GPU %", "%.0f"), "steps_per_execution": ("steps/exec", None),
+    "diagnosis_kind": ("diagnosis", None),
 }
 
 
 def sweep_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
     """Sweep rows as a table with titles and units people read, numbers rounded for reading."""
-    frame = pd.DataFrame(rows)[list(keys)]
+    frame = pd.DataFrame(rows)
+    keys = [k for k in keys if k in frame.columns or k not in ("steps_per_execution", "diagnosis_kind")]
+    frame = frame.reindex(columns=list(keys))
     for key in keys:
         if SWEEP_COLUMNS[key][1] == "localized":  # counts: whole numbers with thousands separators
             frame[key] = pd.to_numeric(frame[key]).round(0)
@@ -66,6 +70,11 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
     config = {SWEEP_COLUMNS[k][0]: st.column_config.NumberColumn(format=SWEEP_COLUMNS[k][1])
               for k in keys if SWEEP_COLUMNS[k][1]}
     st.dataframe(frame, hide_index=True, width="stretch", column_config=config)
+
+
+def _steps_text(row: Mapping[str, Any]) -> str:
+    steps = row.get("steps_per_execution") or 1
+    return f"/{steps} steps" if steps != 1 else ""
 
 
 def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, key: str,
@@ -77,7 +86,7 @@ def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, k
 
     wide = compare.wide_window_rows(rows)
     if wide:
-        points = ", ".join(f"{r['size']}/{r['batch_size']} on {r['target']}" for r in wide)
+        points = ", ".join(f"{r['size']}/{r['batch_size']}{_steps_text(r)} on {r['target']}" for r in wide)
         st.warning(f"Utilization of {points}: {compare.WIDE_WINDOW_NOTE}", icon=":material/timer:")
     left, right = st.columns(2)
     left.plotly_chart(figure("swp_util", lambda: charts.sweep_utilization_figure(rows)), key=f"{key}_util",
@@ -105,8 +114,9 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
         return
     rows = list(sweep.rows)
     st.markdown(f"Measured on **{report.hardware_label(sweep.hardware)}** (imported, not measured here).")
-    sweep_table(rows, ["size", "batch_size", "target", "params", "steady_epoch_seconds", "samples_per_s",
-                       "achieved_gflops", "peak_gflops", "mean_cpu_percent", "mean_gpu_util_percent"])
+    sweep_table(rows, ["size", "batch_size", "steps_per_execution", "target", "params", "steady_epoch_seconds",
+                       "samples_per_s", "achieved_gflops", "peak_gflops", "mean_cpu_percent", "mean_gpu_util_percent",
+                       "diagnosis_kind"])
     sweep_charts(rows, compare.sweep_targets(rows), key=key)  # a CPU first: the baseline
 
 
@@ -134,6 +144,20 @@ def headline_block(records: Sequence[Mapping[str, Any]]) -> None:
                 st.warning(warning, icon=":material/warning:")
         else:
             st.info(text)
+    diagnosis_block(records)
+
+
+def diagnosis_block(records: Sequence[Mapping[str, Any]]) -> None:
+    """Why each ended run went at its speed (bench.diagnosis), beside the headline; explained on the System page."""
+    lines = []
+    for record in records:
+        if record.get("_active") or record.get("status") not in (Status.FINISHED, Status.STOPPED,
+                                                                  Status.INTERRUPTED):
+            continue
+        lines.append(f"- **{run_label(record)}**: {diagnosis.of_record(record)['verdict']}")
+    if lines:
+        st.markdown("**Why this speed** (from each run's own readings; the System page explains the verdicts):\n"
+                    + "\n".join(lines))
 
 
 def comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str,

@@ -117,3 +117,32 @@ def real_worker_slow(config: dict[str, Any], queue: Any, stop_event: Any, log_pa
 
     worker.train = _slow_train
     worker.worker_main(config, queue, stop_event, log_path)
+
+
+class StopAtCall:
+    """A Stop event that reads as set from its ``n``-th ``is_set()`` on (the worker reads it once per execution)."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.calls = n, 0
+
+    def is_set(self) -> bool:
+        self.calls += 1
+        return self.calls >= self.n
+
+
+def stop_within_execution(config: dict[str, Any], queue: Any, stop_at_call: int) -> None:
+    """The real worker's model and callback (bench.worker) trained with a Stop that arrives at the ``stop_at_call``-th
+    batch start; reports the steps the optimizer actually ran and whether the callback saw the Stop."""
+    from bench import worker
+
+    worker.prepare_environment(config)
+    training = worker.prepare_training(config)
+    stop = StopAtCall(stop_at_call)
+    callback = worker._make_callback(queue, stop, training.n_train, training.config.batch_size, training.config.epochs)
+    with training.scope():
+        training.model.fit(**training.fit_arguments(), callbacks=[callback])
+    _emit(queue, "result", iterations=int(training.model.optimizer.iterations.numpy()
+                                          if hasattr(training.model.optimizer.iterations, "numpy")
+                                          else training.model.optimizer.iterations),
+          stopped=callback.stopped, batch_starts=stop.calls,
+          compiled_steps_per_execution=int(training.model.steps_per_execution))

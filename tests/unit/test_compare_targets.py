@@ -53,7 +53,8 @@ def test_sweep_targets_put_a_cpu_first_and_speedups_take_targets():
     assert compare.sweep_targets(rows) == ["cpu", "cpu/1", "gpu:0", "gpus"]
     by_text = compare.sweep_speedups(rows, "cpu", "gpu:0")
     by_target = compare.sweep_speedups(rows, Target.parse("cpu"), Target.parse("gpu:0"))
-    assert by_text == by_target == [{"size": "s", "batch_size": 128, "params": 10, "speedup": 4.0}]
+    assert by_text == by_target == [{"size": "s", "batch_size": 128, "steps_per_execution": 1, "params": 10,
+                                     "speedup": 4.0}]
 
 
 def test_sweep_row_takes_the_utilization_window_of_its_side():

@@ -1,0 +1,93 @@
+"""steps_per_execution: the config field, its refusal under torch, a real run with it, and Stop within one execution."""
+
+from __future__ import annotations
+
+import importlib.util
+import multiprocessing as mp
+import queue as queue_module
+
+import pytest
+
+from bench.config import ConfigError, RunConfig
+from bench.jobs import JobManager
+
+from . import fake_workers
+
+HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
+
+
+def test_default_is_one_and_old_configs_load():
+    old = RunConfig().to_dict()
+    del old["steps_per_execution"]
+    assert RunConfig.from_dict(old).steps_per_execution == 1
+    assert "steps/exec" not in RunConfig().label()
+    assert "8 steps/exec" in RunConfig(steps_per_execution=8).label()
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "8", 100000])
+def test_bad_values_are_refused_with_the_range(bad):
+    with pytest.raises(ConfigError, match="steps per execution must be a whole number from 1"):
+        RunConfig(steps_per_execution=bad, backend="tensorflow").validate(HW)
+
+
+def test_torch_refuses_more_than_one_step_per_execution():
+    with pytest.raises(ConfigError, match="needs the TensorFlow or JAX backend.*under torch"):
+        RunConfig(steps_per_execution=8, backend="torch").validate(HW)
+    RunConfig(steps_per_execution=1, backend="torch").validate(HW)
+    RunConfig(steps_per_execution=8, backend="jax").validate(HW)
+
+
+def _need(backend: str) -> None:
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed (requirements-dev.txt installs it)")
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_a_run_with_8_steps_per_execution_finishes_and_says_so(backend):
+    _need(backend)
+    manager = JobManager(None, hardware=HW)
+    config = RunConfig(model="mlp", size="xs", epochs=2, batch_size=32, limit_samples=1000, backend=backend,
+                       steps_per_execution=8, sample_interval_s=0.2)
+    snap = manager.wait(manager.submit(config), timeout_s=240)
+    assert snap.status == "finished", snap.error
+    assert snap.info["steps_per_execution"] == 8
+    record = snap.record()
+    assert record["config"]["steps_per_execution"] == 8
+    diagnosis = record["summary"]["diagnosis"]
+    assert isinstance(diagnosis["verdict"], str) and diagnosis["verdict"]
+    assert diagnosis["evidence"]["steps_per_execution"] == 8
+    # 1000 samples / 32 = 32 batches: the epoch's last execution is partial (steps 24..31 of 32 run as 8), and the
+    # progress reached the end of each epoch
+    assert [e["epoch"] for e in snap.epochs] == [1, 2]
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_stop_ends_the_run_within_one_execution(backend):
+    """Stop read at the third execution's start: that execution is the last, so exactly 3 x N steps ran."""
+    _need(backend)
+    n = 8
+    config = RunConfig(model="mlp", size="xs", epochs=3, batch_size=32, limit_samples=2048, backend=backend,
+                       steps_per_execution=n).to_dict()
+    ctx = mp.get_context("spawn")
+    events = ctx.Queue()
+    proc = ctx.Process(target=fake_workers.stop_within_execution, args=(config, events, 3))
+    proc.start()
+    got, progress = None, []
+    try:
+        while got is None:
+            event = events.get(timeout=240)
+            if event["type"] == "progress":
+                progress.append(event)
+            elif event["type"] == "result":
+                got = event
+    except queue_module.Empty:
+        pytest.fail("the worker reported nothing")
+    finally:
+        proc.join(timeout=60)
+        if proc.is_alive():
+            proc.kill()
+    assert got["compiled_steps_per_execution"] == n
+    assert got["stopped"] is True
+    assert got["batch_starts"] == 3  # no execution began after the Stop
+    assert got["iterations"] == 3 * n  # two full executions and the one under way, none after
+    assert all(p["batch"] % n == 0 and 0 < p["batch"] <= p["batches"] == 64 for p in progress)
