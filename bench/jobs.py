@@ -381,7 +381,7 @@ class JobManager:
     def _log_path(self, run_id: int | str) -> str | None:
         """Where the worker's own stdout/stderr go (framework chatter), next to the store."""
         for base in (self.store.path.parent if self.store is not None else settings.store_path().parent,
-                     Path(tempfile.gettempdir()) / "bench"):
+                     Path(tempfile.gettempdir()) / "bench-worker-logs"):
             try:
                 (base / "logs").mkdir(parents=True, exist_ok=True)
             except OSError:  # the store's folder cannot be made: the run must not fail for its log's sake
