@@ -247,11 +247,7 @@ class Store:
                 "hint": "Start the run again.",
             })
             for run_id in orphans:
-                epochs = [json.loads(d) for (d,) in con.execute(
-                    "SELECT data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))]
-                samples = [json.loads(d) for (d,) in con.execute(
-                    "SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))]
-                summary = json.dumps(metrics.summarize(epochs, samples))
+                summary = json.dumps(self._summary(con, run_id))
                 con.execute(
                     f"UPDATE runs SET status = ?, error = ?, summary = ?, "
                     f"ended_at = COALESCE(ended_at, heartbeat_at, ?) WHERE id = ? AND status IN ({marks})",
@@ -266,12 +262,23 @@ class Store:
             ids = [r[0] for r in con.execute(
                 f"SELECT id FROM runs WHERE summary IS NULL AND status NOT IN ({marks})", ACTIVE_STATUSES)]
             for run_id in ids:
-                epochs = [json.loads(d) for (d,) in con.execute(
-                    "SELECT data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))]
-                samples = [json.loads(d) for (d,) in con.execute(
-                    "SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))]
-                con.execute("UPDATE runs SET summary = ? WHERE id = ?",
-                            (json.dumps(metrics.summarize(epochs, samples)), run_id))
+                con.execute("UPDATE runs SET summary = ? WHERE id = ?", (json.dumps(self._summary(con, run_id)), run_id))
+
+    @staticmethod
+    def _epochs(con: sqlite3.Connection, run_id: int) -> list[dict[str, Any]]:
+        return [json.loads(d) for (d,) in con.execute(
+            "SELECT data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))]
+
+    @staticmethod
+    def _samples(con: sqlite3.Connection, run_id: int) -> list[dict[str, Any]]:
+        return [json.loads(d) for (d,) in con.execute(
+            "SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))]
+
+    def _summary(self, con: sqlite3.Connection, run_id: int) -> dict[str, Any]:
+        """A run's summary from what the store holds of it: epochs, samples, info and config (for its diagnosis)."""
+        info, config = con.execute("SELECT info, config FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return metrics.summarize(self._epochs(con, run_id), self._samples(con, run_id),
+                                 info=json.loads(info) if info else None, config=json.loads(config) if config else None)
 
     def delete_run(self, run_id: int) -> bool:
         with self._op() as con:
@@ -323,8 +330,6 @@ class Store:
             if row is None:
                 return None
             run = self._row_to_run(row)
-            run["epochs"] = [json.loads(d) for (d,) in con.execute(
-                "SELECT data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))]
-            run["samples"] = [json.loads(d) for (d,) in con.execute(
-                "SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))] if with_samples else []
+            run["epochs"] = self._epochs(con, run_id)
+            run["samples"] = self._samples(con, run_id) if with_samples else []
         return run
