@@ -358,14 +358,10 @@ def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[dict[
 
 def _unsaved_exit(records: list[dict[str, Any]], saved: list[bool], json_path: str | None) -> int | None:
     """After a comparison or sweep: the runs the store missed are kept in a JSON file (see _keep_unsaved)."""
-    from bench import compare
-
     unsaved = [r for r, ok in zip(records, saved) if not ok]
     if not unsaved:
         return None
-    if json_path is None:
-        data = records_module.comparison_record(unsaved)
-    _keep_unsaved(data if json_path is None else {}, reason=unsaved[0].get("store_error"),
+    _keep_unsaved(records_module.comparison_record(unsaved), reason=unsaved[0].get("store_error"),
                   epochs=sum(len(r["epochs"]) for r in unsaved), json_path=json_path)
     print(f"{len(unsaved)} of {len(records)} runs are not in the store.", file=sys.stderr)
     return EXIT_NOT_STORED

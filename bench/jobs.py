@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import dataclasses
 import logging
 import multiprocessing as mp
 import tempfile
@@ -131,12 +130,13 @@ class JobManager:
         """
         for config in configs:
             config.validate()
+        meta = dict(meta or {})
+        if peaks:
+            meta["peaks"] = {target: None for target in peaks}
         with self._lock:
-            group = {"id": len(self._groups) + 1, "kind": kind, "run_ids": [], "meta": dict(meta or {}),
-                     "created_at": time.time()}
+            group = {"id": len(self._groups) + 1, "kind": kind, "run_ids": [], "meta": meta, "created_at": time.time()}
             self._groups.append(group)
         for target, config in (peaks or {}).items():
-            group["meta"].setdefault("peaks", {})[target] = None
             self._queue_peak(_PeakJob(config.device, config.cpu_threads, False, group_id=group["id"], target=target))
         run_ids = [self.submit(config) for config in configs]
         with self._lock:
@@ -388,7 +388,3 @@ class JobManager:
                 continue
             return str(base / "logs" / f"run-{run_id}.log")
         return None
-
-
-def replace_config(config: RunConfig, **changes: Any) -> RunConfig:
-    return dataclasses.replace(config, **changes)

@@ -11,7 +11,6 @@ against this machine's hardware.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import html
 import io
 import json
@@ -25,8 +24,8 @@ from typing import Any
 
 from bench import charts, compare, metrics, records
 from bench.config import ConfigError, RunConfig
-from bench.records import (ACTIVE as ACTIVE_STATUSES, COMPARISON_SCHEMA, EXPORT_HINT, RUN_SCHEMA, SCHEMAS,
-                           STATUSES, RecordError)
+from bench.records import ACTIVE as ACTIVE_STATUSES
+from bench.records import COMPARISON_SCHEMA, EXPORT_HINT, RecordError
 
 MAX_RECORD_BYTES = 50 * 2**20
 IMPORTED_PREFIX = "imported: "

@@ -14,7 +14,6 @@ import threading
 from typing import Any, Callable, Iterable
 
 from bench import metrics, settings
-from bench.records import Status
 from bench.run_state import TERMINAL, RunState
 from bench.store import Store, StoreError
 
@@ -185,8 +184,6 @@ class RunWriter:
                 except Exception:  # noqa: BLE001
                     log.exception("store retry failed for run %s", state.id)
 
-
-__all__ = ["RunWriter", "SAMPLE_FLUSH_S", "Status"]
 
 
 def _summary(state: RunState) -> dict:

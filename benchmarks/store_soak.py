@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,10 +51,7 @@ def _timed_store(path: Path, latencies: list[float]) -> Any:
     """The real Store, with the wall time of every write recorded."""
     from bench.store import Store
 
-    class TimedStore(Store):
-        pass
-
-    store = TimedStore(path)
+    store = Store(path)
     for name in ("create_run", "update_run", "add_epoch", "add_epochs", "add_samples", "heartbeat"):
         real = getattr(store, name)
 

@@ -7,8 +7,6 @@ import multiprocessing as mp
 import sqlite3
 import threading
 
-import pytest
-
 from bench.config import RunConfig
 from bench.records import Status
 from bench.run_state import RunState, snapshot_of
@@ -32,12 +30,18 @@ class FlakyStore(Store):
         return super()._op()
 
 
-def test_writer_keeps_what_a_failing_store_missed_and_rewrites_it_when_it_answers(isolated_store):
-    store = FlakyStore(isolated_store)
+def new_run(store: Store) -> tuple[threading.Lock, RunWriter, RunState]:
+    """A run given its store row by a RunWriter, as JobManager.submit does."""
     lock = threading.Lock()
     writer = RunWriter(store, lock)
     state = RunState(id=0, config=TINY, created_at=1.0, hardware={})
     writer.create(state)
+    return lock, writer, state
+
+
+def test_writer_keeps_what_a_failing_store_missed_and_rewrites_it_when_it_answers(isolated_store):
+    store = FlakyStore(isolated_store)
+    lock, writer, state = new_run(store)
     assert state.stored and state.id > 0
     store.down = True
     for n in (1, 2, 3):
@@ -58,10 +62,7 @@ def test_writer_keeps_what_a_failing_store_missed_and_rewrites_it_when_it_answer
 
 def test_supervisor_runs_one_worker_to_its_end_and_stores_the_outcome_first(isolated_store):
     store = Store(isolated_store)
-    lock = threading.Lock()
-    writer = RunWriter(store, lock)
-    state = RunState(id=0, config=TINY, created_at=1.0, hardware={})
-    writer.create(state)
+    lock, writer, state = new_run(store)
     ctx = mp.get_context("spawn")
     samplers = []
 
