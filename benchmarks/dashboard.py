@@ -47,7 +47,7 @@ def chromium_cpu_s() -> dict[int, float]:
 class DashboardServer:
     """A real `streamlit run app.py` on a free localhost port, its store in ``folder``."""
 
-    def __init__(self, folder: Path, *, prestart: bool = False):
+    def __init__(self, folder: Path, *, prestart: bool = False, env: dict[str, str] | None = None):
         import psutil
 
         self.port = _free_port()
@@ -55,15 +55,16 @@ class DashboardServer:
         self.store_path = folder / "runs.sqlite3"
         self.log_path = folder / "streamlit.log"
         # prestart off by default: the ratios and cold first batch must not share the CPU with a spare loading
-        env = {**os.environ, "BENCH_STORE": str(self.store_path), "PYTHONPATH": str(ROOT),
-               "BENCH_UPLOAD_DIR": str(folder / "uploads"), "BENCH_PRESTART": "1" if prestart else "0"}
-        env.pop("BENCH_PRESENTER_KEY", None)
+        full_env = {**os.environ, "BENCH_STORE": str(self.store_path), "PYTHONPATH": str(ROOT),
+                    "BENCH_UPLOAD_DIR": str(folder / "uploads"), "BENCH_PRESTART": "1" if prestart else "0"}
+        full_env.pop("BENCH_PRESENTER_KEY", None)
+        full_env.update(env or {})
         self.started = time.monotonic()
         self.healthy_s: float | None = None
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(self.port),
              "--server.headless", "true", "--server.address", "localhost"],
-            cwd=ROOT, env=env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT)
+            cwd=ROOT, env=full_env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT)
         self.ps = psutil.Process(self.proc.pid)
 
     def wait_healthy(self, timeout_s: float = 60.0) -> None:
