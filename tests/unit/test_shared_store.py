@@ -90,28 +90,32 @@ def test_two_clis_and_a_dashboard_share_a_store_and_see_each_others_runs_live(is
 
 @contextlib.contextmanager
 def unwritable(folder: Path) -> Iterator[None]:
-    """Make the store's folder and files refuse writes: `chattr +i` as root (root ignores permissions), else modes."""
-    files = [p for p in folder.iterdir() if p.is_file()]
+    """Make the store's folder and files refuse writes: `chattr +i` as root (root ignores permissions), else modes.
+    The folder is locked first, so the WAL files a connection makes and removes cannot change under the listing."""
     if os.geteuid() == 0:
         if shutil.which("chattr") is None:
             pytest.skip("running as root without chattr: a read-only store cannot be made")
-        done = subprocess.run(["chattr", "+i", *map(str, files), str(folder)], capture_output=True, text=True)
+        done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, text=True)
         if done.returncode != 0:
             pytest.skip(f"chattr +i is not allowed here ({done.stderr.strip()}): a read-only store cannot be made")
+        files = [str(p) for p in folder.iterdir() if p.is_file()]
         try:
+            subprocess.run(["chattr", "+i", *files], check=True)
             yield
         finally:
-            subprocess.run(["chattr", "-i", *map(str, files), str(folder)], check=True)
+            subprocess.run(["chattr", "-i", *files, str(folder)], check=True)
     else:
-        modes = {p: p.stat().st_mode for p in [*files, folder]}
-        for p in files:
-            p.chmod(0o444)
+        folder_mode = folder.stat().st_mode
         folder.chmod(0o555)
+        modes = {p: p.stat().st_mode for p in folder.iterdir() if p.is_file()}
+        for p in modes:
+            p.chmod(0o444)
         try:
             yield
         finally:
             for p, mode in modes.items():
                 p.chmod(mode)
+            folder.chmod(folder_mode)
 
 
 def test_store_made_unwritable_mid_run_cli_keeps_every_epoch_in_a_fallback_file_and_exits_nonzero(
