@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.monitor.cpu import CpuCollector
 from bench.monitor.gpu import GpuCollector, GpuReading, GpuUnavailable
+from bench.monitor.rapl import POWERCAP_ROOT, RaplReader
 
 __all__ = ["Sample", "Sampler"]
 
@@ -37,9 +38,11 @@ class Sample:
     process_rss_mib: float | None = None  # worker tree
     ram_used_mib: float | None = None  # host
     gpus: list[GpuReading] = field(default_factory=list)
+    cpu_energy_j: float | None = None  # RAPL package joules since the sampler started, cumulative
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: t_s, cpu_percent, cpu_per_core, process_cpu_percent, process_rss_mib, ram_used_mib, gpus."""
+        """JSON-ready dict: t_s, cpu_percent, cpu_per_core, process_cpu_percent, process_rss_mib, ram_used_mib, gpus,
+        cpu_energy_j."""
         return {
             "t_s": self.t_s,
             "cpu_percent": self.cpu_percent,
@@ -48,6 +51,7 @@ class Sample:
             "process_rss_mib": self.process_rss_mib,
             "ram_used_mib": self.ram_used_mib,
             "gpus": [gpu.to_dict() for gpu in self.gpus],
+            "cpu_energy_j": self.cpu_energy_j,
         }
 
     @classmethod
@@ -61,6 +65,7 @@ class Sample:
             process_rss_mib=data.get("process_rss_mib"),
             ram_used_mib=data.get("ram_used_mib"),
             gpus=[GpuReading.from_dict(gpu) for gpu in data.get("gpus") or []],
+            cpu_energy_j=data.get("cpu_energy_j"),
         )
 
 
@@ -74,6 +79,7 @@ class Sampler:
         gpu_indices: NVML indices to read; None reads every GPU NVML sees.
         monitor_gpus: False skips NVML entirely.
         clock: monotonic seconds; ``t_s`` is measured from ``start()``.
+        powercap_root: where RAPL's powercap tree is read (a fake tree in tests).
 
     Raises:
         ValueError: ``interval_s`` is not a positive number, or a GPU index does not exist.
@@ -88,6 +94,7 @@ class Sampler:
         gpu_indices: list[int] | None = None,
         monitor_gpus: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        powercap_root: Any = POWERCAP_ROOT,
     ) -> None:
         if not interval_s > 0:  # also rejects NaN
             raise ValueError(f"interval_s must be a positive number of seconds, got {interval_s!r}.")
@@ -101,6 +108,9 @@ class Sampler:
         self._sample_errors = 0
         self._callback_errors = 0
         self._cpu = CpuCollector(pid)
+        self._rapl = RaplReader(powercap_root)
+        if self._rapl.reason is not None:
+            logger.info("CPU energy is not measured: %s", self._rapl.reason)
         self._gpu: GpuCollector | None = None
         self._gpu_reason: str | None = None
         if not monitor_gpus:
@@ -116,6 +126,23 @@ class Sampler:
     def gpu_reason(self) -> str | None:
         """Why no GPU readings are taken (NVML unusable or monitoring off); None when GPUs are sampled."""
         return self._gpu_reason
+
+    @property
+    def energy_reasons(self) -> dict[str, str]:
+        """Why energy cannot be read: ``"cpu"`` (RAPL) and ``"gpu"`` (NVML) -> a plain sentence; empty when both can."""
+        reasons = {}
+        if self._rapl.reason is not None:
+            reasons["cpu"] = self._rapl.reason
+        if self._gpu_reason is not None:
+            reasons["gpu"] = self._gpu_reason
+        return reasons
+
+    @property
+    def gpm_reasons(self) -> dict[str, str]:
+        """``"gpu:N"`` -> why that GPU's GPM figures (SM, tensor, DRAM activity) are None; ``"gpu"`` without NVML."""
+        if self._gpu is None:
+            return {"gpu": self._gpu_reason or ""}
+        return self._gpu.gpm_reasons
 
     @property
     def is_running(self) -> bool:
@@ -146,6 +173,10 @@ class Sampler:
             thread.join(timeout_s)
             if thread.is_alive():
                 logger.warning("Sampler thread did not stop within %.1f s", timeout_s)
+                return
+        if self._gpu is not None:
+            with self._collect_lock:
+                self._gpu.close()
 
     def sample_once(self) -> Sample:
         """Take one sample now (thread-safe)."""
@@ -153,6 +184,7 @@ class Sampler:
             t_s = self._clock() - self._t0_s
             cpu = self._cpu.collect()
             gpus = self._gpu.collect() if self._gpu is not None else []
+            cpu_energy_j = self._rapl.read_j()
         return Sample(
             t_s=t_s,
             cpu_percent=cpu.cpu_percent,
@@ -161,6 +193,7 @@ class Sampler:
             process_rss_mib=cpu.process_rss_mib,
             ram_used_mib=cpu.ram_used_mib,
             gpus=gpus,
+            cpu_energy_j=cpu_energy_j,
         )
 
     def _run(self) -> None:

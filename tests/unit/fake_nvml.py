@@ -4,13 +4,17 @@ Each factory returns a :class:`FakeNvml` exposing the pynvml functions the proje
 and pynvml's REAL exception classes (``NVMLError`` and its ``NVMLError_*`` subclasses), so ``except module.NVMLError``
 behaves exactly as with the real library. Inject one with ``bench.monitor.nvml.set_module(fake)``.
 
-Scenarios: :func:`two_gpus`, :func:`not_supported`, :func:`gpu_lost_after`, :func:`missing`.
+Scenarios: :func:`two_gpus`, :func:`not_supported`, :func:`gpu_lost_after`, :func:`missing`, :func:`no_gpu`, and for
+what the GPU really did: :func:`hopper_with_gpm`, :func:`older_without_gpm`, :func:`no_energy_counter`,
+:func:`throttling`. GPM is scripted with pynvml's real ctypes structures (``c_nvmlGpmMetricsGet_t``, GPM sample
+pointers), so the code that fills them is the code that runs on a Hopper GPU.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -32,6 +36,11 @@ class FakeGpu:
     power_milliwatts: int
     temp_c: int
     sm_clock_mhz: int
+    power_limit_milliwatts: int = 700_000
+    energy_millijoules: int = 5_000_000  # the total energy counter; each read advances it by a tenth of a second
+    clock_event_reasons: int = 0  # nvmlClocksEventReason* bitmask
+    gpm: dict[int, float] | None = None  # GPM metric id -> value over any interval; None: GPM not supported
+    gpm_unsupported_metrics: frozenset[int] = field(default_factory=frozenset)
 
 
 class FakeNvml:
@@ -54,6 +63,14 @@ class FakeNvml:
     NVMLError_Uninitialized = pynvml.NVMLError_Uninitialized
     NVML_TEMPERATURE_GPU = pynvml.NVML_TEMPERATURE_GPU
     NVML_CLOCK_SM = pynvml.NVML_CLOCK_SM
+    NVML_GPM_METRICS_GET_VERSION = pynvml.NVML_GPM_METRICS_GET_VERSION
+    c_nvmlGpmMetricsGet_t = pynvml.c_nvmlGpmMetricsGet_t
+    NVML_GPM_METRIC_SM_UTIL = pynvml.NVML_GPM_METRIC_SM_UTIL
+    NVML_GPM_METRIC_SM_OCCUPANCY = pynvml.NVML_GPM_METRIC_SM_OCCUPANCY
+    NVML_GPM_METRIC_ANY_TENSOR_UTIL = pynvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL
+    NVML_GPM_METRIC_DRAM_BW_UTIL = pynvml.NVML_GPM_METRIC_DRAM_BW_UTIL
+    NVML_GPM_METRIC_FP32_UTIL = pynvml.NVML_GPM_METRIC_FP32_UTIL
+    NVML_GPM_METRIC_FP16_UTIL = pynvml.NVML_GPM_METRIC_FP16_UTIL
 
     def __init__(
         self,
@@ -75,6 +92,9 @@ class FakeNvml:
         self.init_calls = 0
         self.shutdown_calls = 0
         self.device_calls = 0
+        self.gpm_samples: dict[int, Any] = {}  # address -> the allocated sample (kept alive while allocated)
+        self.gpm_taken: dict[int, tuple[int, dict[int, float]]] = {}  # address -> (GPU index, metrics when taken)
+        self.gpm_frees = 0
 
     # -- library -------------------------------------------------------------------------------------------------
     def nvmlInit(self) -> None:
@@ -138,6 +158,69 @@ class FakeNvml:
             raise pynvml.NVMLError_InvalidArgument()
         return gpu.sm_clock_mhz
 
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: SimpleNamespace) -> int:
+        return self._gpu("nvmlDeviceGetEnforcedPowerLimit", handle).power_limit_milliwatts
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: SimpleNamespace) -> int:
+        gpu = self._gpu("nvmlDeviceGetTotalEnergyConsumption", handle)
+        gpu.energy_millijoules += gpu.power_milliwatts // 10
+        return gpu.energy_millijoules
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: SimpleNamespace) -> int:
+        return self._gpu("nvmlDeviceGetCurrentClocksEventReasons", handle).clock_event_reasons
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: SimpleNamespace) -> int:
+        return self._gpu("nvmlDeviceGetCurrentClocksThrottleReasons", handle).clock_event_reasons
+
+    # -- GPM -----------------------------------------------------------------------------------------------------
+    def nvmlGpmQueryDeviceSupport(self, handle: SimpleNamespace) -> SimpleNamespace:
+        gpu = self._gpu("nvmlGpmQueryDeviceSupport", handle)
+        return SimpleNamespace(version=1, isSupportedDevice=int(gpu.gpm is not None))
+
+    def nvmlGpmSampleAlloc(self) -> Any:
+        self._check("nvmlGpmSampleAlloc")
+        sample = ctypes.pointer(pynvml.struct_c_nvmlGpmSample_t())
+        self.gpm_samples[ctypes.addressof(sample.contents)] = sample
+        return sample
+
+    def nvmlGpmSampleFree(self, sample: Any) -> None:
+        self._check("nvmlGpmSampleFree")
+        address = ctypes.addressof(sample.contents)
+        if self.gpm_samples.pop(address, None) is None:
+            raise pynvml.NVMLError_InvalidArgument()
+        self.gpm_taken.pop(address, None)
+        self.gpm_frees += 1
+
+    def nvmlGpmSampleGet(self, handle: SimpleNamespace, sample: Any) -> Any:
+        gpu = self._gpu("nvmlGpmSampleGet", handle)
+        address = ctypes.addressof(sample.contents)
+        if address not in self.gpm_samples or gpu.gpm is None:
+            raise pynvml.NVMLError_InvalidArgument()
+        self.gpm_taken[address] = (handle.index, dict(gpu.gpm))
+        return sample
+
+    def nvmlGpmMetricsGet(self, request: Any) -> Any:
+        """Fills ``request.metrics`` as NVML does: the values of the GPU when sample2 was taken (the interval's)."""
+        self._check("nvmlGpmMetricsGet")
+        if not isinstance(request, pynvml.c_nvmlGpmMetricsGet_t) or request.version != 1:
+            raise pynvml.NVMLError_InvalidArgument()
+        try:
+            first = self.gpm_taken[ctypes.addressof(request.sample1.contents)]
+            second = self.gpm_taken[ctypes.addressof(request.sample2.contents)]
+        except (KeyError, ValueError):  # a sample never taken, or a NULL pointer
+            raise pynvml.NVMLError_InvalidArgument() from None
+        if first[0] != second[0] or first is second:
+            raise pynvml.NVMLError_InvalidArgument()
+        unsupported = self.gpus[second[0]].gpm_unsupported_metrics
+        for i in range(request.numMetrics):
+            metric = request.metrics[i]
+            if metric.metricId in unsupported or metric.metricId not in second[1]:
+                metric.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+                continue
+            metric.nvmlReturn = pynvml.NVML_SUCCESS
+            metric.value = second[1][metric.metricId]
+        return request
+
     # -- helpers -------------------------------------------------------------------------------------------------
     def lose_gpus_now(self) -> None:
         """From the next per-device call on, every GPU is lost."""
@@ -192,6 +275,45 @@ def not_supported() -> FakeNvml:
 def gpu_lost_after(n_calls: int) -> FakeNvml:
     """Two GPUs that fall off the bus after ``n_calls`` per-device calls: every later one raises GpuIsLost."""
     return FakeNvml([_h100(0), _h100(1)], lost_after=n_calls)
+
+
+HOPPER_GPM = {
+    pynvml.NVML_GPM_METRIC_SM_UTIL: 62.5,
+    pynvml.NVML_GPM_METRIC_SM_OCCUPANCY: 31.0,
+    pynvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL: 18.0,
+    pynvml.NVML_GPM_METRIC_DRAM_BW_UTIL: 44.0,
+    pynvml.NVML_GPM_METRIC_FP32_UTIL: 12.0,
+    pynvml.NVML_GPM_METRIC_FP16_UTIL: 3.5,
+}
+
+
+def hopper_with_gpm() -> FakeNvml:
+    """One H100 with GPM (SM 62.5 %, occupancy 31 %, tensor 18 %, DRAM 44 %, FP32 12 %, FP16 3.5 %), the energy
+    counter, a 700 W limit and no clock-event reason."""
+    return FakeNvml([replace(_h100(0), gpm=dict(HOPPER_GPM))])
+
+
+def older_without_gpm() -> FakeNvml:
+    """A V100 (Volta): the energy counter and clock reasons work, GPM is not supported on the device."""
+    gpu = FakeGpu(name="Tesla V100-SXM2-16GB", uuid="GPU-v100", mem_total_bytes=16 * GIB, mem_used_bytes=4 * GIB,
+                  util_gpu_percent=70, util_memory_percent=30, power_milliwatts=200_000, temp_c=50, sm_clock_mhz=1380,
+                  power_limit_milliwatts=300_000)
+    return FakeNvml([gpu])
+
+
+def no_energy_counter() -> FakeNvml:
+    """A Pascal GPU: no total energy counter (NotSupported) and no GPM; power draw and its limit are read."""
+    gpu = FakeGpu(name="Tesla P100-PCIE-16GB", uuid="GPU-p100", mem_total_bytes=16 * GIB, mem_used_bytes=4 * GIB,
+                  util_gpu_percent=70, util_memory_percent=30, power_milliwatts=180_000, temp_c=50, sm_clock_mhz=1189,
+                  power_limit_milliwatts=250_000)
+    return FakeNvml([gpu], unsupported={"nvmlDeviceGetTotalEnergyConsumption"})
+
+
+def throttling() -> FakeNvml:
+    """An H100 held at its power cap and slowed for heat (SW power cap | SW thermal slowdown), SM clock 1095 MHz."""
+    reasons = pynvml.nvmlClocksEventReasonSwPowerCap | pynvml.nvmlClocksEventReasonSwThermalSlowdown
+    return FakeNvml([replace(_h100(0), gpm=dict(HOPPER_GPM), clock_event_reasons=reasons, sm_clock_mhz=1095,
+                             power_milliwatts=699_000)])
 
 
 def missing() -> FakeNvml:
