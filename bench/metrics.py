@@ -123,7 +123,72 @@ def summarize(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str
         "steady_samples": len(windows[0]),
         "peak_process_rss_mib": max(_finite(s.get("process_rss_mib") for s in samples), default=None),
         "diagnosis": diagnosis.diagnose(epochs, samples, info, config, peak_gflops),
+        **gpu_truth_summary(epochs, samples, windows, info, config),
     }
+
+
+def _used_gpus(sample: Mapping[str, Any], indices: set[int]) -> list[Mapping[str, Any]]:
+    return [g for g in (sample.get("gpus") or []) if g.get("index") in indices]
+
+
+def gpu_truth_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]],
+                      windows: Sequence[Sequence[Mapping[str, Any]]], info: Mapping[str, Any] | None,
+                      config: Any) -> dict[str, Any]:
+    """What the devices really did over the run: energy per steady epoch (median) and per 1,000 samples, the reason
+    a device's energy is None, GPM SM/tensor activity (means like the utilization means), the throttle reasons seen
+    while training, and the steady median of the epochs' achieved GFLOP/s."""
+    from bench import energy
+    info = info or {}
+    steady = steady_epochs(epochs)
+    devices = energy.devices_used(config or {}, samples)
+    for epoch in epochs:  # devices an epoch measured (e.g. every GPU of an all-GPUs run) count too
+        devices.extend(d for d in (epoch.get("energy_j") or {}) if d not in devices)
+    per_epoch: dict[str, float | None] = {}
+    per_1000: dict[str, float | None] = {}
+    reasons: dict[str, str] = {}
+    known = info.get("energy_reasons") if isinstance(info.get("energy_reasons"), Mapping) else {}
+    for device in devices:
+        values = _finite((e.get("energy_j") or {}).get(device) for e in steady)
+        per_epoch[device] = statistics.median(values) if values else None
+        rates = _finite(_joules_per_1000(e, device) for e in steady)
+        per_1000[device] = statistics.median(rates) if rates else None
+        if per_epoch[device] is None:
+            kind = "cpu" if device == "cpu" else "gpu"
+            reasons[device] = (known.get(device) or known.get(kind) or
+                               ("no steady epoch yet (epoch 1 includes tracing)" if not steady else
+                                "the samples hold no energy reading around the steady epochs"
+                                + ("" if kind == "cpu" else " (neither NVML's energy counter nor power draw)")))
+    estimated = sorted({d for e in steady for d in (e.get("energy_estimated") or [])})
+    indices = {i for i in map(energy.gpu_index, devices) if i is not None}
+    throttled: set[str] | None = None
+    for sample in windows[1]:
+        for gpu in _used_gpus(sample, indices):
+            if isinstance(gpu.get("throttle_reasons"), list):
+                throttled = (throttled or set()) | set(gpu["throttle_reasons"])
+    gflops = _finite(e.get("achieved_gflops") for e in steady)
+    return {
+        "energy_j_per_epoch": per_epoch,
+        "energy_j_per_1000_samples": per_1000,
+        "energy_estimated": estimated,
+        "energy_reasons": reasons,
+        # means over the GPUs the run trained on (None on a CPU run and without GPM), windows as for utilization
+        **{key: _first_mean(windows, lambda w, key=key: mean_or_none(
+            g.get(key) for s in w for g in _used_gpus(s, indices)))
+           for key in ("sm_active_percent", "tensor_active_percent")},
+        "gpm_reasons": dict(info.get("gpm_reasons") or {}) if isinstance(info.get("gpm_reasons"), Mapping) else {},
+        "throttle_reasons": sorted(throttled) if throttled is not None else None,
+        "achieved_gflops": statistics.median(gflops) if gflops else None,
+    }
+
+
+def _joules_per_1000(epoch: Mapping[str, Any], device: str) -> float | None:
+    """An epoch's joules on ``device`` per 1,000 training samples (samples = samples/s x epoch seconds)."""
+    values = _finite([(epoch.get("energy_j") or {}).get(device), epoch.get("samples_per_s"),
+                      epoch.get("epoch_seconds")])
+    if len(values) < 3 or values[1] * values[2] <= 0:
+        return None
+    joules, rate, seconds = values
+    return 1000.0 * joules / (rate * seconds)
 
 
 def speedup(epochs_a: Sequence[Mapping[str, Any]], epochs_b: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:

@@ -142,9 +142,18 @@ class GpuReading:
     mem_util_percent: float | None = None
     mem_used_mib: float | None = None
     mem_total_mib: float | None = None
-    power_watts: float | None = None
+    power_w: float | None = None  # ``power_watts`` in records written before it was named so
     temp_c: float | None = None
     sm_clock_mhz: float | None = None
+    power_limit_w: float | None = None
+    energy_j: float | None = None  # NVML's cumulative energy counter
+    sm_active_percent: float | None = None  # GPM (Hopper+), like the five below
+    sm_occupancy_percent: float | None = None
+    tensor_active_percent: float | None = None
+    fp32_active_percent: float | None = None
+    fp16_active_percent: float | None = None
+    dram_active_percent: float | None = None
+    throttle_reasons: tuple[str, ...] | None = None  # clock-event reasons in words; () none; None unknown
     extra: dict[str, Any] = field(default_factory=dict)  # readings added by later versions, kept as they are
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
 
@@ -155,19 +164,49 @@ class GpuReading:
             raise _fail(f"{path}.index", f"must be a whole number >= 0, got {_show(gpu.get('index'))}")
         if gpu.get("name") is not None and not isinstance(gpu["name"], str):
             raise _fail(f"{path}.name", f"must be text or null, got {_show(gpu['name'])}")
+        if "power_watts" in gpu:  # the old name of power_w: read as power_w, written back as power_w
+            old = {k: v for k, v in gpu.items() if k != "power_watts"}
+            gpu = {**old, "power_w": gpu["power_watts"] if gpu.get("power_w") is None else gpu["power_w"]}
         for key, value in gpu.items():
-            if key not in ("index", "name") and value is not None and not _is_number(value):
+            if key not in ("index", "name", "throttle_reasons") and value is not None and not _is_number(value):
                 raise _fail(f"{path}.{key}", f"must be a number or null, got {_show(value)}")
+        reasons = _optional_words(gpu, "throttle_reasons", path)
         return cls(index=gpu["index"], name=gpu.get("name"), **{k: gpu.get(k) for k in _GPU_NUMBERS},
-                   extra=_extra(gpu, ("index", "name", *_GPU_NUMBERS)), keys=tuple(gpu))
+                   throttle_reasons=reasons, extra=_extra(gpu, ("index", "name", *_GPU_NUMBERS, "throttle_reasons")),
+                   keys=tuple(gpu))
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"index": self.index, "name": self.name, **{k: getattr(self, k) for k in _GPU_NUMBERS}, **self.extra}
+        reasons = list(self.throttle_reasons) if self.throttle_reasons is not None else None
+        out = {"index": self.index, "name": self.name, **{k: getattr(self, k) for k in _GPU_NUMBERS},
+               "throttle_reasons": reasons, **self.extra}
         return _as_read(out, self.keys)
 
 
-_GPU_NUMBERS = ("util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_watts", "temp_c",
-                "sm_clock_mhz")
+_GPU_NUMBERS = ("util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_w", "temp_c",
+                "sm_clock_mhz", "power_limit_w", "energy_j", "sm_active_percent", "sm_occupancy_percent",
+                "tensor_active_percent", "fp32_active_percent", "fp16_active_percent", "dram_active_percent")
+
+
+def _optional_words(data: Mapping[str, Any], key: str, path: str) -> tuple[str, ...] | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(word, str) for word in value):
+        raise _fail(f"{path}.{key}", f"must be a list of text or null, got {_show(value)}")
+    return tuple(value)
+
+
+def _energy(data: Mapping[str, Any], path: str) -> dict[str, float | None] | None:
+    """An epoch's ``energy_j``: device ("cpu", "gpu:0") -> joules or null."""
+    value = data.get("energy_j")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _fail(f"{path}.energy_j", f"must map devices to joules or null, got {_show(value)}")
+    for device, joules in value.items():
+        if joules is not None and (not _is_number(joules) or not math.isfinite(joules) or joules < 0):
+            raise _fail(f"{path}.energy_j.{device}", f"must be joules (a number >= 0) or null, got {_show(joules)}")
+    return dict(value)
 
 
 @dataclass(frozen=True)
@@ -179,6 +218,7 @@ class Sample:
     process_cpu_percent: float | None = None
     process_rss_mib: float | None = None
     ram_used_mib: float | None = None
+    cpu_energy_j: float | None = None  # cumulative RAPL package joules
     cpu_per_core: tuple[float | None, ...] | None = None
     gpus: tuple[GpuReading, ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -215,7 +255,7 @@ class Sample:
         return _as_read({**out, **self.extra}, self.keys)
 
 
-_SAMPLE_NUMBERS = ("cpu_percent", "process_cpu_percent", "process_rss_mib", "ram_used_mib")
+_SAMPLE_NUMBERS = ("cpu_percent", "process_cpu_percent", "process_rss_mib", "ram_used_mib", "cpu_energy_j")
 
 
 @dataclass(frozen=True)
@@ -232,6 +272,10 @@ class Epoch:
     val_accuracy: float | None = None
     t_start_s: float | None = None
     t_end_s: float | None = None
+    achieved_gflops: float | None = None
+    energy_j: dict[str, float | None] | None = None  # device -> joules in this epoch, or None
+    energy_estimated: tuple[str, ...] | None = None  # devices whose joules were integrated from power samples
+    throttle_reasons: tuple[str, ...] | None = None  # clock-event reasons seen in this epoch; () none; None unknown
     extra: dict[str, Any] = field(default_factory=dict)
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
@@ -253,16 +297,25 @@ class Epoch:
             raise _fail(f"{path}.includes_tracing", f"must be true or false, got {_show(epoch['includes_tracing'])}")
         numbers = {k: _optional_number(epoch, k, path) for k in _EPOCH_NUMBERS}
         return cls(epoch=epoch["epoch"], epoch_seconds=seconds, includes_tracing=epoch["includes_tracing"], **numbers,
-                   extra=_extra(epoch, ("epoch", "epoch_seconds", "includes_tracing", *_EPOCH_NUMBERS)),
+                   energy_j=_energy(epoch, path),
+                   energy_estimated=_optional_words(epoch, "energy_estimated", path),
+                   throttle_reasons=_optional_words(epoch, "throttle_reasons", path),
+                   extra=_extra(epoch, ("epoch", "epoch_seconds", "includes_tracing", *_EPOCH_NUMBERS, *_EPOCH_OTHERS)),
                    keys=tuple(epoch))
 
     def to_dict(self) -> dict[str, Any]:
         out = {"epoch": self.epoch, "epoch_seconds": self.epoch_seconds, "includes_tracing": self.includes_tracing,
-               **{k: getattr(self, k) for k in _EPOCH_NUMBERS}, **self.extra}
+               **{k: getattr(self, k) for k in _EPOCH_NUMBERS},
+               "energy_j": dict(self.energy_j) if self.energy_j is not None else None,
+               **{k: list(getattr(self, k)) if getattr(self, k) is not None else None
+                  for k in ("energy_estimated", "throttle_reasons")},
+               **self.extra}
         return _as_read(out, self.keys)
 
 
-_EPOCH_NUMBERS = ("samples_per_s", "loss", "accuracy", "val_loss", "val_accuracy", "t_start_s", "t_end_s")
+_EPOCH_NUMBERS = ("samples_per_s", "loss", "accuracy", "val_loss", "val_accuracy", "t_start_s", "t_end_s",
+                  "achieved_gflops")
+_EPOCH_OTHERS = ("energy_j", "energy_estimated", "throttle_reasons")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ IMPORTED_PREFIX = "imported: "
 EPOCH_COLUMNS = ("epoch", "epoch_seconds", "includes_tracing", "samples_per_s", "loss", "accuracy", "val_loss",
                  "val_accuracy", "t_start_s", "t_end_s")
 SAMPLE_COLUMNS = ("t_s", "cpu_percent", "process_cpu_percent", "process_rss_mib", "ram_used_mib")
-GPU_FIELDS = ("name", "util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_watts", "temp_c",
+GPU_FIELDS = ("name", "util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_w", "temp_c",
               "sm_clock_mhz")  # bench.monitor.gpu.GpuReading, less its index
 
 

@@ -13,6 +13,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from bench import energy, metrics
 from bench.monitor import Sample, Sampler
 from bench.records import Status
 from bench.run_state import TERMINAL, RunState, finish
@@ -84,6 +85,7 @@ class Supervisor:
         self._log_path = log_path
         self.hang_timeout_s = hang_timeout_s
         self.stop_grace_s = stop_grace_s
+        self._unsettled: list[dict[str, Any]] = []  # epochs whose energy waits for a sample after their end
 
     def run(self, spare: Spare | None = None) -> None:
         """Supervise the worker until the run ends; the outcome is stored before it is shown."""
@@ -106,6 +108,9 @@ class Supervisor:
                 self.writer.keep_sample(state, data)
 
         sampler = self._sampler_factory(state.config.sample_interval_s, on_sample)
+        with self._lock:  # why energy or GPM figures will be None; kept in the run's info for its summary
+            state.info["energy_reasons"] = dict(getattr(sampler, "energy_reasons", None) or {})
+            state.info["gpm_reasons"] = dict(getattr(sampler, "gpm_reasons", None) or {})
         self.writer.update(state, status=Status.STARTING, started_at=state.started_at)
         if spare is not None:
             spare.inbox.put((state.config.to_dict(), self._log_path))
@@ -132,6 +137,8 @@ class Supervisor:
                     if self._apply_event(state, event, t0_wall):
                         ended_by_event = True
                         break
+                if self._unsettled:
+                    self._settle(state)
                 if now - last_flush >= SAMPLE_FLUSH_S:
                     self.writer.flush_samples(state)
                     last_flush = now
@@ -146,7 +153,13 @@ class Supervisor:
                     kill(process)
                     break
         finally:
+            if self._unsettled and hasattr(sampler, "sample_once"):
+                try:  # one closing sample, so the last epoch's end lies between two samples
+                    on_sample(sampler.sample_once())
+                except Exception:  # noqa: BLE001 - a failed reading must not mask the run's outcome
+                    log.debug("closing sample failed", exc_info=True)
             sampler.stop()
+            self._settle(state, final=True)
             self.writer.flush_samples(state)
             if not ended_by_event:
                 process.join(timeout=5)
@@ -165,6 +178,23 @@ class Supervisor:
                 events.close()
             except Exception:  # noqa: BLE001 - a broken queue must not mask the run's outcome
                 pass
+
+    def _settle(self, state: RunState, final: bool = False) -> None:
+        """Give each epoch a sample has been taken after (every one when ``final``) its joules and throttle reasons
+        from the samples around it, and write it again."""
+        settled = []
+        with self._lock:
+            for epoch in list(self._unsettled):
+                if not final and not energy.covers(state.samples, epoch.get("t_end_s")):
+                    continue
+                start, end = epoch.get("t_start_s"), epoch.get("t_end_s")
+                devices = list(epoch["energy_j"])
+                epoch["energy_j"], epoch["energy_estimated"] = energy.epoch_energy(state.samples, start, end, devices)
+                epoch["throttle_reasons"] = energy.epoch_throttle_reasons(state.samples, start, end, devices)
+                self._unsettled.remove(epoch)
+                settled.append(epoch)
+        for epoch in settled:
+            self.writer.add_epoch(state, epoch)
 
     def _classify_end(self, state: RunState, exitcode: int | None, reason: str | None) -> None:
         """Decide the outcome of a worker that ended without a finished/failed event."""
@@ -214,6 +244,12 @@ class Supervisor:
                 epoch = {k: v for k, v in event.items() if k not in ("type", "time", "started_wall", "ended_wall")}
                 epoch["t_start_s"] = event["started_wall"] - t0_wall
                 epoch["t_end_s"] = event["ended_wall"] - t0_wall
+                flops = state.info.get("flops_per_sample")
+                epoch["achieved_gflops"] = (metrics.achieved_gflops(flops, epoch.get("samples_per_s"))
+                                            if isinstance(flops, (int, float)) and flops else None)
+                devices = energy.devices_used(state.config, state.samples)
+                epoch.update(energy_j={d: None for d in devices}, energy_estimated=[], throttle_reasons=None)
+                self._unsettled.append(epoch)
                 state.epochs.append(epoch)
             elif kind == "finished":
                 status = event.get("status", Status.FINISHED)

@@ -83,7 +83,7 @@ def realistic_sample(i: int, cores: int, gpus: int, interval_s: float = SIMULATE
     per_core = [round(random.uniform(0, 100), 1) for _ in range(cores)]
     readings = [GpuReading(index=k, name="NVIDIA H100 80GB HBM3", util_percent=float(random.randint(0, 100)),
                            mem_util_percent=float(random.randint(0, 100)), mem_used_mib=random.uniform(1e3, 8e4),
-                           mem_total_mib=81559.0, power_watts=random.uniform(60, 700), temp_c=float(random.randint(30, 80)),
+                           mem_total_mib=81559.0, power_w=random.uniform(60, 700), temp_c=float(random.randint(30, 80)),
                            sm_clock_mhz=float(random.choice((1755, 1980))))
                 for k in range(gpus)]
     return Sample(t_s=i * interval_s, cpu_percent=sum(per_core) / max(cores, 1), cpu_per_core=per_core,

@@ -117,7 +117,7 @@ def fake_gpus():
     nvml.reset()
 
 
-GPU_MEASURES = ("util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_watts", "temp_c",
+GPU_MEASURES = ("util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_w", "temp_c",
                 "sm_clock_mhz")
 
 
@@ -160,10 +160,10 @@ def test_nvml_call_not_supported_mid_run_gives_none_for_that_reading_only(store,
     jm.stop(run_id)
     snap = jm.wait(run_id, timeout_s=20)
 
-    assert all(g["power_watts"] in (150.0, 450.0) for s in snap.samples[: n - 1] for g in s["gpus"])
+    assert all(g["power_w"] in (150.0, 450.0) for s in snap.samples[: n - 1] for g in s["gpus"])
     for sample in snap.samples[n:]:
         for gpu in sample["gpus"]:
-            assert gpu["power_watts"] is None
+            assert gpu["power_w"] is None
             assert gpu["util_percent"] in (40.0, 90.0)
             assert gpu["temp_c"] in (45.0, 65.0)
 

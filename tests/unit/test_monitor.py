@@ -29,7 +29,9 @@ except ImportError:  # tests/unit is not a package on sys.path: import the sibli
     import fake_nvml  # type: ignore[no-redef]
 
 MEASUREMENTS = (
-    "util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_watts", "temp_c", "sm_clock_mhz",
+    "util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_w", "temp_c", "sm_clock_mhz",
+    "power_limit_w", "throttle_reasons", "energy_j", "sm_active_percent", "sm_occupancy_percent",
+    "tensor_active_percent", "fp32_active_percent", "fp16_active_percent", "dram_active_percent",
 )
 
 
@@ -127,7 +129,7 @@ def test_gpu_collector_two_gpus_distinct_readings() -> None:
     assert (first.mem_util_percent, second.mem_util_percent) == (15.0, 45.0)
     assert (first.mem_used_mib, second.mem_used_mib) == (10 * 1024.0, 30 * 1024.0)
     assert first.mem_total_mib == 80 * 1024.0
-    assert (first.power_watts, second.power_watts) == (150.0, 450.0)
+    assert (first.power_w, second.power_w) == (150.0, 450.0)
     assert (first.temp_c, second.temp_c) == (45.0, 65.0)
     assert (first.sm_clock_mhz, second.sm_clock_mhz) == (1500.0, 1980.0)
 
@@ -142,7 +144,7 @@ def test_gpu_collector_selected_index_and_bad_index() -> None:
 def test_gpu_collector_not_supported_gives_none_for_those_fields_only() -> None:
     nvml.set_module(fake_nvml.not_supported())
     for reading in GpuCollector().collect():
-        assert reading.power_watts is None
+        assert reading.power_w is None
         assert reading.sm_clock_mhz is None
         assert reading.util_percent is not None and reading.util_percent > 0
         assert reading.mem_used_mib is not None and reading.mem_used_mib > 0
@@ -209,14 +211,14 @@ def test_sampler_gpu_indices() -> None:
 def test_sampler_not_supported() -> None:
     nvml.set_module(fake_nvml.not_supported())
     sample = Sampler().sample_once()
-    assert all(g.power_watts is None and g.sm_clock_mhz is None for g in sample.gpus)
+    assert all(g.power_w is None and g.sm_clock_mhz is None for g in sample.gpus)
     assert all(g.util_percent is not None for g in sample.gpus)
 
 
 def test_sampler_goes_on_after_gpu_lost_mid_run() -> None:
-    # building the collector makes 2 per-device calls per GPU (handle, name), each sample 5 per GPU:
-    # the first 3 samples are complete, the GPUs are lost from the 4th on
-    nvml.set_module(fake_nvml.gpu_lost_after(2 * 2 + 3 * 2 * 5))
+    # building the collector makes 3 per-device calls per GPU (handle, name, GPM support), each sample 8 per GPU
+    # (no GPM on these): the first 3 samples are complete, the GPUs are lost from the 4th on
+    nvml.set_module(fake_nvml.gpu_lost_after(2 * 3 + 3 * 2 * 8))
     _, samples = run_sampler(12)
     present = [s.gpus[1].sm_clock_mhz is not None for s in samples]
     assert present[:3] == [True] * 3, "the first samples must have readings"
@@ -327,9 +329,9 @@ def test_sample_dict_round_trip_through_json() -> None:
     sample = dataclasses.replace(sample, t_s=1.25, process_cpu_percent=None)
     data = json.loads(json.dumps(sample.to_dict()))
     assert set(data) == {
-        "t_s", "cpu_percent", "cpu_per_core", "process_cpu_percent", "process_rss_mib", "ram_used_mib", "gpus",
+        "t_s", "cpu_percent", "cpu_per_core", "process_cpu_percent", "process_rss_mib", "ram_used_mib", "gpus", "cpu_energy_j",
     }
-    assert data["gpus"][0]["power_watts"] is None
+    assert data["gpus"][0]["power_w"] is None
     assert Sample.from_dict(data) == sample
 
 
@@ -337,7 +339,7 @@ def test_sample_from_dict_tolerates_unknown_and_missing_gpu_keys() -> None:
     data = {"t_s": 2, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": 7, "sm_active": 0.5}]}
     sample = Sample.from_dict(data)
     assert sample.gpus[0].util_percent == 7
-    assert sample.gpus[0].power_watts is None
+    assert sample.gpus[0].power_w is None
     assert sample.cpu_per_core == [] and sample.ram_used_mib is None
 
 

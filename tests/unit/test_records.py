@@ -22,7 +22,8 @@ def minimal_run(**changes) -> dict:
         info={"placement": "/device:CPU:0"}, created_at=1.0, started_at=2.0, ended_at=3.0, error=None,
         store_error=None, samples=[{"t_s": 0.5, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": None}]}],
         epochs=[{"epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True},
-                {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False, "energy_j": {"cpu": None}}])
+                {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False, "energy_j": {"cpu": None},
+                 "a_later_reading": {"x": 1}}])
     record.update(changes)
     return record
 
@@ -45,7 +46,8 @@ def test_the_statuses_are_written_out_once():
 def test_run_record_round_trips_and_keeps_unknown_keys():
     record = minimal_run()
     typed = RunRecord.from_dict(record)
-    assert typed.status is Status.FINISHED and typed.epochs[1].extra == {"energy_j": {"cpu": None}}
+    assert typed.status is Status.FINISHED and typed.epochs[1].extra == {"a_later_reading": {"x": 1}}
+    assert typed.epochs[1].energy_j == {"cpu": None}
     assert typed.samples[0].gpus[0].index == 0
     assert json.loads(json.dumps(typed.to_dict())) == json.loads(json.dumps(record))
     assert record["summary"]["steady_epoch_seconds"] == 1.0, "one builder computes the summary"
@@ -86,8 +88,9 @@ def test_every_shipped_result_loads_and_round_trips(path):
     if isinstance(typed, Sweep):  # old rows gain the sampling interval from their run's config
         assert [r["run_id"] for r in again["rows"]] == [r["run_id"] for r in data["rows"]]
         assert all("sample_interval_s" in r for r in again["rows"])
-    else:
-        assert json.loads(json.dumps(again)) == json.loads(json.dumps(data))
+    else:  # unchanged but for the old name of a GPU's power draw, which is read as power_w
+        renamed = json.dumps(data).replace('"power_watts":', '"power_w":')
+        assert json.loads(json.dumps(again)) == json.loads(renamed)
 
 
 def test_sweep_builder_drops_samples_and_validates_rows():

@@ -28,7 +28,7 @@ def make_record(*, run_id: int = 7, device: str = "cpu", times: tuple[float, ...
         for i, t in enumerate(times)
     ]
     gpu_reading = {"index": 0, "name": "NVIDIA Test", "util_percent": 55.0, "mem_util_percent": None,
-                   "mem_used_mib": 1024.0, "mem_total_mib": 8192.0, "power_watts": None, "temp_c": 61.0,
+                   "mem_used_mib": 1024.0, "mem_total_mib": 8192.0, "power_w": None, "temp_c": 61.0,
                    "sm_clock_mhz": None}
     samples = [
         {"t_s": 0.5, "cpu_percent": 80.0, "cpu_per_core": [70.0, 90.0], "process_cpu_percent": 150.0,
