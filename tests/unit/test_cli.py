@@ -51,8 +51,18 @@ def test_run_writes_the_json_record_and_lists_it(tmp_path):
     assert record["epochs"][0]["includes_tracing"] is True and record["epochs"][1]["includes_tracing"] is False
     assert record["samples"], "samples must be recorded"
     for s in record["samples"]:
-        assert {"t_s", "cpu_percent", "cpu_per_core", "process_cpu_percent", "gpus"} <= set(s)
+        assert {"t_s", "cpu_percent", "cpu_per_core", "process_cpu_percent", "gpus", "cpu_energy_j"} <= set(s)
+        for gpu in s["gpus"]:  # on a machine with a GPU: every reading has the GPU-truth keys (None where unknown)
+            assert {"sm_active_percent", "sm_occupancy_percent", "tensor_active_percent", "dram_active_percent",
+                    "power_w", "power_limit_w", "sm_clock_mhz", "throttle_reasons", "energy_j"} <= set(gpu)
+    for e in record["epochs"]:  # a CPU run used the CPU only; its joules are a number or None with a reason
+        assert set(e["energy_j"]) == {"cpu"} and e["achieved_gflops"] > 0
+        assert e["throttle_reasons"] is None, "no GPU, no throttle reasons"
     summary = record["summary"]
+    assert set(summary["energy_j_per_epoch"]) == {"cpu"}
+    if summary["energy_j_per_epoch"]["cpu"] is None:
+        assert summary["energy_reasons"]["cpu"].startswith("RAPL not readable here")
+    assert summary["achieved_gflops"] == pytest.approx(record["epochs"][1]["achieved_gflops"])
     assert summary["steady_epoch_seconds"] == record["epochs"][1]["epoch_seconds"]
     assert summary["total_seconds"] > 0
     assert summary["mean_cpu_percent"] is not None
