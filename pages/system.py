@@ -38,6 +38,29 @@ st.subheader("What “GPU utilization” means")
 st.markdown(live.NVML_NOTE + " Time per epoch and samples per second are the honest speed figures; "
             "utilization tells you whether the GPU was kept fed.")
 
+st.subheader("What the GPU really did: activity, power, clocks and energy")
+st.markdown("""
+Each GPU sample holds more than NVML's utilization; each figure is empty (never 0) where this GPU or driver does not
+give it, and the run's summary says why.
+
+| figure | what it measures | what it does not |
+|---|---|---|
+| **GPU utilization** (NVML) | share of the sample period in which *any* kernel ran | how much of the chip worked: one tiny kernel at a time reads 100 % |
+| **SM activity** (GPM, Hopper and newer) | share of the streaming multiprocessors busy, averaged over the period | whether their arithmetic units were used well |
+| **SM occupancy** (GPM) | resident warps as a share of the most the SMs can hold | speed by itself: low occupancy can still be fast |
+| **tensor activity** (GPM) | share of cycles any tensor core was working | float32 work, which Keras runs on the FP32 pipe unless mixed precision or TF32 is on |
+| **FP32 / FP16 pipe activity** (GPM) | share of cycles the non-tensor float32 / float16 pipes were working | tensor-core math |
+| **DRAM bandwidth** (GPM) | memory bandwidth used as a share of the theoretical maximum | cache traffic |
+| **power** (W) and its **enforced limit** | board power now; a busy GPU draws near its limit, an idle one far below | which part of the chip drew it |
+| **SM clock** (MHz) and **clock-event reasons** | the clock now, and why it is held below its maximum: power cap, thermal or hardware slowdown, ... (idle is not a reason) | — |
+| **energy** (J per epoch, per 1,000 samples) | GPU: NVML's total energy counter (Volta and newer), differences at the epoch ends; without it, power integrated over the samples (an estimate). CPU: the RAPL package counters in /sys/class/powercap, where readable | anything outside the package (RAM, disks, fans) |
+
+Power is the plainest busy signal: a GPU that waits on its host draws little, one whose SMs and tensor cores are busy
+draws near its limit. An epoch run under a clock-event reason is marked beside its time on Train, as its time is
+slower than the GPU runs unlimited. GPM figures come from two GPM samples one sampling interval apart, so the first
+sample of a run has none.
+""")
+
 st.subheader("Why a run went at its speed: the diagnosis")
 st.markdown(f"""
 Every ended run gets a one-line verdict on Train and Compare, built from its own readings over its steady epochs

@@ -163,6 +163,8 @@ def run_messages(snap: RunSnapshot) -> None:
                  "input-bound": ":material/input:", "undetermined": ":material/help:"}
         st.info(f"**Why this speed**: {verdict['verdict']}", icon=icons.get(verdict.get("kind"), ":material/help:"))
         st.caption("From this run's own readings; the System page explains each verdict and its thresholds.")
+    from ui import gpu_truth  # noqa: PLC0415 - throttle note beside the epoch times, energy per device
+    gpu_truth.render(snap)
 
 
 def render_run(snap: RunSnapshot, *, key: str = "live") -> None:

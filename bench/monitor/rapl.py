@@ -65,7 +65,8 @@ class RaplReader:
 
     def _open(self) -> None:
         if not self.root.is_dir():
-            self.reason = f"RAPL not readable here: {self.root} is absent (no powercap driver, as in most VMs and containers)."
+            self.reason = (f"RAPL not readable here: {self.root} is absent (no powercap driver, as in most VMs and "
+                           f"containers).")
             return
         domains = []
         for path in sorted(self.root.iterdir(), key=lambda p: p.name):

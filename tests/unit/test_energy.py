@@ -50,10 +50,10 @@ def set_uj(root: Path, name: str, value: int) -> None:
     (root / name / "energy_uj").write_text(f"{value}\n")
 
 
-# -- RAPL ---------------------------------------------------------------------------------------------------------------
+# -- RAPL --------------------------------------------------------------------------------------------------------------
 def test_rapl_sums_packages_and_survives_a_wrap(tmp_path: Path) -> None:
-    root = powercap(tmp_path / "powercap", {"intel-rapl:0": (1_000_000, 10_000_000), "intel-rapl:1": (5_000, 10_000_000)},
-                    extra=("intel-rapl:0:0", "intel-rapl:2"))
+    packages = {"intel-rapl:0": (1_000_000, 10_000_000), "intel-rapl:1": (5_000, 10_000_000)}
+    root = powercap(tmp_path / "powercap", packages, extra=("intel-rapl:0:0", "intel-rapl:2"))
     reader = RaplReader(root)
     assert reader.readable and reader.reason is None
     assert reader.read_j() == 0.0
@@ -112,7 +112,7 @@ def test_sampler_puts_cpu_energy_in_each_sample(tmp_path: Path) -> None:
     assert unreadable.energy_reasons["cpu"].startswith("RAPL not readable here")
 
 
-# -- an epoch's joules --------------------------------------------------------------------------------------------------
+# -- an epoch's joules -------------------------------------------------------------------------------------------------
 def gpu_sample(t_s: float, *, energy_j: float | None = None, power_w: float | None = None, cpu_j: float | None = None,
                reasons: list[str] | None = None, index: int = 0) -> dict:
     return {"t_s": t_s, "cpu_energy_j": cpu_j,
@@ -177,7 +177,7 @@ def test_epoch_throttle_reasons() -> None:
     assert energy.epoch_throttle_reasons(unknown, 0.0, 1.0, ["cpu", "gpu:0"]) is None
 
 
-# -- the summary --------------------------------------------------------------------------------------------------------
+# -- the summary -------------------------------------------------------------------------------------------------------
 def epoch(n: int, joules: dict, *, seconds: float = 2.0, rate: float = 500.0, gflops: float | None = None,
           estimated: list[str] | None = None) -> dict:
     return {"epoch": n, "epoch_seconds": seconds, "includes_tracing": n == 1, "samples_per_s": rate,
@@ -224,7 +224,7 @@ def test_old_records_summarize_without_the_new_fields() -> None:
     assert summary["energy_j_per_epoch"] == {"cpu": None} and summary["achieved_gflops"] is None
 
 
-# -- the supervisor settles each epoch from the samples around it -------------------------------------------------------
+# -- the supervisor settles each epoch from the samples around it ------------------------------------------------------
 def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
     fake = fake_nvml.throttling()
     nvml.set_module(fake)

@@ -1,0 +1,24 @@
+"""ui.gpu_truth's sentences: the throttle note beside epoch times and the energy line."""
+
+from __future__ import annotations
+
+from ui import gpu_truth
+
+
+def test_throttle_text_names_epochs_and_reasons() -> None:
+    epochs = [{"epoch": 1, "throttle_reasons": []}, {"epoch": 2, "throttle_reasons": ["thermal slowdown"]},
+              {"epoch": 3, "throttle_reasons": ["power cap", "thermal slowdown"]}, {"epoch": 4, "throttle_reasons": None}]
+    text = gpu_truth.throttle_text(epochs)
+    assert text is not None and "epochs 2, 3 (power cap, thermal slowdown)" in text
+    assert gpu_truth.throttle_text(epochs[:1] + epochs[3:]) is None
+    assert "epoch 2 (" in (gpu_truth.throttle_text(epochs[1:2]) or "")
+
+
+def test_energy_text_per_device_or_the_reason() -> None:
+    summary = {"energy_j_per_epoch": {"cpu": None, "gpu:0": 512.34}, "energy_j_per_1000_samples": {"gpu:0": 25.6},
+               "energy_reasons": {"cpu": "RAPL not readable here: /sys/class/powercap is absent."},
+               "energy_estimated": ["gpu:0"]}
+    text = gpu_truth.energy_text(summary) or ""
+    assert "CPU: not measured: RAPL not readable here: /sys/class/powercap is absent." in text
+    assert "GPU 0: 512.3 J per epoch, 25.6 J per 1,000 samples (estimated from power samples)" in text
+    assert gpu_truth.energy_text({"steady_epoch_seconds": 1.0}) is None, "a summary from before energy was measured"

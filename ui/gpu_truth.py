@@ -1,0 +1,71 @@
+"""What the devices really did, beside a run's epoch times: a throttle note and an energy line.
+
+The sentences are built by plain functions (:func:`throttle_text`, :func:`energy_text`) so they are tested without
+Streamlit; :func:`throttle_note` and :func:`energy_line` draw them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import streamlit as st
+
+__all__ = ["energy_line", "energy_text", "render", "throttle_note", "throttle_text"]
+
+
+def _device_label(device: str) -> str:
+    return "CPU" if device == "cpu" else device.replace("gpu:", "GPU ")
+
+
+def throttle_text(epochs: Sequence[Mapping[str, Any]]) -> str | None:
+    """"GPU clocks were held back in epochs 2, 3 (power cap, thermal slowdown) ..." or None when no epoch was."""
+    held = [e for e in epochs if e.get("throttle_reasons")]
+    if not held:
+        return None
+    reasons = sorted({r for e in held for r in e["throttle_reasons"]})
+    numbers = ", ".join(str(e.get("epoch")) for e in held)
+    word = "epoch" if len(held) == 1 else "epochs"
+    return (f"GPU clocks were held back in {word} {numbers} ({', '.join(reasons)}): those epoch times are slower "
+            f"than this GPU runs when it is not limited.")
+
+
+def energy_text(summary: Mapping[str, Any] | None) -> str | None:
+    """One line per device: joules per steady epoch and per 1,000 samples, "not measured: <reason>" otherwise.
+    None for a summary written before energy was measured."""
+    if not summary or not isinstance(summary.get("energy_j_per_epoch"), Mapping):
+        return None
+    per_1000 = summary.get("energy_j_per_1000_samples") or {}
+    reasons = summary.get("energy_reasons") or {}
+    estimated = set(summary.get("energy_estimated") or [])
+    parts = []
+    for device, joules in summary["energy_j_per_epoch"].items():
+        label = _device_label(device)
+        if joules is None:
+            parts.append(f"{label}: not measured: {reasons.get(device) or 'no reading'}")
+            continue
+        rate = per_1000.get(device)
+        rate_text = f", {rate:,.1f} J per 1,000 samples" if rate is not None else ""
+        note = " (estimated from power samples)" if device in estimated else ""
+        parts.append(f"{label}: {joules:,.1f} J per epoch{rate_text}{note}")
+    return "Energy (median of the steady epochs) · " + " · ".join(parts) if parts else None
+
+
+def throttle_note(snap: Any) -> None:
+    """A warning beside the epoch times when any epoch ran with its GPU clocks held back."""
+    text = throttle_text(getattr(snap, "epochs", None) or [])
+    if text:
+        st.warning(text, icon=":material/thermostat:")
+
+
+def energy_line(snap: Any) -> None:
+    """The run's energy per device, as a caption."""
+    text = energy_text(getattr(snap, "summary", None))
+    if text:
+        st.caption(text)
+
+
+def render(snap: Any) -> None:
+    """Both: the throttle note and the energy line."""
+    throttle_note(snap)
+    energy_line(snap)
