@@ -122,10 +122,25 @@ def to_json(record_or_comparison: Mapping[str, Any]) -> str:
 def _epochs_frame(epochs: Sequence[Mapping[str, Any]]) -> Any:
     import pandas as pd
 
+    rows = [_flat(e) for e in epochs]
     extras: list[str] = []
-    for e in epochs:
-        extras.extend(k for k in e if k not in EPOCH_COLUMNS and k not in extras)
-    return pd.DataFrame([dict(e) for e in epochs], columns=[*EPOCH_COLUMNS, *extras])
+    for row in rows:
+        extras.extend(k for k in row if k not in EPOCH_COLUMNS and k not in extras)
+    return pd.DataFrame(rows, columns=[*EPOCH_COLUMNS, *extras])
+
+
+def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One CSV row: a mapping becomes one column per key (``energy_j`` -> ``energy_j_cpu``, ``energy_j_gpu:0``), a list
+    one text cell joined by "; " (an empty list stays empty text, None stays empty)."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, Mapping):
+            out.update({f"{key}_{sub}": inner for sub, inner in value.items()})
+        elif isinstance(value, (list, tuple)):
+            out[key] = "; ".join(str(v) for v in value)
+        else:
+            out[key] = value
+    return out
 
 
 def _samples_frame(samples: Sequence[Mapping[str, Any]]) -> Any:

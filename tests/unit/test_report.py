@@ -182,6 +182,20 @@ def test_csv_columns_and_rows() -> None:
     assert samples["cpu_percent"].isna().tolist() == [False, True, False]
 
 
+def test_csv_epochs_spread_energy_over_columns_and_join_reasons() -> None:
+    import pandas as pd
+
+    record = make_record()
+    for epoch in record["epochs"]:
+        epoch["energy_j"] = {"cpu": None, "gpu:0": 12.5}
+        epoch["throttle_reasons"] = ["power cap", "thermal slowdown"]
+    epochs = pd.read_csv(io.StringIO(report.to_csv(record)["epochs.csv"]))
+    assert "energy_j" not in epochs.columns
+    assert epochs["energy_j_gpu:0"].tolist() == [12.5, 12.5, 12.5]
+    assert epochs["energy_j_cpu"].isna().all()  # not measured is an empty cell, not 0
+    assert epochs["throttle_reasons"].tolist() == ["power cap; thermal slowdown"] * 3
+
+
 def test_csv_zip_holds_csvs_and_json() -> None:
     with zipfile.ZipFile(io.BytesIO(report.to_csv_zip(make_record()))) as archive:
         assert sorted(archive.namelist()) == ["epochs.csv", "record.json", "samples.csv"]
