@@ -111,14 +111,14 @@ def nice_step(span: float, max_ticks: int = 6) -> float:
 
 def place_labels(items: Sequence[tuple[float, str]], x_range: tuple[float, float], *, rows: int = 2,
                  width_px: float = PLOT_WIDTH_PX, font_px: float = LABEL_PX) -> list[tuple[float, str, int]]:
-    """Put each (x, text) label in the first of ``rows`` rows where it overlaps no label already placed (widths
-    estimated from the font at ``width_px`` of plot); a label that fits in no row is left out. Returns
-    (x, text, row) for the labels kept, row 0 first."""
+    """Put each (x, text) label, in the order given (the first have priority), in the first of ``rows`` rows where
+    it overlaps no label already placed (widths estimated from the font at ``width_px`` of plot); a label that fits
+    in no row is left out. Returns (x, text, row) for the labels kept."""
     low, high = x_range
     per_px = (high - low) / width_px if high > low else 1.0
     taken: list[list[tuple[float, float]]] = [[] for _ in range(rows)]
     placed = []
-    for x, text in sorted(items, key=lambda item: item[0]):
+    for x, text in items:
         half = (len(text) * CHAR_PX * font_px + 8) / 2 * per_px
         left, right = max(x - half, low), min(x + half, high)
         if right - left < 2 * half * 0.999:  # shifted inside the plot, so no label leaves it

@@ -23,7 +23,7 @@ GPU_DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
 MAX_POINTS = 1500  # per line drawn; longer histories are thinned evenly for drawing only
 MIB_PER_GIB = 1024.0
 UTIL_TICKS = [0, 20, 40, 60, 80, 100]
-UTIL_TOP = 128.0  # the % axis ends above 100 so the phase and epoch names have two rows of their own
+UTIL_TOP = 142.0  # the % axis ends above 100 so the phase and epoch names have three rows of their own
 PHASE_NAMES = {"loading data": "data", "building model": "model"}  # worker phase -> name on the chart
 PHASE_FILLS = ("#e6ebf3", "#f3ece0")
 # GPM activity per GPU beside NVML utilization (None where the GPU has no GPM: no line then)
@@ -129,7 +129,7 @@ def _marks(fig: go.Figure, s: Series, t_max: float) -> None:
         start = end
     if shapes:  # one layout update for all marks: add_vline per epoch costs ~10 ms each
         fig.update_layout(shapes=shapes)
-    for x, text, row in style.place_labels(labels, (0.0, t_max)):
+    for x, text, row in style.place_labels(labels, (0.0, t_max), rows=3):
         fig.add_annotation(x=x, y=UTIL_TOP, xref="x", yref="y", yanchor="top", yshift=-row * (style.LABEL_PX + 6),
                            text=text, showarrow=False, font={"size": style.LABEL_PX, "color": "#374151"})
 
