@@ -25,7 +25,7 @@ def axis_style(**extra: Any) -> dict[str, Any]:
     return {"tickfont": {"size": TICK_PX}, "title": {"font": {"size": FONT_PX}}, "automargin": True, **extra}
 
 
-def legend_rows(fig: go.Figure, width_px: float = PLOT_WIDTH_PX + 60) -> int:
+def legend_rows(fig: go.Figure, width_px: float = PLOT_WIDTH_PX + 140) -> int:
     """How many rows the horizontal legend below the plot takes: its names packed left to right, as Plotly wraps."""
     rows, used = 0, width_px
     for trace in fig.data:
