@@ -293,8 +293,8 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
     intro += "".join(_run_section(r, n) for r, n in zip(runs, names))
     intro += f"<p class='note'>Generated {_e(time.strftime('%Y-%m-%d %H:%M:%S'))} by bench.</p>" + _CSS
 
-    series = [{"label": n, "epochs": list(r.get("epochs") or []), "samples": list(r.get("samples") or [])}
-              for r, n in zip(runs, names)]
+    series = [{"label": n, "epochs": list(r.get("epochs") or []), "samples": list(r.get("samples") or []),
+               "phases": (r.get("info") or {}).get("phases")} for r, n in zip(runs, names)]
     figures = [charts.epoch_time_figure(series)]
     if any(s["samples"] for s in series):
         figures.append(charts.utilization_figure(series))

@@ -231,6 +231,11 @@ class Supervisor:
         """Fold one worker event into the run. Returns True when the event ends the run."""
         kind = event.get("type")
         with self._lock:
+            # start-up phases for the utilization chart: when each began, seconds from the samples' origin
+            phases = state.info.setdefault("phases", [])
+            if kind in ("phase", "started") or (kind == "progress" and phases and phases[-1]["phase"] == "first step"):
+                name = {"phase": event.get("phase"), "started": "first step"}.get(kind, "training")
+                phases.append({"phase": str(name), "t_s": round(event.get("time", t0_wall) - t0_wall, 3)})
             if kind == "phase":
                 state.phase = str(event.get("phase"))
             elif kind == "started":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from bench import compare, metrics, models, report
+from bench import compare, display, metrics, models, report
 from bench.jobs import RunActiveError
 from ui import common, results
 
@@ -41,7 +41,9 @@ for run in runs:
         "samples/s": summary.get("steady_samples_per_s"),
         "mean CPU %": summary.get("mean_cpu_percent"),
         "mean GPU %": summary.get("mean_gpu_util_percent"),
-        "trained on": info.get("placement") or ("imported" if info.get("imported") else ""),
+        "trained on": display.short_device(info.get("placement")) if info.get("placement")
+        else ("imported" if info.get("imported") else display.MISSING),
+        "device (full name)": info.get("placement") or display.MISSING,
         "when": pd.to_datetime(run["created_at"], unit="s").strftime("%Y-%m-%d %H:%M"),
     })
 table = pd.DataFrame(rows)
@@ -51,16 +53,23 @@ if query and not table.empty:
     mask = table.astype(str).apply(lambda col: col.str.contains(query, case=False, regex=False)).any(axis=1)
     table = table[mask]
 
-columns = {
+shown, columns = results.text_table(table, {"steady epoch (s)": "{:.3f}", "samples/s": "{:,.0f}",
+                                            "mean CPU %": "{:.0f}", "mean GPU %": "{:.0f}"})
+columns.update({
     "id": st.column_config.NumberColumn("id", format="%d", width="small"),
-    "steady epoch (s)": st.column_config.NumberColumn("steady epoch (s)", format="%.3f",
-                                                      help="median of epochs 2..N (epoch 1 includes tracing)"),
-    "samples/s": st.column_config.NumberColumn("samples/s", format="%.0f"),
-    "mean CPU %": st.column_config.NumberColumn("mean CPU %", format="%.0f", help="whole machine, steady epochs"),
-    "mean GPU %": st.column_config.NumberColumn("mean GPU %", format="%.0f",
-                                                help="NVML utilization, steady epochs; empty when no GPU was sampled"),
-}
-event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="multi-row",
+    "steady epoch (s)": st.column_config.TextColumn("steady epoch (s)", alignment="right",
+                                                    help="median of epochs 2..N (epoch 1 includes tracing)"),
+    "mean CPU %": st.column_config.TextColumn("mean CPU %", alignment="right", help="whole machine, steady epochs"),
+    "mean GPU %": st.column_config.TextColumn("mean GPU %", alignment="right",
+                                              help="NVML utilization, steady epochs; — when no GPU was sampled"),
+    "trained on": st.column_config.TextColumn(
+        "trained on", help="Where the model's weights lived. The framework's full device name is in the hidden "
+                           "column 'device (full name)': show it from the table's column menu."),
+    "device (full name)": None,  # hidden; the table's toolbar can show it
+})
+if not table.empty:
+    shown["id"] = table["id"]
+event = st.dataframe(shown, hide_index=True, width="stretch", on_select="rerun", selection_mode="multi-row",
                      key="hist_table", column_config=columns)
 selected_ids = [int(table.iloc[i]["id"]) for i in event.selection.rows] if not table.empty else []
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import plotly.graph_objects as go
 import streamlit as st
 
-from bench import charts, metrics, report
+from bench import charts, display, metrics, report
 from bench.jobs import JobManager, RunSnapshot
 from bench.records import Status
 
@@ -37,7 +37,7 @@ STATUS_ICON = {Status.QUEUED: ":material/schedule:", Status.STARTING: ":material
 def status_line(snap: RunSnapshot) -> str:
     icon = STATUS_ICON.get(snap.status, "")
     where = snap.info.get("placement")
-    placed = f" · trained on `{where}`" if where else ""
+    placed = f" · trained on **{display.short_device(where)}**" if where else ""  # the full name: History
     owner = f" · run by {snap.owner} (shown from the store)" if snap.owner else ""
     return f"{icon} Run #{snap.id} **{snap.status}** · {snap.config.label()}{placed}{owner}"
 

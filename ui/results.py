@@ -9,9 +9,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from bench import charts, compare, diagnosis, metrics, references
+from bench import charts, compare, diagnosis, display, metrics, references
 from bench.jobs import JobManager
 from bench.records import Status
+from bench.target import Target
 from ui import live
 
 CHART_CONFIG = {"displaylogo": False}
@@ -48,28 +49,53 @@ def bundled_sweeps() -> dict[str, Path]:
     return _present(BUNDLED_SWEEPS)
 
 
-SWEEP_COLUMNS = {  # sweep row key -> (column title, number format)
+SWEEP_COLUMNS = {  # sweep row key -> (column title, number format); "—" where a reading does not exist
     "run_id": ("run", None), "size": ("size", None), "batch_size": ("batch", None), "target": ("target", None),
-    "state": ("state", None), "params": ("parameters", "localized"), "steady_epoch_seconds": ("steady epoch s", "%.3f"),
-    "samples_per_s": ("samples/s", "localized"), "achieved_gflops": ("GFLOP/s", "%.1f"),
-    "peak_gflops": ("peak GFLOP/s", "%.0f"), "mean_cpu_percent": ("CPU %", "%.0f"),
-    "mean_gpu_util_percent": ("GPU %", "%.0f"), "steps_per_execution": ("steps/exec", None),
+    "state": ("state", None), "params": ("parameters", "{:,.0f}"), "steady_epoch_seconds": ("steady epoch s", "{:.3f}"),
+    "samples_per_s": ("samples/s", "{:,.0f}"), "achieved_gflops": ("GFLOP/s", "{:,.1f}"),
+    "peak_gflops": ("peak GFLOP/s", "{:,.0f}"), "mean_cpu_percent": ("CPU %", "{:.0f}"),
+    "mean_gpu_util_percent": ("GPU %", "{:.0f}"), "sm_active_percent": ("SM active %", "{:.0f}"),
+    "tensor_active_percent": ("tensor active %", "{:.0f}"), "steps_per_execution": ("steps/exec", None),
     "diagnosis_kind": ("diagnosis", None),
 }
+SWEEP_HELP = {
+    "GPU %": "NVML utilization: the share of time any kernel ran, not how much of the chip worked",
+    "SM active %": "NVML GPM: the share of the streaming multiprocessors' time spent working (Hopper and newer)",
+    "tensor active %": "NVML GPM: the share of time the tensor cores worked (Hopper and newer)",
+}
+GPM_KEYS = ("sm_active_percent", "tensor_active_percent")
+
+
+def text_table(frame: pd.DataFrame, formats: Mapping[str, str | None]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A frame as text cells ("—" where a reading does not exist: Streamlit prints a missing number as "None")
+    and the column settings that right-align the numbers."""
+    out = pd.DataFrame({col: [display.cell(v, formats.get(col)) for v in frame[col]] for col in frame.columns},
+                       index=frame.index)
+    config = {col: st.column_config.TextColumn(col, alignment="right") for col, fmt in formats.items()
+              if fmt and col in out.columns}
+    return out, config
 
 
 def sweep_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
-    """Sweep rows as a table with titles and units people read, numbers rounded for reading."""
+    """Sweep rows as a table with titles and units people read, numbers rounded for reading, "—" for a reading
+    that does not exist. The GPM columns appear when a row is on a GPU or has a GPM reading."""
     frame = pd.DataFrame(rows)
-    keys = [k for k in keys if k in frame.columns or k not in ("steps_per_execution", "diagnosis_kind")]
-    frame = frame.reindex(columns=list(keys))
-    for key in keys:
-        if SWEEP_COLUMNS[key][1] == "localized":  # counts: whole numbers with thousands separators
-            frame[key] = pd.to_numeric(frame[key]).round(0)
-    frame = frame.rename(columns={k: SWEEP_COLUMNS[k][0] for k in keys})
-    config = {SWEEP_COLUMNS[k][0]: st.column_config.NumberColumn(format=SWEEP_COLUMNS[k][1])
-              for k in keys if SWEEP_COLUMNS[k][1]}
+    gpu = any(_on_gpu_row(r) for r in rows) or any(r.get(k) is not None for r in rows for k in GPM_KEYS)
+    keys = [k for k in keys if (k in frame.columns or k not in ("steps_per_execution", "diagnosis_kind"))
+            and (gpu or k not in GPM_KEYS)]
+    frame = frame.reindex(columns=list(keys)).rename(columns={k: SWEEP_COLUMNS[k][0] for k in keys})
+    frame, config = text_table(frame, {SWEEP_COLUMNS[k][0]: SWEEP_COLUMNS[k][1] for k in keys})
+    for title, text in SWEEP_HELP.items():
+        if title in frame.columns:
+            config[title] = st.column_config.TextColumn(title, alignment="right", help=text)
     st.dataframe(frame, hide_index=True, width="stretch", column_config=config)
+
+
+def _on_gpu_row(row: Mapping[str, Any]) -> bool:
+    try:
+        return Target.parse(str(row.get("target"))).is_gpu
+    except ValueError:
+        return False
 
 
 def _steps_text(row: Mapping[str, Any]) -> str:
@@ -116,7 +142,7 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
     st.markdown(f"Measured on **{report.hardware_label(sweep.hardware)}** (imported, not measured here).")
     sweep_table(rows, ["size", "batch_size", "steps_per_execution", "target", "params", "steady_epoch_seconds",
                        "samples_per_s", "achieved_gflops", "peak_gflops", "mean_cpu_percent", "mean_gpu_util_percent",
-                       "diagnosis_kind"])
+                       *GPM_KEYS, "diagnosis_kind"])
     sweep_charts(rows, compare.sweep_targets(rows), key=key)  # a CPU first: the baseline
 
 
@@ -164,8 +190,8 @@ def comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str,
                       cache_key: tuple[Any, ...] | None = None) -> None:
     """Epoch times and utilization of several runs. With ``cache_key`` (a live group's state) every viewer's
     rerun shares one pair of figures per state, as the Train page's live charts do."""
-    series = [{"label": run_label(r), "epochs": r.get("epochs") or [], "samples": r.get("samples") or []}
-              for r in records]
+    series = [{"label": run_label(r), "epochs": r.get("epochs") or [], "samples": r.get("samples") or [],
+               "phases": (r.get("info") or {}).get("phases")} for r in records]
 
     def figure(name: str, build: Any) -> Any:
         return live.cached_figure((name, *cache_key), build) if cache_key is not None else build()
@@ -311,7 +337,8 @@ def show_imported(data: bytes, key: str = "imported") -> None:
         show_comparison(records, key=key)
     else:
         rec = records[0]
-        series = [{"label": run_label(rec), "epochs": rec.get("epochs") or [], "samples": rec.get("samples") or []}]
+        series = [{"label": run_label(rec), "epochs": rec.get("epochs") or [], "samples": rec.get("samples") or [],
+                   "phases": (rec.get("info") or {}).get("phases")}]
         left, right = st.columns(2)
         left.plotly_chart(charts.epoch_time_figure(series), key=f"{key}_epochs", config=CHART_CONFIG)
         right.plotly_chart(charts.utilization_figure(series), key=f"{key}_util", config=CHART_CONFIG)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench import charts
+from bench import chart_style, charts
 
 
 def epochs(n: int) -> list[dict]:
@@ -85,5 +85,164 @@ def test_each_peak_line_has_its_targets_colour():
     assert peak_colour[170_000.0] == line_colour["gpu:0"]
     assert peak_colour[1_300.0] == line_colour["cpu"]
     assert line_colour["gpu:0"] != line_colour["cpu"]
-    labels = {a.text: a.y for a in fig.layout.annotations if "matmul peak" in a.text}
-    assert labels["cpu matmul peak 1,300 GFLOP/s"] == pytest.approx(math.log10(1_300.0)), "log axis: y in log10 units"
+    named = {tr.name: tr.line.color for tr in fig.data if "matmul peak" in (tr.name or "")}
+    assert named["cpu matmul peak 1,300 GFLOP/s"] == peak_colour[1_300.0], "named in the legend, in its colour"
+    assert not [a for a in fig.layout.annotations if "peak" in (a.text or "")], "no label on the line to hit the axis"
+    low, high = fig.layout.yaxis.range
+    assert low <= math.log10(10.0) and high >= math.log10(170_000.0), "the axis holds the data and every peak"
+
+
+# -- readability ------------------------------------------------------------------------------------------------------
+PHASES = [{"phase": "importing tensorflow", "t_s": 0.2}, {"phase": "loading data", "t_s": 4.0},
+          {"phase": "building model", "t_s": 5.0}, {"phase": "first step", "t_s": 6.0},
+          {"phase": "training", "t_s": 6.8}]
+
+
+def process_samples(n: int, cores: float) -> list[dict]:
+    return [{"t_s": i * 0.5, "cpu_percent": 50.0, "process_cpu_percent": 100.0 * cores, "process_rss_mib": 512.0,
+             "ram_used_mib": 4096.0, "gpus": []} for i in range(n)]
+
+
+def sweep_rows() -> list[dict]:
+    return [{"params": p, "target": t, "batch_size": 128, "size": s, "samples_per_s": r, "achieved_gflops": r / 100,
+             "peak_gflops": 1_300.0, "mean_cpu_percent": 60.0, "mean_gpu_util_percent": None}
+            for t in ("cpu", "cpu/1") for p, s, r in ((25_450, "xs", 55_000.0), (669_706, "m", 7_900.0))]
+
+
+def every_figure() -> dict[str, object]:
+    series = [{"label": "r", "epochs": epochs(3), "samples": process_samples(20, 2), "phases": PHASES}]
+    return {"epochs": charts.epoch_time_figure(series), "util": charts.utilization_figure(series),
+            "loss": charts.loss_accuracy_figure(epochs(3)), "heat": charts.per_core_heatmap(samples(4)),
+            "sweep_util": charts.sweep_utilization_figure(sweep_rows()),
+            "rate": charts.sweep_throughput_figure(sweep_rows()), "gflops": charts.sweep_gflops_figure(sweep_rows())}
+
+
+@pytest.mark.parametrize("name", ["epochs", "util", "loss", "heat", "sweep_util", "rate", "gflops"])
+def test_every_axis_has_tick_labels_of_at_least_14_px(name):
+    fig = every_figure()[name]
+    axes = [fig.layout[k] for k in fig.layout if k.startswith(("xaxis", "yaxis"))]
+    assert axes
+    for axis in axes:
+        assert axis.tickfont.size is not None and axis.tickfont.size >= 14, (name, axis.plotly_name)
+    assert fig.layout.font.size >= 14 and fig.layout.legend.font.size >= 14
+
+
+def one_two_five(value: float) -> bool:
+    mantissa = value / 10 ** math.floor(math.log10(value) + 1e-9)
+    return any(math.isclose(mantissa, m) for m in (1, 2, 5))
+
+
+@pytest.mark.parametrize("name", ["sweep_util", "rate", "gflops"])
+def test_log_axes_label_only_one_two_five_or_powers_of_ten(name):
+    fig = every_figure()[name]
+    logs = [fig.layout[k] for k in fig.layout if k.startswith(("xaxis", "yaxis")) and fig.layout[k].type == "log"]
+    assert logs, "parameters are on a log axis"
+    for axis in logs:
+        assert axis.tickmode == "array" and axis.tickvals, "Plotly's own log ticks label every minor tick"
+        assert all(one_two_five(v) for v in axis.tickvals), axis.tickvals
+        assert len(axis.ticktext) == len(axis.tickvals) and all(len(t) <= 4 for t in axis.ticktext), axis.ticktext
+
+
+def test_log_ticks_thin_to_powers_of_ten_over_many_decades():
+    vals, text, rng = chart_style.log_ticks([25_450, 36_818_954])
+    assert text == ["10k", "100k", "1M", "10M", "100M"]
+    assert rng == [4.0, 8.0]
+    vals, text, rng = chart_style.log_ticks([3_000, 9_000])
+    assert text == ["2k", "5k", "10k"], "two decades or fewer: 1-2-5, the axis from the tick below to the one above"
+    assert chart_style.log_ticks([None, 0]) is None
+
+
+def test_accuracy_axis_is_zero_to_one_in_round_steps():
+    axis = charts.loss_accuracy_figure(epochs(3)).layout.yaxis2
+    assert list(axis.range) == [0, 1.0]
+    assert list(axis.tickvals) == [0, 0.2, 0.4, 0.6, 0.8, 1.0] and axis.tickformat == ".1f"
+
+
+def test_utilization_axis_ticks_are_round():
+    fig = charts.utilization_figure([{"label": "r", "samples": process_samples(4, 1), "epochs": epochs(1)}])
+    assert list(fig.layout.yaxis.tickvals) == [0, 20, 40, 60, 80, 100]
+    assert all(float(v).is_integer() for v in fig.layout.yaxis2.tickvals), "whole cores"
+
+
+def test_heatmap_colour_bar_ticks_have_room():
+    for cores in (1, 2, 4, 16):  # the colour bar spans the plot: its ticks are as far apart as the plot allows
+        fig = charts.per_core_heatmap([{"t_s": 0.0, "cpu_per_core": [1.0] * cores}])
+        bar = fig.data[0].colorbar
+        plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+        assert bar.len == 1.0 and bar.lenmode == "fraction" and bar.tickfont.size >= 14
+        assert bar.tickvals[0] == 0 and bar.tickvals[-1] == 100
+        assert plot_px / (len(bar.tickvals) - 1) >= 2 * bar.tickfont.size, (cores, plot_px, bar.tickvals)
+
+
+def test_start_up_phases_are_shaded_and_named_and_epochs_named():
+    timed = [e | {"t_start_s": 6.8 + 2 * i, "t_end_s": 8.8 + 2 * i} for i, e in enumerate(epochs(3))]
+    fig = charts.utilization_figure([{"label": "r", "samples": process_samples(30, 2), "epochs": timed,
+                                      "phases": PHASES}])
+    rects = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert [(r.x0, r.x1) for r in rects] == [(0.2, 4.0), (4.0, 5.0), (5.0, 6.0), (6.0, 6.8)]
+    names = [a.text for a in fig.layout.annotations]
+    for phase in ("framework", "data", "model", "first step"):
+        assert phase in names, names
+    assert "epoch 1 (tracing)" in names and "epoch 2" in names and "training" not in names
+    assert names[:4] == ["framework", "data", "model", "first step"], "the phases' names come first"
+
+
+def test_phase_bands_end_at_the_first_epoch_without_a_training_mark():
+    bands = charts.phase_bands([{"phase": "loading data", "t_s": 1.0}, {"phase": "first step", "t_s": 2.0}],
+                               [{"t_end_s": 3.5}], 10.0)
+    assert bands == [("data", 1.0, 2.0), ("first step", 2.0, 3.5)]
+    assert charts.phase_bands(None, [], 10.0) == []
+
+
+def test_no_phase_shading_for_a_record_without_phases():
+    fig = charts.utilization_figure([{"label": "r", "samples": samples(6), "epochs": epochs(2)}])
+    assert not [s for s in fig.layout.shapes if s.type == "rect"]
+
+
+def test_placed_labels_never_overlap():
+    items = [(x * 0.3, f"epoch {x}") for x in range(40)]
+    placed = chart_style.place_labels(items, (0.0, 12.0), rows=2, width_px=500)
+    assert 2 < len(placed) < 40, "some labels kept, the crowded rest left out"
+    per_s = 12.0 / 500
+    for row in (0, 1):
+        spans = sorted((x - (len(t) * chart_style.CHAR_PX * chart_style.LABEL_PX + 8) / 2 * per_s,
+                        x + (len(t) * chart_style.CHAR_PX * chart_style.LABEL_PX + 8) / 2 * per_s)
+                       for x, t, r in placed if r == row)
+        assert all(a[1] <= b[0] + 1e-9 for a, b in zip(spans, spans[1:])), spans
+
+
+def test_process_cpu_in_cores_and_memory_are_drawn_beside_the_machine():
+    one, two = ({"label": name, "samples": process_samples(6, cores), "epochs": epochs(1)}
+                for name, cores in (("cpu/1", 1), ("cpu", 2)))
+    fig = charts.utilization_figure([one, two])
+    cores = {t.name: max(t.y) for t in fig.data if "process CPU" in t.name}
+    assert cores == {"cpu/1 · training process CPU (cores, right axis)": 1.0,
+                     "cpu · training process CPU (cores, right axis)": 2.0}
+    assert all(t.yaxis == "y2" for t in fig.data if "process CPU" in t.name)
+    memory = [t for t in fig.data if "process memory" in t.name]
+    assert len(memory) == 2 and memory[0].y[0] == pytest.approx(0.5), "512 MiB drawn as 0.5 GiB"
+
+
+def test_no_process_lines_where_none_were_sampled():
+    fig = charts.utilization_figure([{"label": "r", "samples": samples(6), "epochs": epochs(1)}])
+    assert not [t for t in fig.data if "process" in t.name or "memory" in t.name]
+
+
+def gpm_samples(sm: float | None) -> list[dict]:
+    return [{"t_s": i * 0.5, "cpu_percent": 10.0, "gpus": [{"index": 0, "util_percent": 90.0, "sm_active_percent": sm,
+                                                            "tensor_active_percent": None}]} for i in range(4)]
+
+
+def test_gpm_lines_only_where_the_gpu_reports_them():
+    with_gpm = charts.utilization_figure([{"label": "r", "samples": gpm_samples(42.0), "epochs": []}])
+    assert [t.name for t in with_gpm.data] == ["CPU, whole machine", "GPU 0", "GPU 0 SM active"]
+    assert list(with_gpm.data[2].y) == [42.0] * 4
+    without = charts.utilization_figure([{"label": "r", "samples": gpm_samples(None), "epochs": []}])
+    assert [t.name for t in without.data] == ["CPU, whole machine", "GPU 0"], "no GPM: no line, not a zero line"
+
+
+def test_sweep_utilization_draws_gpm_for_gpu_targets_that_have_it():
+    rows = [{"params": p, "target": "gpu:0", "batch_size": 128, "size": s, "mean_gpu_util_percent": 80.0,
+             "sm_active_percent": sm, "tensor_active_percent": None} for p, s, sm in ((1e4, "xs", 10.0), (1e6, "m", 60.0))]
+    names = [t.name for t in charts.sweep_utilization_figure(rows).data]
+    assert names == ["gpu:0 (GPU %)", "gpu:0 (SM active %)"]

@@ -1,0 +1,58 @@
+"""Text for people: short device names and table cells where a missing reading reads "—", never "None" or 0."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+MISSING = "—"
+
+# One pattern per way a framework names where a variable lives: TensorFlow "/job:.../device:GPU:0", JAX "TFRT_CPU_0",
+# "cuda:0", "CudaDevice(id=0)", torch "cpu" / "cuda:0".
+_DEVICE_PATTERNS = (
+    re.compile(r"device:(?P<kind>[A-Za-z_]+):(?P<index>\d+)"),
+    re.compile(r"^TFRT_(?P<kind>[A-Za-z]+)_(?P<index>\d+)$"),
+    re.compile(r"^(?P<kind>[A-Za-z]+)Device\(id=(?P<index>\d+)\)$"),
+    re.compile(r"^(?P<kind>[A-Za-z]+):(?P<index>\d+)$"),
+    re.compile(r"^(?P<kind>cpu|gpu|cuda|tpu)$", re.IGNORECASE),
+)
+_KINDS = {"cuda": "GPU", "rocm": "GPU", "metal": "GPU"}
+
+
+def _short_one(raw: str) -> str:
+    text = raw.strip()
+    for pattern in _DEVICE_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            kind = match.group("kind").lower()
+            kind = _KINDS.get(kind, kind.upper())
+            index = match.groupdict().get("index")
+            return f"{kind}:{index}" if index is not None else kind
+    return text
+
+
+def short_device(raw: Any) -> str:
+    """A framework's device name as a short label: "/job:localhost/replica:0/task:0/device:CPU:0" -> "CPU:0",
+    "cuda:0" -> "GPU:0"; several devices (comma-separated) each shortened; "—" when there is none; an unknown form
+    unchanged."""
+    if raw is None or str(raw).strip() == "":
+        return MISSING
+    return ", ".join(_short_one(part) for part in str(raw).split(",") if part.strip())
+
+
+def missing(value: Any) -> bool:
+    """Whether a reading does not exist: None, NaN or pandas' NA."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value) or (isinstance(value, float) and math.isnan(value))
+    except (TypeError, ValueError):  # pandas.NA refuses bool()
+        return True
+
+
+def cell(value: Any, fmt: str | None = None) -> str:
+    """One table cell: "—" for a reading that does not exist, else the value (through ``fmt``, e.g. "{:,.0f}")."""
+    if missing(value):
+        return MISSING
+    return fmt.format(value) if fmt else str(value)

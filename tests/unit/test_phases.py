@@ -1,0 +1,46 @@
+"""Start-up phases: the supervisor records when each began (seconds from the samples' origin) in the run's info,
+the store keeps them, and the utilization chart shades them."""
+
+from __future__ import annotations
+
+import threading
+
+from bench import charts
+from bench.records import Status
+from bench.run_state import RunState
+from bench.run_writer import RunWriter
+from bench.store import Store
+from bench.supervisor import Supervisor
+from tests.unit.test_run_parts import TINY
+
+
+def test_phases_are_recorded_stored_and_drawn(tmp_path):
+    store = Store(tmp_path / "runs.sqlite3")
+    lock = threading.Lock()
+    writer = RunWriter(store, lock)
+    state = RunState(id=0, config=TINY, created_at=1.0, hardware={})
+    writer.create(state)
+    sup = Supervisor(state, lock=lock, writer=writer, ctx=None, worker_target=None, sampler_factory=None,
+                     stop_event=None, log_path=None, hang_timeout_s=30, stop_grace_s=5)
+    t0 = 1000.0
+    events = [{"type": "phase", "phase": "importing tensorflow", "time": t0 + 0.1},
+              {"type": "phase", "phase": "loading data", "time": t0 + 5.0},
+              {"type": "phase", "phase": "building model", "time": t0 + 5.5},
+              {"type": "started", "placement": "/device:CPU:0", "time": t0 + 6.0},
+              {"type": "progress", "epoch": 1, "batch": 1, "batches": 4, "time": t0 + 7.0},
+              {"type": "progress", "epoch": 1, "batch": 2, "batches": 4, "time": t0 + 7.2},
+              {"type": "epoch", "epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True, "started_wall": t0 + 6.1,
+               "ended_wall": t0 + 8.1, "time": t0 + 8.1}]
+    for event in events:
+        sup._apply_event(state, event, t0)
+    expected = [{"phase": "importing tensorflow", "t_s": 0.1}, {"phase": "loading data", "t_s": 5.0},
+                {"phase": "building model", "t_s": 5.5}, {"phase": "first step", "t_s": 6.0},
+                {"phase": "training", "t_s": 7.0}]
+    assert state.info["phases"] == expected, "one 'training' mark: the first step's end, not every progress event"
+    writer.persist_end(state, Status.FINISHED)
+    stored = store.get_run(state.id)["info"]["phases"]
+    assert stored == expected
+    fig = charts.utilization_figure([{"label": "r", "epochs": state.epochs, "samples": [{"t_s": 9.0}],
+                                      "phases": stored}])
+    assert [(s.x0, s.x1) for s in fig.layout.shapes if s.type == "rect"] == [(0.1, 5.0), (5.0, 5.5), (5.5, 6.0),
+                                                                             (6.0, 7.0)]
