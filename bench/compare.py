@@ -10,6 +10,7 @@ utilization.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +27,62 @@ def parse_targets(text: str | Sequence[str | Target]) -> list[Target]:
     if not targets:
         raise ConfigError(["give at least one target, e.g. --targets cpu/1,cpu"])
     return targets
+
+
+PRICE_EXAMPLE = "cpu=0.40,gpu:0=2.50"
+
+
+def price_value(text: str, where: str) -> float | None:
+    """One hourly price as entered: blank = no price (None); else a number above 0 (ConfigError otherwise)."""
+    text = str(text).strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError([f"{where}: {text!r} is not a number; give an hourly price such as 0.40, or leave it "
+                           "blank for no price"]) from None
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError([f"{where}: an hourly price must be above 0 (got {text!r}); leave a target out to give it "
+                           "no price"])
+    return value
+
+
+def parse_prices(text: str | None, targets: Sequence[Target | str] | None = None) -> dict[str, float]:
+    """``"cpu=0.40,gpu:0=2.50"`` -> ``{"cpu": 0.4, "gpu:0": 2.5}``: an hourly price per target, entered by the user
+    (no price is assumed for a target left out). Every problem is listed in one ConfigError, each saying what to
+    write; with ``targets``, a price for a target not among them is one."""
+    prices: dict[str, float] = {}
+    errors: list[str] = []
+    known = {_text(t) for t in targets} if targets is not None else None
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, sep, price = part.partition("=")
+        try:
+            if not sep:
+                raise ConfigError([""])
+            canonical = str(Target.parse(name.strip()))
+        except ConfigError:
+            errors.append(f"--price: {part.strip()!r} is not TARGET=PRICE; write e.g. {PRICE_EXAMPLE}")
+            continue
+        try:
+            value = price_value(price, f"--price {canonical}")
+        except ConfigError as exc:
+            errors.extend(exc.errors)
+            continue
+        if value is None:
+            errors.append(f"--price: {part.strip()!r} has no price; write e.g. {PRICE_EXAMPLE}")
+        elif known is not None and canonical not in known:
+            errors.append(f"--price: {canonical} is not among the targets ({', '.join(sorted(known))}); price only "
+                          "those you compare")
+        elif canonical in prices:
+            errors.append(f"--price: {canonical} is priced twice; give each target one price")
+        else:
+            prices[canonical] = value
+    if errors:
+        raise ConfigError(errors)
+    return prices
 
 
 def target_configs(base: RunConfig, targets: Sequence[Target | str], hardware: Any | None = None) -> list[RunConfig]:
