@@ -121,9 +121,9 @@ def measure_peak(
         cpu_threads: pin the CPU probe to this many cores and threads; None = all cores.
         size: one matrix side (the same as ``sizes=[size]``).
         sizes: matrix sides to probe; None = :func:`default_sizes`. Each matmul is ``2 * size**3`` FLOPs.
-        repeats: timed batches per size, after a warm-up; the best batch counts.
+        repeats: timed blocks per size, after a warm-up; the fastest block counts.
         dtype: element type of both matrices.
-        seconds: time spent timing matmuls over all sizes (at least one matmul per repeat).
+        seconds: time spent timing matmuls over all sizes (at least; each block holds one matmul or more).
         timeout_s: give up (and end the subprocess) after this many seconds, framework start-up included.
 
     Returns:
@@ -228,14 +228,18 @@ def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
             sync(c0)
             placement = worker.variable_device(c0)
             one_s = batch(1)  # warm-up and a first estimate
-            per_batch = max(1, int((budget_s / len(sizes) / repeats) / max(one_s, 1e-7)))
+            share_s = budget_s / len(sizes) / repeats  # each repeat: timed matmuls for at least this long
+            per_batch = max(1, int(share_s / 4 / max(one_s, 1e-7)))
             best = 0.0
             for _ in range(repeats):
-                spent = batch(per_batch)
+                spent, count = 0.0, 0
+                while spent < share_s or count == 0:
+                    spent += batch(per_batch)
+                    count += per_batch
                 timed_s += spent
-                matmuls += per_batch
-                flops_done += per_batch * 2.0 * size**3
-                best = max(best, per_batch * 2.0 * size**3 / spent / 1e9)
+                matmuls += count
+                flops_done += count * 2.0 * size**3
+                best = max(best, count * 2.0 * size**3 / spent / 1e9)
             by_size[str(size)] = best
     if device != "cpu" and "gpu" not in placement.lower() and "cuda" not in placement.lower():
         raise RuntimeError(
