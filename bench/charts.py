@@ -341,9 +341,12 @@ def sweep_speedup_figure(speedups: Sequence[Mapping[str, Any]], label: str) -> g
 def sweep_gflops_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """Achieved training GFLOP/s vs parameters, with each target's measured matmul peak as a dashed line."""
     peaks = {}
+    stale: set[str] = set()
     for row in rows:
         if row.get("peak_gflops"):
             peaks[str(row.get("target"))] = row["peak_gflops"]
+        if row.get("peak_stale"):
+            stale.add(str(row.get("target")))
     fig = _sweep_lines(rows, "achieved_gflops", "Achieved GFLOP/s vs the measured peak", "GFLOP/s", log_y=True,
                        also_y=list(peaks.values()))
     # a peak takes its target's line colour; grey when the target has several lines (one per batch size)
@@ -356,7 +359,8 @@ def sweep_gflops_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
         line = {"color": colour, "dash": "dash", "width": 1.5}
         fig.add_hline(y=peak, line=line)
         # named in the legend, below the plot: a label on the line runs into the axis or the markers
-        fig.add_scatter(x=[None], y=[None], mode="lines", line=line, name=f"{target} matmul peak {peak:,.0f} GFLOP/s",
+        fig.add_scatter(x=[None], y=[None], mode="lines", line=line, name=f"{target} matmul peak {peak:,.0f} GFLOP/s"
+                        + (" (a run beat it: being re-measured)" if target in stale else ""),
                         hoverinfo="skip")
     return fig
 

@@ -113,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="one config on several targets, one after the other; speed-up headline")
     add_run_options(p, with_device=False)
     p.add_argument("--targets", required=True, help="comma list of cpu, cpu/N, gpu:N, gpus (first = baseline)")
+    p.add_argument("--price", default=None, help="hourly price per target for the cost per epoch and per run, "
+                   "e.g. cpu=0.40,gpu:0=2.50 (no price is assumed for a target left out)")
     p.add_argument("--json", dest="json_path", default=None, help="write runs + comparison to this file")
 
     p = sub.add_parser("sweep", help="model size (and batch size, steps per execution) vs speed and utilization")
@@ -373,9 +375,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     targets = compare.parse_targets(args.targets)
     if len(targets) < 2:
         raise UsageError("compare needs at least two targets, e.g. --targets cpu/1,cpu")
+    prices = compare.parse_prices(args.price, targets)
     configs = compare.target_configs(config_from_args(args, device="cpu"), targets)
     records, saved = _run_many(configs)
-    result = records_module.comparison_record(records)
+    result = records_module.comparison_record(records, prices)
     if args.json_path:
         _write_json(args.json_path, result)
     for pair in result["comparison"]["pairs"]:
@@ -383,12 +386,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
         first_a, first_b = pair.get("first_epoch_seconds_a"), pair.get("first_epoch_seconds_b")
         print(f"  first epoch (includes tracing): {pair['baseline_target']} {metrics.format_seconds(first_a)}, "
               f"{pair['target']} {metrics.format_seconds(first_b)}")
+        for side, name in (("a", pair["baseline_target"]), ("b", pair["target"])):
+            price = pair.get(f"price_per_hour_{side}")
+            if price is not None:
+                print(f"  cost of {name} at {price:g} per hour: {_cost(pair.get(f'cost_per_epoch_{side}'))} per "
+                      f"steady epoch, {_cost(pair.get(f'cost_per_run_{side}'))} for the run (start-up included)")
         if compare.caution(pair):
             print(f"  caution: {compare.caution(pair)}")
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved
     return 0 if all(r["status"] == Status.FINISHED for r in records) else 1
+
+
+def _cost(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -415,38 +427,77 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from bench.jobs import JobManager
 
     manager = JobManager(_open_store())
-    peaks: dict[str, float | None] = {}
+    entries: dict[str, dict[str, Any] | None] = {}
     if not args.no_peak:
         for target in targets:  # in the run queue: a probe never overlaps a run
-            print(f"measuring the matmul peak of {target}…", file=sys.stderr)
+            print(f"measuring the matmul peak of {target} (best of several sizes, or the cached best)…",
+                  file=sys.stderr)
             try:
-                peaks[str(target)] = manager.queue_peak(target.device, cpu_threads=target.cpu_threads).result() \
-                    .get("peak_gflops")
+                entries[str(target)] = manager.queue_peak(target.device, cpu_threads=target.cpu_threads).result()
             except (ValueError, probe.ProbeError) as exc:
                 print(f"   no peak for {target}: {exc}", file=sys.stderr)
-                peaks[str(target)] = None
+                entries[str(target)] = None
     records, saved = _run_many(configs, manager)
-    rows = [compare.sweep_row(r, peaks.get(compare.target(r))) for r in records]
+    if not args.no_peak:
+        entries = _peaks_after_runs(manager, entries)
+    rows = [compare.sweep_row(r, entries.get(compare.target(r))) for r in records]
+    peaks = {t: (e or {}).get("peak_gflops") for t, e in entries.items()}
     if args.json_path:
-        _write_json(args.json_path, records_module.sweep_record(rows, peaks, records))
+        document = records_module.sweep_record(rows, peaks, records)
+        document["peaks"] = {t: e for t, e in entries.items()}  # where each peak came from: sizes, date, conditions
+        _write_json(args.json_path, document)
     wide = compare.wide_window_rows(rows)
     print(f"{'size':>4} {'batch':>6} {'steps':>5} {'target':>7} {'params':>12} {'steady s':>9} {'samples/s':>10} "
-          f"{'GFLOP/s':>8} {'peak':>8} {'GPU %':>6} {'CPU %':>6}  diagnosis")
+          f"{'GFLOP/s':>8} {'peak':>8} {'of peak':>8} {'GPU %':>6} {'CPU %':>6}  diagnosis")
     for row in rows:
         def f(v: Any, fmt: str) -> str:
             return format(v, fmt) if v is not None else "—"
+        share = "re-probe" if row["peak_stale"] else f(row["peak_fraction"], ".0%")
         print(f"{row['size']:>4} {row['batch_size']:>6} {row['steps_per_execution']:>5} {row['target']:>7} "
               f"{f(row['params'], ',d'):>12} "
               f"{f(row['steady_epoch_seconds'], '.3f'):>9} {f(row['samples_per_s'], ',.0f'):>10} "
-              f"{f(row['achieved_gflops'], '.1f'):>8} {f(row['peak_gflops'], '.1f'):>8} "
+              f"{f(row['achieved_gflops'], '.1f'):>8} {f(row['peak_gflops'], '.1f'):>8} {share:>8} "
               f"{f(row['mean_gpu_util_percent'], '.0f'):>6} {f(row['mean_cpu_percent'], '.0f'):>6}"
               f"{' *' if row in wide else '  '} {row.get('diagnosis_kind') or '—'}")
+    for target, entry in entries.items():
+        if entry is not None:
+            print(f"peak of {target}: {entry['peak_gflops']:.1f} GFLOP/s, {probe.describe(entry)}")
+    if any(row["peak_stale"] for row in rows):
+        print("re-probe: the run achieved more than the measured peak, so its share is not shown; the peak is "
+              "measured again when no run is active (`python -m bench.probe --refresh`).")
     if wide:
         print(f"* {compare.WIDE_WINDOW_NOTE}")
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved
     return 0 if all(r["status"] == Status.FINISHED for r in records) else 1
+
+
+def _peaks_after_runs(manager: Any, entries: dict[str, dict[str, Any] | None]
+                      ) -> dict[str, dict[str, Any] | None]:
+    """After a sweep: wait for the re-probes of peaks that a run beat (queued by the manager), then take each
+    target's peak from the cache as it now stands (its best, or still stale when a probe failed)."""
+    from bench import probe
+
+    pending = manager.pending_peaks()
+    if pending:
+        print(f"a run beat a measured peak: measuring it again ({len(pending)} probe(s))…", file=sys.stderr)
+    for future in pending:
+        try:
+            future.result()
+        except Exception as exc:  # noqa: BLE001 - reported; the row stays flagged
+            print(f"   the new probe failed: {exc}", file=sys.stderr)
+    out: dict[str, dict[str, Any] | None] = {}
+    for text, entry in entries.items():
+        if entry is None:
+            out[text] = None
+            continue
+        from bench.target import Target
+
+        target = Target.parse(text)
+        out[text] = probe.lookup(target.device, cpu_threads=target.cpu_threads, backend=entry.get("backend"),
+                                 dtype=entry.get("dtype") or "float32") or entry
+    return out
 
 
 def cmd_export(args: argparse.Namespace) -> int:

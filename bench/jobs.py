@@ -33,6 +33,7 @@ __all__ = ["JobManager", "RunActiveError", "RunSnapshot", "TERMINAL", "default_s
            "PRESTART_DELAY_S"]
 log = logging.getLogger(__name__)
 STORED_REFRESH_S = 2.0  # a run of another process, shown from the store, is re-read at most this often
+PEAK_WAIT_S = 600.0  # a peak probe waits at most this long for another process's run to end
 
 
 class RunActiveError(ValueError):
@@ -76,6 +77,7 @@ class JobManager:
         self._wake = threading.Condition(self._lock)
         self._runs: dict[int, RunState] = {}
         self._queue: collections.deque[int | _PeakJob] = collections.deque()
+        self._probing: list[_PeakJob] = []
         self._stop_events: dict[int, Any] = {}
         self._next_memory_id = -1
         self._shutdown = False
@@ -312,7 +314,13 @@ class JobManager:
                     return
                 item = self._queue.popleft()
             if isinstance(item, _PeakJob):
-                self._run_peak(item)
+                with self._lock:
+                    self._probing.append(item)
+                try:
+                    self._run_peak(item)
+                finally:
+                    with self._lock:
+                        self._probing.remove(item)
                 continue
             with self._lock:
                 state = self._runs[item]
@@ -329,6 +337,10 @@ class JobManager:
                                        "hint": "This is a bug in the dashboard; the next run starts normally."}
                         finish(state, Status.FAILED)
                 self.writer.persist_end(state)
+            try:
+                self._check_peak(state)
+            except Exception:  # noqa: BLE001 - a peak check must never stop the queue
+                log.exception("checking run %s against its peak failed", item)
             self._prestart_after(state.config)
 
     def _run_peak(self, job: _PeakJob) -> None:
@@ -336,6 +348,7 @@ class JobManager:
 
         if not job.future.set_running_or_notify_cancel():
             return
+        self._wait_for_other_processes()
         try:
             result = probe.cached_peak(job.device, cpu_threads=job.cpu_threads, refresh=job.refresh)
         except Exception as exc:  # noqa: BLE001 - a failed probe is reported, the queue goes on
@@ -343,18 +356,74 @@ class JobManager:
             self._peak_into_group(job, None, str(exc))
             return
         job.future.set_result(result)
-        self._peak_into_group(job, result.get("peak_gflops"), None)
+        self._peak_into_group(job, result.get("peak_gflops"), None, result)
 
-    def _peak_into_group(self, job: _PeakJob, peak: float | None, error: str | None) -> None:
+    def _peak_into_group(self, job: _PeakJob, peak: float | None, error: str | None,
+                         entry: dict[str, Any] | None = None) -> None:
         if job.group_id is None:
             return
         with self._lock:
             group = next((g for g in self._groups if g["id"] == job.group_id), None)
             if group is None:
                 return
-            group["meta"] = {**group["meta"], "peaks": {**group["meta"].get("peaks", {}), job.target: peak}}
+            meta = group["meta"]
+            group["meta"] = {**meta, "peaks": {**meta.get("peaks", {}), job.target: peak},
+                             "peak_entries": {**meta.get("peak_entries", {}), job.target: entry}}
             if error:
                 group["meta"]["peak_errors"] = {**group["meta"].get("peak_errors", {}), job.target: error}
+
+    def _wait_for_other_processes(self) -> None:
+        """A probe measures an idle device: wait (up to PEAK_WAIT_S) while another process's run is active."""
+        if self.store is None:
+            return
+        deadline = time.monotonic() + PEAK_WAIT_S
+        while time.monotonic() < deadline and not self._shutdown:
+            try:
+                self.store.mark_orphans_interrupted()
+                busy = [r["id"] for r in self.store.list_runs()
+                        if r["status"] in records.ACTIVE and r["id"] not in self._runs]
+            except StoreError:
+                return
+            if not busy:
+                return
+            time.sleep(1.0)
+
+    def _check_peak(self, state: RunState) -> None:
+        """A finished run that achieved more than its target's cached peak flags that peak stale and queues a new
+        probe behind the queued runs; a group holding the run shows the figure flagged until the probe lands."""
+        from bench import compare, probe
+
+        target = state.config.target()
+        if state.status != Status.FINISHED or target.kind == "gpus":
+            return
+        with self._lock:
+            record = {"epochs": list(state.epochs), "info": dict(state.info)}
+        achieved = compare.achieved_gflops(record)
+        try:
+            flagged = achieved is not None and probe.mark_stale(
+                state.config.device, achieved, cpu_threads=state.config.cpu_threads,
+                backend=state.config.backend, run_id=state.id)
+        except (ValueError, OSError) as exc:
+            log.warning("could not check run %s against its peak: %s", state.id, exc)
+            return
+        if not flagged:
+            return
+        with self._lock:
+            group = next((g for g in reversed(self._groups) if state.id in g["run_ids"]), None)
+            if group is not None:
+                entries = group["meta"].get("peak_entries", {})
+                stale = {**(entries.get(str(target)) or {}), "stale": True}
+                group["meta"] = {**group["meta"], "peak_entries": {**entries, str(target): stale}}
+        job = _PeakJob(state.config.device, state.config.cpu_threads, True,
+                       group_id=group["id"] if group else None, target=str(target))
+        self._queue_peak(job)
+        log.info("run %s achieved %.1f GFLOP/s, more than the measured peak of %s: probing it again", state.id,
+                 achieved, target)
+
+    def pending_peaks(self) -> list[concurrent.futures.Future]:
+        """The futures of the peak probes still queued or running (e.g. re-probes after a run beat a peak)."""
+        with self._lock:
+            return [q.future for q in [*self._queue, *self._probing] if isinstance(q, _PeakJob)]
 
     def _prestart_after(self, config: RunConfig) -> None:
         """Keep a worker for the next run ready, like the one that just ended, when nothing else is queued."""

@@ -450,12 +450,14 @@ class Comparison:
                 **self.extra}
 
 
-def comparison_record(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def comparison_record(records: Sequence[Mapping[str, Any]],
+                      prices: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The one builder of a ``bench.comparison/1`` document: the runs and the speed-up of each against the first.
 
     ``comparison`` holds ``baseline`` (the first run's id), ``pairs`` (one per other run: baseline_id,
     baseline_target, target_id, target, speedup_median, speedup_min, speedup_max, total_time_ratio, first epoch times
-    and a ``headline`` sentence) and, for exactly two runs, the first pair's figures at the top level too.
+    and a ``headline`` sentence, energy_ratio and cost_ratio: compare.comparison) and, for exactly two runs, the first
+    pair's figures at the top level too. ``prices`` (target -> hourly price, entered by the user) gives the costs.
 
     Raises:
         RecordError: no records, or one that is not a run record.
@@ -466,7 +468,7 @@ def comparison_record(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if not isinstance(record, Mapping) or not isinstance(record.get("epochs", []), list):
             raise RecordError(f"runs[{i}] is not a run record (a JSON object with an 'epochs' list); {EXPORT_HINT}")
     runs = [dict(r) for r in records]
-    result = compare.comparison(runs)
+    result = compare.comparison(runs, prices)
     for pair in result.get("pairs", []):
         pair["headline"] = compare.headline(pair)
     return {"schema": COMPARISON_SCHEMA, "runs": runs, "comparison": result}

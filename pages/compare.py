@@ -36,13 +36,30 @@ if not hardware.gpus:
     st.info(f"No GPU target is offered: {hardware.gpu_reason} Compare CPU threads here, or load a result saved on a "
             "GPU machine below.", icon=":material/info:")
 
+st.caption("Hourly price per target (optional): with a price, the headline gives the cost per steady epoch and per run; "
+           "blank means no price, and none is assumed.")
+price_cols = st.columns(max(len(targets), 1))
+price_texts = {t: col.text_input(f"Price per hour, {t}", key=f"cmp_price_{t}", placeholder="e.g. 2.50")
+               for t, col in zip(targets, price_cols)}
+
 if st.button("Start comparison", type="primary", icon=":material/compare_arrows:", key="start_compare",
              disabled=not common.can_control()):
     try:
         configs = compare.target_configs(config, compare.parse_targets(targets), hardware)
         if len(configs) < 2:
             raise ConfigError(["pick at least two targets"])
-        group = manager.submit_group("compare", configs, {"targets": targets})
+        prices, price_errors = {}, []
+        for name, text in price_texts.items():
+            try:
+                value = compare.price_value(text, f"price of {name}")
+            except ConfigError as exc:
+                price_errors.extend(exc.errors)
+                continue
+            if value is not None:
+                prices[name] = value
+        if price_errors:
+            raise ConfigError(price_errors)
+        group = manager.submit_group("compare", configs, {"targets": targets, "prices": prices})
         st.toast(f"Comparison queued: {len(configs)} runs")
     except ConfigError as exc:
         st.error("This comparison cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))

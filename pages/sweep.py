@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bench import charts, compare, models
+from bench import charts, compare, models, probe
 from bench.config import ConfigError
 from ui import common, config_form, live, results
 
@@ -61,10 +61,19 @@ def sweep_panel() -> None:
         st.warning(f"Peak of {target} not measured: {error}")
     done = sum(not r["_active"] for r in records)
     st.progress(done / len(records), text=f"{done} of {len(records)} points done")
-    rows = [compare.sweep_row(r, peaks.get(compare.target(r))) | {"state": r["_snap"].phase} for r in records]
-    results.sweep_table(rows, ["run_id", "size", "batch_size", "steps_per_execution", "target", "state", "params",
-                               "steady_epoch_seconds", "samples_per_s", "achieved_gflops", "peak_gflops",
-                               "mean_cpu_percent", "mean_gpu_util_percent", *results.GPM_KEYS, "diagnosis_kind"])
+    entries = group["meta"].get("peak_entries", {})
+    rows = [compare.sweep_row(r, entries.get(compare.target(r)) or peaks.get(compare.target(r)))
+            | {"state": r["_snap"].phase} for r in records]
+    shown = [r | {"peak_share": compare.peak_share_text(r)} for r in rows]
+    results.sweep_table(shown, ["run_id", "size", "batch_size", "steps_per_execution", "target", "state", "params",
+                                "steady_epoch_seconds", "samples_per_s", "achieved_gflops", "peak_gflops",
+                                "peak_share", "mean_cpu_percent", "mean_gpu_util_percent", *results.GPM_KEYS,
+                                 "diagnosis_kind"])
+    for target, entry in entries.items():
+        if entry and entry.get("peak_gflops"):
+            state = ("peak being re-measured: a run achieved more than it" if entry.get("stale")
+                     else f"{entry['peak_gflops']:,.1f} GFLOP/s")
+            st.caption(f"Peak of {target}: {state} ({probe.describe(entry)}).")
     finished = [r for r in rows if r["steady_epoch_seconds"] is not None]
     if not finished:
         return

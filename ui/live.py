@@ -17,6 +17,7 @@ import streamlit as st
 from bench import charts, display, metrics, report
 from bench.jobs import JobManager, RunSnapshot
 from bench.records import Status
+from ui import peak
 
 REFRESH_S = 1.0
 # While a run is live its charts change at most this often; the progress bar and tiles still follow every REFRESH_S.
@@ -61,6 +62,7 @@ def metric_tiles(snap: RunSnapshot) -> None:
     utils = [g.get("util_percent") for g in gpus if g.get("util_percent") is not None]
     gpu_text = " / ".join(f"{u:.0f} %" for u in utils) if utils else ("n/a" if not gpus else "—")
     c4.metric("GPU", gpu_text, help=NVML_NOTE)
+    peak.render_epoch(snap)
 
 
 def progress_bar(snap: RunSnapshot) -> None:

@@ -13,7 +13,7 @@ from bench import charts, compare, diagnosis, display, metrics, references
 from bench.jobs import JobManager
 from bench.records import Status
 from bench.target import Target
-from ui import live
+from ui import live, peak
 
 CHART_CONFIG = {"displaylogo": False}
 
@@ -53,7 +53,8 @@ SWEEP_COLUMNS = {  # sweep row key -> (column title, number format); "—" where
     "run_id": ("run", None), "size": ("size", None), "batch_size": ("batch", None), "target": ("target", None),
     "state": ("state", None), "params": ("parameters", "{:,.0f}"), "steady_epoch_seconds": ("steady epoch s", "{:.3f}"),
     "samples_per_s": ("samples/s", "{:,.0f}"), "achieved_gflops": ("GFLOP/s", "{:,.1f}"),
-    "peak_gflops": ("peak GFLOP/s", "{:,.0f}"), "mean_cpu_percent": ("CPU %", "{:.0f}"),
+    "peak_gflops": ("peak GFLOP/s", "{:,.0f}"), "peak_share": ("of peak", None),
+    "mean_cpu_percent": ("CPU %", "{:.0f}"),
     "mean_gpu_util_percent": ("GPU %", "{:.0f}"), "sm_active_percent": ("SM active %", "{:.0f}"),
     "tensor_active_percent": ("tensor active %", "{:.0f}"), "steps_per_execution": ("steps/exec", None),
     "diagnosis_kind": ("diagnosis", None),
@@ -155,8 +156,8 @@ def run_label(record: Mapping[str, Any]) -> str:
     return f"#{record.get('id')} {compare.target(record)}"
 
 
-def headline_block(records: Sequence[Mapping[str, Any]]) -> None:
-    result = compare.comparison(records)
+def headline_block(records: Sequence[Mapping[str, Any]], prices: Mapping[str, float] | None = None) -> None:
+    result = compare.comparison(records, prices)
     for pair in result["pairs"]:
         text = compare.headline(pair)
         if pair.get("speedup_median") is not None:
@@ -170,6 +171,9 @@ def headline_block(records: Sequence[Mapping[str, Any]]) -> None:
                 st.warning(warning, icon=":material/warning:")
         else:
             st.info(text)
+    ended = [r for r in records if not r.get("_active") and r.get("epochs")]
+    if ended:
+        st.caption("  \n".join(peak.record_line(r) for r in ended))
     diagnosis_block(records)
 
 
@@ -256,8 +260,8 @@ def own_reference_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, s
 
 
 def show_comparison(records: Sequence[Mapping[str, Any]], *, key: str,
-                    cache_key: tuple[Any, ...] | None = None) -> None:
-    headline_block(records)
+                    cache_key: tuple[Any, ...] | None = None, prices: Mapping[str, float] | None = None) -> None:
+    headline_block(records, prices)
     comparison_charts(records, key=key, cache_key=cache_key)
     reference_panel(records)
 
@@ -308,7 +312,8 @@ def live_group(manager: JobManager, kind: str) -> None:
                 for rec in records:
                     manager.stop(rec["id"])
         clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in records]
-        show_comparison(clean, key=f"{kind}_live", cache_key=group_chart_state(group, records))
+        show_comparison(clean, key=f"{kind}_live", cache_key=group_chart_state(group, records),
+                        prices=group["meta"].get("prices"))
         if not any(r["_active"] for r in records):
             export_buttons(clean, key=kind)
 
@@ -334,7 +339,7 @@ def show_imported(data: bytes, key: str = "imported") -> None:
     labels = {report.hardware_label(r.get("hardware") or {}) for r in records}
     st.markdown(f"Measured on **{' / '.join(sorted(labels))}** (imported, not measured here).")
     if len(records) >= 2:
-        show_comparison(records, key=key)
+        show_comparison(records, key=key, prices=(payload.get("comparison") or {}).get("prices"))
     else:
         rec = records[0]
         series = [{"label": run_label(rec), "epochs": rec.get("epochs") or [], "samples": rec.get("samples") or [],

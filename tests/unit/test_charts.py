@@ -58,6 +58,14 @@ def test_sweep_gflops_draws_each_peak():
     assert any(shape.y0 == 200.0 for shape in fig.layout.shapes)
 
 
+def test_a_stale_peak_is_named_as_being_re_measured():
+    rows = [{"params": p, "target": "cpu", "batch_size": 128, "size": s, "achieved_gflops": g, "peak_gflops": 100.0,
+             "peak_stale": s == "m", "peak_fraction": None if s == "m" else g / 100.0}
+            for p, s, g in [(1e4, "xs", 5.0), (1e6, "m", 120.0)]]
+    names = [tr.name for tr in charts.sweep_gflops_figure(rows).data if "matmul peak" in (tr.name or "")]
+    assert names == ["cpu matmul peak 100 GFLOP/s (a run beat it: being re-measured)"]
+
+
 def test_per_core_heatmap_rows_are_cores():
     fig = charts.per_core_heatmap(samples(4))
     assert list(fig.data[0].y) == ["core 0", "core 1"]

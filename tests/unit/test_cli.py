@@ -107,7 +107,8 @@ TINY = ["--dataset", "synthetic-mnist", "--model", "mlp", "--epochs", "2", "--ba
 
 def test_compare_writes_runs_and_the_comparison(tmp_path):
     path = tmp_path / "cmp.json"
-    out = bench("compare", "--targets", "cpu/1,cpu", "--size", "xs", *TINY, "--json", str(path))
+    out = bench("compare", "--targets", "cpu/1,cpu", "--size", "xs", *TINY, "--price", "cpu=0.40,cpu/1=0.10",
+                "--json", str(path))
     assert out.returncode == 0, out.stderr
     data = json.loads(path.read_text())
     assert [r["config"]["cpu_threads"] for r in data["runs"]] == [1, None]
@@ -117,7 +118,15 @@ def test_compare_writes_runs_and_the_comparison(tmp_path):
     assert cmp["speedup_median"] == pytest.approx(a / b)
     assert cmp["speedup_min"] <= cmp["speedup_median"] <= cmp["speedup_max"]
     assert cmp["total_time_ratio"] > 0
-    assert "faster than" in out.stdout
+    assert "faster than" in out.stdout or "about as fast" in out.stdout
+    # cost per steady epoch at the prices given; the ratio is the baseline's over the other's
+    assert cmp["cost_per_epoch_a"] == pytest.approx(a * 0.10 / 3600)
+    assert cmp["cost_per_epoch_b"] == pytest.approx(b * 0.40 / 3600)
+    assert cmp["cost_ratio"] == pytest.approx(cmp["cost_per_epoch_a"] / cmp["cost_per_epoch_b"])
+    assert "cost of cpu at 0.4 per hour" in out.stdout
+    assert "energy_ratio" in cmp
+    if cmp["energy_ratio"] is None:
+        assert "energy not measured on cpu" in out.stdout
 
     exported = tmp_path / "run.html"
     run_id = data["runs"][0]["id"]
@@ -131,6 +140,21 @@ def test_compare_writes_runs_and_the_comparison(tmp_path):
     assert imported.returncode == 0, imported.stderr
     rows = json.loads(bench("runs", "--json").stdout)
     assert len(rows) == 4, "two measured + two imported"
+
+
+@pytest.mark.parametrize(("price", "says"), [
+    ("gpu0=2", "--price: 'gpu0=2' is not TARGET=PRICE; write e.g. cpu=0.40,gpu:0=2.50"),
+    ("cpu", "--price: 'cpu' is not TARGET=PRICE"),
+    ("cpu=cheap", "--price cpu: 'cheap' is not a number"),
+    ("cpu=-1", "an hourly price must be above 0"),
+    ("gpu:0=2.5", "--price: gpu:0 is not among the targets (cpu, cpu/1)"),
+    ("cpu=1,cpu=2", "cpu is priced twice"),
+])
+def test_bad_prices_are_refused_before_any_run(price, says):
+    out = bench("compare", "--targets", "cpu/1,cpu", *TINY, "--price", price, timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert says in out.stderr and "Traceback" not in out.stderr
+    assert "== 1/" not in out.stderr, "no run started"
 
 
 def test_compare_needs_two_targets():
@@ -150,7 +174,13 @@ def test_sweep_rows(tmp_path):
             assert key in row
         assert row["achieved_gflops"] == pytest.approx(row["flops_per_sample"] * row["samples_per_s"] / 1e9)
         assert row["peak_gflops"] > 0
+        # a share of the peak is never above 1: a run that beat the peak is flagged for a new probe instead
+        assert (row["peak_fraction"] is None and row["peak_stale"]) or (0 < row["peak_fraction"] <= 1.0)
     assert rows[1]["params"] > rows[0]["params"]
+    peak = json.loads(path.read_text())["peaks"]["cpu"]
+    assert len(peak["sizes"]) >= 2 and peak["repeats"] >= 2 and peak["measured_at"] > 1.6e9
+    assert set(peak["conditions"]) >= {"busy_before_percent", "others_cpu_percent", "load_avg_1m"}
+    assert "peak of cpu:" in out.stdout and "best of" in out.stdout
 
 
 def test_import_refuses_a_malformed_file(tmp_path):

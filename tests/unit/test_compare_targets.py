@@ -65,6 +65,40 @@ def test_sweep_row_takes_the_utilization_window_of_its_side():
     assert compare.sweep_row(cpu, None)["utilization_window"] == "steady epochs"
 
 
+def _swept(achieved_rate: float, **summary: Any) -> dict[str, Any]:
+    """A finished CPU run whose steady rate x FLOPs per sample gives ``achieved_rate`` GFLOP/s."""
+    return {**record(4, "cpu"), "info": {"flops_per_sample": 1e6, "params": 10},
+            "summary": {"steady_samples_per_s": achieved_rate * 1e3, "steady_epoch_seconds": 1.0, **summary}}
+
+
+def test_a_share_of_the_peak_is_shown_only_when_it_holds():
+    row = compare.sweep_row(_swept(52.55), 105.1)
+    assert row["achieved_gflops"] == pytest.approx(52.55)
+    assert row["peak_fraction"] == pytest.approx(0.5) and row["peak_stale"] is False
+    assert compare.peak_share_text(row) == "50%"
+    # the case seen on a busy machine: 128.6 GFLOP/s achieved against a cached peak of 105.1
+    beaten = compare.sweep_row(_swept(128.6), 105.1)
+    assert beaten["peak_fraction"] is None and beaten["peak_stale"] is True
+    assert compare.peak_share_text(beaten) == "peak being re-measured"
+    assert beaten["peak_gflops"] == 105.1, "the figure measured is still given, flagged"
+    # a peak flagged for a new probe shows no share even for a run below it
+    flagged = compare.sweep_row(_swept(52.55), {"peak_gflops": 105.1, "stale": True})
+    assert flagged["peak_fraction"] is None and flagged["peak_stale"] is True
+    fresh = compare.sweep_row(_swept(52.55), {"peak_gflops": 210.2, "stale": False})
+    assert fresh["peak_fraction"] == pytest.approx(0.25) and fresh["peak_gflops"] == 210.2
+    unknown = compare.sweep_row(_swept(52.55), None)
+    assert unknown["peak_fraction"] is None and unknown["peak_stale"] is False
+    assert compare.peak_share_text(unknown) == "—"
+
+
+def test_a_sweep_row_uses_the_summarys_achieved_figure_and_gpu_activity():
+    row = compare.sweep_row(_swept(10.0, achieved_gflops=12.5, sm_active_percent=61.0, tensor_active_percent=None),
+                            25.0)
+    assert row["achieved_gflops"] == 12.5 and row["peak_fraction"] == pytest.approx(0.5)
+    assert row["sm_active_percent"] == 61.0 and row["tensor_active_percent"] is None
+    assert compare.sweep_row(_swept(10.0), 25.0)["sm_active_percent"] is None, "absent in the summary: None"
+
+
 # -- reference pairs ------------------------------------------------------------------------------------------------
 def test_a_cpu_run_and_a_gpu_run_make_one_pair_with_their_ratio():
     gpu, cpu = record(8, "gpu:0", total=40.0, steady=3.0), record(7, "cpu/4", total=485.0, steady=45.0)

@@ -22,7 +22,7 @@ def _cores() -> int:
 def measured() -> dict[str, Any]:
     """One real all-cores probe, with whether TensorFlow/Keras were loaded in THIS process before and after."""
     before = {name: name in sys.modules for name in ("tensorflow", "keras")}
-    result = probe.measure_peak("cpu", size=256, seconds=0.3)
+    result = probe.measure_peak("cpu", sizes=[128, 256], repeats=2, seconds=0.3)
     after = {name: name in sys.modules for name in ("tensorflow", "keras")}
     return {"result": result, "before": before, "after": after}
 
@@ -30,11 +30,16 @@ def measured() -> dict[str, Any]:
 def test_measure_peak_cpu_is_positive_and_sane(measured: dict[str, Any]) -> None:
     result = measured["result"]
     assert result["device"] == "cpu"
-    assert result["size"] == 256 and result["dtype"] == "float32"
+    assert result["sizes"] == [128, 256] and result["repeats"] == 2 and result["dtype"] == "float32"
     assert result["backend"] == "tensorflow"
     assert math.isfinite(result["peak_gflops"]) and 0 < result["peak_gflops"] < 10_000
+    # the peak is the best size's best repeat, and names that size
+    assert set(result["by_size"]) == {"128", "256"}
+    assert result["peak_gflops"] == max(result["by_size"].values()) == result["by_size"][str(result["size"])]
     assert 0 < result["mean_gflops"] <= result["peak_gflops"] * 1.0001
-    assert result["repeats"] >= 1 and result["seconds"] >= 0.3
+    assert result["matmuls"] >= 4 and result["seconds"] >= 0.3
+    conditions = result["conditions"]
+    assert 0 <= conditions["others_cpu_percent"] <= 100 and 0 <= conditions["busy_before_percent"] <= 100
     assert result["threads"] == _cores()
     assert "CPU" in result["placement"].upper()
     assert result["hardware_label"].endswith(f"({_cores()} of {_cores()} cores)")
@@ -72,10 +77,14 @@ def test_bad_arguments_are_refused_before_any_work() -> None:
         probe.measure_peak("cpu", size=3)
     with pytest.raises(ValueError, match="dtype 'int8' is not supported"):
         probe.measure_peak("cpu", dtype="int8")
+    with pytest.raises(ValueError, match="at least one matrix size"):
+        probe.measure_peak("cpu", sizes=[])
+    with pytest.raises(ValueError, match="repeats must be a whole number from 1 to 50"):
+        probe.measure_peak("cpu", repeats=0)
 
 
 def test_timeout_raises_probe_error() -> None:
-    with pytest.raises(probe.ProbeError, match="longer than 0.5 s and was stopped; raise timeout_s"):
+    with pytest.raises(probe.ProbeError, match="longer than 0.5 s and was stopped; raise timeout_s, or probe fewer"):
         probe.measure_peak("cpu", size=256, seconds=0.3, timeout_s=0.5)
 
 
@@ -112,14 +121,15 @@ def test_cached_peak_measures_once_then_reads_the_cache(fake_measure: list[dict[
     cache = isolated_store.parent / "peaks.json"  # beside the store (BENCH_STORE)
     assert cache.exists()
     [key] = json.loads(cache.read_text())["peaks"]
-    assert "|cpu|" in key and f"threads={_cores()}" in key and "|tensorflow|float32|size=256" in key
+    assert "|cpu|" in key and f"threads={_cores()}" in key and key.endswith("|tensorflow|float32")
 
 
 def test_refresh_measures_again(fake_measure: list[dict[str, Any]]) -> None:
     probe.cached_peak("cpu", size=256)
     again = probe.cached_peak("cpu", size=256, refresh=True)
     assert len(fake_measure) == 2 and again["from_cache"] is False and again["peak_gflops"] == 102.0
-    assert probe.cached_peak("cpu", size=256)["peak_gflops"] == 102.0  # the refreshed value replaced the old one
+    assert probe.cached_peak("cpu", size=256)["peak_gflops"] == 102.0  # the higher new value replaced the old one
+    assert again["probes"] == 2 and again["last_probe_gflops"] == 102.0
 
 
 def test_cache_keys_separate_threads_dtype_and_backend(fake_measure: list[dict[str, Any]], tmp_path: Path) -> None:
@@ -148,5 +158,61 @@ def test_cli_reports_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_prints_the_cached_peak(fake_measure: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
-    assert probe.main(["--size", "256"]) == 0
+    assert probe.main(["--sizes", "256,512", "--repeats", "2"]) == 0
     assert json.loads(capsys.readouterr().out)["peak_gflops"] == 101.0
+    assert fake_measure[0]["sizes"] == [256, 512] and fake_measure[0]["repeats"] == 2
+
+
+# -- the best peak, stale flags and where a peak came from -----------------------------------------------------------
+def _measured(gflops: float, at: float = 1.75e9, **extra: Any) -> dict[str, Any]:
+    return {"device": "cpu", "peak_gflops": gflops, "measured_at": at, "sizes": [1024, 2048, 4096], "repeats": 3,
+            "conditions": {"others_cpu_percent": 37.4, "busy_before_percent": 50.0, "load_avg_1m": 1.2}, **extra}
+
+
+def test_a_lower_new_probe_does_not_replace_the_best() -> None:
+    best = probe.keep_best(None, _measured(204.0, at=1.0))
+    assert best["peak_gflops"] == 204.0 and best["probes"] == 1 and best["stale"] is False
+    busy = probe.keep_best(best, _measured(105.1, at=2.0))  # a probe on a busy machine: lower
+    assert busy["peak_gflops"] == 204.0 and busy["measured_at"] == 1.0, "the best measurement and its date are kept"
+    assert busy["probes"] == 2 and busy["last_probe_gflops"] == 105.1 and busy["last_probe_at"] == 2.0
+    higher = probe.keep_best(busy, _measured(230.0, at=3.0))
+    assert higher["peak_gflops"] == 230.0 and higher["measured_at"] == 3.0 and higher["probes"] == 3
+
+
+def test_a_run_that_beats_the_peak_flags_it_and_the_next_read_measures_again(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "peaks.json"
+    results = iter([_measured(105.1), _measured(204.0)])
+    calls: list[dict[str, Any]] = []
+
+    def fake(device: str = "cpu", **kw: Any) -> dict[str, Any]:
+        calls.append(kw)
+        return next(results)
+
+    monkeypatch.setattr(probe, "measure_peak", fake)
+    assert probe.cached_peak("cpu", cache_path=path)["peak_gflops"] == 105.1
+    assert probe.mark_stale("cpu", 100.0, cache_path=path) is False, "below the peak: nothing to flag"
+    assert probe.mark_stale("cpu", 128.6, run_id=7, cache_path=path) is True
+    assert probe.mark_stale("cpu", 130.0, cache_path=path) is False, "already flagged"
+    flagged = probe.lookup("cpu", cache_path=path)
+    assert flagged["stale"] is True and flagged["beaten_by"] == {"gflops": 128.6, "run_id": 7}
+    again = probe.cached_peak("cpu", cache_path=path)  # a stale entry is not served: it is measured again
+    assert len(calls) == 2 and again["from_cache"] is False
+    assert again["peak_gflops"] == 204.0 and again["stale"] is False and "beaten_by" not in again
+    assert probe.mark_stale("gpu:0", 1e6, cache_path=path) is False, "never measured: nothing to flag"
+
+
+def test_a_cache_of_single_size_probes_is_not_trusted(fake_measure: list[dict[str, Any]], tmp_path: Path) -> None:
+    path = tmp_path / "peaks.json"
+    key = probe.cache_key("cpu", cpu_threads=None, backend="tensorflow", dtype="float32")
+    path.write_text(json.dumps({"version": 1, "peaks": {key + "|size=2048": _measured(105.1)}}))
+    assert probe.lookup("cpu", cache_path=path, backend="tensorflow") is None
+    assert probe.cached_peak("cpu", cache_path=path, backend="tensorflow")["from_cache"] is False
+    assert len(fake_measure) == 1
+
+
+def test_describe_says_sizes_repeats_date_and_conditions() -> None:
+    text = probe.describe(_measured(204.0))
+    assert text.startswith("best of 1024², 2048², 4096² × 3 repeats, measured 20")
+    assert text.endswith("while other processes used 37 % of the CPU")
+    assert probe.describe({"peak_gflops": 1.0}) == "matmul", "an entry without its details says only what it is"

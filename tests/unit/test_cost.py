@@ -1,0 +1,120 @@
+"""Comparison energy and cost (bench.compare): hourly prices entered by the user, energy from the run summaries, and
+the headline that says them, or says which side was not measured and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench import compare, records
+from bench.config import ConfigError, RunConfig
+
+RAPL = "RAPL not readable here: /sys/class/powercap is absent"
+
+
+def run(run_id: int, target: str, times: list[float], energy: dict[str, float | None] | None = None,
+        reasons: dict[str, str] | None = None, wall: float | None = None) -> dict[str, Any]:
+    """A run record: epoch 1 with tracing, then steady epochs of ``times``; energy per steady epoch per device."""
+    epochs = [{"epoch": 1, "epoch_seconds": times[0] * 3, "includes_tracing": True, "samples_per_s": 100.0}]
+    epochs += [{"epoch": i + 2, "epoch_seconds": t, "includes_tracing": False, "samples_per_s": 100.0}
+               for i, t in enumerate(times)]
+    summary: dict[str, Any] = {"steady_epoch_seconds": sorted(times)[len(times) // 2],
+                               "total_seconds": sum(e["epoch_seconds"] for e in epochs)}
+    if energy is not None:
+        summary["energy_j_per_epoch"] = energy
+        summary["energy_reasons"] = reasons or {}
+    out = {"id": run_id, "status": "finished", "config": RunConfig().with_target(target).to_dict(), "hardware": {},
+           "epochs": epochs, "samples": [], "summary": summary}
+    if wall is not None:
+        out.update(started_at=1000.0, ended_at=1000.0 + wall)
+    return out
+
+
+CPU = run(1, "cpu", [46.0, 46.0, 46.0], energy={"cpu": 2300.0}, wall=200.0)
+GPU = run(2, "gpu:0", [4.0, 4.0, 4.0], energy={"cpu": 40.0, "gpu:0": 160.0}, wall=30.0)
+
+
+def test_energy_ratio_is_the_baselines_energy_per_steady_epoch_over_the_others():
+    cmp = compare.comparison([CPU, GPU])
+    assert cmp["energy_j_per_epoch_a"] == 2300.0 and cmp["energy_j_per_epoch_b"] == 200.0, "summed over devices"
+    assert cmp["energy_ratio"] == pytest.approx(11.5)
+    head = compare.headline(cmp["pairs"][0])
+    assert head.startswith("gpu:0 trains 11.5x faster than cpu (median steady epoch; spread 11.5x–11.5x")
+    assert "11.5x less energy per epoch (200 J vs 2.3 kJ per steady epoch)" in head
+    assert "not measured" not in head and "cheaper" not in head, "no price given: no cost"
+
+
+def test_a_side_not_measured_has_no_ratio_and_the_headline_says_why():
+    cpu = run(1, "cpu", [46.0, 46.0], energy={"cpu": None}, reasons={"cpu": RAPL})
+    gpu = run(2, "gpu:0", [4.0, 4.0], energy={"cpu": None, "gpu:0": 160.0}, reasons={"cpu": RAPL})
+    pair = compare.comparison([cpu, gpu])["pairs"][0]
+    assert pair["energy_ratio"] is None and pair["energy_j_per_epoch_b"] is None
+    assert pair["energy_missing"] == {"cpu": RAPL}
+    assert compare.headline(pair).endswith(f"; energy not measured on cpu: {RAPL}"), "named once, with its reason"
+
+
+def test_a_run_without_energy_readings_is_named_by_its_target():
+    pair = compare.comparison([run(1, "cpu/1", [2.0, 2.0]), run(2, "gpu:0", [1.0, 1.0], energy={"gpu:0": 5.0})])
+    assert pair["energy_ratio"] is None
+    assert pair["pairs"][0]["energy_missing"] == {"cpu": "no energy reading in this run"}
+
+
+def test_cost_per_steady_epoch_and_per_run_come_only_from_prices_given():
+    cmp = compare.comparison([CPU, GPU], {"cpu": 0.40, "gpu:0": 2.50})
+    assert cmp["cost_per_epoch_a"] == pytest.approx(46.0 * 0.40 / 3600)
+    assert cmp["cost_per_epoch_b"] == pytest.approx(4.0 * 2.50 / 3600)
+    assert cmp["cost_per_run_a"] == pytest.approx(200.0 * 0.40 / 3600), "the run's wall time, start-up included"
+    assert cmp["cost_ratio"] == pytest.approx((46.0 * 0.40) / (4.0 * 2.50))
+    head = compare.headline(cmp["pairs"][0])
+    assert f"{cmp['cost_ratio']:.1f}x cheaper per epoch" in head
+    assert cmp["prices"] == {"cpu": 0.40, "gpu:0": 2.50}
+    only_one = compare.comparison([CPU, GPU], {"gpu:0": 2.50})
+    assert only_one["cost_ratio"] is None and only_one["cost_per_epoch_a"] is None
+    assert only_one["cost_per_epoch_b"] == pytest.approx(4.0 * 2.50 / 3600)
+    assert "cheaper" not in compare.headline(only_one["pairs"][0]) and "dearer" not in compare.headline(
+        only_one["pairs"][0])
+    none = compare.comparison([CPU, GPU])
+    assert none["cost_ratio"] is None and none["cost_per_epoch_a"] is None, "no price is invented"
+
+
+def test_a_faster_but_dearer_side_is_said_to_cost_more():
+    pair = compare.comparison([CPU, GPU], {"cpu": 0.10, "gpu:0": 4.00})["pairs"][0]
+    assert pair["cost_ratio"] == pytest.approx((46.0 * 0.10) / (4.0 * 4.00))
+    assert f"{1 / pair['cost_ratio']:.1f}x dearer per epoch" in compare.headline(pair)
+
+
+def test_sides_within_noise_are_about_as_fast():
+    a = run(1, "cpu", [1.00, 1.10, 0.95])
+    b = run(2, "cpu/1", [1.02, 0.98, 1.05])
+    pair = compare.comparison([a, b])["pairs"][0]
+    assert pair["speedup_min"] < 1 < pair["speedup_max"]
+    head = compare.headline(pair)
+    assert head.startswith("cpu and cpu/1 are about as fast (median steady epoch ratio ")
+    assert "faster" not in head
+    assert compare.caution(pair) is not None, "the caution still says why"
+    # a spread entirely above 1x names the faster side
+    clear = compare.comparison([a, run(2, "cpu/1", [1.3, 1.4, 1.35])])["pairs"][0]
+    assert compare.headline(clear).startswith("cpu trains 1.4x faster than cpu/1 (median steady epoch; spread")
+
+
+def test_the_comparison_record_carries_the_ratios():
+    doc = records.comparison_record([CPU, GPU], {"cpu": 0.40, "gpu:0": 2.50})
+    cmp = doc["comparison"]
+    assert cmp["energy_ratio"] == pytest.approx(11.5) and cmp["cost_ratio"] == pytest.approx(1.84)
+    assert "less energy per epoch" in cmp["pairs"][0]["headline"]
+    assert records.load(doc).comparison["cost_ratio"] == pytest.approx(1.84)
+
+
+def test_prices_parse_with_errors_that_say_what_to_write():
+    assert compare.parse_prices("cpu=0.40, gpu:0=2.50") == {"cpu": 0.40, "gpu:0": 2.50}
+    assert compare.parse_prices("") == {} and compare.parse_prices(None) == {}
+    with pytest.raises(ConfigError) as bad:
+        compare.parse_prices("gpu0=2,cpu=x,gpu:1=0")
+    assert bad.value.errors == [
+        "--price: 'gpu0=2' is not TARGET=PRICE; write e.g. cpu=0.40,gpu:0=2.50",
+        "--price cpu: 'x' is not a number; give an hourly price such as 0.40, or leave it blank for no price",
+        "--price gpu:1: an hourly price must be above 0 (got '0'); leave a target out to give it no price"]
+    with pytest.raises(ConfigError, match="gpu:0 is not among the targets"):
+        compare.parse_prices("gpu:0=2.5", ["cpu", "cpu/1"])
+    assert compare.price_value("  ", "price of cpu") is None

@@ -1,0 +1,93 @@
+"""A run that beats its target's measured peak flags the peak and queues a new probe behind the runs (bench.jobs);
+the Train/Compare peak line (ui/peak.py) never shows a share above 100 %."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from bench import compare, probe
+from bench.config import RunConfig
+from bench.jobs import JobManager
+from bench.store import Store
+from tests.unit import fake_workers
+from ui import peak
+
+HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
+TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=2, batch_size=64, limit_samples=512,
+                 sample_interval_s=0.2)
+MEASURED = {"device": "cpu", "peak_gflops": 105.1, "measured_at": 1.75e9, "sizes": [1024, 2048, 4096],
+            "repeats": 3, "conditions": {"others_cpu_percent": 41.0}}
+
+
+@pytest.fixture
+def manager(isolated_store):
+    jm = JobManager(Store(isolated_store), hardware=HW, worker_target=fake_workers.quick)
+    yield jm
+    jm.shutdown()
+
+
+@pytest.fixture
+def cached(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """A cached CPU peak of 105.1 GFLOP/s; a new probe (fake) measures 204.0, called with what it was asked."""
+    monkeypatch.setattr(probe, "measure_peak", lambda device="cpu", **kw: dict(MEASURED))
+    probe.cached_peak("cpu", backend=TINY.backend)
+    calls: list[dict[str, Any]] = []
+
+    def fake_peak(device: str, *, cpu_threads: int | None = None, refresh: bool = False) -> dict[str, Any]:
+        calls.append({"device": device, "refresh": refresh, "at": time.time(),
+                      "stale_before": probe.lookup(device, backend=TINY.backend)["stale"]})
+        return {**MEASURED, "peak_gflops": 204.0, "stale": False}
+
+    monkeypatch.setattr(probe, "cached_peak", fake_peak)
+    return calls
+
+
+def test_a_run_that_beats_the_peak_flags_it_and_a_probe_follows_the_runs(manager, cached, monkeypatch):
+    monkeypatch.setattr(compare, "achieved_gflops", lambda record: 128.6)
+    gid = manager.submit_group("sweep", [TINY, TINY], {"targets": ["cpu"]})
+    group = manager.latest_group("sweep")
+    first, second = group["run_ids"]
+    manager.wait(first, timeout_s=30)
+    manager.wait(second, timeout_s=30)
+    pending = manager.pending_peaks()
+    for future in pending:
+        assert future.result(timeout=30)["peak_gflops"] == 204.0
+    assert len(cached) == 1, "flagged once: the second run found it already flagged"
+    assert cached[0]["at"] >= manager.snapshot(second).ended_at, "the new probe waited for the run queued before it"
+    assert {k: cached[0][k] for k in ("device", "refresh", "stale_before")} == {
+        "device": "cpu", "refresh": True, "stale_before": True}
+    meta = manager.latest_group("sweep")["meta"]
+    assert meta["peaks"]["cpu"] == 204.0 and meta["peak_entries"]["cpu"]["peak_gflops"] == 204.0
+    assert manager.latest_group("sweep")["id"] == gid
+
+
+def test_a_run_below_the_peak_changes_nothing(manager, cached, monkeypatch):
+    monkeypatch.setattr(compare, "achieved_gflops", lambda record: 52.0)
+    manager.wait(manager.submit(TINY), timeout_s=30)
+    assert manager.pending_peaks() == [] and cached == []
+    assert probe.lookup("cpu", backend=TINY.backend)["stale"] is False
+
+
+def test_the_peak_line_never_shows_a_share_above_100_percent():
+    text = peak.peak_text(52.55, MEASURED)
+    assert text.startswith("Last epoch: 52.5 GFLOP/s, 50% of the measured matmul peak of 105.1 GFLOP/s (best of")
+    assert "while other processes used 41 % of the CPU" in text
+    beaten = peak.peak_text(128.6, MEASURED)
+    assert "peak being re-measured" in beaten and "%" not in beaten.split("(")[0]
+    assert "122" not in beaten
+    assert "peak being re-measured" in peak.peak_text(52.55, {**MEASURED, "stale": True})
+    assert "peak not measured yet" in peak.peak_text(52.55, None)
+    assert peak.peak_text(None, None).startswith("Last epoch: — GFLOP/s; peak not measured yet")
+
+
+def test_a_live_epoch_uses_its_own_figure_or_flops_times_its_rate(monkeypatch):
+    monkeypatch.setattr(peak, "peak_of", lambda config: MEASURED)
+    epochs = [{"epoch": 1, "samples_per_s": 1000.0}, {"epoch": 2, "samples_per_s": 2000.0}]
+    line = peak.epoch_line(epochs, {"flops_per_sample": 2.1e7}, TINY)
+    assert line.startswith("Epoch 2: 42.0 GFLOP/s, 40% of")
+    line = peak.epoch_line([{**epochs[1], "achieved_gflops": 21.0}], {"flops_per_sample": 2.1e7}, TINY)
+    assert line.startswith("Epoch 2: 21.0 GFLOP/s, 20% of")
+    assert peak.epoch_line([], {}, TINY) is None

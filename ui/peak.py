@@ -1,0 +1,68 @@
+"""Achieved GFLOP/s against the device's measured matmul peak, in words, for the Train and Compare pages.
+
+The share of the peak is shown only when it can be true: a peak flagged for a new probe (a run beat it) or one below
+the achieved figure reads "peak being re-measured", never a share above 100 %; a device never probed reads "peak not
+measured yet". Where the peak came from (sizes, repeats, date, the machine's other CPU use) is said beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import streamlit as st
+
+from bench import compare, probe
+
+NOT_MEASURED = ("peak not measured yet: a Sweep measures it first, or press **Measure peak** on the System page "
+                "(or run `python -m bench.probe`)")
+
+
+def peak_of(config: Mapping[str, Any] | Any) -> dict[str, Any] | None:
+    """The cached best peak of a run's target (bench.probe.lookup), or None: never measured, several GPUs, or a
+    malformed config."""
+    data = config.to_dict() if hasattr(config, "to_dict") else dict(config or {})
+    target = compare.target_of({"config": data})
+    if target is None or target.kind == "gpus":
+        return None
+    try:
+        return probe.lookup(target.device, cpu_threads=target.cpu_threads, backend=data.get("backend"))
+    except (ValueError, OSError):
+        return None
+
+
+def peak_text(achieved: float | None, peak: Mapping[str, Any] | None, *, what: str = "Last epoch") -> str:
+    """'Last epoch: 41.2 GFLOP/s, 39 % of the measured matmul peak (105.1 GFLOP/s; best of ...)', or the figure with
+    'peak not measured yet' / 'peak being re-measured'; '—' for the figure when it is unknown."""
+    figure = f"{achieved:,.1f} GFLOP/s" if achieved is not None else "— GFLOP/s"
+    if peak is None or not probe.is_plausible(dict(peak)):
+        return f"{what}: {figure}; {NOT_MEASURED}."
+    value = float(peak["peak_gflops"])
+    source = probe.describe(dict(peak))
+    if peak.get("stale") or (achieved is not None and achieved > value):
+        return (f"{what}: {figure}; peak being re-measured: a run achieved more than the {value:,.1f} GFLOP/s "
+                f"measured ({source}), so no share is shown until the next probe.")
+    if achieved is None:
+        return f"{what}: {figure}; measured matmul peak {value:,.1f} GFLOP/s ({source})."
+    return f"{what}: {figure}, {achieved / value:.0%} of the measured matmul peak of {value:,.1f} GFLOP/s ({source})."
+
+
+def epoch_line(epochs: Sequence[Mapping[str, Any]], info: Mapping[str, Any], config: Any) -> str | None:
+    """The peak line of a live run's latest epoch; None before the first epoch."""
+    if not epochs:
+        return None
+    return peak_text(compare.epoch_gflops(epochs[-1], info), peak_of(config),
+                     what=f"Epoch {epochs[-1].get('epoch', len(epochs))}")
+
+
+def record_line(record: Mapping[str, Any]) -> str:
+    """The peak line of a run record: its steady achieved GFLOP/s against its target's peak."""
+    return peak_text(compare.achieved_gflops(record), peak_of(record.get("config") or {}),
+                     what=f"#{record.get('id')} {compare.target(record)}, steady")
+
+
+def render_epoch(snap: Any) -> None:
+    """Under a live run's metric tiles: its latest epoch's achieved GFLOP/s and share of the peak."""
+    line = epoch_line(snap.epochs, snap.info, snap.config)
+    if line:
+        st.caption(line)
