@@ -245,7 +245,9 @@ def headline(pair: Mapping[str, Any]) -> str:
         speed = f"{faster} trains {factor:.1f}x faster than {slower} {details}"
     # the energy and cost clauses speak of the side named first: the faster one (or the other one when about equal)
     subject_is_baseline = flipped and not spread_lo < 1 < spread_hi
-    parts = [_ratio_clause(pair, "energy", subject_is_baseline), _ratio_clause(pair, "cost", subject_is_baseline)]
+    subject = pair["baseline_target"] if subject_is_baseline else pair["target"]
+    parts = [_ratio_clause(pair, "energy", subject_is_baseline, subject),
+             _ratio_clause(pair, "cost", subject_is_baseline, subject)]
     missing = pair.get("energy_missing") or {}
     if pair.get("energy_ratio") is None and missing:
         parts.append("energy not measured on " + "; on ".join(f"{d}: {why}" for d, why in missing.items()))
@@ -253,8 +255,9 @@ def headline(pair: Mapping[str, Any]) -> str:
     return speed + ("; " + "; ".join(extra) if extra else "")
 
 
-def _ratio_clause(pair: Mapping[str, Any], what: str, subject_is_baseline: bool) -> str | None:
-    """'4.2x less energy per epoch (1.3 kJ vs 310 J)' for the subject side, or None without both figures."""
+def _ratio_clause(pair: Mapping[str, Any], what: str, subject_is_baseline: bool, subject: str) -> str | None:
+    """'gpu:0 uses 4.2x less energy per epoch (310 J vs 1.3 kJ ...)' for the subject side, or None without both
+    figures. The clause names its side, so that it cannot be read as the other's."""
     key = "energy_j_per_epoch" if what == "energy" else "cost_per_epoch"
     a, b = pair.get(f"{key}_a"), pair.get(f"{key}_b")
     if a is None or b is None or not a or not b:
@@ -264,12 +267,12 @@ def _ratio_clause(pair: Mapping[str, Any], what: str, subject_is_baseline: bool)
     figures = f"({show(mine)} vs {show(theirs)} per steady epoch)"
     ratio = theirs / mine
     if 0.95 <= ratio <= 1.05:
-        return f"about the same {what} per epoch {figures}"
+        return f"{subject}: about the same {what} per epoch {figures}"
     if what == "energy":
-        return (f"{ratio:.1f}x less energy per epoch {figures}" if ratio > 1
-                else f"{1 / ratio:.1f}x more energy per epoch {figures}")
-    return (f"{ratio:.1f}x cheaper per epoch {figures}" if ratio > 1
-            else f"{1 / ratio:.1f}x dearer per epoch {figures}")
+        return (f"{subject} uses {ratio:.1f}x less energy per epoch {figures}" if ratio > 1
+                else f"{subject} uses {1 / ratio:.1f}x more energy per epoch {figures}")
+    return (f"{subject} costs {ratio:.1f}x less per epoch {figures}" if ratio > 1
+            else f"{subject} costs {1 / ratio:.1f}x more per epoch {figures}")
 
 
 def _joules(value: float) -> str:
