@@ -6,7 +6,8 @@ import streamlit as st
 
 from ui import common, live, present
 
-st.set_page_config(page_title="CPU vs GPU training bench", page_icon=":material/speed:", layout="wide")
+st.set_page_config(page_title="CPU vs GPU training bench", page_icon=":material/speed:", layout="wide",
+                   initial_sidebar_state="collapsed" if present.requested() else "auto")
 
 st.session_state["_via_app"] = True  # see ui.common.page_setup
 pages = [

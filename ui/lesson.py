@@ -138,19 +138,21 @@ def _fmt(value: float | None, fmt: str) -> str:
 
 
 def points_figure(rows: Sequence[Mapping[str, Any]], labels: Sequence[str], title: str) -> go.Figure:
-    """Achieved GFLOP/s (bars) beside mean utilization (line, right axis) for a few runs."""
+    """Achieved GFLOP/s for a few runs (log scale), each bar labelled with the run's mean utilization."""
+    def util(row: Mapping[str, Any]) -> str:
+        on_gpu = str(row.get("target", "")).startswith("gpu")
+        value = row.get("mean_gpu_util_percent") if on_gpu else row.get("mean_cpu_percent")
+        return f"{'NVML' if on_gpu else 'CPU'} {_fmt(value, '.0f')} %"
+
     fig = go.Figure()
     fig.add_bar(x=list(labels), y=[r.get("achieved_gflops") for r in rows], name="achieved GFLOP/s",
-                marker={"color": charts.PALETTE[0]})
-    util = [r.get("mean_gpu_util_percent") if str(r.get("target", "")).startswith("gpu")
-            else r.get("mean_cpu_percent") for r in rows]
-    fig.add_scatter(x=list(labels), y=util, name="mean utilization %", yaxis="y2", mode="lines+markers",
-                    line={"color": charts.PALETTE[1], "width": 3}, marker={"size": 12})
-    fig.update_layout(yaxis={"title": "GFLOP/s", "type": "log"},
-                      yaxis2={"title": "utilization %", "overlaying": "y", "side": "right", "range": [0, 105]},
-                      title={"text": title, "x": 0.01}, height=380, template="plotly_white",
-                      margin={"l": 60, "r": 60, "t": 60, "b": 90},
-                      legend={"orientation": "h", "y": -0.25, "x": 0.0})
+                marker={"color": charts.PALETTE[0]}, text=[util(r) for r in rows], textposition="outside",
+                cliponaxis=False, hovertemplate="%{x}: %{y:,.0f} GFLOP/s, %{text}<extra></extra>")
+    fig.update_layout(yaxis={"title": "achieved GFLOP/s", "type": "log", "dtick": 1},
+                      title={"text": title + "<br><sup>bars: arithmetic done; label: mean utilization</sup>",
+                             "x": 0.01},
+                      height=400, template="plotly_white", margin={"l": 70, "r": 20, "t": 80, "b": 60},
+                      showlegend=False, uniformtext={"minsize": 14})
     return fig
 
 
@@ -240,7 +242,7 @@ def show_live(manager: JobManager, step: Step) -> None:
         pair = compare.comparison(clean)["pairs"][0]
         factor = pair.get("speedup_median")
         c1, c2 = st.columns([1, 3])
-        c1.metric(f"{pair['target']} vs {pair['baseline_target']}", f"{factor:.2f}x" if factor else "—")
+        c1.metric(f"Live: {pair['target']} vs {pair['baseline_target']}", f"{factor:.2f}x" if factor else "—")
         c2.markdown(f"**{speedup_text(factor, pair['baseline_target'], pair['target'])}** (median steady epoch; "
                     "epoch 1, with tracing, left out).")
         results.comparison_charts(clean, key=f"lesson_{step.key}_live")

@@ -28,15 +28,20 @@ CSS = """
 <style>
 html { font-size: 19px; }
 [data-testid="stMainBlockContainer"] { max-width: none; padding: 1.2rem 2.5rem 2rem 2.5rem; }
-[data-testid="stMetricValue"] { font-size: 3.6rem; font-weight: 700; line-height: 1.1; }
+[data-testid="stMetricValue"] { font-size: 3.2rem; font-weight: 700; line-height: 1.1; }
 [data-testid="stMetricLabel"] p { font-size: 1.4rem; font-weight: 600; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 1rem; }
 [data-testid="stProgress"] p { font-size: 1.3rem; }
 [data-testid="stAlertContainer"] p { font-size: 1.25rem; }
 h1 { font-size: 2.6rem !important; }
-[data-testid="stToolbarActions"], [data-testid="stDecoration"], .modebar-container { display: none !important; }
+[data-testid="stDecoration"], .modebar-container { display: none !important; }
 </style>
 """
+
+
+def requested() -> bool:
+    """Whether the URL asks for the projector view (read before the page is set up, e.g. to fold the sidebar)."""
+    return str(st.query_params.get(QUERY, "")).strip().lower() in ON_VALUES
 
 
 def is_on() -> bool:
