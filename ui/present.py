@@ -34,6 +34,7 @@ html { font-size: 19px; }
 [data-testid="stProgress"] p { font-size: 1.3rem; }
 [data-testid="stAlertContainer"] p { font-size: 1.25rem; }
 h1 { font-size: 2.6rem !important; }
+[data-testid="stRadio"] label p, [data-testid="stExpander"] summary p { font-size: 1.1rem; }
 [data-testid="stDecoration"], .modebar-container { display: none !important; }
 </style>
 """
