@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import common, live
+from ui import common, live, present
 
-st.set_page_config(page_title="CPU vs GPU training bench", page_icon=":material/speed:", layout="wide")
+st.set_page_config(page_title="CPU vs GPU training bench", page_icon=":material/speed:", layout="wide",
+                   initial_sidebar_state="collapsed" if present.requested() else "auto")
 
 st.session_state["_via_app"] = True  # see ui.common.page_setup
 pages = [
@@ -15,6 +16,7 @@ pages = [
     st.Page("pages/sweep.py", title="Sweep", icon=":material/stacked_line_chart:"),
     st.Page("pages/history.py", title="History", icon=":material/history:"),
     st.Page("pages/system.py", title="System", icon=":material/memory:"),
+    st.Page("pages/lesson.py", title="Lesson", icon=":material/school:", url_path="lesson"),
 ]
 page = st.navigation(pages)
 
@@ -35,6 +37,7 @@ def sidebar_status() -> None:
 
 
 with st.sidebar:
+    present.sidebar_toggle()
     st.markdown("**Current run**")
     sidebar_status()
     common.presenter_sidebar()

@@ -6,7 +6,7 @@ import streamlit as st
 
 from bench import compare, models
 from bench.config import ConfigError
-from ui import common, config_form, results
+from ui import common, config_form, present, results, url_state
 
 common.page_setup()
 manager = common.get_manager()
@@ -23,18 +23,23 @@ for col, (name, preset) in zip(cols, models.PRESETS.items()):
     col.button(preset.title, key=f"preset_{name}", on_click=config_form.apply_preset, args=(name, "cmp"),
                help=preset.description, width="stretch")
 
-config = config_form.config_form(hardware, prefix="cmp", with_device=False, disabled=not common.can_control())
+options = common.target_options(hardware)
+default = ["cpu", "gpu:0"] if "gpu:0" in options else [options[0], "cpu"]
+url_state.load("cmp", fields=url_state.COMPARE_FIELDS, hardware=hardware, target_options=options)
+with st.expander("Settings", expanded=not present.is_on(), icon=":material/tune:"):
+    config = config_form.config_form(hardware, prefix="cmp", with_device=False, disabled=not common.can_control())
 if config.model in models.PRESETS and config.dataset != models.PRESETS[config.model].dataset:
     st.caption(f"{models.PRESETS[config.model].dataset} is not cached here, so its synthetic twin of the same shape "
                "is used: training time depends on the shapes, not on the pixel values.")
 
-options = common.target_options(hardware)
-default = ["cpu", "gpu:0"] if "gpu:0" in options else [options[0], "cpu"]
-targets = st.multiselect("Targets (the first is the baseline)", options, default=default, key="cmp_targets",
+st.session_state.setdefault("cmp_targets", default)
+targets = st.multiselect("Targets (the first is the baseline)", options, key="cmp_targets",
                          help="cpu = all cores, cpu/N = N threads pinned to N cores, gpu:N = one GPU, gpus = all GPUs")
 if not hardware.gpus:
     st.info(f"No GPU target is offered: {hardware.gpu_reason} Compare CPU threads here, or load a result saved on a "
             "GPU machine below.", icon=":material/info:")
+url_state.save("cmp", config, fields=url_state.COMPARE_FIELDS, targets=targets, default_targets=default)
+url_state.copy_link_button()
 
 st.caption("Hourly price per target (optional): with a price, the headline gives the cost per steady epoch and per run; "
            "blank means no price, and none is assumed.")
@@ -67,6 +72,8 @@ if st.button("Start comparison", type="primary", icon=":material/compare_arrows:
 st.divider()
 results.live_group(manager, "compare")
 
+if present.is_on():  # a room watches the live comparison; imports are for the presenter's own screen
+    st.stop()
 st.divider()
 st.subheader("A result saved on another machine")
 uploaded = st.file_uploader("JSON from `python -m bench compare --json` or an export", type=["json"],

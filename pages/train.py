@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bench import devices
 from bench.config import ConfigError
-from ui import common, config_form, live
+from ui import common, config_form, live, present, url_state
 
 common.page_setup()
 manager = common.get_manager()
@@ -19,11 +20,17 @@ control = common.can_control()
 started = st.session_state.get("train_last_started")
 # after Start the settings fold away so the live charts fit on one screen; a new label makes a new, folded expander
 label = f"Run settings (run #{started} started; open to change)" if started else "Run settings"
-with st.expander(label, expanded=started is None, icon=":material/tune:"):
+device_choices = devices.device_choices(hardware) + (["gpus"] if len(hardware.gpus) > 1 else [])
+url_state.load("cfg", fields=url_state.TRAIN_FIELDS, hardware=hardware, devices=device_choices)
+with st.expander(label, expanded=started is None and not present.is_on(), icon=":material/tune:"):
     config = config_form.config_form(hardware, disabled=not control)
+url_state.save("cfg", config, fields=url_state.TRAIN_FIELDS)
 if not control:
     st.caption("View only: enter the presenter key in the sidebar to start or stop runs.")
-if st.button("Start", type="primary", icon=":material/play_arrow:", key="start_run", disabled=not control):
+start_col, link_col, _ = st.columns([1, 1, 6], vertical_alignment="center")
+with link_col:
+    url_state.copy_link_button()
+if start_col.button("Start", type="primary", icon=":material/play_arrow:", key="start_run", disabled=not control):
     try:
         run_id = manager.submit(config)
         st.session_state["train_last_started"] = run_id

@@ -11,6 +11,7 @@ import streamlit as st
 from bench import charts, devices, settings
 from bench.jobs import JobManager
 from bench.store import Store, StoreError
+from ui import present
 
 
 @st.cache_resource(show_spinner=False)
@@ -100,8 +101,10 @@ def page_setup() -> None:
     runs in its legacy folder mode, executing page scripts directly and never app.py (so no navigation, no sidebar
     status, no presenter box) until someone opens the root URL. app.py marks every run it makes; a page reached
     without that mark switches the server to app.py's st.navigation (the flag st.navigation itself clears) and
-    reruns once.
+    reruns once. Also applies the projector view (ui.present) to the page.
     """
+    present.sync()
+    present.inject_css()
     if st.session_state.get("_via_app") or st.session_state.get("_setup_rerun"):
         return
     st.session_state["_setup_rerun"] = True

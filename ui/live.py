@@ -17,7 +17,7 @@ import streamlit as st
 from bench import charts, display, metrics, report
 from bench.jobs import JobManager, RunSnapshot
 from bench.records import Status
-from ui import peak
+from ui import peak, present
 
 REFRESH_S = 1.0
 # While a run is live its charts change at most this often; the progress bar and tiles still follow every REFRESH_S.
@@ -129,14 +129,14 @@ def run_charts(snap: RunSnapshot, *, key: str) -> None:
     left, right = st.columns(2)
     with left:
         fig = cached_figure(("epochs", *state), lambda: charts.epoch_time_figure(series))
-        st.plotly_chart(fig, key=f"{key}_epochs", config={"displaylogo": False})
+        st.plotly_chart(present.styled(fig), key=f"{key}_epochs", config={"displaylogo": False})
     with right:
         fig = cached_figure(("util", *state), lambda: charts.utilization_figure(series))
-        st.plotly_chart(fig, key=f"{key}_util", config={"displaylogo": False})
+        st.plotly_chart(present.styled(fig), key=f"{key}_util", config={"displaylogo": False})
         st.caption(NVML_NOTE)
     if snap.epochs:
         fig = cached_figure(("loss", *state), lambda: charts.loss_accuracy_figure(snap.epochs))
-        st.plotly_chart(fig, key=f"{key}_loss", config={"displaylogo": False})
+        st.plotly_chart(present.styled(fig), key=f"{key}_loss", config={"displaylogo": False})
 
 
 def run_messages(snap: RunSnapshot) -> None:

@@ -13,7 +13,7 @@ from bench import charts, compare, diagnosis, display, metrics, references
 from bench.jobs import JobManager
 from bench.records import Status
 from bench.target import Target
-from ui import live, peak
+from ui import live, peak, present
 
 CHART_CONFIG = {"displaylogo": False}
 
@@ -109,7 +109,7 @@ def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, k
     """Utilization, samples/s, achieved GFLOP/s against the peak, and (two targets) speed-up, each vs parameters.
     With ``cache_key`` (a live sweep's state) every viewer shares one set of figures per state."""
     def figure(name: str, build: Any) -> Any:
-        return live.cached_figure((name, *cache_key), build) if cache_key is not None else build()
+        return present.styled(live.cached_figure((name, *cache_key), build) if cache_key is not None else build())
 
     wide = compare.wide_window_rows(rows)
     if wide:
@@ -198,7 +198,7 @@ def comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str,
                "phases": (r.get("info") or {}).get("phases")} for r in records]
 
     def figure(name: str, build: Any) -> Any:
-        return live.cached_figure((name, *cache_key), build) if cache_key is not None else build()
+        return present.styled(live.cached_figure((name, *cache_key), build) if cache_key is not None else build())
 
     left, right = st.columns(2)
     with left:
@@ -345,5 +345,5 @@ def show_imported(data: bytes, key: str = "imported") -> None:
         series = [{"label": run_label(rec), "epochs": rec.get("epochs") or [], "samples": rec.get("samples") or [],
                    "phases": (rec.get("info") or {}).get("phases")}]
         left, right = st.columns(2)
-        left.plotly_chart(charts.epoch_time_figure(series), key=f"{key}_epochs", config=CHART_CONFIG)
-        right.plotly_chart(charts.utilization_figure(series), key=f"{key}_util", config=CHART_CONFIG)
+        left.plotly_chart(present.styled(charts.epoch_time_figure(series)), key=f"{key}_epochs", config=CHART_CONFIG)
+        right.plotly_chart(present.styled(charts.utilization_figure(series)), key=f"{key}_util", config=CHART_CONFIG)

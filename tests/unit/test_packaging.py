@@ -190,7 +190,9 @@ def test_streamlit_config_is_safe_for_a_demo():
     assert server["enableXsrfProtection"] is True
     assert isinstance(server["maxUploadSize"], int) and server["maxUploadSize"] > 0
     assert server["headless"] is True
-    assert config["theme"]["base"] == "light"
+    # a light and a dark theme, both high-contrast, that a viewer switches between (the projector view reads in both)
+    assert config["theme"]["light"]["backgroundColor"] == "#ffffff"
+    assert config["theme"]["dark"]["textColor"].lower() >= "#e0e0e0"
 
 
 def test_streamlit_config_skips_the_full_gc_after_every_rerun():
@@ -209,12 +211,11 @@ def test_streamlit_accepts_every_config_option():
     with open(ROOT / ".streamlit" / "config.toml", "rb") as fh:
         config = tomllib.load(fh)
     known = set(st_config._config_options_template)  # noqa: SLF001 - no public listing exists
-    unknown = [
-        f"{section}.{key}"
-        for section, options in config.items()
-        for key in options
-        if f"{section}.{key}" not in known
-    ]
+    def names(prefix: str, table: dict) -> list[str]:  # nested tables ([theme.dark]) give theme.dark.textColor
+        return [n for key, value in table.items()
+                for n in (names(f"{prefix}.{key}", value) if isinstance(value, dict) else [f"{prefix}.{key}"])]
+
+    unknown = [name for section, options in config.items() for name in names(section, options) if name not in known]
     assert not unknown, f"options unknown to streamlit: {unknown}"
 
 
