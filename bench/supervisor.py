@@ -181,7 +181,7 @@ class Supervisor:
 
     def _settle(self, state: RunState, final: bool = False) -> None:
         """Give each epoch a sample has been taken after (every one when ``final``) its joules and throttle reasons
-        from the samples around it, and write it again."""
+        from the samples around it, and write it again when that changed it."""
         settled = []
         with self._lock:
             for epoch in list(self._unsettled):
@@ -189,10 +189,12 @@ class Supervisor:
                     continue
                 start, end = epoch.get("t_start_s"), epoch.get("t_end_s")
                 devices = list(epoch["energy_j"])
+                before = (dict(epoch["energy_j"]), list(epoch["energy_estimated"]), epoch["throttle_reasons"])
                 epoch["energy_j"], epoch["energy_estimated"] = energy.epoch_energy(state.samples, start, end, devices)
                 epoch["throttle_reasons"] = energy.epoch_throttle_reasons(state.samples, start, end, devices)
                 self._unsettled.remove(epoch)
-                settled.append(epoch)
+                if (epoch["energy_j"], epoch["energy_estimated"], epoch["throttle_reasons"]) != before:
+                    settled.append(epoch)  # written again only when the samples added something to it
         for epoch in settled:
             self.writer.add_epoch(state, epoch)
 
