@@ -17,6 +17,7 @@ import streamlit as st
 from bench import charts, metrics, report
 from bench.jobs import JobManager, RunSnapshot
 from bench.records import Status
+from ui import live_chart
 
 REFRESH_S = 1.0
 # While a run is live its charts change at most this often; the progress bar and tiles still follow every REFRESH_S.
@@ -122,18 +123,28 @@ def chart_state(snap: RunSnapshot, now: float | None = None) -> tuple[Any, ...]:
 
 
 def run_charts(snap: RunSnapshot, *, key: str) -> None:
+    """Time per epoch beside utilization, then loss and accuracy. While the run is live the first two are
+    append-only charts (ui.live_chart): each viewer's browser draws the figure once and then only appends."""
     series = [{"label": f"#{snap.id}", "epochs": snap.epochs, "samples": snap.samples}]
     state = chart_state(snap)
     left, right = st.columns(2)
-    with left:
-        fig = cached_figure(("epochs", *state), lambda: charts.epoch_time_figure(series))
-        st.plotly_chart(fig, key=f"{key}_epochs", config={"displaylogo": False})
-    with right:
-        fig = cached_figure(("util", *state), lambda: charts.utilization_figure(series))
-        st.plotly_chart(fig, key=f"{key}_util", config={"displaylogo": False})
-        st.caption(NVML_NOTE)
+    for column, name, build in ((left, "epochs", lambda: charts.epoch_time_figure(series)),
+                                (right, "util", lambda: charts.utilization_figure(series))):
+        with column:
+            fig_key = (name, *state)
+            fig = cached_figure(fig_key, build)
+            if snap.active:
+                live_chart.live_chart(live_chart.prepared(fig_key, fig, scope=(snap.id, snap.created_at)),
+                                      key=f"{key}_{name}_live")
+            else:
+                live_chart.forget(f"{key}_{name}_live")
+                st.plotly_chart(fig, key=f"{key}_{name}", config={"displaylogo": False})
+            if name == "util":
+                st.caption(NVML_NOTE)
     if snap.epochs:
-        fig = cached_figure(("loss", *state), lambda: charts.loss_accuracy_figure(snap.epochs))
+        # changes once an epoch: between epochs every refresh re-sends an identical figure, which browsers skip
+        loss_key = ("loss", snap.id, snap.created_at, snap.status, len(snap.epochs))
+        fig = cached_figure(loss_key, lambda: charts.loss_accuracy_figure(snap.epochs))
         st.plotly_chart(fig, key=f"{key}_loss", config={"displaylogo": False})
 
 
