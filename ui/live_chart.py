@@ -12,6 +12,7 @@ Plotly.js is sent once per browser session inside the first message (no network 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
@@ -25,7 +26,7 @@ import plotly.graph_objects as go
 ASSETS = Path(__file__).with_name("assets")
 COMPONENT_NAME = "bench_live_chart"
 CONFIG = {"displaylogo": False, "responsive": True}
-PLOTLY_SENT = "_live_chart_plotly_sent"  # session-state key: this browser session has been sent Plotly.js
+PLOTLY_SENT = "_live_chart_plotly_loaded"  # session-state key: this browser session said it has Plotly.js
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Held:
     layout_hashes: dict[str, str]
     recent: list[dict[str, Any]] = field(default_factory=list)  # the last RECENT deltas, oldest first
     resync_seen: Any = None
+    acked: bool = False  # the browser said it drew the whole figure ``base`` (until then every message is whole)
 
 
 RECENT = 10  # deltas repeated in every message: a browser that skipped a few catches up without the whole figure
@@ -107,26 +109,41 @@ def _new_from(xs: list[Any], last: Any) -> int:
 
 
 def full_message(prep: Prepared, seq: int) -> dict[str, Any]:
-    return {"op": "full", "seq": seq, "figure": {"data": prep.data, "layout": prep.layout}, "config": CONFIG}
+    return {"op": "full", "seq": seq, "sig": prep.signature, "figure": {"data": prep.data, "layout": prep.layout},
+            "config": CONFIG}
 
 
 def extend_message(held: Held) -> dict[str, Any]:
     return {"op": "extend", "seq": held.seq, "base": held.base, "deltas": list(held.recent)}
 
 
-def diff(prep: Prepared, held: Held | None, *, resync: Any = None) -> tuple[dict[str, Any], Held]:
+def _whole(prep: Prepared, held: Held | None, resync: Any, last_x: list[Any]) -> tuple[dict[str, Any], Held]:
+    seq = (held.seq + 1) if held else 1
+    return full_message(prep, seq), Held(seq=seq, base=seq, signature=prep.signature, last_x=last_x,
+                                         layout_hashes=dict(prep.layout_hashes), resync_seen=resync)
+
+
+def diff(prep: Prepared, held: Held | None, *, resync: Any = None, ack: Any = None) -> tuple[dict[str, Any], Held]:
     """The message that brings a viewer holding ``held`` to ``prep``, and what it holds after.
 
     A first view, a changed trace layout or a resync request (a new ``resync`` value from the browser) gives the
-    whole figure. Otherwise a delta (the points past each trace's last held x, the changed layout keys) is added
-    to the last RECENT deltas, all of which the message carries; with nothing new the message is the previous one
+    whole figure, and so does every message until the browser acknowledges one (``ack``: the sequence number of
+    the whole figure it drew; a browser mounts the element only once its code has loaded, and sees only the latest
+    message then). After that a delta (the points past each trace's last held x, the changed layout keys) is added
+    to the last RECENT deltas, all of which the message carries. With nothing new the message is the previous one
     again, which the browser does not even run.
     """
     last_x = [a["x"][-1] if a.get("x") else None for a in prep.arrays]
     if held is None or held.signature != prep.signature or (resync is not None and resync != held.resync_seen):
-        seq = (held.seq + 1) if held else 1
-        return full_message(prep, seq), Held(seq=seq, base=seq, signature=prep.signature, last_x=last_x,
-                                             layout_hashes=dict(prep.layout_hashes), resync_seen=resync)
+        return _whole(prep, held, resync, last_x)
+    if not held.acked:
+        if isinstance(ack, dict) and ack.get("seq") == held.base:
+            held = dataclasses.replace(held, acked=True)
+        else:
+            unchanged = last_x == held.last_x and prep.layout_hashes == held.layout_hashes
+            if unchanged:
+                return full_message(prep, held.seq), held
+            return _whole(prep, held, held.resync_seen, last_x)
     groups: dict[tuple[str, ...], dict[str, Any]] = {}
     for i, arrays in enumerate(prep.arrays):
         if not arrays:
@@ -145,9 +162,8 @@ def diff(prep: Prepared, held: Held | None, *, resync: Any = None) -> tuple[dict
     seq = held.seq + 1
     delta = {"seq": seq, "prev": held.seq, "groups": list(groups.values()), "layout": changed or None}
     kept = [x if x is not None else (held.last_x[i] if i < len(held.last_x) else None) for i, x in enumerate(last_x)]
-    after = Held(seq=seq, base=held.base, signature=held.signature, last_x=kept,
-                 layout_hashes=dict(prep.layout_hashes), recent=[*held.recent, delta][-RECENT:],
-                 resync_seen=held.resync_seen)
+    after = dataclasses.replace(held, seq=seq, last_x=kept, layout_hashes=dict(prep.layout_hashes),
+                                recent=[*held.recent, delta][-RECENT:])
     return extend_message(after), after
 
 
@@ -208,19 +224,23 @@ def _held_key(key: str) -> str:
 
 
 def live_chart(prep: Prepared, *, key: str) -> None:
-    """Draw ``prep`` for this viewer: the whole figure the first time, what is new after."""
+    """Draw ``prep`` for this viewer: the whole figure until the browser has drawn it, what is new after."""
     import streamlit as st
 
     state = st.session_state
-    shown = state.get(key)
+    shown = state.get(key)  # the element's state from the browser: {"ack": ..., "resync": ...}
     resync = shown.get("resync") if hasattr(shown, "get") else None
-    message, held = diff(prep, state.get(_held_key(key)), resync=resync)
-    if message["op"] == "full" and (not state.get(PLOTLY_SENT) or (isinstance(resync, dict) and resync.get("plotly"))):
-        message = {**message, "plotly": plotly_js()}
+    ack = shown.get("ack") if hasattr(shown, "get") else None
+    if isinstance(ack, dict) and ack.get("plotly"):
         state[PLOTLY_SENT] = True
+    if isinstance(resync, dict) and resync.get("plotly"):
+        state[PLOTLY_SENT] = False
+    message, held = diff(prep, state.get(_held_key(key)), resync=resync, ack=ack)
+    if message["op"] == "full" and not state.get(PLOTLY_SENT):
+        message = {**message, "plotly": plotly_js()}
     state[_held_key(key)] = held
     message["name"] = key
-    _component()(key=key, data=message, on_resync_change=lambda: None)
+    _component()(key=key, data=message, on_resync_change=lambda: None, on_ack_change=lambda: None)
 
 
 def forget(key: str) -> None:

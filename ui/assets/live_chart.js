@@ -58,6 +58,24 @@ function thin(gd, paths) {
   return changed;
 }
 
+function appendFrom(gd, figure) {
+  // Extend each trace with the points of ``figure``'s same trace past the last x drawn (x grows along a live trace).
+  figure.data.forEach((trace, i) => {
+    const held = gd.data[i];
+    if (!held || !Array.isArray(trace.x) || !Array.isArray(held.x)) return;
+    const last = held.x.length ? held.x[held.x.length - 1] : null;
+    const start = last === null ? 0 : trace.x.findIndex((x) => x !== null && x > last);
+    if (start < 0) return;
+    const update = {};
+    const walk = (obj, prefix) => Object.entries(obj).forEach(([k, v]) => {
+      if (Array.isArray(v) && v.length === trace.x.length) update[prefix + k] = [v.slice(start)];
+      else if (v && typeof v === "object" && !Array.isArray(v)) walk(v, `${prefix}${k}.`);
+    });
+    walk(trace, "");
+    window.Plotly.extendTraces(gd, update, [i]);
+  });
+}
+
 function publish(gd, st, name) {
   const points = (gd.data || []).reduce((sum, t) => sum + ((t.x || []).length), 0);
   gd.dataset.fullRenders = String(st.full);
@@ -65,7 +83,7 @@ function publish(gd, st, name) {
   gd.dataset.points = String(points);
   gd.dataset.seq = String(st.applied);
   window.__benchLiveCharts = window.__benchLiveCharts || {};
-  window.__benchLiveCharts[name] = { full: st.full, extend: st.extend, thin: st.thin, resyncs: st.resyncs, points, seq: st.applied };
+  window.__benchLiveCharts[name] = { full: st.full, extend: st.extend, thin: st.thin, resyncs: st.resyncs, reasons: st.reasons, points, seq: st.applied };
 }
 
 async function apply(st, component) {
@@ -76,15 +94,28 @@ async function apply(st, component) {
     if (st.resyncFor === data.seq) return; // asked once per message; the server answers with the whole figure
     st.resyncFor = data.seq;
     st.resyncs += 1;
-    console.info(`live chart ${data.name}: asks for the whole figure (got ${data.op} ${data.seq}, holds ${st.applied})`);
+    const why = `got ${data.op} ${data.seq} (base ${data.base}), holds ${st.applied}, plotly ${!!window.Plotly}`;
+    st.reasons = [...st.reasons, why].slice(-5);
+    gd.dataset.resyncs = st.reasons.join("; ");
+    console.info(`live chart ${data.name}: asks for the whole figure: ${why}`);
     setStateValue("resync", { seq: data.seq, plotly, at: Date.now() });
   };
   if (data.op === "full") {
+    if (data.seq <= st.applied) return;
     const Plotly = await plotlyReady(data.plotly);
     if (!Plotly) { resync(true); return; }
-    await Plotly.newPlot(gd, data.figure.data, data.figure.layout, data.config);
-    st.full += 1;
+    if (st.full && data.sig === st.sig) {
+      // the same chart, sent whole again before the server knew this browser had it: append what is new here
+      appendFrom(gd, data.figure);
+      await Plotly.relayout(gd, { shapes: data.figure.layout.shapes || [], title: data.figure.layout.title });
+      st.extend += 1;
+    } else {
+      await Plotly.newPlot(gd, data.figure.data, data.figure.layout, data.config);
+      st.full += 1;
+      st.sig = data.sig;
+    }
     st.applied = data.seq;
+    setStateValue("ack", { seq: data.seq, plotly: true });
   } else if (data.op === "extend") {
     const deltas = data.deltas.filter((d) => d.seq > st.applied);
     const gap = deltas.length ? deltas[0].prev !== st.applied : data.seq !== st.applied;
@@ -112,7 +143,7 @@ export default function (component) {
   if (!data || !parentElement) return;
   let st = charts.get(parentElement);
   if (!st) {
-    st = { applied: -1, full: 0, extend: 0, thin: 0, resyncs: 0, resyncFor: null, queue: Promise.resolve() };
+    st = { applied: -1, full: 0, extend: 0, thin: 0, resyncs: 0, reasons: [], resyncFor: null, queue: Promise.resolve() };
     charts.set(parentElement, st);
   }
   st.queue = st.queue.then(() => apply(st, component)).catch((err) => console.error("live chart", err));
