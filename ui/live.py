@@ -20,6 +20,7 @@ from bench.records import Status
 from ui import live_chart
 
 REFRESH_S = 1.0
+STARTING_REFRESH_S = 0.25  # while a run has not finished its first batch: Start answers as soon as it has
 # While a run is live its charts change at most this often; the progress bar and tiles still follow every REFRESH_S.
 # A browser skips redrawing a chart whose figure is unchanged, and redrawing the three Plotly charts is most of what
 # watching costs: measured on a 2-core machine, Chromium used 0.84 cores with charts redrawn every second, 0.17 with
@@ -64,6 +65,18 @@ def metric_tiles(snap: RunSnapshot) -> None:
     c4.metric("GPU", gpu_text, help=NVML_NOTE)
 
 
+# what a starting run waits for, by the phase its worker reports (bench.worker.prepare_training, the supervisor)
+STARTING = {"starting worker": "Starting the worker", "loading data": "Building the data",
+            "building model": "Building the model", "training": "Tracing the first step"}
+
+
+def starting_text(phase: str) -> str:
+    """The progress bar's text before the first batch: what the run is waiting for."""
+    if phase.startswith("importing "):
+        return f"Loading the framework ({phase.split(' ', 1)[1]})"
+    return STARTING.get(phase, phase.capitalize())
+
+
 def progress_bar(snap: RunSnapshot) -> None:
     prog = snap.progress
     total = snap.config.epochs
@@ -71,7 +84,7 @@ def progress_bar(snap: RunSnapshot) -> None:
         st.progress(0.0, text=f"Queued (position {(snap.queue_position or 0) + 1})")
         return
     if not prog and snap.active and snap.owner is None:
-        st.progress(0.0, text=f"{snap.phase.capitalize()}…")
+        st.progress(0.0, text=f"{starting_text(snap.phase)}…")
         return
     if not prog:  # a run read back from the store (ended, or another process's): its epochs are all there is
         done = len(snap.epochs)
@@ -186,9 +199,14 @@ def render_run(snap: RunSnapshot, *, key: str = "live") -> None:
 
 def live_panel(manager: JobManager, *, can_control: bool = True,
                pick: Callable[[JobManager], RunSnapshot | None] | None = None) -> None:
-    """The current run (or the one ``pick`` returns), redrawn every REFRESH_S seconds, with its Stop button."""
+    """The current run (or the one ``pick`` returns), redrawn every REFRESH_S seconds, with its Stop button.
 
-    @st.fragment(run_every=REFRESH_S)
+    While the run is starting (no batch finished yet) the panel refreshes every STARTING_REFRESH_S, so the first
+    batch shows as soon as it is done; then one app rerun puts it back on REFRESH_S."""
+    first = pick(manager) if pick else manager.current()
+    starting = first is not None and first.active and not first.progress and first.owner is None
+
+    @st.fragment(run_every=STARTING_REFRESH_S if starting else REFRESH_S)
     def _panel() -> None:
         snap = pick(manager) if pick else manager.current()
         if snap is None:
@@ -203,5 +221,7 @@ def live_panel(manager: JobManager, *, can_control: bool = True,
         if queued:
             st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i}' for i in queued)}")
         render_run(snap)
+        if starting and (snap.progress or not snap.active or snap.id != first.id):
+            st.rerun(scope="app")  # the first batch is shown: back to the normal refresh
 
     _panel()
