@@ -501,14 +501,14 @@ def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: A
         from bench import datasets, models  # noqa: F401
     except BaseException:  # noqa: BLE001 - a spare that cannot load reports it when a run arrives
         traceback.print_exc()
-    ready.set()
-    print(SPARE_READY_LINE, flush=True)
     prepared = None
     if inbox.empty():  # a run already waiting is not delayed by preparing another
         try:
             prepared = prepare_training(env_config)
         except BaseException:  # noqa: BLE001 - the run then prepares its own
             traceback.print_exc()
+    ready.set()  # "ready": the likely next run starts at its first step
+    print(SPARE_READY_LINE, flush=True)
     message = inbox.get()
     if message is None:
         return

@@ -20,11 +20,10 @@ from bench.records import Status
 from ui import live_chart
 
 REFRESH_S = 1.0
-STARTING_REFRESH_S = 0.25  # while a run has not finished its first batch: Start answers as soon as it has
 # While a run is live its charts change at most this often; the progress bar and tiles still follow every REFRESH_S.
-# A browser skips redrawing a chart whose figure is unchanged, and redrawing the three Plotly charts is most of what
-# watching costs: measured on a 2-core machine, Chromium used 0.84 cores with charts redrawn every second, 0.17 with
-# unchanged charts and 0.14 with none, cores the training needs too.
+# Redrawing whole Plotly figures was most of what watching cost (on a 2-core machine Chromium used 0.84 cores with
+# three charts redrawn every second, 0.14 with none), so the live epoch and utilization charts only append
+# (ui/live_chart.py) and the loss chart changes once an epoch.
 CHART_REFRESH_S = 2.0
 NVML_NOTE = (
     "GPU % is NVML's utilization: the share of time in which at least one kernel ran on the GPU, "
@@ -199,14 +198,9 @@ def render_run(snap: RunSnapshot, *, key: str = "live") -> None:
 
 def live_panel(manager: JobManager, *, can_control: bool = True,
                pick: Callable[[JobManager], RunSnapshot | None] | None = None) -> None:
-    """The current run (or the one ``pick`` returns), redrawn every REFRESH_S seconds, with its Stop button.
+    """The current run (or the one ``pick`` returns), redrawn every REFRESH_S seconds, with its Stop button."""
 
-    While the run is starting (no batch finished yet) the panel refreshes every STARTING_REFRESH_S, so the first
-    batch shows as soon as it is done; then one app rerun puts it back on REFRESH_S."""
-    first = pick(manager) if pick else manager.current()
-    starting = first is not None and first.active and not first.progress and first.owner is None
-
-    @st.fragment(run_every=STARTING_REFRESH_S if starting else REFRESH_S)
+    @st.fragment(run_every=REFRESH_S)
     def _panel() -> None:
         snap = pick(manager) if pick else manager.current()
         if snap is None:
@@ -221,7 +215,5 @@ def live_panel(manager: JobManager, *, can_control: bool = True,
         if queued:
             st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i}' for i in queued)}")
         render_run(snap)
-        if starting and (snap.progress or not snap.active or snap.id != first.id):
-            st.rerun(scope="app")  # the first batch is shown: back to the normal refresh
 
     _panel()

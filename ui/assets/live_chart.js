@@ -110,7 +110,9 @@ async function apply(st, component) {
       await Plotly.relayout(gd, { shapes: data.figure.layout.shapes || [], title: data.figure.layout.title });
       st.extend += 1;
     } else {
-      await Plotly.newPlot(gd, data.figure.data, data.figure.layout, data.config);
+      // the page's own font, as st.plotly_chart's theme gives the finished run's charts
+      const layout = { ...data.figure.layout, font: { family: getComputedStyle(gd).fontFamily, ...data.figure.layout.font } };
+      await Plotly.newPlot(gd, data.figure.data, layout, data.config);
       st.full += 1;
       st.sig = data.sig;
     }
