@@ -367,9 +367,28 @@ def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | N
     return training
 
 
-def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False) -> str:
-    """Train one run, emitting events. Returns the final status ('finished' or 'stopped')."""
-    training = prepare_training(config, on_phase=lambda phase: _emit(queue, "phase", phase=phase))
+# config keys that change nothing prepare_training builds: a run differing only in these can take a prepared Training
+AFTER_PREPARATION = ("epochs", "sample_interval_s")
+
+
+def same_preparation(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether ``prepare_training`` of ``a`` and of ``b`` build the same data and model (AFTER_PREPARATION aside)."""
+    return ({k: v for k, v in a.items() if k not in AFTER_PREPARATION}
+            == {k: v for k, v in b.items() if k not in AFTER_PREPARATION})
+
+
+def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False,
+          prepared: Training | None = None) -> str:
+    """Train one run, emitting events. Returns the final status ('finished' or 'stopped').
+
+    ``prepared``: what a pre-started worker built ahead for the likely next run (seeded as a fresh one would be),
+    used when it was built from a config that :func:`same_preparation` matches, else built now."""
+    from bench.config import RunConfig
+
+    if prepared is not None and same_preparation(prepared.config.to_dict(), config):
+        training = dataclasses.replace(prepared, config=RunConfig.from_dict(config))
+    else:
+        training = prepare_training(config, on_phase=lambda phase: _emit(queue, "phase", phase=phase))
     cfg, model, strategy = training.config, training.model, training.strategy
     placement = variable_device(model.trainable_variables[0]) if model.trainable_variables else "unknown"
     _emit(
@@ -425,9 +444,10 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="bench-parent-watch", daemon=True).start()
 
 
-def _train_and_report(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False) -> None:
+def _train_and_report(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False,
+                      prepared: Training | None = None) -> None:
     try:
-        status = train(config, queue, stop_event, prestarted=prestarted)
+        status = train(config, queue, stop_event, prestarted=prestarted, prepared=prepared)
         _emit(queue, "finished", status=status)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the supervisor as an event
         error_type, hint = _classify_error(exc)
@@ -467,8 +487,9 @@ SPARE_READY_LINE = "bench spare worker ready"
 def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: Any, ready: Any,
                log_path: str | None = None) -> None:
     """A pre-started worker: sets the environment of ``env_config`` and imports the framework now, then waits for
-    the run it will train, ``(config, log_path)`` on ``inbox`` (None: exit unused). The seconds a cold start spends
-    importing TensorFlow are then spent before Start is pressed, not after."""
+    the run it will train, ``(config, log_path)`` on ``inbox`` (None: exit unused). Meanwhile it prepares the data
+    and model of ``env_config`` itself (the last run's config: the likely next run). The seconds a cold start spends
+    importing TensorFlow, building the data and compiling the model are then spent before Start, not after."""
     _exit_with_parent()
     _redirect_output(log_path)
     prepare_environment(env_config)
@@ -480,7 +501,13 @@ def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: A
         from bench import datasets, models  # noqa: F401
     except BaseException:  # noqa: BLE001 - a spare that cannot load reports it when a run arrives
         traceback.print_exc()
-    ready.set()
+    prepared = None
+    if inbox.empty():  # a run already waiting is not delayed by preparing another
+        try:
+            prepared = prepare_training(env_config)
+        except BaseException:  # noqa: BLE001 - the run then prepares its own
+            traceback.print_exc()
+    ready.set()  # "ready": the likely next run starts at its first step
     print(SPARE_READY_LINE, flush=True)
     message = inbox.get()
     if message is None:
@@ -491,4 +518,4 @@ def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: A
               hint="This is a bug in the dashboard; start the run again.", traceback="")
         return
     _redirect_output(run_log)
-    _train_and_report(config, queue, stop_event, prestarted=True)
+    _train_and_report(config, queue, stop_event, prestarted=True, prepared=prepared)

@@ -37,6 +37,8 @@ def _fmt(value: float | None, unit: str) -> str:
         return f"{value:.0f} ms"
     if not unit:
         return f"{value:.2f}"
+    if unit == "cores":
+        return f"{value:.2f} cores"
     return f"{value:.1f} {unit}"
 
 
@@ -110,6 +112,16 @@ def diagnose(name: str, r: Mapping[str, Any]) -> tuple[str, str]:
         return why + noise_note(r.get(name), d.get("bare_spread")) + cpu_note(kind, d), diagnosis
     if name in ("page_ready_s", "first_batch_s"):
         return _diagnose_latency(name, d)
+    if name == "first_batch_warm_s":
+        return (f"with the pre-started worker ready, Start-to-first-batch measured "
+                f"{_seconds(d.get('first_batch_prestarted_runs_s'))} (cold: {_seconds(d.get('first_batch_runs_s'))}).",
+                "what remains after the framework import is building the data and model, tracing the first step and "
+                "the page's next refresh showing it.")
+    if name == "watch_cores":
+        chromium, server = d.get("rerun_chromium_cpu_share"), d.get("rerun_server_cpu_share")
+        why = f"while one page watched a run the server used {_share(server)} of a core and Chromium {_share(chromium)}."
+        part = "the browser drawing the page" if (chromium or 0) >= (server or 0) else "the server's refreshes"
+        return why, f"most of it is {part}."
     return _diagnose_server(name, r, d)
 
 

@@ -17,13 +17,13 @@ import streamlit as st
 from bench import charts, display, metrics, report
 from bench.jobs import JobManager, RunSnapshot
 from bench.records import Status
-from ui import peak, present
+from ui import live_chart, peak, present
 
 REFRESH_S = 1.0
 # While a run is live its charts change at most this often; the progress bar and tiles still follow every REFRESH_S.
-# A browser skips redrawing a chart whose figure is unchanged, and redrawing the three Plotly charts is most of what
-# watching costs: measured on a 2-core machine, Chromium used 0.84 cores with charts redrawn every second, 0.17 with
-# unchanged charts and 0.14 with none, cores the training needs too.
+# Redrawing whole Plotly figures was most of what watching cost (on a 2-core machine Chromium used 0.84 cores with
+# three charts redrawn every second, 0.14 with none), so the live epoch and utilization charts only append
+# (ui/live_chart.py) and the loss chart changes once an epoch.
 CHART_REFRESH_S = 2.0
 NVML_NOTE = (
     "GPU % is NVML's utilization: the share of time in which at least one kernel ran on the GPU, "
@@ -65,6 +65,18 @@ def metric_tiles(snap: RunSnapshot) -> None:
     peak.render_epoch(snap)
 
 
+# what a starting run waits for, by the phase its worker reports (bench.worker.prepare_training, the supervisor)
+STARTING = {"starting worker": "Starting the worker", "loading data": "Building the data",
+            "building model": "Building the model", "training": "Tracing the first step"}
+
+
+def starting_text(phase: str) -> str:
+    """The progress bar's text before the first batch: what the run is waiting for."""
+    if phase.startswith("importing "):
+        return f"Loading the framework ({phase.split(' ', 1)[1]})"
+    return STARTING.get(phase, phase.capitalize())
+
+
 def progress_bar(snap: RunSnapshot) -> None:
     prog = snap.progress
     total = snap.config.epochs
@@ -72,7 +84,7 @@ def progress_bar(snap: RunSnapshot) -> None:
         st.progress(0.0, text=f"Queued (position {(snap.queue_position or 0) + 1})")
         return
     if not prog and snap.active and snap.owner is None:
-        st.progress(0.0, text=f"{snap.phase.capitalize()}…")
+        st.progress(0.0, text=f"{starting_text(snap.phase)}…")
         return
     if not prog:  # a run read back from the store (ended, or another process's): its epochs are all there is
         done = len(snap.epochs)
@@ -124,19 +136,31 @@ def chart_state(snap: RunSnapshot, now: float | None = None) -> tuple[Any, ...]:
 
 
 def run_charts(snap: RunSnapshot, *, key: str) -> None:
-    series = [{"label": f"#{snap.id}", "epochs": snap.epochs, "samples": snap.samples}]
+    """Time per epoch beside utilization, then loss and accuracy. While the run is live the first two are
+    append-only charts (ui.live_chart): each viewer's browser draws the figure once and then only appends."""
+    series = [{"label": f"#{snap.id}", "epochs": snap.epochs, "samples": snap.samples,
+               "phases": snap.info.get("phases")}]
     state = chart_state(snap)
     left, right = st.columns(2)
-    with left:
-        fig = cached_figure(("epochs", *state), lambda: charts.epoch_time_figure(series))
-        st.plotly_chart(present.styled(fig), key=f"{key}_epochs", config={"displaylogo": False})
-    with right:
-        fig = cached_figure(("util", *state), lambda: charts.utilization_figure(series))
-        st.plotly_chart(present.styled(fig), key=f"{key}_util", config={"displaylogo": False})
-        st.caption(NVML_NOTE)
+    for column, name, build in ((left, "epochs", lambda: charts.epoch_time_figure(series)),
+                                (right, "util", lambda: charts.utilization_figure(series))):
+        with column:
+            # the projector view's figure is a styled copy, cached apart from the plain one
+            fig_key = (name, present.is_on(), *state)
+            fig = cached_figure(fig_key, lambda build=build: present.styled(build()))
+            if snap.active:
+                live_chart.live_chart(live_chart.prepared(fig_key, fig, scope=(snap.id, snap.created_at)),
+                                      key=f"{key}_{name}_live")
+            else:
+                live_chart.forget(f"{key}_{name}_live")
+                st.plotly_chart(fig, key=f"{key}_{name}", config={"displaylogo": False})
+            if name == "util":
+                st.caption(NVML_NOTE)
     if snap.epochs:
-        fig = cached_figure(("loss", *state), lambda: charts.loss_accuracy_figure(snap.epochs))
-        st.plotly_chart(present.styled(fig), key=f"{key}_loss", config={"displaylogo": False})
+        # changes once an epoch: between epochs every refresh re-sends an identical figure, which browsers skip
+        loss_key = ("loss", present.is_on(), snap.id, snap.created_at, snap.status, len(snap.epochs))
+        fig = cached_figure(loss_key, lambda: present.styled(charts.loss_accuracy_figure(snap.epochs)))
+        st.plotly_chart(fig, key=f"{key}_loss", config={"displaylogo": False})
 
 
 def run_messages(snap: RunSnapshot) -> None:
@@ -158,7 +182,7 @@ def run_messages(snap: RunSnapshot) -> None:
         steps = snap.config.steps_per_execution
         steps_text = f" · {steps} steps per execution" if steps != 1 else ""
         st.success(f"Finished: steady epoch {steady} (first epoch, with tracing: {first}) · "
-                   f"trained on {snap.info.get('placement', '?')} with {snap.info.get('framework', '?')}{steps_text}")
+                   f"trained on {display.short_device(snap.info.get('placement'))} with {snap.info.get('framework', '?')}{steps_text}")
     if snap.status in (Status.FINISHED, Status.STOPPED):
         verdict = snap.summary["diagnosis"]
         icons = {"host-bound": ":material/hourglass_top:", "compute-bound": ":material/memory:",

@@ -109,7 +109,7 @@ def fake_result(extra: dict | None = None) -> dict:
                "gpus": [], "gpu_reason": "no GPU here", "framework": "tensorflow 2.x", "platform": "Linux",
                "python": "3.11", "label": "Test CPU 9000 (2 cores), no GPU"}
     return stats.result_from(plan, plan.config().to_dict(), machine, runs,
-                                {"page_ready_s": [2.0, 2.5, 3.5], **(extra or {})}, memory, render)
+                                {"page_ready_s": [1.5, 1.8, 3.5], **(extra or {})}, memory, render)
 
 
 def test_result_holds_every_figure_the_machine_and_the_raw_runs():
@@ -119,7 +119,7 @@ def test_result_holds_every_figure_the_machine_and_the_raw_runs():
         assert key in result, key
     assert result["engine_vs_bare_ratio"] == pytest.approx(1.015 / 1.01)
     assert result["watched_vs_bare_ratio"] == pytest.approx(1.11 / 1.01)
-    assert result["page_ready_s"] == 2.5
+    assert result["page_ready_s"] == 1.8
     assert result["first_batch_s"] == 6.5
     assert result["rerun_ms"] == pytest.approx(100.0)  # worse of 80 ms server CPU per tick and 100 ms panel wall
     assert result["memory_growth_mb"] == 20.0
@@ -133,16 +133,24 @@ def test_prestarted_first_batch_is_reported_beside_the_cold_one():
     result = fake_result({"first_batch_prestarted_runs_s": [1.9, 1.5, 2.4]})
     assert result["first_batch_s"] == 6.5
     assert result["details"]["first_batch_prestarted_s"] == 1.9
+    assert result["first_batch_warm_s"] == 1.9 and result["figures"]["first_batch_warm_s"]["verdict"] == "miss"
     text = report.render_markdown(result)
     assert "1.90 s, 1.50 s, 2.40 s, median 1.90 s." in text
     assert "not measured" in report.render_markdown(fake_result())
+
+
+def test_watch_cores_is_the_server_and_browser_cpu_of_the_watched_runs():
+    result = fake_result()
+    assert result["watch_cores"] == pytest.approx(result["details"]["side_cpu_cores"]["watched"])
+    assert result["watch_cores"] == pytest.approx(0.28)
 
 
 def test_markdown_has_a_target_line_per_figure_and_explains_each_miss():
     text = report.render_markdown(fake_result())
     assert "| `engine_vs_bare_ratio` | 1.005 | ≤ 1.030 | pass |" in text
     assert "| `watched_vs_bare_ratio` | 1.099 | ≤ 1.050 | miss |" in text
-    assert "| `page_ready_s` | 2.50 s | ≤ 3.00 s | pass |" in text
+    assert "| `page_ready_s` | 1.80 s | ≤ 2.00 s | pass |" in text
+    assert "| `watch_cores` | 0.28 cores | ≤ 0.10 cores | miss |" in text
     assert "| `rerun_ms` | 100 ms | ≤ 150 ms | pass |" in text
     assert "| `memory_growth_mb` | 20.0 MB | ≤ 50.0 MB | pass |" in text
     assert "Test CPU 9000 · 2 logical cores" in text and "8.0 GiB RAM" in text
@@ -166,6 +174,7 @@ def test_cpu_beside_the_worker_implies_a_slowdown_per_training_thread():
 def test_markdown_says_when_nothing_missed():
     result = fake_result()
     result["watched_vs_bare_ratio"] = 1.01
+    result["watch_cores"] = 0.05
     assert "None: every measured figure met its target" in report.render_markdown(result)
 
 

@@ -1,0 +1,73 @@
+"""Real Chromium: a live run's charts grow by appending (one full figure render per viewer, the data growing after),
+and a viewer who opens the page mid-run gets the whole history at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.polling import wait_for
+
+pytestmark = pytest.mark.e2e
+
+CHART = '[data-testid="stBidiComponentRegular"] .bench-live-chart'
+STATE = """() => [...document.querySelectorAll('.bench-live-chart')].map((gd) => ({
+    full: Number(gd.dataset.fullRenders || 0), extends: Number(gd.dataset.extends || 0),
+    points: Number(gd.dataset.points || 0), x: (gd.data || []).map((t) => (t.x || []).slice()),
+    bars: gd.querySelectorAll('.barlayer .point').length, resyncs: gd.dataset.resyncs || ''}))"""
+
+
+def set_number(page, label: str, value: int) -> None:
+    box = page.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    page.wait_for_timeout(400)
+
+
+def open_train(page, server) -> None:
+    page.goto(server.url)
+    page.get_by_role("heading", name="Train").wait_for(timeout=60_000)
+    page.get_by_label("Epochs", exact=True).wait_for()
+
+
+def charts(page) -> list[dict]:
+    """[time per epoch, utilization]: each live chart's render counters and its traces' x values."""
+    return page.evaluate(STATE)
+
+
+def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, page, server):
+    open_train(page, server)
+    set_number(page, "Epochs", 4)
+    set_number(page, "Training samples (0 = all)", 12000)
+    set_number(page, "Batch size", 8)  # about 3 s an epoch here: several chart refreshes per epoch
+    page.get_by_role("button", name="Start").click()
+    wait_for(lambda: page.locator(CHART).count() == 2 and all(c["full"] for c in charts(page)), 90,
+             "both live charts drawn")
+    wait_for(lambda: charts(page)[1]["points"] >= 4, 60, "utilization points")
+    before = charts(page)
+    wait_for(lambda: charts(page)[1]["points"] >= before[1]["points"] + 6, 60, "the utilization chart to grow")
+    wait_for(lambda: charts(page)[0]["bars"] >= 1, 120, "the first epoch bar")
+    grown = charts(page)
+    assert [c["full"] for c in grown] == [1, 1], grown  # drawn whole once each; everything after was appended
+    assert grown[1]["extends"] >= 3 and grown[1]["points"] > before[1]["points"]
+    assert len(grown[1]["x"][0]) > len(before[1]["x"][0])
+    assert grown[1]["x"][0][: len(before[1]["x"][0])] == before[1]["x"][0], "appending keeps the earlier points"
+
+    # a second viewer, mid-run: the whole history in its first render
+    late = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
+    try:
+        open_train(late, server)
+        wait_for(lambda: late.locator(CHART).count() == 2 and all(c["full"] for c in charts(late)), 90,
+                 "the late viewer's live charts")
+        first = charts(late)
+        seen = charts(page)
+        assert first[1]["x"][0][0] == seen[1]["x"][0][0], "the late viewer's line starts where the run started"
+        assert len(first[1]["x"][0]) >= len(grown[1]["x"][0]), (first[1]["points"], grown[1]["points"])
+        assert first[0]["bars"] >= grown[0]["bars"] >= 1
+        wait_for(lambda: charts(late)[1]["points"] > first[1]["points"], 60, "the late viewer's chart to grow")
+        assert [c["full"] for c in charts(late)] == [1, 1]
+    finally:
+        late.context.close()
+    wait_for(lambda: page.get_by_text("Finished: steady epoch").count() > 0, 180, "the run to finish")
+    # the finished run's charts are ordinary Plotly charts with every epoch
+    wait_for(lambda: page.locator(".js-plotly-plot").first.locator(".barlayer .point").count() == 4, 30,
+             "the final epoch chart")
