@@ -69,7 +69,9 @@ def test_an_epoch_mark_is_a_layout_change_beside_the_points():
     held = acked(util(10, k=1))
     message, _ = lc.diff(util(12, k=2), held)
     delta = message["deltas"][0]
-    assert set(delta["layout"]) == {"shapes"} and len(delta["layout"]["shapes"]) == 2
+    assert set(delta["layout"]) == {"shapes", "annotations"}, "the new epoch's band and its name; nothing else"
+    assert len(delta["layout"]["shapes"]) == 2
+    assert [a["text"] for a in delta["layout"]["annotations"]][-1] == "epoch 2"
 
 
 def test_recent_deltas_ride_along_so_a_browser_that_skipped_some_catches_up():
