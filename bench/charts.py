@@ -141,8 +141,10 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
     second row, its memory beside the machine's. One run: its start-up phases shaded and named, its epochs named."""
     many = len(series) > 1
     runs = [(s, thin(list(s.get("samples") or []))) for s in series]
-    process = show_process and any(_drawn(_values(rows, "process_cpu_percent")) for _, rows in runs)
-    memory = show_process and any(_drawn(_values(rows, k)) for _, rows in runs
+    # drawn from the first sample that carries the reading, even while its value is still None (psutil's first
+    # process reading is): a live chart keeps its traces from the start instead of being redrawn when they appear
+    process = show_process and any("process_cpu_percent" in row for _, rows in runs for row in rows)
+    memory = show_process and any(k in row for _, rows in runs for row in rows
                                   for k in ("process_rss_mib", "ram_used_mib"))
     fig = make_subplots(rows=2 if memory else 1, cols=1, shared_xaxes=True, vertical_spacing=0.1,
                         row_heights=[0.7, 0.3] if memory else None, specs=[[{"secondary_y": process}]]
@@ -157,8 +159,8 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
         fig.add_scatter(x=t, y=_values(samples, "cpu_percent"), mode="lines", name=f"{prefix}CPU, whole machine",
                         line={"color": colour, "width": 2.5}, connectgaps=False, hovertemplate=hover, row=1, col=1)
         cores = _values(samples, "process_cpu_percent", 100.0)
-        if process and _drawn(cores):
-            top_cores = max(top_cores, *(c for c in cores if c is not None))
+        if process:
+            top_cores = max([top_cores, *(c for c in cores if c is not None)])
             fig.add_scatter(x=t, y=cores, mode="lines", name=f"{prefix}training process CPU (cores, right axis)",
                             line={"color": colour, "width": 2, "dash": "dot"},
                             connectgaps=False, row=1, col=1, secondary_y=True,
@@ -179,7 +181,7 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
             for key, name, dash in (("ram_used_mib", "machine memory in use", "solid"),
                                     ("process_rss_mib", "training process memory", "dot"))[1 if many else 0:]:
                 values = _values(samples, key, MIB_PER_GIB)
-                if _drawn(values):
+                if any(key in row for row in samples):
                     fig.add_scatter(x=t, y=values, mode="lines", name=f"{prefix}{name} (GiB)", connectgaps=False,
                                     line={"color": colour if many else PALETTE[5], "dash": dash, "width": 2},
                                     row=2, col=1,

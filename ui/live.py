@@ -194,10 +194,13 @@ def run_messages(snap: RunSnapshot) -> None:
 
 
 def render_run(snap: RunSnapshot, *, key: str = "live") -> None:
-    st.markdown(status_line(snap))
-    progress_bar(snap)
-    metric_tiles(snap)
-    run_messages(snap)
+    # Everything above the charts sits in one container, so the charts keep their place in the page whatever lines
+    # appear above them (an epoch's FLOP/s, a warning): a live chart that moved would be mounted afresh and redrawn.
+    with st.container():
+        st.markdown(status_line(snap))
+        progress_bar(snap)
+        metric_tiles(snap)
+        run_messages(snap)
     run_charts(snap, key=key)
 
 
@@ -211,14 +214,15 @@ def live_panel(manager: JobManager, *, can_control: bool = True,
         if snap is None:
             st.info("No run yet. Pick the settings above and press **Start**.")
             return
-        if snap.active and can_control and snap.owner is None:
-            if st.button("Stop", key="stop_run", type="secondary", icon=":material/stop:",
-                         help="Stops after the current batch; the worker is ended if it does not stop in time."):
-                manager.stop(snap.id)
-                snap = manager.snapshot(snap.id) or snap
-        queued = [i for i in manager.queued_ids() if i != snap.id]
-        if queued:
-            st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i}' for i in queued)}")
+        with st.container():  # one place in the page, with or without a Stop button and a queue line
+            if snap.active and can_control and snap.owner is None:
+                if st.button("Stop", key="stop_run", type="secondary", icon=":material/stop:",
+                             help="Stops after the current batch; the worker is ended if it does not stop in time."):
+                    manager.stop(snap.id)
+                    snap = manager.snapshot(snap.id) or snap
+            queued = [i for i in manager.queued_ids() if i != snap.id]
+            if queued:
+                st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i}' for i in queued)}")
         render_run(snap)
 
     _panel()

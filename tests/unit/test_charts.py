@@ -254,3 +254,14 @@ def test_sweep_utilization_draws_gpm_for_gpu_targets_that_have_it():
              "sm_active_percent": sm, "tensor_active_percent": None} for p, s, sm in ((1e4, "xs", 10.0), (1e6, "m", 60.0))]
     names = [t.name for t in charts.sweep_utilization_figure(rows).data]
     assert names == ["gpu:0 (GPU %)", "gpu:0 (SM active %)"]
+
+
+def test_a_live_runs_traces_are_there_from_its_first_sample():
+    """psutil's first process reading is None; the traces must not appear later, or a live chart is redrawn whole."""
+    rows = [{"t_s": 0.5 * i, "cpu_percent": 50.0, "cpu_per_core": [50.0, 50.0],
+             "process_cpu_percent": None if i == 0 else 150.0, "process_rss_mib": 800.0, "ram_used_mib": 4000.0,
+             "gpus": []} for i in range(6)]
+    names = [[t.name for t in charts.utilization_figure([{"label": "#1", "samples": rows[:n], "epochs": []}]).data]
+             for n in (1, 6)]
+    assert names[0] == names[1]
+    assert "training process CPU (cores, right axis)" in names[0]
