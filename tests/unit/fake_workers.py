@@ -77,7 +77,8 @@ class ResourceExhaustedError(Exception):
 
 
 def _train_one_epoch_then(error: BaseException) -> Any:
-    def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False) -> str:
+    def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False,
+              prepared: Any = None) -> str:
         _emit(queue, "started", pid=os.getpid(), framework="fake 0", devices_seen=["cpu"], placement="/device:CPU:0")
         _fake_epoch(queue, 1)
         raise error
@@ -102,7 +103,8 @@ def real_worker_host_oom(config: dict[str, Any], queue: Any, stop_event: Any, lo
     worker.worker_main(config, queue, stop_event, log_path)
 
 
-def _slow_train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False) -> str:
+def _slow_train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False,
+                prepared: Any = None) -> str:
     _emit(queue, "started", pid=os.getpid(), framework="fake 0", devices_seen=["cpu"], placement="/device:CPU:0")
     for epoch in range(1, config["epochs"] + 1):
         if stop_event.is_set():
