@@ -143,9 +143,11 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
     runs = [(s, thin(list(s.get("samples") or []))) for s in series]
     # drawn from the first sample that carries the reading, even while its value is still None (psutil's first
     # process reading is): a live chart keeps its traces from the start instead of being redrawn when they appear
-    process = show_process and any("process_cpu_percent" in row for _, rows in runs for row in rows)
-    memory = show_process and any(k in row for _, rows in runs for row in rows
-                                  for k in ("process_rss_mib", "ram_used_mib"))
+    # and before the first sample, since this project's sampler always takes them
+    waiting = not any(rows for _, rows in runs)
+    process = show_process and (waiting or any("process_cpu_percent" in row for _, rows in runs for row in rows))
+    memory = show_process and (waiting or any(k in row for _, rows in runs for row in rows
+                                              for k in ("process_rss_mib", "ram_used_mib")))
     fig = make_subplots(rows=2 if memory else 1, cols=1, shared_xaxes=True, vertical_spacing=0.1,
                         row_heights=[0.7, 0.3] if memory else None, specs=[[{"secondary_y": process}]]
                         + ([[{}]] if memory else []))
@@ -181,7 +183,7 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
             for key, name, dash in (("ram_used_mib", "machine memory in use", "solid"),
                                     ("process_rss_mib", "training process memory", "dot"))[1 if many else 0:]:
                 values = _values(samples, key, MIB_PER_GIB)
-                if any(key in row for row in samples):
+                if waiting or any(key in row for row in samples):
                     fig.add_scatter(x=t, y=values, mode="lines", name=f"{prefix}{name} (GiB)", connectgaps=False,
                                     line={"color": colour if many else PALETTE[5], "dash": dash, "width": 2},
                                     row=2, col=1,

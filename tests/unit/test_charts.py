@@ -262,6 +262,6 @@ def test_a_live_runs_traces_are_there_from_its_first_sample():
              "process_cpu_percent": None if i == 0 else 150.0, "process_rss_mib": 800.0, "ram_used_mib": 4000.0,
              "gpus": []} for i in range(6)]
     names = [[t.name for t in charts.utilization_figure([{"label": "#1", "samples": rows[:n], "epochs": []}]).data]
-             for n in (1, 6)]
-    assert names[0] == names[1]
+             for n in (0, 1, 6)]
+    assert names[0] == names[1] == names[2], "before the first sample too"
     assert "training process CPU (cores, right axis)" in names[0]
