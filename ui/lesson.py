@@ -243,8 +243,11 @@ def show_live(manager: JobManager, step: Step) -> None:
         factor = pair.get("speedup_median")
         c1, c2 = st.columns([1, 3])
         c1.metric(f"Live: {pair['target']} vs {pair['baseline_target']}", f"{factor:.2f}x" if factor else "—")
-        c2.markdown(f"**{speedup_text(factor, pair['baseline_target'], pair['target'])}** (median steady epoch; "
-                    "epoch 1, with tracing, left out).")
+        # the comparison's own headline: it says "about as fast" when the spread crosses 1x, as the pages do
+        c2.markdown(f"**{compare.headline(pair)}**; epoch 1, with tracing, left out.")
+        note = compare.caution(pair)
+        if note:
+            c2.caption(note)
         results.comparison_charts(clean, key=f"lesson_{step.key}_live")
         return
     peaks = group["meta"].get("peaks") or {}
