@@ -244,7 +244,7 @@ def show_live(manager: JobManager, step: Step) -> None:
         c1, c2 = st.columns([1, 3])
         c1.metric(f"Live: {pair['target']} vs {pair['baseline_target']}", f"{factor:.2f}x" if factor else "—")
         # the comparison's own headline: it says "about as fast" when the spread crosses 1x, as the pages do
-        c2.markdown(f"**{compare.headline(pair)}**; epoch 1, with tracing, left out.")
+        c2.markdown(f"**{compare.headline(pair).rstrip('.')}**; epoch 1, with tracing, left out.")
         note = compare.caution(pair)
         if note:
             c2.caption(note)
