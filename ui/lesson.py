@@ -20,7 +20,7 @@ import streamlit as st
 from bench import charts, compare, devices, metrics, records
 from bench.config import RunConfig
 from bench.jobs import JobManager
-from ui import live, present, results
+from ui import present, results
 
 SHIPPED_LABEL = "Measured on an NVIDIA H100 by this project, not live"
 SWEEP_SIZES = "h100-sweep-sizes.json"
@@ -227,15 +227,8 @@ def show_live(manager: JobManager, step: Step) -> None:
         return
     recs = results.group_records(manager, group)
     st.markdown("**Live on this machine:**")
-    for rec in recs:
-        snap = rec["_snap"]
-        c1, c2 = st.columns([3, 2])
-        c1.markdown(live.status_line(snap))
-        with c2:
-            live.progress_bar(snap)
-        if snap.error:
-            st.error(f"{snap.error.get('message')} — {snap.error.get('hint')}")
-    clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in recs]
+    results.group_status(recs)
+    clean = results.plain_records(recs)
     if any(r["_active"] for r in recs):
         return
     if step.kind == "speedup" and len(clean) >= 2:

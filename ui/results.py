@@ -289,6 +289,23 @@ def export_buttons(records: Sequence[Mapping[str, Any]], *, key: str, name: str 
                                 icon=":material/download:", key=f"{key}_csv", on_click="ignore")
 
 
+def group_status(records: Sequence[Mapping[str, Any]]) -> None:
+    """One line per run of a group (from :func:`group_records`): its status, its progress, its error."""
+    for rec in records:
+        snap = rec["_snap"]
+        c1, c2 = st.columns([3, 2])
+        c1.markdown(live.status_line(snap))
+        with c2:
+            live.progress_bar(snap)
+        if snap.error:
+            st.error(f"{snap.error.get('message')} — {snap.error.get('hint')}")
+
+
+def plain_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A group's records without the live-only keys (``_snap``, ``_active``) that :func:`group_records` adds."""
+    return [{k: v for k, v in r.items() if not k.startswith("_")} for r in records]
+
+
 def live_group(manager: JobManager, kind: str) -> None:
     """The latest comparison (shared by every viewer), redrawn live."""
 
@@ -299,19 +316,12 @@ def live_group(manager: JobManager, kind: str) -> None:
             st.info("No comparison yet: pick a preset or settings and targets, then press **Start comparison**.")
             return
         records = group_records(manager, group)
-        for rec in records:
-            snap = rec["_snap"]
-            c1, c2 = st.columns([3, 2])
-            c1.markdown(live.status_line(snap))
-            with c2:
-                live.progress_bar(snap)
-            if snap.error:
-                st.error(f"{snap.error.get('message')} — {snap.error.get('hint')}")
+        group_status(records)
         if any(r["_active"] for r in records) and common_can_control():
             if st.button("Stop comparison", key=f"stop_{kind}", icon=":material/stop:"):
                 for rec in records:
                     manager.stop(rec["id"])
-        clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in records]
+        clean = plain_records(records)
         show_comparison(clean, key=f"{kind}_live", cache_key=group_chart_state(group, records),
                         prices=group["meta"].get("prices"))
         if not any(r["_active"] for r in records):
