@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import streamlit as st
+import streamlit.delta_generator
 
 from ui import common, live, present
+
+# Streamlit's first element of a process checks whether it runs in a REPL, to warn those who do not use `streamlit
+# run`; the check walks every loaded module's file (0.10 s of the 2-core server's first page, docs/PERFORMANCE.md).
+# Under `streamlit run` the warning can never show, so it is marked shown already.
+streamlit.delta_generator._use_warning_has_been_displayed = True
 
 st.set_page_config(page_title="CPU vs GPU training bench", page_icon=":material/speed:", layout="wide",
                    initial_sidebar_state="collapsed" if present.requested() else "auto")

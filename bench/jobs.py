@@ -261,6 +261,22 @@ class JobManager:
                 return snap
             time.sleep(poll_s)
 
+    def wait_first_batch(self, run_id: int, timeout_s: float, poll_s: float = 0.02) -> bool:
+        """Block until the run has reported its first finished batch or ended, at most ``timeout_s``; whether it
+        did. The Train page waits so after Start on a pre-started worker, whose first batch comes within about a
+        second: the page's first redraw then shows it, rather than the refresh after."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                state = self._runs.get(run_id)
+                if state is None:
+                    raise KeyError(f"no run {run_id}")
+                if state.progress or state.status in TERMINAL:
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
+
     def shutdown(self, timeout_s: float = 10.0) -> None:
         """Stop every run and the dispatcher; a last try at writing what a failing store missed."""
         with self._lock:

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import cpu_seconds, run_child
-from benchmarks.dashboard import (CHROMIUM, CHROMIUM_ARGS, DashboardServer, browser_unavailable, page_ready,
-                                  prestarted_first_batches, server_run)
+from benchmarks.dashboard import (CHROMIUM, CHROMIUM_ARGS, DashboardServer, browser_unavailable, compile_sources,
+                                  page_ready, prestarted_first_batches, server_run)
 from benchmarks.report import DEFAULT_REPORT, summary_lines, write_outputs
 from benchmarks.standins import SamplerChoice, null_sampler
 from benchmarks.stats import Plan, median, plan_for, result_from, schedule, steady_times
@@ -112,12 +112,14 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
 
             playwright = sync_playwright().start()
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            compile_sources()
             for i in range(plan.page_starts):
                 folder = tmp / f"server-{i + 1}"
                 folder.mkdir()
                 server, seconds = page_ready(browser, folder)
                 extra["page_ready_s"].append(seconds)
                 extra.setdefault("server_healthy_s", []).append(server.healthy_s)
+                extra.setdefault("page_marks", []).append(server.page_marks)
                 say(f"page ready after {seconds:.2f} s (server start {i + 1}/{plan.page_starts})")
                 if i + 1 < plan.page_starts:
                     server.stop()

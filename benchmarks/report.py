@@ -175,14 +175,36 @@ def _diagnose_ratio(name: str, r: Mapping[str, Any], d: Mapping[str, Any]) -> tu
     return why, diagnosis
 
 
+PAGE_STEP_SCRIPT = "app.py and the Train page run, drawn (first message to Start shown)"
+
+
+def page_steps(marks: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """page_ready's median marks (stats.PAGE_MARKS) as consecutive steps, (what, seconds); [] when not measured."""
+    keys = ("healthy_s", "front_end_s", "socket_open_s", "first_message_s", "ready_s")
+    if any(marks.get(k) is None for k in keys):
+        return []
+    names = ("Streamlit server start (interpreter, Streamlit's import, its component scan) to health",
+             "Chromium loading Streamlit's front end (health to DOMContentLoaded)",
+             "front end to WebSocket open", "WebSocket open to the server's first message (session, script start)",
+             PAGE_STEP_SCRIPT)
+    points = [0.0] + [float(marks[k]) for k in keys]
+    return [(name, points[i + 1] - points[i]) for i, name in enumerate(names)]
+
+
 def _diagnose_latency(name: str, d: Mapping[str, Any]) -> tuple[str, str]:
     if name == "page_ready_s":
         ready, healthy = d.get("page_ready_runs_s") or [], d.get("server_healthy_runs_s") or []
         why = (f"server starts measured {', '.join(f'{s:.2f} s' for s in ready)}; the server answered its health "
-               f"check after {', '.join(f'{s:.2f} s' for s in healthy)} (interpreter and Streamlit start), the rest "
-               "is the first script run (app.py, the Train page's imports: the engine, Plotly) and the browser "
-               "drawing it.")
-        if (median(healthy) or 0.0) >= 0.5 * (median(ready) or 0.0):
+               f"check after {', '.join(f'{s:.2f} s' for s in healthy)} (interpreter and Streamlit start).")
+        steps = page_steps(d.get("page_marks") or {})
+        if steps:
+            why += " Medians, step by step: " + "; ".join(f"{what} {sec:.2f} s" for what, sec in steps) + "."
+            ours = dict(steps).get(PAGE_STEP_SCRIPT)
+            streamlit_s = sum(sec for what, sec in steps if what != PAGE_STEP_SCRIPT)
+            diagnosis = (f"Streamlit's own start and front end take {streamlit_s:.2f} s of it before any of the "
+                         f"dashboard's code runs; the first run of app.py and the Train page, with Chromium drawing "
+                         f"it, takes {ours:.2f} s." if ours is not None else "")
+        elif (median(healthy) or 0.0) >= 0.5 * (median(ready) or 0.0):
             diagnosis = ("most of it is the server process starting (the interpreter and Streamlit's import), paid "
                          "once per server start.")
         else:
@@ -325,7 +347,8 @@ def detail_lines(r: Mapping[str, Any]) -> list[str]:
         "",
         f"How each figure is measured: [{METHOD}]({METHOD}#how-the-overhead-is-measured).",
         "",
-        f"- **`page_ready_s`**: server starts: {_seconds(d.get('page_ready_runs_s')) or '—'}.",
+        f"- **`page_ready_s`**: server starts: {_seconds(d.get('page_ready_runs_s')) or '—'}"
+        + "".join(f"; {what} {sec:.2f} s" for what, sec in page_steps(d.get("page_marks") or {})) + ".",
         f"- **`first_batch_s`**: cold starts (BENCH_PRESTART=0): {_seconds(d.get('first_batch_runs_s')) or '—'}. "
         f"With the dashboard's default pre-started worker (a second server, BENCH_PRESTART=1): {prestarted}.",
         f"- **`rerun_ms`**: (1) server CPU while one Chromium page watched: "

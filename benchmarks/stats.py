@@ -31,6 +31,10 @@ TARGETS: dict[str, tuple[float, str, str]] = {
     "memory_growth_mb": (50.0, "MB", "server memory growth over a 30-minute run sampled every 0.5 s"),
 }
 FIGURES = tuple(TARGETS)
+# page_ready's steps, seconds from the server's Popen (dashboard.page_ready): its health check answered, Chromium's
+# DOMContentLoaded of Streamlit's front end, the front end's WebSocket open, the first message the server sent on it
+# (the script run has begun drawing), the Train page's heading and Start button shown
+PAGE_MARKS = ("healthy_s", "front_end_s", "socket_open_s", "first_message_s", "ready_s")
 
 
 # -- arithmetic -----------------------------------------------------------------------------------------------------
@@ -198,6 +202,7 @@ def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any]
         "bare_spread": spread(bare), "engine_spread": spread(engine),
         "page_ready_runs_s": extra.get("page_ready_s") or [],
         "server_healthy_runs_s": extra.get("server_healthy_s") or [],
+        "page_marks": {key: median([m.get(key) for m in extra.get("page_marks") or []]) for key in PAGE_MARKS},
         "first_batch_runs_s": [r.get("first_batch_s") for r in watched],
         "first_batch_prestarted_s": median(extra.get("first_batch_prestarted_runs_s") or []),
         "first_batch_prestarted_runs_s": extra.get("first_batch_prestarted_runs_s") or [],

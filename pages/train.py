@@ -32,7 +32,10 @@ with link_col:
     url_state.copy_link_button()
 if start_col.button("Start", type="primary", icon=":material/play_arrow:", key="start_run", disabled=not control):
     try:
+        warm = manager.spare_state() == "ready"
         run_id = manager.submit(config)
+        if warm:  # the redraw this click causes shows the first batch, not the one a refresh later
+            manager.wait_first_batch(run_id, live.FIRST_BATCH_WAIT_S)
         st.session_state["train_last_started"] = run_id
         st.session_state["train_started"] = run_id
         st.rerun()

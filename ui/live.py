@@ -25,6 +25,10 @@ REFRESH_S = 1.0
 # three charts redrawn every second, 0.14 with none), so the live epoch and utilization charts only append
 # (ui/live_chart.py) and the loss chart changes once an epoch.
 CHART_REFRESH_S = 2.0
+# After Start on a ready pre-started worker the page waits up to this long for the first finished batch before it
+# redraws (bench.jobs.JobManager.wait_first_batch): about 0.7 s on a 2-core machine for the default run, whose data
+# and model the worker built ahead. A run it did not build ahead shows its phases after this wait.
+FIRST_BATCH_WAIT_S = 1.2
 NVML_NOTE = (
     "GPU % is NVML's utilization: the share of time in which at least one kernel ran on the GPU, "
     "not how much of the chip was busy. A GPU can show 100 % while most of its cores idle."

@@ -88,6 +88,21 @@ def test_start_queues_a_run_and_the_panel_shows_it():
     assert final.status in ("stopped", "finished")
 
 
+@pytest.mark.parametrize("spare", ["ready", "loading", None])
+def test_start_on_a_ready_spare_waits_for_the_first_batch_before_redrawing(monkeypatch, spare):
+    from bench.jobs import JobManager
+    from ui import live
+
+    waits = []
+    monkeypatch.setattr(JobManager, "spare_state", lambda self: spare)
+    monkeypatch.setattr(JobManager, "submit", lambda self, config: 41)
+    monkeypatch.setattr(JobManager, "wait_first_batch", lambda self, run_id, timeout_s: waits.append((run_id, timeout_s)))
+    at = app("pages/train.py").run()
+    at.button(key="start_run").click().run()
+    assert not at.exception
+    assert waits == ([(41, live.FIRST_BATCH_WAIT_S)] if spare == "ready" else [])
+
+
 def test_pages_do_not_import_tensorflow():
     code = (
         "import sys; from streamlit.testing.v1 import AppTest\n"

@@ -244,3 +244,25 @@ def test_a_gpu_worker_allocates_gpu_memory_as_needed_and_a_cpu_worker_sees_no_gp
     cpu = worker.prepare_environment({"device": "cpu", "backend": "jax"})
     assert cpu["CUDA_VISIBLE_DEVICES"] == "" and cpu["JAX_PLATFORMS"] == "cpu"
     assert "XLA_PYTHON_CLIENT_PREALLOCATE" not in cpu
+
+
+def test_wait_first_batch_returns_once_the_first_batch_is_reported(store):
+    jm = manager_with(fake_workers.quick, store)
+    try:
+        run_id = jm.submit(RunConfig(epochs=1))
+        assert jm.wait_first_batch(run_id, timeout_s=60)
+        assert jm.snapshot(run_id).progress["batch"] >= 1
+    finally:
+        jm.shutdown()
+
+
+def test_wait_first_batch_gives_up_after_its_timeout(store):
+    jm = manager_with(fake_workers.silent, store)
+    try:
+        run_id = jm.submit(RunConfig(epochs=1))
+        t0 = time.monotonic()
+        assert not jm.wait_first_batch(run_id, timeout_s=0.5)
+        assert 0.5 <= time.monotonic() - t0 < 5.0
+        assert not jm.snapshot(run_id).progress
+    finally:
+        jm.shutdown()
