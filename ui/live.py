@@ -140,8 +140,8 @@ def chart_state(snap: RunSnapshot, now: float | None = None) -> tuple[Any, ...]:
 
 
 def run_charts(snap: RunSnapshot, *, key: str) -> None:
-    """Time per epoch beside utilization, then loss and accuracy. While the run is live the first two are
-    append-only charts (ui.live_chart): each viewer's browser draws the figure once and then only appends."""
+    """Time per epoch beside utilization, then loss and accuracy. While the run is live all three are append-only
+    charts (ui.live_chart): each viewer's browser draws the figure once and then only appends."""
     series = [{"label": f"#{snap.id}", "epochs": snap.epochs, "samples": snap.samples,
                "phases": snap.info.get("phases")}]
     state = chart_state(snap)
@@ -161,10 +161,15 @@ def run_charts(snap: RunSnapshot, *, key: str) -> None:
             if name == "util":
                 st.caption(NVML_NOTE)
     if snap.epochs:
-        # changes once an epoch: between epochs every refresh re-sends an identical figure, which browsers skip
+        # changes once an epoch; while live it appends too, so an epoch's end costs the watching browser no redraw
         loss_key = ("loss", present.is_on(), snap.id, snap.created_at, snap.status, len(snap.epochs))
         fig = cached_figure(loss_key, lambda: present.styled(charts.loss_accuracy_figure(snap.epochs)))
-        st.plotly_chart(fig, key=f"{key}_loss", config={"displaylogo": False})
+        if snap.active:
+            live_chart.live_chart(live_chart.prepared(loss_key, fig, scope=(snap.id, snap.created_at)),
+                                  key=f"{key}_loss_live")
+        else:
+            live_chart.forget(f"{key}_loss_live")
+            st.plotly_chart(fig, key=f"{key}_loss", config={"displaylogo": False})
 
 
 def run_messages(snap: RunSnapshot) -> None:

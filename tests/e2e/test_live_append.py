@@ -1,5 +1,6 @@
 """Real Chromium: a live run's charts grow by appending (one full figure render per viewer, the data growing after),
-and a viewer who opens the page mid-run gets the whole history at once."""
+and a viewer who opens the page mid-run gets the whole history at once. The charts, in page order: time per epoch,
+utilization, and from the first epoch on loss and accuracy."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def open_train(page, server) -> None:
 
 
 def charts(page) -> list[dict]:
-    """[time per epoch, utilization]: each live chart's render counters and its traces' x values."""
+    """[time per epoch, utilization, loss and accuracy (from the first epoch)]: each live chart's render counters and
+    its traces' x values."""
     return page.evaluate(STATE)
 
 
@@ -48,8 +50,9 @@ def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, pa
     before = charts(page)
     wait_for(lambda: charts(page)[1]["points"] >= before[1]["points"] + 6, 60, "the utilization chart to grow")
     wait_for(lambda: (live := charts(page)) and live[0]["bars"] >= 1, 120, "the first epoch bar on the live chart")
+    wait_for(lambda: page.locator(CHART).count() == 3 and charts(page)[2]["full"], 30, "the live loss chart")
     grown = charts(page)
-    assert [c["full"] for c in grown] == [1, 1], grown  # drawn whole once each; everything after was appended
+    assert [c["full"] for c in grown] == [1, 1, 1], grown  # drawn whole once each; everything after was appended
     assert grown[1]["extends"] >= 3 and grown[1]["points"] > before[1]["points"]
     assert len(grown[1]["x"][0]) > len(before[1]["x"][0])
     assert grown[1]["x"][0][: len(before[1]["x"][0])] == before[1]["x"][0], "appending keeps the earlier points"
@@ -58,7 +61,7 @@ def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, pa
     late = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
     try:
         open_train(late, server)
-        wait_for(lambda: late.locator(CHART).count() == 2 and all(c["full"] for c in charts(late)), 90,
+        wait_for(lambda: late.locator(CHART).count() == 3 and all(c["full"] for c in charts(late)), 90,
                  "the late viewer's live charts")
         first = charts(late)
         seen = charts(page)
@@ -66,9 +69,12 @@ def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, pa
         assert len(first[1]["x"][0]) >= len(grown[1]["x"][0]), (first[1]["points"], grown[1]["points"])
         assert first[0]["bars"] >= grown[0]["bars"] >= 1
         wait_for(lambda: charts(late)[1]["points"] > first[1]["points"], 60, "the late viewer's chart to grow")
-        assert [c["full"] for c in charts(late)] == [1, 1]
+        assert [c["full"] for c in charts(late)] == [1, 1, 1]
     finally:
         late.context.close()
+    # the next epoch reaches the loss chart as an append as well
+    wait_for(lambda: len(charts(page)[2]["x"][0]) >= 2, 120, "the second epoch on the live loss chart")
+    assert charts(page)[2]["full"] == 1 and charts(page)[2]["extends"] >= 1, charts(page)[2]
     wait_for(lambda: page.get_by_text("Finished: steady epoch").count() > 0, 180, "the run to finish")
     # the finished run's charts are ordinary Plotly charts with every epoch
     wait_for(lambda: page.locator(".js-plotly-plot").first.locator(".barlayer .point").count() == 5, 30,
