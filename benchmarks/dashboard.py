@@ -170,8 +170,12 @@ def _set_number(page: Any, label: str, value: int) -> None:
     page.wait_for_timeout(400)
 
 
-def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: bool) -> dict[str, Any]:
+def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: bool,
+               profile: bool = False) -> dict[str, Any]:
     """Start a run from the Train page by clicking; watch it live to the end (or close the page at once).
+
+    ``profile``: V8's sampling profiler records the watching page over the same window (it costs the page CPU itself,
+    so a profiled run is never one of the measured sides).
 
     Returns the run's epochs read from the server's store, the first-batch latency (watched only) and the server's
     and Chromium's CPU seconds over the window from the first stored epoch to the run's end.
@@ -197,9 +201,11 @@ def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: boo
             context.close()
             context = None
         wait_for(lambda: (store.get_run(run_id, with_samples=False) or {}).get("epochs"), 300, "the first epoch", 0.25)
+        profiler = _start_profile(context, page) if watch and profile else None
         t_a, cpu_a, chrome_a, rss_a = time.monotonic(), server.cpu_s(), chromium_cpu_s(), server.rss_mb()
         run = wait_for(lambda: _ended(store.get_run(run_id, with_samples=False)), 600, "the run to end", 0.25)
         t_b, cpu_b, chrome_b, rss_b = time.monotonic(), server.cpu_s(), chromium_cpu_s(), server.rss_mb()
+        page_profile = _stop_profile(profiler, t_b - t_a) if profiler is not None else None
     finally:
         if context is not None:
             context.close()
@@ -211,10 +217,52 @@ def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: boo
     return {
         "run_id": run_id, "epochs": run["epochs"], "first_batch_s": first_batch, "window_s": t_b - t_a,
         "server_cpu_s": cpu_b - cpu_a, "chromium_cpu_s": chrome_s, "side_cpu_s": cpu_b - cpu_a + chrome_s,
-        "server_rss_mb": [rss_a, rss_b],
+        "server_rss_mb": [rss_a, rss_b], "page_profile_ms_per_s": page_profile,
         "config_matches": stored == wanted, "config_diff": {k: (stored.get(k), wanted[k]) for k in wanted
                                                              if stored.get(k) != wanted[k]},
     }
+
+
+# where the watching page's main thread spends its time, from V8's sampling profiler (self time per call frame)
+PROFILE_PARTS = ("plotly", "streamlit", "dom", "native", "gc")
+
+
+def _profile_part(frame: dict[str, Any]) -> str | None:
+    url, name = frame.get("url") or "", frame.get("functionName") or ""
+    if name in ("(idle)", "(root)"):
+        return None
+    if name == "(program)":
+        return "native"  # the renderer's own work outside JavaScript: style, layout, paint
+    if name == "(garbage collector)":
+        return "gc"
+    if not url:
+        return "dom"  # built-ins called from JavaScript: getBoundingClientRect, setAttribute, ...
+    if "/static/" in url:
+        return "streamlit"  # Streamlit's front end: React, its styles, the elements
+    return "plotly"  # the live charts' component module, with Plotly.js inlined (ui/live_chart.py)
+
+
+def _start_profile(context: Any, page: Any) -> Any:
+    cdp = context.new_cdp_session(page)
+    cdp.send("Profiler.enable")
+    cdp.send("Profiler.setSamplingInterval", {"interval": 1000})
+    cdp.send("Profiler.start")
+    return cdp
+
+
+def _stop_profile(cdp: Any, window_s: float) -> dict[str, float] | None:
+    """Milliseconds of the page's main thread per second of the window, by PROFILE_PARTS; None if it failed."""
+    try:
+        profile = cdp.send("Profiler.stop")["profile"]
+    except Exception:  # noqa: BLE001 - a profile is a detail; the figures do not depend on it
+        return None
+    frames = {node["id"]: node["callFrame"] for node in profile["nodes"]}
+    totals = dict.fromkeys(PROFILE_PARTS, 0.0)
+    for node_id, delta_us in zip(profile["samples"], profile["timeDeltas"]):
+        part = _profile_part(frames[node_id])
+        if part is not None:
+            totals[part] += delta_us / 1000.0
+    return {part: ms / max(window_s, 1e-9) for part, ms in totals.items()}
 
 
 def prestarted_first_batches(browser: Any, server: DashboardServer, config: Any, runs: int,

@@ -146,6 +146,10 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
                 f"(epochs {secs}) wall {row['wall_s']:.0f} s")
         if server is not None:
             extra["server_rss_end_mb"] = server.rss_mb()
+            say("where the watching page's CPU goes: one more watched run, profiled (not one of the measured sides)")
+            profiled = server_run(browser, server, config, watch=True, profile=True)
+            extra["page_profile_ms_per_s"] = profiled["page_profile_ms_per_s"]
+            extra["page_profile_chromium_cpu_share"] = profiled["chromium_cpu_s"] / max(profiled["window_s"], 1e-9)
             server.stop()
             server = None
         if plan.browser:

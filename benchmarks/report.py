@@ -109,7 +109,8 @@ def diagnose(name: str, r: Mapping[str, Any]) -> tuple[str, str]:
     if name in ("engine_vs_bare_ratio", "watched_vs_bare_ratio", "sampling_ratio"):
         why, diagnosis = _diagnose_ratio(name, r, d)
         kind = {"engine_vs_bare_ratio": "engine", "watched_vs_bare_ratio": "watched", "sampling_ratio": "engine"}[name]
-        return why + noise_note(r.get(name), d.get("bare_spread")) + cpu_note(kind, d), diagnosis
+        profiled = profile_note(d) if name == "watched_vs_bare_ratio" else ""
+        return why + noise_note(r.get(name), d.get("bare_spread")) + cpu_note(kind, d) + profiled, diagnosis
     if name in ("page_ready_s", "first_batch_s"):
         return _diagnose_latency(name, d)
     if name == "first_batch_warm_s":
@@ -121,8 +122,26 @@ def diagnose(name: str, r: Mapping[str, Any]) -> tuple[str, str]:
         chromium, server = d.get("rerun_chromium_cpu_share"), d.get("rerun_server_cpu_share")
         why = f"while one page watched a run the server used {_share(server)} of a core and Chromium {_share(chromium)}."
         part = "the browser drawing the page" if (chromium or 0) >= (server or 0) else "the server's refreshes"
-        return why, f"most of it is {part}."
+        return why + profile_note(d), f"most of it is {part}."
     return _diagnose_server(name, r, d)
+
+
+PROFILE_NAMES = {"streamlit": "Streamlit's front end redrawing the panel each refresh (React, its styles)",
+                 "native": "the renderer's style, layout and paint", "plotly": "Plotly redrawing the live charts",
+                 "dom": "DOM calls from both", "gc": "garbage collection"}
+
+
+def profile_note(d: Mapping[str, Any]) -> str:
+    """Where the watching page's main thread went (one profiled run), largest first; '' when not profiled."""
+    parts = d.get("page_profile_ms_per_s") or {}
+    if not parts:
+        return ""
+    ranked = sorted(parts.items(), key=lambda kv: -kv[1])
+    share = d.get("page_profile_chromium_cpu_share")
+    return (" One more watched run, profiled with V8's sampling profiler"
+            + (f" (Chromium {_share(share)} of a core while profiled)" if share is not None else "")
+            + ", spent per second of watching: " + "; ".join(f"{PROFILE_NAMES.get(k, k)} {v:.0f} ms" for k, v in ranked)
+            + ".")
 
 
 def _diagnose_ratio(name: str, r: Mapping[str, Any], d: Mapping[str, Any]) -> tuple[str, str]:

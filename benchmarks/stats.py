@@ -208,6 +208,8 @@ def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any]
         "first_batch_prestarted_runs_s": extra.get("first_batch_prestarted_runs_s") or [],
         "rerun_server_cpu_ms_per_tick": gross, "rerun_server_cpu_ms_per_tick_unwatched": base_tick,
         "rerun_server_cpu_ms_per_tick_net": (gross - base_tick) if gross is not None and base_tick is not None else None,
+        "page_profile_ms_per_s": extra.get("page_profile_ms_per_s"),
+        "page_profile_chromium_cpu_share": extra.get("page_profile_chromium_cpu_share"),
         "rerun_chromium_cpu_share": median([r["chromium_cpu_s"] / r["window_s"] for r in watched if r["window_s"]]),
         "rerun_server_cpu_share": median([r["server_cpu_s"] / r["window_s"] for r in watched if r["window_s"]]),
         "rerun_panel_wall_ms": panel_ms, "rerun_page_wall_ms": page_ms,

@@ -161,8 +161,10 @@ def run_charts(snap: RunSnapshot, *, key: str) -> None:
             if name == "util":
                 st.caption(NVML_NOTE)
     if snap.epochs:
-        # changes once an epoch; while live it appends too, so an epoch's end costs the watching browser no redraw
-        loss_key = ("loss", present.is_on(), snap.id, snap.created_at, snap.status, len(snap.epochs))
+        # while live it appends too, at most once per CHART_REFRESH_S like the others (short epochs would redraw it
+        # in every watching browser at each epoch's end); once the run has ended, it changes only with the epochs
+        loss_key = ("loss", present.is_on(), *(state if snap.active else (snap.id, snap.created_at, snap.status,
+                                                                         len(snap.epochs))))
         fig = cached_figure(loss_key, lambda: present.styled(charts.loss_accuracy_figure(snap.epochs)))
         if snap.active:
             live_chart.live_chart(live_chart.prepared(loss_key, fig, scope=(snap.id, snap.created_at)),

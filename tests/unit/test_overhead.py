@@ -398,3 +398,29 @@ def test_the_pass_alternates_every_side_and_switches_the_sampler_per_run(monkeyp
     assert factories["default_sampler"] == {default_sampler}
     assert factories["sampling_0.1"] == {default_sampler}
     assert len(choices) == 1 and choices[0].factory is default_sampler
+
+
+def test_page_steps_split_page_ready_into_consecutive_steps():
+    marks = {"healthy_s": 0.7, "front_end_s": 1.4, "socket_open_s": 1.5, "first_message_s": 1.7, "ready_s": 2.3}
+    steps = report.page_steps(marks)
+    assert [round(sec, 2) for _, sec in steps] == [0.7, 0.7, 0.1, 0.2, 0.6]
+    assert abs(sum(sec for _, sec in steps) - marks["ready_s"]) < 1e-9
+    assert steps[-1][0] == report.PAGE_STEP_SCRIPT
+    assert report.page_steps({**marks, "socket_open_s": None}) == []
+
+
+def test_the_page_profile_sorts_each_frame_into_its_part_and_names_the_largest_first():
+    from benchmarks import dashboard
+
+    part = dashboard._profile_part
+    assert part({"functionName": "(idle)", "url": ""}) is None
+    assert part({"functionName": "(program)", "url": ""}) == "native"
+    assert part({"functionName": "(garbage collector)", "url": ""}) == "gc"
+    assert part({"functionName": "getBoundingClientRect", "url": ""}) == "dom"
+    assert part({"functionName": "Ul", "url": "http://localhost:8501/static/js/react-dom.js"}) == "streamlit"
+    assert part({"functionName": "redraw", "url": "f385e0ce-4331-4d5c-8a9e-7a65c082b778"}) == "plotly"
+    note = report.profile_note({"page_profile_ms_per_s": {"plotly": 50.0, "streamlit": 80.0, "native": 10.0},
+                                "page_profile_chromium_cpu_share": 0.25})
+    assert note.index("Streamlit's front end") < note.index("Plotly") < note.index("style, layout and paint")
+    assert "80 ms" in note and "25 %" in note
+    assert report.profile_note({}) == ""

@@ -1,4 +1,4 @@
-// The live chart's browser side (ui/live_chart.py): Plotly.newPlot once, then extendTraces / relayout with what the
+// The live chart's browser side (ui/live_chart.py): Plotly.newPlot once, then appends and layout changes with what the
 // server says is new, keeping the viewer's zoom; the oldest points are thinned here once a trace grows long.
 // Counters for tests and measurement: the chart div's data-full-renders, data-extends, data-points attributes and
 // window.__benchLiveCharts[name].
@@ -39,6 +39,19 @@ function setNested(obj, path, value) {
   const last = keys.pop();
   const target = keys.reduce((o, k) => (o[k] = o[k] || {}), obj);
   target[last] = value;
+}
+
+function appendInPlace(gd, update, traces) {
+  // What Plotly.extendTraces(gd, update, traces) appends, without its redraw: update[path][j] extends trace traces[j].
+  Object.entries(update).forEach(([path, perTrace]) => {
+    traces.forEach((t, j) => {
+      const trace = gd.data[t];
+      if (!trace) return;
+      const held = nested(trace, path);
+      if (Array.isArray(held)) held.push(...perTrace[j]);
+      else setNested(trace, path, perTrace[j].slice());
+    });
+  });
 }
 
 function thin(gd, paths) {
@@ -122,20 +135,21 @@ async function apply(st, component) {
     const deltas = data.deltas.filter((d) => d.seq > st.applied);
     const gap = deltas.length ? deltas[0].prev !== st.applied : data.seq !== st.applied;
     if (gap || !window.Plotly || !gd.data) { resync(!window.Plotly); return; }
+    // Every delta of this message goes into the figure's own data and layout first, then one redraw draws it all:
+    // Plotly.extendTraces and relayout each redraw the whole figure, and a message often holds several groups, a
+    // layout change (an epoch mark) and a thinning.
     for (const delta of deltas) {
       const paths = new Set();
       for (const group of delta.groups) {
         Object.keys(group.update).forEach((p) => paths.add(p));
-        await window.Plotly.extendTraces(gd, group.update, group.traces);
+        appendInPlace(gd, group.update, group.traces);
       }
-      if (delta.layout) await window.Plotly.relayout(gd, delta.layout);
-      if (thin(gd, [...paths])) {
-        st.thin += 1;
-        await window.Plotly.redraw(gd);
-      }
+      if (delta.layout) Object.assign(gd.layout, delta.layout);
+      if (thin(gd, [...paths])) st.thin += 1;
       st.extend += 1;
       st.applied = delta.seq;
     }
+    if (deltas.length) await window.Plotly.redraw(gd);
   }
   publish(gd, st, data.name);
 }
