@@ -51,8 +51,10 @@ RUN case "${VARIANT}" in \
     && pip install --no-cache-dir "${tf}==${TENSORFLOW_VERSION}" -r /tmp/requirements-without-tensorflow.txt \
     && rm /tmp/requirements-without-tensorflow.txt
 
-# The code stays owned by root: the app user writes only to /data and its home.
+# The code stays owned by root: the app user writes only to /data and its home. Its bytecode is compiled here, since
+# the app user cannot write it (PYTHONDONTWRITEBYTECODE): every start would otherwise compile it again.
 COPY . .
+RUN python -m compileall -q app.py pages ui bench
 
 USER 10001:10001
 

@@ -151,6 +151,18 @@ def plan_for(quick: bool = False, *, rounds: int | None = None, browser: bool = 
 
 
 # -- the result -----------------------------------------------------------------------------------------------------
+SHORT_WATCH_WINDOW_S = 10.0  # below this a watched run's steady window holds too few refreshes for watch_cores
+
+
+def _short_window_note(watched: list[dict[str, Any]]) -> list[str]:
+    window = median([r.get("window_s") for r in watched])
+    if window is None or window >= SHORT_WATCH_WINDOW_S:
+        return []
+    return [f"The watched runs' steady windows lasted {window:.1f} s (median), a few refreshes of the page and "
+            f"charts: `watch_cores` and the CPU table's watched row say little from so short a window; the full pass "
+            f"measures over longer ones."]
+
+
 def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any], runs: list[dict[str, Any]],
                 extra: dict[str, Any], memory: list[dict[str, Any]], render: dict[str, Any] | None) -> dict[str, Any]:
     """Turn raw measurements into the result: flat figures, their details, verdicts, the raw runs."""
@@ -226,7 +238,7 @@ def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any]
                                     for kind, share in shares.items()},
         "notes": (extra.get("notes") or []) + [
             f"Server run #{r['run_id']} trained a different config than the bare side: {r['config_diff']}."
-            for r in watched + unwatched if not r.get("config_matches", True)],
+            for r in watched + unwatched if not r.get("config_matches", True)] + _short_window_note(watched),
     }
     result: dict[str, Any] = {
         "schema": SCHEMA,

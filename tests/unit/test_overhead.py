@@ -424,3 +424,10 @@ def test_the_page_profile_sorts_each_frame_into_its_part_and_names_the_largest_f
     assert note.index("Streamlit's front end") < note.index("Plotly") < note.index("style, layout and paint")
     assert "80 ms" in note and "25 %" in note
     assert report.profile_note({}) == ""
+
+
+def test_a_short_watch_window_is_flagged_in_the_notes():
+    short = stats._short_window_note([{"window_s": 0.5}, {"window_s": 0.6}, {"window_s": 0.7}])
+    assert len(short) == 1 and "0.6 s" in short[0] and "watch_cores" in short[0]
+    assert stats._short_window_note([{"window_s": 30.0}] * 3) == []
+    assert stats._short_window_note([]) == []
