@@ -139,6 +139,16 @@ def chart_state(snap: RunSnapshot, now: float | None = None) -> tuple[Any, ...]:
     return (snap.id, snap.created_at, snap.status, len(snap.epochs), len(snap.samples))
 
 
+def draw_chart(snap: RunSnapshot, fig_key: tuple[Any, ...], fig: go.Figure, *, key: str) -> None:
+    """One of a run's charts: an append-only ui.live_chart while the run is live (key ``<key>_live``), a normal
+    st.plotly_chart once it has ended (key ``key``)."""
+    if snap.active:
+        live_chart.live_chart(live_chart.prepared(fig_key, fig, scope=(snap.id, snap.created_at)), key=f"{key}_live")
+    else:
+        live_chart.forget(f"{key}_live")
+        st.plotly_chart(fig, key=key, config={"displaylogo": False})
+
+
 def run_charts(snap: RunSnapshot, *, key: str) -> None:
     """Time per epoch beside utilization, then loss and accuracy. While the run is live all three are append-only
     charts (ui.live_chart): each viewer's browser draws the figure once and then only appends."""
@@ -151,13 +161,8 @@ def run_charts(snap: RunSnapshot, *, key: str) -> None:
         with column:
             # the projector view's figure is a styled copy, cached apart from the plain one
             fig_key = (name, present.is_on(), *state)
-            fig = cached_figure(fig_key, lambda build=build: present.styled(build()))
-            if snap.active:
-                live_chart.live_chart(live_chart.prepared(fig_key, fig, scope=(snap.id, snap.created_at)),
-                                      key=f"{key}_{name}_live")
-            else:
-                live_chart.forget(f"{key}_{name}_live")
-                st.plotly_chart(fig, key=f"{key}_{name}", config={"displaylogo": False})
+            draw_chart(snap, fig_key, cached_figure(fig_key, lambda build=build: present.styled(build())),
+                       key=f"{key}_{name}")
             if name == "util":
                 st.caption(NVML_NOTE)
     if snap.epochs:
@@ -166,12 +171,7 @@ def run_charts(snap: RunSnapshot, *, key: str) -> None:
         loss_key = ("loss", present.is_on(), *(state if snap.active else (snap.id, snap.created_at, snap.status,
                                                                          len(snap.epochs))))
         fig = cached_figure(loss_key, lambda: present.styled(charts.loss_accuracy_figure(snap.epochs)))
-        if snap.active:
-            live_chart.live_chart(live_chart.prepared(loss_key, fig, scope=(snap.id, snap.created_at)),
-                                  key=f"{key}_loss_live")
-        else:
-            live_chart.forget(f"{key}_loss_live")
-            st.plotly_chart(fig, key=f"{key}_loss", config={"displaylogo": False})
+        draw_chart(snap, loss_key, fig, key=f"{key}_loss")
 
 
 def run_messages(snap: RunSnapshot) -> None:
