@@ -6,9 +6,7 @@ JobManager and draws it. Every browser session that opens the page sees the same
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from typing import Any, Callable
 
 import plotly.graph_objects as go
@@ -18,6 +16,7 @@ from bench import charts, display, metrics, report
 from bench.jobs import JobManager, RunSnapshot
 from bench.records import Status
 from ui import live_chart, peak, present
+from ui.shared_cache import SharedCache
 
 REFRESH_S = 1.0
 # While a run is live its charts change at most this often; the progress bar and tiles still follow every REFRESH_S.
@@ -108,27 +107,17 @@ def progress_bar(snap: RunSnapshot) -> None:
     st.progress(frac, text=text)
 
 
-_FIGURES: OrderedDict[tuple[Any, ...], go.Figure] = OrderedDict()
-_FIGURES_LOCK = threading.Lock()
 _FIGURES_MAX = 48
+_FIGURES: SharedCache[go.Figure] = SharedCache(_FIGURES_MAX)
 
 
 def cached_figure(key: tuple[Any, ...], build: Callable[[], go.Figure]) -> go.Figure:
-    """One figure per run state, shared by every viewer's rerun (epochs and samples only ever grow).
+    """One figure per run state, built once and shared by every viewer's rerun (epochs and samples only ever grow).
 
-    Five browsers watching one run would otherwise build the same three figures five times a second.
+    Five browsers watching one run rerun together: each would otherwise build the same three figures at every chart
+    window, and the server fell seconds behind.
     """
-    with _FIGURES_LOCK:
-        fig = _FIGURES.get(key)
-        if fig is not None:
-            _FIGURES.move_to_end(key)
-            return fig
-    fig = build()
-    with _FIGURES_LOCK:
-        _FIGURES[key] = fig
-        while len(_FIGURES) > _FIGURES_MAX:
-            _FIGURES.popitem(last=False)
-    return fig
+    return _FIGURES.get(key, build)
 
 
 def chart_state(snap: RunSnapshot, now: float | None = None) -> tuple[Any, ...]:

@@ -16,12 +16,13 @@ import dataclasses
 import hashlib
 import json
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
+
+from ui.shared_cache import SharedCache
 
 ASSETS = Path(__file__).with_name("assets")
 COMPONENT_NAME = "bench_live_chart"
@@ -168,24 +169,13 @@ def diff(prep: Prepared, held: Held | None, *, resync: Any = None, ack: Any = No
 
 
 # -- shared preparation: one per figure, whatever the number of viewers ------------------------------------------------
-_PREPARED: OrderedDict[tuple[Any, ...], Prepared] = OrderedDict()
-_PREPARED_LOCK = threading.Lock()
 _PREPARED_MAX = 24
+_PREPARED: SharedCache[Prepared] = SharedCache(_PREPARED_MAX)
 
 
 def prepared(key: tuple[Any, ...], fig: go.Figure, scope: Any = None) -> Prepared:
     """``prepare(fig)`` once per cache key (the figure's own cache key): every viewer's diff starts from it."""
-    with _PREPARED_LOCK:
-        prep = _PREPARED.get(key)
-        if prep is not None:
-            _PREPARED.move_to_end(key)
-            return prep
-    prep = prepare(fig, scope)
-    with _PREPARED_LOCK:
-        _PREPARED[key] = prep
-        while len(_PREPARED) > _PREPARED_MAX:
-            _PREPARED.popitem(last=False)
-    return prep
+    return _PREPARED.get(key, lambda: prepare(fig, scope))
 
 
 # -- the Streamlit element ------------------------------------------------------------------------------------------

@@ -141,8 +141,10 @@ def test_five_viewers_see_the_same_run_live(viewers, server):
     # so "live" is judged by what each viewer showed while the run was still going, not by a deadline per update.
     wait_for(all_finished, 240, "every viewer to show the finished run", poll_s=0.2)
     active = {i: {s for s in seen[i] if s.startswith(("starting", "running"))} for i in range(VIEWERS)}
+    run = store_of(server).get_run(run_id)
     for i in range(VIEWERS):
-        assert active[i], f"viewer {i} showed the run only after it ended: {seen[i]}"
+        assert active[i], (f"viewer {i} showed the run only after it ended: {seen[i]}; all viewers: {seen}; "
+                           f"run {run['started_at']} to {run['ended_at']}")
     progress_lines = set().union(*active.values())
     assert any(s.startswith("running") for s in progress_lines), progress_lines
     assert len(progress_lines) >= 2, f"the viewers saw the run move on, not one frozen state: {progress_lines}"

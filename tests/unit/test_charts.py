@@ -265,3 +265,16 @@ def test_a_live_runs_traces_are_there_from_its_first_sample():
              for n in (0, 1, 6)]
     assert names[0] == names[1] == names[2], "before the first sample too"
     assert "training process CPU (cores, right axis)" in names[0]
+
+
+@pytest.mark.parametrize("default", ["plotly_white", "plotly"])
+def test_every_figure_has_the_white_template_whatever_plotlys_default(monkeypatch, default):
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from bench import chart_style
+
+    monkeypatch.setattr(pio.templates, "default", default)  # "plotly": something reset the default after import
+    fig = chart_style.layout(go.Figure(go.Bar(x=[1], y=[2])), "t")
+    white = go.Figure(layout={"template": "plotly_white"}).to_dict()["layout"]["template"]
+    assert fig.to_dict()["layout"]["template"] == white
