@@ -27,7 +27,10 @@ pages = [
 page = st.navigation(pages)
 
 
-@st.fragment(run_every=live.REFRESH_S)
+# The sidebar line changes at an epoch's end at most (and when a run starts or ends), so it follows the charts' slower
+# refresh: at the live panel's pace it was a second fragment run per viewer per second (a script run on the server,
+# its messages and the front end's rerun bookkeeping in every browser).
+@st.fragment(run_every=live.CHART_REFRESH_S)
 def sidebar_status() -> None:
     manager = common.get_manager()
     snap = manager.current()
