@@ -27,7 +27,7 @@ with st.expander(label, expanded=started is None and not present.is_on(), icon="
 url_state.save("cfg", config, fields=url_state.TRAIN_FIELDS)
 if not control:
     st.caption("View only: enter the presenter key in the sidebar to start or stop runs.")
-start_col, link_col, _ = st.columns([1, 1, 6], vertical_alignment="center")
+start_col, link_col, _ = st.columns([1, 3, 4], vertical_alignment="center")  # room for "Copy failed: ..."
 with link_col:
     url_state.copy_link_button()
 if start_col.button("Start", type="primary", icon=":material/play_arrow:", key="start_run", disabled=not control):

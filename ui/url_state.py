@@ -215,7 +215,7 @@ def save(prefix: str, config: RunConfig, *, fields: Sequence[str], targets: Sequ
 COPY_HTML = """
 <button id="copy" title="Copy this page's link, settings included"
   style="font:600 15px 'Source Sans Pro',sans-serif;padding:7px 16px;border-radius:8px;border:1px solid #1f4fd1;
-         background:#1f4fd1;color:#fff;cursor:pointer">Copy link</button>
+         background:#1f4fd1;color:#fff;cursor:pointer;white-space:nowrap">Copy link</button>
 <script>
 const button = document.getElementById("copy");
 button.addEventListener("click", async () => {
