@@ -27,7 +27,7 @@ class SharedCache(Generic[V]):
         self._values: OrderedDict[Hashable, V] = OrderedDict()
         self._building: dict[Hashable, threading.Event] = {}
         self._lock = threading.Lock()
-        self.builds = 0  # how many values were built (a test's and a benchmark's view of the sharing)
+        self.builds = 0  # how many values were built: the tests' view of the sharing
 
     def __len__(self) -> int:
         with self._lock:
@@ -36,10 +36,6 @@ class SharedCache(Generic[V]):
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
             return key in self._values
-
-    def clear(self) -> None:
-        with self._lock:
-            self._values.clear()
 
     def get(self, key: Hashable, build: Callable[[], V]) -> V:
         while True:
