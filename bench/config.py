@@ -9,12 +9,11 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bench import settings
-
-if TYPE_CHECKING:
-    from bench.target import Target
+from bench import datasets, devices, models, settings
+from bench.errors import ConfigError as ConfigError  # raised by validate(); callers catch it from here
+from bench.target import Target
 
 EPOCHS_MAX = 1000
 BATCH_MAX = 65536
@@ -28,20 +27,6 @@ OPTIMIZERS = ("adam", "sgd", "rmsprop", "adamw")
 PRECISIONS = ("float32", "mixed_float16")
 DEFAULT_LEARNING_RATE = {"adam": 1e-3, "sgd": 1e-2, "rmsprop": 1e-3, "adamw": 1e-3}
 
-
-class ConfigError(ValueError):
-    """One or more fields are invalid; ``errors`` lists one message per problem."""
-
-    def __init__(self, errors: list[str]):
-        self.errors = list(errors)
-        super().__init__("; ".join(self.errors))
-
-
-def _all_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -72,7 +57,7 @@ class RunConfig:
 
     def threads(self) -> int:
         """CPU threads the worker will use."""
-        return self.cpu_threads or _all_cores()
+        return self.cpu_threads or devices.all_cores()
 
     def target(self) -> Target:
         """Where this run trains (device and threads as one value; ``str()`` gives cpu, cpu/N, gpu:N or gpus).
@@ -80,14 +65,10 @@ class RunConfig:
         Raises:
             ValueError: the device or thread count is malformed (``validate()`` says so as a ConfigError).
         """
-        from bench.target import Target
-
         return Target.of(self)
 
     def with_target(self, target: Target | str) -> RunConfig:
         """This config on another target (a Target, or its text: cpu, cpu/N, gpu:N, gpus); nothing else changes."""
-        from bench.target import Target
-
         return self.replace(**(target if isinstance(target, Target) else Target.parse(target)).fields())
 
     def label(self) -> str:
@@ -126,8 +107,6 @@ class RunConfig:
         Raises:
             ConfigError: listing every problem found, each with what is allowed.
         """
-        from bench import datasets, models
-
         errors: list[str] = []
 
         def is_int(value: Any) -> bool:
@@ -165,7 +144,7 @@ class RunConfig:
                           f"call under {self.backend}; set it to 1, or set KERAS_BACKEND to tensorflow or jax")
         if self.backend not in settings.BACKENDS:
             errors.append(f"Keras backend {self.backend!r} is unknown; set KERAS_BACKEND to one of {', '.join(settings.BACKENDS)}")
-        cores = _all_cores()
+        cores = devices.all_cores()
         if self.cpu_threads is not None and (not is_int(self.cpu_threads) or not 1 <= self.cpu_threads <= cores):
             errors.append(f"CPU threads must be from 1 to {cores} on this machine, or empty for all (got {self.cpu_threads!r})")
         if self.limit_samples is not None and (not is_int(self.limit_samples) or self.limit_samples < 1):
@@ -206,9 +185,6 @@ class RunConfig:
         return self
 
     def _device_errors(self, hardware: Any | None) -> list[str]:
-        from bench import devices
-        from bench.target import Target
-
         if not isinstance(self.device, str):
             return [f"device must be text like 'cpu' or 'gpu:0' (got {self.device!r})"]
         try:

@@ -29,6 +29,7 @@ from typing import Any
 
 import psutil
 
+from bench import settings
 from bench.monitor import nvml
 from bench.target import Target
 
@@ -37,8 +38,9 @@ __all__ = [
     "GpuInfo",
     "Hardware",
     "cuda_visible_devices_for",
-    "default_backend",
+    "all_cores",
     "device_choices",
+    "offered_devices",
     "discover",
     "framework_has_cuda",
     "gpu_reason",
@@ -47,7 +49,6 @@ __all__ = [
 ]
 
 _MIB = 2**20
-DEFAULT_BACKEND = "tensorflow"
 # Distribution names to ask importlib.metadata for a backend's version, first found wins.
 _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "tensorflow": ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-macos"),
@@ -91,7 +92,7 @@ class Hardware:
     cpu: CpuInfo
     gpus: list[GpuInfo] = field(default_factory=list)  # targetable GPUs (CUDA_VISIBLE_DEVICES applied), NVML order
     gpu_reason: str | None = None  # why no GPU is usable; None when one is
-    framework: str = DEFAULT_BACKEND  # Keras backend name
+    framework: str = settings.DEFAULT_BACKEND  # Keras backend name
     framework_version: str | None = None
     framework_cuda: bool | None = None  # built with CUDA; None when unknown or not installed
     hostname: str = ""
@@ -112,10 +113,12 @@ class Hardware:
         return f"{self.cpu.model} ({cores} core{'s' if cores != 1 else ''}), no GPU"
 
 
-def default_backend(env: Mapping[str, str] | None = None) -> str:
-    """The Keras backend in use: ``KERAS_BACKEND`` from the environment, "tensorflow" by default."""
-    env = os.environ if env is None else env
-    return (env.get("KERAS_BACKEND") or DEFAULT_BACKEND).strip().lower()
+def all_cores() -> int:
+    """The cores this process may run on (its affinity), which is what "all cores" means for a CPU run."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
 
 
 def discover() -> Hardware:
@@ -127,7 +130,7 @@ def discover() -> Hardware:
         all_gpus = _nvml_gpus()
     visible = visible_gpu_indices(env.get("CUDA_VISIBLE_DEVICES"), all_gpus)
     gpus = [gpu for gpu in all_gpus if gpu.index in visible]
-    backend = default_backend(env)
+    backend = settings.default_backend(env)
     version = _framework_version(backend)
     has_cuda = framework_has_cuda(backend)
     return Hardware(
@@ -209,6 +212,14 @@ def device_choices(hw: Hardware) -> list[str]:
     if hw.gpu_reason is not None:
         return ["cpu"]
     return ["cpu", *(f"gpu:{gpu.index}" for gpu in hw.gpus)]
+
+
+def offered_devices(hw: Hardware) -> list[str]:
+    """The devices a page offers for one run: :func:`device_choices`, and ``"gpus"`` (every GPU, data-parallel) when
+    two or more GPUs are usable. The one rule for offering "gpus": a machine whose GPUs are unusable (no driver, a
+    framework built without CUDA) offers only "cpu", however many GPUs NVML lists."""
+    choices = device_choices(hw)
+    return choices + (["gpus"] if len(choices) > 2 else [])
 
 
 def cuda_visible_devices_for(device: str | Target, hw: Hardware) -> str:
@@ -307,7 +318,7 @@ def probe_framework(backend: str | None = None, timeout_s: float = 60) -> dict[s
         ``{"backend", "version", "devices": ["CPU:0", "GPU:0", ...], "built_with_cuda": bool | None,
         "error": str | None}``.
     """
-    backend = default_backend() if backend is None else backend.strip().lower()
+    backend = settings.default_backend() if backend is None else backend.strip().lower()
     result: dict[str, Any] = {
         "backend": backend,
         "version": None,

@@ -9,26 +9,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from bench.config import RunConfig
-from bench.supervisor import kill, start_worker_process
+from bench.worker_process import Spare, kill, start_worker_process
 
 log = logging.getLogger("bench.jobs")
 PRESTART_DELAY_S = 5.0  # after a dashboard starts, before its first spare worker loads the framework (page first)
-
-
-@dataclass
-class Spare:
-    """A pre-started worker waiting for its run (see worker.spare_main)."""
-
-    key: tuple[Any, ...]
-    process: Any
-    inbox: Any
-    events: Any
-    stop_event: Any
-    ready: Any
 
 
 class SparePool:

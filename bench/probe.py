@@ -34,7 +34,7 @@ from typing import Any
 
 import psutil
 
-from bench import settings
+from bench import devices, settings
 from bench.target import Target
 
 log = logging.getLogger(__name__)
@@ -52,12 +52,6 @@ class ProbeError(RuntimeError):
     """The probe could not measure; the message says why and what to do."""
 
 
-def _all_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
-
 
 def default_sizes(device: str) -> tuple[int, ...]:
     """The matrix sides probed on this kind of device when none are given."""
@@ -74,7 +68,7 @@ def _check_args(device: str, cpu_threads: int | None, sizes: Sequence[int], dtyp
     if cpu_threads is not None:
         if not target.is_cpu:
             raise ValueError("cpu_threads applies to the CPU probe only; leave it None for a GPU device")
-        cores = _all_cores()
+        cores = devices.all_cores()
         if isinstance(cpu_threads, bool) or not isinstance(cpu_threads, int) or not 1 <= cpu_threads <= cores:
             raise ValueError(f"cpu_threads must be from 1 to {cores} on this machine, or None for all (got {cpu_threads!r})")
     if not sizes:
@@ -136,7 +130,7 @@ def measure_peak(
         ValueError: malformed arguments (message says what is allowed).
         ProbeError: the subprocess failed, timed out, or ran somewhere other than ``device``.
     """
-    backend = (backend or settings.default_backend()).strip().lower()
+    backend = (backend or "").strip().lower() or settings.default_backend()
     chosen = [size] if size is not None else list(sizes) if sizes is not None else list(default_sizes(device))
     _check_args(device, cpu_threads, chosen, dtype, seconds, repeats)
     params = {"device": device.strip().lower(), "backend": backend, "cpu_threads": cpu_threads, "sizes": chosen,
@@ -194,7 +188,7 @@ def _conditions(busy_before: float | None, others_cpu_s: float, wall_s: float) -
 # -- the child side: runs in its own process ----------------------------------------------------------------------
 def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
     """Set up the environment, import the framework and time the matmuls (the body of the probe subprocess)."""
-    from bench import devices, worker
+    from bench import worker
 
     device, backend, threads = params["device"], params["backend"], params.get("cpu_threads")
     sizes = [int(s) for s in params.get("sizes") or [params.get("size", 2048)]]
@@ -247,7 +241,7 @@ def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
             "(see `python -m bench devices --probe`)"
         )
     if device == "cpu":
-        label = f"{hw.cpu.model} ({threads or _all_cores()} of {hw.cpu.logical_cores} cores)"
+        label = f"{hw.cpu.model} ({threads or devices.all_cores()} of {hw.cpu.logical_cores} cores)"
     else:
         label = hw.gpus[0].name if hw.gpus else device
     best_size = max(by_size, key=lambda k: by_size[k])
@@ -263,7 +257,7 @@ def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
         "mean_gflops": flops_done / timed_s / 1e9,
         "seconds": timed_s,
         "matmuls": matmuls,
-        "threads": (threads or _all_cores()) if device == "cpu" else None,
+        "threads": (threads or devices.all_cores()) if device == "cpu" else None,
         "measured_at": time.time(),
         "hardware_label": label,
         "hostname": socket.gethostname(),
@@ -290,7 +284,7 @@ def default_cache_path() -> Path:
 def cache_key(device: str, *, cpu_threads: int | None, backend: str, dtype: str, hostname: str | None = None) -> str:
     """The cache entry name: one best peak per host, device, thread count, backend and dtype."""
     device = device.strip().lower()
-    threads = (cpu_threads or _all_cores()) if device == "cpu" else None
+    threads = (cpu_threads or devices.all_cores()) if device == "cpu" else None
     host = hostname or socket.gethostname()
     return f"{host}|{device}|threads={threads or '-'}|{backend}|{dtype}"
 
@@ -360,7 +354,7 @@ def cached_peak(
         ValueError, ProbeError: as :func:`measure_peak` (only when a measurement is needed).
     """
     path = _path(cache_path)
-    backend = (kw.pop("backend", None) or settings.default_backend()).strip().lower()
+    backend = (kw.pop("backend", None) or "").strip().lower() or settings.default_backend()
     dtype = kw.get("dtype", "float32")
     device = device.strip().lower()
     key = cache_key(device, cpu_threads=cpu_threads, backend=backend, dtype=dtype)
@@ -377,7 +371,7 @@ def cached_peak(
 def lookup(device: str = "cpu", *, cpu_threads: int | None = None, backend: str | None = None,
            dtype: str = "float32", cache_path: Path | None = None) -> dict[str, Any] | None:
     """The cached best peak of ``device`` (stale or not) without measuring; None when it was never measured."""
-    backend = (backend or settings.default_backend()).strip().lower()
+    backend = (backend or "").strip().lower() or settings.default_backend()
     try:
         key = cache_key(device, cpu_threads=cpu_threads, backend=backend, dtype=dtype)
     except AttributeError:
@@ -391,7 +385,7 @@ def mark_stale(device: str, achieved_gflops: float, *, cpu_threads: int | None =
     """Flag the cached peak of ``device`` as due for a new probe because a run achieved ``achieved_gflops``, more
     than it. Returns True when this call flagged it (False: no entry, not beaten, or already flagged)."""
     path = _path(cache_path)
-    backend = (backend or settings.default_backend()).strip().lower()
+    backend = (backend or "").strip().lower() or settings.default_backend()
     key = cache_key(device, cpu_threads=cpu_threads, backend=backend, dtype=dtype)
     peaks = _read_cache(path)
     entry = peaks.get(key)

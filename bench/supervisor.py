@@ -6,57 +6,21 @@ after a grace period), hang detection and crash reporting. One Supervisor per ru
 from __future__ import annotations
 
 import logging
-import multiprocessing.spawn as mp_spawn
 import queue as queue_module
 import signal
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from bench import energy, metrics
 from bench.monitor import Sample, Sampler
 from bench.records import Status
 from bench.run_state import TERMINAL, RunState, finish
 from bench.run_writer import SAMPLE_FLUSH_S, RunWriter
-
-if TYPE_CHECKING:
-    from bench.prestart import Spare
+from bench.worker_process import Spare, kill, start_worker_process
 
 log = logging.getLogger("bench.jobs")
-_SPAWN_LOCK = threading.Lock()
 MAX_LIVE_SAMPLES = 8000  # in memory per run; older halves are thinned 2:1 beyond this (the store keeps all)
-
-
-def start_worker_process(process: Any) -> None:
-    """Start a spawned process WITHOUT re-running the parent's __main__ in it.
-
-    Under `streamlit run`, __main__ is the dashboard script itself; a spawned child would execute every page in bare
-    mode before training. The worker needs nothing from __main__ (its target lives in bench.worker), so the
-    main-module entries are dropped from the spawn preparation data while this process starts.
-    """
-    original = mp_spawn.get_preparation_data
-
-    def without_main(name: str) -> dict[str, Any]:
-        data = original(name)
-        data.pop("init_main_from_path", None)
-        data.pop("init_main_from_name", None)
-        return data
-
-    with _SPAWN_LOCK:
-        mp_spawn.get_preparation_data = without_main
-        try:
-            process.start()
-        finally:
-            mp_spawn.get_preparation_data = original
-
-
-def kill(process: Any) -> None:
-    """Terminate, then kill, a worker process."""
-    process.terminate()
-    process.join(timeout=3)
-    if process.is_alive():
-        process.kill()
-        process.join(timeout=3)
 
 
 SamplerFactory = Callable[[float, Callable[[Sample], None]], Any]

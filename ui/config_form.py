@@ -120,13 +120,11 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
 
     target = Target("cpu")
     if with_device:
-        choices = devices.device_choices(hardware)
-        if len(hardware.gpus) > 1:
-            choices.append("gpus")
+        choices = devices.offered_devices(hardware)
         device = st.radio("Device", choices, horizontal=True, key=f"{prefix}_device", disabled=disabled,
                           format_func=lambda d: Target.parse(d).label_on(hardware))
         target = Target.parse(device)
-        if not hardware.gpus:
+        if choices == ["cpu"]:
             st.info(f"No GPU is offered: {hardware.gpu_reason} The CPU path works fully.", icon=":material/info:")
 
     with st.expander("Advanced: threads, precision, XLA, steps per execution, sampling"):

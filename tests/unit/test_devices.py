@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench import devices
+from bench.config import RunConfig
 from bench.devices import GpuInfo, Hardware, device_choices, discover
 from bench.monitor import nvml
 from bench.target import Target
@@ -250,3 +251,27 @@ def test_probe_framework_errors_are_returned_not_raised() -> None:
     if HAS_TENSORFLOW:
         slow = devices.probe_framework("tensorflow", timeout_s=0.05)
         assert slow["error"] is not None and "longer than 0.05 s" in slow["error"]
+
+
+def _two_gpus(reason: str | None) -> Hardware:
+    cpu = devices.CpuInfo(model="X", physical_cores=2, logical_cores=2, ram_total_mib=1024.0)
+    return Hardware(cpu=cpu, gpus=[GpuInfo(0, "A", None, None, None, None), GpuInfo(1, "A", None, None, None, None)],
+                    gpu_reason=reason)
+
+
+@pytest.mark.parametrize("reason", [None, "TensorFlow here is built without CUDA."])
+def test_every_offered_device_passes_validation(reason: str | None) -> None:
+    """One rule offers the devices and validation accepts each one: two GPUs that a framework without CUDA cannot
+    use offer only the CPU (the pages used to offer "gpus" there, and validation then refused it)."""
+    hw = _two_gpus(reason)
+    offered = devices.offered_devices(hw)
+    assert offered == (["cpu", "gpu:0", "gpu:1", "gpus"] if reason is None else ["cpu"])
+    for device in offered:
+        RunConfig(device=device).validate(hw)
+
+
+def test_target_options_follow_the_offered_devices() -> None:
+    from ui.common import target_options
+
+    assert target_options(_two_gpus("no CUDA build.")) == ["cpu/1", "cpu"]
+    assert target_options(_two_gpus(None))[-3:] == ["gpu:0", "gpu:1", "gpus"]

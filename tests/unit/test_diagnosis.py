@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import compare, diagnosis, metrics, records
+from bench import compare, diagnosis, records, run_summary
 
 
 def _epochs(seconds: float, n: int = 4, samples: int = 8000) -> list[dict]:
@@ -167,7 +167,7 @@ def test_cpu_contended_by_other_work_is_undetermined():
 def test_summary_keeps_the_diagnosis_and_records_without_one_still_get_it():
     epochs = _epochs(0.4)
     samples = _samples(epochs, process=100, machine=60)
-    summary = metrics.summarize(epochs, samples, info=CPU_INFO, config=CPU_CONFIG)
+    summary = run_summary.summarize(epochs, samples, info=CPU_INFO, config=CPU_CONFIG)
     assert summary["diagnosis"]["kind"] == "host-bound"
     assert set(summary["diagnosis"]) >= {"verdict", "evidence"}
     old = records.run_record(id=1, status="finished", config=CPU_CONFIG, hardware={}, info=CPU_INFO, created_at=None,

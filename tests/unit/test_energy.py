@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import energy, metrics
+from bench import energy, run_summary
 from bench.config import RunConfig
 from bench.monitor import Sampler, nvml
 from bench.monitor.rapl import RaplReader
@@ -194,7 +194,7 @@ def test_summary_energy_per_steady_epoch_and_per_1000_samples() -> None:
                                     "throttle_reasons": ["power cap"] if t == 6.5 else []},
                                    {"index": 1, "sm_active_percent": 0.0, "throttle_reasons": ["thermal slowdown"]}]}
                for t in (4.5, 6.5, 8.5)]
-    summary = metrics.summarize(epochs, samples, config={"device": "gpu:0"})
+    summary = run_summary.summarize(epochs, samples, config={"device": "gpu:0"})
     assert summary["energy_j_per_epoch"] == {"cpu": 120.0, "gpu:0": 500.0}, "median over epochs 2..4, None left out"
     # each steady epoch trains 500 samples/s x 2 s = 1,000 samples
     assert summary["energy_j_per_1000_samples"] == {"cpu": pytest.approx(120.0), "gpu:0": pytest.approx(500.0)}
@@ -209,18 +209,18 @@ def test_summary_energy_per_steady_epoch_and_per_1000_samples() -> None:
 def test_summary_names_the_reason_energy_is_none() -> None:
     epochs = [epoch(1, {"cpu": None}), epoch(2, {"cpu": None})]
     reason = "RAPL not readable here: /sys/class/powercap is absent."
-    summary = metrics.summarize(epochs, [], info={"energy_reasons": {"cpu": reason}}, config={"device": "cpu"})
+    summary = run_summary.summarize(epochs, [], info={"energy_reasons": {"cpu": reason}}, config={"device": "cpu"})
     assert summary["energy_j_per_epoch"] == {"cpu": None}
     assert summary["energy_reasons"] == {"cpu": reason}
     assert summary["sm_active_percent"] is None and summary["throttle_reasons"] is None
-    gpu_run = metrics.summarize([epoch(1, {"cpu": None, "gpu:0": None})], [], config={"device": "gpu:0"})
+    gpu_run = run_summary.summarize([epoch(1, {"cpu": None, "gpu:0": None})], [], config={"device": "gpu:0"})
     assert gpu_run["energy_reasons"]["gpu:0"].startswith("no steady epoch yet")
 
 
 def test_old_records_summarize_without_the_new_fields() -> None:
     epochs = [{"epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True},
               {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False}]
-    summary = metrics.summarize(epochs, [{"t_s": 0.5, "gpus": [{"index": 0, "power_watts": 80.0}]}])
+    summary = run_summary.summarize(epochs, [{"t_s": 0.5, "gpus": [{"index": 0, "power_watts": 80.0}]}])
     assert summary["energy_j_per_epoch"] == {"cpu": None} and summary["achieved_gflops"] is None
 
 
@@ -262,7 +262,7 @@ def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
     assert second["energy_j"]["cpu"] is None and second["energy_estimated"] == []
     assert second["throttle_reasons"] == ["power cap", "thermal slowdown"]
     assert sup._unsettled == []
-    summary = metrics.summarize(state.epochs, state.samples, info=state.info, config=state.config)
+    summary = run_summary.summarize(state.epochs, state.samples, info=state.info, config=state.config)
     assert summary["throttle_reasons"] == ["power cap", "thermal slowdown"]
     assert summary["energy_j_per_epoch"]["gpu:0"] == pytest.approx(expected)
     assert "no energy reading" in summary["energy_reasons"]["cpu"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import metrics
+from bench import metrics, run_summary
 
 
 def ep(n: int, seconds: float, tracing: bool = False, rate: float | None = None) -> dict:
@@ -44,7 +44,7 @@ def test_missing_readings_are_left_out_not_zero():
 def test_summary_block():
     epochs = [ep(1, 5.0, True, 100.0), ep(2, 1.0, rate=500.0), ep(3, 2.0, rate=250.0)]
     samples = [{"cpu_percent": 90.0, "process_cpu_percent": 150.0, "process_rss_mib": 300.0, "gpus": []}]
-    summary = metrics.summarize(epochs, samples)
+    summary = run_summary.summarize(epochs, samples)
     assert summary["steady_epoch_seconds"] == 1.5
     assert summary["first_epoch_seconds"] == 5.0
     assert summary["total_seconds"] == 8.0
@@ -80,7 +80,7 @@ def test_caution_when_the_spread_crosses_one_or_a_side_has_one_steady_epoch():
 def test_steady_rate_matches_the_median_epoch_time_not_the_median_of_rates():
     epochs = [ep(1, 1.0, True, 10_000.0), ep(2, 0.2, rate=50_000.0), ep(3, 0.6, rate=10_000 / 0.6)]
     assert metrics.steady_samples_per_s(epochs) == pytest.approx(25_000.0)
-    assert metrics.summarize(epochs, [])["steady_samples_per_s"] == pytest.approx(25_000.0)
+    assert run_summary.summarize(epochs, [])["steady_samples_per_s"] == pytest.approx(25_000.0)
 
 
 def test_utilization_means_cover_the_steady_epochs_only():
@@ -88,9 +88,9 @@ def test_utilization_means_cover_the_steady_epochs_only():
               {**ep(2, 2.0, rate=1.0), "t_start_s": 6.5, "t_end_s": 8.5}]
     samples = [{"t_s": t, "cpu_percent": cpu, "gpus": []} for t, cpu in
                [(1.0, 50.0), (3.0, 50.0), (5.0, 70.0), (7.0, 100.0), (8.0, 96.0), (9.0, 10.0)]]
-    assert metrics.summarize(epochs, samples)["mean_cpu_percent"] == pytest.approx(98.0)
+    assert run_summary.summarize(epochs, samples)["mean_cpu_percent"] == pytest.approx(98.0)
     no_times = [ep(1, 2.0, True), ep(2, 2.0)]
-    assert metrics.summarize(no_times, samples)["mean_cpu_percent"] == pytest.approx(376 / 6)
+    assert run_summary.summarize(no_times, samples)["mean_cpu_percent"] == pytest.approx(376 / 6)
 
 
 def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_reading():
@@ -99,7 +99,7 @@ def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_rea
     gpu = [{"index": 0, "util_percent": 40.0}]
     lost = [{"index": 0, "util_percent": None}]
     samples = [{"t_s": 2.0, "cpu_percent": 50.0, "gpus": gpu}, {"t_s": 4.0, "cpu_percent": 90.0, "gpus": lost}]
-    summary = metrics.summarize(epochs, samples)
+    summary = run_summary.summarize(epochs, samples)
     assert summary["mean_cpu_percent"] == 90.0  # the steady window has a CPU reading
     assert summary["mean_gpu_util_percent"] == 40.0  # it has no GPU reading: the tracing epoch's counts
     assert summary["cpu_util_window"] == "steady epochs"
