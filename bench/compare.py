@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bench import diagnosis, metrics, models
+from bench import diagnosis, metrics, models, run_summary
 from bench.config import ConfigError, RunConfig
 from bench.target import Target
 
@@ -138,7 +138,7 @@ def comparison(records: Sequence[Mapping[str, Any]],
 
 
 def _summary(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    return record.get("summary") or metrics.summarize(record.get("epochs") or [], record.get("samples") or [])
+    return record.get("summary") or run_summary.summarize(record.get("epochs") or [], record.get("samples") or [])
 
 
 def energy_per_epoch(record: Mapping[str, Any]) -> tuple[float | None, dict[str, str]]:

@@ -27,7 +27,8 @@ from bench.records import Status
 from bench.run_state import TERMINAL, RunSnapshot, RunState, finish, snapshot_of
 from bench.run_writer import RunWriter
 from bench.store import Store, StoreError
-from bench.supervisor import SamplerFactory, Supervisor, default_sampler, start_worker_process
+from bench.supervisor import SamplerFactory, Supervisor, default_sampler
+from bench.worker_process import start_worker_process
 
 __all__ = ["JobManager", "RunActiveError", "RunSnapshot", "TERMINAL", "default_sampler", "start_worker_process",
            "PRESTART_DELAY_S"]

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import compare, metrics
+from bench import compare, run_summary
 from bench.config import ConfigError, RunConfig
 
 RUN_SCHEMA = "bench.run/1"
@@ -419,7 +419,7 @@ def run_record(*, id: int | None, status: str, config: Mapping[str, Any], hardwa
         "epochs": epochs,
         "samples": samples,
         "summary": (dict(summary) if summary is not None
-                    else metrics.summarize(epochs, samples, info=info, config=config)),
+                    else run_summary.summarize(epochs, samples, info=info, config=config)),
     }
     if label is not None:
         out["label"] = label

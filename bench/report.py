@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import charts, compare, metrics, records
+from bench import charts, compare, metrics, records, run_summary
 from bench.config import ConfigError, RunConfig
 from bench.records import ACTIVE as ACTIVE_STATUSES
 from bench.records import COMPARISON_SCHEMA, EXPORT_HINT, RecordError
@@ -209,7 +209,7 @@ def _fmt_number(value: Any, fmt: str, unit: str = "") -> str:
 
 
 def _run_headline(record: Mapping[str, Any]) -> str:
-    summary = metrics.summarize(record.get("epochs") or [], record.get("samples") or [])
+    summary = run_summary.summarize(record.get("epochs") or [], record.get("samples") or [])
     steady, first = summary["steady_epoch_seconds"], summary["first_epoch_seconds"]
     where = (record.get("info") or {}).get("placement")
     where_text = f" on {where}" if where else ""
@@ -222,7 +222,7 @@ def _run_headline(record: Mapping[str, Any]) -> str:
 
 
 def _run_section(record: Mapping[str, Any], name: str) -> str:
-    summary = metrics.summarize(record.get("epochs") or [], record.get("samples") or [])
+    summary = run_summary.summarize(record.get("epochs") or [], record.get("samples") or [])
     info = record.get("info") if isinstance(record.get("info"), Mapping) else {}
     error = record.get("error") if isinstance(record.get("error"), Mapping) else None
     facts: list[tuple[str, str]] = [
@@ -282,7 +282,7 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
         headlines = [_run_headline(doc)]
         title = f"Training run #{doc.get('id')}: {run_label(doc)}"
     firsts = "; ".join(
-        f"{name} {metrics.format_seconds(metrics.summarize(r.get('epochs') or [], []).get('first_epoch_seconds'))}"
+        f"{name} {metrics.format_seconds(run_summary.summarize(r.get('epochs') or [], []).get('first_epoch_seconds'))}"
         for name, r in zip(names, runs))
     intro = "".join(f"<p class='headline'>{_e(h)}</p>" for h in headlines)
     intro += (f"<p>First epoch, which includes graph tracing and is left out of every steady-state figure: "
@@ -402,7 +402,7 @@ def import_into_store(store: Any, record: Mapping[str, Any]) -> list[int]:
             ids.append(store.create_run(dict(run["config"]), status=status, label=label, created_at=created))
             store.update_run(ids[-1], started_at=run.get("started_at"), ended_at=run.get("ended_at"),
                              hardware=run["hardware"], info=info, error=error,
-                             summary=metrics.summarize(run["epochs"], run["samples"], info=info,
+                             summary=run_summary.summarize(run["epochs"], run["samples"], info=info,
                                                          config=run["config"]))
             for epoch in run["epochs"]:
                 store.add_epoch(ids[-1], epoch)

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import metrics, records
+from bench import metrics, records, run_summary
 from bench.config import RunConfig
 from bench.records import Status
 
@@ -42,7 +42,7 @@ class RunSnapshot:
 
     @property
     def summary(self) -> dict[str, Any]:
-        return metrics.summarize(self.epochs, self.samples, info=self.info, config=self.config)
+        return run_summary.summarize(self.epochs, self.samples, info=self.info, config=self.config)
 
     def elapsed_s(self, now: float | None = None) -> float | None:
         if self.started_at is None:

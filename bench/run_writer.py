@@ -13,7 +13,7 @@ import logging
 import threading
 from typing import Any, Callable, Iterable
 
-from bench import metrics, settings
+from bench import run_summary, settings
 from bench.run_state import TERMINAL, RunState
 from bench.store import Store, StoreError
 
@@ -188,4 +188,4 @@ class RunWriter:
 
 def _summary(state: RunState) -> dict:
     """The run's summary, its diagnosis read from its info and config too."""
-    return metrics.summarize(state.epochs, state.samples, info=state.info, config=state.config)
+    return run_summary.summarize(state.epochs, state.samples, info=state.info, config=state.config)

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -58,9 +59,14 @@ def heartbeat_limit_s() -> float:
     return _float_env("BENCH_HEARTBEAT_LIMIT_S", 30.0)
 
 
-def default_backend() -> str:
-    """The Keras backend in force (KERAS_BACKEND, default tensorflow)."""
-    return os.environ.get("KERAS_BACKEND", "tensorflow") or "tensorflow"
+DEFAULT_BACKEND = "tensorflow"
+
+
+def default_backend(env: Mapping[str, str] | None = None) -> str:
+    """The Keras backend in force: ``KERAS_BACKEND`` of ``env`` (the process environment by default), stripped and
+    lowercased; "tensorflow" when unset or empty."""
+    env = os.environ if env is None else env
+    return (env.get("KERAS_BACKEND") or DEFAULT_BACKEND).strip().lower() or DEFAULT_BACKEND
 
 
 def prestart_worker() -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.config import ConfigError
+from bench.errors import ConfigError
 
 KINDS = ("cpu", "gpu", "gpus")
 FORMS = "cpu, cpu/N, gpu:N, gpus"

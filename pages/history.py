@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from bench import compare, display, metrics, models, report
+from bench import compare, display, metrics, models, report, run_summary
 from bench.jobs import RunActiveError
 from ui import common, results
 
@@ -26,7 +26,7 @@ rows = []
 for run in runs:
     config = run.get("config") or {}
     # an active run (here or in another process) has no stored summary yet: what its epochs say so far
-    summary = run.get("summary") or metrics.summarize(run["epochs"], [])
+    summary = run.get("summary") or run_summary.summarize(run["epochs"], [])
     info = run.get("info") or {}
     rows.append({
         "id": run["id"],

@@ -20,7 +20,7 @@ control = common.can_control()
 started = st.session_state.get("train_last_started")
 # after Start the settings fold away so the live charts fit on one screen; a new label makes a new, folded expander
 label = f"Run settings (run #{started} started; open to change)" if started else "Run settings"
-device_choices = devices.device_choices(hardware) + (["gpus"] if len(hardware.gpus) > 1 else [])
+device_choices = devices.offered_devices(hardware)
 url_state.load("cfg", fields=url_state.TRAIN_FIELDS, hardware=hardware, devices=device_choices)
 with st.expander(label, expanded=started is None and not present.is_on(), icon=":material/tune:"):
     config = config_form.config_form(hardware, disabled=not control)

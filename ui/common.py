@@ -87,11 +87,7 @@ def target_options(hardware: devices.Hardware) -> list[str]:
     """Compare/Sweep targets on this machine: cpu/1 .. cpu/N-1, cpu (all cores), each GPU, and gpus."""
     cores = hardware.cpu.logical_cores
     options = [f"cpu/{n}" for n in sorted({1, max(1, cores // 2)}) if n < cores] + ["cpu"]
-    gpus = [c for c in devices.device_choices(hardware) if c != "cpu"]
-    options += gpus
-    if len(gpus) > 1:
-        options.append("gpus")
-    return options
+    return options + [c for c in devices.offered_devices(hardware) if c != "cpu"]
 
 
 def page_setup() -> None:
