@@ -10,6 +10,7 @@ import queue as queue_module
 import signal
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from bench import energy, metrics
@@ -33,6 +34,24 @@ def default_sampler(interval_s: float, on_sample: Callable[[Sample], None]) -> S
 
 
 
+@dataclass
+class _Worker:
+    """A started worker: its process, its event queue, the sampler watching it and the wall time it started."""
+
+    process: Any
+    events: Any
+    sampler: Any
+    t0_wall: float
+
+
+@dataclass
+class _Outcome:
+    """How the event loop ended: by the worker's own last event, or by ending the process ("stopped", "hung")."""
+
+    ended_by_event: bool = False
+    terminated_reason: str | None = None
+
+
 class Supervisor:
     """Runs one RunState to its end. ``lock`` guards the state; ``stop_event`` is the run's Stop flag."""
 
@@ -53,6 +72,15 @@ class Supervisor:
 
     def run(self, spare: Spare | None = None) -> None:
         """Supervise the worker until the run ends; the outcome is stored before it is shown."""
+        worker = self._start(spare)
+        outcome = _Outcome()
+        try:
+            self._loop(worker, outcome)
+        finally:
+            self._finish(worker, outcome)
+
+    def _start(self, spare: Spare | None) -> _Worker:
+        """Start the worker (or hand the run to the spare) and its sampler; the sampler's clock starts with it."""
         state = self.state
         if spare is not None:
             process, events = spare.process, spare.events
@@ -61,17 +89,7 @@ class Supervisor:
             process = self._ctx.Process(target=self._target,
                                         args=(state.config.to_dict(), events, self.stop_event, self._log_path),
                                         name=f"bench-worker-{state.id}", daemon=True)
-
-        def on_sample(sample: Sample) -> None:
-            data = sample.to_dict()
-            with self._lock:
-                state.samples.append(data)
-                if len(state.samples) > MAX_LIVE_SAMPLES:
-                    half = len(state.samples) // 2
-                    state.samples[:half] = state.samples[:half:2]
-                self.writer.keep_sample(state, data)
-
-        sampler = self._sampler_factory(state.config.sample_interval_s, on_sample)
+        sampler = self._sampler_factory(state.config.sample_interval_s, self._on_sample)
         with self._lock:  # why energy or GPM figures will be None; kept in the run's info for its summary
             state.info["energy_reasons"] = dict(getattr(sampler, "energy_reasons", None) or {})
             state.info["gpm_reasons"] = dict(getattr(sampler, "gpm_reasons", None) or {})
@@ -82,66 +100,80 @@ class Supervisor:
             start_worker_process(process)
         sampler.set_pid(process.pid)
         sampler.start()
-        # the sampler's clock starts with the worker: t_s of samples and epochs share one origin
-        t0_wall = time.time()
+        # t_s of samples and epochs share one origin: the moment the worker started
+        return _Worker(process=process, events=events, sampler=sampler, t0_wall=time.time())
+
+    def _on_sample(self, sample: Sample) -> None:
+        """Keep one sample in memory (older halves thinned 2:1 past MAX_LIVE_SAMPLES) and for the store."""
+        data = sample.to_dict()
+        state = self.state
+        with self._lock:
+            state.samples.append(data)
+            if len(state.samples) > MAX_LIVE_SAMPLES:
+                half = len(state.samples) // 2
+                state.samples[:half] = state.samples[:half:2]
+            self.writer.keep_sample(state, data)
+
+    def _loop(self, worker: _Worker, outcome: _Outcome) -> None:
+        """Fold the worker's events into the run until it ends: by its own last event, by exiting, by a Stop past
+        its grace period or by hanging (the last two end the process)."""
+        state = self.state
         last_event = last_flush = time.monotonic()
-        ended_by_event = False
-        terminated_reason: str | None = None
-        try:
-            while True:
-                try:
-                    event = events.get(timeout=0.2)
-                except queue_module.Empty:
-                    event = None
-                except (EOFError, OSError):
-                    event = None
-                now = time.monotonic()
-                if event is not None:
-                    last_event = now
-                    if self._apply_event(state, event, t0_wall):
-                        ended_by_event = True
-                        break
-                if self._unsettled:
-                    self._settle(state)
-                if now - last_flush >= SAMPLE_FLUSH_S:
-                    self.writer.flush_samples(state)
-                    last_flush = now
-                if event is None and not process.is_alive():
-                    break
-                if state.stop_requested_at is not None and time.time() - state.stop_requested_at > self.stop_grace_s:
-                    terminated_reason = "stopped"
-                    kill(process)
-                    break
-                if now - last_event > self.hang_timeout_s:
-                    terminated_reason = "hung"
-                    kill(process)
-                    break
-        finally:
-            if self._unsettled and hasattr(sampler, "sample_once"):
-                try:  # one closing sample, so the last epoch's end lies between two samples
-                    on_sample(sampler.sample_once())
-                except Exception:  # noqa: BLE001 - a failed reading must not mask the run's outcome
-                    log.debug("closing sample failed", exc_info=True)
-            sampler.stop()
-            self._settle(state, final=True)
-            self.writer.flush_samples(state)
-            if not ended_by_event:
-                process.join(timeout=5)
-                with self._lock:
-                    self._classify_end(state, process.exitcode, terminated_reason)
-            final = state.pending_status or Status.FAILED
-            state.ended_at = time.time()
-            # the store learns the outcome before any reader can see the run as ended
-            self.writer.persist_end(state, final)
-            with self._lock:
-                finish(state, final)
-            process.join(timeout=15)
-            if process.is_alive():
-                kill(process)
+        while True:
             try:
-                events.close()
-            except Exception:  # noqa: BLE001 - a broken queue must not mask the run's outcome
-                pass
+                event = worker.events.get(timeout=0.2)
+            except (queue_module.Empty, EOFError, OSError):
+                event = None
+            now = time.monotonic()
+            if event is not None:
+                last_event = now
+                if self._apply_event(state, event, worker.t0_wall):
+                    outcome.ended_by_event = True
+                    return
+            if self._unsettled:
+                self._settle(state)
+            if now - last_flush >= SAMPLE_FLUSH_S:
+                self.writer.flush_samples(state)
+                last_flush = now
+            if event is None and not worker.process.is_alive():
+                return
+            if state.stop_requested_at is not None and time.time() - state.stop_requested_at > self.stop_grace_s:
+                outcome.terminated_reason = "stopped"
+            elif now - last_event > self.hang_timeout_s:
+                outcome.terminated_reason = "hung"
+            if outcome.terminated_reason is not None:
+                kill(worker.process)
+                return
+
+    def _finish(self, worker: _Worker, outcome: _Outcome) -> None:
+        """Close the run: a last sample and the epochs' energy, the outcome stored before any reader sees the run
+        as ended, then the process and its queue ended."""
+        state = self.state
+        if self._unsettled and hasattr(worker.sampler, "sample_once"):
+            try:  # one closing sample, so the last epoch's end lies between two samples
+                self._on_sample(worker.sampler.sample_once())
+            except Exception:  # noqa: BLE001 - a failed reading must not mask the run's outcome
+                log.debug("closing sample failed", exc_info=True)
+        worker.sampler.stop()
+        self._settle(state, final=True)
+        self.writer.flush_samples(state)
+        if not outcome.ended_by_event:
+            worker.process.join(timeout=5)
+            with self._lock:
+                self._classify_end(state, worker.process.exitcode, outcome.terminated_reason)
+        final = state.pending_status or Status.FAILED
+        state.ended_at = time.time()
+        # the store learns the outcome before any reader can see the run as ended
+        self.writer.persist_end(state, final)
+        with self._lock:
+            finish(state, final)
+        worker.process.join(timeout=15)
+        if worker.process.is_alive():
+            kill(worker.process)
+        try:
+            worker.events.close()
+        except Exception:  # noqa: BLE001 - a broken queue must not mask the run's outcome
+            pass
 
     def _settle(self, state: RunState, final: bool = False) -> None:
         """Give each epoch a sample has been taken after (every one when ``final``) its joules and throttle reasons
