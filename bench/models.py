@@ -19,6 +19,7 @@ Example: input (4,) -> Dense 3 has 12 multiply-adds and 3 bias adds: forward 2*1
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -464,45 +465,10 @@ def plan(
     if preset is None:
         assert size is not None
         name = f"{family}-{size}"
-        if family == "mlp":
-            layers = _mlp_layers(_MLP_HIDDEN_UNITS[size], num_classes)
-        elif family == "cnn":
-            layers = _cnn_layers(shape, _CNN_FILTERS[size], _CNN_HEAD_UNITS[size], num_classes)
-        else:
-            assert vocab_size is not None
-            layers = (
-                LayerSpec.of("Embedding", input_dim=vocab_size, output_dim=_TEXT_EMBEDDING_DIM[size]),
-                LayerSpec.of("GlobalAveragePooling1D"),
-                *(_dense(units, "relu") for units in _TEXT_HIDDEN_UNITS[size]),
-                _dense(num_classes),
-            )
+        layers = _FAMILY_LAYERS[family](_Data(shape, num_classes, vocab_size), size)
     else:
-        name, size = preset.name, None
-        loss = preset.loss
-        if model == "seed-cifar10-mlp":
-            layers = (
-                LayerSpec.of("Flatten"),
-                _dense(3000, "relu"),
-                _dense(1000, "relu"),
-                _dense(num_classes, "sigmoid"),
-            )
-            from_logits = False
-        elif model == "seed-mnist-dense":
-            layers = _mlp_layers((128,), num_classes)
-        else:  # seed-text: binary classifier with one logit
-            if num_classes != 2:
-                raise ModelError(
-                    f"Preset 'seed-text' is a binary classifier (one logit); the dataset has {num_classes} classes. "
-                    "Pick a two-class text dataset such as IMDB, or the 'text' family for more classes."
-                )
-            assert vocab_size is not None
-            layers = (
-                LayerSpec.of("Embedding", input_dim=vocab_size, output_dim=16),
-                LayerSpec.of("Dropout", rate=0.2),
-                LayerSpec.of("GlobalAveragePooling1D"),
-                LayerSpec.of("Dropout", rate=0.2),
-                _dense(1),
-            )
+        name, size, loss = preset.name, None, preset.loss
+        layers, from_logits = _PRESET_LAYERS[model](_Data(shape, num_classes, vocab_size))
     params, flops, shapes = measure(shape, layers)
     return ModelPlan(
         name=name,
@@ -519,6 +485,57 @@ def plan(
         preset=preset.name if preset is not None else None,
         layer_output_shapes=shapes,
     )
+
+
+@dataclass(frozen=True)
+class _Data:
+    """What a model is built for: one sample's shape, the class count, and the vocabulary size of token ids (None for
+    images)."""
+
+    shape: tuple[int, ...]
+    num_classes: int
+    vocab_size: int | None
+
+
+def _text_layers(data: _Data, size: str) -> tuple[LayerSpec, ...]:
+    assert data.vocab_size is not None  # _check_fit: the text family trains on token ids only
+    return (
+        LayerSpec.of("Embedding", input_dim=data.vocab_size, output_dim=_TEXT_EMBEDDING_DIM[size]),
+        LayerSpec.of("GlobalAveragePooling1D"),
+        *(_dense(units, "relu") for units in _TEXT_HIDDEN_UNITS[size]),
+        _dense(data.num_classes),
+    )
+
+
+def _seed_text_layers(data: _Data) -> tuple[tuple[LayerSpec, ...], bool]:
+    if data.num_classes != 2:
+        raise ModelError(
+            f"Preset 'seed-text' is a binary classifier (one logit); the dataset has {data.num_classes} classes. "
+            "Pick a two-class text dataset such as IMDB, or the 'text' family for more classes."
+        )
+    assert data.vocab_size is not None
+    return (
+        LayerSpec.of("Embedding", input_dim=data.vocab_size, output_dim=16),
+        LayerSpec.of("Dropout", rate=0.2),
+        LayerSpec.of("GlobalAveragePooling1D"),
+        LayerSpec.of("Dropout", rate=0.2),
+        _dense(1),
+    ), True
+
+
+# A family's layers at a size, and a preset's layers with whether its outputs are logits: the cases are data.
+_FAMILY_LAYERS: dict[str, Callable[[_Data, str], tuple[LayerSpec, ...]]] = {
+    "mlp": lambda data, size: _mlp_layers(_MLP_HIDDEN_UNITS[size], data.num_classes),
+    "cnn": lambda data, size: _cnn_layers(data.shape, _CNN_FILTERS[size], _CNN_HEAD_UNITS[size], data.num_classes),
+    "text": _text_layers,
+}
+_PRESET_LAYERS: dict[str, Callable[[_Data], tuple[tuple[LayerSpec, ...], bool]]] = {
+    # the article's last layer is a sigmoid over the classes, so its outputs are probabilities, not logits
+    "seed-cifar10-mlp": lambda data: ((LayerSpec.of("Flatten"), _dense(3000, "relu"), _dense(1000, "relu"),
+                                       _dense(data.num_classes, "sigmoid")), False),
+    "seed-mnist-dense": lambda data: (_mlp_layers((128,), data.num_classes), True),
+    "seed-text": _seed_text_layers,
+}
 
 
 def _check_fit(model: str, family: str, modality: str, shape: tuple[int, ...]) -> None:

@@ -332,3 +332,9 @@ def test_build_loss_matches_plan(keras_module) -> None:  # type: ignore[no-untyp
     assert isinstance(loss, keras_module.losses.BinaryCrossentropy) and loss.get_config()["from_logits"] is True
     [metric] = keras_build.build_metrics(_preset_plan("seed-text"))
     assert isinstance(metric, keras_module.metrics.BinaryAccuracy) and metric.get_config()["threshold"] == 0.0
+
+
+def test_every_family_and_preset_has_its_layers_in_the_table():
+    """plan() builds from two tables; a family or preset added without its layers would fail only when chosen."""
+    assert set(models._FAMILY_LAYERS) == set(models.FAMILIES)
+    assert set(models._PRESET_LAYERS) == set(models.PRESETS)
