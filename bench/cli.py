@@ -423,7 +423,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     targets = compare.parse_targets(args.targets)
     configs = compare.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches,
                                     steps_per_execution=steps)
-    from bench import probe
+    from bench import peak_cache, probe
     from bench.jobs import JobManager
 
     manager = JobManager(_open_store())
@@ -461,7 +461,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"{' *' if row in wide else '  '} {row.get('diagnosis_kind') or '—'}")
     for target, entry in entries.items():
         if entry is not None:
-            print(f"peak of {target}: {entry['peak_gflops']:.1f} GFLOP/s, {probe.describe(entry)}")
+            print(f"peak of {target}: {entry['peak_gflops']:.1f} GFLOP/s, {peak_cache.describe(entry)}")
     if any(row["peak_stale"] for row in rows):
         print("re-probe: the run achieved more than the measured peak, so its share is not shown; the peak is "
               "measured again when no run is active (`python -m bench.probe --refresh`).")
@@ -477,7 +477,7 @@ def _peaks_after_runs(manager: Any, entries: dict[str, dict[str, Any] | None]
                       ) -> dict[str, dict[str, Any] | None]:
     """After a sweep: wait for the re-probes of peaks that a run beat (queued by the manager), then take each
     target's peak from the cache as it now stands (its best, or still stale when a probe failed)."""
-    from bench import probe
+    from bench import peak_cache
 
     pending = manager.pending_peaks()
     if pending:
@@ -495,7 +495,7 @@ def _peaks_after_runs(manager: Any, entries: dict[str, dict[str, Any] | None]
         from bench.target import Target
 
         target = Target.parse(text)
-        out[text] = probe.lookup(target.device, cpu_threads=target.cpu_threads, backend=entry.get("backend"),
+        out[text] = peak_cache.lookup(target.device, cpu_threads=target.cpu_threads, backend=entry.get("backend"),
                                  dtype=entry.get("dtype") or "float32") or entry
     return out
 

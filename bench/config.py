@@ -7,7 +7,6 @@ raises ConfigError whose message says what is allowed, so the UI and CLI can sho
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from typing import Any
 

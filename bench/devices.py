@@ -22,7 +22,6 @@ import re
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any

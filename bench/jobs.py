@@ -408,7 +408,7 @@ class JobManager:
     def _check_peak(self, state: RunState) -> None:
         """A finished run that achieved more than its target's cached peak flags that peak stale and queues a new
         probe behind the queued runs; a group holding the run shows the figure flagged until the probe lands."""
-        from bench import compare, probe
+        from bench import compare, peak_cache
 
         target = state.config.target()
         if state.status != Status.FINISHED or target.kind == "gpus":
@@ -417,7 +417,7 @@ class JobManager:
             record = {"epochs": list(state.epochs), "info": dict(state.info)}
         achieved = compare.achieved_gflops(record)
         try:
-            flagged = achieved is not None and probe.mark_stale(
+            flagged = achieved is not None and peak_cache.mark_stale(
                 state.config.device, achieved, cpu_threads=state.config.cpu_threads,
                 backend=state.config.backend, run_id=state.id)
         except (ValueError, OSError) as exc:

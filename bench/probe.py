@@ -18,10 +18,8 @@ prints the JSON.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import logging
-import math
 import os
 import resource
 import socket
@@ -34,7 +32,7 @@ from typing import Any
 
 import psutil
 
-from bench import devices, settings
+from bench import devices, peak_cache, settings
 from bench.target import Target
 
 log = logging.getLogger(__name__)
@@ -43,7 +41,6 @@ DTYPES = ("float32", "float16", "bfloat16", "float64")
 CPU_SIZES = (1024, 2048, 4096)
 GPU_SIZES = (2048, 4096, 8192)  # a GPU needs larger matrices than a CPU to reach its ceiling
 REPEATS = 3
-CACHE_VERSION = 2  # 1 kept one single-size measurement per size; those are not trusted as a ceiling
 _MARKER = "BENCH_PEAK_JSON:"
 _ROOT = Path(__file__).resolve().parent.parent  # holds the bench package; the child needs it on sys.path
 
@@ -276,59 +273,6 @@ def _child_main(raw: str) -> int:
 
 
 # -- cache ----------------------------------------------------------------------------------------------------------
-def default_cache_path() -> Path:
-    """``peaks.json`` in the folder of the run store (BENCH_STORE moves both)."""
-    return settings.store_path().parent / "peaks.json"
-
-
-def cache_key(device: str, *, cpu_threads: int | None, backend: str, dtype: str, hostname: str | None = None) -> str:
-    """The cache entry name: one best peak per host, device, thread count, backend and dtype."""
-    device = device.strip().lower()
-    threads = (cpu_threads or devices.all_cores()) if device == "cpu" else None
-    host = hostname or socket.gethostname()
-    return f"{host}|{device}|threads={threads or '-'}|{backend}|{dtype}"
-
-
-def _read_cache(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        log.warning("ignoring the unreadable peak cache %s (%s); it will be rewritten", path, exc)
-        return {}
-    peaks = data.get("peaks") if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None
-    return peaks if isinstance(peaks, dict) else {}
-
-
-def _write_cache(path: Path, peaks: dict[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"version": CACHE_VERSION, "peaks": peaks}, indent=2), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        log.warning("could not save the peak cache %s (%s); the peak will be measured again next time", path, exc)
-
-
-def _path(cache_path: Path | str | None) -> Path:
-    return Path(cache_path) if cache_path is not None else default_cache_path()
-
-
-def keep_best(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
-    """The cache entry after a new measurement: the higher of the two peaks (a busy machine only ever lowers a
-    probe), no longer stale, with ``probes`` (count), ``last_probe_at`` and ``last_probe_gflops`` of the new one."""
-    previous = old if isinstance(old, dict) and is_plausible(old) else None
-    best = dict(new) if previous is None or new.get("peak_gflops", 0) >= previous["peak_gflops"] else dict(previous)
-    for key in ("stale", "stale_since", "beaten_by"):
-        best.pop(key, None)
-    best["stale"] = False
-    best["probes"] = int((previous or {}).get("probes") or (1 if previous else 0)) + 1
-    best["last_probe_at"] = new.get("measured_at")
-    best["last_probe_gflops"] = new.get("peak_gflops")
-    return best
-
-
 def cached_peak(
     device: str = "cpu",
     *,
@@ -343,7 +287,7 @@ def cached_peak(
     Args:
         device, cpu_threads: as :func:`measure_peak`.
         refresh: measure again even when a cached value exists.
-        cache_path: the JSON cache; default :func:`default_cache_path`.
+        cache_path: the JSON cache; default :func:`bench.peak_cache.default_cache_path`.
         **kw: passed to :func:`measure_peak` (backend, sizes, repeats, dtype, seconds, timeout_s).
 
     Returns:
@@ -353,76 +297,19 @@ def cached_peak(
     Raises:
         ValueError, ProbeError: as :func:`measure_peak` (only when a measurement is needed).
     """
-    path = _path(cache_path)
+    path = peak_cache.path_of(cache_path)
     backend = (kw.pop("backend", None) or "").strip().lower() or settings.default_backend()
     dtype = kw.get("dtype", "float32")
     device = device.strip().lower()
-    key = cache_key(device, cpu_threads=cpu_threads, backend=backend, dtype=dtype)
-    hit = _read_cache(path).get(key)
-    if not refresh and isinstance(hit, dict) and is_plausible(hit) and not hit.get("stale"):
+    key = peak_cache.cache_key(device, cpu_threads=cpu_threads, backend=backend, dtype=dtype)
+    hit = peak_cache.read(path).get(key)
+    if not refresh and isinstance(hit, dict) and peak_cache.is_plausible(hit) and not hit.get("stale"):
         return {**hit, "from_cache": True}
     result = measure_peak(device, backend=backend, cpu_threads=cpu_threads, **kw)
-    peaks = _read_cache(path)  # re-read: another process may have added entries meanwhile
-    peaks[key] = keep_best(peaks.get(key), result)
-    _write_cache(path, peaks)
+    peaks = peak_cache.read(path)  # re-read: another process may have added entries meanwhile
+    peaks[key] = peak_cache.keep_best(peaks.get(key), result)
+    peak_cache.write(path, peaks)
     return {**peaks[key], "from_cache": False}
-
-
-def lookup(device: str = "cpu", *, cpu_threads: int | None = None, backend: str | None = None,
-           dtype: str = "float32", cache_path: Path | None = None) -> dict[str, Any] | None:
-    """The cached best peak of ``device`` (stale or not) without measuring; None when it was never measured."""
-    backend = (backend or "").strip().lower() or settings.default_backend()
-    try:
-        key = cache_key(device, cpu_threads=cpu_threads, backend=backend, dtype=dtype)
-    except AttributeError:
-        return None
-    hit = _read_cache(_path(cache_path)).get(key)
-    return hit if isinstance(hit, dict) and is_plausible(hit) else None
-
-
-def mark_stale(device: str, achieved_gflops: float, *, cpu_threads: int | None = None, backend: str | None = None,
-               dtype: str = "float32", run_id: int | None = None, cache_path: Path | None = None) -> bool:
-    """Flag the cached peak of ``device`` as due for a new probe because a run achieved ``achieved_gflops``, more
-    than it. Returns True when this call flagged it (False: no entry, not beaten, or already flagged)."""
-    path = _path(cache_path)
-    backend = (backend or "").strip().lower() or settings.default_backend()
-    key = cache_key(device, cpu_threads=cpu_threads, backend=backend, dtype=dtype)
-    peaks = _read_cache(path)
-    entry = peaks.get(key)
-    if not isinstance(entry, dict) or not is_plausible(entry) or entry.get("stale"):
-        return False
-    if not _finite_number(achieved_gflops) or achieved_gflops <= entry["peak_gflops"]:
-        return False
-    peaks[key] = {**entry, "stale": True, "stale_since": time.time(),
-                  "beaten_by": {"gflops": float(achieved_gflops), "run_id": run_id}}
-    _write_cache(path, peaks)
-    return True
-
-
-def describe(entry: dict[str, Any]) -> str:
-    """Where a peak came from, in words: 'best of 1024², 2048², 4096² × 3 repeats, measured 2025-06-01 14:02 while
-    other processes used 4 % of the CPU'."""
-    sizes = entry.get("sizes") or ([entry["size"]] if entry.get("size") else [])
-    what = f"best of {', '.join(f'{s}²' for s in sizes)}" if sizes else "matmul"
-    if entry.get("repeats"):
-        what += f" × {entry['repeats']} repeats"
-    when = entry.get("measured_at")
-    if _finite_number(when):
-        what += f", measured {datetime.datetime.fromtimestamp(when).strftime('%Y-%m-%d %H:%M')}"
-    others = (entry.get("conditions") or {}).get("others_cpu_percent")
-    if _finite_number(others):
-        what += f" while other processes used {others:.0f} % of the CPU"
-    return what
-
-
-def _finite_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def is_plausible(result: dict[str, Any]) -> bool:
-    """A peak worth showing: a finite, positive number of GFLOP/s."""
-    value = result.get("peak_gflops")
-    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
 # -- command line ---------------------------------------------------------------------------------------------------
@@ -452,11 +339,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def known_peaks(cache_path: Path | None = None) -> list[dict[str, Any]]:
-    """Every cached measurement of this host, for display (newest first)."""
-    host = socket.gethostname()
-    peaks = _read_cache(Path(cache_path) if cache_path is not None else default_cache_path())
-    rows = [v for k, v in peaks.items() if isinstance(v, dict) and k.startswith(f"{host}|")]
-    return sorted(rows, key=lambda r: r.get("measured_at") or 0, reverse=True)

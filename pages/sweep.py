@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bench import charts, compare, models, probe
+from bench import charts, compare, models, peak_cache
 from bench.config import ConfigError
 from ui import common, config_form, live, results
 
@@ -73,7 +73,7 @@ def sweep_panel() -> None:
         if entry and entry.get("peak_gflops"):
             state = ("peak being re-measured: a run achieved more than it" if entry.get("stale")
                      else f"{entry['peak_gflops']:,.1f} GFLOP/s")
-            st.caption(f"Peak of {target}: {state} ({probe.describe(entry)}).")
+            st.caption(f"Peak of {target}: {state} ({peak_cache.describe(entry)}).")
     finished = [r for r in rows if r["steady_epoch_seconds"] is not None]
     if not finished:
         return

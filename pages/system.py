@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from bench import diagnosis, probe
+from bench import diagnosis, peak_cache, probe
 from bench.target import Target
 from ui import common, live
 
@@ -97,7 +97,7 @@ st.subheader("Measured matmul peak")
 st.caption("A short float32 matrix-multiply probe per device, in a separate process; the ceiling Sweep compares "
            "achieved training GFLOP/s against. Cached per device and thread count.")
 
-peaks = probe.known_peaks()
+peaks = peak_cache.known_peaks()
 if peaks:
     st.table([{"device": p.get("device"), "threads": p.get("threads"), "size": p.get("size"),
                "peak GFLOP/s": round(p.get("peak_gflops", 0.0), 1), "framework": p.get("framework"),

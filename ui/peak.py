@@ -12,21 +12,21 @@ from typing import Any
 
 import streamlit as st
 
-from bench import compare, probe
+from bench import compare, peak_cache
 
 NOT_MEASURED = ("peak not measured yet: a Sweep measures it first, or press **Measure peak** on the System page "
                 "(or run `python -m bench.probe`)")
 
 
 def peak_of(config: Mapping[str, Any] | Any) -> dict[str, Any] | None:
-    """The cached best peak of a run's target (bench.probe.lookup), or None: never measured, several GPUs, or a
+    """The cached best peak of a run's target (bench.peak_cache.lookup), or None: never measured, several GPUs, or a
     malformed config."""
     data = config.to_dict() if hasattr(config, "to_dict") else dict(config or {})
     target = compare.target_of({"config": data})
     if target is None or target.kind == "gpus":
         return None
     try:
-        return probe.lookup(target.device, cpu_threads=target.cpu_threads, backend=data.get("backend"))
+        return peak_cache.lookup(target.device, cpu_threads=target.cpu_threads, backend=data.get("backend"))
     except (ValueError, OSError):
         return None
 
@@ -35,10 +35,10 @@ def peak_text(achieved: float | None, peak: Mapping[str, Any] | None, *, what: s
     """'Last epoch: 41.2 GFLOP/s, 39 % of the measured matmul peak (105.1 GFLOP/s; best of ...)', or the figure with
     'peak not measured yet' / 'peak being re-measured'; '—' for the figure when it is unknown."""
     figure = f"{achieved:,.1f} GFLOP/s" if achieved is not None else "— GFLOP/s"
-    if peak is None or not probe.is_plausible(dict(peak)):
+    if peak is None or not peak_cache.is_plausible(dict(peak)):
         return f"{what}: {figure}; {NOT_MEASURED}."
     value = float(peak["peak_gflops"])
-    source = probe.describe(dict(peak))
+    source = peak_cache.describe(dict(peak))
     if peak.get("stale") or (achieved is not None and achieved > value):
         return (f"{what}: {figure}; peak being re-measured: a run achieved more than the {value:,.1f} GFLOP/s "
                 f"measured ({source}), so no share is shown until the next probe.")

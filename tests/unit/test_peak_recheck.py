@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench import compare, probe
+from bench import compare, peak_cache, probe
 from bench.config import RunConfig
 from bench.jobs import JobManager
 from bench.store import Store
@@ -38,7 +38,7 @@ def cached(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
     def fake_peak(device: str, *, cpu_threads: int | None = None, refresh: bool = False) -> dict[str, Any]:
         calls.append({"device": device, "refresh": refresh, "at": time.time(),
-                      "stale_before": probe.lookup(device, backend=TINY.backend)["stale"]})
+                      "stale_before": peak_cache.lookup(device, backend=TINY.backend)["stale"]})
         return {**MEASURED, "peak_gflops": 204.0, "stale": False}
 
     monkeypatch.setattr(probe, "cached_peak", fake_peak)
@@ -68,7 +68,7 @@ def test_a_run_below_the_peak_changes_nothing(manager, cached, monkeypatch):
     monkeypatch.setattr(compare, "achieved_gflops", lambda record: 52.0)
     manager.wait(manager.submit(TINY), timeout_s=30)
     assert manager.pending_peaks() == [] and cached == []
-    assert probe.lookup("cpu", backend=TINY.backend)["stale"] is False
+    assert peak_cache.lookup("cpu", backend=TINY.backend)["stale"] is False
 
 
 def test_the_peak_line_never_shows_a_share_above_100_percent():

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bench import devices, probe
+from bench import devices, peak_cache, probe
 
 
 def _cores() -> int:
@@ -149,7 +149,7 @@ def test_corrupt_cache_is_remeasured_and_rewritten(fake_measure: list[dict[str, 
     path.write_text("{not json")
     result = probe.cached_peak("cpu", cache_path=path, size=256)
     assert result["from_cache"] is False and len(fake_measure) == 1
-    assert json.loads(path.read_text())["version"] == probe.CACHE_VERSION
+    assert json.loads(path.read_text())["version"] == peak_cache.CACHE_VERSION
 
 
 def test_cli_reports_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,12 +170,12 @@ def _measured(gflops: float, at: float = 1.75e9, **extra: Any) -> dict[str, Any]
 
 
 def test_a_lower_new_probe_does_not_replace_the_best() -> None:
-    best = probe.keep_best(None, _measured(204.0, at=1.0))
+    best = peak_cache.keep_best(None, _measured(204.0, at=1.0))
     assert best["peak_gflops"] == 204.0 and best["probes"] == 1 and best["stale"] is False
-    busy = probe.keep_best(best, _measured(105.1, at=2.0))  # a probe on a busy machine: lower
+    busy = peak_cache.keep_best(best, _measured(105.1, at=2.0))  # a probe on a busy machine: lower
     assert busy["peak_gflops"] == 204.0 and busy["measured_at"] == 1.0, "the best measurement and its date are kept"
     assert busy["probes"] == 2 and busy["last_probe_gflops"] == 105.1 and busy["last_probe_at"] == 2.0
-    higher = probe.keep_best(busy, _measured(230.0, at=3.0))
+    higher = peak_cache.keep_best(busy, _measured(230.0, at=3.0))
     assert higher["peak_gflops"] == 230.0 and higher["measured_at"] == 3.0 and higher["probes"] == 3
 
 
@@ -191,28 +191,28 @@ def test_a_run_that_beats_the_peak_flags_it_and_the_next_read_measures_again(
 
     monkeypatch.setattr(probe, "measure_peak", fake)
     assert probe.cached_peak("cpu", cache_path=path)["peak_gflops"] == 105.1
-    assert probe.mark_stale("cpu", 100.0, cache_path=path) is False, "below the peak: nothing to flag"
-    assert probe.mark_stale("cpu", 128.6, run_id=7, cache_path=path) is True
-    assert probe.mark_stale("cpu", 130.0, cache_path=path) is False, "already flagged"
-    flagged = probe.lookup("cpu", cache_path=path)
+    assert peak_cache.mark_stale("cpu", 100.0, cache_path=path) is False, "below the peak: nothing to flag"
+    assert peak_cache.mark_stale("cpu", 128.6, run_id=7, cache_path=path) is True
+    assert peak_cache.mark_stale("cpu", 130.0, cache_path=path) is False, "already flagged"
+    flagged = peak_cache.lookup("cpu", cache_path=path)
     assert flagged["stale"] is True and flagged["beaten_by"] == {"gflops": 128.6, "run_id": 7}
     again = probe.cached_peak("cpu", cache_path=path)  # a stale entry is not served: it is measured again
     assert len(calls) == 2 and again["from_cache"] is False
     assert again["peak_gflops"] == 204.0 and again["stale"] is False and "beaten_by" not in again
-    assert probe.mark_stale("gpu:0", 1e6, cache_path=path) is False, "never measured: nothing to flag"
+    assert peak_cache.mark_stale("gpu:0", 1e6, cache_path=path) is False, "never measured: nothing to flag"
 
 
 def test_a_cache_of_single_size_probes_is_not_trusted(fake_measure: list[dict[str, Any]], tmp_path: Path) -> None:
     path = tmp_path / "peaks.json"
-    key = probe.cache_key("cpu", cpu_threads=None, backend="tensorflow", dtype="float32")
+    key = peak_cache.cache_key("cpu", cpu_threads=None, backend="tensorflow", dtype="float32")
     path.write_text(json.dumps({"version": 1, "peaks": {key + "|size=2048": _measured(105.1)}}))
-    assert probe.lookup("cpu", cache_path=path, backend="tensorflow") is None
+    assert peak_cache.lookup("cpu", cache_path=path, backend="tensorflow") is None
     assert probe.cached_peak("cpu", cache_path=path, backend="tensorflow")["from_cache"] is False
     assert len(fake_measure) == 1
 
 
 def test_describe_says_sizes_repeats_date_and_conditions() -> None:
-    text = probe.describe(_measured(204.0))
+    text = peak_cache.describe(_measured(204.0))
     assert text.startswith("best of 1024², 2048², 4096² × 3 repeats, measured 20")
     assert text.endswith("while other processes used 37 % of the CPU")
-    assert probe.describe({"peak_gflops": 1.0}) == "matmul", "an entry without its details says only what it is"
+    assert peak_cache.describe({"peak_gflops": 1.0}) == "matmul", "an entry without its details says only what it is"
