@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from bench import energy, metrics
+from bench import energy, events, metrics
 from bench.monitor import Sample, Sampler
 from bench.records import Status
 from bench.run_state import TERMINAL, RunState, finish
@@ -231,20 +231,20 @@ class Supervisor:
         with self._lock:
             # start-up phases for the utilization chart: when each began, seconds from the samples' origin
             phases = state.info.setdefault("phases", [])
-            if kind in ("phase", "started") or (kind == "progress" and phases and phases[-1]["phase"] == "first step"):
-                name = {"phase": event.get("phase"), "started": "first step"}.get(kind, "training")
+            if kind in (events.PHASE, events.STARTED) or (kind == events.PROGRESS and phases
+                                                          and phases[-1]["phase"] == "first step"):
+                name = {events.PHASE: event.get("phase"), events.STARTED: "first step"}.get(kind, "training")
                 phases.append({"phase": str(name), "t_s": round(event.get("time", t0_wall) - t0_wall, 3)})
-            if kind == "phase":
+            if kind == events.PHASE:
                 state.phase = str(event.get("phase"))
-            elif kind == "started":
-                info = {k: v for k, v in event.items() if k not in ("type", "time")}
-                state.info.update(info)
+            elif kind == events.STARTED:
+                state.info.update(events.fields_of(event))
                 state.status = Status.RUNNING
                 state.phase = "training"
-            elif kind == "progress":
+            elif kind == events.PROGRESS:
                 state.progress = {"epoch": event["epoch"], "batch": event["batch"], "batches": event["batches"]}
-            elif kind == "epoch":
-                epoch = {k: v for k, v in event.items() if k not in ("type", "time", "started_wall", "ended_wall")}
+            elif kind == events.EPOCH:
+                epoch = events.fields_of(event, "started_wall", "ended_wall")
                 epoch["t_start_s"] = event["started_wall"] - t0_wall
                 epoch["t_end_s"] = event["ended_wall"] - t0_wall
                 flops = state.info.get("flops_per_sample")
@@ -254,16 +254,16 @@ class Supervisor:
                 epoch.update(energy_j={d: None for d in devices}, energy_estimated=[], throttle_reasons=None)
                 self._unsettled.append(epoch)
                 state.epochs.append(epoch)
-            elif kind == "finished":
+            elif kind == events.FINISHED:
                 status = event.get("status", Status.FINISHED)
                 state.pending_status = Status(status) if status in TERMINAL else Status.FINISHED
                 state.phase = "finishing"
-            elif kind == "failed":
+            elif kind == events.FAILED:
                 state.error = {k: event.get(k) for k in ("error_type", "message", "hint", "traceback")}
                 state.pending_status = Status.FAILED
                 state.phase = "finishing"
-        if kind == "started":
+        if kind == events.STARTED:
             self.writer.update(state, status=Status.RUNNING, info=state.info)
-        elif kind == "epoch":
+        elif kind == events.EPOCH:
             self.writer.add_epoch(state, state.epochs[-1])
-        return kind in ("finished", "failed")
+        return kind in events.LAST

@@ -18,12 +18,10 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from bench import events
+
 PROGRESS_MIN_INTERVAL_S = 0.1  # at most ~10 progress events per second
 PARENT_CHECK_INTERVAL_S = 1.0  # how often a worker checks that the server which started it is still there
-
-
-def _emit(queue: Any, kind: str, **data: Any) -> None:
-    queue.put({"type": kind, "time": time.time(), **data})
 
 
 def prepare_environment(config: dict[str, Any]) -> dict[str, str]:
@@ -196,7 +194,7 @@ def _make_callback(queue: Any, stop_event: Any, n_train: int, batch_size: int, e
             now = time.perf_counter()
             if batch and now - self._last_progress >= PROGRESS_MIN_INTERVAL_S:
                 self._last_progress = now
-                _emit(queue, "progress", epoch=self._epoch, batch=batch, batches=batches)
+                events.emit(queue, events.PROGRESS, epoch=self._epoch, batch=batch, batches=batches)
 
         def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
             if batch + 1 < batches:
@@ -205,7 +203,7 @@ def _make_callback(queue: Any, stop_event: Any, n_train: int, batch_size: int, e
                 float(logs["loss"])  # forces the last step to finish before the clock stops
             self._train_end = time.perf_counter()
             if not self.stopped:
-                _emit(queue, "progress", epoch=self._epoch, batch=batches, batches=batches)
+                events.emit(queue, events.PROGRESS, epoch=self._epoch, batch=batches, batches=batches)
 
         def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
             logs = logs or {}
@@ -217,9 +215,7 @@ def _make_callback(queue: Any, stop_event: Any, n_train: int, batch_size: int, e
                 value = logs.get(key)
                 return None if value is None else float(value)
 
-            _emit(
-                queue,
-                "epoch",
+            events.emit(queue, events.EPOCH,
                 epoch=epoch + 1,
                 epoch_seconds=seconds,
                 samples_per_s=n_train / seconds if seconds > 0 else None,
@@ -388,12 +384,10 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bo
     if prepared is not None and same_preparation(prepared.config.to_dict(), config):
         training = dataclasses.replace(prepared, config=RunConfig.from_dict(config))
     else:
-        training = prepare_training(config, on_phase=lambda phase: _emit(queue, "phase", phase=phase))
+        training = prepare_training(config, on_phase=lambda phase: events.emit(queue, events.PHASE, phase=phase))
     cfg, model, strategy = training.config, training.model, training.strategy
     placement = variable_device(model.trainable_variables[0]) if model.trainable_variables else "unknown"
-    _emit(
-        queue,
-        "started",
+    events.emit(queue, events.STARTED,
         pid=os.getpid(),
         framework=training.framework,
         backend=cfg.backend,
@@ -448,12 +442,10 @@ def _train_and_report(config: dict[str, Any], queue: Any, stop_event: Any, *, pr
                       prepared: Training | None = None) -> None:
     try:
         status = train(config, queue, stop_event, prestarted=prestarted, prepared=prepared)
-        _emit(queue, "finished", status=status)
+        events.emit(queue, events.FINISHED, status=status)
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the supervisor as an event
         error_type, hint = _classify_error(exc)
-        _emit(
-            queue,
-            "failed",
+        events.emit(queue, events.FAILED,
             error_type=error_type,
             message=f"{type(exc).__name__}: {exc}"[:2000],
             hint=hint,
@@ -514,8 +506,9 @@ def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: A
         return
     config, run_log = message
     if environment_key(config) != environment_key(env_config):  # the manager checks this; never train mismatched
-        _emit(queue, "failed", error_type="WorkerMismatch", message="pre-started worker got a run for another device",
-              hint="This is a bug in the dashboard; start the run again.", traceback="")
+        events.emit(queue, events.FAILED, error_type="WorkerMismatch",
+                    message="pre-started worker got a run for another device",
+                    hint="This is a bug in the dashboard; start the run again.", traceback="")
         return
     _redirect_output(run_log)
     _train_and_report(config, queue, stop_event, prestarted=True, prepared=prepared)
