@@ -55,15 +55,16 @@ def sweep_panel() -> None:
     if group is None:
         st.info("No sweep yet: pick sizes and targets, then press **Start sweep**.")
         return
-    records = results.group_records(manager, group)
+    runs = results.group_runs(manager, group)
     peaks = group["meta"].get("peaks", {})
     for target, error in group["meta"].get("peak_errors", {}).items():
         st.warning(f"Peak of {target} not measured: {error}")
-    done = sum(not r["_active"] for r in records)
-    st.progress(done / len(records), text=f"{done} of {len(records)} points done")
+    done = sum(not snap.active for snap in runs)
+    st.progress(done / len(runs), text=f"{done} of {len(runs)} points done")
     entries = group["meta"].get("peak_entries", {})
+    records = [snap.record() for snap in runs]
     rows = [compare.sweep_row(r, entries.get(compare.target(r)) or peaks.get(compare.target(r)))
-            | {"state": r["_snap"].phase} for r in records]
+            | {"state": snap.phase} for r, snap in zip(records, runs)]
     shown = [r | {"peak_share": compare.peak_share_text(r)} for r in rows]
     results.sweep_table(shown, ["run_id", "size", "batch_size", "steps_per_execution", "target", "state", "params",
                                 "steady_epoch_seconds", "samples_per_s", "achieved_gflops", "peak_gflops",
@@ -77,7 +78,7 @@ def sweep_panel() -> None:
     finished = [r for r in rows if r["steady_epoch_seconds"] is not None]
     if not finished:
         return
-    state = (*results.group_chart_state(group, records), tuple(sorted(peaks.items(), key=str)))
+    state = (*results.group_chart_state(group, runs), tuple(sorted(peaks.items(), key=str)))
     results.sweep_charts(finished, group["meta"].get("targets", []), key="swp", cache_key=state)
     cpu_runs = [r for r in records if (t := compare.target_of(r)) is not None and t.is_cpu and r.get("samples")]
     if cpu_runs:

@@ -225,12 +225,12 @@ def show_live(manager: JobManager, step: Step) -> None:
     group = manager.latest_group(GROUP_PREFIX + step.key)
     if group is None:
         return
-    recs = results.group_records(manager, group)
+    runs = results.group_runs(manager, group)
     st.markdown("**Live on this machine:**")
-    results.group_status(recs)
-    clean = results.plain_records(recs)
-    if any(r["_active"] for r in recs):
+    results.group_status(runs)
+    if any(snap.active for snap in runs):
         return
+    clean = [snap.record() for snap in runs]
     if step.kind == "speedup" and len(clean) >= 2:
         pair = compare.comparison(clean)["pairs"][0]
         factor = pair.get("speedup_median")

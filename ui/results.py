@@ -11,7 +11,8 @@ import streamlit as st
 
 from bench import charts, compare, diagnosis, display, metrics, references
 from bench.jobs import JobManager
-from bench.records import Status
+from bench.records import ACTIVE, Status
+from bench.run_state import RunSnapshot
 from bench.target import Target
 from ui import live, peak, present
 
@@ -147,9 +148,13 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
     sweep_charts(rows, compare.sweep_targets(rows), key=key)  # a CPU first: the baseline
 
 
-def group_records(manager: JobManager, group: Mapping[str, Any]) -> list[dict[str, Any]]:
-    snaps = [manager.snapshot(i) for i in group["run_ids"]]
-    return [s.record() | {"_active": s.active, "_snap": s} for s in snaps if s is not None]
+def group_runs(manager: JobManager, group: Mapping[str, Any]) -> list[RunSnapshot]:
+    """The runs of a group as they are now (a run deleted meanwhile is left out)."""
+    return [s for s in (manager.snapshot(i) for i in group["run_ids"]) if s is not None]
+
+
+def _ended(record: Mapping[str, Any]) -> bool:
+    return record.get("status") not in ACTIVE
 
 
 def run_label(record: Mapping[str, Any]) -> str:
@@ -171,7 +176,7 @@ def headline_block(records: Sequence[Mapping[str, Any]], prices: Mapping[str, fl
                 st.warning(warning, icon=":material/warning:")
         else:
             st.info(text)
-    ended = [r for r in records if not r.get("_active") and r.get("epochs")]
+    ended = [r for r in records if _ended(r) and r.get("epochs")]
     if ended:
         st.caption("  \n".join(peak.record_line(r) for r in ended))
     diagnosis_block(records)
@@ -181,8 +186,7 @@ def diagnosis_block(records: Sequence[Mapping[str, Any]]) -> None:
     """Why each ended run went at its speed (bench.diagnosis), beside the headline; explained on the System page."""
     lines = []
     for record in records:
-        if record.get("_active") or record.get("status") not in (Status.FINISHED, Status.STOPPED,
-                                                                  Status.INTERRUPTED):
+        if record.get("status") not in (Status.FINISHED, Status.STOPPED, Status.INTERRUPTED):
             continue
         lines.append(f"- **{run_label(record)}**: {diagnosis.of_record(record)['verdict']}")
     if lines:
@@ -266,9 +270,9 @@ def show_comparison(records: Sequence[Mapping[str, Any]], *, key: str,
     reference_panel(records)
 
 
-def group_chart_state(group: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:
+def group_chart_state(group: Mapping[str, Any], runs: Sequence[RunSnapshot]) -> tuple[Any, ...]:
     """The key a live group's figures are cached under: its id and each run's chart state (live.chart_state)."""
-    return ("group", group["id"], *(live.chart_state(r["_snap"]) for r in records))
+    return ("group", group["id"], *(live.chart_state(snap) for snap in runs))
 
 
 def export_buttons(records: Sequence[Mapping[str, Any]], *, key: str, name: str | None = None) -> None:
@@ -289,21 +293,15 @@ def export_buttons(records: Sequence[Mapping[str, Any]], *, key: str, name: str 
                                 icon=":material/download:", key=f"{key}_csv", on_click="ignore")
 
 
-def group_status(records: Sequence[Mapping[str, Any]]) -> None:
-    """One line per run of a group (from :func:`group_records`): its status, its progress, its error."""
-    for rec in records:
-        snap = rec["_snap"]
+def group_status(runs: Sequence[RunSnapshot]) -> None:
+    """One line per run of a group (from :func:`group_runs`): its status, its progress, its error."""
+    for snap in runs:
         c1, c2 = st.columns([3, 2])
         c1.markdown(live.status_line(snap))
         with c2:
             live.progress_bar(snap)
         if snap.error:
             st.error(f"{snap.error.get('message')} — {snap.error.get('hint')}")
-
-
-def plain_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A group's records without the live-only keys (``_snap``, ``_active``) that :func:`group_records` adds."""
-    return [{k: v for k, v in r.items() if not k.startswith("_")} for r in records]
 
 
 def live_group(manager: JobManager, kind: str) -> None:
@@ -315,17 +313,18 @@ def live_group(manager: JobManager, kind: str) -> None:
         if group is None:
             st.info("No comparison yet: pick a preset or settings and targets, then press **Start comparison**.")
             return
-        records = group_records(manager, group)
-        group_status(records)
-        if any(r["_active"] for r in records) and common_can_control():
+        runs = group_runs(manager, group)
+        group_status(runs)
+        active = any(snap.active for snap in runs)
+        if active and common_can_control():
             if st.button("Stop comparison", key=f"stop_{kind}", icon=":material/stop:"):
-                for rec in records:
-                    manager.stop(rec["id"])
-        clean = plain_records(records)
-        show_comparison(clean, key=f"{kind}_live", cache_key=group_chart_state(group, records),
+                for snap in runs:
+                    manager.stop(snap.id)
+        records = [snap.record() for snap in runs]
+        show_comparison(records, key=f"{kind}_live", cache_key=group_chart_state(group, runs),
                         prices=group["meta"].get("prices"))
-        if not any(r["_active"] for r in records):
-            export_buttons(clean, key=kind)
+        if not active:
+            export_buttons(records, key=kind)
 
     _panel()
 
