@@ -5,15 +5,18 @@ Most tests use the stand-in workers of fake_workers.py (real spawned processes, 
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
+from bench import records
 from bench.config import RunConfig
 from bench.jobs import JobManager
 from bench.store import Store
 from tests.polling import wait_for
 from tests.unit import fake_workers
+from tests.unit.test_record_keys import undeclared
 
 TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
                  sample_interval_s=0.2)
@@ -155,6 +158,8 @@ def test_real_training_run_on_cpu(store):
     assert snap.epochs[0]["includes_tracing"] is True
     assert snap.summary["steady_epoch_seconds"] == snap.epochs[1]["epoch_seconds"]
     assert any(s["process_cpu_percent"] for s in snap.samples if s["process_cpu_percent"] is not None)
+    # every key the real worker and the supervisor put in the record is declared by its type
+    assert undeclared(records.RunRecord.from_dict(json.loads(json.dumps(snap.record())))) == []
 
 
 def test_mirrored_strategy_on_two_logical_cpus(store, monkeypatch):

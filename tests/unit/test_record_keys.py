@@ -1,0 +1,78 @@
+"""Every key the engine writes into a record is declared by the record's type (bench.records): a reading, an epoch
+field or a run field added in one place and not in its type would be carried along as ``extra``, unchecked, and an
+import of such a record would not validate it. Records from a live run, from the store and from the sampler with a
+Hopper GPU's full set of readings are read back and must leave nothing undeclared."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from bench import records, report
+from bench.config import RunConfig
+from bench.jobs import JobManager
+from bench.monitor import Sampler, nvml
+from bench.store import Store
+from tests.unit import fake_nvml, fake_workers
+
+TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
+                 sample_interval_s=0.2)
+HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
+
+
+def undeclared(record: records.RunRecord | records.Sample) -> list[str]:
+    """The keys of a read-back record that its types do not declare, as paths (``samples[0].gpus[0].x``)."""
+    found: list[str] = []
+    samples: tuple[records.Sample, ...]
+    if isinstance(record, records.RunRecord):
+        found += [f"run.{k}" for k in record.extra]
+        for i, epoch in enumerate(record.epochs):
+            found += [f"epochs[{i}].{k}" for k in epoch.extra]
+        samples = record.samples
+    else:
+        samples = (record,)
+    for i, sample in enumerate(samples):
+        found += [f"samples[{i}].{k}" for k in sample.extra]
+        for g, gpu in enumerate(sample.gpus or ()):
+            found += [f"samples[{i}].gpus[{g}].{k}" for k in gpu.extra]
+    return found
+
+
+@pytest.fixture
+def hopper() -> Iterator[None]:
+    nvml.set_module(fake_nvml.hopper_with_gpm())
+    yield
+    nvml.set_module(None)
+
+
+def test_the_check_sees_an_undeclared_key() -> None:
+    """The check itself: a reading the type does not know is reported with its path."""
+    data = {"t_s": 1.0, "cpu_percent": 5.0, "gpus": [{"index": 0, "util_percent": 3.0, "fan_percent": 40.0}]}
+    assert undeclared(records.Sample.from_dict(data, "s")) == ["samples[0].gpus[0].fan_percent"]
+
+
+def test_a_sample_with_every_gpu_reading_is_declared(hopper: None) -> None:
+    sampler = Sampler(monitor_gpus=True)
+    sampler.sample_once()
+    sample = sampler.sample_once()  # the second sample closes a GPM interval: every reading is filled
+    data = json.loads(json.dumps(sample.to_dict()))
+    assert data["gpus"] and data["gpus"][0].get("sm_active_percent") is not None, "the fake GPU gave no GPM figures"
+    assert undeclared(records.Sample.from_dict(data, "sample")) == []
+
+
+def test_live_and_stored_run_records_are_declared(isolated_store: Any) -> None:
+    store = Store(isolated_store)
+    manager = JobManager(store, hardware=HW, worker_target=fake_workers.quick)
+    try:
+        run_id = manager.submit(TINY)
+        snap = manager.wait(run_id, timeout_s=60)
+        assert snap.status == "finished" and snap.epochs and snap.samples
+        live = records.RunRecord.from_dict(json.loads(json.dumps(snap.record())))
+        stored = records.RunRecord.from_dict(json.loads(json.dumps(report.record_from_store(store.get_run(run_id)))))
+    finally:
+        manager.shutdown()
+    assert undeclared(live) == []
+    assert undeclared(stored) == []
