@@ -442,7 +442,7 @@ def _package_file_text(package: str, relative: str) -> str | None:
 def _distribution_names() -> list[str]:
     names: list[str] = []
     for dist in importlib.metadata.distributions():
-        name = dist.metadata.get("Name") if dist.metadata is not None else None
+        name = dist.metadata["Name"] if dist.metadata is not None and "Name" in dist.metadata else None
         if name:
             names.append(name)
     return names

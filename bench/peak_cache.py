@@ -114,7 +114,7 @@ def describe(entry: dict[str, Any]) -> str:
     if entry.get("repeats"):
         what += f" × {entry['repeats']} repeats"
     when = entry.get("measured_at")
-    if _finite_number(when):
+    if isinstance(when, (int, float)) and _finite_number(when):
         what += f", measured {datetime.datetime.fromtimestamp(when).strftime('%Y-%m-%d %H:%M')}"
     others = (entry.get("conditions") or {}).get("others_cpu_percent")
     if _finite_number(others):

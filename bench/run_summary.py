@@ -7,7 +7,7 @@ It sits above both: metrics is arithmetic that knows no verdicts, and the diagno
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bench import diagnosis, energy
@@ -65,7 +65,8 @@ def gpu_truth_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Map
     per_epoch: dict[str, float | None] = {}
     per_1000: dict[str, float | None] = {}
     reasons: dict[str, str] = {}
-    known = info.get("energy_reasons") if isinstance(info.get("energy_reasons"), Mapping) else {}
+    raw_reasons = info.get("energy_reasons")
+    known: Mapping[str, Any] = raw_reasons if isinstance(raw_reasons, Mapping) else {}
     for device in devices:
         values = finite_values((e.get("energy_j") or {}).get(device) for e in steady)
         per_epoch[device] = statistics.median(values) if values else None
@@ -91,13 +92,18 @@ def gpu_truth_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Map
         "energy_estimated": estimated,
         "energy_reasons": reasons,
         # means over the GPUs the run trained on (None on a CPU run and without GPM), windows as for utilization
-        **{key: first_mean(windows, lambda w, key=key: mean_or_none(
-            g.get(key) for s in w for g in _used_gpus(s, indices)))
-           for key in ("sm_active_percent", "tensor_active_percent")},
+        **{key: first_mean(windows, _gpu_mean_of(key, indices)) for key in ("sm_active_percent", "tensor_active_percent")},
         "gpm_reasons": dict(info.get("gpm_reasons") or {}) if isinstance(info.get("gpm_reasons"), Mapping) else {},
         "throttle_reasons": sorted(throttled) if throttled is not None else None,
         "achieved_gflops": statistics.median(gflops) if gflops else None,
     }
+
+
+def _gpu_mean_of(key: str, indices: set[int]) -> Callable[[Sequence[Mapping[str, Any]]], float | None]:
+    """The mean of ``key`` over the readings of the GPUs ``indices`` in a window of samples."""
+    def mean(window: Sequence[Mapping[str, Any]]) -> float | None:
+        return mean_or_none(g.get(key) for s in window for g in _used_gpus(s, indices))
+    return mean
 
 
 def _joules_per_1000(epoch: Mapping[str, Any], device: str) -> float | None:

@@ -6,6 +6,7 @@ JobManager and draws it. Every browser session that opens the page sees the same
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Callable
 
@@ -38,8 +39,13 @@ STATUS_ICON = {Status.QUEUED: ":material/schedule:", Status.STARTING: ":material
                Status.INTERRUPTED: ":material/warning:"}
 
 
+def _styled(build: Callable[[], Any]) -> Any:
+    """A figure from ``build`` in the page's look (the projector view's when it is on)."""
+    return present.styled(build())
+
+
 def status_line(snap: RunSnapshot) -> str:
-    icon = STATUS_ICON.get(snap.status, "")
+    icon = STATUS_ICON.get(Status(snap.status), "")
     where = snap.info.get("placement")
     placed = f" · trained on **{display.short_device(where)}**" if where else ""  # the full name: History
     owner = f" · run by {snap.owner} (shown from the store)" if snap.owner else ""
@@ -150,7 +156,7 @@ def run_charts(snap: RunSnapshot, *, key: str) -> None:
         with column:
             # the projector view's figure is a styled copy, cached apart from the plain one
             fig_key = (name, present.is_on(), *state)
-            draw_chart(snap, fig_key, cached_figure(fig_key, lambda build=build: present.styled(build())),
+            draw_chart(snap, fig_key, cached_figure(fig_key, functools.partial(_styled, build)),
                        key=f"{key}_{name}")
             if name == "util":
                 st.caption(NVML_NOTE)

@@ -218,7 +218,7 @@ def live_chart(prep: Prepared, *, key: str) -> None:
     import streamlit as st
 
     state = st.session_state
-    shown = state.get(key)  # the element's state from the browser: {"ack": ..., "resync": ...}
+    shown: Any = state.get(key)  # the element's state from the browser: {"ack": ..., "resync": ...}
     resync = shown.get("resync") if hasattr(shown, "get") else None
     ack = shown.get("ack") if hasattr(shown, "get") else None
     if isinstance(ack, dict) and ack.get("plotly"):

@@ -240,7 +240,8 @@ def _labels_to_convention(y: Any) -> np.ndarray:
     return np.asarray(y).reshape(-1).astype(np.int32)
 
 
-def _make_dataset(info: DatasetInfo, arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> Dataset:
+def _make_dataset(info: DatasetInfo, arrays: tuple[np.ndarray, ...]) -> Dataset:
+    """A Dataset from (x_train, y_train, x_test, y_test)."""
     x_train, y_train, x_test, y_test = arrays
     if info.modality == "image":
         x_train, x_test = _images_to_convention(x_train), _images_to_convention(x_test)

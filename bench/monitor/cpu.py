@@ -132,7 +132,7 @@ class CpuCollector:
         for member in members:
             proc = self._procs.get(member.pid)
             is_new = proc is None or proc != member  # psutil compares pid AND creation time (pid reuse)
-            proc = member if is_new else proc
+            proc = member if is_new or proc is None else proc
             try:
                 with proc.oneshot():
                     cpu = proc.cpu_percent(None)

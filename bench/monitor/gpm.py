@@ -105,6 +105,7 @@ class GpmReader:
             nvml.query("nvmlGpmSampleFree", buffers.current)
 
     def _metrics(self, first: Any, second: Any) -> GpmValues:
+        assert self._struct is not None  # checked when the reader was built
         request = self._struct()
         request.version = self._version
         request.numMetrics = len(self._ids)

@@ -119,7 +119,7 @@ def _ensure_init() -> bool:
 def _init_module(module: ModuleType | Any) -> tuple[bool, str]:
     """Call nvmlInit and nvmlDeviceGetCount on ``module``; return (initialised, reason-if-unusable)."""
     error_base: type[BaseException] = getattr(module, "NVMLError", Exception)
-    no_driver_errors = tuple(
+    no_driver_errors: tuple[type[BaseException], ...] = tuple(
         cls
         for cls in (
             getattr(module, "NVMLError_LibraryNotFound", None),
