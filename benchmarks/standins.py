@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench import events
+
 SIMULATED_RUN_S = 1800.0  # the memory figure is for a 30-minute run
 SIMULATED_INTERVAL_S = 0.5
 SIMULATED_EPOCHS = 36  # 50 s each over 30 minutes
@@ -31,7 +33,7 @@ def fake_long_worker(config: dict[str, Any], queue: Any, stop_event: Any, log_pa
     for the render timing.
     """
     def emit(kind: str, **data: Any) -> None:
-        queue.put({"type": kind, "time": time.time(), **data})
+        events.emit(queue, kind, **data)
 
     epochs = int(config["epochs"])
     sim_epoch_s = SIMULATED_RUN_S / epochs
