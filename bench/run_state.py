@@ -104,7 +104,10 @@ class RunState:
     stored: bool = True  # the run has a row in the store (False: the store was not there when it was queued)
     dirty: bool = False  # the store failed a write: writes wait for the next whole re-write (_resync)
     dirty_mark: int = 0  # counts the writes that waited, so a re-write knows whether it caught up with them
-    unsaved_samples: list[dict[str, Any]] = field(default_factory=list)  # not yet in the store
+    # samples not yet in the store, each with its number in the run (the store keeps one row per number)
+    unsaved_samples: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    samples_in_flight: int = 0  # taken out of unsaved_samples by a write that has not returned yet
+    next_sample_seq: int = 0
 
 
 
@@ -117,7 +120,8 @@ def snapshot_of(state: RunState, *, queue_position: int | None, store_attached: 
         progress=dict(state.progress), epochs=list(state.epochs), samples=list(state.samples),
         error=dict(state.error) if state.error else None, store_error=state.store_error,
         hardware=state.hardware, queue_position=queue_position,
-        saved=store_attached and state.stored and not state.dirty and not state.unsaved_samples,
+        saved=(store_attached and state.stored and not state.dirty and not state.unsaved_samples
+               and not state.samples_in_flight),
     )
 
 

@@ -72,11 +72,11 @@ class RunWriter:
             self.write(state, self.store.add_epoch, state.id, epoch)
 
     def keep_sample(self, state: RunState, sample: dict[str, Any]) -> None:
-        """Hold a sample for the next flush (call under the lock)."""
+        """Hold a sample, numbered in its run, for the next flush (call under the lock)."""
         if self.store is not None and state.stored:
-            state.unsaved_samples.append(sample)
-            if len(state.unsaved_samples) > MAX_UNSAVED_SAMPLES:
-                del state.unsaved_samples[:len(state.unsaved_samples) - MAX_UNSAVED_SAMPLES]
+            state.unsaved_samples.append((state.next_sample_seq, sample))
+            state.next_sample_seq += 1
+            _trim(state)
 
     def flush_samples(self, state: RunState) -> None:
         """Write the samples the store has not got; while it fails they wait for resync()."""
@@ -85,14 +85,16 @@ class RunWriter:
         with self._lock:
             if state.dirty or not state.unsaved_samples:
                 return
-            batch = list(state.unsaved_samples)
+            batch = _take_samples(state)
         try:
-            self.store.add_samples(state.id, batch)
+            _write_samples(self.store, state.id, batch)
         except StoreError as exc:
+            with self._lock:
+                _return_samples(state, batch)
             self.failed(state, exc)
             return
         with self._lock:
-            del state.unsaved_samples[:len(batch)]
+            state.samples_in_flight -= len(batch)
 
     def persist_end(self, state: RunState, status: str | None = None) -> None:
         """The outcome and summary, before any reader can see the run as ended; one more rewrite if it was dirty."""
@@ -131,16 +133,20 @@ class RunWriter:
                 if ended:
                     fields["summary"] = _summary(state)
                 epochs = list(state.epochs)
-                samples = list(state.unsaved_samples)
+                samples = _take_samples(state)
             try:
+                self.store.ensure_run(state.id, state.config.to_dict(), created_at=state.created_at,
+                                      label=state.config.label())
                 self.store.update_run(state.id, **fields)
                 self.store.add_epochs(state.id, epochs)
-                self.store.add_samples(state.id, samples)
+                _write_samples(self.store, state.id, samples)
             except StoreError as exc:
+                with self._lock:
+                    _return_samples(state, samples)
                 self.failed(state, exc)
                 return False
             with self._lock:
-                del state.unsaved_samples[:len(samples)]
+                state.samples_in_flight -= len(samples)
                 if state.dirty and state.dirty_mark == mark:
                     state.dirty = False
                     state.store_error = None
@@ -186,6 +192,31 @@ class RunWriter:
 
 
 
-def _summary(state: RunState) -> dict:
+def _take_samples(state: RunState) -> list[tuple[int, dict[str, Any]]]:
+    """Take every unsaved sample out for one write (call under the lock): a flush and a re-write running at once
+    never take the same sample, and samples kept meanwhile wait for the next write."""
+    batch = list(state.unsaved_samples)
+    state.unsaved_samples.clear()
+    state.samples_in_flight += len(batch)
+    return batch
+
+
+def _return_samples(state: RunState, batch: list[tuple[int, dict[str, Any]]]) -> None:
+    """Put back a batch whose write failed, ahead of the samples kept meanwhile (call under the lock)."""
+    state.unsaved_samples[:0] = batch
+    state.samples_in_flight -= len(batch)
+    _trim(state)
+
+
+def _trim(state: RunState) -> None:
+    if len(state.unsaved_samples) > MAX_UNSAVED_SAMPLES:
+        del state.unsaved_samples[:len(state.unsaved_samples) - MAX_UNSAVED_SAMPLES]
+
+
+def _write_samples(store: Store, run_id: int, batch: list[tuple[int, dict[str, Any]]]) -> None:
+    store.add_samples(run_id, [sample for _, sample in batch], seqs=[seq for seq, _ in batch])
+
+
+def _summary(state: RunState) -> dict[str, Any]:
     """The run's summary, its diagnosis read from its info and config too."""
     return run_summary.summarize(state.epochs, state.samples, info=state.info, config=state.config)

@@ -53,6 +53,12 @@ def stop_grace_s() -> float:
     return _float_env("BENCH_STOP_GRACE_S", 5.0)
 
 
+def store_busy_timeout_s() -> float:
+    """Seconds a store write waits for another process's write before the store counts as failing
+    (BENCH_STORE_BUSY_TIMEOUT_S; default 30)."""
+    return _float_env("BENCH_STORE_BUSY_TIMEOUT_S", 30.0)
+
+
 def heartbeat_limit_s() -> float:
     """Seconds after an owner's last heartbeat before another host's run counts as interrupted (owners renew it every
     sixth of this)."""

@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS epochs (
 CREATE TABLE IF NOT EXISTS samples (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     t_s REAL NOT NULL,
-    data TEXT NOT NULL
+    data TEXT NOT NULL,
+    seq INTEGER
 );
 CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_s);
 """
@@ -66,7 +67,6 @@ CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_s);
 _ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "owner_started": "REAL", "heartbeat_at": "REAL"}
 _JSON_COLUMNS = ("config", "hardware", "info", "error", "summary")
 ACTIVE_STATUSES = records.ACTIVE
-BUSY_TIMEOUT_S = 30.0  # a writer waits this long for another process's write before the store counts as failing
 _START_TIME_SLACK_S = 1.0  # process start times are rounded by the kernel's clock ticks
 
 
@@ -111,27 +111,46 @@ class StoreError(RuntimeError):
 class Store:
     """Runs, epochs and samples in one SQLite file."""
 
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float | None = None):
         self.path = Path(path) if path is not None else settings.store_path()
+        self.busy_timeout_s = busy_timeout_s if busy_timeout_s is not None else settings.store_busy_timeout_s()
         self._lock = threading.Lock()
         self.owner = Owner.current()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._connect() as con:
-                con.execute("PRAGMA journal_mode=WAL")  # persistent in the file; readers never block the writer
-                con.executescript(SCHEMA)
-                have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
-                for name, kind in _ADDED_COLUMNS.items():
-                    if name not in have:
-                        con.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+                self._create_schema(con)
+                damage = [row[0] for row in con.execute("PRAGMA quick_check(3)")]
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(self._explain(exc)) from exc
+        if damage != ["ok"]:
+            raise StoreError(self._explain(sqlite3.DatabaseError("database disk image is malformed: "
+                                                                 + "; ".join(map(str, damage)))))
+
+    @staticmethod
+    def _create_schema(con: sqlite3.Connection) -> None:
+        """The tables, and the columns added since the first schema: on open, and again on the first connection to
+        a file that is new (deleted while the dashboard ran, say)."""
+        con.execute("PRAGMA journal_mode=WAL")  # persistent in the file; readers never block the writer
+        con.executescript(SCHEMA)
+        have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
+        for name, kind in _ADDED_COLUMNS.items():
+            if name not in have:
+                con.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+        if "seq" not in {row[1] for row in con.execute("PRAGMA table_info(samples)")}:
+            con.execute("ALTER TABLE samples ADD COLUMN seq INTEGER")
+        # a sample's number in its run: a write retried after it landed adds nothing (NULLs: imported samples)
+        con.execute("CREATE UNIQUE INDEX IF NOT EXISTS samples_seq ON samples(run_id, seq)")
 
     # ------------------------------------------------------------------------------------------------------------
     def _explain(self, exc: BaseException) -> str:
         text = str(exc)
         hint = "check the disk and permissions, or point BENCH_STORE at a writable file"
-        if "locked" in text:
+        if any(word in text for word in ("not a database", "malformed", "corrupt")):
+            hint = (f"the file is damaged (it is not an intact SQLite database): move it aside (e.g. `mv {self.path} "
+                    f"{self.path}.damaged`) and a new, empty store is made at the next start, or point BENCH_STORE "
+                    f"at another file")
+        elif "locked" in text:
             hint = "another program holds a lock on it; close it or point BENCH_STORE elsewhere"
         elif "readonly" in text or "read-only" in text or "Permission" in text:
             hint = "the file or its folder is read-only; point BENCH_STORE at a writable file"
@@ -141,8 +160,11 @@ class Store:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        con = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        new = not self.path.exists()  # deleted since it was opened: the tables are made again before any use
+        con = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
         try:
+            if new:
+                self._create_schema(con)
             con.execute("PRAGMA foreign_keys=ON")
             con.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across a process crash, fewer fsyncs
             with con:
@@ -183,7 +205,20 @@ class Store:
         values = [json.dumps(v) if k in _JSON_COLUMNS and v is not None else v for k, v in fields.items()]
         cols = ", ".join(f"{k} = ?" for k in fields)
         with self._op() as con:
-            con.execute(f"UPDATE runs SET {cols} WHERE id = ?", (*values, run_id))
+            if con.execute(f"UPDATE runs SET {cols} WHERE id = ?", (*values, run_id)).rowcount == 0:
+                raise sqlite3.OperationalError(f"run {run_id} is not in the store (the file was replaced or the run "
+                                               f"deleted)")
+
+    def ensure_run(self, run_id: int, config: dict[str, Any], *, created_at: float, label: str | None) -> None:
+        """Give run ``run_id`` its row again if the store lost it (a store file deleted and made anew while the run
+        went on); a row that is there is left as it is."""
+        now = time.time()
+        with self._op() as con:
+            con.execute(
+                "INSERT OR IGNORE INTO runs (id, created_at, status, config, label, owner_pid, owner_host, "
+                "owner_started, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, created_at, records.Status.RUNNING.value, json.dumps(config), label, self.owner.pid,
+                 self.owner.host, self.owner.started, now))
 
     def heartbeat(self, run_ids: Sequence[int]) -> None:
         """The owner says it is still running these runs."""
@@ -200,13 +235,19 @@ class Store:
                 (run_id, int(epoch["epoch"]), json.dumps(epoch)),
             )
 
-    def add_samples(self, run_id: int, samples: Sequence[dict[str, Any]]) -> None:
+    def add_samples(self, run_id: int, samples: Sequence[dict[str, Any]],
+                    seqs: Sequence[int] | None = None) -> None:
+        """Append samples. With ``seqs`` (each sample's number in its run) a sample already stored under its number
+        is left as it is, so a write retried after it landed stores nothing twice."""
         if not samples:
             return
+        numbers: Sequence[int | None] = seqs if seqs is not None else [None] * len(samples)
+        if len(numbers) != len(samples):
+            raise ValueError(f"{len(samples)} samples but {len(numbers)} sequence numbers")
         with self._op() as con:
             con.executemany(
-                "INSERT INTO samples (run_id, t_s, data) VALUES (?, ?, ?)",
-                [(run_id, float(s["t_s"]), json.dumps(s)) for s in samples],
+                "INSERT OR IGNORE INTO samples (run_id, t_s, data, seq) VALUES (?, ?, ?, ?)",
+                [(run_id, float(s["t_s"]), json.dumps(s), n) for s, n in zip(samples, numbers)],
             )
 
     def add_epochs(self, run_id: int, epochs: Sequence[dict[str, Any]]) -> None:

@@ -229,6 +229,7 @@ def test_server_killed_mid_run_then_restarted_marks_it_interrupted_and_keeps_epo
 
 # -- the store cannot be written during a run --------------------------------------------------------------------------
 def test_store_locked_mid_run_then_free_again_gets_everything_written(store):
+    store.busy_timeout_s = 0.5  # a lock held longer than this counts as a failing store (30 s by default)
     jm = manager_with(fake_workers.quick, store)
     run_id = jm.submit(TINY.replace(epochs=6))
     wait_for(lambda: len(store.get_run(run_id, with_samples=False)["epochs"]) >= 1, 30, "the first stored epoch")

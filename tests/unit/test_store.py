@@ -51,7 +51,7 @@ def test_read_only_store_says_what_to_do(tmp_path):
 
 def test_locked_store_says_what_to_do(tmp_path):
     path = tmp_path / "locked.sqlite3"
-    store = Store(path)
+    store = Store(path, busy_timeout_s=0.3)  # the busy wait is a setting: the test need not sit out 30 s
     holder = sqlite3.connect(path)
     holder.execute("PRAGMA locking_mode=EXCLUSIVE")
     holder.execute("BEGIN EXCLUSIVE")

@@ -1,0 +1,122 @@
+"""Every epoch and every sample reaches the store exactly once, however the store behaves: slow, failing, failing
+after it has written (the commit landed but the caller saw an error), and recovering. Several runs write at once,
+each with its sampler's flushes and the keeper's re-writes racing, as in a dashboard or several CLI processes."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+from bench.config import RunConfig
+from bench.run_state import RunState
+from bench.run_writer import RunWriter
+from bench.store import Store, StoreError
+
+TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
+                 sample_interval_s=0.2)
+RUNS = 4
+SAMPLES_PER_RUN = 150
+EPOCHS_PER_RUN = 6
+
+
+class UnreliableStore(Store):
+    """A real store whose sample and epoch writes are slow, and sometimes fail before or after they land."""
+
+    def __init__(self, path: Any, seed: int) -> None:
+        super().__init__(path)
+        self.rng = random.Random(seed)
+        self.rng_lock = threading.Lock()
+        self.down = False
+        self.failures = Counter[str]()
+
+    def _roll(self) -> float:
+        with self.rng_lock:
+            return self.rng.random()
+
+    def _unreliable(self, write: Any, *args: Any) -> None:
+        time.sleep(0.002 + 0.01 * self._roll())  # slow: other threads take their turn meanwhile
+        if self.down or self._roll() < 0.15:
+            self.failures["before"] += 1
+            raise StoreError(self._explain(sqlite3.OperationalError("database is locked")))
+        write(*args)
+        if self._roll() < 0.1:  # the rows landed, but the caller is told the write failed
+            self.failures["after"] += 1
+            raise StoreError(self._explain(sqlite3.OperationalError("disk I/O error")))
+
+    def add_samples(self, run_id: int, samples: Any, *args: Any, **kwargs: Any) -> None:
+        self._unreliable(lambda: super(UnreliableStore, self).add_samples(run_id, samples, *args, **kwargs))
+
+    def add_epoch(self, run_id: int, epoch: dict[str, Any]) -> None:
+        self._unreliable(lambda: super(UnreliableStore, self).add_epoch(run_id, epoch))
+
+    def add_epochs(self, run_id: int, epochs: Any) -> None:
+        self._unreliable(lambda: super(UnreliableStore, self).add_epochs(run_id, epochs))
+
+
+def _produce(writer: RunWriter, lock: threading.Lock, state: RunState, rng: random.Random) -> None:
+    """One run's sampler and epochs: samples kept as they come, flushed now and then, an epoch every 25 samples."""
+    for n in range(SAMPLES_PER_RUN):
+        with lock:
+            writer.keep_sample(state, {"t_s": float(n), "cpu_percent": float(n % 100)})
+        if n % 25 == 24 and len(state.epochs) < EPOCHS_PER_RUN:
+            epoch = {"epoch": len(state.epochs) + 1, "epoch_seconds": 1.0, "includes_tracing": not state.epochs}
+            with lock:
+                state.epochs.append(epoch)
+            writer.add_epoch(state, epoch)
+        if rng.random() < 0.3:
+            writer.flush_samples(state)
+        time.sleep(0.001)
+
+
+def test_every_sample_and_epoch_is_stored_once(isolated_store: Any) -> None:
+    store = UnreliableStore(isolated_store, seed=7)
+    lock = threading.Lock()
+    writer = RunWriter(store, lock)
+    states = []
+    for _ in range(RUNS):
+        state = RunState(id=0, config=TINY, created_at=time.time(), hardware={})
+        writer.create(state)
+        assert state.stored
+        states.append(state)
+    stop = threading.Event()
+
+    def keeper() -> None:  # the keeper's re-writes race the flushes, as bench-store-keeper does
+        while not stop.is_set():
+            for state in states:
+                if state.dirty or state.unsaved_samples:
+                    writer.resync(state)
+            time.sleep(0.003)
+
+    threads = [threading.Thread(target=_produce, args=(writer, lock, s, random.Random(i)))
+               for i, s in enumerate(states)]
+    keeper_thread = threading.Thread(target=keeper)
+    keeper_thread.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    stop.set()
+    keeper_thread.join(60)
+    assert store.failures["before"] and store.failures["after"], "the store never failed: the test proves nothing"
+
+    store.down = False
+    store.rng = random.Random(1)  # recovering: still failing now and then, until everything is written
+    deadline = time.monotonic() + 60
+    while any(s.dirty or s.unsaved_samples for s in states) and time.monotonic() < deadline:
+        for state in states:
+            writer.resync(state)
+    for state in states:
+        assert not state.dirty and not state.unsaved_samples, state.store_error
+
+    for state in states:
+        stored = Store(isolated_store).get_run(state.id)
+        times = Counter(s["t_s"] for s in stored["samples"])
+        duplicated = {t: n for t, n in times.items() if n > 1}
+        lost = sorted(set(map(float, range(SAMPLES_PER_RUN))) - set(times))
+        assert not duplicated and not lost, (f"run {state.id}: {len(stored['samples'])} rows for "
+                                             f"{len(times)} samples; duplicated {duplicated}, lost {lost}")
+        assert [e["epoch"] for e in stored["epochs"]] == list(range(1, EPOCHS_PER_RUN + 1))
