@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 from typing import Any
@@ -56,3 +57,14 @@ def cell(value: Any, fmt: str | None = None) -> str:
     if missing(value):
         return MISSING
     return fmt.format(value) if fmt else str(value)
+
+
+def when(epoch_s: Any) -> str:
+    """A moment (seconds since 1970, UTC) as "2026-11-24 14:02" in this machine's time zone; "—" when it is missing
+    or no date (not finite, or outside the years 1970..9999)."""
+    if isinstance(epoch_s, bool) or not isinstance(epoch_s, (int, float)) or not math.isfinite(epoch_s):
+        return MISSING
+    try:
+        return datetime.datetime.fromtimestamp(epoch_s).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return MISSING

@@ -8,6 +8,7 @@ import streamlit as st
 from bench import compare, display, metrics, models, report, run_summary
 from bench.jobs import RunActiveError
 from ui import common, results
+from ui.safe_text import escape
 
 common.page_setup()
 manager = common.get_manager()
@@ -18,7 +19,8 @@ if manager.store is None:
     st.warning("The run store could not be opened: only this session's runs exist, in memory.")
     st.stop()
 
-runs = manager.store.list_runs()
+with common.store_errors():
+    runs = manager.store.list_runs()
 if not runs:
     st.info("No runs stored yet. Start one on the Train page, or import a JSON result below.")
 
@@ -44,7 +46,7 @@ for run in runs:
         "trained on": display.short_device(info.get("placement")) if info.get("placement")
         else ("imported" if info.get("imported") else display.MISSING),
         "device (full name)": info.get("placement") or display.MISSING,
-        "when": pd.to_datetime(run["created_at"], unit="s").strftime("%Y-%m-%d %H:%M"),
+        "when": display.when(run.get("created_at")),
     })
 table = pd.DataFrame(rows)
 
@@ -74,7 +76,9 @@ event = st.dataframe(shown, hide_index=True, width="stretch", on_select="rerun",
 selected_ids = [int(table.iloc[i]["id"]) for i in event.selection.rows] if not table.empty else []
 
 if selected_ids:
-    records = [report.record_from_store(manager.store.get_run(i)) for i in selected_ids]
+    with common.store_errors():
+        stored = [manager.store.get_run(i) for i in selected_ids]
+    records = [report.record_from_store(run) for run in stored if run is not None]  # deleted meanwhile: left out
     st.subheader(f"{len(records)} run(s) selected")
     results.show_comparison(records, key="hist")
     results.export_buttons(records, key="hist")
@@ -85,7 +89,8 @@ if selected_ids:
                 refused = []
                 for run_id in selected_ids:
                     try:
-                        manager.delete_run(run_id)
+                        with common.store_errors():
+                            manager.delete_run(run_id)
                     except RunActiveError as exc:
                         refused.append(str(exc))
                 if refused:
@@ -100,7 +105,8 @@ uploaded = st.file_uploader("A JSON run or comparison (from `python -m bench ...
                             type=["json"], key="hist_import", disabled=not common.can_control())
 if uploaded is not None and st.button("Import", key="hist_import_go"):
     try:
-        ids = report.import_into_store(manager.store, report.load_record_file(uploaded.getvalue()))
+        with common.store_errors():
+            ids = report.import_into_store(manager.store, report.load_record_file(uploaded.getvalue()))
         st.success(f"Imported as {', '.join(f'#{i}' for i in ids)}")
     except report.RecordError as exc:
-        st.error(f"Not imported: {exc}")
+        st.error(f"Not imported: {escape(exc, limit=600)}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hmac
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import streamlit as st
 
@@ -12,6 +14,7 @@ from bench import charts, devices, settings
 from bench.jobs import JobManager
 from bench.store import Store, StoreError
 from ui import present
+from ui.safe_text import escape
 
 
 @st.cache_resource(show_spinner=False)
@@ -30,6 +33,17 @@ def get_manager() -> JobManager:
 def get_hardware() -> devices.Hardware:
     """What this machine has; discovered once per server process (no framework import)."""
     return devices.discover()
+
+
+@contextmanager
+def store_errors() -> Iterator[None]:
+    """Around a page's reads and writes of the store: a store that fails (damaged, deleted, locked, full) shows
+    what went wrong and what to do, and the page stops there, instead of an error page for every viewer."""
+    try:
+        yield
+    except StoreError as exc:
+        st.error(f"The run store cannot be used right now. {escape(exc, limit=800)}", icon=":material/database:")
+        st.stop()
 
 
 def store_warning() -> None:

@@ -17,6 +17,7 @@ from bench import charts, display, metrics, report
 from bench.jobs import JobManager, RunSnapshot
 from bench.records import Status
 from ui import live_chart, peak, present
+from ui.safe_text import escape
 from ui.shared_cache import SharedCache
 
 REFRESH_S = 1.0
@@ -171,8 +172,9 @@ def run_charts(snap: RunSnapshot, *, key: str) -> None:
 
 def run_messages(snap: RunSnapshot) -> None:
     if snap.error:
-        st.error(f"**{snap.error.get('error_type')}**: {snap.error.get('message')}\n\n"
-                 f"What to do: {snap.error.get('hint')}")
+        # an error may come from an imported record: shown as text, never as markdown
+        st.error(f"**{escape(snap.error.get('error_type'))}**: {escape(snap.error.get('message'), limit=600)}\n\n"
+                 f"What to do: {escape(snap.error.get('hint'), limit=600)}")
     if snap.store_error:
         st.warning(snap.store_error)
         if not snap.saved and not snap.active:

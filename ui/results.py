@@ -15,6 +15,7 @@ from bench.records import ACTIVE, Status
 from bench.run_state import RunSnapshot
 from bench.target import Target
 from ui import live, peak, present
+from ui.safe_text import escape
 
 CHART_CONFIG = {"displaylogo": False}
 
@@ -141,7 +142,8 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
         st.error(f"{path.name} is not a sweep result.")
         return
     rows = list(sweep.rows)
-    st.markdown(f"Measured on **{report.hardware_label(sweep.hardware)}** (imported, not measured here).")
+    st.markdown(f"Measured on **{escape(report.hardware_label(sweep.hardware), limit=300)}** (imported, not "
+                f"measured here).")
     sweep_table(rows, ["size", "batch_size", "steps_per_execution", "target", "params", "steady_epoch_seconds",
                        "samples_per_s", "achieved_gflops", "peak_gflops", "mean_cpu_percent", "mean_gpu_util_percent",
                        *GPM_KEYS, "diagnosis_kind"])
@@ -301,7 +303,7 @@ def group_status(runs: Sequence[RunSnapshot]) -> None:
         with c2:
             live.progress_bar(snap)
         if snap.error:
-            st.error(f"{snap.error.get('message')} — {snap.error.get('hint')}")
+            st.error(f"{escape(snap.error.get('message'), limit=600)} — {escape(snap.error.get('hint'), limit=600)}")
 
 
 def live_group(manager: JobManager, kind: str) -> None:
@@ -342,11 +344,11 @@ def show_imported(data: bytes, key: str = "imported") -> None:
     try:
         payload = report.load_record_file(data)
     except report.RecordError as exc:
-        st.error(f"This file cannot be shown: {exc}")
+        st.error(f"This file cannot be shown: {escape(exc, limit=600)}")
         return
     records = payload["runs"] if payload.get("schema", "").startswith("bench.comparison") else [payload]
     labels = {report.hardware_label(r.get("hardware") or {}) for r in records}
-    st.markdown(f"Measured on **{' / '.join(sorted(labels))}** (imported, not measured here).")
+    st.markdown(f"Measured on **{escape(' / '.join(sorted(labels)), limit=300)}** (imported, not measured here).")
     if len(records) >= 2:
         show_comparison(records, key=key, prices=(payload.get("comparison") or {}).get("prices"))
     else:

@@ -15,6 +15,7 @@ from typing import Any
 
 from bench import models
 from bench.config import ConfigError, RunConfig
+from ui.safe_text import code, escape
 
 # URL field -> the form's widget key suffix (ui.config_form)
 FORM_KEYS: dict[str, str] = {"dataset": "dataset", "model": "model", "size": "size", "epochs": "epochs",
@@ -25,6 +26,8 @@ COMPARE_FIELDS = tuple(f for f in FORM_KEYS if f != "device")
 # A preset's name in a link -> the preset (bench.models.PRESETS). One table, so a renamed preset keeps its old links.
 PRESET_URL_NAMES: dict[str, str] = {name: name for name in models.PRESETS}
 OTHER_PARAMS = ("preset", "targets", "present")
+
+MAX_NOTES = 8  # a link with many bad parameters gets this many notes, then a count
 
 
 @dataclass
@@ -89,14 +92,14 @@ def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Any | N
     known = set(fields) | {"preset", "present"} | ({"targets"} if target_options is not None else set())
     for name in params:
         if name not in known:
-            state.notes.append(f"`{name}` is not a setting of this page, so it was ignored "
+            state.notes.append(f"{code(name)} is not a setting of this page, so it was ignored "
                                f"(this page reads {', '.join(sorted(known - {'present'}))}).")
 
     preset_text = params.get("preset")
     if preset_text is not None:
         state.preset = PRESET_URL_NAMES.get(preset_text.strip())
         if state.preset is None:
-            state.notes.append(f"preset `{preset_text}` is unknown, so none was applied; the presets are "
+            state.notes.append(f"preset {code(preset_text)} is unknown, so none was applied; the presets are "
                                f"{', '.join(PRESET_URL_NAMES)}.")
     base = form_base(state.preset)
     base_config = _base_config(base)
@@ -110,7 +113,8 @@ def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Any | N
             try:
                 value = int(text)
             except ValueError:
-                state.notes.append(f"`{name}={text}` is not a whole number, so the default {base[name]} is used.")
+                state.notes.append(f"{code(f'{name}={text}')} is not a whole number, so the default {base[name]} "
+                                   f"is used.")
                 continue
         if name == "model" and value in models.PRESETS and state.preset is None:
             state.preset = value
@@ -118,13 +122,14 @@ def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Any | N
             base_config = _base_config(base)
             continue
         if name == "size" and (state.preset or base["model"] in models.PRESETS):
-            state.notes.append(f"`size={text}` was ignored: a seed preset has a fixed size.")
+            state.notes.append(f"{code(f'size={text}')} was ignored: a seed preset has a fixed size.")
             continue
         error = _check(base_config, name, value, hardware)
         if error is None and name == "device" and devices is not None and value not in devices:
             error = f"device {value!r} is not offered here; pick one of {', '.join(devices)}"
         if error is not None:
-            state.notes.append(f"`{name}={text}` was ignored ({error}), so the default {base[name]} is used.")
+            state.notes.append(f"{code(f'{name}={text}')} was ignored ({escape(error, limit=300)}), so the default "
+                               f"{base[name]} is used.")
             continue
         state.values[name] = value
 
@@ -133,7 +138,7 @@ def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Any | N
         good = list(dict.fromkeys(t for t in wanted if t in target_options))
         bad = [t for t in wanted if t not in target_options]
         if bad:
-            state.notes.append(f"target(s) {', '.join(f'`{t}`' for t in bad)} are not offered on this machine, so "
+            state.notes.append(f"target(s) {', '.join(code(t) for t in bad)} are not offered on this machine, so "
                                f"they were left out; the targets here are {', '.join(target_options)}.")
         if good:
             state.targets = good
@@ -188,7 +193,8 @@ def load(prefix: str, *, fields: Sequence[str], hardware: Any, devices: Sequence
         ss[f"_url_fresh_{prefix}"] = True
     notes = ss.get(f"_url_notes_{prefix}") or []
     if notes:
-        st.warning("Some settings in this link were left out:\n\n" + "\n".join(f"- {n}" for n in notes),
+        shown = notes[:MAX_NOTES] + ([f"and {len(notes) - MAX_NOTES} more."] if len(notes) > MAX_NOTES else [])
+        st.warning("Some settings in this link were left out:\n\n" + "\n".join(f"- {n}" for n in shown),
                    icon=":material/link_off:")
 
 

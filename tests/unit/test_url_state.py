@@ -44,12 +44,12 @@ def test_bad_value_is_left_out_with_a_note_naming_it(hardware, params, field, wo
 def test_unknown_parameter_is_named_in_a_note(hardware):
     state = url_state.parse({"colour": "red", "epochs": "4"}, fields=url_state.TRAIN_FIELDS, hardware=hardware)
     assert state.values == {"epochs": 4}
-    assert len(state.notes) == 1 and "`colour`" in state.notes[0]
+    assert len(state.notes) == 1 and "` colour `" in state.notes[0]
 
 
 def test_targets_only_on_a_page_that_has_them(hardware):
     state = url_state.parse({"targets": "cpu"}, fields=url_state.TRAIN_FIELDS, hardware=hardware)
-    assert state.targets is None and "`targets`" in state.notes[0]
+    assert state.targets is None and "` targets `" in state.notes[0]
 
 
 def test_compare_link_with_preset_and_targets(hardware):

@@ -1,0 +1,69 @@
+"""A store file that is damaged, or deleted while the dashboard runs: the store says so and what to do, re-creates
+what is missing, and a run that goes on is stored whole once the file is back."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.config import RunConfig
+from bench.run_state import RunState
+from bench.run_writer import RunWriter
+from bench.store import Store, StoreError
+
+TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512)
+
+
+@pytest.mark.parametrize("damage", [b"this is not a database at all" * 100, "truncated"])
+def test_a_damaged_store_says_it_is_damaged_and_how_to_move_it_aside(tmp_path: Path, damage: bytes | str) -> None:
+    path = tmp_path / "runs.sqlite3"
+    store = Store(path)
+    for _ in range(50):
+        run_id = store.create_run(TINY.to_dict())
+        store.add_samples(run_id, [{"t_s": float(i), "cpu_percent": 1.0, "pad": "x" * 200} for i in range(40)])
+    if damage == "truncated":
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2] + b"\0" * 4096 + data[len(data) // 2 + 4096:])
+    else:
+        path.write_bytes(damage)
+    for wal in tmp_path.glob("runs.sqlite3-*"):
+        wal.unlink()
+    with pytest.raises(StoreError) as caught:
+        Store(path)
+    message = str(caught.value)
+    assert "damaged" in message and "mv " in message and ".damaged" in message, message
+    assert "permissions" not in message, "a damaged file is not a permissions problem"
+
+
+def test_a_store_deleted_while_open_is_made_again_and_a_running_run_is_written_whole(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite3"
+    store = Store(path)
+    lock = threading.Lock()
+    writer = RunWriter(store, lock)
+    state = RunState(id=0, config=TINY, created_at=time.time(), hardware={})
+    writer.create(state)
+    first = {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True}
+    state.epochs.append(first)
+    writer.add_epoch(state, first)
+
+    for file in tmp_path.glob("runs.sqlite3*"):
+        file.unlink()  # someone deletes the store while the run goes on
+
+    second = {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False}
+    state.epochs.append(second)
+    writer.add_epoch(state, second)  # the new, empty file has no row for the run: the write fails and waits
+    with lock:
+        writer.keep_sample(state, {"t_s": 2.0, "cpu_percent": 5.0})
+    writer.flush_samples(state)
+    assert state.dirty
+    assert writer.resync(state), state.store_error
+    stored = Store(path).get_run(state.id)
+    assert stored is not None, "the run's row was made again"
+    assert [e["epoch"] for e in stored["epochs"]] == [1, 2], "every epoch the run kept is written again"
+    assert [s["t_s"] for s in stored["samples"]] == [2.0]
+
+    later = Store(path).create_run(TINY.to_dict())  # and later runs are stored as before
+    assert Store(path).get_run(later) is not None
