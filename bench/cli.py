@@ -6,7 +6,6 @@ Bad input exits with status 2 and a one-paragraph message on stderr (no tracebac
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -126,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", dest="json_path", default=None, help="write the sweep rows to this file")
 
     p = sub.add_parser("export", help="export a stored run as JSON, CSV (zip) or a self-contained HTML report")
-    p.add_argument("run_id", type=int)
+    p.add_argument("run_id", type=_run_id)
     p.add_argument("--format", choices=("json", "csv", "html"), default="json")
     p.add_argument("--out", default=None, help="output file (default run-ID.FORMAT in the current folder)")
 
@@ -151,7 +150,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     if args.probe:
         data["framework_probe"] = devices.probe_framework(hw.framework)
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(records_module.json_text(data))
         return 0
     cpu = hw.cpu
     print(f"CPU   {cpu.model} · {cpu.logical_cores} logical cores ({cpu.physical_cores or '?'} physical) · "
@@ -213,9 +212,33 @@ class _ProgressLine:
 
 
 def _write_json(path: str, data: dict[str, Any]) -> None:
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2, default=str))
+    from bench import report
+
+    report.write_file(path, records_module.json_text(data))
+
+
+def _run_id(text: str) -> int:
+    """A run id as the store numbers runs: a whole number from 1 (argparse says what is wrong otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a run id; `python -m bench runs` lists them") from None
+    if not 1 <= value <= records_module.ID_MAX:
+        raise argparse.ArgumentTypeError(f"{text} is not a run id (ids run from 1); `python -m bench runs` lists them")
+    return value
+
+
+def _check_out(path: str | None, option: str) -> None:
+    """Refuse an output file that cannot be written, before any training: nothing measured is lost to it later."""
+    if path is None:
+        return
+    from bench import report
+
+    try:
+        report.check_writable(path)
+    except OSError as exc:
+        raise UsageError(f"{option} {path} cannot be written ({exc.strerror or exc}); pick a writable folder or "
+                         f"file name.") from None
 
 
 def _open_store() -> Any:
@@ -303,6 +326,7 @@ def _print_summary(record: dict[str, Any]) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     config.validate()
+    _check_out(args.json_path, "--json")
     record, saved = execute_run(config)
     if args.json_path:
         _write_json(args.json_path, record)
@@ -328,7 +352,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         "label": r.get("label"),
     } for r in runs]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(records_module.json_text(rows))
         return 0
     if not rows:
         print("no runs stored yet: try `python -m bench run`")
@@ -375,6 +399,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     targets = compare.parse_targets(args.targets)
     if len(targets) < 2:
         raise UsageError("compare needs at least two targets, e.g. --targets cpu/1,cpu")
+    _check_out(args.json_path, "--json")
     prices = compare.parse_prices(args.price, targets)
     configs = compare.target_configs(config_from_args(args, device="cpu"), targets)
     records, saved = _run_many(configs)
@@ -406,6 +431,7 @@ def _cost(value: float | None) -> str:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from bench import compare
 
+    _check_out(args.json_path, "--json")
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     batches = None
     if args.batch_sizes is not None:
@@ -509,13 +535,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise UsageError(f"there is no run {args.run_id}; `python -m bench runs` lists them")
     record = report.record_from_store(run)
     out = Path(args.out or f"run-{args.run_id}.{'zip' if args.format == 'csv' else args.format}")
-    out.parent.mkdir(parents=True, exist_ok=True)
     if args.format == "json":
-        out.write_text(report.to_json(record))
+        report.write_file(out, report.to_json(record))
     elif args.format == "html":
-        out.write_text(report.to_html(record))
+        report.write_file(out, report.to_html(record))
     else:
-        out.write_bytes(report.to_csv_zip(record))
+        report.write_file(out, report.to_csv_zip(record))
     print(f"wrote {out}")
     return 0
 
@@ -550,7 +575,17 @@ COMMANDS = {"devices": cmd_devices, "run": cmd_run, "runs": cmd_runs, "compare":
             "export": cmd_export, "import": cmd_import, "overhead": cmd_overhead}
 
 
+def _tolerant_output() -> None:
+    """Under a locale whose encoding lacks a character the CLI prints ("—", "²"), print a stand-in, not a
+    traceback (files are written as UTF-8 whatever the locale)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and (stream.encoding or "").lower().replace("-", "") != "utf8":
+            reconfigure(errors="replace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _tolerant_output()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)

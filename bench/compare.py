@@ -26,6 +26,10 @@ def parse_targets(text: str | Sequence[str | Target]) -> list[Target]:
     targets = [t if isinstance(t, Target) else Target.parse(t) for t in items if isinstance(t, Target) or t.strip()]
     if not targets:
         raise ConfigError(["give at least one target, e.g. --targets cpu/1,cpu"])
+    twice = sorted({str(t) for t in targets if targets.count(t) > 1})
+    if twice:  # a target against itself is no comparison, and a sweep would run each point twice
+        raise ConfigError([f"target {', '.join(twice)} is named more than once; name each target once, e.g. "
+                           f"--targets cpu/1,cpu"])
     return targets
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -87,10 +88,77 @@ def _object(value: Any, path: str) -> dict[str, Any]:
     return value
 
 
+# -- the bounds of every number a record carries, in one place --------------------------------------------------------
+# A number outside its bounds (or not finite) is refused on import with its path, so that no page, export or store
+# write meets an Infinity, a NaN, a date past any calendar or an integer SQLite cannot hold.
+TIME_MIN_S, TIME_MAX_S = 0.0, 4102444800.0  # wall-clock moments: 1970-01-01 .. 2100-01-01 (UTC)
+ID_MAX = 2**63 - 1  # SQLite's largest integer
+EPOCH_MAX = 1_000_000
+GPU_INDEX_MAX = 1023
+_PERCENT = (0.0, 100.0)
+_ANY = (-1e15, 1e15)  # a loss, a reading in its own unit: any finite value of sane size
+BOUNDS: dict[str, tuple[float, float]] = {
+    "created_at": (TIME_MIN_S, TIME_MAX_S), "started_at": (TIME_MIN_S, TIME_MAX_S),
+    "ended_at": (TIME_MIN_S, TIME_MAX_S),
+    "t_s": (-1e7, 1e9), "t_start_s": (-1e7, 1e9), "t_end_s": (-1e7, 1e9),  # seconds from the worker's start
+    "epoch_seconds": (0.0, 1e8),
+    "samples_per_s": (0.0, 1e13), "achieved_gflops": (0.0, 1e12),
+    "cpu_percent": _PERCENT, "util_percent": _PERCENT, "mem_util_percent": _PERCENT,
+    "sm_active_percent": _PERCENT, "sm_occupancy_percent": _PERCENT, "tensor_active_percent": _PERCENT,
+    "fp32_active_percent": _PERCENT, "fp16_active_percent": _PERCENT, "dram_active_percent": _PERCENT,
+    "process_cpu_percent": (0.0, 100.0 * 65536),  # a process on many cores: 100 % per core
+    "process_rss_mib": (0.0, 1e10), "ram_used_mib": (0.0, 1e10), "mem_used_mib": (0.0, 1e10),
+    "mem_total_mib": (0.0, 1e10),
+    "power_w": (0.0, 1e6), "power_limit_w": (0.0, 1e6), "temp_c": (-273.0, 1000.0), "sm_clock_mhz": (0.0, 1e6),
+    "energy_j": (0.0, 1e18), "cpu_energy_j": (0.0, 1e18),
+}
+
+
+# what training measured may be NaN or infinite: a run whose loss diverged (exports write it as null)
+NON_FINITE_ALLOWED = frozenset({"loss", "val_loss", "accuracy", "val_accuracy"})
+
+
+def check_number(value: Any, key: str, path: str) -> float:
+    """``value`` as the number field ``key`` may hold: finite and within BOUNDS (any sane size where unlisted)."""
+    if not _is_number(value):
+        raise _fail(path, f"must be a number, got {_show(value)}")
+    if key in NON_FINITE_ALLOWED and not math.isfinite(value):
+        return value
+    low, high = BOUNDS.get(key, _ANY)
+    if not math.isfinite(value) or not low <= value <= high:
+        raise _fail(path, f"must be a finite number from {low:g} to {high:g}, got {_show(value)}")
+    return value
+
+
+def strict(value: Any) -> Any:
+    """``value`` with every NaN and infinity (a diverged loss, say) made null, as strict JSON readers need."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
+
+
+def json_text(value: Any, *, indent: int | None = 2) -> str:
+    """The one way the project writes JSON for people and other programs: strict (no NaN or Infinity: null),
+    anything that is not JSON (a path, an enum) as its text."""
+    return json.dumps(strict(value), indent=indent, allow_nan=False, default=str)
+
+
 def _optional_number(data: Mapping[str, Any], key: str, path: str) -> float | None:
     value = data.get(key)
-    if value is not None and not _is_number(value):
+    if value is None:
+        return None
+    if not _is_number(value):
         raise _fail(f"{path}.{key}", f"must be a number or null, got {_show(value)}")
+    return check_number(value, key, f"{path}.{key}")
+
+
+def _int_within(value: Any, low: int, high: int, path: str, what: str) -> int:
+    if not _is_int(value) or not low <= value <= high:
+        raise _fail(path, f"must be {what} from {low} to {high:,}, got {_show(value)}")
     return value
 
 
@@ -128,6 +196,8 @@ def check_config(config: Any, path: str) -> None:
         )
         if allowed and not ok:
             raise _fail(f"{path}.{f.name}", f"must be {' or '.join(words[t] for t in names)}, got {_show(value)}")
+        if _is_number(value) and (not math.isfinite(value) or abs(value) > ID_MAX):
+            raise _fail(f"{path}.{f.name}", f"must be a finite number SQLite can hold, got {_show(value)}")
 
 
 
@@ -160,16 +230,17 @@ class GpuReading:
     @classmethod
     def from_dict(cls, data: Any, path: str) -> GpuReading:
         gpu = _object(data, path)
-        if not _is_int(gpu.get("index")) or gpu["index"] < 0:
-            raise _fail(f"{path}.index", f"must be a whole number >= 0, got {_show(gpu.get('index'))}")
+        _int_within(gpu.get("index"), 0, GPU_INDEX_MAX, f"{path}.index", "a GPU index")
         if gpu.get("name") is not None and not isinstance(gpu["name"], str):
             raise _fail(f"{path}.name", f"must be text or null, got {_show(gpu['name'])}")
         if "power_watts" in gpu:  # the old name of power_w: read as power_w, written back as power_w
             old = {k: v for k, v in gpu.items() if k != "power_watts"}
             gpu = {**old, "power_w": gpu["power_watts"] if gpu.get("power_w") is None else gpu["power_w"]}
         for key, value in gpu.items():
-            if key not in ("index", "name", "throttle_reasons") and value is not None and not _is_number(value):
-                raise _fail(f"{path}.{key}", f"must be a number or null, got {_show(value)}")
+            if key not in ("index", "name", "throttle_reasons") and value is not None:
+                if not _is_number(value):
+                    raise _fail(f"{path}.{key}", f"must be a number or null, got {_show(value)}")
+                check_number(value, key, f"{path}.{key}")
         reasons = _optional_words(gpu, "throttle_reasons", path)
         return cls(index=gpu["index"], name=gpu.get("name"), **{k: gpu.get(k) for k in _GPU_NUMBERS},
                    throttle_reasons=reasons, extra=_extra(gpu, ("index", "name", *_GPU_NUMBERS, "throttle_reasons")),
@@ -204,8 +275,8 @@ def _energy(data: Mapping[str, Any], path: str) -> dict[str, float | None] | Non
     if not isinstance(value, dict):
         raise _fail(f"{path}.energy_j", f"must map devices to joules or null, got {_show(value)}")
     for device, joules in value.items():
-        if joules is not None and (not _is_number(joules) or not math.isfinite(joules) or joules < 0):
-            raise _fail(f"{path}.energy_j.{device}", f"must be joules (a number >= 0) or null, got {_show(joules)}")
+        if joules is not None:
+            check_number(joules, "energy_j", f"{path}.energy_j.{device}")
     return dict(value)
 
 
@@ -229,16 +300,15 @@ class Sample:
         sample = _object(data, path)
         if "t_s" not in sample:
             raise _fail(f"{path}.t_s", "is missing")
-        if not _is_number(sample["t_s"]) or not math.isfinite(sample["t_s"]):
-            raise _fail(f"{path}.t_s", f"must be a number of seconds, got {_show(sample['t_s'])}")
+        check_number(sample["t_s"], "t_s", f"{path}.t_s")
         numbers = {k: _optional_number(sample, k, path) for k in _SAMPLE_NUMBERS}
         cores = sample.get("cpu_per_core")
         if cores is not None:
             if not isinstance(cores, list):
                 raise _fail(f"{path}.cpu_per_core", f"must be a list of numbers, got {_show(cores)}")
             for c, value in enumerate(cores):
-                if value is not None and not _is_number(value):
-                    raise _fail(f"{path}.cpu_per_core[{c}]", f"must be a number or null, got {_show(value)}")
+                if value is not None:
+                    check_number(value, "cpu_percent", f"{path}.cpu_per_core[{c}]")
             cores = tuple(cores)
         gpus = sample.get("gpus")
         if gpus is not None:
@@ -284,13 +354,13 @@ class Epoch:
         epoch = _object(data, path)
         if "epoch" not in epoch:
             raise _fail(f"{path}.epoch", "is missing")
-        if not _is_int(epoch["epoch"]) or epoch["epoch"] < 1:
-            raise _fail(f"{path}.epoch", f"must be a whole number >= 1, got {_show(epoch['epoch'])}")
+        _int_within(epoch["epoch"], 1, EPOCH_MAX, f"{path}.epoch", "an epoch number")
         if "epoch_seconds" not in epoch:
             raise _fail(f"{path}.epoch_seconds", "is missing")
         seconds = epoch["epoch_seconds"]
-        if not _is_number(seconds) or not math.isfinite(seconds) or seconds <= 0:
+        if not _is_number(seconds) or not seconds > 0:
             raise _fail(f"{path}.epoch_seconds", f"must be a positive number, got {_show(seconds)}")
+        check_number(seconds, "epoch_seconds", f"{path}.epoch_seconds")
         if "includes_tracing" not in epoch:
             raise _fail(f"{path}.includes_tracing", "is missing (true for the first epoch, false for the others)")
         if not isinstance(epoch["includes_tracing"], bool):
@@ -362,13 +432,15 @@ class RunRecord:
             if run.get(key) is not None and not isinstance(run[key], dict):
                 raise _fail(f"{prefix}{key}", f"must be a JSON object or null, got {_show(run[key])}")
         for key in ("created_at", "started_at", "ended_at"):
-            if run.get(key) is not None and not _is_number(run[key]):
-                raise _fail(f"{prefix}{key}", f"must be epoch seconds or null, got {_show(run[key])}")
+            if run.get(key) is not None:
+                if not _is_number(run[key]):
+                    raise _fail(f"{prefix}{key}", f"must be epoch seconds or null, got {_show(run[key])}")
+                check_number(run[key], key, f"{prefix}{key}")
         for key in ("label", "store_error"):
             if run.get(key) is not None and not isinstance(run[key], str):
                 raise _fail(f"{prefix}{key}", f"must be text or null, got {_show(run[key])}")
-        if run.get("id") is not None and not _is_int(run["id"]):
-            raise _fail(f"{prefix}id", f"must be a whole number or null, got {_show(run['id'])}")
+        if run.get("id") is not None:
+            _int_within(run["id"], -ID_MAX, ID_MAX, f"{prefix}id", "a whole number")
         epochs = []
         seen: dict[int, int] = {}
         for i, raw in enumerate(run["epochs"]):

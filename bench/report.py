@@ -115,8 +115,59 @@ comparison_record = records.comparison_record
 
 # -- exports ----------------------------------------------------------------------------------------------------------
 def to_json(record_or_comparison: Mapping[str, Any]) -> str:
-    """Pretty JSON text (NaN losses stay NaN, anything exotic becomes a string)."""
-    return json.dumps(record_or_comparison, indent=2, default=str)
+    """Pretty, strict JSON text (a NaN loss is written as null; anything exotic becomes a string)."""
+    return records.json_text(record_or_comparison)
+
+
+# a cell a spreadsheet would read as a formula (OWASP "CSV injection"): text that starts with one of these
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _safe_cell(value: Any) -> Any:
+    """Text that a spreadsheet would run as a formula, prefixed with a quote (shown as text); numbers unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def spreadsheet_safe(frame: Any) -> Any:
+    """A copy of ``frame`` whose text cells and column names no spreadsheet runs as formulas (every CSV the project
+    writes goes through here: records may come from anywhere)."""
+    from pandas.api.types import is_numeric_dtype
+
+    safe = frame.copy()
+    for column in safe.columns:
+        if not is_numeric_dtype(safe[column]):  # text, mixed, or pandas' own string dtype
+            safe[column] = safe[column].map(_safe_cell)
+    safe.columns = [_safe_cell(str(c)) for c in safe.columns]
+    return safe
+
+
+def write_file(path: str | os.PathLike[str], content: str | bytes) -> Path:
+    """Write ``content`` (text as UTF-8, whatever the locale) to ``path`` whole or not at all: into a temporary file
+    beside it, then renamed over it, so a failure leaves no empty or half-written file."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Raise OSError (saying why) unless a file can be written at ``path``: checked before a run, not after it."""
+    out = Path(path)
+    if out.is_dir():
+        raise IsADirectoryError(f"{out} is a folder; give a file name, e.g. {out / 'result.json'}")
+    folder = out.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    probe = folder / f".{out.name}.{os.getpid()}.check"
+    probe.write_bytes(b"")
+    probe.unlink()
 
 
 def _epochs_frame(epochs: Sequence[Mapping[str, Any]]) -> Any:
@@ -181,14 +232,14 @@ def to_csv(record: Mapping[str, Any]) -> dict[str, str]:
     if record.get("schema") == COMPARISON_SCHEMA:
         files: dict[str, str] = {}
         pairs = (record.get("comparison") or {}).get("pairs") or []
-        files["comparison.csv"] = pd.DataFrame([dict(p) for p in pairs]).to_csv(index=False)
+        files["comparison.csv"] = spreadsheet_safe(pd.DataFrame([dict(p) for p in pairs])).to_csv(index=False)
         for i, run in enumerate(record.get("runs") or []):
             for name, text in to_csv(run).items():
                 files[f"{i + 1}-run-{run.get('id')}-{name}"] = text
         return files
     return {
-        "epochs.csv": _epochs_frame(record.get("epochs") or []).to_csv(index=False),
-        "samples.csv": _samples_frame(record.get("samples") or []).to_csv(index=False),
+        "epochs.csv": spreadsheet_safe(_epochs_frame(record.get("epochs") or [])).to_csv(index=False),
+        "samples.csv": spreadsheet_safe(_samples_frame(record.get("samples") or [])).to_csv(index=False),
     }
 
 
@@ -369,8 +420,23 @@ def load_record_file(path_or_bytes: str | os.PathLike[str] | bytes | bytearray |
     return validate_record(data)
 
 
+def _partial_copy(store: Any, run: Mapping[str, Any]) -> int | None:
+    """The id of this run's own copy in ``store`` when the store holds one (the same id, creation time and config:
+    a run whose store failed mid-way, and whose whole record the CLI kept in a file), else None."""
+    run_id = run.get("id")
+    if not _is_int(run_id) or run_id < 1 or not _is_number(run.get("created_at")):
+        return None
+    stored = store.get_run(run_id, with_samples=False)
+    if stored is None or stored.get("created_at") != run["created_at"] or stored.get("config") != run["config"]:
+        return None
+    if len(stored.get("epochs") or []) > len(run["epochs"]):
+        return None  # the store holds more of it than the file: nothing to complete
+    return run_id
+
+
 def import_into_store(store: Any, record: Mapping[str, Any]) -> list[int]:
-    """Write the run(s) of a record or comparison into ``store`` as new runs; returns their new ids, in order.
+    """Write the run(s) of a record or comparison into ``store`` as new runs; returns their new ids, in order. A run
+    whose own partial copy is in the store (see :func:`_partial_copy`) replaces that copy and keeps its id.
 
     Status is kept, except that a run still active when exported (queued/starting/running) is stored as
     ``interrupted`` (``info.imported_status`` keeps the original), since nothing here will finish it. ``info`` gains
@@ -384,6 +450,15 @@ def import_into_store(store: Any, record: Mapping[str, Any]) -> list[int]:
     validate_record(record)
     ids: list[int] = []
     for run in _runs_of(record):
+        partial = _partial_copy(store, run)
+        if partial is not None:  # the store holds the start of this very run: the file completes it in place
+            store.replace_run(partial, status=run["status"], started_at=run.get("started_at"),
+                              ended_at=run.get("ended_at"), hardware=run["hardware"], info=run.get("info") or {},
+                              error=run.get("error"), epochs=run["epochs"], samples=run["samples"],
+                              summary=run_summary.summarize(run["epochs"], run["samples"], info=run.get("info"),
+                                                            config=run["config"]))
+            ids.append(partial)
+            continue
         label = run_label(run)
         if not label.startswith(IMPORTED_PREFIX):
             label = IMPORTED_PREFIX + label

@@ -258,6 +258,26 @@ class Store:
             con.executemany("INSERT OR REPLACE INTO epochs (run_id, epoch, data) VALUES (?, ?, ?)",
                             [(run_id, int(e["epoch"]), json.dumps(e)) for e in epochs])
 
+    def replace_run(self, run_id: int, *, epochs: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]],
+                    **fields: Any) -> None:
+        """Overwrite a run with its whole record, in one transaction: its columns (as update_run), every epoch and
+        every sample (the stored ones are dropped first, so nothing is there twice)."""
+        allowed = {"status", "started_at", "ended_at", "hardware", "info", "error", "summary"}
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"unknown run column(s): {sorted(bad)}")
+        values = [json.dumps(v) if k in _JSON_COLUMNS and v is not None else v for k, v in fields.items()]
+        cols = ", ".join(f"{k} = ?" for k in fields)
+        with self._op() as con:
+            if con.execute(f"UPDATE runs SET {cols} WHERE id = ?", (*values, run_id)).rowcount == 0:
+                raise sqlite3.OperationalError(f"run {run_id} is not in the store")
+            con.execute("DELETE FROM epochs WHERE run_id = ?", (run_id,))
+            con.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
+            con.executemany("INSERT INTO epochs (run_id, epoch, data) VALUES (?, ?, ?)",
+                            [(run_id, int(e["epoch"]), json.dumps(e)) for e in epochs])
+            con.executemany("INSERT INTO samples (run_id, t_s, data, seq) VALUES (?, ?, ?, ?)",
+                            [(run_id, float(s["t_s"]), json.dumps(s), n) for n, s in enumerate(samples)])
+
     def mark_orphans_interrupted(self, *, heartbeat_limit_s: float | None = None,
                                  now: float | None = None) -> list[int]:
         """Active runs whose owner is gone (see Owner.gone) become ``interrupted``, with a summary of the epochs and
@@ -353,6 +373,11 @@ class Store:
             run["epochs"] = epochs.get(run["id"], [])
         return runs
 
+    def _is_active(self, run_id: int) -> bool:
+        with self._op() as con:
+            row = con.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row is not None and row[0] in ACTIVE_STATUSES
+
     def latest_run_version(self) -> tuple[int, str, int, int] | None:
         """(id, status, epochs, samples) of the newest run: a cheap way to tell whether it changed; None if empty."""
         with self._op() as con:
@@ -364,7 +389,13 @@ class Store:
         return int(row[0]), str(row[1]), int(epochs), int(samples)
 
     def get_run(self, run_id: int, *, with_samples: bool = True) -> dict[str, Any] | None:
-        """One run with its epochs and (optionally) samples, or None."""
+        """One run with its epochs and (optionally) samples, or None. An active run whose owner is gone is marked
+        interrupted first, as list_runs does: a killed CLI's run never reads as running."""
+        if self._is_active(run_id):
+            try:
+                self.mark_orphans_interrupted()
+            except StoreError:  # a read-only store can still be read
+                pass
         with self._op() as con:
             con.row_factory = sqlite3.Row
             row = con.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()

@@ -1,0 +1,214 @@
+"""Records and command lines from a hostile or unlucky user: out-of-range numbers refused at the one validator with
+exit 2, exports safe to open in a spreadsheet and written as strict JSON, whatever the locale, a run's own partial
+copy completed by its file, a killed CLI's run never read as running. Each case failed before its fix."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import cli, records, report
+from bench.config import RunConfig
+from bench.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def a_record(**changes: Any) -> dict[str, Any]:
+    record = {"schema": "bench.run/1", "id": 1, "status": "finished", "config": RunConfig().to_dict(),
+              "hardware": {"cpu": {"model": "x", "logical_cores": 2}, "gpus": []}, "info": {},
+              "created_at": 1_764_000_000.0, "started_at": 1_764_000_001.0, "ended_at": 1_764_000_010.0,
+              "epochs": [{"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True, "loss": 1.0},
+                         {"epoch": 2, "epoch_seconds": 0.5, "includes_tracing": False, "loss": 0.5}],
+              "samples": [{"t_s": 0.0, "cpu_percent": 50.0, "gpus": []}]}
+    record.update(changes)
+    return record
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def write(tmp_path: Path, text: str, name: str = "r.json") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"created_at": float("inf")}, "created_at"),
+    ({"created_at": 1e308}, "created_at"),
+    ({"started_at": float("nan")}, "started_at"),
+    ({"ended_at": -1e18}, "ended_at"),
+    ({"epochs": [{"epoch": 10**30, "epoch_seconds": 1.0, "includes_tracing": True}]}, "epochs[0].epoch"),
+    ({"epochs": [{"epoch": 1, "epoch_seconds": 1e300, "includes_tracing": True}]}, "epochs[0].epoch_seconds"),
+    ({"samples": [{"t_s": float("inf"), "cpu_percent": 1.0}]}, "samples[0].t_s"),
+    ({"samples": [{"t_s": 1.0, "cpu_percent": 1e9}]}, "samples[0].cpu_percent"),
+    ({"samples": [{"t_s": 1.0, "gpus": [{"index": 0, "power_w": -5.0}]}]}, "samples[0].gpus[0].power_w"),
+    ({"id": 10**30}, "id"),
+    ({"config": {**RunConfig().to_dict(), "learning_rate": float("inf")}}, "config.learning_rate"),
+])
+def test_an_out_of_range_number_is_refused_on_import_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                  change: dict[str, Any], field: str) -> None:
+    path = write(tmp_path, json.dumps(a_record(**change)))  # Python's json writes inf/nan as JSON extensions
+    code, out = run_cli(["import", str(path)], capsys)
+    assert code == 2, out
+    assert field in out and "Traceback" not in out, out
+    assert Store().list_runs() == [], "nothing is imported"
+
+
+def test_a_huge_run_id_is_refused_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["export", str(10**30)])
+    assert exited.value.code == 2
+    assert "is not a run id" in capsys.readouterr().err
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised() -> None:
+    record = a_record(epochs=[{"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True, "note": "=1+1",
+                               "=HYPERLINK(\"x\")": "@SUM(A1)", "loss": -0.5}],
+                      samples=[{"t_s": 0.0, "cpu_percent": 5.0, "label": "+cmd|' /C calc'!A0", "tab": "\t=1"}])
+    files = report.to_csv(record)
+    for name, text in files.items():
+        for row in csv.reader(io.StringIO(text)):
+            for cell in row:
+                assert not cell.startswith(("=", "+", "@", "\t", "\r")), (name, cell)
+    epochs = list(csv.DictReader(io.StringIO(files["epochs.csv"])))
+    assert epochs[0]["note"] == "'=1+1"
+    assert float(epochs[0]["loss"]) == -0.5, "numbers stay numbers, negative ones too"
+
+
+def test_json_exports_are_strict_json_with_null_for_a_diverged_loss(tmp_path: Path) -> None:
+    record = a_record()
+    record["epochs"][1]["loss"] = float("nan")
+    text = report.to_json(record)
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"not strict JSON: {token}")
+
+    data = json.loads(text, parse_constant=refuse)
+    assert data["epochs"][1]["loss"] is None
+    assert records.load(data).epochs[1].loss is None
+
+
+def test_runs_json_is_strict(capsys: pytest.CaptureFixture[str]) -> None:
+    store = Store()
+    run_id = store.create_run(RunConfig().to_dict(), status="finished")
+    store.add_epoch(run_id, {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True})
+    store.add_epoch(run_id, {"epoch": 2, "epoch_seconds": float("nan"), "includes_tracing": False})
+    code, out = run_cli(["runs", "--json"], capsys)
+    assert code == 0
+    json.loads(out, parse_constant=lambda token: pytest.fail(f"not strict JSON: {token}"))
+
+
+def test_compare_refuses_the_same_target_twice(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run_cli(["compare", "--targets", "cpu,cpu", "--epochs", "2"], capsys)
+    assert code == 2 and "named more than once" in out, out
+    assert Store().list_runs() == [], "nothing ran"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders; the missing-folder case below "
+                                              "covers the early check")
+def test_an_unwritable_json_path_is_refused_before_training(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    code, out = run_cli(["run", "--epochs", "2", "--json", str(folder / "r.json")], capsys)
+    assert code == 2 and "cannot be written" in out
+    assert Store().list_runs() == []
+
+
+def test_a_json_path_that_is_a_folder_or_under_a_file_is_refused_before_training(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    for path in (tmp_path, blocker / "r.json"):
+        code, out = run_cli(["run", "--epochs", "2", "--json", str(path)], capsys)
+        assert code == 2 and "cannot be written" in out, out
+    assert Store().list_runs() == [], "no run was started"
+
+
+def test_a_file_imported_over_its_own_partial_copy_completes_it(tmp_path: Path) -> None:
+    """The store failed mid-run; the CLI kept the whole record in a file; importing it completes the stored copy
+    instead of adding a second run beside it."""
+    store = Store()
+    config = RunConfig().to_dict()
+    run_id = store.create_run(config, status="running", created_at=1_764_000_000.0)
+    store.add_epoch(run_id, {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True})
+    full = a_record(id=run_id, config=config)
+    ids = report.import_into_store(store, report.load_record_file(report.to_json(full).encode()))
+    assert ids == [run_id]
+    runs = store.list_runs()
+    assert [r["id"] for r in runs] == [run_id], "one run, not the partial one beside the full one"
+    stored = store.get_run(run_id)
+    assert stored["status"] == "finished" and [e["epoch"] for e in stored["epochs"]] == [1, 2]
+    assert len(stored["samples"]) == 1
+
+
+def test_a_killed_clis_run_is_not_read_as_running(tmp_path: Path) -> None:
+    """Reading one run (an export, History's selection) settles a dead owner first, as listing does."""
+    store = Store()
+    run_id = store.create_run(RunConfig().to_dict(), status="running")
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(child.stdout)
+    with store._op() as con:  # the run's owner is a process that has exited (a CLI killed with SIGKILL)
+        con.execute("UPDATE runs SET owner_pid = ?, owner_started = 1.0 WHERE id = ?", (dead, run_id))
+    assert store.get_run(run_id)["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("command", [["runs"], ["devices"], ["export", "RUN", "--format", "html"]])
+def test_the_cli_works_under_a_non_utf8_locale(tmp_path: Path, command: list[str]) -> None:
+    store = Store()
+    run_id = store.create_run(RunConfig().to_dict(), status="finished")
+    for n in (1, 2):
+        store.add_epoch(run_id, {"epoch": n, "epoch_seconds": 1.0, "includes_tracing": n == 1})
+    store.update_run(run_id, label="naïve — run ²")
+    out = tmp_path / "r.html"
+    argv = [str(run_id) if a == "RUN" else a for a in command] + (["--out", str(out)] if "export" in command else [])
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8", "LANG")}
+    env.update(LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "bench", *argv], env=env, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert b"Traceback" not in done.stderr
+    if "export" in command:
+        text = out.read_text(encoding="utf-8")
+        assert "<html" in text.lower() and len(text) > 1000
+
+
+def test_a_failed_export_leaves_no_empty_file(tmp_path: Path) -> None:
+    target = tmp_path / "out.html"
+
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("cannot render")
+
+    with pytest.raises(RuntimeError):
+        report.write_file(target, "".join(str(x) for x in [Unprintable()]))
+    assert not target.exists()
+    report.write_file(target, "ok ²")
+    assert target.read_text(encoding="utf-8") == "ok ²"
+    assert not list(tmp_path.glob(".*.tmp")), "no temporary file is left behind"
+
+
+def test_strict_helper_turns_every_non_finite_number_into_null() -> None:
+    data = {"a": [1.0, math.inf, {"b": -math.inf, "c": math.nan}], "d": (2, math.nan)}
+    assert records.strict(data) == {"a": [1.0, None, {"b": None, "c": None}], "d": [2, None]}
+
+
+def test_zip_export_holds_strict_json(tmp_path: Path) -> None:
+    record = a_record()
+    record["epochs"][0]["loss"] = float("inf")
+    with zipfile.ZipFile(io.BytesIO(report.to_csv_zip(record))) as archive:
+        json.loads(archive.read("record.json"), parse_constant=lambda t: pytest.fail(f"not strict JSON: {t}"))
