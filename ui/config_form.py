@@ -13,8 +13,13 @@ from bench import datasets, devices, models
 from bench.config import (EPOCHS_MAX, OPTIMIZERS, PRECISIONS, STEPS_PER_EXECUTION_BACKENDS, STEPS_PER_EXECUTION_MAX,
                           RunConfig)
 from bench.target import Target
+from ui.safe_text import escape
 
-UPLOAD_DIR = Path(os.environ.get("BENCH_UPLOAD_DIR", Path.home() / ".cache" / "bench" / "uploads"))
+def upload_dir() -> Path:
+    """Where uploaded .npz files are kept for their runs (BENCH_UPLOAD_DIR; default ~/.cache/bench/uploads)."""
+    return Path(os.environ.get("BENCH_UPLOAD_DIR", Path.home() / ".cache" / "bench" / "uploads"))
+
+
 MODEL_CHOICES = list(models.FAMILIES) + list(models.PRESETS)
 
 
@@ -27,8 +32,9 @@ def _model_label(name: str) -> str:
 def _save_upload(uploaded: Any) -> str:
     data = uploaded.getvalue()
     digest = hashlib.sha256(data).hexdigest()[:16]
-    UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
-    path = UPLOAD_DIR / f"{digest}.npz"
+    folder = upload_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{digest}.npz"
     if not path.exists():
         path.write_bytes(data)
     return str(path)
@@ -90,7 +96,9 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
                     info = datasets.get_info("npz", npz_path=npz_path)
                     st.caption(info.description)
                 except datasets.DatasetError as exc:
-                    st.error(str(exc))
+                    Path(npz_path).unlink(missing_ok=True)  # a refused upload is not kept
+                    npz_path = None
+                    st.error(escape(exc, limit=800))
     with c2:
         model = st.selectbox("Model", MODEL_CHOICES, key=f"{prefix}_model", format_func=_model_label,
                              disabled=disabled)
