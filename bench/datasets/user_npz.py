@@ -5,7 +5,10 @@ from __future__ import annotations
 import functools
 import math
 import os
+import struct
+import tokenize
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -60,6 +63,14 @@ def _size(n_bytes: int) -> str:
     return f"{n_bytes:.1f} {unit}"
 
 
+# What reading a damaged or forged file raises from zipfile, zlib and numpy's .npy header parser (found by fuzzing:
+# a header with a NUL byte is a SyntaxError, an unfinished one a TokenError, an unknown zip version
+# NotImplementedError, an encrypted member RuntimeError): each means "not a valid .npz", never a crash.
+_DAMAGED_FILE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, SyntaxError, tokenize.TokenError,
+                        NotImplementedError, RuntimeError, zlib.error, struct.error, TypeError, OverflowError,
+                        KeyError, IndexError, MemoryError)
+
+
 def _read_npz(path: str, max_bytes: int) -> tuple[DatasetInfo, dict[str, np.ndarray]]:
     """Validate the file (see check_npz) and return its info and raw arrays.
 
@@ -99,7 +110,7 @@ def _read_npz(path: str, max_bytes: int) -> tuple[DatasetInfo, dict[str, np.ndar
                 "numeric arrays, e.g. np.asarray(x, dtype=np.float32), or pad ragged sequences to one length"
             ) from None
         raise DatasetError(f"{what} is not a valid .npz ({exc}); save it again with np.savez") from None
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+    except _DAMAGED_FILE_ERRORS as exc:
         raise DatasetError(f"{what} is not a valid .npz ({type(exc).__name__}: {exc}); save it again with np.savez") from None
     return _validate_npz_arrays(path, arrays), arrays
 
