@@ -58,5 +58,5 @@ def child_main(argv: list[str]) -> None:
     kind, spec, out = argv[0], argv[1], argv[2]
     if kind != "bare":
         raise SystemExit(f"unknown baseline child {kind!r}")
-    epochs = bare_fit(json.loads(Path(spec).read_text()))
-    Path(out).write_text(json.dumps({"epochs": epochs}))
+    epochs = bare_fit(json.loads(Path(spec).read_text(encoding="utf-8")))
+    Path(out).write_text(json.dumps({"epochs": epochs}), encoding="utf-8")

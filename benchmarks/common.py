@@ -37,9 +37,9 @@ def run_child(module: str, args: Sequence[str], *, timeout_s: float, log_path: P
     TensorFlow nor Streamlit is ever imported by the process that drives the pass.
     """
     code = f"import sys; from {module} import child_main; child_main(sys.argv[1:])"
-    with log_path.open("w") as log:
+    with log_path.open("w", encoding="utf-8") as log:
         proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                               env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=timeout_s)
     if proc.returncode != 0:
-        tail = log_path.read_text()[-1500:]
+        tail = log_path.read_text(encoding="utf-8")[-1500:]
         raise RuntimeError(f"overhead child {module} {args[0] if args else ''} exited {proc.returncode}: {tail}")

@@ -65,13 +65,13 @@ class DashboardServer:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(self.port),
              "--server.headless", "true", "--server.address", "localhost"],
-            cwd=ROOT, env=full_env, stdout=self.log_path.open("w"), stderr=subprocess.STDOUT)
+            cwd=ROOT, env=full_env, stdout=self.log_path.open("w", encoding="utf-8"), stderr=subprocess.STDOUT)
         self.ps = psutil.Process(self.proc.pid)
 
     def wait_healthy(self, timeout_s: float = 60.0) -> None:
         def healthy() -> bool:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited: {self.log_path.read_text()[-1500:]}")
+                raise RuntimeError(f"streamlit exited: {self.log_path.read_text(encoding='utf-8')[-1500:]}")
             try:
                 with urllib.request.urlopen(self.url + "/_stcore/health", timeout=2) as r:
                     return r.status == 200
@@ -275,7 +275,7 @@ def prestarted_first_batches(browser: Any, server: DashboardServer, config: Any,
     server_run(browser, server, config, watch=False)
     times: list[float | None] = []
     for i in range(runs):
-        wait_for(lambda: spare_log.exists() and SPARE_READY_LINE in spare_log.read_text(errors="replace"), 120,
+        wait_for(lambda: spare_log.exists() and SPARE_READY_LINE in spare_log.read_text(encoding="utf-8", errors="replace"), 120,
               "the pre-started worker to load the framework", 0.25)
         spare_log.unlink()
         row = server_run(browser, server, config, watch=True)

@@ -146,4 +146,4 @@ def child_main(argv: list[str]) -> None:
     kind, spec, out = argv[0], argv[1], argv[2]
     if kind != "memory":
         raise SystemExit(f"unknown memory child {kind!r}")
-    Path(out).write_text(json.dumps(memory_main(**json.loads(spec))))
+    Path(out).write_text(json.dumps(memory_main(**json.loads(spec))), encoding="utf-8")

@@ -40,9 +40,9 @@ from benchmarks.stats import Plan, median, plan_for, result_from, schedule, stea
 def bare_run(config: Any, tmp: Path, rnd: int) -> list[dict[str, Any]]:
     """One bare model.fit of ``config`` in its own process (benchmarks.baseline); its epochs."""
     cfg_path, out = tmp / f"bare-config-{rnd}.json", tmp / f"bare-{rnd}.json"
-    cfg_path.write_text(json.dumps(config.to_dict()))
+    cfg_path.write_text(json.dumps(config.to_dict()), encoding="utf-8")
     run_child("benchmarks.baseline", ["bare", str(cfg_path), str(out)], timeout_s=900, log_path=tmp / f"bare-{rnd}.log")
-    return json.loads(out.read_text())["epochs"]
+    return json.loads(out.read_text(encoding="utf-8"))["epochs"]
 
 
 # -- the pass -------------------------------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
         out = tmp / f"memory-{cores}-{gpus}-{int(trace)}.json"
         run_child("benchmarks.memory", ["memory", json.dumps(spec), str(out)], timeout_s=900,
                   log_path=tmp / "memory.log")
-        memory.append(json.loads(out.read_text()))
+        memory.append(json.loads(out.read_text(encoding="utf-8")))
         m = memory[-1]
         say(f"memory {cores} cores {gpus} GPUs{' (tracemalloc)' if trace else ''}: peak +{m['peak_growth_mb']:.1f} MB, "
             f"retained +{m['retained_growth_mb']:.1f} MB, {m['renders_during_stream']} renders")
@@ -186,7 +186,7 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
     run_child("benchmarks.render_cost",
               ["render", json.dumps({"real_s": plan.memory_real_s, "repeats": plan.render_repeats}), str(out)],
               timeout_s=900, log_path=tmp / "render.log")
-    render = json.loads(out.read_text())
+    render = json.loads(out.read_text(encoding="utf-8"))
     shutil.rmtree(tmp, ignore_errors=True)
     result = result_from(plan, config.to_dict(), machine(), runs, extra, memory, render)
     result["duration_s"] = time.monotonic() - t_start
@@ -227,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         try:
-            result = json.loads(Path(args.from_json).read_text())
+            result = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             print(f"error: cannot read a result from {args.from_json}: {exc}", file=sys.stderr)
             return 2

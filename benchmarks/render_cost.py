@@ -25,7 +25,7 @@ def child_main(argv: list[str]) -> None:
     kind, spec, out = argv[0], argv[1], argv[2]
     if kind != "render":
         raise SystemExit(f"unknown render-cost child {kind!r}")
-    Path(out).write_text(json.dumps(render_main(**json.loads(spec))))
+    Path(out).write_text(json.dumps(render_main(**json.loads(spec))), encoding="utf-8")
 
 
 FRAGMENT_SCRIPT = """

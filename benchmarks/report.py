@@ -403,11 +403,11 @@ def write_outputs(result: Mapping[str, Any], *, report_path: str | Path | None =
     if json_path:
         path = Path(json_path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2, default=str))
+        path.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
     if report_path:
         path = Path(report_path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_markdown(result))
+        path.write_text(render_markdown(result), encoding="utf-8")
 
 
 def summary_lines(result: Mapping[str, Any]) -> list[str]:

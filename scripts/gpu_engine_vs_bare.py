@@ -44,7 +44,7 @@ def main(out: str, rounds: int = 3) -> None:
         "bare_spread": stats.spread(bare),
         "runs": runs,
     }
-    Path(out).write_text(json.dumps(summary, indent=1))
+    Path(out).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     print({k: v for k, v in summary.items() if k not in ("runs", "machine", "config")})
 
 

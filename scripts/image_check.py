@@ -137,7 +137,7 @@ class Buildah:
         self.cache_dir = cache_dir
         remove_stale_workdirs()
         self.work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=WORK_PARENT))
-        (self.work / "owner.pid").write_text(str(os.getpid()))
+        (self.work / "owner.pid").write_text(str(os.getpid()), encoding="utf-8")
         self.data = self.work / "data"
         (self.work / "tmp").mkdir()
         self.driver = os.environ.get("BENCH_IMAGE_STORAGE_DRIVER") or self._pick_driver()
@@ -277,7 +277,7 @@ class Buildah:
     @staticmethod
     def _log_tail(c: Container) -> str:
         try:
-            return "\n".join(c.log.read_text(errors="replace").splitlines()[-25:])
+            return "\n".join(c.log.read_text(encoding="utf-8", errors="replace").splitlines()[-25:])
         except OSError:
             return "(no log)"
 
@@ -335,7 +335,7 @@ def remove_stale_workdirs() -> None:
     """Remove what a check that was killed (SIGKILL, power) left: work directories whose owner has gone."""
     for work in Path(WORK_PARENT).glob(WORK_PREFIX + "*"):
         try:
-            owner: int | None = int((work / "owner.pid").read_text())
+            owner: int | None = int((work / "owner.pid").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             owner = None
         if owner is None and time.time() - work.stat().st_mtime < 600:
@@ -351,7 +351,7 @@ def remove_stale_workdirs() -> None:
 def mounts_under(path: Path) -> list[str]:
     prefix = str(path)
     found = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+    for line in Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines():
         mount_point = line.split()[4].replace("\\040", " ")
         if mount_point == prefix or mount_point.startswith(prefix + "/"):
             found.append(mount_point)
@@ -369,7 +369,7 @@ def processes_rooted_in(path: Path) -> list[tuple[int, int, str]]:
             root = os.readlink(entry / "root")
             if not (root == prefix or root.startswith(prefix + "/")):
                 continue
-            uid = next(int(line.split()[1]) for line in (entry / "status").read_text().splitlines()
+            uid = next(int(line.split()[1]) for line in (entry / "status").read_text(encoding="utf-8").splitlines()
                        if line.startswith("Uid:"))
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except (OSError, StopIteration, ValueError):

@@ -105,7 +105,7 @@ def shipped_rows(name: str) -> list[dict[str, Any]]:
     path = results.BUNDLED_DIR / name
     if not path.is_file():
         return []
-    sweep = records.load(json.loads(Path(path).read_text()))
+    sweep = records.load(json.loads(Path(path).read_text(encoding="utf-8")))
     return [dict(r) for r in getattr(sweep, "rows", [])]
 
 

@@ -204,7 +204,7 @@ def _component() -> Any:
 
             _COMPONENT = st.components.v2.component(
                 COMPONENT_NAME, html='<div class="bench-live-chart"></div>',
-                js=(ASSETS / "live_chart.js").read_text(), css=(ASSETS / "live_chart.css").read_text(),
+                js=(ASSETS / "live_chart.js").read_text(encoding="utf-8"), css=(ASSETS / "live_chart.css").read_text(encoding="utf-8"),
                 isolate_styles=False)  # Plotly styles its modebar and hover labels from the document's head
     return _COMPONENT
 

@@ -137,7 +137,7 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
 
     from bench import records, report
 
-    sweep = records.load(json.loads(path.read_text()))
+    sweep = records.load(json.loads(path.read_text(encoding="utf-8")))
     if not isinstance(sweep, records.Sweep):
         st.error(f"{path.name} is not a sweep result.")
         return

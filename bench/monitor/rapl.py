@@ -73,7 +73,7 @@ class RaplReader:
             if not _PACKAGE_DIR.fullmatch(path.name):
                 continue
             try:
-                name = (path / "name").read_text().strip()
+                name = (path / "name").read_text(encoding="utf-8").strip()
             except OSError:
                 name = "package"
             if name.startswith("package"):
@@ -97,7 +97,7 @@ class RaplReader:
 
 def _read_int(path: Path) -> int:
     try:
-        return int(path.read_text().strip())
+        return int(path.read_text(encoding="utf-8").strip())
     except ValueError as exc:
         raise OSError(f"{path} does not hold a whole number") from exc
 
