@@ -13,12 +13,13 @@ PIP         := $(VENV_PY) -m pip --disable-pip-version-check
 HADOLINT    ?= $(firstword $(wildcard $(VENV)/bin/hadolint) hadolint)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv install install-dev run test bench lint-docker image-check clean distclean
+.PHONY: help venv install install-dev run test typecheck bench lint-docker image-check clean distclean
 
 help:
 	@echo "Targets:"
 	@echo "  make run          install runtime deps into $(VENV) and serve the dashboard (PORT=$(PORT), ADDRESS=...)"
 	@echo "  make test         install dev deps and run all tests: unit, app, e2e (PYTEST_ARGS=...)"
+	@echo "  make typecheck    mypy over bench/ (every definition typed) and ui/ (also run by make test)"
 	@echo "  make bench        run the headless engine: python -m bench \$$ARGS (e.g. ARGS='--help')"
 	@echo "  make install      install requirements.txt into $(VENV) (only when it changed)"
 	@echo "  make install-dev  install requirements-dev.txt into $(VENV) (only when it changed)"
@@ -49,8 +50,11 @@ install-dev: $(VENV)/.installed-dev
 run: install
 	$(VENV)/bin/streamlit run app.py --server.port $(PORT) $(if $(ADDRESS),--server.address $(ADDRESS))
 
-test: install-dev
+test: install-dev typecheck
 	$(VENV_PY) -m pytest $(PYTEST_ARGS)
+
+typecheck: install-dev
+	$(VENV_PY) -m mypy
 
 bench: install
 	$(VENV_PY) -m bench $(ARGS)

@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from bench import metrics
 from bench import records as records_module
@@ -44,7 +44,7 @@ EXIT_NOT_STORED = 3  # the run ended but the store does not hold all of it; the 
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse prints usage + exits 2; keep it, but say what to do
+    def error(self, message: str) -> NoReturn:  # argparse prints usage + exits 2; keep it, but say what to do
         self.print_usage(sys.stderr)
         command = self.prog[len(PROG):].strip()
         where = f"{PROG} {command}" if command else PROG
@@ -485,9 +485,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"{f(row['achieved_gflops'], '.1f'):>8} {f(row['peak_gflops'], '.1f'):>8} {share:>8} "
               f"{f(row['mean_gpu_util_percent'], '.0f'):>6} {f(row['mean_cpu_percent'], '.0f'):>6}"
               f"{' *' if row in wide else '  '} {row.get('diagnosis_kind') or '—'}")
-    for target, entry in entries.items():
+    for target_text, entry in entries.items():
         if entry is not None:
-            print(f"peak of {target}: {entry['peak_gflops']:.1f} GFLOP/s, {peak_cache.describe(entry)}")
+            print(f"peak of {target_text}: {entry['peak_gflops']:.1f} GFLOP/s, {peak_cache.describe(entry)}")
     if any(row["peak_stale"] for row in rows):
         print("re-probe: the run achieved more than the measured peak, so its share is not shown; the peak is "
               "measured again when no run is active (`python -m bench.probe --refresh`).")

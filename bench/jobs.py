@@ -137,7 +137,7 @@ class JobManager:
         if peaks:
             meta["peaks"] = {target: None for target in peaks}
         with self._lock:
-            group = {"id": len(self._groups) + 1, "kind": kind, "run_ids": [], "meta": meta, "created_at": time.time()}
+            group: dict[str, Any] = {"id": len(self._groups) + 1, "kind": kind, "run_ids": [], "meta": meta, "created_at": time.time()}
             self._groups.append(group)
         for target, config in (peaks or {}).items():
             self._queue_peak(_PeakJob(config.device, config.cpu_threads, False, group_id=group["id"], target=target))

@@ -104,7 +104,7 @@ def record_from_store(run: Mapping[str, Any]) -> dict[str, Any]:
     """A run from ``Store.get_run(...)`` as a ``bench.run/1`` record (built by ``records.run_record``, as a live
     run's is). The summary is computed from the epochs and samples the run has, whatever its status."""
     return records.run_record(
-        id=run.get("id"), status=run.get("status"), config=run.get("config") or {}, hardware=run.get("hardware"),
+        id=run.get("id"), status=str(run.get("status")), config=run.get("config") or {}, hardware=run.get("hardware"),
         info=run.get("info"), created_at=run.get("created_at"), started_at=run.get("started_at"),
         ended_at=run.get("ended_at"), error=run.get("error"), store_error=None, epochs=run.get("epochs") or [],
         samples=run.get("samples") or [], label=run.get("label"))
@@ -274,8 +274,9 @@ def _run_headline(record: Mapping[str, Any]) -> str:
 
 def _run_section(record: Mapping[str, Any], name: str) -> str:
     summary = run_summary.summarize(record.get("epochs") or [], record.get("samples") or [])
-    info = record.get("info") if isinstance(record.get("info"), Mapping) else {}
-    error = record.get("error") if isinstance(record.get("error"), Mapping) else None
+    raw_info, raw_error = record.get("info"), record.get("error")
+    info: Mapping[str, Any] = raw_info if isinstance(raw_info, Mapping) else {}
+    error: Mapping[str, Any] | None = raw_error if isinstance(raw_error, Mapping) else None
     facts: list[tuple[str, str]] = [
         ("run", f"#{record.get('id')} · {run_label(record)}"),
         ("status", str(record.get("status"))),
@@ -298,7 +299,8 @@ def _run_section(record: Mapping[str, Any], name: str) -> str:
     if error:
         facts.append(("error", f"{error.get('message') or error.get('error_type')} — {error.get('hint') or ''}"))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
-    config = record.get("config") if isinstance(record.get("config"), Mapping) else {}
+    raw_config = record.get("config")
+    config: Mapping[str, Any] = raw_config if isinstance(raw_config, Mapping) else {}
     config_rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e('—' if v is None else v)}</td></tr>" for k, v in config.items())
     return (f"<section class='run'><h2>{_e(name)}</h2><p>{_e(_run_headline(record))}</p>"
             f"<table>{rows}</table><h3>Configuration</h3><table class='config'>{config_rows}</table></section>")
@@ -326,8 +328,9 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
         for i, pair in enumerate(pairs, start=1):
             named = {**pair, "baseline_target": names[0], "target": names[i] if i < len(names) else pair.get("target")}
             headlines.append(compare.headline(named))
-            if compare.caution(pair):
-                headlines.append("Caution: " + compare.caution(pair))
+            caution = compare.caution(pair)
+            if caution:
+                headlines.append("Caution: " + caution)
         title = "Training speed: " + " vs ".join(names)
     else:
         headlines = [_run_headline(doc)]
@@ -344,8 +347,9 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
     intro += "".join(_run_section(r, n) for r, n in zip(runs, names))
     intro += f"<p class='note'>Generated {_e(time.strftime('%Y-%m-%d %H:%M:%S'))} by bench.</p>" + _CSS
 
-    series = [{"label": n, "epochs": list(r.get("epochs") or []), "samples": list(r.get("samples") or []),
-               "phases": (r.get("info") or {}).get("phases")} for r, n in zip(runs, names)]
+    series: list[dict[str, Any]] = [
+        {"label": n, "epochs": list(r.get("epochs") or []), "samples": list(r.get("samples") or []),
+         "phases": (r.get("info") or {}).get("phases")} for r, n in zip(runs, names)]
     figures = [charts.epoch_time_figure(series)]
     if any(s["samples"] for s in series):
         figures.append(charts.utilization_figure(series))
@@ -424,7 +428,7 @@ def _partial_copy(store: Any, run: Mapping[str, Any]) -> int | None:
     """The id of this run's own copy in ``store`` when the store holds one (the same id, creation time and config:
     a run whose store failed mid-way, and whose whole record the CLI kept in a file), else None."""
     run_id = run.get("id")
-    if not _is_int(run_id) or run_id < 1 or not _is_number(run.get("created_at")):
+    if not isinstance(run_id, int) or not _is_int(run_id) or run_id < 1 or not _is_number(run.get("created_at")):
         return None
     stored = store.get_run(run_id, with_samples=False)
     if stored is None or stored.get("created_at") != run["created_at"] or stored.get("config") != run["config"]:

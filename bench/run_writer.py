@@ -179,6 +179,7 @@ class RunWriter:
             with self._lock:
                 ids = [s.id for s in current if s.stored and s.status not in TERMINAL]
             try:
+                assert self.store is not None  # the keeper starts only with a store
                 self.store.heartbeat(ids)
             except StoreError as exc:
                 log.debug("heartbeat not written: %s", exc)

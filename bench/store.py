@@ -192,6 +192,7 @@ class Store:
                 (created_at or now, status, json.dumps(config), label, self.owner.pid, self.owner.host,
                  self.owner.started, now),
             )
+            assert cur.lastrowid is not None  # an INSERT always sets it
             return int(cur.lastrowid)
 
     def update_run(self, run_id: int, **fields: Any) -> None:

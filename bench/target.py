@@ -32,7 +32,7 @@ class Target:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"target kind {self.kind!r} is unknown; one of {', '.join(KINDS)}")
-        if (self.kind == "gpu") != (_whole(self.index) and self.index >= 0):
+        if (self.kind == "gpu") != (isinstance(self.index, int) and _whole(self.index) and self.index >= 0):
             raise ValueError(f"a GPU index >= 0 belongs to kind 'gpu' only (got {self.kind!r}, {self.index!r})")
         if self.threads is not None and (self.kind != "cpu" or not _whole(self.threads) or self.threads < 1):
             raise ValueError(f"a thread count >= 1 belongs to kind 'cpu' only (got {self.kind!r}, {self.threads!r})")
@@ -81,7 +81,8 @@ class Target:
             ValueError: the device or thread count stored there is malformed.
         """
         if isinstance(source, Mapping):
-            config = source.get("config") if isinstance(source.get("config"), Mapping) else source
+            inner = source.get("config")
+            config: Mapping[str, Any] = inner if isinstance(inner, Mapping) else source
             return cls.from_device(config.get("device", "cpu"), config.get("cpu_threads"))
         return cls.from_device(source.device, source.cpu_threads)
 

@@ -9,6 +9,7 @@ import struct
 import tokenize
 import zipfile
 import zlib
+from typing import Any
 
 import numpy as np
 
@@ -56,11 +57,12 @@ def _size(n_bytes: int) -> str:
     """A byte count in the largest fitting binary unit, e.g. "256 bytes", "250.0 KiB", "23.3 TiB"."""
     if n_bytes < 1024:
         return f"{n_bytes} bytes"
+    size = float(n_bytes)
     for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        n_bytes /= 1024
-        if n_bytes < 1024 or unit == "PiB":
+        size /= 1024
+        if size < 1024 or unit == "PiB":
             break
-    return f"{n_bytes:.1f} {unit}"
+    return f"{size:.1f} {unit}"
 
 
 # What reading a damaged or forged file raises from zipfile, zlib and numpy's .npy header parser (found by fuzzing:
@@ -267,6 +269,7 @@ def _validate_npz_arrays(path: str, arrays: dict[str, np.ndarray]) -> DatasetInf
 def _npz_to_convention(info: DatasetInfo, arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
     """Validated raw arrays -> the common convention (int images divided by 255, or by their max when larger)."""
     out: list[np.ndarray] = []
+    xs: list[Any]
     x_train, x_test = arrays["x_train"], arrays["x_test"]
     if info.modality == "text":
         xs = [x.astype(np.int32) for x in (x_train, x_test)]
