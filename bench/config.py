@@ -10,7 +10,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import datasets, devices, models, settings
+from bench import settings
+from bench.training import datasets, models
+from bench.hardware import devices
 from bench.errors import ConfigError as ConfigError  # raised by validate(); callers catch it from here
 from bench.target import Target
 
@@ -101,7 +103,7 @@ class RunConfig:
         """Check every field; return self when valid.
 
         Args:
-            hardware: a ``bench.devices.Hardware``; discovered when None (needed for GPU devices).
+            hardware: a ``bench.hardware.devices.Hardware``; discovered when None (needed for GPU devices).
 
         Raises:
             ConfigError: listing every problem found, each with what is allowed.

@@ -28,7 +28,8 @@ from typing import Any
 
 import psutil
 
-from bench import records, run_summary, settings
+from bench import records, settings
+from bench.analysis import run_summary
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

@@ -135,7 +135,7 @@ class Target:
         return f"CPU ({self.threads} thread{'s' if self.threads != 1 else ''})"
 
     def label_on(self, hardware: Any) -> str:
-        """The label with what ``hardware`` (a ``bench.devices.Hardware``) says: "CPU (16 cores)", "GPU 0: NVIDIA
+        """The label with what ``hardware`` (a ``bench.hardware.devices.Hardware``) says: "CPU (16 cores)", "GPU 0: NVIDIA
         H100", "All 2 GPUs"."""
         if self.kind == "cpu" and self.threads is None:
             return f"CPU ({hardware.cpu.logical_cores} cores)"

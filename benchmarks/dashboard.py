@@ -269,7 +269,7 @@ def prestarted_first_batches(browser: Any, server: DashboardServer, config: Any,
                              say: Callable[[str], None]) -> list[float | None]:
     """Start click to first batch when the dashboard's pre-started worker takes the run: one cold run first (after
     which the server keeps a spare), then each run waits for the spare to have loaded the framework."""
-    from bench.worker import SPARE_READY_LINE
+    from bench.runs.worker import SPARE_READY_LINE
 
     spare_log = server.store_path.parent / "logs" / "run-spare.log"
     server_run(browser, server, config, watch=False)

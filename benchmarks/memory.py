@@ -25,7 +25,7 @@ def draw(snap: Any) -> int:
     """What the live panel builds per refresh (ui.live.render_run), with Streamlit's serialisation; returns bytes."""
     import plotly.io as pio
 
-    from bench import charts
+    from bench.output import charts
 
     series = [{"label": f"#{snap.id}", "epochs": snap.epochs, "samples": snap.samples}]
     figures = [charts.epoch_time_figure(series), charts.utilization_figure(series)]
@@ -39,7 +39,7 @@ def figure_timings(snap: Any, repeats: int) -> dict[str, float | None]:
     """Median milliseconds to build and serialise each live figure from this snapshot (where the panel's time goes)."""
     import plotly.io as pio
 
-    from bench import charts
+    from bench.output import charts
 
     series = [{"label": f"#{snap.id}", "epochs": snap.epochs, "samples": snap.samples}]
     no_lines = [{**series[0], "epochs": []}]
@@ -73,7 +73,7 @@ def memory_main(cores: int, gpus: int, real_s: float, after_s: float, trace: boo
     import psutil
 
     from bench.config import RunConfig
-    from bench.jobs import JobManager
+    from bench.runs.jobs import JobManager
     from bench.store import Store
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-mem-"))

@@ -2,8 +2,8 @@
 (which hands over to this module's :func:`main`), or ``python -m benchmarks.overhead`` from the checkout.
 
 Every figure compares our path with a minimal one IN THE SAME PASS, alternating the two, because a shared machine
-drifts: a bare ``model.fit`` (benchmarks.baseline, on what ``bench.worker.prepare_training`` prepares) against our
-worker run through :class:`bench.jobs.JobManager`, against the same run started from a real dashboard server watched
+drifts: a bare ``model.fit`` (benchmarks.baseline, on what ``bench.runs.worker.prepare_training`` prepares) against our
+worker run through :class:`bench.runs.jobs.JobManager`, against the same run started from a real dashboard server watched
 live by headless Chromium (benchmarks.dashboard), and against our worker with the sampler switched off. Beside those:
 how long a cold server takes to show the Train page, how long a Start click takes to a first finished batch, what one
 live-panel refresh costs the server (benchmarks.render_cost) and how far memory grows over a 30-minute run
@@ -72,8 +72,8 @@ def engine_run(manager: Any, config: Any, timeout_s: float = 900.0) -> dict[str,
 
 
 def machine() -> dict[str, Any]:
-    """Where the figures come from, as bench.devices.discover() describes this machine."""
-    from bench import devices
+    """Where the figures come from, as bench.hardware.devices.discover() describes this machine."""
+    from bench.hardware import devices
 
     hw = devices.discover()
     return {
@@ -87,7 +87,7 @@ def machine() -> dict[str, Any]:
 
 def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Measure every figure on this machine; returns the result dict (see ``result_from`` for its keys)."""
-    from bench.jobs import JobManager, default_sampler
+    from bench.runs.jobs import JobManager, default_sampler
     from bench.store import Store
 
     t_start = time.monotonic()

@@ -38,7 +38,7 @@ def render_main(real_s: float, repeats: int) -> dict[str, Any]:
     """AppTest wall time of the Train page and of the live panel's body, with a live 30-minute run in the manager."""
     sys.path.insert(0, str(ROOT))
     from bench.config import RunConfig
-    from bench.jobs import JobManager
+    from bench.runs.jobs import JobManager
     from bench.store import Store
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-render-"))

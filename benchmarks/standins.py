@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench import events
+from bench.runs import events
 
 SIMULATED_RUN_S = 1800.0  # the memory figure is for a 30-minute run
 SIMULATED_INTERVAL_S = 0.5
@@ -80,7 +80,7 @@ class ReplayedWorker:
 
 def realistic_sample(i: int, cores: int, gpus: int, interval_s: float = SIMULATED_INTERVAL_S) -> Any:
     """Sample i of a run on a machine with ``cores`` cores and ``gpus`` GPUs, built through the real Sample types."""
-    from bench.monitor import GpuReading, Sample
+    from bench.hardware.monitor import GpuReading, Sample
 
     per_core = [round(random.uniform(0, 100), 1) for _ in range(cores)]
     readings = [GpuReading(index=k, name="NVIDIA H100 80GB HBM3", util_percent=float(random.randint(0, 100)),

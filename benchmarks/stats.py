@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bench import metrics
+from bench.analysis import metrics
 
 SCHEMA = "bench.overhead/1"
 REFRESH_S = 1.0  # ui.live.REFRESH_S: the live panel (and the sidebar status) rerun once a second per watching session

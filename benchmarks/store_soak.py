@@ -69,7 +69,7 @@ def _timed_store(path: Path, latencies: list[float]) -> Any:
 def child(index: int, store_path: Path, seconds: float, out: Path) -> None:
     """One writing process: runs back to back until ``seconds`` pass, listing the store all the while."""
     from bench.config import RunConfig
-    from bench.jobs import JobManager
+    from bench.runs.jobs import JobManager
     from bench.store import Store, StoreError
     # by its importable name: under `python -m` this module is __main__, which a spawned worker cannot import
     from benchmarks.store_soak import soak_worker

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bench import compare, models
+from bench.analysis import compare
+from bench.training import models
 from bench.config import ConfigError
 from ui import common, config_form, present, results, url_state
 

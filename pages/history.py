@@ -5,8 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from bench import compare, display, metrics, models, report, run_summary
-from bench.jobs import RunActiveError
+from bench.analysis import compare, metrics, run_summary
+from bench.output import display, report
+from bench.training import models
+from bench.runs.jobs import RunActiveError
 from ui import common, results
 from ui.safe_text import escape
 

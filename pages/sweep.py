@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bench import charts, compare, models, peak_cache
+from bench.output import charts
+from bench.analysis import compare
+from bench.training import models
+from bench.hardware import peak_cache
 from bench.config import ConfigError
 from ui import common, config_form, live, results
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from bench import diagnosis, peak_cache, probe
+from bench.analysis import diagnosis
+from bench.hardware import peak_cache, probe
 from bench.target import Target
 from ui import common, live
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bench import devices
+from bench.hardware import devices
 from bench.config import ConfigError
 from ui import common, config_form, live, present, url_state
 

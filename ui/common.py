@@ -10,8 +10,10 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from bench import charts, devices, settings
-from bench.jobs import JobManager
+from bench import settings
+from bench.output import charts
+from bench.hardware import devices
+from bench.runs.jobs import JobManager
 from bench.store import Store, StoreError
 from ui import present
 from ui.safe_text import escape

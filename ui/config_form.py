@@ -9,7 +9,8 @@ from typing import Any
 
 import streamlit as st
 
-from bench import datasets, devices, models
+from bench.training import datasets, models
+from bench.hardware import devices
 from bench.config import (EPOCHS_MAX, OPTIMIZERS, PRECISIONS, STEPS_PER_EXECUTION_BACKENDS, STEPS_PER_EXECUTION_MAX,
                           RunConfig)
 from bench.target import Target

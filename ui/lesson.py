@@ -17,9 +17,12 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from bench import charts, compare, devices, metrics, records
+from bench import records
+from bench.output import charts
+from bench.analysis import compare, metrics
+from bench.hardware import devices
 from bench.config import RunConfig
-from bench.jobs import JobManager
+from bench.runs.jobs import JobManager
 from ui import present, results
 
 SHIPPED_LABEL = "Measured on an NVIDIA H100 by this project, not live"

@@ -13,8 +13,9 @@ from typing import Any, Callable
 import plotly.graph_objects as go
 import streamlit as st
 
-from bench import charts, display, metrics, report
-from bench.jobs import JobManager, RunSnapshot
+from bench.output import charts, display, report
+from bench.analysis import metrics
+from bench.runs.jobs import JobManager, RunSnapshot
 from bench.records import Status
 from ui import live_chart, peak, present
 from ui.safe_text import escape
@@ -27,7 +28,7 @@ REFRESH_S = 1.0
 # (ui/live_chart.py) and the loss chart changes once an epoch.
 CHART_REFRESH_S = 2.0
 # After Start on a ready pre-started worker the page waits up to this long for the first finished batch before it
-# redraws (bench.jobs.JobManager.wait_first_batch): about 0.7 s on a 2-core machine for the default run, whose data
+# redraws (bench.runs.jobs.JobManager.wait_first_batch): about 0.7 s on a 2-core machine for the default run, whose data
 # and model the worker built ahead. A run it did not build ahead shows its phases after this wait.
 FIRST_BATCH_WAIT_S = 1.2
 NVML_NOTE = (
@@ -75,7 +76,7 @@ def metric_tiles(snap: RunSnapshot) -> None:
     peak.render_epoch(snap)
 
 
-# what a starting run waits for, by the phase its worker reports (bench.worker.prepare_training, the supervisor)
+# what a starting run waits for, by the phase its worker reports (bench.runs.worker.prepare_training, the supervisor)
 STARTING = {"starting worker": "Starting the worker", "loading data": "Building the data",
             "building model": "Building the model", "training": "Tracing the first step"}
 

@@ -1,6 +1,6 @@
 """Append-only live charts: a components-v2 element that draws a Plotly figure once per viewer and then appends.
 
-The server builds the whole figure (bench.charts) once per chart refresh for every viewer of a run; this module
+The server builds the whole figure (bench.output.charts) once per chart refresh for every viewer of a run; this module
 turns it into what one viewer's browser lacks: the points of each trace past the last x that browser holds, and the
 layout keys that changed (an epoch mark, a title). The browser calls ``Plotly.newPlot`` once and
 ``Plotly.extendTraces`` / ``Plotly.relayout`` after, keeping the viewer's zoom, and thins its oldest points itself.

@@ -12,14 +12,15 @@ from typing import Any
 
 import streamlit as st
 
-from bench import compare, peak_cache
+from bench.analysis import compare
+from bench.hardware import peak_cache
 
 NOT_MEASURED = ("peak not measured yet: a Sweep measures it first, or press **Measure peak** on the System page "
-                "(or run `python -m bench.probe`)")
+                "(or run `python -m bench.hardware.probe`)")
 
 
 def peak_of(config: Mapping[str, Any] | Any) -> dict[str, Any] | None:
-    """The cached best peak of a run's target (bench.peak_cache.lookup), or None: never measured, several GPUs, or a
+    """The cached best peak of a run's target (bench.hardware.peak_cache.lookup), or None: never measured, several GPUs, or a
     malformed config."""
     data = config.to_dict() if hasattr(config, "to_dict") else dict(config or {})
     target = compare.target_of({"config": data})

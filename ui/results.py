@@ -9,10 +9,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from bench import charts, compare, diagnosis, display, metrics, references
-from bench.jobs import JobManager
+from bench.output import charts, display
+from bench.analysis import compare, diagnosis, metrics, references
+from bench.runs.jobs import JobManager
 from bench.records import ACTIVE, Status
-from bench.run_state import RunSnapshot
+from bench.runs.run_state import RunSnapshot
 from bench.target import Target
 from ui import live, peak, present
 from ui.safe_text import escape
@@ -135,7 +136,8 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
     """A `python -m bench sweep --json` file: its table and charts, labelled with the machine it came from."""
     import json
 
-    from bench import records, report
+    from bench import records
+    from bench.output import report
 
     sweep = records.load(json.loads(path.read_text(encoding="utf-8")))
     if not isinstance(sweep, records.Sweep):
@@ -185,7 +187,7 @@ def headline_block(records: Sequence[Mapping[str, Any]], prices: Mapping[str, fl
 
 
 def diagnosis_block(records: Sequence[Mapping[str, Any]]) -> None:
-    """Why each ended run went at its speed (bench.diagnosis), beside the headline; explained on the System page."""
+    """Why each ended run went at its speed (bench.analysis.diagnosis), beside the headline; explained on the System page."""
     lines = []
     for record in records:
         if record.get("status") not in (Status.FINISHED, Status.STOPPED, Status.INTERRUPTED):
@@ -279,7 +281,7 @@ def group_chart_state(group: Mapping[str, Any], runs: Sequence[RunSnapshot]) -> 
 
 def export_buttons(records: Sequence[Mapping[str, Any]], *, key: str, name: str | None = None) -> None:
     """JSON, HTML report and (for one run) CSV downloads; files are built only when a button is clicked."""
-    from bench import report
+    from bench.output import report
 
     records = list(records)
     export = records[0] if len(records) == 1 else report.comparison_record(records)
@@ -339,7 +341,7 @@ def common_can_control() -> bool:
 
 def show_imported(data: bytes, key: str = "imported") -> None:
     """Validate an uploaded JSON result and show it with the hardware it was measured on."""
-    from bench import report
+    from bench.output import report
 
     try:
         payload = report.load_record_file(data)

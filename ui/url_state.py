@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import models
+from bench.training import models
 from bench.config import ConfigError, RunConfig
 from ui.safe_text import code, escape
 
@@ -23,7 +23,7 @@ FORM_KEYS: dict[str, str] = {"dataset": "dataset", "model": "model", "size": "si
 INT_FIELDS = ("epochs", "batch_size", "limit_samples", "seed")
 TRAIN_FIELDS = tuple(FORM_KEYS)
 COMPARE_FIELDS = tuple(f for f in FORM_KEYS if f != "device")
-# A preset's name in a link -> the preset (bench.models.PRESETS). One table, so a renamed preset keeps its old links.
+# A preset's name in a link -> the preset (bench.training.models.PRESETS). One table, so a renamed preset keeps its old links.
 PRESET_URL_NAMES: dict[str, str] = {name: name for name in models.PRESETS}
 OTHER_PARAMS = ("preset", "targets", "present")
 
@@ -81,7 +81,7 @@ def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Any | N
     Args:
         params: the query parameters (name -> text).
         fields: the URL fields this page's form has (TRAIN_FIELDS or COMPARE_FIELDS).
-        hardware: a ``bench.devices.Hardware`` for device checks.
+        hardware: a ``bench.hardware.devices.Hardware`` for device checks.
         devices: the device choices the form offers (Train).
         target_options: the targets the page offers (Compare); None when the page has no ``targets``.
 

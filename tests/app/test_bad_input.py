@@ -24,7 +24,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bench import cli, datasets, report
+from bench import cli
+from bench.training import datasets
+from bench.output import report
 from bench.config import ConfigError, RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -45,7 +45,7 @@ def test_train_page_controls_and_defaults():
 
 def test_train_page_says_plainly_when_no_gpu_exists():
     at = app("pages/train.py").run()
-    from bench import devices
+    from bench.hardware import devices
 
     hw = devices.discover()
     if hw.gpus:
@@ -90,7 +90,7 @@ def test_start_queues_a_run_and_the_panel_shows_it():
 
 @pytest.mark.parametrize("spare", ["ready", "loading", None])
 def test_start_on_a_ready_spare_waits_for_the_first_batch_before_redrawing(monkeypatch, spare):
-    from bench.jobs import JobManager
+    from bench.runs.jobs import JobManager
     from ui import live
 
     waits = []
@@ -129,7 +129,7 @@ def test_system_page_measures_and_lists_the_matmul_peak():
 
 
 def test_a_finished_comparison_shows_its_headline_and_export_buttons():
-    from bench import compare
+    from bench.analysis import compare
     from bench.config import RunConfig
     from ui.common import get_hardware, get_manager
 
@@ -220,7 +220,7 @@ def test_compare_figures_are_built_once_for_every_viewer(monkeypatch):
     """Two browsers on one comparison: the manager's group is drawn from one cached figure per state."""
     import streamlit as st
 
-    from bench import charts
+    from bench.output import charts
     from bench.config import RunConfig
     from tests.unit import fake_workers
     from ui import common

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bench import devices
+from bench.hardware import devices
 from ui import lesson
 
 ROOT = Path(__file__).resolve().parents[2]

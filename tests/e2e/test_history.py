@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import report
+from bench.output import report
 from bench.store import Store
 from tests.e2e.conftest import ROOT, Server, screenshot
 from tests.polling import wait_for

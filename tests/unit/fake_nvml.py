@@ -2,7 +2,7 @@
 
 Each factory returns a :class:`FakeNvml` exposing the pynvml functions the project uses, the NVML constants it reads,
 and pynvml's REAL exception classes (``NVMLError`` and its ``NVMLError_*`` subclasses), so ``except module.NVMLError``
-behaves exactly as with the real library. Inject one with ``bench.monitor.nvml.set_module(fake)``.
+behaves exactly as with the real library. Inject one with ``bench.hardware.monitor.nvml.set_module(fake)``.
 
 Scenarios: :func:`two_gpus`, :func:`not_supported`, :func:`gpu_lost_after`, :func:`missing`, :func:`no_gpu`, and for
 what the GPU really did: :func:`hopper_with_gpm`, :func:`older_without_gpm`, :func:`no_energy_counter`,

@@ -6,7 +6,7 @@ import os
 import time
 from typing import Any
 
-from bench.events import emit as _emit  # the worker's own event maker: fakes send what the real worker sends
+from bench.runs.events import emit as _emit  # the worker's own event maker: fakes send what the real worker sends
 
 
 def quick(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
@@ -85,8 +85,8 @@ def _train_one_epoch_then(error: BaseException) -> Any:
 
 
 def real_worker_gpu_oom(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
-    """bench.worker.worker_main (the real error path) around a train() that hits the framework's device OOM."""
-    from bench import worker
+    """bench.runs.worker.worker_main (the real error path) around a train() that hits the framework's device OOM."""
+    from bench.runs import worker
 
     worker.train = _train_one_epoch_then(ResourceExhaustedError(
         "OOM when allocating tensor with shape[65536,4096] and type float on /job:localhost/replica:0/task:0/device:GPU:0"))
@@ -94,8 +94,8 @@ def real_worker_gpu_oom(config: dict[str, Any], queue: Any, stop_event: Any, log
 
 
 def real_worker_host_oom(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
-    """bench.worker.worker_main (the real error path) around a train() that runs out of host memory."""
-    from bench import worker
+    """bench.runs.worker.worker_main (the real error path) around a train() that runs out of host memory."""
+    from bench.runs import worker
 
     worker.train = _train_one_epoch_then(MemoryError("Unable to allocate 37.3 GiB for an array"))
     worker.worker_main(config, queue, stop_event, log_path)
@@ -112,8 +112,8 @@ def _slow_train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestart
 
 
 def real_worker_slow(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
-    """bench.worker.worker_main around a train() of config['epochs'] epochs of 0.2 s (no framework import)."""
-    from bench import worker
+    """bench.runs.worker.worker_main around a train() of config['epochs'] epochs of 0.2 s (no framework import)."""
+    from bench.runs import worker
 
     worker.train = _slow_train
     worker.worker_main(config, queue, stop_event, log_path)
@@ -131,9 +131,9 @@ class StopAtCall:
 
 
 def stop_within_execution(config: dict[str, Any], queue: Any, stop_at_call: int) -> None:
-    """The real worker's model and callback (bench.worker) trained with a Stop that arrives at the ``stop_at_call``-th
+    """The real worker's model and callback (bench.runs.worker) trained with a Stop that arrives at the ``stop_at_call``-th
     batch start; reports the steps the optimizer actually ran and whether the callback saw the Stop."""
-    from bench import worker
+    from bench.runs import worker
 
     worker.prepare_environment(config)
     training = worker.prepare_training(config)
@@ -142,7 +142,7 @@ def stop_within_execution(config: dict[str, Any], queue: Any, stop_at_call: int)
     with training.scope():
         training.model.fit(**training.fit_arguments(), callbacks=[callback])
     iterations = training.model.optimizer.iterations
-    # a test-only report, not a worker event (bench.events refuses kinds the worker does not send)
+    # a test-only report, not a worker event (bench.runs.events refuses kinds the worker does not send)
     queue.put({"type": "result", "time": time.time(),
                "iterations": int(iterations.numpy() if hasattr(iterations, "numpy") else iterations),
                "stopped": callback.stopped, "batch_starts": stop.calls,

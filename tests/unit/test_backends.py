@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from bench.config import RunConfig
-from bench.jobs import JobManager
+from bench.runs.jobs import JobManager
 
 HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
 

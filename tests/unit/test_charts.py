@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench import chart_style, charts
+from bench.output import chart_style, charts
 
 
 def epochs(n: int) -> list[dict]:
@@ -272,7 +272,7 @@ def test_every_figure_has_the_white_template_whatever_plotlys_default(monkeypatc
     import plotly.graph_objects as go
     import plotly.io as pio
 
-    from bench import chart_style
+    from bench.output import chart_style
 
     monkeypatch.setattr(pio.templates, "default", default)  # "plotly": something reset the default after import
     fig = chart_style.layout(go.Figure(go.Bar(x=[1], y=[2])), "t")

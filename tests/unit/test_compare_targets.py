@@ -1,4 +1,4 @@
-"""Tests for bench.compare's target handling and for reference_pairs, the ratio of this tool's own runs."""
+"""Tests for bench.analysis.compare's target handling and for reference_pairs, the ratio of this tool's own runs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bench import compare
+from bench.analysis import compare
 from bench.config import ConfigError, RunConfig
 from bench.target import Target
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench import devices
+from bench.hardware import devices
 from bench.config import ConfigError, RunConfig
 from bench.target import Target
 

@@ -1,4 +1,4 @@
-"""Comparison energy and cost (bench.compare): hourly prices entered by the user, energy from the run summaries, and
+"""Comparison energy and cost (bench.analysis.compare): hourly prices entered by the user, energy from the run summaries, and
 the headline that says them, or says which side was not measured and why."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from bench import compare, records
+from bench import records
+from bench.analysis import compare
 from bench.config import ConfigError, RunConfig
 
 RAPL = "RAPL not readable here: /sys/class/powercap is absent"

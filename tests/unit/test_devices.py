@@ -1,4 +1,4 @@
-"""Tests for bench.devices: hardware discovery, device names, CUDA_VISIBLE_DEVICES, the framework's CUDA support."""
+"""Tests for bench.hardware.devices: hardware discovery, device names, CUDA_VISIBLE_DEVICES, the framework's CUDA support."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import devices
+from bench.hardware import devices
 from bench.config import RunConfig
-from bench.devices import GpuInfo, Hardware, device_choices, discover
-from bench.monitor import nvml
+from bench.hardware.devices import GpuInfo, Hardware, device_choices, discover
+from bench.hardware.monitor import nvml
 from bench.target import Target
 
 try:
@@ -201,7 +201,7 @@ def test_framework_has_cuda_tensorflow_without_importing_it() -> None:
     if not HAS_TENSORFLOW:
         pytest.skip("tensorflow is not installed here")
     code = (
-        "import json, sys; from bench import devices; "
+        "import json, sys; from bench.hardware import devices; "
         "r = devices.framework_has_cuda('tensorflow'); hw = devices.discover(); "
         "heavy = ('tensorflow', 'keras', 'jax', 'torch', 'streamlit'); "
         "print(json.dumps([r, sorted(m for m in heavy if m in sys.modules)]))"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench import compare, diagnosis, records, run_summary
+from bench import records
+from bench.analysis import compare, diagnosis, run_summary
 
 
 def _epochs(seconds: float, n: int = 4, samples: int = 8000) -> list[dict]:

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from bench import display
+from bench.output import display
 
 
 @pytest.mark.parametrize("raw, short", [

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from bench import energy, run_summary
+from bench.hardware import energy
+from bench.analysis import run_summary
 from bench.config import RunConfig
-from bench.monitor import Sampler, nvml
-from bench.monitor.rapl import RaplReader
-from bench.run_state import RunState
-from bench.run_writer import RunWriter
-from bench.supervisor import Supervisor
+from bench.hardware.monitor import Sampler, nvml
+from bench.hardware.monitor.rapl import RaplReader
+from bench.runs.run_state import RunState
+from bench.runs.run_writer import RunWriter
+from bench.runs.supervisor import Supervisor
 
 try:
     from tests.unit import fake_nvml

@@ -12,8 +12,8 @@ from collections import Counter
 from typing import Any
 
 from bench.config import RunConfig
-from bench.run_state import RunState
-from bench.run_writer import RunWriter
+from bench.runs.run_state import RunState
+from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
 
 TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,

@@ -2,7 +2,7 @@
 a server restart, a store that cannot be written, a worker that hangs mid-epoch.
 
 Every test goes through a JobManager with real spawned worker processes (the stand-ins of fake_workers.py; the OOM
-ones run bench.worker.worker_main, the real error path, around a fake train()).
+ones run bench.runs.worker.worker_main, the real error path, around a fake train()).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from bench.config import RunConfig
-from bench.jobs import JobManager
-from bench.monitor import nvml
+from bench.runs.jobs import JobManager
+from bench.hardware.monitor import nvml
 from bench.store import Store, StoreError
 from tests.polling import wait_for
 from tests.unit import fake_nvml, fake_workers
@@ -172,7 +172,7 @@ def test_nvml_call_not_supported_mid_run_gives_none_for_that_reading_only(store,
 SERVER_SCRIPT = textwrap.dedent("""
     import sys, time
     from bench.config import RunConfig
-    from bench.jobs import JobManager
+    from bench.runs.jobs import JobManager
     from bench.store import Store
     from tests.unit import fake_workers
 
@@ -205,7 +205,9 @@ def test_server_killed_mid_run_then_restarted_marks_it_interrupted_and_keeps_epo
         assert worker_pid, "the worker's pid is stored with the run"
         # an orphaned worker would go on training and skew the next run's timing (and keep the GPU's memory)
         wait_for(lambda: not pid_alive(worker_pid), 10, "the worker to end with its server")
-        assert Store(path).get_run(run["id"])["status"] == "running", "nobody was left to record the end"
+        with sqlite3.connect(path) as con:  # the row as left (a reader through Store settles dead owners first)
+            raw_status = con.execute("SELECT status FROM runs WHERE id = ?", (run["id"],)).fetchone()[0]
+        assert raw_status == "running", "nobody was left to record the end"
 
         restarted = JobManager(Store(path), hardware=HW, worker_target=fake_workers.quick)
         assert restarted.interrupted_at_start == [run["id"]]
@@ -301,7 +303,7 @@ def test_a_failing_store_is_logged_once_per_outage(store, monkeypatch, caplog):
     assert jm.wait(run_id, timeout_s=30).status == "finished"
     for name in ("add_epoch", "add_epochs", "add_samples", "update_run"):
         monkeypatch.setattr(store, name, failing)
-    with caplog.at_level("WARNING", logger="bench.jobs"):
+    with caplog.at_level("WARNING", logger="bench.runs.jobs"):
         run_id = jm.submit(TINY.replace(epochs=8, sample_interval_s=0.1))
         snap = jm.wait(run_id, timeout_s=30)
     assert len(snap.samples) > 8 and len(snap.epochs) == 8

@@ -20,9 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench import cli, datasets, records
+from bench import cli, limits, records
+from bench.training import datasets
 from bench.config import RunConfig
-from bench.devices import CpuInfo, Hardware
+from bench.hardware.devices import CpuInfo, Hardware
 from ui import url_state
 
 EXAMPLES = int(os.environ.get("BENCH_FUZZ_EXAMPLES", "40"))
@@ -93,15 +94,15 @@ def test_the_record_loader_returns_a_record_or_says_what_is_wrong(record: Any) -
     assert isinstance(loaded, records.RunRecord)
     for key in ("created_at", "started_at", "ended_at"):
         value = getattr(loaded, key)
-        assert value is None or records.TIME_MIN_S <= value <= records.TIME_MAX_S, (key, value)
-    assert all(1 <= e.epoch <= records.EPOCH_MAX for e in loaded.epochs)
+        assert value is None or limits.TIME_MIN_S <= value <= limits.TIME_MAX_S, (key, value)
+    assert all(1 <= e.epoch <= limits.EPOCH_MAX for e in loaded.epochs)
     assert all(math.isfinite(s.t_s) for s in loaded.samples)
 
 
 @FUZZ
 @given(st.binary(max_size=300))
 def test_the_file_loader_never_fails_with_anything_but_its_own_error(data: bytes) -> None:
-    from bench import report
+    from bench.output import report
 
     try:
         report.load_record_file(data)
@@ -210,7 +211,7 @@ def monkeypatch_session() -> Any:
     patch.setattr(cli, "execute_run", stop)
     patch.setattr(cli, "_run_many", stop)
     patch.setattr(cli, "_write_json", stop)
-    from bench.jobs import JobManager
+    from bench.runs.jobs import JobManager
 
     patch.setattr(JobManager, "queue_peak", stop)
     yield patch

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pynvml
 import pytest
 
-from bench.monitor import Sampler, nvml
-from bench.monitor.gpm import GPM_FIELDS, UNSUPPORTED_REASON, GpmReader
-from bench.monitor.gpu import GpuCollector, throttle_words
+from bench.hardware.monitor import Sampler, nvml
+from bench.hardware.monitor.gpm import GPM_FIELDS, UNSUPPORTED_REASON, GpmReader
+from bench.hardware.monitor.gpu import GpuCollector, throttle_words
 
 try:
     from tests.unit import fake_nvml

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from bench import compare, devices
+from bench.analysis import compare
+from bench.hardware import devices
 from bench.config import RunConfig
-from bench.jobs import JobManager
+from bench.runs.jobs import JobManager
 
 
 @pytest.fixture(scope="module")

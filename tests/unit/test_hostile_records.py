@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from bench import cli, records, report
+from bench import cli, records
+from bench.output import report
 from bench.config import RunConfig
 from bench.store import Store
 

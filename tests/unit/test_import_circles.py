@@ -28,7 +28,7 @@ def _imports(path: Path, known: set[str]) -> dict[str, int]:
     edges: dict[str, int] = {}
 
     def add(name: str, line: int) -> None:
-        while name and name not in known:  # bench.monitor.nvml.read -> bench.monitor.nvml
+        while name and name not in known:  # bench.hardware.monitor.nvml.read -> bench.hardware.monitor.nvml
             name = name.rpartition(".")[0]
         if name:
             edges.setdefault(name, line)

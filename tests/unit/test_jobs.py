@@ -12,7 +12,7 @@ import pytest
 
 from bench import records
 from bench.config import RunConfig
-from bench.jobs import JobManager
+from bench.runs.jobs import JobManager
 from bench.store import Store
 from tests.polling import wait_for
 from tests.unit import fake_workers
@@ -232,7 +232,8 @@ def test_prestart_setting_rejects_nonsense(monkeypatch):
 
 
 def test_a_gpu_worker_allocates_gpu_memory_as_needed_and_a_cpu_worker_sees_no_gpu(monkeypatch):
-    from bench import devices, worker
+    from bench.hardware import devices
+    from bench.runs import worker
 
     monkeypatch.setattr(worker.os, "environ", {"PATH": "/bin"})
     monkeypatch.setattr(devices, "discover", lambda: devices.Hardware(cpu=None, gpus=[]))

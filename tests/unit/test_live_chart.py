@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench import charts
+from bench.output import charts
 from ui import live_chart as lc
 
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from bench.config import RunConfig
-from bench.jobs import JobManager, RunActiveError
+from bench.runs.jobs import JobManager, RunActiveError
 from bench.store import Store
 from tests.polling import wait_for
 from tests.unit import fake_workers
@@ -56,7 +56,7 @@ def test_deleting_another_live_processs_run_is_refused(manager):
 
 
 def test_a_peak_probe_waits_for_the_run_before_it_and_the_run_after_waits_for_it(manager, monkeypatch):
-    from bench import probe
+    from bench.hardware import probe
 
     calls = []
 
@@ -79,7 +79,7 @@ def test_a_peak_probe_waits_for_the_run_before_it_and_the_run_after_waits_for_it
 
 
 def test_a_sweep_group_probes_its_targets_first_and_records_the_peaks(manager, monkeypatch):
-    from bench import probe
+    from bench.hardware import probe
 
     def fake_peak(device, *, cpu_threads=None, refresh=False):
         if cpu_threads == 1:
@@ -102,7 +102,7 @@ def test_a_sweep_group_probes_its_targets_first_and_records_the_peaks(manager, m
 def test_train_follows_the_newest_stored_run_of_another_process(isolated_store, monkeypatch):
     """After a restart the view shows the last stored run; a run another process starts later replaces it, grows,
     and cannot be stopped from here."""
-    from bench import jobs
+    from bench.runs import jobs
 
     monkeypatch.setattr(jobs, "STORED_REFRESH_S", 0.0)
     store = Store(isolated_store)

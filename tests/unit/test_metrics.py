@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import metrics, run_summary
+from bench.analysis import metrics, run_summary
 
 
 def ep(n: int, seconds: float, tracing: bool = False, rate: float | None = None) -> dict:
@@ -66,7 +66,7 @@ def test_format_seconds(seconds, text):
 
 
 def test_caution_when_the_spread_crosses_one_or_a_side_has_one_steady_epoch():
-    from bench import compare
+    from bench.analysis import compare
 
     settled = metrics.speedup([ep(1, 30.0, True), ep(2, 20.0), ep(3, 22.0)], [ep(1, 5.0, True), ep(2, 2.0), ep(3, 2.5)])
     assert compare.caution(settled) is None
@@ -107,7 +107,7 @@ def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_rea
 
 
 def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():
-    from bench import compare
+    from bench.analysis import compare
 
     epochs = [{**ep(1, 2.0, True, 1.0), "t_start_s": 1.0, "t_end_s": 3.0},
               {**ep(2, 0.1, rate=1.0), "t_start_s": 3.2, "t_end_s": 3.3}]  # shorter than the sampling interval
@@ -127,7 +127,7 @@ def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():
 
 
 def test_rows_without_a_recorded_window_are_flagged_when_a_steady_epoch_is_shorter_than_the_interval():
-    from bench import compare
+    from bench.analysis import compare
 
     old_short = {"steady_epoch_seconds": 0.15, "sample_interval_s": 0.2}
     old_long = {"steady_epoch_seconds": 0.6, "sample_interval_s": 0.2}

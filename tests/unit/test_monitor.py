@@ -1,4 +1,4 @@
-"""Tests for bench.monitor: the NVML wrapper, the GPU and CPU collectors and the sampler thread.
+"""Tests for bench.hardware.monitor: the NVML wrapper, the GPU and CPU collectors and the sampler thread.
 
 NVML is stubbed per scenario (tests/unit/fake_nvml.py), so this runs on machines without a GPU; the CPU collector is
 tested against a real process tree.
@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 import psutil
 import pytest
 
-from bench.monitor import CpuReading, GpuReading, Sample, Sampler, nvml
-from bench.monitor.cpu import CpuCollector
-from bench.monitor.gpu import GpuCollector, GpuUnavailable
+from bench.hardware.monitor import CpuReading, GpuReading, Sample, Sampler, nvml
+from bench.hardware.monitor.cpu import CpuCollector
+from bench.hardware.monitor.gpu import GpuCollector, GpuUnavailable
 
 try:
     from tests.unit import fake_nvml
@@ -235,7 +235,7 @@ def test_sampler_goes_on_after_gpu_lost_mid_run() -> None:
 
 def test_sampler_without_driver_logs_once_and_samples_cpu(caplog: pytest.LogCaptureFixture) -> None:
     nvml.set_module(fake_nvml.missing())
-    with caplog.at_level(logging.INFO, logger="bench.monitor.sampler"):
+    with caplog.at_level(logging.INFO, logger="bench.hardware.monitor.sampler"):
         sampler, samples = run_sampler(6, interval_s=0.02)
     skipped = [r for r in caplog.records if "GPU metrics are skipped" in r.getMessage()]
     assert len(skipped) == 1
@@ -251,7 +251,7 @@ def test_sampler_without_driver_logs_once_and_samples_cpu(caplog: pytest.LogCapt
 def test_sampler_monitor_gpus_off_does_not_touch_nvml(caplog: pytest.LogCaptureFixture) -> None:
     fake = fake_nvml.two_gpus()
     nvml.set_module(fake)
-    with caplog.at_level(logging.INFO, logger="bench.monitor.sampler"):
+    with caplog.at_level(logging.INFO, logger="bench.hardware.monitor.sampler"):
         sampler = Sampler(monitor_gpus=False)
     assert sampler.sample_once().gpus == []
     assert sampler.gpu_reason is not None
@@ -283,7 +283,7 @@ def test_on_sample_exceptions_do_not_kill_the_thread(caplog: pytest.LogCaptureFi
         raise RuntimeError("consumer bug")
 
     sampler = Sampler(0.01, on_sample=explode)
-    with caplog.at_level(logging.DEBUG, logger="bench.monitor.sampler"):
+    with caplog.at_level(logging.DEBUG, logger="bench.hardware.monitor.sampler"):
         sampler.start()
         try:
             wait_for(lambda: len(calls) >= 5, what="5 on_sample calls")

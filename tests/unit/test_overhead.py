@@ -198,7 +198,7 @@ def every_figure_missed() -> dict:
     return result
 
 
-INTERNALS = ("bench.jobs.Sampler", "fake_long_worker", "prepare_environment", "_tf_datasets", "bare_fit",
+INTERNALS = ("bench.runs.jobs.Sampler", "fake_long_worker", "prepare_environment", "_tf_datasets", "bare_fit",
              "overhead.py", "CHART_REFRESH_S", "MAX_LIVE_SAMPLES", "MAX_POINTS", "add_vline", "extendTraces",
              "psutil reads", "render_run")
 
@@ -245,17 +245,23 @@ def test_bench_hands_the_overhead_options_to_the_harness():
     assert (options.quick, options.json_path, options.rounds, options.write_doc) == (True, "x.json", None, False)
 
 
+def test_bench_overhead_runs_the_harness_in_a_child_from_the_checkout(tmp_path, capfd):
+    """The CLI hands over without touching sys.path: a child Python runs benchmarks.overhead in the checkout."""
+    assert cli.main(["overhead", "--from-json", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json" in capfd.readouterr().err
+
+
 def test_a_pass_writes_the_doc_only_when_asked(tmp_path, monkeypatch, capsys):
     doc = tmp_path / "docs" / "PERFORMANCE.md"
     monkeypatch.setattr(overhead, "DEFAULT_REPORT", doc)
     monkeypatch.setattr(overhead, "run_benchmark", lambda plan: {**fake_result(), "quick": plan.quick})
-    assert cli.main(["overhead", "--quick", "--json", str(tmp_path / "oh.json")]) == 0
+    assert overhead.main(["--quick", "--json", str(tmp_path / "oh.json")]) == 0
     assert json.loads((tmp_path / "oh.json").read_text())["quick"] is True
     assert not doc.exists()
     assert "engine_vs_bare_ratio" in capsys.readouterr().out
-    assert cli.main(["overhead", "--quick", "--write-doc"]) == 0
+    assert overhead.main(["--quick", "--write-doc"]) == 0
     assert doc.read_text() == report.render_markdown({**fake_result(), "quick": True})
-    assert cli.main(["overhead", "--report", str(tmp_path / "elsewhere.md")]) == 0
+    assert overhead.main(["--report", str(tmp_path / "elsewhere.md")]) == 0
     assert (tmp_path / "elsewhere.md").read_text().startswith("# Performance")
 
 
@@ -265,21 +271,21 @@ def test_from_json_renders_a_saved_result_without_measuring(tmp_path, monkeypatc
     report.write_outputs(fake_result(), json_path=saved)
     monkeypatch.setattr(overhead, "DEFAULT_REPORT", doc)
     monkeypatch.setattr(overhead, "run_benchmark", lambda plan: pytest.fail("--from-json must not measure"))
-    assert cli.main(["overhead", "--from-json", str(saved)]) == 0
+    assert overhead.main(["--from-json", str(saved)]) == 0
     assert not doc.exists()
-    assert cli.main(["overhead", "--from-json", str(saved), "--write-doc"]) == 0
+    assert overhead.main(["--from-json", str(saved), "--write-doc"]) == 0
     assert doc.read_text() == report.render_markdown(json.loads(saved.read_text()))
 
 
 def test_from_json_refuses_measuring_options_and_unreadable_files(tmp_path, capsys):
-    assert cli.main(["overhead", "--from-json", str(tmp_path / "missing.json")]) == 2
+    assert overhead.main(["--from-json", str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
-    assert cli.main(["overhead", "--from-json", "x.json", "--quick"]) == 2
+    assert overhead.main(["--from-json", "x.json", "--quick"]) == 2
     assert "measures nothing" in capsys.readouterr().err
 
 
 def test_cli_refuses_fewer_than_three_rounds(capsys):
-    assert cli.main(["overhead", "--rounds", "2"]) == 2
+    assert overhead.main(["--rounds", "2"]) == 2
     assert "at least 3" in capsys.readouterr().err
 
 
@@ -309,7 +315,7 @@ HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
 
 def test_the_replayed_run_reaches_jobmanager_through_its_worker_target_and_sampler_factory():
     from bench.config import RunConfig
-    from bench.jobs import JobManager
+    from bench.runs.jobs import JobManager
 
     sampler = standins.SamplerChoice(standins.replay_sampler(40, 4, 1, 0.3))
     manager = JobManager(None, hardware=HW, worker_target=standins.ReplayedWorker(real_s=0.5), sampler_factory=sampler)
@@ -327,7 +333,7 @@ def test_the_replayed_run_reaches_jobmanager_through_its_worker_target_and_sampl
 
 def test_the_held_replay_stays_live_until_stop():
     from bench.config import RunConfig
-    from bench.jobs import JobManager
+    from bench.runs.jobs import JobManager
 
     manager = JobManager(None, hardware=HW, worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
                          sampler_factory=standins.null_sampler)
@@ -343,7 +349,7 @@ def test_the_held_replay_stays_live_until_stop():
 
 @pytest.mark.slow
 def test_the_bare_baseline_trains_what_prepare_training_prepares(tmp_path):
-    """The bare side runs in its own process, a plain model.fit on bench.worker.prepare_training's model and data."""
+    """The bare side runs in its own process, a plain model.fit on bench.runs.worker.prepare_training's model and data."""
     from benchmarks.common import run_child
 
     from bench.config import RunConfig
@@ -359,7 +365,7 @@ def test_the_bare_baseline_trains_what_prepare_training_prepares(tmp_path):
 
 def test_the_pass_alternates_every_side_and_switches_the_sampler_per_run(monkeypatch):
     """run_benchmark's orchestration, with the measuring steps replaced (no training, server or browser here)."""
-    from bench.jobs import default_sampler
+    from bench.runs.jobs import default_sampler
 
     factories, choices = {}, []
 

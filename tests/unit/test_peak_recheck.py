@@ -1,4 +1,4 @@
-"""A run that beats its target's measured peak flags the peak and queues a new probe behind the runs (bench.jobs);
+"""A run that beats its target's measured peak flags the peak and queues a new probe behind the runs (bench.runs.jobs);
 the Train/Compare peak line (ui/peak.py) never shows a share above 100 %."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from bench import compare, peak_cache, probe
+from bench.analysis import compare
+from bench.hardware import peak_cache, probe
 from bench.config import RunConfig
-from bench.jobs import JobManager
+from bench.runs.jobs import JobManager
 from bench.store import Store
 from tests.unit import fake_workers
 from ui import peak

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import threading
 
-from bench import charts
+from bench.output import charts
 from bench.records import Status
-from bench.run_state import RunState
-from bench.run_writer import RunWriter
+from bench.runs.run_state import RunState
+from bench.runs.run_writer import RunWriter
 from bench.store import Store
-from bench.supervisor import Supervisor
+from bench.runs.supervisor import Supervisor
 from tests.unit.test_run_parts import TINY
 
 

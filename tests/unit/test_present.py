@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import charts
+from bench.output import charts
 from ui import lesson, present
 
 EPOCHS = [{"epoch": e, "epoch_seconds": 1.0 + e, "includes_tracing": e == 1, "t_end_s": float(e), "loss": 1.0 / e,

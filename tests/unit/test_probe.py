@@ -1,4 +1,4 @@
-"""The matmul peak probe and its cache: bench/probe.py (real subprocess measurements kept tiny)."""
+"""The matmul peak probe and its cache: bench/hardware/probe.py (real subprocess measurements kept tiny)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bench import devices, peak_cache, probe
+from bench.hardware import devices, peak_cache, probe
 
 
 def _cores() -> int:

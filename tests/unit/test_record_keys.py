@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from bench import records, report
+from bench import records
+from bench.output import report
 from bench.config import RunConfig
-from bench.jobs import JobManager
-from bench.monitor import Sampler, nvml
+from bench.runs.jobs import JobManager
+from bench.hardware.monitor import Sampler, nvml
 from bench.store import Store
 from tests.unit import fake_nvml, fake_workers
 

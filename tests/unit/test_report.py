@@ -1,4 +1,4 @@
-"""Run-record exports (JSON, CSV, HTML) and validated imports into the store: bench/report.py."""
+"""Run-record exports (JSON, CSV, HTML) and validated imports into the store: bench/output/report.py."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bench import report
-from bench.report import RecordError
+from bench.output import report
+from bench.output.report import RecordError
 from bench.store import Store
 
 MALICIOUS = "<script>alert(1)</script>"
@@ -325,7 +325,7 @@ def test_the_shipped_gpu_results_import_and_their_headlines_follow_from_their_ep
     figures that the epochs they hold reproduce, or docs/GPU.md would quote numbers the dashboard cannot show."""
     from pathlib import Path
 
-    from bench import compare
+    from bench.analysis import compare
     from bench.store import Store
 
     path = Path(__file__).resolve().parents[2] / "docs" / "results" / f"{name}.json"

@@ -9,10 +9,10 @@ import threading
 
 from bench.config import RunConfig
 from bench.records import Status
-from bench.run_state import RunState, snapshot_of
-from bench.run_writer import RunWriter
+from bench.runs.run_state import RunState, snapshot_of
+from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
-from bench.supervisor import Supervisor
+from bench.runs.supervisor import Supervisor
 from tests.unit import fake_workers
 
 TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
@@ -89,7 +89,7 @@ def test_supervisor_runs_one_worker_to_its_end_and_stores_the_outcome_first(isol
 
 
 def test_spare_pool_hands_over_a_matching_spare_and_ends_one_that_does_not_match(tmp_path):
-    from bench.prestart import SparePool
+    from bench.runs.prestart import SparePool
 
     pool = SparePool(mp.get_context("spawn"), lambda name: str(tmp_path / f"{name}.log"))
     assert pool.state() is None and pool.take(TINY) is None
@@ -104,7 +104,7 @@ def test_spare_pool_hands_over_a_matching_spare_and_ends_one_that_does_not_match
     pool.prestart(TINY)
     spare = pool.take(TINY)
     assert spare is not None and pool.state() is None
-    from bench.prestart import discard
+    from bench.runs.prestart import discard
 
     discard(spare)
     assert not spare.process.is_alive()

@@ -17,7 +17,7 @@ from typing import Iterator
 import pytest
 
 from bench.config import RunConfig
-from bench.jobs import JobManager
+from bench.runs.jobs import JobManager
 from bench.store import Store
 from tests.polling import wait_for
 from tests.unit import fake_workers

@@ -9,7 +9,7 @@ import queue as queue_module
 import pytest
 
 from bench.config import ConfigError, RunConfig
-from bench.jobs import JobManager
+from bench.runs.jobs import JobManager
 
 from . import fake_workers
 

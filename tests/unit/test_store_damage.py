@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench.config import RunConfig
-from bench.run_state import RunState
-from bench.run_writer import RunWriter
+from bench.runs.run_state import RunState
+from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
 
 TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512)

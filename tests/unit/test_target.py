@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import devices
+from bench.hardware import devices
 from bench.config import ConfigError, RunConfig
 from bench.target import Target
 

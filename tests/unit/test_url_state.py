@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench import devices, models
+from bench.hardware import devices
+from bench.training import models
 from ui import url_state
 
 TARGETS = ["cpu/1", "cpu"]

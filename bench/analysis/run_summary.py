@@ -1,0 +1,117 @@
+"""A run's ``summary`` block: the steady-state figures of bench.analysis.metrics, the diagnosis of bench.analysis.diagnosis and what
+the devices really did (energy, GPM activity, throttle reasons), from the run's epochs, samples, info and config.
+
+It sits above both: metrics is arithmetic that knows no verdicts, and the diagnosis reads metrics.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from bench.analysis import diagnosis
+from bench.hardware import energy
+from bench.analysis.metrics import (finite_values, first_mean, first_mean_where, mean_gpu_util_percent, mean_or_none,
+                           steady_epoch_seconds, steady_epochs, steady_samples_per_s, training_windows)
+
+
+def summarize(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]], *,
+              info: Mapping[str, Any] | None = None, config: Any = None,
+              peak_gflops: float | None = None) -> dict[str, Any]:
+    """The ``summary`` block of a run record. Utilization means cover the steady epochs (see training_windows).
+    ``diagnosis`` (bench.analysis.diagnosis) also reads the run's info and config, and the device's peak when known; without
+    them it says what is missing."""
+    steady = steady_epoch_seconds(epochs)
+    first = next((e for e in epochs if e.get("includes_tracing")), None)
+    windows = training_windows(epochs, samples)
+    cpu_mean, cpu_window = first_mean_where(windows, lambda w: mean_or_none(s.get("cpu_percent") for s in w))
+    gpu_mean, gpu_window = first_mean_where(windows, mean_gpu_util_percent)
+    return {
+        "steady_epoch_seconds": steady,
+        "steady_samples_per_s": steady_samples_per_s(epochs),
+        "first_epoch_seconds": first.get("epoch_seconds") if first else None,
+        "total_seconds": sum(finite_values(e.get("epoch_seconds") for e in epochs)) if epochs else None,
+        "epochs_done": len(epochs),
+        "mean_cpu_percent": cpu_mean,
+        "mean_process_cpu_percent": first_mean(
+            windows, lambda w: mean_or_none(s.get("process_cpu_percent") for s in w)),
+        "mean_gpu_util_percent": gpu_mean,
+        # which samples those means cover: "steady epochs" unless the steady epochs held no sample (shorter than the
+        # sampling interval), when a wider window that includes tracing or start-up stands in and reads low
+        "cpu_util_window": cpu_window,
+        "gpu_util_window": gpu_window,
+        "steady_samples": len(windows[0]),
+        "peak_process_rss_mib": max(finite_values(s.get("process_rss_mib") for s in samples), default=None),
+        "diagnosis": diagnosis.diagnose(epochs, samples, info, config, peak_gflops),
+        **gpu_truth_summary(epochs, samples, windows, info, config),
+    }
+
+
+def _used_gpus(sample: Mapping[str, Any], indices: set[int]) -> list[Mapping[str, Any]]:
+    return [g for g in (sample.get("gpus") or []) if g.get("index") in indices]
+
+
+def gpu_truth_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]],
+                      windows: Sequence[Sequence[Mapping[str, Any]]], info: Mapping[str, Any] | None,
+                      config: Any) -> dict[str, Any]:
+    """What the devices really did over the run: energy per steady epoch (median) and per 1,000 samples, the reason
+    a device's energy is None, GPM SM/tensor activity (means like the utilization means), the throttle reasons seen
+    while training, and the steady median of the epochs' achieved GFLOP/s."""
+    info = info or {}
+    steady = steady_epochs(epochs)
+    devices = energy.devices_used(config or {}, samples)
+    for epoch in epochs:  # devices an epoch measured (e.g. every GPU of an all-GPUs run) count too
+        devices.extend(d for d in (epoch.get("energy_j") or {}) if d not in devices)
+    per_epoch: dict[str, float | None] = {}
+    per_1000: dict[str, float | None] = {}
+    reasons: dict[str, str] = {}
+    raw_reasons = info.get("energy_reasons")
+    known: Mapping[str, Any] = raw_reasons if isinstance(raw_reasons, Mapping) else {}
+    for device in devices:
+        values = finite_values((e.get("energy_j") or {}).get(device) for e in steady)
+        per_epoch[device] = statistics.median(values) if values else None
+        rates = finite_values(_joules_per_1000(e, device) for e in steady)
+        per_1000[device] = statistics.median(rates) if rates else None
+        if per_epoch[device] is None:
+            kind = "cpu" if device == "cpu" else "gpu"
+            reasons[device] = (known.get(device) or known.get(kind) or
+                               ("no steady epoch yet (epoch 1 includes tracing)" if not steady else
+                                "the samples hold no energy reading around the steady epochs"
+                                + ("" if kind == "cpu" else " (neither NVML's energy counter nor power draw)")))
+    estimated = sorted({d for e in steady for d in (e.get("energy_estimated") or [])})
+    indices = {i for i in map(energy.gpu_index, devices) if i is not None}
+    throttled: set[str] | None = None
+    for sample in windows[1]:
+        for gpu in _used_gpus(sample, indices):
+            if isinstance(gpu.get("throttle_reasons"), list):
+                throttled = (throttled or set()) | set(gpu["throttle_reasons"])
+    gflops = finite_values(e.get("achieved_gflops") for e in steady)
+    return {
+        "energy_j_per_epoch": per_epoch,
+        "energy_j_per_1000_samples": per_1000,
+        "energy_estimated": estimated,
+        "energy_reasons": reasons,
+        # means over the GPUs the run trained on (None on a CPU run and without GPM), windows as for utilization
+        **{key: first_mean(windows, _gpu_mean_of(key, indices)) for key in ("sm_active_percent", "tensor_active_percent")},
+        "gpm_reasons": dict(info.get("gpm_reasons") or {}) if isinstance(info.get("gpm_reasons"), Mapping) else {},
+        "throttle_reasons": sorted(throttled) if throttled is not None else None,
+        "achieved_gflops": statistics.median(gflops) if gflops else None,
+    }
+
+
+def _gpu_mean_of(key: str, indices: set[int]) -> Callable[[Sequence[Mapping[str, Any]]], float | None]:
+    """The mean of ``key`` over the readings of the GPUs ``indices`` in a window of samples."""
+    def mean(window: Sequence[Mapping[str, Any]]) -> float | None:
+        return mean_or_none(g.get(key) for s in window for g in _used_gpus(s, indices))
+    return mean
+
+
+def _joules_per_1000(epoch: Mapping[str, Any], device: str) -> float | None:
+    """An epoch's joules on ``device`` per 1,000 training samples (samples = samples/s x epoch seconds)."""
+    values = finite_values([(epoch.get("energy_j") or {}).get(device), epoch.get("samples_per_s"),
+                      epoch.get("epoch_seconds")])
+    if len(values) < 3 or values[1] * values[2] <= 0:
+        return None
+    joules, rate, seconds = values
+    return 1000.0 * joules / (rate * seconds)

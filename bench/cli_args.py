@@ -1,0 +1,146 @@
+"""The words of `python -m bench`: its commands, their options and the types that check them, and a run's settings
+read from them. bench.cli carries the commands out."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn
+
+from bench import records as records_module
+from bench.config import RunConfig
+
+
+def _run_id(text: str) -> int:
+    """A run id as the store numbers runs: a whole number from 1 (argparse says what is wrong otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a run id; `python -m bench runs` lists them") from None
+    if not 1 <= value <= records_module.ID_MAX:
+        raise argparse.ArgumentTypeError(f"{text} is not a run id (ids run from 1); `python -m bench runs` lists them")
+    return value
+
+
+class UsageError(Exception):
+    """Bad command-line input; the message says what to do."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+PROG = "python -m bench"
+EXIT_NOT_STORED = 3  # the run ended but the store does not hold all of it; the record went to a JSON file
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse prints usage + exits 2; keep it, but say what to do
+        self.print_usage(sys.stderr)
+        command = self.prog[len(PROG):].strip()
+        where = f"{PROG} {command}" if command else PROG
+        self.exit(2, f"error: {message}\nRun `{where} --help` for the options.\n")
+
+
+def add_run_options(p: argparse.ArgumentParser, *, with_device: bool = True, steps_list: bool = False) -> None:
+    d = RunConfig()
+    p.add_argument("--dataset", default=d.dataset, help=f"dataset name (default {d.dataset})")
+    p.add_argument("--npz", dest="npz_path", default=None, help="your .npz file (with --dataset npz)")
+    p.add_argument("--model", default=d.model, help="mlp, cnn, text or a seed preset (default mlp)")
+    p.add_argument("--size", default=d.size, help="xs, s, m, l, xl (default s)")
+    p.add_argument("--epochs", type=_positive_int, default=d.epochs)
+    p.add_argument("--batch-size", type=_positive_int, default=d.batch_size)
+    if with_device:
+        p.add_argument("--device", default=d.device, help="cpu, gpu:N or gpus (default cpu)")
+    p.add_argument("--cpu-threads", type=_positive_int, default=None, help="CPU threads (default all cores)")
+    p.add_argument("--limit-samples", type=_positive_int, default=d.limit_samples,
+                   help=f"use the first N training samples (default {d.limit_samples}; 0 = all)")
+    p.add_argument("--sample-interval", type=_number, default=d.sample_interval_s, help="seconds between samples")
+    p.add_argument("--seed", type=_positive_int, default=d.seed)
+    p.add_argument("--optimizer", default=d.optimizer)
+    p.add_argument("--learning-rate", type=_number, default=None)
+    p.add_argument("--precision", default=d.precision, help="float32 or mixed_float16")
+    p.add_argument("--jit-compile", action="store_true", help="compile with XLA (off by default)")
+    if steps_list:
+        p.add_argument("--steps-per-execution", dest="steps_per_execution", default=None,
+                       help="comma list of training steps per compiled call, a sweep axis, e.g. 1,8,32 (default 1)")
+    else:
+        p.add_argument("--steps-per-execution", dest="steps_per_execution", type=_positive_int,
+                       default=d.steps_per_execution,
+                       help="training steps per compiled call (default 1; tensorflow and jax backends)")
+
+
+def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
+    values = dict(
+        dataset=args.dataset, npz_path=args.npz_path, model=args.model, size=args.size, epochs=args.epochs,
+        batch_size=args.batch_size, device=getattr(args, "device", "cpu"), cpu_threads=args.cpu_threads,
+        limit_samples=args.limit_samples or None, sample_interval_s=args.sample_interval, seed=args.seed,
+        optimizer=args.optimizer, learning_rate=args.learning_rate, precision=args.precision,
+        jit_compile=args.jit_compile,
+    )
+    spe = getattr(args, "steps_per_execution", None)
+    if isinstance(spe, int):
+        values["steps_per_execution"] = spe
+    values.update(overrides)
+    return RunConfig(**values)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Train on CPU and GPU, measure time and utilization.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("devices", help="what hardware exists and what the framework sees")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--probe", action="store_true", help="also import the framework in a subprocess and list its devices")
+
+    p = sub.add_parser("run", help="train one model, live progress, JSON record")
+    add_run_options(p)
+    p.add_argument("--json", dest="json_path", default=None, help="write the run record to this file")
+
+    p = sub.add_parser("runs", help="list stored runs, oldest first")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("compare", help="one config on several targets, one after the other; speed-up headline")
+    add_run_options(p, with_device=False)
+    p.add_argument("--targets", required=True, help="comma list of cpu, cpu/N, gpu:N, gpus (first = baseline)")
+    p.add_argument("--price", default=None, help="hourly price per target for the cost per epoch and per run, "
+                   "e.g. cpu=0.40,gpu:0=2.50 (no price is assumed for a target left out)")
+    p.add_argument("--json", dest="json_path", default=None, help="write runs + comparison to this file")
+
+    p = sub.add_parser("sweep", help="model size (and batch size, steps per execution) vs speed and utilization")
+    add_run_options(p, with_device=False, steps_list=True)
+    p.add_argument("--sizes", default="xs,s,m", help="comma list of xs, s, m, l, xl (default xs,s,m)")
+    p.add_argument("--targets", default="cpu", help="comma list of targets (default cpu)")
+    p.add_argument("--batch-sizes", default=None, help="comma list of batch sizes (default: --batch-size)")
+    p.add_argument("--no-peak", action="store_true", help="skip the matmul peak probe")
+    p.add_argument("--json", dest="json_path", default=None, help="write the sweep rows to this file")
+
+    p = sub.add_parser("export", help="export a stored run as JSON, CSV (zip) or a self-contained HTML report")
+    p.add_argument("run_id", type=_run_id)
+    p.add_argument("--format", choices=("json", "csv", "html"), default="json")
+    p.add_argument("--out", default=None, help="output file (default run-ID.FORMAT in the current folder)")
+
+    p = sub.add_parser("import", help="import a JSON run or comparison measured elsewhere into the store")
+    p.add_argument("path")
+
+    # The measuring harness lives beside the engine (benchmarks/ in the checkout); it owns its options and --help.
+    p = sub.add_parser("overhead", add_help=False, prefix_chars="+",
+                       help="what the dashboard costs a run (engine, watched page and sampler vs bare Keras, latency, "
+                            "memory), measured by the checkout's benchmarks/ harness; --quick, --json PATH, and "
+                            "--write-doc to rewrite docs/PERFORMANCE.md (see `overhead --help`)")
+    p.add_argument("harness_args", nargs=argparse.REMAINDER)
+    return parser
+
+
+# -- commands -----------------------------------------------------------------------------------------------------

@@ -1,0 +1,452 @@
+"""What hardware exists here (CPU via psutil, GPUs via NVML, the ML framework's CUDA support) and how to target it.
+
+Nothing here imports the ML framework: whether TensorFlow / JAX / PyTorch was built with CUDA is read from files of the
+installed package (:func:`framework_has_cuda`), and what the framework itself sees is asked in a subprocess
+(:func:`probe_framework`), so the server process never initialises CUDA or grabs GPU memory.
+
+Device names: ``"cpu"`` and ``"gpu:N"`` where N is the NVML index (what nvidia-smi shows). ``CUDA_VISIBLE_DEVICES`` in
+the server's environment is honoured when listing GPUs: unset means every GPU; ``""`` or ``"-1"`` hides all; a comma
+list keeps only those entries (NVML indices, or ``GPU-<uuid>`` prefixes), and, as CUDA does, stops at the first entry
+that names no GPU. CUDA numbers GPUs fastest-first unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, so the worker should select
+a GPU by UUID (:func:`cuda_visible_devices_for`), which never depends on that order.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench import settings
+from bench.hardware.monitor import nvml
+from bench.target import Target
+
+__all__ = [
+    "CpuInfo",
+    "GpuInfo",
+    "Hardware",
+    "cuda_visible_devices_for",
+    "all_cores",
+    "device_choices",
+    "offered_devices",
+    "discover",
+    "framework_has_cuda",
+    "gpu_reason",
+    "probe_framework",
+    "visible_gpu_indices",
+]
+
+_MIB = 2**20
+# Distribution names to ask importlib.metadata for a backend's version, first found wins.
+_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "tensorflow": ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-macos"),
+    "jax": ("jax",),
+    "torch": ("torch",),
+}
+_PRETTY = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+_CUDA_FIX = {
+    "tensorflow": "install tensorflow[and-cuda] (Linux) to train on the GPU",
+    "jax": 'install jax[cuda12] (pip install -U "jax[cuda12]") to train on the GPU',
+    "torch": "install a CUDA build of torch (see pytorch.org) to train on the GPU",
+}
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """The host CPU."""
+
+    model: str
+    physical_cores: int | None
+    logical_cores: int
+    ram_total_mib: float
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One NVIDIA GPU as NVML reports it."""
+
+    index: int  # NVML index
+    name: str
+    mem_total_mib: float | None
+    driver: str | None  # e.g. "550.54.15"
+    cuda_driver_version: str | None  # highest CUDA the driver supports, e.g. "12.4"
+    uuid: str | None  # e.g. "GPU-5f1c..."
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """Everything the dashboard needs to know about this machine, found without importing the ML framework."""
+
+    cpu: CpuInfo
+    gpus: list[GpuInfo] = field(default_factory=list)  # targetable GPUs (CUDA_VISIBLE_DEVICES applied), NVML order
+    gpu_reason: str | None = None  # why no GPU is usable; None when one is
+    framework: str = settings.DEFAULT_BACKEND  # Keras backend name
+    framework_version: str | None = None
+    framework_cuda: bool | None = None  # built with CUDA; None when unknown or not installed
+    hostname: str = ""
+    platform: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready nested dict."""
+        return asdict(self)
+
+    def label(self) -> str:
+        """Short description, e.g. ``"AMD EPYC (2 cores), no GPU"`` or ``"NVIDIA H100 80GB HBM3 x1"``."""
+        if self.gpus and self.gpu_reason is None:
+            counts: dict[str, int] = {}
+            for gpu in self.gpus:
+                counts[gpu.name] = counts.get(gpu.name, 0) + 1
+            return " + ".join(f"{name} x{count}" for name, count in counts.items())
+        cores = self.cpu.logical_cores
+        return f"{self.cpu.model} ({cores} core{'s' if cores != 1 else ''}), no GPU"
+
+
+def all_cores() -> int:
+    """The cores this process may run on (its affinity), which is what "all cores" means for a CPU run."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def discover() -> Hardware:
+    """Describe this machine: CPU, targetable GPUs, the Keras backend and why no GPU is usable (if so)."""
+    env = os.environ
+    all_gpus: list[GpuInfo] = []
+    ok, nvml_reason = nvml.available()
+    if ok:
+        all_gpus = _nvml_gpus()
+    visible = visible_gpu_indices(env.get("CUDA_VISIBLE_DEVICES"), all_gpus)
+    gpus = [gpu for gpu in all_gpus if gpu.index in visible]
+    backend = settings.default_backend(env)
+    version = _framework_version(backend)
+    has_cuda = framework_has_cuda(backend)
+    return Hardware(
+        cpu=_cpu_info(),
+        gpus=gpus,
+        gpu_reason=gpu_reason(
+            nvml_reason=None if ok else nvml_reason,
+            visible_gpus=gpus,
+            framework=backend,
+            framework_version=version,
+            framework_cuda=has_cuda,
+            cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+        ),
+        framework=backend,
+        framework_version=version,
+        framework_cuda=has_cuda,
+        hostname=socket.gethostname(),
+        platform=platform.platform(),
+    )
+
+
+def gpu_reason(
+    *,
+    nvml_reason: str | None,
+    visible_gpus: list[GpuInfo],
+    framework: str,
+    framework_version: str | None,
+    framework_cuda: bool | None,
+    cuda_visible_devices: str | None,
+) -> str | None:
+    """The plain reason no GPU is usable, checked in this order; None when a GPU is usable.
+
+    1. NVML / the NVIDIA driver is absent or sees no GPU -> ``nvml_reason``.
+    2. ``CUDA_VISIBLE_DEVICES`` hides every GPU.
+    3. The framework was built without CUDA (only when that is known for sure).
+    """
+    if nvml_reason:
+        return nvml_reason
+    if not visible_gpus:
+        return (
+            f"CUDA_VISIBLE_DEVICES={cuda_visible_devices!r} hides every GPU: unset it, or list the GPUs to use "
+            "(e.g. CUDA_VISIBLE_DEVICES=0), then restart the app."
+        )
+    if framework_cuda is False:
+        pretty = _PRETTY.get(framework, framework)
+        version = f" {framework_version}" if framework_version else ""
+        fix = _CUDA_FIX.get(framework, "install a CUDA build of it to train on the GPU")
+        return f"{pretty}{version} here was built without CUDA: {fix}."
+    return None
+
+
+def visible_gpu_indices(cuda_visible_devices: str | None, gpus: list[GpuInfo]) -> list[int]:
+    """NVML indices of ``gpus`` that ``CUDA_VISIBLE_DEVICES`` leaves visible, in the order it lists them.
+
+    Unset (None) keeps all; ``""``/``"-1"`` hide all; entries are NVML indices or ``GPU-<uuid>`` prefixes, and parsing
+    stops at the first entry that names no GPU (as CUDA does).
+    """
+    if cuda_visible_devices is None:
+        return [gpu.index for gpu in gpus]
+    by_index = {gpu.index: gpu for gpu in gpus}
+    chosen: list[int] = []
+    for raw in cuda_visible_devices.split(","):
+        entry = raw.strip()
+        match: GpuInfo | None = None
+        if re.fullmatch(r"\d+", entry):
+            match = by_index.get(int(entry))
+        elif entry.upper().startswith("GPU-"):
+            candidates = [g for g in gpus if g.uuid and g.uuid.lower().startswith(entry.lower())]
+            match = candidates[0] if len(candidates) == 1 else None
+        if match is None:
+            break
+        if match.index not in chosen:
+            chosen.append(match.index)
+    return chosen
+
+
+def device_choices(hw: Hardware) -> list[str]:
+    """``["cpu"]`` plus ``"gpu:N"`` for each targetable GPU (none when ``hw.gpu_reason`` says no GPU is usable)."""
+    if hw.gpu_reason is not None:
+        return ["cpu"]
+    return ["cpu", *(f"gpu:{gpu.index}" for gpu in hw.gpus)]
+
+
+def offered_devices(hw: Hardware) -> list[str]:
+    """The devices a page offers for one run: :func:`device_choices`, and ``"gpus"`` (every GPU, data-parallel) when
+    two or more GPUs are usable. The one rule for offering "gpus": a machine whose GPUs are unusable (no driver, a
+    framework built without CUDA) offers only "cpu", however many GPUs NVML lists."""
+    choices = device_choices(hw)
+    return choices + (["gpus"] if len(choices) > 2 else [])
+
+
+def cuda_visible_devices_for(device: str | Target, hw: Hardware) -> str:
+    """The ``CUDA_VISIBLE_DEVICES`` value a worker should set BEFORE importing the framework to train on ``device``.
+
+    ``"cpu"`` -> ``""`` (hide every GPU); ``"gpu:N"`` -> that GPU's UUID (its NVML index when the UUID is unknown).
+
+    Raises:
+        ValueError: ``device`` is malformed, ``gpus`` (give each GPU), or not one of :func:`device_choices` (the
+            message lists them).
+    """
+    target = device if isinstance(device, Target) else Target.from_device(device)
+    if target.is_cpu:
+        return ""
+    if target.index is None:
+        raise ValueError(f"Device {str(device)!r} names every GPU; give one GPU as gpu:N.")
+    choices = device_choices(hw)
+    gpu = next((g for g in hw.gpus if g.index == target.index), None)
+    if gpu is None or target.device not in choices:
+        why = f" ({hw.gpu_reason})" if hw.gpu_reason else ""
+        raise ValueError(f"Device {str(device)!r} is not available here{why}; choose one of {', '.join(choices)}.")
+    return gpu.uuid or str(gpu.index)
+
+
+def framework_has_cuda(backend: str) -> bool | None:
+    """Whether the installed ``backend`` was built with CUDA, read from its files WITHOUT importing it.
+
+    tensorflow: ``is_cuda_build`` in tensorflow/python/platform/build_info.py; jax: a ``jax-cuda*`` plugin
+    distribution is installed; torch: ``cuda`` in torch/version.py is not None. None when the backend is unknown,
+    not installed, or the file does not say.
+    """
+    backend = backend.strip().lower()
+    if backend == "tensorflow":
+        text = _package_file_text("tensorflow", "python/platform/build_info.py")
+        if text is None:
+            return None
+        match = re.search(r"""['"]is_cuda_build['"]\s*[:,]\s*(True|False)""", text)
+        return None if match is None else match.group(1) == "True"
+    if backend == "jax":
+        if importlib.util.find_spec("jax") is None:
+            return None
+        return any(_normalise(name).startswith("jax-cuda") for name in _distribution_names())
+    if backend == "torch":
+        text = _package_file_text("torch", "version.py")
+        if text is None:
+            return None
+        match = re.search(r"^cuda\s*(?::[^=]*)?=\s*(.+?)\s*$", text, flags=re.MULTILINE)
+        if match is None:
+            return None
+        return match.group(1) != "None"
+    return None
+
+
+_PROBE_SCRIPT = r"""
+import json, sys
+backend = sys.argv[1]
+out = {"backend": backend, "version": None, "devices": [], "built_with_cuda": None, "error": None}
+try:
+    if backend == "tensorflow":
+        import tensorflow as tf
+        out["version"] = tf.__version__
+        out["built_with_cuda"] = bool(tf.test.is_built_with_cuda())
+        out["devices"] = [d.name.split(":", 1)[-1] for d in tf.config.list_physical_devices()]
+    elif backend == "jax":
+        import importlib.metadata as md
+        import jax
+        out["version"] = jax.__version__
+        names = [(d.metadata.get("Name") or "").lower().replace("_", "-") for d in md.distributions()]
+        out["built_with_cuda"] = any(n.startswith("jax-cuda") for n in names)
+        out["devices"] = [f"{d.platform.upper()}:{d.id}" for d in jax.devices()]
+        if not any(d.startswith("CPU:") for d in out["devices"]):
+            out["devices"] = ["CPU:0"] + out["devices"]
+    elif backend == "torch":
+        import torch
+        out["version"] = torch.__version__
+        out["built_with_cuda"] = torch.version.cuda is not None
+        out["devices"] = ["CPU:0"] + [f"GPU:{i}" for i in range(torch.cuda.device_count())]
+    else:
+        out["error"] = f"Unknown backend {backend!r}: use tensorflow, jax or torch."
+except ImportError as exc:
+    out["error"] = f"{backend} is not installed for {sys.executable} ({exc}); install it with pip."
+except Exception as exc:
+    out["error"] = f"{backend} failed to start: {type(exc).__name__}: {exc}"
+print("BENCH_PROBE_JSON:" + json.dumps(out), flush=True)
+"""
+
+
+def probe_framework(backend: str | None = None, timeout_s: float = 60) -> dict[str, Any]:
+    """Ask the framework itself, in a fresh subprocess, which devices it sees. Never raises.
+
+    Args:
+        backend: "tensorflow", "jax" or "torch"; None uses ``KERAS_BACKEND`` (default tensorflow).
+        timeout_s: give up after this many seconds (importing TensorFlow takes ~5-10 s).
+
+    Returns:
+        ``{"backend", "version", "devices": ["CPU:0", "GPU:0", ...], "built_with_cuda": bool | None,
+        "error": str | None}``.
+    """
+    backend = settings.default_backend() if backend is None else backend.strip().lower()
+    result: dict[str, Any] = {
+        "backend": backend,
+        "version": None,
+        "devices": [],
+        "built_with_cuda": None,
+        "error": None,
+    }
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of the output
+    env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # JAX must not grab 75% of GPU memory just to list devices
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-c", _PROBE_SCRIPT, backend],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        result["error"] = f"Asking {backend} for its devices took longer than {timeout_s:g} s; the probe was stopped."
+        return result
+    except OSError as exc:
+        result["error"] = f"Could not start {sys.executable} to probe {backend}: {exc}"
+        return result
+    for line in reversed(completed.stdout.splitlines()):
+        if line.startswith("BENCH_PROBE_JSON:"):
+            try:
+                result.update(json.loads(line.removeprefix("BENCH_PROBE_JSON:")))
+            except json.JSONDecodeError as exc:
+                result["error"] = f"The {backend} probe printed unreadable output: {exc}"
+            return result
+    stderr_lines = [line for line in completed.stderr.splitlines() if line.strip()]
+    last = stderr_lines[-1] if stderr_lines else "no output"
+    result["error"] = f"The {backend} probe exited with code {completed.returncode}: {last}"
+    return result
+
+
+def _cpu_info() -> CpuInfo:
+    logical = psutil.cpu_count(logical=True) or os.cpu_count() or 1
+    try:
+        physical = psutil.cpu_count(logical=False)
+    except (OSError, RuntimeError):
+        physical = None
+    return CpuInfo(
+        model=_cpu_model(),
+        physical_cores=physical,
+        logical_cores=int(logical),
+        ram_total_mib=psutil.virtual_memory().total / _MIB,
+    )
+
+
+def _cpu_model() -> str:
+    """'model name' from /proc/cpuinfo (Linux), else platform.processor(), else the machine type."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _nvml_gpus() -> list[GpuInfo]:
+    """Every GPU NVML sees, with its static facts."""
+    driver = nvml.query("nvmlSystemGetDriverVersion")
+    cuda = _cuda_version_text(nvml.query("nvmlSystemGetCudaDriverVersion"))
+    gpus: list[GpuInfo] = []
+    for index in range(int(nvml.query("nvmlDeviceGetCount", default=0))):
+        handle = nvml.query("nvmlDeviceGetHandleByIndex", index)
+        name = nvml.query("nvmlDeviceGetName", handle) if handle is not None else None
+        memory = nvml.query("nvmlDeviceGetMemoryInfo", handle) if handle is not None else None
+        total_bytes = getattr(memory, "total", None)
+        uuid = nvml.query("nvmlDeviceGetUUID", handle) if handle is not None else None
+        gpus.append(
+            GpuInfo(
+                index=index,
+                name=str(name) if name else f"GPU {index}",
+                mem_total_mib=None if total_bytes is None else total_bytes / _MIB,
+                driver=str(driver) if driver else None,
+                cuda_driver_version=cuda,
+                uuid=str(uuid) if uuid else None,
+            )
+        )
+    return gpus
+
+
+def _cuda_version_text(version: Any) -> str | None:
+    """NVML's integer CUDA driver version as text: 12040 -> "12.4"."""
+    if not isinstance(version, int) or version <= 0:
+        return None
+    return f"{version // 1000}.{(version % 1000) // 10}"
+
+
+def _framework_version(backend: str) -> str | None:
+    for dist in _DISTRIBUTIONS.get(backend, (backend,)):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _package_file_text(package: str, relative: str) -> str | None:
+    """Text of ``relative`` inside top-level ``package``, located without importing the package; None if absent."""
+    try:
+        spec = importlib.util.find_spec(package)  # a top-level name: finds it without executing it
+    except (ImportError, ValueError):
+        return None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        path = Path(location) / relative
+        try:
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return None
+
+
+def _distribution_names() -> list[str]:
+    names: list[str] = []
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"] if dist.metadata is not None and "Name" in dist.metadata else None
+        if name:
+            names.append(name)
+    return names
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()

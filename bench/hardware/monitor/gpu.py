@@ -1,0 +1,210 @@
+"""GPU collector: one reading per GPU from NVML: utilization, memory, power and its limit, temperature, SM clock,
+clock-event (throttle) reasons, the cumulative energy counter and, on Hopper and newer, GPM activity (gpm.py).
+
+All NVML access goes through :mod:`bench.hardware.monitor.nvml`. A reading NVML cannot give (NotSupported on this GPU, the GPU
+lost mid-run, no handle) is None, never 0, so a chart shows a gap instead of a false zero. ``collect`` never raises.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from bench.hardware.monitor import nvml
+from bench.hardware.monitor.gpm import GpmReader
+
+__all__ = ["GpuCollector", "GpuReading", "GpuUnavailable", "throttle_words"]
+
+_MIB = 2**20
+# NVML constants, from nvml.h (pynvml.NVML_TEMPERATURE_GPU / NVML_CLOCK_SM); read from the module when it has them.
+_NVML_TEMPERATURE_GPU = 0
+_NVML_CLOCK_SM = 1
+# nvmlClocksEventReason* bits (nvml.h) -> words. GpuIdle (0x1) is left out: an idle GPU is not held back.
+_GPU_IDLE = 0x1
+CLOCK_EVENT_WORDS: dict[int, str] = {
+    0x2: "application clocks setting",
+    0x4: "power cap",
+    0x8: "hardware slowdown",
+    0x10: "sync boost",
+    0x20: "thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "power brake slowdown",
+    0x100: "display clock setting",
+    0x200: "board limit",
+    0x400: "reliability limit",
+}
+
+
+class GpuUnavailable(RuntimeError):
+    """NVML cannot be used here; ``reason`` (also the message) says why in plain words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """One GPU at one instant. Every measurement is None when NVML could not give it."""
+
+    index: int  # NVML index
+    name: str | None
+    util_percent: float | None  # share of the last sample period in which any kernel ran, 0..100
+    mem_util_percent: float | None  # share of the period in which device memory was read or written, 0..100
+    mem_used_mib: float | None
+    mem_total_mib: float | None
+    power_w: float | None  # board power draw
+    temp_c: float | None
+    sm_clock_mhz: float | None
+    power_limit_w: float | None = None  # the enforced power limit
+    throttle_reasons: list[str] | None = None  # words for the clock-event reasons now active; [] none; None unknown
+    energy_j: float | None = None  # NVML's total energy counter (since the driver loaded), cumulative; Volta+
+    sm_active_percent: float | None = None  # GPM (Hopper+), over the last sample period: share of SMs busy
+    sm_occupancy_percent: float | None = None  # GPM: resident warps / the SMs' maximum
+    tensor_active_percent: float | None = None  # GPM: share of cycles any tensor core was active
+    fp32_active_percent: float | None = None  # GPM: share of cycles the FP32 pipe was active
+    fp16_active_percent: float | None = None  # GPM: share of cycles the FP16 pipe was active
+    dram_active_percent: float | None = None  # GPM: DRAM bandwidth used / the theoretical maximum
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict with one key per field."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GpuReading:
+        """Inverse of :meth:`to_dict`; keys this version does not know are ignored, missing ones become None."""
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {name: None for name in known}
+        values.update({key: value for key, value in data.items() if key in known})
+        if values["power_w"] is None and data.get("power_watts") is not None:  # written before power_w
+            values["power_w"] = data["power_watts"]
+        return cls(**values)
+
+
+class GpuCollector:
+    """Reads the GPUs at the given NVML indices (all GPUs NVML sees when ``indices`` is None).
+
+    Raises:
+        GpuUnavailable: NVML is not usable (no driver, no pynvml, no GPU); ``reason`` says why.
+        ValueError: an index names no GPU that NVML sees.
+    """
+
+    def __init__(self, indices: list[int] | None = None) -> None:
+        ok, reason = nvml.available()
+        if not ok:
+            raise GpuUnavailable(reason)
+        count = int(nvml.query("nvmlDeviceGetCount", default=0))
+        if indices is None:
+            indices = list(range(count))
+        else:
+            bad = [i for i in indices if not 0 <= i < count]
+            if bad:
+                raise ValueError(
+                    f"GPU index {bad[0]} does not exist: NVML sees {count} GPU(s), indices 0..{count - 1}."
+                )
+        self.indices: list[int] = list(indices)
+        module = nvml.NVML_MODULE
+        self._temperature_sensor: int = getattr(module, "NVML_TEMPERATURE_GPU", _NVML_TEMPERATURE_GPU)
+        self._sm_clock: int = getattr(module, "NVML_CLOCK_SM", _NVML_CLOCK_SM)
+        self._handles: dict[int, Any] = {}
+        self._names: dict[int, str] = {}
+        self._gpm: dict[int, GpmReader] = {}
+        self._lock = threading.Lock()
+        for index in self.indices:
+            self._handle(index)
+
+    @property
+    def gpm_reasons(self) -> dict[str, str]:
+        """``"gpu:N"`` -> why GPM figures are None on that GPU, for each GPU whose GPM is not available."""
+        with self._lock:
+            reasons = {f"gpu:{i}": "NVML gave no handle for this GPU." for i in self.indices if i not in self._gpm}
+            reasons.update({f"gpu:{i}": g.reason for i, g in self._gpm.items() if g.reason is not None})
+            return reasons
+
+    def collect(self) -> list[GpuReading]:
+        """One reading per index, in the order of ``indices``; never raises."""
+        with self._lock:
+            return [self._read(index) for index in self.indices]
+
+    def close(self) -> None:
+        """Free the GPM buffers; safe to call more than once."""
+        with self._lock:
+            for reader in self._gpm.values():
+                reader.close()
+
+    def _handle(self, index: int) -> Any:
+        """The cached NVML handle for ``index``, fetched again while it could not be had (None then)."""
+        handle = self._handles.get(index)
+        if handle is None:
+            handle = nvml.query("nvmlDeviceGetHandleByIndex", index)
+            if handle is not None:
+                self._handles[index] = handle
+                name = nvml.query("nvmlDeviceGetName", handle)
+                if name:
+                    self._names[index] = str(name)
+                if index not in self._gpm:
+                    self._gpm[index] = GpmReader(handle)
+        return handle
+
+    def _read(self, index: int) -> GpuReading:
+        handle = self._handle(index)
+        name = self._names.get(index)
+        if handle is None:
+            return GpuReading(index, name, None, None, None, None, None, None, None)
+        util = nvml.query("nvmlDeviceGetUtilizationRates", handle)
+        memory = nvml.query("nvmlDeviceGetMemoryInfo", handle)
+        power_mw = nvml.query("nvmlDeviceGetPowerUsage", handle)
+        temp_c = nvml.query("nvmlDeviceGetTemperature", handle, self._temperature_sensor)
+        sm_clock_mhz = nvml.query("nvmlDeviceGetClockInfo", handle, self._sm_clock)
+        limit_mw = nvml.query("nvmlDeviceGetEnforcedPowerLimit", handle)
+        energy_mj = nvml.query("nvmlDeviceGetTotalEnergyConsumption", handle)
+        reasons = nvml.query("nvmlDeviceGetCurrentClocksEventReasons", handle)
+        if reasons is None:  # drivers before 535 have only the older name
+            reasons = nvml.query("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
+        gpm = self._gpm[index].read() if index in self._gpm else {}
+        return GpuReading(
+            index=index,
+            name=name,
+            util_percent=_number(getattr(util, "gpu", None)),
+            mem_util_percent=_number(getattr(util, "memory", None)),
+            mem_used_mib=_scaled(getattr(memory, "used", None), _MIB),
+            mem_total_mib=_scaled(getattr(memory, "total", None), _MIB),
+            power_w=_scaled(power_mw, 1000),
+            temp_c=_number(temp_c),
+            sm_clock_mhz=_number(sm_clock_mhz),
+            power_limit_w=_scaled(limit_mw, 1000),
+            throttle_reasons=throttle_words(reasons),
+            energy_j=_scaled(energy_mj, 1000),
+            **gpm,
+        )
+
+
+def throttle_words(mask: Any) -> list[str] | None:
+    """The clock-event reason bitmask as words ("power cap", ...); GpuIdle is not a reason; None when unknown."""
+    if mask is None or isinstance(mask, bool):
+        return None
+    try:
+        bits = int(mask) & ~_GPU_IDLE
+    except (TypeError, ValueError):
+        return None
+    words = [word for bit, word in CLOCK_EVENT_WORDS.items() if bits & bit]
+    unknown = bits & ~sum(CLOCK_EVENT_WORDS)
+    if unknown:
+        words.append(f"other reason 0x{unknown:x}")
+    return words
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a float, or None when it is missing or not a number."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _scaled(value: Any, divisor: float) -> float | None:
+    number = _number(value)
+    return None if number is None else number / divisor

@@ -1,0 +1,234 @@
+"""The sampler: one background thread that reads the CPU and GPU collectors every ``interval_s`` seconds.
+
+Runs in the SERVER process (Streamlit or the CLI) and watches the training worker by pid. Modelled on MLflow's system
+metrics monitor: one collector per source, the GPU collector built inside try/except (when NVML is not usable this is
+logged ONCE and sampling goes on with ``gpus=[]``), a named daemon thread that waits on ``Event.wait`` so ``stop()`` is
+immediate. Each :class:`Sample` is handed to ``on_sample``; buffering and storage are the caller's job.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.hardware.monitor.cpu import CpuCollector
+from bench.hardware.monitor.gpu import GpuCollector, GpuReading, GpuUnavailable
+from bench.hardware.monitor.rapl import POWERCAP_ROOT, RaplReader
+
+__all__ = ["Sample", "Sampler"]
+
+logger = logging.getLogger(__name__)
+
+THREAD_NAME = "bench-sampler"
+GPU_MONITORING_OFF_REASON = "GPU monitoring is turned off for this run."
+
+
+@dataclass(frozen=True)
+class Sample:
+    """CPU, RAM and GPU readings at ``t_s`` seconds after the sampler started; None where not measured."""
+
+    t_s: float
+    cpu_percent: float | None  # host, mean over cores, 0..100
+    cpu_per_core: list[float] = field(default_factory=list)  # host, each 0..100
+    process_cpu_percent: float | None = None  # worker tree, percent of one core (can exceed 100)
+    process_rss_mib: float | None = None  # worker tree
+    ram_used_mib: float | None = None  # host
+    gpus: list[GpuReading] = field(default_factory=list)
+    cpu_energy_j: float | None = None  # RAPL package joules since the sampler started, cumulative
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: t_s, cpu_percent, cpu_per_core, process_cpu_percent, process_rss_mib, ram_used_mib, gpus,
+        cpu_energy_j."""
+        return {
+            "t_s": self.t_s,
+            "cpu_percent": self.cpu_percent,
+            "cpu_per_core": list(self.cpu_per_core),
+            "process_cpu_percent": self.process_cpu_percent,
+            "process_rss_mib": self.process_rss_mib,
+            "ram_used_mib": self.ram_used_mib,
+            "gpus": [gpu.to_dict() for gpu in self.gpus],
+            "cpu_energy_j": self.cpu_energy_j,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Sample:
+        """Inverse of :meth:`to_dict`; missing keys become None (or empty lists)."""
+        return cls(
+            t_s=float(data["t_s"]),
+            cpu_percent=data.get("cpu_percent"),
+            cpu_per_core=[float(x) for x in data.get("cpu_per_core") or []],
+            process_cpu_percent=data.get("process_cpu_percent"),
+            process_rss_mib=data.get("process_rss_mib"),
+            ram_used_mib=data.get("ram_used_mib"),
+            gpus=[GpuReading.from_dict(gpu) for gpu in data.get("gpus") or []],
+            cpu_energy_j=data.get("cpu_energy_j"),
+        )
+
+
+class Sampler:
+    """Samples CPU (host + worker tree) and GPUs every ``interval_s`` seconds in a daemon thread.
+
+    Args:
+        interval_s: seconds between samples (> 0; the run config limits it to 0.1..10).
+        pid: the worker process to watch (can be set later with :meth:`set_pid`).
+        on_sample: called in the sampler thread with each Sample; its exceptions are logged and sampling goes on.
+        gpu_indices: NVML indices to read; None reads every GPU NVML sees.
+        monitor_gpus: False skips NVML entirely.
+        clock: monotonic seconds; ``t_s`` is measured from ``start()``.
+        powercap_root: where RAPL's powercap tree is read (a fake tree in tests).
+
+    Raises:
+        ValueError: ``interval_s`` is not a positive number, or a GPU index does not exist.
+    """
+
+    def __init__(
+        self,
+        interval_s: float = 0.5,
+        *,
+        pid: int | None = None,
+        on_sample: Callable[[Sample], None] | None = None,
+        gpu_indices: list[int] | None = None,
+        monitor_gpus: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        powercap_root: Any = POWERCAP_ROOT,
+    ) -> None:
+        if not interval_s > 0:  # also rejects NaN
+            raise ValueError(f"interval_s must be a positive number of seconds, got {interval_s!r}.")
+        self.interval_s = float(interval_s)
+        self._on_sample = on_sample
+        self._clock = clock
+        self._t0_s: float = clock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._collect_lock = threading.Lock()
+        self._sample_errors = 0
+        self._callback_errors = 0
+        self._cpu = CpuCollector(pid)
+        self._rapl = RaplReader(powercap_root)
+        if self._rapl.reason is not None:
+            logger.info("CPU energy is not measured: %s", self._rapl.reason)
+        self._gpu: GpuCollector | None = None
+        self._gpu_reason: str | None = None
+        if not monitor_gpus:
+            self._gpu_reason = GPU_MONITORING_OFF_REASON
+        else:
+            try:
+                self._gpu = GpuCollector(gpu_indices)
+            except GpuUnavailable as exc:
+                self._gpu_reason = exc.reason
+                logger.info("GPU metrics are skipped: %s", exc.reason)
+
+    @property
+    def gpu_reason(self) -> str | None:
+        """Why no GPU readings are taken (NVML unusable or monitoring off); None when GPUs are sampled."""
+        return self._gpu_reason
+
+    @property
+    def energy_reasons(self) -> dict[str, str]:
+        """Why energy cannot be read: ``"cpu"`` (RAPL) and ``"gpu"`` (NVML) -> a plain sentence; empty when both can."""
+        reasons = {}
+        if self._rapl.reason is not None:
+            reasons["cpu"] = self._rapl.reason
+        if self._gpu_reason is not None:
+            reasons["gpu"] = self._gpu_reason
+        return reasons
+
+    @property
+    def gpm_reasons(self) -> dict[str, str]:
+        """``"gpu:N"`` -> why that GPU's GPM figures (SM, tensor, DRAM activity) are None; ``"gpu"`` without NVML."""
+        if self._gpu is None:
+            return {"gpu": self._gpu_reason or ""}
+        return self._gpu.gpm_reasons
+
+    @property
+    def is_running(self) -> bool:
+        """Whether the sampler thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def set_pid(self, pid: int | None) -> None:
+        """Watch ``pid`` (and its descendants) from the next sample on; None stops watching."""
+        self._cpu.set_pid(pid)
+
+    def start(self) -> None:
+        """Start the daemon thread "bench-sampler"; the first sample is taken at once, ``t_s`` counts from now.
+
+        Raises:
+            RuntimeError: the sampler was already started.
+        """
+        if self._thread is not None:
+            raise RuntimeError("This Sampler was already started; create a new one for each run.")
+        self._t0_s = self._clock()
+        self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """Stop the thread (it wakes at once) and wait up to ``timeout_s`` for it; safe to call more than once."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
+            if thread.is_alive():
+                logger.warning("Sampler thread did not stop within %.1f s", timeout_s)
+                return
+        if self._gpu is not None:
+            with self._collect_lock:
+                self._gpu.close()
+
+    def sample_once(self) -> Sample:
+        """Take one sample now (thread-safe)."""
+        with self._collect_lock:
+            t_s = self._clock() - self._t0_s
+            cpu = self._cpu.collect()
+            gpus = self._gpu.collect() if self._gpu is not None else []
+            cpu_energy_j = self._rapl.read_j()
+        return Sample(
+            t_s=t_s,
+            cpu_percent=cpu.cpu_percent,
+            cpu_per_core=cpu.cpu_per_core,
+            process_cpu_percent=cpu.process_cpu_percent,
+            process_rss_mib=cpu.process_rss_mib,
+            ram_used_mib=cpu.ram_used_mib,
+            gpus=gpus,
+            cpu_energy_j=cpu_energy_j,
+        )
+
+    def _run(self) -> None:
+        """Thread body: sample, hand over, wait for the next tick (on a fixed grid, so there is no drift)."""
+        next_tick_s = self._clock()
+        try:
+            while not self._stop.is_set():
+                self._tick()
+                next_tick_s += self.interval_s
+                now_s = self._clock()
+                if next_tick_s < now_s:  # sampling ran late: skip the missed ticks rather than bursting
+                    next_tick_s = now_s
+                self._stop.wait(next_tick_s - now_s)
+        finally:
+            logger.debug("Sampler thread stopped")
+
+    def _tick(self) -> None:
+        try:
+            sample = self.sample_once()
+        except Exception:
+            self._sample_errors += 1
+            _log_repeated(self._sample_errors, "Taking a sample failed")
+            return
+        if self._on_sample is None:
+            return
+        try:
+            self._on_sample(sample)
+        except Exception:
+            self._callback_errors += 1
+            _log_repeated(self._callback_errors, "on_sample raised; sampling goes on")
+
+
+def _log_repeated(count: int, message: str) -> None:
+    """Log the first failure with its traceback, later ones at debug level (no log flood at 2 samples/s)."""
+    if count == 1:
+        logger.exception(message)
+    else:
+        logger.debug("%s (failure %d)", message, count, exc_info=True)

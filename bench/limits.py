@@ -1,0 +1,50 @@
+"""The bounds of every number a record carries, declared once: a number outside its bounds (or not finite) is
+refused on import with its path, so that no page, export or store write meets an Infinity, a NaN, a date past any
+calendar or an integer SQLite cannot hold. bench.records applies them."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# -- the bounds --------------------------------------------------------
+# A number outside its bounds (or not finite) is refused on import with its path, so that no page, export or store
+# write meets an Infinity, a NaN, a date past any calendar or an integer SQLite cannot hold.
+TIME_MIN_S, TIME_MAX_S = 0.0, 4102444800.0  # wall-clock moments: 1970-01-01 .. 2100-01-01 (UTC)
+ID_MAX = 2**63 - 1  # SQLite's largest integer
+EPOCH_MAX = 1_000_000
+GPU_INDEX_MAX = 1023
+_PERCENT = (0.0, 100.0)
+_ANY = (-1e15, 1e15)  # a loss, a reading in its own unit: any finite value of sane size
+BOUNDS: dict[str, tuple[float, float]] = {
+    "created_at": (TIME_MIN_S, TIME_MAX_S), "started_at": (TIME_MIN_S, TIME_MAX_S),
+    "ended_at": (TIME_MIN_S, TIME_MAX_S),
+    "t_s": (-1e7, 1e9), "t_start_s": (-1e7, 1e9), "t_end_s": (-1e7, 1e9),  # seconds from the worker's start
+    "epoch_seconds": (0.0, 1e8),
+    "samples_per_s": (0.0, 1e13), "achieved_gflops": (0.0, 1e12),
+    "cpu_percent": _PERCENT, "util_percent": _PERCENT, "mem_util_percent": _PERCENT,
+    "sm_active_percent": _PERCENT, "sm_occupancy_percent": _PERCENT, "tensor_active_percent": _PERCENT,
+    "fp32_active_percent": _PERCENT, "fp16_active_percent": _PERCENT, "dram_active_percent": _PERCENT,
+    "process_cpu_percent": (0.0, 100.0 * 65536),  # a process on many cores: 100 % per core
+    "process_rss_mib": (0.0, 1e10), "ram_used_mib": (0.0, 1e10), "mem_used_mib": (0.0, 1e10),
+    "mem_total_mib": (0.0, 1e10),
+    "power_w": (0.0, 1e6), "power_limit_w": (0.0, 1e6), "temp_c": (-273.0, 1000.0), "sm_clock_mhz": (0.0, 1e6),
+    "energy_j": (0.0, 1e18), "cpu_energy_j": (0.0, 1e18),
+}
+
+
+# what training measured may be NaN or infinite: a run whose loss diverged (exports write it as null)
+NON_FINITE_ALLOWED = frozenset({"loss", "val_loss", "accuracy", "val_accuracy"})
+
+
+def problem(value: Any, key: str) -> str | None:
+    """What is wrong with ``value`` as the number field ``key`` (not a number, not finite, outside BOUNDS: any sane
+    size where unlisted), or None when it may be held."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return f"must be a number, got {value!r:.60}"
+    if key in NON_FINITE_ALLOWED and not math.isfinite(value):
+        return None
+    low, high = BOUNDS.get(key, _ANY)
+    if not math.isfinite(value) or not low <= value <= high:
+        return f"must be a finite number from {low:g} to {high:g}, got {value!r:.60}"
+    return None

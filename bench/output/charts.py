@@ -1,0 +1,387 @@
+"""Plotly figures shared by every page and by exported reports (plotly only, no Streamlit).
+
+Each function takes plain run data (lists of epoch and sample dicts, as in run records) and returns a
+``plotly.graph_objects.Figure``. Missing readings stay None, so lines show gaps rather than false zeros; a reading
+never taken (no GPM, no process data) draws no line at all. Sizes, ticks and label placement: bench.output.chart_style.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy  # noqa: F401 - loaded whole before any thread draws: Plotly picks NumPy up from sys.modules, and a
+import plotly.graph_objects as go  # figure built while another thread is half-way through importing NumPy fails
+from plotly.subplots import make_subplots
+
+from bench.output import chart_style as style
+from bench.output.chart_style import PALETTE
+from bench.target import Target
+
+GPU_DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
+MAX_POINTS = 1500  # per line drawn; longer histories are thinned evenly for drawing only
+MIB_PER_GIB = 1024.0
+UTIL_TICKS = [0, 20, 40, 60, 80, 100]
+UTIL_TOP = 142.0  # the % axis ends above 100 so the phase and epoch names have three rows of their own
+PHASE_NAMES = {"loading data": "data", "building model": "model"}  # worker phase -> name on the chart
+PHASE_FILLS = ("#e6ebf3", "#f3ece0")
+# GPM activity per GPU beside NVML utilization (None where the GPU has no GPM: no line then)
+GPU_METRICS = (("util_percent", "GPU {i}", "solid"), ("sm_active_percent", "GPU {i} SM active", "dash"),
+               ("tensor_active_percent", "GPU {i} tensor active", "dot"))
+
+Series = Mapping[str, Any]  # {"label": str, "epochs": [...], "samples": [...], "phases": [...] (optional)}
+
+
+def _layout(fig: go.Figure, title: str, *, height: int = 340) -> go.Figure:
+    return style.layout(fig, title, height=height)
+
+
+def thin(rows: Sequence[Any], max_points: int = MAX_POINTS) -> list[Any]:
+    """Evenly thin a long sequence for drawing (keeps the first and last rows)."""
+    n = len(rows)
+    if n <= max_points:
+        return list(rows)
+    step = (n - 1) / (max_points - 1)
+    return [rows[round(i * step)] for i in range(max_points)]
+
+
+def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch") -> go.Figure:
+    """Bars of training seconds per epoch, one colour per run; the first (tracing) epoch drawn hatched."""
+    fig = go.Figure()
+    for i, s in enumerate(series):
+        epochs = list(s.get("epochs") or [])
+        colour = PALETTE[i % len(PALETTE)]
+        fig.add_bar(
+            x=[e["epoch"] for e in epochs],
+            y=[e["epoch_seconds"] for e in epochs],
+            name=str(s.get("label", f"run {i + 1}")),
+            marker={
+                "color": colour,
+                "pattern": {"shape": ["/" if e.get("includes_tracing") else "" for e in epochs], "solidity": 0.35},
+            },
+            customdata=[[("includes tracing" if e.get("includes_tracing") else "steady"),
+                         e.get("samples_per_s") or 0] for e in epochs],
+            hovertemplate="epoch %{x}: %{y:.2f} s (%{customdata[0]})<br>%{customdata[1]:,.0f} samples/s<extra>%{fullData.name}</extra>",
+        )
+    fig.update_layout(barmode="group", bargap=0.25)
+    fig.update_xaxes(title="epoch", dtick=1)
+    fig.update_yaxes(title="seconds", rangemode="tozero")
+    if any(e.get("includes_tracing") for s in series for e in (s.get("epochs") or [])):
+        title += "<br><sup>hatched: the first epoch, which includes graph tracing</sup>"
+    return _layout(fig, title)
+
+
+def _values(samples: Sequence[Mapping[str, Any]], key: str, scale: float = 1.0) -> list[float | None]:
+    return [None if row.get(key) is None else row[key] / scale for row in samples]
+
+
+def _gpu_values(samples: Sequence[Mapping[str, Any]], index: int, key: str) -> list[float | None]:
+    values = []
+    for row in samples:
+        match = next((g for g in (row.get("gpus") or []) if g.get("index") == index), None)
+        values.append(match.get(key) if match else None)
+    return values
+
+
+def _drawn(values: Sequence[float | None]) -> bool:
+    return any(v is not None for v in values)
+
+
+def phase_bands(phases: Sequence[Mapping[str, Any]] | None, epochs: Sequence[Mapping[str, Any]],
+                t_max: float) -> list[tuple[str, float, float]]:
+    """(name, start s, end s) of each start-up phase the worker reported (framework, data, model, first step): each
+    lasts until the next begins; the last until training's first step ended (else the first epoch's end)."""
+    marks = sorted((p for p in phases or [] if p.get("t_s") is not None), key=lambda p: p["t_s"])
+    first_end = next((e["t_end_s"] for e in epochs if e.get("t_end_s") is not None), t_max)
+    bands = []
+    for i, mark in enumerate(marks):
+        name = str(mark.get("phase"))
+        if name == "training":
+            continue
+        end = marks[i + 1]["t_s"] if i + 1 < len(marks) else first_end
+        name = "framework" if name.startswith("importing") else PHASE_NAMES.get(name, name)
+        start = max(0.0, float(mark["t_s"]))
+        if end > start:
+            bands.append((name, start, float(end)))
+    return bands
+
+
+def _marks(fig: go.Figure, s: Series, t_max: float) -> None:
+    """One run's start-up phases shaded and named, its epochs' ends dotted and each epoch named; names that would
+    overlap another are left out (chart_style.place_labels)."""
+    epochs = list(s.get("epochs") or [])
+    bands = phase_bands(s.get("phases"), epochs, t_max)
+    shapes: list[dict[str, Any]] = [
+        {"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1, "layer": "below",
+         "fillcolor": PHASE_FILLS[k % len(PHASE_FILLS)], "line": {"width": 0}} for k, (_, x0, x1) in enumerate(bands)]
+    labels = [((x0 + x1) / 2, name) for name, x0, x1 in bands]
+    start = bands[-1][2] if bands else None
+    for e in epochs:
+        end = e.get("t_end_s")
+        if end is None:
+            continue
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": end, "x1": end, "y0": 0, "y1": 1,
+                       "line": {"color": "#9aa3b2", "dash": "dot", "width": 1}})
+        begin = e.get("t_start_s", start)
+        name = f"epoch {e.get('epoch')}" + (" (tracing)" if e.get("includes_tracing") else "")
+        labels.append(((begin + end) / 2 if begin is not None else end, name))
+        start = end
+    if shapes:  # one layout update for all marks: add_vline per epoch costs ~10 ms each
+        fig.update_layout(shapes=shapes)
+    for x, text, row in style.place_labels(labels, (0.0, t_max), rows=3):
+        fig.add_annotation(x=x, y=UTIL_TOP, xref="x", yref="y", yanchor="top", yshift=-row * (style.LABEL_PX + 6),
+                           text=text, showarrow=False, font={"size": style.LABEL_PX, "color": "#374151"})
+
+
+def utilization_figure(series: Sequence[Series], *, title: str = "Utilization while training",
+                       show_process: bool = True) -> go.Figure:
+    """The whole machine's CPU % and each GPU's NVML utilization % (with SM and tensor-core activity where NVML GPM
+    reports them) over time; with ``show_process``, the training process's CPU in cores (right axis) and, in a
+    second row, its memory beside the machine's. One run: its start-up phases shaded and named, its epochs named."""
+    many = len(series) > 1
+    runs = [(s, thin(list(s.get("samples") or []))) for s in series]
+    # drawn from the first sample that carries the reading, even while its value is still None (psutil's first
+    # process reading is): a live chart keeps its traces from the start instead of being redrawn when they appear
+    # and before the first sample, since this project's sampler always takes them
+    waiting = not any(rows for _, rows in runs)
+    process = show_process and (waiting or any("process_cpu_percent" in row for _, rows in runs for row in rows))
+    memory = show_process and (waiting or any(k in row for _, rows in runs for row in rows
+                                              for k in ("process_rss_mib", "ram_used_mib")))
+    fig = make_subplots(rows=2 if memory else 1, cols=1, shared_xaxes=True, vertical_spacing=0.1,
+                        row_heights=[0.7, 0.3] if memory else None, specs=[[{"secondary_y": process}]]
+                        + ([[{}]] if memory else []))
+    hover = "%{x:.1f} s: %{y:.0f} %<extra>%{fullData.name}</extra>"
+    t_max, top_cores = 0.0, 0.0
+    for i, (s, samples) in enumerate(runs):
+        prefix = f"{s.get('label', f'run {i + 1}')} · " if many else ""
+        colour = PALETTE[i % len(PALETTE)]
+        t = [row["t_s"] for row in samples]
+        t_max = max([t_max, *t, *(e.get("t_end_s") or 0.0 for e in s.get("epochs") or [])])
+        fig.add_scatter(x=t, y=_values(samples, "cpu_percent"), mode="lines", name=f"{prefix}CPU, whole machine",
+                        line={"color": colour, "width": 2.5}, connectgaps=False, hovertemplate=hover, row=1, col=1)
+        cores = _values(samples, "process_cpu_percent", 100.0)
+        if process:
+            top_cores = max([top_cores, *(c for c in cores if c is not None)])
+            fig.add_scatter(x=t, y=cores, mode="lines", name=f"{prefix}training process CPU (cores, right axis)",
+                            line={"color": colour, "width": 2, "dash": "dot"},
+                            connectgaps=False, row=1, col=1, secondary_y=True,
+                            hovertemplate="%{x:.1f} s: %{y:.2f} cores<extra>%{fullData.name}</extra>")
+        gpu_indices = sorted({g["index"] for row in samples for g in (row.get("gpus") or [])})
+        for k, index in enumerate(gpu_indices):
+            for m, (key, name, dash) in enumerate(GPU_METRICS):
+                values = _gpu_values(samples, index, key)
+                if m and not _drawn(values):
+                    continue  # no GPM on this GPU: no line, rather than a false zero
+                line = ({"color": colour, "dash": ("dash", "dashdot", "dot")[m]} if many else
+                        {"color": PALETTE[(2 + m + 3 * k) % len(PALETTE)],
+                         "dash": dash if len(gpu_indices) == 1 else GPU_DASHES[k % len(GPU_DASHES)]})
+                fig.add_scatter(x=t, y=values, mode="lines", name=prefix + name.format(i=index),
+                                line={**line, "width": 2.5 if m == 0 else 2}, connectgaps=False,
+                                hovertemplate=hover, row=1, col=1)
+        if memory:  # as above: the whole machine solid, the training process dotted (overlaid: the process only)
+            for key, name, dash in (("ram_used_mib", "machine memory in use", "solid"),
+                                    ("process_rss_mib", "training process memory", "dot"))[1 if many else 0:]:
+                values = _values(samples, key, MIB_PER_GIB)
+                if waiting or any(key in row for row in samples):
+                    fig.add_scatter(x=t, y=values, mode="lines", name=f"{prefix}{name} (GiB)", connectgaps=False,
+                                    line={"color": colour if many else PALETTE[5], "dash": dash, "width": 2},
+                                    row=2, col=1,
+                                    hovertemplate="%{x:.1f} s: %{y:.2f} GiB<extra>%{fullData.name}</extra>")
+    if not many and series:
+        _marks(fig, series[0], t_max)
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_xaxes(title="seconds since start", row=2 if memory else 1, col=1)
+    fig.update_yaxes(title="utilization %", range=[0, UTIL_TOP], tickvals=UTIL_TICKS, row=1, col=1,
+                     secondary_y=False)
+    if process:
+        top = max(1, math.ceil(top_cores * 1.1))
+        step = max(1, int(style.nice_step(top, 4)))
+        fig.update_yaxes(title="cores", range=[0, top * UTIL_TOP / 100], tickvals=list(range(0, top + 1, step)),
+                         showgrid=False, row=1, col=1, secondary_y=True)
+    if memory:
+        fig.update_yaxes(title="GiB", rangemode="tozero", nticks=4, row=2, col=1)
+    fig = _layout(fig, title, height=480 if memory else 380)
+    fig.update_layout(showlegend=True)  # name the line even when it is the only one (a CPU-only machine)
+    return fig
+
+
+def loss_accuracy_figure(epochs: Sequence[Mapping[str, Any]], *, title: str = "Loss and accuracy") -> go.Figure:
+    """Training and validation loss (left axis) and accuracy (right axis) per epoch."""
+    fig = go.Figure()
+    x = [e["epoch"] for e in epochs]
+    fig.add_scatter(x=x, y=[e.get("loss") for e in epochs], name="loss", mode="lines+markers",
+                    line={"color": PALETTE[1]})
+    fig.add_scatter(x=x, y=[e.get("val_loss") for e in epochs], name="val loss", mode="lines+markers",
+                    line={"color": PALETTE[1], "dash": "dot"})
+    fig.add_scatter(x=x, y=[e.get("accuracy") for e in epochs], name="accuracy", mode="lines+markers",
+                    line={"color": PALETTE[2]}, yaxis="y2")
+    fig.add_scatter(x=x, y=[e.get("val_accuracy") for e in epochs], name="val accuracy", mode="lines+markers",
+                    line={"color": PALETTE[2], "dash": "dot"}, yaxis="y2")
+    # accuracy 0-1 in steps of 0.2 (an overlaying axis left to itself syncs to the loss axis: 0.205, 0.409, ...)
+    fig.update_layout(yaxis={"title": "loss", "rangemode": "tozero"},
+                      yaxis2={"title": "accuracy", "overlaying": "y", "side": "right", "range": [0, 1.0],
+                              "tickmode": "array", "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0], "tickformat": ".1f",
+                              "showgrid": False})
+    fig.update_xaxes(title="epoch", tickmode="linear", tick0=1, dtick=max(1, int(style.nice_step(len(x), 8))))
+    return _layout(fig, title, height=300)
+
+
+def per_core_heatmap(samples: Sequence[Mapping[str, Any]], *, title: str = "CPU utilization per core") -> go.Figure:
+    """Heatmap of per-core CPU % over time (rows = cores)."""
+    rows = thin(list(samples), 600)
+    cores = max((len(r.get("cpu_per_core") or []) for r in rows), default=0)
+    z = [[(r.get("cpu_per_core") or [None] * cores)[c] if c < len(r.get("cpu_per_core") or []) else None
+          for r in rows] for c in range(cores)]
+    plot_px = max(120, 26 * cores)
+    # ticks far enough apart for their font: 0 and 100 on a short bar, 0/50/100 from 3 tick heights each
+    ticks = [0, 50, 100] if plot_px >= 6 * style.TICK_PX else [0, 100]
+    fig = go.Figure(go.Heatmap(x=[r["t_s"] for r in rows], y=[f"core {c}" for c in range(cores)], z=z,
+                               zmin=0, zmax=100, colorscale="Blues",
+                               colorbar={"title": {"text": "%", "side": "top"}, "tickvals": ticks, "len": 1.0,
+                                         "lenmode": "fraction", "thickness": 18,
+                                         "tickfont": {"size": style.TICK_PX}}))
+    fig.update_xaxes(title="seconds since start")
+    fig = style.layout(fig, title, height=plot_px + 70 + 60, legend=False)
+    step = max(1, int(style.nice_step(cores, max(1, plot_px // 24))))
+    fig.update_yaxes(tickmode="array", tickvals=[f"core {c}" for c in range(0, cores, step)])
+    return fig
+
+
+def to_html(figures: Sequence[go.Figure], *, title: str, intro_html: str = "") -> str:
+    """A self-contained HTML page (plotly.js inlined once) holding the figures, for stakeholders."""
+    parts = []
+    for i, fig in enumerate(figures):
+        parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
+    body = "\n".join(f'<div class="fig">{p}</div>' for p in parts)
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{title}</title><style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#0b1220}}"
+        ".fig{margin:1.5em 0}</style></head><body>"
+        f"<h1>{title}</h1>{intro_html}{body}</body></html>"
+    )
+
+
+# -- sweeps -----------------------------------------------------------------------------------------------------------
+def _by_target(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if row.get("params"):
+            label = str(row.get("target"))
+            if len({r.get("batch_size") for r in rows}) > 1:
+                label += f" · batch {row.get('batch_size')}"
+            if len({r.get("steps_per_execution") or 1 for r in rows}) > 1:
+                label += f" · {row.get('steps_per_execution') or 1} steps/exec"
+            groups.setdefault(label, []).append(row)
+    return {k: sorted(v, key=lambda r: r["params"]) for k, v in groups.items()}
+
+
+def _on_gpu(row: Mapping[str, Any]) -> bool:
+    """Whether a sweep row's target is a GPU (or all of them); a row whose target is no target counts as CPU."""
+    try:
+        return Target.parse(str(row.get("target"))).is_gpu
+    except ValueError:
+        return False
+
+
+def _sweep_lines(rows: Sequence[Mapping[str, Any]], key: str, title: str, y_title: str, *,
+                 log_y: bool = False, also_y: Sequence[float] = ()) -> go.Figure:
+    fig = go.Figure()
+    groups = _by_target(rows)
+    for i, (label, group) in enumerate(groups.items()):
+        fig.add_scatter(x=[r["params"] for r in group], y=[r.get(key) for r in group], mode="lines+markers",
+                        name=label, text=[r.get("size") for r in group], line={"color": PALETTE[i % len(PALETTE)]},
+                        hovertemplate="%{text}: %{x:,} params → %{y:,.1f}<extra>%{fullData.name}</extra>")
+    fig.update_layout(xaxis=_params_axis(rows))
+    if log_y:
+        fig.update_layout(yaxis=style.log_axis([*(r.get(key) for r in rows), *also_y], y_title))
+    else:
+        fig.update_yaxes(title=y_title, rangemode="tozero")
+    return _layout(fig, title)
+
+
+def _params_axis(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return style.log_axis([r.get("params") for r in rows], "parameters")
+
+
+def sweep_utilization_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Mean utilization vs parameters: NVML GPU % for GPU targets (with SM and tensor-core activity where NVML GPM
+    reported them), whole-machine CPU % for CPU targets."""
+    fig = go.Figure()
+    for i, (label, group) in enumerate(_by_target(rows).items()):
+        is_gpu = _on_gpu(group[0])
+        lines = ([("mean_gpu_util_percent", "GPU %", "solid"), ("sm_active_percent", "SM active %", "dash"),
+                  ("tensor_active_percent", "tensor active %", "dot")] if is_gpu
+                 else [("mean_cpu_percent", "CPU %", "solid")])
+        for m, (key, name, dash) in enumerate(lines):
+            values = [r.get(key) for r in group]
+            if m and all(v is None for v in values):
+                continue  # no GPM: no line, rather than a false zero
+            fig.add_scatter(x=[r["params"] for r in group], y=values, mode="lines+markers",
+                            name=f"{label} ({name})", line={"color": PALETTE[i % len(PALETTE)], "dash": dash},
+                            text=[r.get("size") for r in group],
+                            hovertemplate="%{text}: %{x:,} params → %{y:.0f} %<extra>%{fullData.name}</extra>")
+    fig.update_layout(xaxis=_params_axis(rows))
+    fig.update_yaxes(title="mean utilization %", range=[0, 105], tickvals=UTIL_TICKS)
+    return _layout(fig, "Utilization vs model size")
+
+
+def sweep_throughput_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    return _sweep_lines(rows, "samples_per_s", "Samples/s vs model size", "samples/s (steady)", log_y=True)
+
+
+def sweep_speedup_figure(speedups: Sequence[Mapping[str, Any]], label: str) -> go.Figure:
+    fig = go.Figure()
+    pts = sorted((s for s in speedups if s.get("params")), key=lambda s: s["params"])
+    fig.add_scatter(x=[s["params"] for s in pts], y=[s["speedup"] for s in pts], mode="lines+markers", name=label,
+                    text=[s.get("size") for s in pts], line={"color": PALETTE[0]},
+                    hovertemplate="%{text}: %{x:,} params → %{y:.2f}x<extra></extra>")
+    fig.add_hline(y=1.0, line={"color": "#9aa3b2", "dash": "dot"})
+    fig.update_layout(xaxis=_params_axis(pts))
+    fig.update_yaxes(title="speed-up (x)", rangemode="tozero")
+    return _layout(fig, f"Speed-up vs model size: {label}")
+
+
+def sweep_gflops_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Achieved training GFLOP/s vs parameters, with each target's measured matmul peak as a dashed line."""
+    peaks = {}
+    stale: set[str] = set()
+    for row in rows:
+        if row.get("peak_gflops"):
+            peaks[str(row.get("target"))] = row["peak_gflops"]
+        if row.get("peak_stale"):
+            stale.add(str(row.get("target")))
+    fig = _sweep_lines(rows, "achieved_gflops", "Achieved GFLOP/s vs the measured peak", "GFLOP/s", log_y=True,
+                       also_y=list(peaks.values()))
+    # a peak takes its target's line colour; grey when the target has several lines (one per batch size)
+    colours: dict[str, list[str]] = {}
+    for i, label in enumerate(_by_target(rows)):
+        colours.setdefault(label.split(" · ")[0], []).append(PALETTE[i % len(PALETTE)])
+    for target, peak in sorted(peaks.items()):
+        own = colours.get(target, [])
+        colour = own[0] if len(own) == 1 else style.AXIS_GREY
+        line = {"color": colour, "dash": "dash", "width": 1.5}
+        fig.add_hline(y=peak, line=line)
+        # named in the legend, below the plot: a label on the line runs into the axis or the markers
+        fig.add_scatter(x=[None], y=[None], mode="lines", line=line, name=f"{target} matmul peak {peak:,.0f} GFLOP/s"
+                        + (" (a run beat it: being re-measured)" if target in stale else ""),
+                        hoverinfo="skip")
+    return fig
+
+
+def warm_up() -> None:
+    """Build and serialise one figure of each kind on tiny data.
+
+    Plotly loads its validators lazily, so the first figure of each kind costs 100-300 ms more than the next; a server
+    calls this in a background thread at start so that cost does not land on the first live refresh of a run.
+    """
+    samples = [{"t_s": float(t), "cpu_percent": 1.0, "cpu_per_core": [1.0], "process_cpu_percent": 100.0,
+                "process_rss_mib": 500.0, "ram_used_mib": 900.0, "gpus": [{"index": 0, "util_percent": 1.0}]}
+               for t in (0, 1)]
+    epochs = [{"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True, "t_end_s": 1.0, "loss": 1.0,
+               "accuracy": 0.5, "val_loss": 1.0, "val_accuracy": 0.5}]
+    series = [{"label": "warm-up", "epochs": epochs, "samples": samples,
+               "phases": [{"phase": "loading data", "t_s": 0.0}, {"phase": "first step", "t_s": 0.5}]}]
+    for fig in (epoch_time_figure(series), utilization_figure(series), loss_accuracy_figure(epochs)):
+        fig.to_dict()
+        fig.to_json()

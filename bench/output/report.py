@@ -1,0 +1,496 @@
+"""Run records in and out: JSON, CSV and self-contained HTML exports, and validated JSON imports into the store.
+
+A run record is the JSON the CLI writes (``RunSnapshot.record()``, schema ``bench.run/1``); a comparison wraps
+several (``bench.comparison/1``: ``runs`` plus the speed-ups of each run against the first). Exports never touch the
+framework; imports are checked field by field (:func:`validate_record`) and every problem raises
+:class:`RecordError` whose message names the field, what it holds and what to do, never a KeyError traceback.
+An imported GPU run must import on a CPU-only machine, so an imported config is checked for shape, not validated
+against this machine's hardware.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import io
+import json
+import math
+import os
+import time
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import records
+from bench.output import charts
+from bench.analysis import compare, metrics, run_summary
+from bench.config import ConfigError, RunConfig
+from bench.records import ACTIVE as ACTIVE_STATUSES
+from bench.records import COMPARISON_SCHEMA, EXPORT_HINT, RecordError
+
+MAX_RECORD_BYTES = 50 * 2**20
+IMPORTED_PREFIX = "imported: "
+
+EPOCH_COLUMNS = ("epoch", "epoch_seconds", "includes_tracing", "samples_per_s", "loss", "accuracy", "val_loss",
+                 "val_accuracy", "t_start_s", "t_end_s")
+SAMPLE_COLUMNS = ("t_s", "cpu_percent", "process_cpu_percent", "process_rss_mib", "ram_used_mib")
+GPU_FIELDS = ("name", "util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_w", "temp_c",
+              "sm_clock_mhz")  # bench.hardware.monitor.gpu.GpuReading, less its index
+
+
+# -- small helpers ----------------------------------------------------------------------------------------------------
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _e(value: Any) -> str:
+    """HTML-escape anything shown in a report (every user-provided string goes through here)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _runs_of(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    if doc.get("schema") == COMPARISON_SCHEMA:
+        return list(doc.get("runs") or [])
+    return [doc]
+
+
+def hardware_label(hardware: Mapping[str, Any] | None) -> str:
+    """A short machine description from a record's ``hardware`` dict (``bench.hardware.devices.Hardware.to_dict()``)."""
+    hw = hardware if isinstance(hardware, Mapping) else {}
+    if isinstance(hw.get("label"), str) and hw["label"]:
+        return hw["label"]
+    gpus = [g for g in (hw.get("gpus") or []) if isinstance(g, Mapping)]
+    if gpus and not hw.get("gpu_reason"):
+        counts: dict[str, int] = {}
+        for gpu in gpus:
+            name = str(gpu.get("name") or "GPU")
+            counts[name] = counts.get(name, 0) + 1
+        return " + ".join(f"{name} x{count}" for name, count in counts.items())
+    cpu = hw.get("cpu") if isinstance(hw.get("cpu"), Mapping) else {}
+    if not cpu:
+        return "unknown hardware"
+    cores = cpu.get("logical_cores")
+    core_text = f" ({cores} core{'s' if cores != 1 else ''})" if cores else ""
+    return f"{cpu.get('model') or 'unknown CPU'}{core_text}, no GPU"
+
+
+def _config(record: Mapping[str, Any]) -> RunConfig | None:
+    try:
+        return RunConfig.from_dict(dict(record.get("config") or {}))
+    except (ConfigError, TypeError, ValueError):
+        return None
+
+
+def run_label(record: Mapping[str, Any]) -> str:
+    """The run's stored label, else its config's label, else ``run ID``."""
+    if isinstance(record.get("label"), str) and record["label"]:
+        return record["label"]
+    config = _config(record)
+    return config.label() if config is not None else f"run {record.get('id')}"
+
+
+
+def _display_names(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Short names for runs side by side: the target (cpu, cpu/1, gpu:0), with ``#id`` where targets repeat."""
+    targets = [compare.target(r) for r in runs]
+    return [t if targets.count(t) == 1 else f"{t} #{r.get('id', i + 1)}" for i, (t, r) in enumerate(zip(targets, runs))]
+
+
+# -- building records -------------------------------------------------------------------------------------------------
+def record_from_store(run: Mapping[str, Any]) -> dict[str, Any]:
+    """A run from ``Store.get_run(...)`` as a ``bench.run/1`` record (built by ``records.run_record``, as a live
+    run's is). The summary is computed from the epochs and samples the run has, whatever its status."""
+    return records.run_record(
+        id=run.get("id"), status=str(run.get("status")), config=run.get("config") or {}, hardware=run.get("hardware"),
+        info=run.get("info"), created_at=run.get("created_at"), started_at=run.get("started_at"),
+        ended_at=run.get("ended_at"), error=run.get("error"), store_error=None, epochs=run.get("epochs") or [],
+        samples=run.get("samples") or [], label=run.get("label"))
+
+
+comparison_record = records.comparison_record
+
+
+# -- exports ----------------------------------------------------------------------------------------------------------
+def to_json(record_or_comparison: Mapping[str, Any]) -> str:
+    """Pretty, strict JSON text (a NaN loss is written as null; anything exotic becomes a string)."""
+    return records.json_text(record_or_comparison)
+
+
+# a cell a spreadsheet would read as a formula (OWASP "CSV injection"): text that starts with one of these
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _safe_cell(value: Any) -> Any:
+    """Text that a spreadsheet would run as a formula, prefixed with a quote (shown as text); numbers unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def spreadsheet_safe(frame: Any) -> Any:
+    """A copy of ``frame`` whose text cells and column names no spreadsheet runs as formulas (every CSV the project
+    writes goes through here: records may come from anywhere)."""
+    from pandas.api.types import is_numeric_dtype
+
+    safe = frame.copy()
+    for column in safe.columns:
+        if not is_numeric_dtype(safe[column]):  # text, mixed, or pandas' own string dtype
+            safe[column] = safe[column].map(_safe_cell)
+    safe.columns = [_safe_cell(str(c)) for c in safe.columns]
+    return safe
+
+
+def write_file(path: str | os.PathLike[str], content: str | bytes) -> Path:
+    """Write ``content`` (text as UTF-8, whatever the locale) to ``path`` whole or not at all: into a temporary file
+    beside it, then renamed over it, so a failure leaves no empty or half-written file."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Raise OSError (saying why) unless a file can be written at ``path``: checked before a run, not after it."""
+    out = Path(path)
+    if out.is_dir():
+        raise IsADirectoryError(f"{out} is a folder; give a file name, e.g. {out / 'result.json'}")
+    folder = out.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    probe = folder / f".{out.name}.{os.getpid()}.check"
+    probe.write_bytes(b"")
+    probe.unlink()
+
+
+def _epochs_frame(epochs: Sequence[Mapping[str, Any]]) -> Any:
+    import pandas as pd
+
+    rows = [_flat(e) for e in epochs]
+    extras: list[str] = []
+    for row in rows:
+        extras.extend(k for k in row if k not in EPOCH_COLUMNS and k not in extras)
+    return pd.DataFrame(rows, columns=[*EPOCH_COLUMNS, *extras])
+
+
+def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One CSV row: a mapping becomes one column per key (``energy_j`` -> ``energy_j_cpu``, ``energy_j_gpu:0``), a list
+    one text cell joined by "; " (an empty list stays empty text, None stays empty)."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, Mapping):
+            out.update({f"{key}_{sub}": inner for sub, inner in value.items()})
+        elif isinstance(value, (list, tuple)):
+            out[key] = "; ".join(str(v) for v in value)
+        else:
+            out[key] = value
+    return out
+
+
+def _samples_frame(samples: Sequence[Mapping[str, Any]]) -> Any:
+    import pandas as pd
+
+    nested = {"cpu_per_core", "gpus"}
+    extras: list[str] = []
+    for s in samples:
+        extras.extend(k for k in s if k not in SAMPLE_COLUMNS and k not in nested and k not in extras)
+    cores = max((len(s.get("cpu_per_core") or []) for s in samples), default=0)
+    gpu_indices = sorted({g.get("index") for s in samples for g in (s.get("gpus") or []) if _is_int(g.get("index"))})
+    gpu_fields = list(GPU_FIELDS)
+    for s in samples:
+        for g in s.get("gpus") or []:
+            gpu_fields.extend(k for k in g if k != "index" and k not in gpu_fields)
+    columns = [*SAMPLE_COLUMNS, *extras, *(f"cpu_core_{c}" for c in range(cores)),
+               *(f"gpu{i}_{f}" for i in gpu_indices for f in gpu_fields)]
+    rows = []
+    for s in samples:
+        row = {k: s.get(k) for k in (*SAMPLE_COLUMNS, *extras)}
+        for c, value in enumerate(s.get("cpu_per_core") or []):
+            row[f"cpu_core_{c}"] = value
+        for g in s.get("gpus") or []:
+            for f in gpu_fields:
+                row[f"gpu{g.get('index')}_{f}"] = g.get(f)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def to_csv(record: Mapping[str, Any]) -> dict[str, str]:
+    """CSV text per table: ``epochs.csv`` and ``samples.csv`` (samples flattened: ``cpu_core_N``, ``gpuI_field``).
+
+    A comparison gives ``comparison.csv`` plus ``N-run-ID-epochs.csv`` / ``N-run-ID-samples.csv`` per run.
+    Missing readings are empty cells.
+    """
+    import pandas as pd
+
+    if record.get("schema") == COMPARISON_SCHEMA:
+        files: dict[str, str] = {}
+        pairs = (record.get("comparison") or {}).get("pairs") or []
+        files["comparison.csv"] = spreadsheet_safe(pd.DataFrame([dict(p) for p in pairs])).to_csv(index=False)
+        for i, run in enumerate(record.get("runs") or []):
+            for name, text in to_csv(run).items():
+                files[f"{i + 1}-run-{run.get('id')}-{name}"] = text
+        return files
+    return {
+        "epochs.csv": spreadsheet_safe(_epochs_frame(record.get("epochs") or [])).to_csv(index=False),
+        "samples.csv": spreadsheet_safe(_samples_frame(record.get("samples") or [])).to_csv(index=False),
+    }
+
+
+def to_csv_zip(record: Mapping[str, Any]) -> bytes:
+    """A zip holding the CSVs of :func:`to_csv` and the full JSON record (``record.json``)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, text in to_csv(record).items():
+            archive.writestr(name, text)
+        archive.writestr("record.json", to_json(record))
+    return buffer.getvalue()
+
+
+def _fmt_number(value: Any, fmt: str, unit: str = "") -> str:
+    if not _is_number(value) or not math.isfinite(value):
+        return "—"
+    return f"{format(value, fmt)}{unit}"
+
+
+def _run_headline(record: Mapping[str, Any]) -> str:
+    summary = run_summary.summarize(record.get("epochs") or [], record.get("samples") or [])
+    steady, first = summary["steady_epoch_seconds"], summary["first_epoch_seconds"]
+    where = (record.get("info") or {}).get("placement")
+    where_text = f" on {where}" if where else ""
+    if steady is None:
+        return (f"No steady-state epoch yet{where_text}: it needs at least two epochs (epoch 1 includes tracing); "
+                f"first epoch {metrics.format_seconds(first)}.")
+    count = len(metrics.steady_epoch_times(record.get("epochs") or []))
+    return (f"Steady epoch {metrics.format_seconds(steady)}{where_text} (median of {count} epoch"
+            f"{'s' if count != 1 else ''} after the first); first epoch, with tracing: {metrics.format_seconds(first)}.")
+
+
+def _run_section(record: Mapping[str, Any], name: str) -> str:
+    summary = run_summary.summarize(record.get("epochs") or [], record.get("samples") or [])
+    raw_info, raw_error = record.get("info"), record.get("error")
+    info: Mapping[str, Any] = raw_info if isinstance(raw_info, Mapping) else {}
+    error: Mapping[str, Any] | None = raw_error if isinstance(raw_error, Mapping) else None
+    facts: list[tuple[str, str]] = [
+        ("run", f"#{record.get('id')} · {run_label(record)}"),
+        ("status", str(record.get("status"))),
+        ("hardware", hardware_label(record.get("hardware"))),
+        ("trained on", str(info.get("placement") or "—")),
+        ("framework", str(info.get("framework") or "—")),
+        ("model", str(info.get("model_description") or "—")),
+        ("dataset", str(info.get("dataset_description") or "—")),
+        ("parameters", _fmt_number(info.get("params"), ",d") if _is_int(info.get("params")) else "—"),
+        ("steady epoch (median, epochs 2..N)", metrics.format_seconds(summary["steady_epoch_seconds"])),
+        ("first epoch (includes tracing)", metrics.format_seconds(summary["first_epoch_seconds"])),
+        ("all epochs", metrics.format_seconds(summary["total_seconds"])),
+        ("steady samples/s", _fmt_number(summary["steady_samples_per_s"], ",.0f")),
+        ("mean CPU (whole machine)", _fmt_number(summary["mean_cpu_percent"], ".0f", " %")),
+        ("mean GPU utilization (NVML)", _fmt_number(summary["mean_gpu_util_percent"], ".0f", " %")),
+        ("peak worker memory", _fmt_number(summary["peak_process_rss_mib"], ",.0f", " MiB")),
+    ]
+    if info.get("imported"):
+        facts.append(("imported from", str(info.get("source_hardware") or "another machine")))
+    if error:
+        facts.append(("error", f"{error.get('message') or error.get('error_type')} — {error.get('hint') or ''}"))
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
+    raw_config = record.get("config")
+    config: Mapping[str, Any] = raw_config if isinstance(raw_config, Mapping) else {}
+    config_rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e('—' if v is None else v)}</td></tr>" for k, v in config.items())
+    return (f"<section class='run'><h2>{_e(name)}</h2><p>{_e(_run_headline(record))}</p>"
+            f"<table>{rows}</table><h3>Configuration</h3><table class='config'>{config_rows}</table></section>")
+
+
+_CSS = ("<style>table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom:1px solid #dde1e8;padding:.25em .8em;"
+        "text-align:left;vertical-align:top}th{font-weight:600;color:#3a4254}.headline{font-size:1.35em;"
+        "font-weight:600}.note{color:#5c6370;font-size:.9em}section.run{margin:1.5em 0}</style>")
+
+
+def to_html(record_or_comparison: Mapping[str, Any]) -> str:
+    """A self-contained HTML report (plotly.js inlined once; opens offline) for a run record or a comparison.
+
+    Holds the headline (for a comparison: "B trains X.Xx faster than A (median steady epoch; spread ...; total
+    time ratio ...)"), the first (tracing) epoch reported apart, hardware and configuration per run, and the charts
+    of :mod:`bench.output.charts`. Every string from the record is HTML-escaped.
+    """
+    doc = record_or_comparison
+    runs = _runs_of(doc)
+    names = _display_names(runs)
+    if doc.get("schema") == COMPARISON_SCHEMA:
+        comparison = doc.get("comparison") if isinstance(doc.get("comparison"), Mapping) else None
+        pairs = list((comparison or {}).get("pairs") or []) or list(compare.comparison(runs).get("pairs") or [])
+        headlines = []
+        for i, pair in enumerate(pairs, start=1):
+            named = {**pair, "baseline_target": names[0], "target": names[i] if i < len(names) else pair.get("target")}
+            headlines.append(compare.headline(named))
+            caution = compare.caution(pair)
+            if caution:
+                headlines.append("Caution: " + caution)
+        title = "Training speed: " + " vs ".join(names)
+    else:
+        headlines = [_run_headline(doc)]
+        title = f"Training run #{doc.get('id')}: {run_label(doc)}"
+    firsts = "; ".join(
+        f"{name} {metrics.format_seconds(run_summary.summarize(r.get('epochs') or [], []).get('first_epoch_seconds'))}"
+        for name, r in zip(names, runs))
+    intro = "".join(f"<p class='headline'>{_e(h)}</p>" for h in headlines)
+    intro += (f"<p>First epoch, which includes graph tracing and is left out of every steady-state figure: "
+              f"{_e(firsts)}.</p>")
+    intro += ("<p class='note'>Speed-up = median steady-state epoch time of one run / of the other; the spread compares "
+              "the fastest and slowest steady epochs. NVML's \"GPU utilization\" is the share of time any kernel ran, "
+              "not how much of the chip worked.</p>")
+    intro += "".join(_run_section(r, n) for r, n in zip(runs, names))
+    intro += f"<p class='note'>Generated {_e(time.strftime('%Y-%m-%d %H:%M:%S'))} by bench.</p>" + _CSS
+
+    series: list[dict[str, Any]] = [
+        {"label": n, "epochs": list(r.get("epochs") or []), "samples": list(r.get("samples") or []),
+         "phases": (r.get("info") or {}).get("phases")} for r, n in zip(runs, names)]
+    figures = [charts.epoch_time_figure(series)]
+    if any(s["samples"] for s in series):
+        figures.append(charts.utilization_figure(series))
+    for s in series:
+        if s["epochs"]:
+            suffix = f" — {s['label']}" if len(series) > 1 else ""
+            figures.append(charts.loss_accuracy_figure(s["epochs"], title=f"Loss and accuracy{suffix}"))
+    return charts.to_html(figures, title=_e(title), intro_html=intro)
+
+
+# -- validation and import --------------------------------------------------------------------------------------------
+def validate_record(data: Any) -> dict[str, Any]:
+    """Check an imported ``bench.run/1`` or ``bench.comparison/1`` document (``records.load``); return it unchanged.
+
+    Raises:
+        RecordError: the first problem found, naming the field path, e.g.
+            ``epochs[2].epoch_seconds must be a positive number, got 'abc'``.
+    """
+    if isinstance(data, dict) and data.get("schema") == records.SWEEP_SCHEMA:
+        raise RecordError(f"schema {records.SWEEP_SCHEMA!r} is not supported for import: a sweep is shown on the "
+                          f"Sweep page; import a run or comparison ({EXPORT_HINT})")
+    records.load(data)
+    return data
+
+
+def load_record_file(path_or_bytes: str | os.PathLike[str] | bytes | bytearray | Any,
+                     *, max_bytes: int = MAX_RECORD_BYTES) -> dict[str, Any]:
+    """Read a record from a path, raw bytes or a binary file object (e.g. an upload), then validate it.
+
+    Raises:
+        RecordError: unreadable, larger than ``max_bytes`` (50 MiB), not UTF-8, not valid JSON, or not a valid record.
+    """
+    cap_text = f"{max_bytes / 2**20:g} MiB"
+    too_big = ("is {size}, larger than the {cap} an import accepts; export fewer samples (a longer sampling interval) "
+               "or import the runs one at a time")
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        raw = bytes(path_or_bytes)
+        if len(raw) > max_bytes:
+            raise RecordError("the upload " + too_big.format(size=f"{len(raw) / 2**20:.1f} MiB", cap=cap_text))
+    elif isinstance(path_or_bytes, (str, os.PathLike)):
+        path = Path(path_or_bytes)
+        try:
+            size = path.stat().st_size
+            if size > max_bytes:
+                raise RecordError(f"{path} " + too_big.format(size=f"{size / 2**20:.1f} MiB", cap=cap_text))
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise RecordError(f"{path} does not exist; give the path of a JSON record ({EXPORT_HINT})") from None
+        except IsADirectoryError:
+            raise RecordError(f"{path} is a folder; give the path of a JSON record file") from None
+        except OSError as exc:
+            raise RecordError(f"{path} could not be read ({exc.strerror or exc}); check its permissions") from None
+    elif hasattr(path_or_bytes, "read"):
+        raw = path_or_bytes.read(max_bytes + 1)
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8")
+        if len(raw) > max_bytes:
+            raise RecordError("the upload " + too_big.format(size=f"more than {cap_text}", cap=cap_text))
+    else:
+        raise RecordError(f"cannot read a record from {type(path_or_bytes).__name__}; give a path, bytes or a file")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"not UTF-8 text (bad byte at offset {exc.start}): is this a JSON run record? "
+                          f"{EXPORT_HINT}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; {EXPORT_HINT}") from None
+    except RecursionError:
+        raise RecordError(f"not a usable JSON record (nested too deeply); {EXPORT_HINT}") from None
+    return validate_record(data)
+
+
+def _partial_copy(store: Any, run: Mapping[str, Any]) -> int | None:
+    """The id of this run's own copy in ``store`` when the store holds one (the same id, creation time and config:
+    a run whose store failed mid-way, and whose whole record the CLI kept in a file), else None."""
+    run_id = run.get("id")
+    if not isinstance(run_id, int) or not _is_int(run_id) or run_id < 1 or not _is_number(run.get("created_at")):
+        return None
+    stored = store.get_run(run_id, with_samples=False)
+    if stored is None or stored.get("created_at") != run["created_at"] or stored.get("config") != run["config"]:
+        return None
+    if len(stored.get("epochs") or []) > len(run["epochs"]):
+        return None  # the store holds more of it than the file: nothing to complete
+    return run_id
+
+
+def import_into_store(store: Any, record: Mapping[str, Any]) -> list[int]:
+    """Write the run(s) of a record or comparison into ``store`` as new runs; returns their new ids, in order. A run
+    whose own partial copy is in the store (see :func:`_partial_copy`) replaces that copy and keeps its id.
+
+    Status is kept, except that a run still active when exported (queued/starting/running) is stored as
+    ``interrupted`` (``info.imported_status`` keeps the original), since nothing here will finish it. ``info`` gains
+    ``imported: True``, ``source_hardware``, ``source_id`` and ``imported_at``; the label is prefixed ``imported: ``;
+    the summary is recomputed from the epochs and samples. A run whose epochs or samples fail to write is removed.
+
+    Raises:
+        RecordError: the record is not valid (see :func:`validate_record`).
+        StoreError: the store could not be written.
+    """
+    validate_record(record)
+    ids: list[int] = []
+    for run in _runs_of(record):
+        partial = _partial_copy(store, run)
+        if partial is not None:  # the store holds the start of this very run: the file completes it in place
+            store.replace_run(partial, status=run["status"], started_at=run.get("started_at"),
+                              ended_at=run.get("ended_at"), hardware=run["hardware"], info=run.get("info") or {},
+                              error=run.get("error"), epochs=run["epochs"], samples=run["samples"],
+                              summary=run_summary.summarize(run["epochs"], run["samples"], info=run.get("info"),
+                                                            config=run["config"]))
+            ids.append(partial)
+            continue
+        label = run_label(run)
+        if not label.startswith(IMPORTED_PREFIX):
+            label = IMPORTED_PREFIX + label
+        status = run["status"]
+        info = dict(run.get("info") or {})
+        info.update({"imported": True, "source_hardware": hardware_label(run["hardware"]),
+                     "source_id": run.get("id"), "imported_at": time.time()})
+        error = run.get("error")
+        if status in ACTIVE_STATUSES:
+            info["imported_status"] = status
+            status = records.Status.INTERRUPTED.value
+            error = error or {"error_type": "Interrupted", "message": "The run was still active when it was exported.",
+                              "hint": "Its finished epochs are kept; start it again for a complete run."}
+        created = run.get("created_at") if _is_number(run.get("created_at")) else None
+        try:
+            ids.append(store.create_run(dict(run["config"]), status=status, label=label, created_at=created))
+            store.update_run(ids[-1], started_at=run.get("started_at"), ended_at=run.get("ended_at"),
+                             hardware=run["hardware"], info=info, error=error,
+                             summary=run_summary.summarize(run["epochs"], run["samples"], info=info,
+                                                         config=run["config"]))
+            for epoch in run["epochs"]:
+                store.add_epoch(ids[-1], epoch)
+            store.add_samples(ids[-1], run["samples"])
+        except BaseException:
+            for run_id in ids:  # all or nothing: no half-imported comparison is left behind
+                with contextlib.suppress(Exception):
+                    store.delete_run(run_id)
+            raise
+    return ids

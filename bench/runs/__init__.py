@@ -1,0 +1,1 @@
+"""What runs a run: the queue, one worker's life, the spare worker, the store writes, the run's state, the worker process."""

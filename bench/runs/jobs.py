@@ -1,0 +1,477 @@
+"""The run queue: runs (and matmul peak probes) executed one at a time, with thread-safe live snapshots.
+
+A JobManager owns a FIFO and one dispatcher thread. Each run is handed to a Supervisor (bench/runs/supervisor.py), which
+spawns its worker, samples it and folds its events into the run's state; writes to the store go through a RunWriter
+(bench/runs/run_writer.py), which survives a failing store; with ``prestart=True`` (the dashboard's default) a SparePool
+(bench/runs/prestart.py) keeps a worker with the framework loaded for the next run. A peak probe is queued like a run, so
+it never overlaps a measured epoch. Pages and the CLI act only through this class and read immutable RunSnapshot copies.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import logging
+import multiprocessing as mp
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from bench import records, settings
+from bench.config import RunConfig
+from bench.runs.prestart import PRESTART_DELAY_S, SparePool
+from bench.records import Status
+from bench.runs.run_state import TERMINAL, RunSnapshot, RunState, finish, snapshot_of
+from bench.runs.run_writer import RunWriter
+from bench.store import Store, StoreError
+from bench.runs.supervisor import SamplerFactory, Supervisor, default_sampler
+from bench.runs.worker_process import start_worker_process
+
+__all__ = ["JobManager", "RunActiveError", "RunSnapshot", "TERMINAL", "default_sampler", "start_worker_process",
+           "PRESTART_DELAY_S"]
+log = logging.getLogger(__name__)
+STORED_REFRESH_S = 2.0  # a run of another process, shown from the store, is re-read at most this often
+PEAK_WAIT_S = 600.0  # a peak probe waits at most this long for another process's run to end
+
+
+class RunActiveError(ValueError):
+    """A run cannot be deleted (or changed) while it is active; the message says what to do."""
+
+
+@dataclass
+class _PeakJob:
+    """A matmul peak probe waiting in the queue (see bench.hardware.probe.cached_peak)."""
+
+    device: str
+    cpu_threads: int | None
+    refresh: bool
+    future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+    group_id: int | None = None
+    target: str | None = None
+
+
+class JobManager:
+    """Queue of runs and probes, executed one at a time by a dispatcher thread."""
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        hardware: dict[str, Any] | None = None,
+        hang_timeout_s: float | None = None,
+        stop_grace_s: float | None = None,
+        worker_target: Callable[..., None] | None = None,
+        prestart: bool = False,
+        sampler_factory: SamplerFactory | None = None,
+    ):
+        self.store = store
+        self._sampler_factory = sampler_factory or default_sampler
+        self._hardware = hardware
+        self.hang_timeout_s = hang_timeout_s if hang_timeout_s is not None else settings.hang_timeout_s()
+        self.stop_grace_s = stop_grace_s if stop_grace_s is not None else settings.stop_grace_s()
+        self._worker_target = worker_target
+        self.prestart = prestart and worker_target is None
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._runs: dict[int, RunState] = {}
+        self._queue: collections.deque[int | _PeakJob] = collections.deque()
+        self._probing: list[_PeakJob] = []
+        self._stop_events: dict[int, Any] = {}
+        self._next_memory_id = -1
+        self._shutdown = False
+        self._dispatcher: threading.Thread | None = None
+        self._ctx = mp.get_context("spawn")
+        self.interrupted_at_start: list[int] = []
+        self._groups: list[dict[str, Any]] = []
+        self._stored_view: tuple[float, RunSnapshot | None] | None = None  # (read at, latest stored run)
+        self._stored_version: tuple[int, str, int, int] | None = None
+        self.writer = RunWriter(store, self._lock)
+        self.pool = SparePool(self._ctx, self._log_path)
+        if self.prestart:  # the server's first run, too, should not wait for the framework import
+            self.pool.prestart_later(PRESTART_DELAY_S)
+        if store is not None:
+            try:
+                self.interrupted_at_start = store.mark_orphans_interrupted()
+            except StoreError as exc:
+                log.warning("%s", exc)
+            self.writer.start_keeper(self._all_states)
+
+    # -- public API -------------------------------------------------------------------------------------------------
+    @property
+    def hardware(self) -> dict[str, Any]:
+        if self._hardware is None:
+            from bench.hardware import devices
+
+            self._hardware = devices.discover().to_dict()
+        return self._hardware
+
+    def submit(self, config: RunConfig) -> int:
+        """Queue a validated run; returns its id. Raises ConfigError for bad input."""
+        config.validate()
+        state = RunState(id=0, config=config, created_at=time.time(), hardware=self.hardware)
+        self.writer.create(state)
+        with self._lock:
+            if not state.stored:
+                state.id = self._next_memory_id
+                self._next_memory_id -= 1
+            self._runs[state.id] = state
+            self._queue.append(state.id)
+            self._stop_events[state.id] = self._ctx.Event()
+            self._ensure_dispatcher()
+            self._wake.notify_all()
+        return state.id
+
+    def submit_group(self, kind: str, configs: list[RunConfig], meta: dict[str, Any] | None = None, *,
+                     peaks: dict[str, RunConfig] | None = None) -> int:
+        """Queue several runs as one comparison or sweep (all validated before any is queued); returns the group id.
+
+        ``peaks`` maps a target to a config on it: its matmul peak is probed first, in the queue, and lands in
+        ``meta["peaks"][target]`` (None when the probe fails, with the reason in ``meta["peak_errors"]``).
+        """
+        for config in configs:
+            config.validate()
+        meta = dict(meta or {})
+        if peaks:
+            meta["peaks"] = {target: None for target in peaks}
+        with self._lock:
+            group: dict[str, Any] = {"id": len(self._groups) + 1, "kind": kind, "run_ids": [], "meta": meta, "created_at": time.time()}
+            self._groups.append(group)
+        for target, config in (peaks or {}).items():
+            self._queue_peak(_PeakJob(config.device, config.cpu_threads, False, group_id=group["id"], target=target))
+        run_ids = [self.submit(config) for config in configs]
+        with self._lock:
+            group["run_ids"] = run_ids
+        return group["id"]
+
+    def queue_peak(self, device: str, *, cpu_threads: int | None = None,
+                   refresh: bool = False) -> concurrent.futures.Future:
+        """Probe a device's matmul peak in the queue, after the runs before it and never during one. The future
+        gives ``probe.cached_peak``'s result, or raises its error."""
+        return self._queue_peak(_PeakJob(device, cpu_threads, refresh)).future
+
+    def latest_group(self, kind: str) -> dict[str, Any] | None:
+        """The most recent group of this kind (shared by every browser session), or None."""
+        with self._lock:
+            for group in reversed(self._groups):
+                if group["kind"] == kind:
+                    return {**group, "meta": dict(group["meta"])}
+        return None
+
+    def stop(self, run_id: int) -> bool:
+        """Ask a run to stop: a queued run is dropped, a running one stops within a batch (killed after the grace)."""
+        with self._lock:
+            state = self._runs.get(run_id)
+            if state is None or state.status in TERMINAL:
+                return False
+            state.stop_requested_at = time.time()
+            if run_id in self._queue:
+                self._queue.remove(run_id)
+                finish(state, Status.STOPPED)
+            else:
+                self._stop_events[run_id].set()
+                state.phase = "stopping"
+        if state.status == Status.STOPPED:
+            self.writer.persist_end(state)
+        return True
+
+    def delete_run(self, run_id: int) -> None:
+        """Forget a run here and in the store. Raises RunActiveError while it is active (here or in another
+        process), with what to do."""
+        with self._lock:
+            state = self._runs.get(run_id)
+            if state is not None and state.status not in TERMINAL:
+                raise RunActiveError(f"Run #{run_id} is still {state.status}: stop it first, then delete it.")
+        if self.store is not None:
+            stored = self.store.get_run(run_id, with_samples=False)
+            if stored is not None and stored["status"] in records.ACTIVE and state is None:
+                raise RunActiveError(f"Run #{run_id} is {stored['status']} in another process "
+                                     f"({stored.get('owner_pid')} on {stored.get('owner_host')}): stop it there first.")
+            self.store.delete_run(run_id)
+        with self._lock:
+            self._runs.pop(run_id, None)
+            self._stop_events.pop(run_id, None)
+            self._stored_view = self._stored_version = None
+
+    def snapshot(self, run_id: int) -> RunSnapshot | None:
+        with self._lock:
+            state = self._runs.get(run_id)
+            return self._snapshot_locked(state) if state is not None else None
+
+    def current(self) -> RunSnapshot | None:
+        """The active run if any, else the most recent one, else the latest run in the store (after a restart, or
+        one that another process runs), else None."""
+        with self._lock:
+            active = [s for s in self._runs.values() if s.status in (Status.STARTING, Status.RUNNING)]
+            if active:
+                return self._snapshot_locked(active[0])
+            queued = [q for q in self._queue if isinstance(q, int)]
+            if queued:
+                return self._snapshot_locked(self._runs[queued[0]])
+            if self._runs:
+                latest = max(self._runs.values(), key=lambda s: s.created_at)
+                return self._snapshot_locked(latest)
+        return self.latest_stored()
+
+    def latest_stored(self) -> RunSnapshot | None:
+        """The newest run in the store as a snapshot: after a restart, or one another process runs (it grows live).
+        The store is asked at most every STORED_REFRESH_S whether that run changed, and read again only if it did;
+        None without a store or runs."""
+        now = time.monotonic()
+        view = self._stored_view
+        if view is not None and now - view[0] < STORED_REFRESH_S:
+            return view[1]
+        snap = view[1] if view is not None else None
+        if self.store is not None:
+            try:
+                if snap is not None and snap.active:
+                    self.store.mark_orphans_interrupted()  # the other process may have died meanwhile
+                version = self.store.latest_run_version()
+                if version is None:
+                    snap = None
+                elif version != self._stored_version:
+                    run = self.store.get_run(version[0])
+                    owner = None
+                    if run is not None and run["status"] not in TERMINAL:
+                        owner = f"process {run.get('owner_pid')} on {run.get('owner_host')}"
+                    snap = RunSnapshot.from_stored(run, owner=owner) if run is not None else None
+                self._stored_version = version
+            except StoreError as exc:
+                log.debug("latest stored run unavailable: %s", exc)
+        self._stored_view = (now, snap)
+        return snap
+
+    def snapshots(self) -> list[RunSnapshot]:
+        with self._lock:
+            return [self._snapshot_locked(s) for s in sorted(self._runs.values(), key=lambda s: s.created_at)]
+
+    def queued_ids(self) -> list[int]:
+        with self._lock:
+            return [q for q in self._queue if isinstance(q, int)]
+
+    def wait(self, run_id: int, timeout_s: float | None = None, poll_s: float = 0.1) -> RunSnapshot:
+        """Block until the run ends (or the timeout passes); returns the latest snapshot."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            snap = self.snapshot(run_id)
+            if snap is None:
+                raise KeyError(f"no run {run_id}")
+            if not snap.active or (deadline is not None and time.monotonic() > deadline):
+                return snap
+            time.sleep(poll_s)
+
+    def wait_first_batch(self, run_id: int, timeout_s: float, poll_s: float = 0.02) -> bool:
+        """Block until the run has reported its first finished batch or ended, at most ``timeout_s``; whether it
+        did. The Train page waits so after Start on a pre-started worker, whose first batch comes within about a
+        second: the page's first redraw then shows it, rather than the refresh after."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                state = self._runs.get(run_id)
+                if state is None:
+                    raise KeyError(f"no run {run_id}")
+                if state.progress or state.status in TERMINAL:
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        """Stop every run and the dispatcher; a last try at writing what a failing store missed."""
+        with self._lock:
+            ids = list(self._runs)
+        for run_id in ids:
+            self.stop(run_id)
+        with self._lock:
+            self._shutdown = True
+            self._wake.notify_all()
+        if self._dispatcher is not None:
+            self._dispatcher.join(timeout_s)
+        with self._lock:
+            probes = [q for q in self._queue if isinstance(q, _PeakJob)]
+        for job in probes:
+            job.future.cancel()
+        self.writer.close(self._all_states(), timeout_s)
+        self.pool.close()
+
+    def spare_state(self) -> str | None:
+        """None (no pre-started worker), "loading" (importing the framework) or "ready"."""
+        return self.pool.state()
+
+    # -- internals --------------------------------------------------------------------------------------------------
+    def _all_states(self) -> list[RunState]:
+        with self._lock:
+            return list(self._runs.values())
+
+    def _snapshot_locked(self, state: RunState) -> RunSnapshot:
+        queued = [q for q in self._queue if isinstance(q, int)]
+        position = queued.index(state.id) if state.id in queued else None
+        return snapshot_of(state, queue_position=position, store_attached=self.store is not None)
+
+    def _queue_peak(self, job: _PeakJob) -> _PeakJob:
+        with self._lock:
+            self._queue.append(job)
+            self._ensure_dispatcher()
+            self._wake.notify_all()
+        return job
+
+    def _ensure_dispatcher(self) -> None:
+        if self._dispatcher is None or not self._dispatcher.is_alive():
+            self._dispatcher = threading.Thread(target=self._dispatch_loop, name="bench-dispatcher", daemon=True)
+            self._dispatcher.start()
+
+    def _dispatch_loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._shutdown:
+                    self._wake.wait(1.0)
+                if self._shutdown:
+                    return
+                item = self._queue.popleft()
+            if isinstance(item, _PeakJob):
+                with self._lock:
+                    self._probing.append(item)
+                try:
+                    self._run_peak(item)
+                finally:
+                    with self._lock:
+                        self._probing.remove(item)
+                continue
+            with self._lock:
+                state = self._runs[item]
+                state.status = Status.STARTING
+                state.phase = "starting worker"
+                state.started_at = time.time()
+            try:
+                self._supervise(state)
+            except Exception as exc:  # noqa: BLE001 - the dispatcher must survive anything a run does
+                log.exception("supervisor failed for run %s", item)
+                with self._lock:
+                    if state.status not in TERMINAL:
+                        state.error = {"error_type": type(exc).__name__, "message": str(exc),
+                                       "hint": "This is a bug in the dashboard; the next run starts normally."}
+                        finish(state, Status.FAILED)
+                self.writer.persist_end(state)
+            try:
+                self._check_peak(state)
+            except Exception:  # noqa: BLE001 - a peak check must never stop the queue
+                log.exception("checking run %s against its peak failed", item)
+            self._prestart_after(state.config)
+
+    def _run_peak(self, job: _PeakJob) -> None:
+        from bench.hardware import probe
+
+        if not job.future.set_running_or_notify_cancel():
+            return
+        self._wait_for_other_processes()
+        try:
+            result = probe.cached_peak(job.device, cpu_threads=job.cpu_threads, refresh=job.refresh)
+        except Exception as exc:  # noqa: BLE001 - a failed probe is reported, the queue goes on
+            job.future.set_exception(exc)
+            self._peak_into_group(job, None, str(exc))
+            return
+        job.future.set_result(result)
+        self._peak_into_group(job, result.get("peak_gflops"), None, result)
+
+    def _peak_into_group(self, job: _PeakJob, peak: float | None, error: str | None,
+                         entry: dict[str, Any] | None = None) -> None:
+        if job.group_id is None:
+            return
+        with self._lock:
+            group = next((g for g in self._groups if g["id"] == job.group_id), None)
+            if group is None:
+                return
+            meta = group["meta"]
+            group["meta"] = {**meta, "peaks": {**meta.get("peaks", {}), job.target: peak},
+                             "peak_entries": {**meta.get("peak_entries", {}), job.target: entry}}
+            if error:
+                group["meta"]["peak_errors"] = {**group["meta"].get("peak_errors", {}), job.target: error}
+
+    def _wait_for_other_processes(self) -> None:
+        """A probe measures an idle device: wait (up to PEAK_WAIT_S) while another process's run is active."""
+        if self.store is None:
+            return
+        deadline = time.monotonic() + PEAK_WAIT_S
+        while time.monotonic() < deadline and not self._shutdown:
+            try:
+                self.store.mark_orphans_interrupted()
+                busy = [r["id"] for r in self.store.list_runs()
+                        if r["status"] in records.ACTIVE and r["id"] not in self._runs]
+            except StoreError:
+                return
+            if not busy:
+                return
+            time.sleep(1.0)
+
+    def _check_peak(self, state: RunState) -> None:
+        """A finished run that achieved more than its target's cached peak flags that peak stale and queues a new
+        probe behind the queued runs; a group holding the run shows the figure flagged until the probe lands."""
+        from bench.analysis import compare
+        from bench.hardware import peak_cache
+
+        target = state.config.target()
+        if state.status != Status.FINISHED or target.kind == "gpus":
+            return
+        with self._lock:
+            record = {"epochs": list(state.epochs), "info": dict(state.info)}
+        achieved = compare.achieved_gflops(record)
+        try:
+            flagged = achieved is not None and peak_cache.mark_stale(
+                state.config.device, achieved, cpu_threads=state.config.cpu_threads,
+                backend=state.config.backend, run_id=state.id)
+        except (ValueError, OSError) as exc:
+            log.warning("could not check run %s against its peak: %s", state.id, exc)
+            return
+        if not flagged:
+            return
+        with self._lock:
+            group = next((g for g in reversed(self._groups) if state.id in g["run_ids"]), None)
+            if group is not None:
+                entries = group["meta"].get("peak_entries", {})
+                stale = {**(entries.get(str(target)) or {}), "stale": True}
+                group["meta"] = {**group["meta"], "peak_entries": {**entries, str(target): stale}}
+        job = _PeakJob(state.config.device, state.config.cpu_threads, True,
+                       group_id=group["id"] if group else None, target=str(target))
+        self._queue_peak(job)
+        log.info("run %s achieved %.1f GFLOP/s, more than the measured peak of %s: probing it again", state.id,
+                 achieved, target)
+
+    def pending_peaks(self) -> list[concurrent.futures.Future]:
+        """The futures of the peak probes still queued or running (e.g. re-probes after a run beat a peak)."""
+        with self._lock:
+            return [q.future for q in [*self._queue, *self._probing] if isinstance(q, _PeakJob)]
+
+    def _prestart_after(self, config: RunConfig) -> None:
+        """Keep a worker for the next run ready, like the one that just ended, when nothing else is queued."""
+        with self._lock:
+            busy = any(s.status in (Status.STARTING, Status.RUNNING) for s in self._runs.values())
+            if not self.prestart or self._shutdown or self._queue or busy:
+                return
+        self.pool.prestart(config)
+
+    def _supervise(self, state: RunState) -> None:
+        from bench.runs import worker
+
+        spare = self.pool.take(state.config)
+        if spare is not None:
+            with self._lock:  # Stop now reaches the spare's event
+                if self._stop_events[state.id].is_set():
+                    spare.stop_event.set()
+                self._stop_events[state.id] = spare.stop_event
+        Supervisor(state, lock=self._lock, writer=self.writer, ctx=self._ctx,
+                   worker_target=self._worker_target or worker.worker_main, sampler_factory=self._sampler_factory,
+                   stop_event=self._stop_events[state.id], log_path=self._log_path(state.id),
+                   hang_timeout_s=self.hang_timeout_s, stop_grace_s=self.stop_grace_s).run(spare)
+
+    def _log_path(self, run_id: int | str) -> str | None:
+        """Where the worker's own stdout/stderr go (framework chatter), next to the store."""
+        for base in (self.store.path.parent if self.store is not None else settings.store_path().parent,
+                     Path(tempfile.gettempdir()) / "bench-worker-logs"):
+            try:
+                (base / "logs").mkdir(parents=True, exist_ok=True)
+            except OSError:  # the store's folder cannot be made: the run must not fail for its log's sake
+                continue
+            return str(base / "logs" / f"run-{run_id}.log")
+        return None

@@ -1,0 +1,133 @@
+"""One run's state: the mutable RunState its supervisor updates under the manager's lock, and the immutable
+RunSnapshot every reader (pages, CLI, exports) gets a copy of."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench import records
+from bench.analysis import metrics, run_summary
+from bench.config import RunConfig
+from bench.records import Status
+
+TERMINAL = records.TERMINAL
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """An immutable copy of one run's live state, safe to read from any thread."""
+
+    id: int
+    config: RunConfig
+    status: str
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+    phase: str
+    info: dict[str, Any]
+    progress: dict[str, Any]
+    epochs: list[dict[str, Any]]
+    samples: list[dict[str, Any]]
+    error: dict[str, Any] | None
+    store_error: str | None
+    hardware: dict[str, Any]
+    queue_position: int | None
+    saved: bool = True  # everything measured so far is in the store
+    owner: str | None = None  # set when another process runs this run (shown from the store; it cannot be stopped here)
+
+    @property
+    def active(self) -> bool:
+        return self.status not in TERMINAL
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return run_summary.summarize(self.epochs, self.samples, info=self.info, config=self.config)
+
+    def elapsed_s(self, now: float | None = None) -> float | None:
+        if self.started_at is None:
+            return None
+        end = self.ended_at if self.ended_at is not None else (now or time.time())
+        return end - self.started_at
+
+    def eta_s(self) -> float | None:
+        """Seconds left, from the steady epoch time (or the first epoch) and the batch progress."""
+        epochs_total = self.config.epochs
+        per_epoch = metrics.steady_epoch_seconds(self.epochs) or (
+            self.epochs[-1]["epoch_seconds"] if self.epochs else None
+        )
+        if per_epoch is None or not self.active:
+            return None
+        done = len(self.epochs)
+        batches = self.progress.get("batches") or 0
+        in_epoch = (self.progress.get("batch", 0) / batches) if batches and self.progress.get("epoch") == done + 1 else 0
+        return max(0.0, (epochs_total - done - in_epoch) * per_epoch)
+
+    @classmethod
+    def from_stored(cls, run: dict[str, Any], *, owner: str | None = None) -> RunSnapshot:
+        """A run read back from the store (``Store.get_run``): after a restart, or one another process runs."""
+        return cls(
+            id=int(run["id"]), config=RunConfig.from_dict(run.get("config") or {}), status=Status(run["status"]),
+            created_at=float(run.get("created_at") or 0.0), started_at=run.get("started_at"),
+            ended_at=run.get("ended_at"), phase=str(run["status"]), info=dict(run.get("info") or {}), progress={},
+            epochs=list(run.get("epochs") or []), samples=list(run.get("samples") or []), error=run.get("error"),
+            store_error=None, hardware=dict(run.get("hardware") or {}), queue_position=None, saved=True, owner=owner)
+
+    def record(self) -> dict[str, Any]:
+        """The ``bench.run/1`` record the CLI writes and exports use (built by ``records.run_record``)."""
+        return records.run_record(
+            id=self.id, status=self.status, config=self.config.to_dict(), hardware=self.hardware, info=self.info,
+            created_at=self.created_at, started_at=self.started_at, ended_at=self.ended_at, error=self.error,
+            store_error=self.store_error, epochs=self.epochs, samples=self.samples)
+
+
+@dataclass
+class RunState:
+    """A run as its supervisor sees it; read and written only under the JobManager's lock."""
+
+    id: int
+    config: RunConfig
+    created_at: float
+    hardware: dict[str, Any]
+    status: str = Status.QUEUED
+    started_at: float | None = None
+    ended_at: float | None = None
+    phase: str = Status.QUEUED.value
+    info: dict[str, Any] = field(default_factory=dict)
+    progress: dict[str, Any] = field(default_factory=dict)
+    epochs: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    store_error: str | None = None
+    stop_requested_at: float | None = None
+    pending_status: str | None = None  # the outcome, set before it is stored and shown
+    stored: bool = True  # the run has a row in the store (False: the store was not there when it was queued)
+    dirty: bool = False  # the store failed a write: writes wait for the next whole re-write (_resync)
+    dirty_mark: int = 0  # counts the writes that waited, so a re-write knows whether it caught up with them
+    # samples not yet in the store, each with its number in the run (the store keeps one row per number)
+    unsaved_samples: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    samples_in_flight: int = 0  # taken out of unsaved_samples by a write that has not returned yet
+    next_sample_seq: int = 0
+
+
+
+
+def snapshot_of(state: RunState, *, queue_position: int | None, store_attached: bool) -> RunSnapshot:
+    """An immutable copy of ``state`` (call under the lock that guards it)."""
+    return RunSnapshot(
+        id=state.id, config=state.config, status=state.status, created_at=state.created_at,
+        started_at=state.started_at, ended_at=state.ended_at, phase=state.phase, info=dict(state.info),
+        progress=dict(state.progress), epochs=list(state.epochs), samples=list(state.samples),
+        error=dict(state.error) if state.error else None, store_error=state.store_error,
+        hardware=state.hardware, queue_position=queue_position,
+        saved=(store_attached and state.stored and not state.dirty and not state.unsaved_samples
+               and not state.samples_in_flight),
+    )
+
+
+def finish(state: RunState, status: str) -> None:
+    """Mark a run ended (call under the lock)."""
+    state.status = status
+    state.phase = status
+    state.ended_at = state.ended_at or time.time()

@@ -1,0 +1,271 @@
+"""The supervision of one run's worker process: spawn it (or hand the run to a pre-started one), sample it, fold
+its events into the RunState, write each epoch as it arrives, and enforce Stop (cooperative at batch end, terminate
+after a grace period), hang detection and crash reporting. One Supervisor per run, on the manager's dispatcher thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue as queue_module
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from bench.hardware import energy
+from bench.runs import events
+from bench.analysis import metrics
+from bench.hardware.monitor import Sample, Sampler
+from bench.records import Status
+from bench.runs.run_state import TERMINAL, RunState, finish
+from bench.runs.run_writer import SAMPLE_FLUSH_S, RunWriter
+from bench.runs.worker_process import Spare, kill, start_worker_process
+
+log = logging.getLogger("bench.runs.jobs")
+MAX_LIVE_SAMPLES = 8000  # in memory per run; older halves are thinned 2:1 beyond this (the store keeps all)
+
+
+SamplerFactory = Callable[[float, Callable[[Sample], None]], Any]
+"""Builds the sampler of one run from (interval_s, on_sample): an object with set_pid(pid), start() and stop()."""
+
+
+def default_sampler(interval_s: float, on_sample: Callable[[Sample], None]) -> Sampler:
+    """psutil + NVML sampling of the worker process, on the monotonic clock the supervisor also uses."""
+    return Sampler(interval_s, on_sample=on_sample, clock=time.monotonic)
+
+
+
+@dataclass
+class _Worker:
+    """A started worker: its process, its event queue, the sampler watching it and the wall time it started."""
+
+    process: Any
+    events: Any
+    sampler: Any
+    t0_wall: float
+
+
+@dataclass
+class _Outcome:
+    """How the event loop ended: by the worker's own last event, or by ending the process ("stopped", "hung")."""
+
+    ended_by_event: bool = False
+    terminated_reason: str | None = None
+
+
+class Supervisor:
+    """Runs one RunState to its end. ``lock`` guards the state; ``stop_event`` is the run's Stop flag."""
+
+    def __init__(self, state: RunState, *, lock: threading.Lock, writer: RunWriter, ctx: Any,
+                 worker_target: Callable[..., None], sampler_factory: SamplerFactory, stop_event: Any,
+                 log_path: str | None, hang_timeout_s: float, stop_grace_s: float):
+        self.state = state
+        self._lock = lock
+        self.writer = writer
+        self._ctx = ctx
+        self._target = worker_target
+        self._sampler_factory = sampler_factory
+        self.stop_event = stop_event
+        self._log_path = log_path
+        self.hang_timeout_s = hang_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self._unsettled: list[dict[str, Any]] = []  # epochs whose energy waits for a sample after their end
+
+    def run(self, spare: Spare | None = None) -> None:
+        """Supervise the worker until the run ends; the outcome is stored before it is shown."""
+        worker = self._start(spare)
+        outcome = _Outcome()
+        try:
+            self._loop(worker, outcome)
+        finally:
+            self._finish(worker, outcome)
+
+    def _start(self, spare: Spare | None) -> _Worker:
+        """Start the worker (or hand the run to the spare) and its sampler; the sampler's clock starts with it."""
+        state = self.state
+        if spare is not None:
+            process, events = spare.process, spare.events
+        else:
+            events = self._ctx.Queue()
+            process = self._ctx.Process(target=self._target,
+                                        args=(state.config.to_dict(), events, self.stop_event, self._log_path),
+                                        name=f"bench-worker-{state.id}", daemon=True)
+        sampler = self._sampler_factory(state.config.sample_interval_s, self._on_sample)
+        with self._lock:  # why energy or GPM figures will be None; kept in the run's info for its summary
+            state.info["energy_reasons"] = dict(getattr(sampler, "energy_reasons", None) or {})
+            state.info["gpm_reasons"] = dict(getattr(sampler, "gpm_reasons", None) or {})
+        self.writer.update(state, status=Status.STARTING, started_at=state.started_at)
+        if spare is not None:
+            spare.inbox.put((state.config.to_dict(), self._log_path))
+        else:
+            start_worker_process(process)
+        sampler.set_pid(process.pid)
+        sampler.start()
+        # t_s of samples and epochs share one origin: the moment the worker started
+        return _Worker(process=process, events=events, sampler=sampler, t0_wall=time.time())
+
+    def _on_sample(self, sample: Sample) -> None:
+        """Keep one sample in memory (older halves thinned 2:1 past MAX_LIVE_SAMPLES) and for the store."""
+        data = sample.to_dict()
+        state = self.state
+        with self._lock:
+            state.samples.append(data)
+            if len(state.samples) > MAX_LIVE_SAMPLES:
+                half = len(state.samples) // 2
+                state.samples[:half] = state.samples[:half:2]
+            self.writer.keep_sample(state, data)
+
+    def _loop(self, worker: _Worker, outcome: _Outcome) -> None:
+        """Fold the worker's events into the run until it ends: by its own last event, by exiting, by a Stop past
+        its grace period or by hanging (the last two end the process)."""
+        state = self.state
+        last_event = last_flush = time.monotonic()
+        while True:
+            try:
+                event = worker.events.get(timeout=0.2)
+            except (queue_module.Empty, EOFError, OSError):
+                event = None
+            now = time.monotonic()
+            if event is not None:
+                last_event = now
+                if self._apply_event(state, event, worker.t0_wall):
+                    outcome.ended_by_event = True
+                    return
+            if self._unsettled:
+                self._settle(state)
+            if now - last_flush >= SAMPLE_FLUSH_S:
+                self.writer.flush_samples(state)
+                last_flush = now
+            if event is None and not worker.process.is_alive():
+                return
+            if state.stop_requested_at is not None and time.time() - state.stop_requested_at > self.stop_grace_s:
+                outcome.terminated_reason = "stopped"
+            elif now - last_event > self.hang_timeout_s:
+                outcome.terminated_reason = "hung"
+            if outcome.terminated_reason is not None:
+                kill(worker.process)
+                return
+
+    def _finish(self, worker: _Worker, outcome: _Outcome) -> None:
+        """Close the run: a last sample and the epochs' energy, the outcome stored before any reader sees the run
+        as ended, then the process and its queue ended."""
+        state = self.state
+        if self._unsettled and hasattr(worker.sampler, "sample_once"):
+            try:  # one closing sample, so the last epoch's end lies between two samples
+                self._on_sample(worker.sampler.sample_once())
+            except Exception:  # noqa: BLE001 - a failed reading must not mask the run's outcome
+                log.debug("closing sample failed", exc_info=True)
+        worker.sampler.stop()
+        self._settle(state, final=True)
+        self.writer.flush_samples(state)
+        if not outcome.ended_by_event:
+            worker.process.join(timeout=5)
+            with self._lock:
+                self._classify_end(state, worker.process.exitcode, outcome.terminated_reason)
+        final = state.pending_status or Status.FAILED
+        state.ended_at = time.time()
+        # the store learns the outcome before any reader can see the run as ended
+        self.writer.persist_end(state, final)
+        with self._lock:
+            finish(state, final)
+        worker.process.join(timeout=15)
+        if worker.process.is_alive():
+            kill(worker.process)
+        try:
+            worker.events.close()
+        except Exception:  # noqa: BLE001 - a broken queue must not mask the run's outcome
+            pass
+
+    def _settle(self, state: RunState, final: bool = False) -> None:
+        """Give each epoch a sample has been taken after (every one when ``final``) its joules and throttle reasons
+        from the samples around it, and write it again when that changed it."""
+        settled = []
+        with self._lock:
+            for epoch in list(self._unsettled):
+                if not final and not energy.covers(state.samples, epoch.get("t_end_s")):
+                    continue
+                start, end = epoch.get("t_start_s"), epoch.get("t_end_s")
+                devices = list(epoch["energy_j"])
+                before = (dict(epoch["energy_j"]), list(epoch["energy_estimated"]), epoch["throttle_reasons"])
+                epoch["energy_j"], epoch["energy_estimated"] = energy.epoch_energy(state.samples, start, end, devices)
+                epoch["throttle_reasons"] = energy.epoch_throttle_reasons(state.samples, start, end, devices)
+                self._unsettled.remove(epoch)
+                if (epoch["energy_j"], epoch["energy_estimated"], epoch["throttle_reasons"]) != before:
+                    settled.append(epoch)  # written again only when the samples added something to it
+        for epoch in settled:
+            self.writer.add_epoch(state, epoch)
+
+    def _classify_end(self, state: RunState, exitcode: int | None, reason: str | None) -> None:
+        """Decide the outcome of a worker that ended without a finished/failed event."""
+        if reason == "stopped":
+            state.error = None
+            state.pending_status = Status.STOPPED
+            state.info["hard_stop"] = True
+            return
+        if reason == "hung":
+            state.error = {
+                "error_type": "Hung",
+                "message": f"The worker sent nothing for {self.hang_timeout_s:.0f} s and was ended.",
+                "hint": "Try a smaller model or batch; raise BENCH_HANG_TIMEOUT_S if a single batch really takes longer.",
+            }
+        else:
+            if exitcode is not None and exitcode < 0:
+                try:
+                    name = signal.Signals(-exitcode).name
+                except ValueError:
+                    name = f"signal {-exitcode}"
+                how = f"was killed by {name}"
+                if -exitcode == signal.SIGKILL:
+                    how += " (often the system running out of memory)"
+            else:
+                how = f"exited with code {exitcode} without reporting"
+            state.error = {
+                "error_type": "WorkerDied",
+                "message": f"The training process {how}. Epochs finished before then are kept.",
+                "hint": "Lower the batch size, model size or sample limit, then start again.",
+            }
+        state.pending_status = Status.FAILED
+
+    def _apply_event(self, state: RunState, event: dict[str, Any], t0_wall: float) -> bool:
+        """Fold one worker event into the run. Returns True when the event ends the run."""
+        kind = event.get("type")
+        with self._lock:
+            # start-up phases for the utilization chart: when each began, seconds from the samples' origin
+            phases = state.info.setdefault("phases", [])
+            if kind in (events.PHASE, events.STARTED) or (kind == events.PROGRESS and phases
+                                                          and phases[-1]["phase"] == "first step"):
+                name = {events.PHASE: event.get("phase"), events.STARTED: "first step"}.get(kind, "training")
+                phases.append({"phase": str(name), "t_s": round(event.get("time", t0_wall) - t0_wall, 3)})
+            if kind == events.PHASE:
+                state.phase = str(event.get("phase"))
+            elif kind == events.STARTED:
+                state.info.update(events.fields_of(event))
+                state.status = Status.RUNNING
+                state.phase = "training"
+            elif kind == events.PROGRESS:
+                state.progress = {"epoch": event["epoch"], "batch": event["batch"], "batches": event["batches"]}
+            elif kind == events.EPOCH:
+                epoch = events.fields_of(event, "started_wall", "ended_wall")
+                epoch["t_start_s"] = event["started_wall"] - t0_wall
+                epoch["t_end_s"] = event["ended_wall"] - t0_wall
+                flops = state.info.get("flops_per_sample")
+                epoch["achieved_gflops"] = (metrics.achieved_gflops(flops, epoch.get("samples_per_s"))
+                                            if isinstance(flops, (int, float)) and flops else None)
+                devices = energy.devices_used(state.config, state.samples)
+                epoch.update(energy_j={d: None for d in devices}, energy_estimated=[], throttle_reasons=None)
+                self._unsettled.append(epoch)
+                state.epochs.append(epoch)
+            elif kind == events.FINISHED:
+                status = event.get("status", Status.FINISHED)
+                state.pending_status = Status(status) if status in TERMINAL else Status.FINISHED
+                state.phase = "finishing"
+            elif kind == events.FAILED:
+                state.error = {k: event.get(k) for k in ("error_type", "message", "hint", "traceback")}
+                state.pending_status = Status.FAILED
+                state.phase = "finishing"
+        if kind == events.STARTED:
+            self.writer.update(state, status=Status.RUNNING, info=state.info)
+        elif kind == events.EPOCH:
+            self.writer.add_epoch(state, state.epochs[-1])
+        return kind in events.LAST

@@ -1,0 +1,1 @@
+"""What is trained: datasets, model plans and their Keras builds."""
