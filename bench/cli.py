@@ -22,6 +22,14 @@ from bench.config import ConfigError, RunConfig
 from bench.records import Status
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from bench.hardware import doctor
+
+    report = doctor.diagnose(framework_timeout_s=float(args.timeout))
+    print(records_module.json_text(report.to_dict()) if args.json else doctor.render(report))
+    return 0 if report.gpu_ready else 1
+
+
 def cmd_devices(args: argparse.Namespace) -> int:
     from bench.hardware import devices
 
@@ -437,7 +445,7 @@ def cmd_overhead(args: argparse.Namespace) -> int:
     return subprocess.call([sys.executable, "-m", "benchmarks.overhead", *args.harness_args], cwd=root)
 
 
-COMMANDS = {"devices": cmd_devices, "run": cmd_run, "runs": cmd_runs, "compare": cmd_compare, "sweep": cmd_sweep,
+COMMANDS = {"devices": cmd_devices, "doctor": cmd_doctor, "run": cmd_run, "runs": cmd_runs, "compare": cmd_compare, "sweep": cmd_sweep,
             "export": cmd_export, "import": cmd_import, "overhead": cmd_overhead}
 
 

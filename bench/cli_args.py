@@ -104,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--probe", action="store_true", help="also import the framework in a subprocess and list its devices")
 
+    p = sub.add_parser("doctor", help="what the GPU story needs on this machine: a checklist with fixes "
+                                      "(exit 0 when a GPU run is possible here, 1 when not)")
+    p.add_argument("--json", action="store_true", help='print {"gpu_ready": bool, "checks": [...]}')
+    p.add_argument("--timeout", type=_positive_int, default=60,
+                   help="seconds the framework may take to list its devices in a child process (default 60)")
     p = sub.add_parser("run", help="train one model, live progress, JSON record")
     add_run_options(p)
     p.add_argument("--json", dest="json_path", default=None, help="write the run record to this file")

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from bench.analysis import diagnosis
-from bench.hardware import peak_cache, probe
+from bench.hardware import doctor, peak_cache, probe
 from bench.target import Target
 from ui import common, live
 
@@ -17,6 +17,29 @@ manager = common.get_manager()
 cpu = hardware.cpu
 
 st.title("System")
+
+
+@st.cache_resource(show_spinner="Checking what a GPU run needs here (the framework lists its devices)…", ttl=600)
+def gpu_checklist() -> doctor.Report:
+    """`python -m bench doctor`'s checklist, once per server process every ten minutes (asking the framework takes
+    seconds)."""
+    return doctor.diagnose()
+
+
+report = gpu_checklist()
+st.subheader("Can this machine train on a GPU?")
+st.caption("The same checklist as `python -m bench doctor`: each item with what was found and, where missing, the "
+           "command that fixes it.")
+(st.success if report.gpu_ready else st.warning)(
+    "Yes: a GPU run is possible here." if report.gpu_ready
+    else "No GPU run is possible here yet: the items marked missing below say why and what fixes them.",
+    icon=":material/check_circle:" if report.gpu_ready else ":material/report:")
+st.dataframe(pd.DataFrame([{"check": c.name, "status": c.status, "found": c.detail, "fix": c.fix or "—"}
+                           for c in report.checks]),
+             hide_index=True, width="stretch", key="doctor_table",
+             column_config={"found": st.column_config.TextColumn(width="large"),
+                            "fix": st.column_config.TextColumn(width="large")})
+
 c1, c2, c3 = st.columns(3)
 c1.metric("CPU", f"{cpu.logical_cores} logical cores", help=cpu.model)
 c1.caption(cpu.model)

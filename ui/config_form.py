@@ -134,7 +134,9 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
                           format_func=lambda d: Target.parse(d).label_on(hardware))
         target = Target.parse(device)
         if choices == ["cpu"]:
-            st.info(f"No GPU is offered: {hardware.gpu_reason} The CPU path works fully.", icon=":material/info:")
+            st.info(f"No GPU is offered: {hardware.gpu_reason} The CPU path works fully. What a GPU run needs "
+                    f"here, with the fix for each missing item: the checklist on the [System](/system) page "
+                    f"(or `python -m bench doctor`).", icon=":material/info:")
 
     with st.expander("Advanced: threads, precision, XLA, steps per execution, sampling"):
         a1, a2, a3 = st.columns(3)

@@ -12,3 +12,16 @@ def fresh_server_resources():
     st.cache_resource.clear()
     yield
     st.cache_resource.clear()
+
+
+@pytest.fixture(autouse=True)
+def quick_framework_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The System page's checklist asks the framework for its devices in a child process (seconds, as the doctor
+    does); page tests get its answer for this CPU-only machine at once. tests/unit/test_doctor.py runs the real one."""
+    from bench.hardware import devices
+
+    def cpu_only(backend: str | None = None, timeout_s: float = 60) -> dict:
+        return {"backend": backend or "tensorflow", "version": "test", "devices": ["CPU:0"], "built_with_cuda": None,
+                "error": None}
+
+    monkeypatch.setattr(devices, "probe_framework", cpu_only)

@@ -1,0 +1,101 @@
+"""`python -m bench doctor`: the GPU checklist, on this machine (no GPU: exit 1, a driver check that says how to fix
+it) and on a scripted Hopper GPU (every item ok, exit 0); the System page shows the same list."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from bench import cli
+from bench.hardware import devices, doctor
+from bench.hardware.monitor import nvml
+from tests.unit import fake_nvml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_nvml() -> Iterator[None]:
+    nvml.reset()
+    yield
+    nvml.reset()
+
+
+def test_doctor_on_this_machine_without_a_gpu_says_what_is_missing_and_exits_1() -> None:
+    """The real command, as a user runs it: the framework is asked in a child process."""
+    done = subprocess.run([sys.executable, "-m", "bench", "doctor", "--json"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=180)
+    if nvml.available()[0]:
+        pytest.skip("this machine has an NVIDIA driver: the no-GPU answer cannot be shown here")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    report = json.loads(done.stdout)
+    assert report["gpu_ready"] is False
+    assert {"name", "status", "detail", "fix"} <= set(report["checks"][0])
+    driver = next(c for c in report["checks"] if "driver" in c["name"].lower())
+    assert driver["status"] == "missing" and driver["fix"], driver
+    assert all(c["status"] in ("ok", "missing", "unknown") for c in report["checks"])
+    assert all(c["fix"] for c in report["checks"] if c["status"] == "missing"), "every missing item says its fix"
+
+
+def _framework_with_a_gpu(backend: str | None = None, timeout_s: float = 60) -> dict[str, Any]:
+    return {"backend": backend or "tensorflow", "version": "2.x", "devices": ["CPU:0", "GPU:0"],
+            "built_with_cuda": True, "error": None}
+
+
+def test_doctor_on_a_hopper_gpu_is_ready_with_gpm_energy_and_power(monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    nvml.set_module(fake_nvml.hopper_with_gpm())
+    monkeypatch.setattr(devices, "probe_framework", _framework_with_a_gpu)
+    monkeypatch.setattr(devices, "framework_has_cuda", lambda backend: True)
+    assert cli.main(["doctor", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    status = {c["name"]: c["status"] for c in report["checks"]}
+    assert report["gpu_ready"] is True
+    assert status["NVIDIA driver and NVML"] == "ok"
+    assert status["framework with CUDA, listing the GPU"] == "ok"
+    assert status["GPM (SM and tensor activity, Hopper and newer)"] == "ok"
+    assert status["energy counter"] == "ok" and status["power limit"] == "ok"
+
+
+def test_a_framework_that_does_not_list_the_gpu_is_missing_with_the_cuda_build_fix(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    nvml.set_module(fake_nvml.older_without_gpm())
+    monkeypatch.setattr(devices, "probe_framework", lambda backend=None, timeout_s=60: {
+        "backend": "tensorflow", "version": "2.x", "devices": ["CPU:0"], "built_with_cuda": False, "error": None})
+    report = doctor.diagnose()
+    framework = next(c for c in report.checks if c.name.startswith("framework"))
+    assert not report.gpu_ready
+    assert framework.status == "missing" and "and-cuda" in framework.fix
+    gpm = next(c for c in report.checks if c.name.startswith("GPM"))
+    assert gpm.status == "missing" and gpm.fix
+
+
+def test_doctor_refuses_bad_input_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["doctor", "--timeout", "soon"])
+    assert exited.value.code == 2
+
+
+def test_the_system_page_shows_the_checklist_at_its_top(monkeypatch: pytest.MonkeyPatch, isolated_store: Path) -> None:
+    monkeypatch.setattr(devices, "probe_framework", lambda backend=None, timeout_s=60: {
+        "backend": "tensorflow", "version": "2.x", "devices": ["CPU:0"], "built_with_cuda": None, "error": None})
+    import streamlit as st
+
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(ROOT / "pages" / "system.py"), default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert at.subheader[0].value == "Can this machine train on a GPU?"
+    table = at.dataframe[0].value  # the first table of the page is the checklist
+    checks = list(table["check"])
+    assert "NVIDIA driver and NVML" in checks and "CPU energy (RAPL)" in checks
+    if not nvml.available()[0]:
+        assert "No GPU run is possible here yet" in at.warning[0].value
+        assert table.loc[table["check"] == "NVIDIA driver and NVML", "status"].item() == "missing"
