@@ -18,6 +18,7 @@ HADOLINT    ?= $(firstword $(wildcard $(VENV)/bin/hadolint) hadolint)
 help:
 	@echo "Targets:"
 	@echo "  make run          install runtime deps into $(VENV) and serve the dashboard (PORT=$(PORT), ADDRESS=...)"
+	@echo "                    (the CUDA build of the framework where an NVIDIA driver answers; GPU=1 / GPU=0 force it)"
 	@echo "  make test         install dev deps and run all tests: unit, app, e2e (PYTEST_ARGS=...)"
 	@echo "  make typecheck    mypy over bench/ (every definition typed) and ui/ (also run by make test)"
 	@echo "  make bench        run the headless engine: python -m bench \$$ARGS (e.g. ARGS='--help')"
@@ -34,18 +35,26 @@ venv: $(VENV_PY)
 $(VENV_PY):
 	$(PY) -m venv $(VENV)
 
-# Stamp files: reinstall only when the requirement files change (or the venv is new).
-$(VENV)/.installed: requirements.txt | $(VENV_PY)
-	$(PIP) install -r requirements.txt
+# The framework build for this machine (scripts/install_stack.py): "cpu", or "cuda-<backend>" where an NVIDIA driver
+# answers (GPU=1 / GPU=0 force it; KERAS_BACKEND picks the backend). The stamps carry its name, so a machine that
+# changes (a driver installed later, another backend) gets the right stack at the next `make run`.
+STACK          := $(shell $(PY) scripts/install_stack.py --key 2>/dev/null || echo invalid)
+STACK_PACKAGES := $(shell $(PY) scripts/install_stack.py --packages 2>/dev/null)
+
+# Stamp files: reinstall only when the requirement files or the stack change (or the venv is new).
+$(VENV)/.installed-$(STACK): requirements.txt | $(VENV_PY)
+	@$(PY) scripts/install_stack.py --explain
+	$(PIP) install -r requirements.txt $(STACK_PACKAGES)
 	@touch $@
 
-$(VENV)/.installed-dev: requirements-dev.txt requirements.txt | $(VENV_PY)
-	$(PIP) install -r requirements-dev.txt
-	@touch $@ $(VENV)/.installed
+$(VENV)/.installed-dev-$(STACK): requirements-dev.txt requirements.txt | $(VENV_PY)
+	@$(PY) scripts/install_stack.py --explain
+	$(PIP) install -r requirements-dev.txt $(STACK_PACKAGES)
+	@touch $@ $(VENV)/.installed-$(STACK)
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed-$(STACK)
 
-install-dev: $(VENV)/.installed-dev
+install-dev: $(VENV)/.installed-dev-$(STACK)
 
 run: install
 	$(VENV)/bin/streamlit run app.py --server.port $(PORT) $(if $(ADDRESS),--server.address $(ADDRESS))

@@ -26,7 +26,7 @@ CUDA_BUILD_FIX = {
     "tensorflow": "GPU=1 make run (installs `tensorflow[and-cuda]`), or `pip install 'tensorflow[and-cuda]'`",
     "jax": "KERAS_BACKEND=jax GPU=1 make run (installs `jax[cuda12]`), or `pip install 'jax[cuda12]'`",
     "torch": ("KERAS_BACKEND=torch GPU=1 make run (installs torch's CUDA wheel), or `pip install torch "
-              "--index-url https://download.pytorch.org/whl/cu124`"),
+              "--extra-index-url https://download.pytorch.org/whl/cu124`"),
 }
 RAPL_FIX = (f"As root: `chmod a+r {POWERCAP_ROOT}/intel-rapl:*/energy_uj` (until the next boot; a systemd-tmpfiles "
             f"line `z {POWERCAP_ROOT}/intel-rapl:*/energy_uj 0444 - - -` keeps it), rather than running the "
