@@ -7,13 +7,14 @@ ADDRESS     ?=
 ARGS        ?=
 PYTEST_ARGS ?=
 IMAGE_CHECK_ARGS ?=
+GPU_VERIFY_ARGS ?=
 
 VENV_PY     := $(VENV)/bin/python
 PIP         := $(VENV_PY) -m pip --disable-pip-version-check
 HADOLINT    ?= $(firstword $(wildcard $(VENV)/bin/hadolint) hadolint)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv install install-dev run test typecheck bench lint-docker image-check clean distclean
+.PHONY: help venv install install-dev run test typecheck gpu-verify bench lint-docker image-check clean distclean
 
 help:
 	@echo "Targets:"
@@ -21,6 +22,7 @@ help:
 	@echo "                    (the CUDA build of the framework where an NVIDIA driver answers; GPU=1 / GPU=0 force it)"
 	@echo "  make test         install dev deps and run all tests: unit, app, e2e (PYTEST_ARGS=...)"
 	@echo "  make typecheck    mypy over bench/ (every definition typed) and ui/ (also run by make test)"
+	@echo "  make gpu-verify   check every GPU claim on this machine's GPU (each step 'skipped: no GPU' without one)"
 	@echo "  make bench        run the headless engine: python -m bench \$$ARGS (e.g. ARGS='--help')"
 	@echo "  make install      install requirements.txt into $(VENV) (only when it changed)"
 	@echo "  make install-dev  install requirements-dev.txt into $(VENV) (only when it changed)"
@@ -75,6 +77,12 @@ lint-docker:
 # IMAGE_CHECK_ARGS='--variant gpu --build-only' builds the GPU image, reports its size and build time, removes it.
 image-check: install-dev
 	$(VENV_PY) scripts/image_check.py $(IMAGE_CHECK_ARGS)
+
+# Every GPU claim checked on the GPU at hand (scripts/gpu_verify.py): records in docs/results/verify/, the "Checked on
+# hardware" table in docs/GPU.md. Without a GPU each GPU step says `skipped: no GPU` and it exits 0 (CI runs it so).
+# No install first: a lent GPU machine may have no network (Keras on JAX or torch from carried wheels, docs/GPU.md).
+gpu-verify:
+	PYTHONPATH=. $(if $(wildcard $(VENV_PY)),$(VENV_PY),python3) scripts/gpu_verify.py $(GPU_VERIFY_ARGS)
 
 clean:
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
