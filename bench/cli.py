@@ -271,13 +271,13 @@ def _unsaved_exit(records: list[dict[str, Any]], saved: list[bool], json_path: s
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from bench.analysis import compare
+    from bench.analysis import compare, pricing
 
     targets = compare.parse_targets(args.targets)
     if len(targets) < 2:
         raise UsageError("compare needs at least two targets, e.g. --targets cpu/1,cpu")
     _check_out(args.json_path, "--json")
-    prices = compare.parse_prices(args.price, targets)
+    prices = pricing.parse_prices(args.price, targets)
     configs = compare.target_configs(config_from_args(args, device="cpu"), targets)
     records, saved = _run_many(configs)
     result = records_module.comparison_record(records, prices)
@@ -306,7 +306,7 @@ def _cost(value: float | None) -> str:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from bench.analysis import compare
+    from bench.analysis import compare, sweeps
 
     _check_out(args.json_path, "--json")
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
@@ -324,7 +324,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise UsageError(f"--steps-per-execution {args.steps_per_execution!r}: give whole numbers, "
                              "e.g. 1,8,32") from None
     targets = compare.parse_targets(args.targets)
-    configs = compare.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches,
+    configs = sweeps.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches,
                                     steps_per_execution=steps)
     from bench.hardware import peak_cache, probe
     from bench.runs.jobs import JobManager
@@ -343,13 +343,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     records, saved = _run_many(configs, manager)
     if not args.no_peak:
         entries = _peaks_after_runs(manager, entries)
-    rows = [compare.sweep_row(r, entries.get(compare.target(r))) for r in records]
+    rows = [sweeps.sweep_row(r, entries.get(compare.target(r))) for r in records]
     peaks = {t: (e or {}).get("peak_gflops") for t, e in entries.items()}
     if args.json_path:
         document = records_module.sweep_record(rows, peaks, records)
         document["peaks"] = {t: e for t, e in entries.items()}  # where each peak came from: sizes, date, conditions
         _write_json(args.json_path, document)
-    wide = compare.wide_window_rows(rows)
+    wide = sweeps.wide_window_rows(rows)
     print(f"{'size':>4} {'batch':>6} {'steps':>5} {'target':>7} {'params':>12} {'steady s':>9} {'samples/s':>10} "
           f"{'GFLOP/s':>8} {'peak':>8} {'of peak':>8} {'GPU %':>6} {'CPU %':>6}  diagnosis")
     for row in rows:
@@ -369,7 +369,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print("re-probe: the run achieved more than the measured peak, so its share is not shown; the peak is "
               "measured again when no run is active (`python -m bench.hardware.probe --refresh`).")
     if wide:
-        print(f"* {compare.WIDE_WINDOW_NOTE}")
+        print(f"* {sweeps.WIDE_WINDOW_NOTE}")
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved

@@ -517,7 +517,7 @@ def comparison_record(records: Sequence[Mapping[str, Any]],
 @dataclass(frozen=True)
 class Sweep:
     """Model size (and batch size) against speed and utilization (``bench.sweep/1``): one row per point
-    (``compare.sweep_row``), the matmul peak per target, and the runs (without their samples)."""
+    (``sweeps.sweep_row``), the matmul peak per target, and the runs (without their samples)."""
 
     rows: tuple[dict[str, Any], ...]
     peaks_gflops: dict[str, float | None]

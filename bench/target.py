@@ -157,5 +157,30 @@ class Target:
         return {"device": self.device, "cpu_threads": self.cpu_threads}
 
 
+def of_record(record: Mapping[str, Any]) -> Target | None:
+    """A record's Target; None when the device or thread count stored there is malformed (an old or foreign file)."""
+    try:
+        return Target.of(record.get("config") or {})
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def text_of_record(record: Mapping[str, Any]) -> str:
+    """A record's target as text (cpu, cpu/N, gpu:N, gpus), for tables and files; its device as stored when that is
+    malformed. :func:`of_record` gives the value itself."""
+    found = of_record(record)
+    return str(found) if found is not None else str((record.get("config") or {}).get("device", "?"))
+
+
+def canonical(value: Target | str) -> str:
+    """A target's canonical text ("cpu/2"); text that is no target as it is."""
+    if isinstance(value, Target):
+        return str(value)
+    try:
+        return str(Target.parse(value))
+    except ConfigError:
+        return str(value)
+
+
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bench.analysis import compare
+from bench.analysis import compare, pricing
 from bench.training import models
 from bench.config import ConfigError
 from ui import common, config_form, present, results, url_state
@@ -57,7 +57,7 @@ if st.button("Start comparison", type="primary", icon=":material/compare_arrows:
         prices, price_errors = {}, []
         for name, text in price_texts.items():
             try:
-                value = compare.price_value(text, f"price of {name}")
+                value = pricing.price_value(text, f"price of {name}")
             except ConfigError as exc:
                 price_errors.extend(exc.errors)
                 continue

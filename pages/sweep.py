@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from bench.output import charts
-from bench.analysis import compare
+from bench.analysis import compare, sweeps
 from bench.training import models
 from bench.hardware import peak_cache
 from bench.config import ConfigError
@@ -40,7 +40,7 @@ if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:"
              disabled=not common.can_control()):
     try:
         chosen = compare.parse_targets(targets)
-        configs = compare.sweep_configs(base, sizes, chosen, batches or None, hardware,
+        configs = sweeps.sweep_configs(base, sizes, chosen, batches or None, hardware,
                                         steps_per_execution=steps or None)
         # each target's matmul peak is probed in the queue, before the sweep's runs and never during a run
         peaks = {str(t): next(c for c in configs if c.target() == t) for t in chosen}
@@ -66,9 +66,9 @@ def sweep_panel() -> None:
     st.progress(done / len(runs), text=f"{done} of {len(runs)} points done")
     entries = group["meta"].get("peak_entries", {})
     records = [snap.record() for snap in runs]
-    rows = [compare.sweep_row(r, entries.get(compare.target(r)) or peaks.get(compare.target(r)))
+    rows = [sweeps.sweep_row(r, entries.get(compare.target(r)) or peaks.get(compare.target(r)))
             | {"state": snap.phase} for r, snap in zip(records, runs)]
-    shown = [r | {"peak_share": compare.peak_share_text(r)} for r in rows]
+    shown = [r | {"peak_share": sweeps.peak_share_text(r)} for r in rows]
     results.sweep_table(shown, ["run_id", "size", "batch_size", "steps_per_execution", "target", "state", "params",
                                 "steady_epoch_seconds", "samples_per_s", "achieved_gflops", "peak_gflops",
                                 "peak_share", "mean_cpu_percent", "mean_gpu_util_percent", *results.GPM_KEYS,

@@ -19,7 +19,7 @@ import streamlit as st
 
 from bench import records
 from bench.output import charts
-from bench.analysis import compare, metrics
+from bench.analysis import compare, metrics, sweeps
 from bench.hardware import devices
 from bench.config import RunConfig
 from bench.runs.jobs import JobManager
@@ -247,7 +247,7 @@ def show_live(manager: JobManager, step: Step) -> None:
         results.comparison_charts(clean, key=f"lesson_{step.key}_live")
         return
     peaks = group["meta"].get("peaks") or {}
-    rows = [compare.sweep_row(r, peaks.get(compare.target(r))) for r in clean]
+    rows = [sweeps.sweep_row(r, peaks.get(compare.target(r))) for r in clean]
     _points_table(rows)
     st.plotly_chart(present.styled(points_figure(rows, [_point_label(r) for r in rows], "This machine")),
                     key=f"lesson_{step.key}_live_fig", config=results.CHART_CONFIG)

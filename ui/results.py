@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from bench.output import charts, display
-from bench.analysis import compare, diagnosis, metrics, references
+from bench.analysis import compare, diagnosis, metrics, references, sweeps
 from bench.runs.jobs import JobManager
 from bench.records import ACTIVE, Status
 from bench.runs.run_state import RunSnapshot
@@ -114,10 +114,10 @@ def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, k
     def figure(name: str, build: Any) -> Any:
         return present.styled(live.cached_figure((name, *cache_key), build) if cache_key is not None else build())
 
-    wide = compare.wide_window_rows(rows)
+    wide = sweeps.wide_window_rows(rows)
     if wide:
         points = ", ".join(f"{r['size']}/{r['batch_size']}{_steps_text(r)} on {r['target']}" for r in wide)
-        st.warning(f"Utilization of {points}: {compare.WIDE_WINDOW_NOTE}", icon=":material/timer:")
+        st.warning(f"Utilization of {points}: {sweeps.WIDE_WINDOW_NOTE}", icon=":material/timer:")
     left, right = st.columns(2)
     left.plotly_chart(figure("swp_util", lambda: charts.sweep_utilization_figure(rows)), key=f"{key}_util",
                       config=CHART_CONFIG)
@@ -127,7 +127,7 @@ def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, k
     left.plotly_chart(figure("swp_gflops", lambda: charts.sweep_gflops_figure(rows)), key=f"{key}_gflops",
                       config=CHART_CONFIG)
     if len(targets) >= 2:
-        pairs = compare.sweep_speedups(rows, targets[0], targets[1])
+        pairs = sweeps.sweep_speedups(rows, targets[0], targets[1])
         right.plotly_chart(figure("swp_speedup", lambda: charts.sweep_speedup_figure(
             pairs, f"{targets[1]} vs {targets[0]}")), key=f"{key}_speedup", config=CHART_CONFIG)
 
@@ -149,7 +149,7 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
     sweep_table(rows, ["size", "batch_size", "steps_per_execution", "target", "params", "steady_epoch_seconds",
                        "samples_per_s", "achieved_gflops", "peak_gflops", "mean_cpu_percent", "mean_gpu_util_percent",
                        *GPM_KEYS, "diagnosis_kind"])
-    sweep_charts(rows, compare.sweep_targets(rows), key=key)  # a CPU first: the baseline
+    sweep_charts(rows, sweeps.sweep_targets(rows), key=key)  # a CPU first: the baseline
 
 
 def group_runs(manager: JobManager, group: Mapping[str, Any]) -> list[RunSnapshot]:

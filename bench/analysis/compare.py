@@ -9,15 +9,18 @@ utilization.
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bench.analysis import diagnosis, metrics, run_summary
-from bench.training import models
+from bench.analysis import metrics, run_summary
 from bench.config import ConfigError, RunConfig
-from bench.target import Target
+from bench.analysis import pricing
+from bench.target import Target, canonical, of_record, text_of_record
+
+
+# A record's target as text (cpu, cpu/N, gpu:N, gpus) and as a Target: the rule lives in bench.target.
+target = text_of_record
+target_of = of_record
 
 
 def parse_targets(text: str | Sequence[str | Target]) -> list[Target]:
@@ -32,62 +35,6 @@ def parse_targets(text: str | Sequence[str | Target]) -> list[Target]:
         raise ConfigError([f"target {', '.join(twice)} is named more than once; name each target once, e.g. "
                            f"--targets cpu/1,cpu"])
     return targets
-
-
-PRICE_EXAMPLE = "cpu=0.40,gpu:0=2.50"
-
-
-def price_value(text: str, where: str) -> float | None:
-    """One hourly price as entered: blank = no price (None); else a number above 0 (ConfigError otherwise)."""
-    text = str(text).strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError([f"{where}: {text!r} is not a number; give an hourly price such as 0.40, or leave it "
-                           "blank for no price"]) from None
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError([f"{where}: an hourly price must be above 0 (got {text!r}); leave a target out to give it "
-                           "no price"])
-    return value
-
-
-def parse_prices(text: str | None, targets: Sequence[Target | str] | None = None) -> dict[str, float]:
-    """``"cpu=0.40,gpu:0=2.50"`` -> ``{"cpu": 0.4, "gpu:0": 2.5}``: an hourly price per target, entered by the user
-    (no price is assumed for a target left out). Every problem is listed in one ConfigError, each saying what to
-    write; with ``targets``, a price for a target not among them is one."""
-    prices: dict[str, float] = {}
-    errors: list[str] = []
-    known = {_text(t) for t in targets} if targets is not None else None
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        name, sep, price = part.partition("=")
-        try:
-            if not sep:
-                raise ConfigError([""])
-            canonical = str(Target.parse(name.strip()))
-        except ConfigError:
-            errors.append(f"--price: {part.strip()!r} is not TARGET=PRICE; write e.g. {PRICE_EXAMPLE}")
-            continue
-        try:
-            value = price_value(price, f"--price {canonical}")
-        except ConfigError as exc:
-            errors.extend(exc.errors)
-            continue
-        if value is None:
-            errors.append(f"--price: {part.strip()!r} has no price; write e.g. {PRICE_EXAMPLE}")
-        elif known is not None and canonical not in known:
-            errors.append(f"--price: {canonical} is not among the targets ({', '.join(sorted(known))}); price only "
-                          "those you compare")
-        elif canonical in prices:
-            errors.append(f"--price: {canonical} is priced twice; give each target one price")
-        else:
-            prices[canonical] = value
-    if errors:
-        raise ConfigError(errors)
-    return prices
 
 
 def target_configs(base: RunConfig, targets: Sequence[Target | str], hardware: Any | None = None) -> list[RunConfig]:
@@ -117,7 +64,7 @@ def comparison(records: Sequence[Mapping[str, Any]],
     """
     if len(records) < 2:
         return {"pairs": [], "baseline": records[0].get("id") if records else None}
-    prices = {_text(k): float(v) for k, v in (prices or {}).items()}
+    prices = {canonical(k): float(v) for k, v in (prices or {}).items()}
     base = records[0]
     pairs = []
     for other in records[1:]:
@@ -142,51 +89,17 @@ def comparison(records: Sequence[Mapping[str, Any]],
     return out
 
 
-def _summary(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    return record.get("summary") or run_summary.summarize(record.get("epochs") or [], record.get("samples") or [])
-
-
-def energy_per_epoch(record: Mapping[str, Any]) -> tuple[float | None, dict[str, str]]:
-    """(joules per steady epoch summed over the run's devices, {} ) when every device was measured; else
-    (None, {device: why not}) naming each unmeasured device (the run's target when the summary says nothing)."""
-    summary = _summary(record)
-    per_device = summary.get("energy_j_per_epoch")
-    reasons = summary.get("energy_reasons") or {}
-    if not isinstance(per_device, Mapping) or not per_device:
-        device = target(record).split("/")[0]
-        return None, {device: str(reasons.get(device) or "no energy reading in this run")}
-    missing = {str(d): str(reasons.get(d) or "no energy reading") for d, j in per_device.items()
-               if not (isinstance(j, (int, float)) and not isinstance(j, bool) and j >= 0)}
-    if missing:
-        return None, missing
-    return float(sum(per_device.values())), {}
-
-
-def run_cost(record: Mapping[str, Any], price_per_hour: float | None) -> tuple[float | None, float | None]:
-    """(cost per steady epoch, cost per run) at an hourly price; the run is its wall time from start to end (start-up
-    included), else the sum of its epochs. None where the price or the time is missing."""
-    if price_per_hour is None:
-        return None, None
-    summary = _summary(record)
-    steady = summary.get("steady_epoch_seconds")
-    started, ended = record.get("started_at"), record.get("ended_at")
-    run_s = ended - started if isinstance(started, (int, float)) and isinstance(ended, (int, float)) \
-        and ended >= started else summary.get("total_seconds")
-    return (steady * price_per_hour / 3600 if steady is not None else None,
-            run_s * price_per_hour / 3600 if run_s is not None else None)
-
-
 def _energy_and_cost(base: Mapping[str, Any], other: Mapping[str, Any],
                      prices: Mapping[str, float]) -> dict[str, Any]:
-    energy_a, missing_a = energy_per_epoch(base)
-    energy_b, missing_b = energy_per_epoch(other)
-    epoch_a, run_a = run_cost(base, prices.get(_text(target(base))))
-    epoch_b, run_b = run_cost(other, prices.get(_text(target(other))))
+    energy_a, missing_a = pricing.energy_per_epoch(base)
+    energy_b, missing_b = pricing.energy_per_epoch(other)
+    epoch_a, run_a = pricing.run_cost(base, prices.get(canonical(target(base))))
+    epoch_b, run_b = pricing.run_cost(other, prices.get(canonical(target(other))))
     return {
         "energy_j_per_epoch_a": energy_a, "energy_j_per_epoch_b": energy_b,
         "energy_ratio": energy_a / energy_b if energy_a is not None and energy_b else None,
         "energy_missing": {**missing_a, **missing_b},
-        "price_per_hour_a": prices.get(_text(target(base))), "price_per_hour_b": prices.get(_text(target(other))),
+        "price_per_hour_a": prices.get(canonical(target(base))), "price_per_hour_b": prices.get(canonical(target(other))),
         "cost_per_epoch_a": epoch_a, "cost_per_epoch_b": epoch_b, "cost_per_run_a": run_a, "cost_per_run_b": run_b,
         "cost_ratio": epoch_a / epoch_b if epoch_a is not None and epoch_b else None,
     }
@@ -194,7 +107,7 @@ def _energy_and_cost(base: Mapping[str, Any], other: Mapping[str, Any],
 
 def achieved_gflops(record: Mapping[str, Any]) -> float | None:
     """A run's steady achieved GFLOP/s: its summary's figure, else FLOPs per sample x steady samples/s."""
-    summary = _summary(record)
+    summary = run_summary.summary_of(record)
     kept = summary.get("achieved_gflops")
     if isinstance(kept, (int, float)) and not isinstance(kept, bool):
         return float(kept)
@@ -209,21 +122,6 @@ def epoch_gflops(epoch: Mapping[str, Any], info: Mapping[str, Any]) -> float | N
         return float(kept)
     flops = info.get("flops_per_sample")
     return metrics.achieved_gflops(flops, epoch.get("samples_per_s")) if flops else None
-
-
-def target(record: Mapping[str, Any]) -> str:
-    """A record's target as text (cpu, cpu/N, gpu:N, gpus), for tables and files; its device as stored when that is
-    malformed. :meth:`Target.of` gives the value itself."""
-    found = target_of(record)
-    return str(found) if found is not None else str((record.get("config") or {}).get("device", "?"))
-
-
-def target_of(record: Mapping[str, Any]) -> Target | None:
-    """A record's Target; None when the device or thread count stored there is malformed (an old or foreign file)."""
-    try:
-        return Target.of(record.get("config") or {})
-    except (ValueError, TypeError, AttributeError):
-        return None
 
 
 def headline(pair: Mapping[str, Any]) -> str:
@@ -309,149 +207,6 @@ def caution(pair: Mapping[str, Any]) -> str | None:
 
 
 # -- sweeps -----------------------------------------------------------------------------------------------------------
-def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Target | str],
-                  batch_sizes: Sequence[int] | None = None, hardware: Any | None = None, *,
-                  steps_per_execution: Sequence[int] | None = None) -> list[RunConfig]:
-    """Every (size, batch size, steps per execution, target) point as a validated config, in run order (size-major;
-    the targets of one point run back to back, so noise hits both sides of a speed-up alike)."""
-    if not sizes:
-        raise ConfigError([f"give at least one model size, e.g. --sizes xs,s,m (from {', '.join(models.SIZES)})"])
-    if batch_sizes is not None and not batch_sizes:
-        raise ConfigError(["give at least one batch size, e.g. --batch-sizes 64,256, or leave the option out"])
-    if steps_per_execution is not None and not steps_per_execution:
-        raise ConfigError(["give at least one steps-per-execution value, e.g. --steps-per-execution 1,8,32, or leave "
-                           "the option out"])
-    bad = [s for s in sizes if s not in models.SIZES]
-    if bad:
-        raise ConfigError([f"unknown size(s) {', '.join(bad)}; pick from {', '.join(models.SIZES)}"])
-    if base.model in models.PRESETS:
-        raise ConfigError([f"a sweep varies the model size; pick a family ({', '.join(models.FAMILIES)}), "
-                           f"not the fixed preset {base.model!r}"])
-    configs = []
-    for size, batch, steps, name in itertools.product(sizes, batch_sizes or [base.batch_size],
-                                                      steps_per_execution or [base.steps_per_execution], targets):
-        configs.append(base.replace(size=size, batch_size=int(batch), steps_per_execution=steps).with_target(name))
-    errors: list[str] = []
-    for config in configs:
-        try:
-            config.validate(hardware)
-        except ConfigError as exc:
-            errors.extend(f"{config.size}/{config.batch_size}/{config.steps_per_execution}/{config.target()}: {e}"
-                          for e in exc.errors)
-    if errors:
-        raise ConfigError(sorted(set(errors)))
-    return configs
-
-
-def sweep_row(record: Mapping[str, Any], peak: float | Mapping[str, Any] | None) -> dict[str, Any]:
-    """One sweep point from a finished run record. ``peak`` is the target's matmul peak in GFLOP/s, or its cache
-    entry (bench.hardware.probe) with ``stale``. The share of the peak is never above 1: a run that achieved more than the
-    peak, or a peak flagged for a new probe, gives ``peak_fraction`` None and ``peak_stale`` True."""
-    config = record.get("config") or {}
-    info = record.get("info") or {}
-    summary = _summary(record)
-    rate = summary.get("steady_samples_per_s")
-    flops = info.get("flops_per_sample")
-    achieved = achieved_gflops(record)
-    entry = peak if isinstance(peak, Mapping) else {}
-    peak_gflops = entry.get("peak_gflops") if isinstance(peak, Mapping) else peak
-    stale = bool(entry.get("stale")) or bool(achieved and peak_gflops and achieved > peak_gflops)
-    verdict = diagnosis.of_record(record, None if stale else peak_gflops)
-    return {
-        "run_id": record.get("id"),
-        "status": record.get("status"),
-        "size": config.get("size"),
-        "batch_size": config.get("batch_size"),
-        "steps_per_execution": config.get("steps_per_execution") or 1,  # 1 in records made before the setting
-        "target": target(record),
-        "params": info.get("params"),
-        "flops_per_sample": flops,
-        "steady_epoch_seconds": summary.get("steady_epoch_seconds"),
-        "samples_per_s": rate,
-        "achieved_gflops": achieved,
-        "peak_gflops": peak_gflops,
-        "peak_fraction": achieved / peak_gflops if achieved and peak_gflops and not stale else None,
-        "peak_stale": stale,
-        "mean_gpu_util_percent": summary.get("mean_gpu_util_percent"),
-        "sm_active_percent": summary.get("sm_active_percent"),
-        "tensor_active_percent": summary.get("tensor_active_percent"),
-        "mean_cpu_percent": summary.get("mean_cpu_percent"),
-        "mean_process_cpu_percent": summary.get("mean_process_cpu_percent"),
-        # the samples the utilization means cover (metrics.WINDOW_NAMES); not "steady epochs" = read with care
-        "sample_interval_s": config.get("sample_interval_s"),
-        "utilization_window": (summary.get("gpu_util_window") if _on_gpu(record)
-                               else summary.get("cpu_util_window")),
-        "diagnosis": verdict["verdict"],
-        "diagnosis_kind": verdict.get("kind"),
-    }
-
-
-def peak_share_text(row: Mapping[str, Any]) -> str:
-    """A sweep row's share of the peak for a table: '61 %', 'peak being re-measured', or '—'."""
-    if row.get("peak_stale"):
-        return "peak being re-measured"
-    fraction = row.get("peak_fraction")
-    return f"{fraction:.0%}" if fraction is not None else "—"
-
-
-WIDE_WINDOW_NOTE = (
-    "utilization averaged over more than the steady epochs: they were shorter than the sampling interval, so no "
-    "sample fell inside them and the mean includes tracing or start-up, when the device waits. It understates how "
-    "busy the device was: raise the sample limit (longer epochs) or lower the sampling interval.")
-
-
-def wide_window_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Sweep points whose utilization mean is not over steady epochs alone (their epochs were shorter than the
-    sampling interval), so it includes tracing or start-up and understates how busy the device was."""
-    def wide(row: Mapping[str, Any]) -> bool:
-        window = row.get("utilization_window")
-        if window is not None:
-            return window != metrics.WINDOW_NAMES[0]
-        # rows from before the window was recorded: a steady epoch shorter than the sampling interval can hold no sample
-        interval, seconds = row.get("sample_interval_s"), row.get("steady_epoch_seconds")
-        return bool(interval and seconds and seconds < interval)
-
-    return [r for r in rows if wide(r)]
-
-
-def sweep_speedups(rows: Sequence[Mapping[str, Any]], baseline_target: Target | str,
-                   other_target: Target | str) -> list[dict[str, Any]]:
-    """Speed-up of other_target over baseline_target per (size, batch, steps per execution) point, from steady epoch
-    times."""
-    by_point: dict[tuple[Any, Any, Any], dict[str, Mapping[str, Any]]] = {}
-    for row in rows:
-        point = (row["size"], row["batch_size"], row.get("steps_per_execution") or 1)
-        by_point.setdefault(point, {})[_text(row["target"])] = row
-    out = []
-    for (size, batch, steps), group in by_point.items():
-        a, b = group.get(_text(baseline_target)), group.get(_text(other_target))
-        if a and b and a.get("steady_epoch_seconds") and b.get("steady_epoch_seconds"):
-            out.append({"size": size, "batch_size": batch, "steps_per_execution": steps, "params": a.get("params"),
-                        "speedup": a["steady_epoch_seconds"] / b["steady_epoch_seconds"]})
-    return out
-
-
-def sweep_targets(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The targets of sweep rows, CPU ones first (a CPU is the baseline a GPU's speed-up is measured against)."""
-    def cpu_first(name: str) -> tuple[bool, str]:
-        try:
-            return not Target.parse(name).is_cpu, name
-        except ConfigError:
-            return True, name
-
-    return sorted({str(r["target"]) for r in rows}, key=cpu_first)
-
-
-def _text(target_text: Target | str) -> str:
-    """A target's canonical text; text that is no target as it is."""
-    if isinstance(target_text, Target):
-        return str(target_text)
-    try:
-        return str(Target.parse(target_text))
-    except ConfigError:
-        return str(target_text)
-
-
 def _on_gpu(record: Mapping[str, Any]) -> bool:
     found = target_of(record)
     return found is not None and found.is_gpu

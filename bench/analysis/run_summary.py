@@ -115,3 +115,8 @@ def _joules_per_1000(epoch: Mapping[str, Any], device: str) -> float | None:
         return None
     joules, rate, seconds = values
     return 1000.0 * joules / (rate * seconds)
+
+
+def summary_of(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A record's summary block: the one it carries, else one computed from its epochs and samples."""
+    return record.get("summary") or summarize(record.get("epochs") or [], record.get("samples") or [])

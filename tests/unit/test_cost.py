@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bench import records
-from bench.analysis import compare
+from bench.analysis import compare, pricing
 from bench.config import ConfigError, RunConfig
 
 RAPL = "RAPL not readable here: /sys/class/powercap is absent"
@@ -107,14 +107,14 @@ def test_the_comparison_record_carries_the_ratios():
 
 
 def test_prices_parse_with_errors_that_say_what_to_write():
-    assert compare.parse_prices("cpu=0.40, gpu:0=2.50") == {"cpu": 0.40, "gpu:0": 2.50}
-    assert compare.parse_prices("") == {} and compare.parse_prices(None) == {}
+    assert pricing.parse_prices("cpu=0.40, gpu:0=2.50") == {"cpu": 0.40, "gpu:0": 2.50}
+    assert pricing.parse_prices("") == {} and pricing.parse_prices(None) == {}
     with pytest.raises(ConfigError) as bad:
-        compare.parse_prices("gpu0=2,cpu=x,gpu:1=0")
+        pricing.parse_prices("gpu0=2,cpu=x,gpu:1=0")
     assert bad.value.errors == [
         "--price: 'gpu0=2' is not TARGET=PRICE; write e.g. cpu=0.40,gpu:0=2.50",
         "--price cpu: 'x' is not a number; give an hourly price such as 0.40, or leave it blank for no price",
         "--price gpu:1: an hourly price must be above 0 (got '0'); leave a target out to give it no price"]
     with pytest.raises(ConfigError, match="gpu:0 is not among the targets"):
-        compare.parse_prices("gpu:0=2.5", ["cpu", "cpu/1"])
-    assert compare.price_value("  ", "price of cpu") is None
+        pricing.parse_prices("gpu:0=2.5", ["cpu", "cpu/1"])
+    assert pricing.price_value("  ", "price of cpu") is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench import records
-from bench.analysis import compare, diagnosis, run_summary
+from bench.analysis import diagnosis, run_summary, sweeps
 
 
 def _epochs(seconds: float, n: int = 4, samples: int = 8000) -> list[dict]:
@@ -184,10 +184,10 @@ def test_a_sweep_row_carries_steps_per_execution_and_the_verdict():
                                 info=CPU_INFO | {"params": 100}, created_at=None, started_at=None, ended_at=None,
                                 error=None, store_error=None, epochs=epochs,
                                 samples=_samples(epochs, process=100, machine=60))
-    row = compare.sweep_row(record, None)
+    row = sweeps.sweep_row(record, None)
     assert row["steps_per_execution"] == 1 and row["diagnosis_kind"] == "host-bound"
     del record["config"]["steps_per_execution"]  # a record from before the setting
-    assert compare.sweep_row(record, None)["steps_per_execution"] == 1
+    assert sweeps.sweep_row(record, None)["steps_per_execution"] == 1
 
 
 def test_thresholds_are_ordered_sensibly():

@@ -107,7 +107,7 @@ def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_rea
 
 
 def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():
-    from bench.analysis import compare
+    from bench.analysis import sweeps
 
     epochs = [{**ep(1, 2.0, True, 1.0), "t_start_s": 1.0, "t_end_s": 3.0},
               {**ep(2, 0.1, rate=1.0), "t_start_s": 3.2, "t_end_s": 3.3}]  # shorter than the sampling interval
@@ -117,19 +117,19 @@ def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():
         return {"config": {"device": device, "size": "s", "batch_size": 128}, "info": {}, "epochs": epochs_,
                 "samples": samples, "status": "finished"}
 
-    short = compare.sweep_row(record("gpu:0", epochs), None)
+    short = sweeps.sweep_row(record("gpu:0", epochs), None)
     assert short["utilization_window"] == "all epochs"
     long_epochs = [epochs[0], {**epochs[1], "t_end_s": 4.0}]
-    long = compare.sweep_row(record("gpu:0", long_epochs), None)
+    long = sweeps.sweep_row(record("gpu:0", long_epochs), None)
     assert long["utilization_window"] == "steady epochs"
-    assert compare.wide_window_rows([short, long]) == [short]
-    assert compare.sweep_row(record("cpu", epochs), None)["utilization_window"] == "all epochs"
+    assert sweeps.wide_window_rows([short, long]) == [short]
+    assert sweeps.sweep_row(record("cpu", epochs), None)["utilization_window"] == "all epochs"
 
 
 def test_rows_without_a_recorded_window_are_flagged_when_a_steady_epoch_is_shorter_than_the_interval():
-    from bench.analysis import compare
+    from bench.analysis import sweeps
 
     old_short = {"steady_epoch_seconds": 0.15, "sample_interval_s": 0.2}
     old_long = {"steady_epoch_seconds": 0.6, "sample_interval_s": 0.2}
     unknown = {"steady_epoch_seconds": 0.15}
-    assert compare.wide_window_rows([old_short, old_long, unknown]) == [old_short]
+    assert sweeps.wide_window_rows([old_short, old_long, unknown]) == [old_short]

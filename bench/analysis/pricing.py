@@ -1,0 +1,98 @@
+"""Cost and energy beside the speed: hourly prices as a user enters them, a run's energy per steady epoch and its cost
+per steady epoch and per run. A figure not measured (no price, no energy reading) is None, never a zero."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bench.analysis import run_summary
+from bench.config import ConfigError
+from bench.target import Target, canonical, text_of_record
+
+
+PRICE_EXAMPLE = "cpu=0.40,gpu:0=2.50"
+
+
+def price_value(text: str, where: str) -> float | None:
+    """One hourly price as entered: blank = no price (None); else a number above 0 (ConfigError otherwise)."""
+    text = str(text).strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError([f"{where}: {text!r} is not a number; give an hourly price such as 0.40, or leave it "
+                           "blank for no price"]) from None
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError([f"{where}: an hourly price must be above 0 (got {text!r}); leave a target out to give it "
+                           "no price"])
+    return value
+
+
+def parse_prices(text: str | None, targets: Sequence[Target | str] | None = None) -> dict[str, float]:
+    """``"cpu=0.40,gpu:0=2.50"`` -> ``{"cpu": 0.4, "gpu:0": 2.5}``: an hourly price per target, entered by the user
+    (no price is assumed for a target left out). Every problem is listed in one ConfigError, each saying what to
+    write; with ``targets``, a price for a target not among them is one."""
+    prices: dict[str, float] = {}
+    errors: list[str] = []
+    known = {canonical(t) for t in targets} if targets is not None else None
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, sep, price = part.partition("=")
+        try:
+            if not sep:
+                raise ConfigError([""])
+            name_text = str(Target.parse(name.strip()))
+        except ConfigError:
+            errors.append(f"--price: {part.strip()!r} is not TARGET=PRICE; write e.g. {PRICE_EXAMPLE}")
+            continue
+        try:
+            value = price_value(price, f"--price {name_text}")
+        except ConfigError as exc:
+            errors.extend(exc.errors)
+            continue
+        if value is None:
+            errors.append(f"--price: {part.strip()!r} has no price; write e.g. {PRICE_EXAMPLE}")
+        elif known is not None and name_text not in known:
+            errors.append(f"--price: {name_text} is not among the targets ({', '.join(sorted(known))}); price only "
+                          "those you compare")
+        elif name_text in prices:
+            errors.append(f"--price: {name_text} is priced twice; give each target one price")
+        else:
+            prices[name_text] = value
+    if errors:
+        raise ConfigError(errors)
+    return prices
+
+
+def energy_per_epoch(record: Mapping[str, Any]) -> tuple[float | None, dict[str, str]]:
+    """(joules per steady epoch summed over the run's devices, {} ) when every device was measured; else
+    (None, {device: why not}) naming each unmeasured device (the run's target when the summary says nothing)."""
+    summary = run_summary.summary_of(record)
+    per_device = summary.get("energy_j_per_epoch")
+    reasons = summary.get("energy_reasons") or {}
+    if not isinstance(per_device, Mapping) or not per_device:
+        device = text_of_record(record).split("/")[0]
+        return None, {device: str(reasons.get(device) or "no energy reading in this run")}
+    missing = {str(d): str(reasons.get(d) or "no energy reading") for d, j in per_device.items()
+               if not (isinstance(j, (int, float)) and not isinstance(j, bool) and j >= 0)}
+    if missing:
+        return None, missing
+    return float(sum(per_device.values())), {}
+
+
+def run_cost(record: Mapping[str, Any], price_per_hour: float | None) -> tuple[float | None, float | None]:
+    """(cost per steady epoch, cost per run) at an hourly price; the run is its wall time from start to end (start-up
+    included), else the sum of its epochs. None where the price or the time is missing."""
+    if price_per_hour is None:
+        return None, None
+    summary = run_summary.summary_of(record)
+    steady = summary.get("steady_epoch_seconds")
+    started, ended = record.get("started_at"), record.get("ended_at")
+    run_s = ended - started if isinstance(started, (int, float)) and isinstance(ended, (int, float)) \
+        and ended >= started else summary.get("total_seconds")
+    return (steady * price_per_hour / 3600 if steady is not None else None,
+            run_s * price_per_hour / 3600 if run_s is not None else None)

@@ -1,0 +1,152 @@
+"""Sweeps: short runs over model sizes (and batch sizes, steps per execution) on one or more targets, each finished
+run turned into a row (parameters, steady epoch time, samples/s, achieved GFLOP/s against the measured peak, mean
+utilization), and the speed-ups and targets the Sweep page and `bench sweep` show from those rows."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bench.analysis import compare, diagnosis, metrics, run_summary
+from bench.config import ConfigError, RunConfig
+from bench.target import Target, canonical, of_record, text_of_record
+from bench.training import models
+
+
+def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Target | str],
+                  batch_sizes: Sequence[int] | None = None, hardware: Any | None = None, *,
+                  steps_per_execution: Sequence[int] | None = None) -> list[RunConfig]:
+    """Every (size, batch size, steps per execution, target) point as a validated config, in run order (size-major;
+    the targets of one point run back to back, so noise hits both sides of a speed-up alike)."""
+    if not sizes:
+        raise ConfigError([f"give at least one model size, e.g. --sizes xs,s,m (from {', '.join(models.SIZES)})"])
+    if batch_sizes is not None and not batch_sizes:
+        raise ConfigError(["give at least one batch size, e.g. --batch-sizes 64,256, or leave the option out"])
+    if steps_per_execution is not None and not steps_per_execution:
+        raise ConfigError(["give at least one steps-per-execution value, e.g. --steps-per-execution 1,8,32, or leave "
+                           "the option out"])
+    bad = [s for s in sizes if s not in models.SIZES]
+    if bad:
+        raise ConfigError([f"unknown size(s) {', '.join(bad)}; pick from {', '.join(models.SIZES)}"])
+    if base.model in models.PRESETS:
+        raise ConfigError([f"a sweep varies the model size; pick a family ({', '.join(models.FAMILIES)}), "
+                           f"not the fixed preset {base.model!r}"])
+    configs = []
+    for size, batch, steps, name in itertools.product(sizes, batch_sizes or [base.batch_size],
+                                                      steps_per_execution or [base.steps_per_execution], targets):
+        configs.append(base.replace(size=size, batch_size=int(batch), steps_per_execution=steps).with_target(name))
+    errors: list[str] = []
+    for config in configs:
+        try:
+            config.validate(hardware)
+        except ConfigError as exc:
+            errors.extend(f"{config.size}/{config.batch_size}/{config.steps_per_execution}/{config.target()}: {e}"
+                          for e in exc.errors)
+    if errors:
+        raise ConfigError(sorted(set(errors)))
+    return configs
+
+
+def sweep_row(record: Mapping[str, Any], peak: float | Mapping[str, Any] | None) -> dict[str, Any]:
+    """One sweep point from a finished run record. ``peak`` is the target's matmul peak in GFLOP/s, or its cache
+    entry (bench.hardware.probe) with ``stale``. The share of the peak is never above 1: a run that achieved more than the
+    peak, or a peak flagged for a new probe, gives ``peak_fraction`` None and ``peak_stale`` True."""
+    config = record.get("config") or {}
+    info = record.get("info") or {}
+    summary = run_summary.summary_of(record)
+    rate = summary.get("steady_samples_per_s")
+    flops = info.get("flops_per_sample")
+    achieved = compare.achieved_gflops(record)
+    entry = peak if isinstance(peak, Mapping) else {}
+    peak_gflops = entry.get("peak_gflops") if isinstance(peak, Mapping) else peak
+    stale = bool(entry.get("stale")) or bool(achieved and peak_gflops and achieved > peak_gflops)
+    verdict = diagnosis.of_record(record, None if stale else peak_gflops)
+    return {
+        "run_id": record.get("id"),
+        "status": record.get("status"),
+        "size": config.get("size"),
+        "batch_size": config.get("batch_size"),
+        "steps_per_execution": config.get("steps_per_execution") or 1,  # 1 in records made before the setting
+        "target": text_of_record(record),
+        "params": info.get("params"),
+        "flops_per_sample": flops,
+        "steady_epoch_seconds": summary.get("steady_epoch_seconds"),
+        "samples_per_s": rate,
+        "achieved_gflops": achieved,
+        "peak_gflops": peak_gflops,
+        "peak_fraction": achieved / peak_gflops if achieved and peak_gflops and not stale else None,
+        "peak_stale": stale,
+        "mean_gpu_util_percent": summary.get("mean_gpu_util_percent"),
+        "sm_active_percent": summary.get("sm_active_percent"),
+        "tensor_active_percent": summary.get("tensor_active_percent"),
+        "mean_cpu_percent": summary.get("mean_cpu_percent"),
+        "mean_process_cpu_percent": summary.get("mean_process_cpu_percent"),
+        # the samples the utilization means cover (metrics.WINDOW_NAMES); not "steady epochs" = read with care
+        "sample_interval_s": config.get("sample_interval_s"),
+        "utilization_window": (summary.get("gpu_util_window") if _on_gpu_record(record)
+                               else summary.get("cpu_util_window")),
+        "diagnosis": verdict["verdict"],
+        "diagnosis_kind": verdict.get("kind"),
+    }
+
+
+def peak_share_text(row: Mapping[str, Any]) -> str:
+    """A sweep row's share of the peak for a table: '61 %', 'peak being re-measured', or '—'."""
+    if row.get("peak_stale"):
+        return "peak being re-measured"
+    fraction = row.get("peak_fraction")
+    return f"{fraction:.0%}" if fraction is not None else "—"
+
+
+WIDE_WINDOW_NOTE = (
+    "utilization averaged over more than the steady epochs: they were shorter than the sampling interval, so no "
+    "sample fell inside them and the mean includes tracing or start-up, when the device waits. It understates how "
+    "busy the device was: raise the sample limit (longer epochs) or lower the sampling interval.")
+
+
+def wide_window_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Sweep points whose utilization mean is not over steady epochs alone (their epochs were shorter than the
+    sampling interval), so it includes tracing or start-up and understates how busy the device was."""
+    def wide(row: Mapping[str, Any]) -> bool:
+        window = row.get("utilization_window")
+        if window is not None:
+            return window != metrics.WINDOW_NAMES[0]
+        # rows from before the window was recorded: a steady epoch shorter than the sampling interval can hold no sample
+        interval, seconds = row.get("sample_interval_s"), row.get("steady_epoch_seconds")
+        return bool(interval and seconds and seconds < interval)
+
+    return [r for r in rows if wide(r)]
+
+
+def sweep_speedups(rows: Sequence[Mapping[str, Any]], baseline_target: Target | str,
+                   other_target: Target | str) -> list[dict[str, Any]]:
+    """Speed-up of other_target over baseline_target per (size, batch, steps per execution) point, from steady epoch
+    times."""
+    by_point: dict[tuple[Any, Any, Any], dict[str, Mapping[str, Any]]] = {}
+    for row in rows:
+        point = (row["size"], row["batch_size"], row.get("steps_per_execution") or 1)
+        by_point.setdefault(point, {})[canonical(row["target"])] = row
+    out = []
+    for (size, batch, steps), group in by_point.items():
+        a, b = group.get(canonical(baseline_target)), group.get(canonical(other_target))
+        if a and b and a.get("steady_epoch_seconds") and b.get("steady_epoch_seconds"):
+            out.append({"size": size, "batch_size": batch, "steps_per_execution": steps, "params": a.get("params"),
+                        "speedup": a["steady_epoch_seconds"] / b["steady_epoch_seconds"]})
+    return out
+
+
+def sweep_targets(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The targets of sweep rows, CPU ones first (a CPU is the baseline a GPU's speed-up is measured against)."""
+    def cpu_first(name: str) -> tuple[bool, str]:
+        try:
+            return not Target.parse(name).is_cpu, name
+        except ConfigError:
+            return True, name
+
+    return sorted({str(r["target"]) for r in rows}, key=cpu_first)
+
+
+def _on_gpu_record(record: Mapping[str, Any]) -> bool:
+    found = of_record(record)
+    return found is not None and found.is_gpu
