@@ -16,8 +16,18 @@ st.set_page_config(page_title="CPU vs GPU training bench", page_icon=":material/
                    initial_sidebar_state="collapsed" if present.requested() else "auto")
 
 st.session_state["_via_app"] = True  # see ui.common.page_setup
+train = st.Page("pages/train.py", title="Train", icon=":material/model_training:", url_path="train")
+
+
+def _root() -> None:
+    """The app's root opens Train with the link's settings. Train keeps its own address, /train: as the default page
+    Streamlit would serve it at the root only, and a /train link (the README's, a copied one) met "Page not found"."""
+    st.switch_page(train, query_params=st.query_params.to_dict())
+
+
 pages = [
-    st.Page("pages/train.py", title="Train", icon=":material/model_training:", default=True),
+    st.Page(_root, title="Train", url_path="start", default=True, visibility="hidden"),
+    train,
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("pages/sweep.py", title="Sweep", icon=":material/stacked_line_chart:"),
     st.Page("pages/history.py", title="History", icon=":material/history:"),

@@ -10,6 +10,7 @@ from bench.analysis import diagnosis
 from bench.hardware import doctor, peak_cache, probe
 from bench.target import Target
 from ui import common, live
+from ui.safe_text import escape
 
 common.page_setup()
 hardware = common.get_hardware()
@@ -34,11 +35,12 @@ st.caption("The same checklist as `python -m bench doctor`: each item with what 
     "Yes: a GPU run is possible here." if report.gpu_ready
     else "No GPU run is possible here yet: the items marked missing below say why and what fixes them.",
     icon=":material/check_circle:" if report.gpu_ready else ":material/report:")
-st.dataframe(pd.DataFrame([{"check": c.name, "status": c.status, "found": c.detail, "fix": c.fix or "—"}
-                           for c in report.checks]),
-             hide_index=True, width="stretch", key="doctor_table",
-             column_config={"found": st.column_config.TextColumn(width="large"),
-                            "fix": st.column_config.TextColumn(width="large")})
+DOCTOR_ICONS = {doctor.OK: ":material/check_circle:", doctor.MISSING: ":material/cancel:",
+                doctor.UNKNOWN: ":material/help:"}
+for check in report.checks:  # one line each, the fix in full beneath: a table would cut the commands off
+    st.markdown(f"{DOCTOR_ICONS[check.status]} **{check.name}** ({check.status}): {escape(check.detail, limit=400)}")
+    if check.fix:
+        st.caption(f"Fix: {check.fix}")
 
 c1, c2, c3 = st.columns(3)
 c1.metric("CPU", f"{cpu.logical_cores} logical cores", help=cpu.model)

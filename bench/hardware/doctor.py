@@ -34,7 +34,7 @@ RAPL_FIX = (f"As root: `chmod a+r {POWERCAP_ROOT}/intel-rapl:*/energy_uj` (until
 
 
 RAPL_ABSENT_FIX = ("This machine exposes no RAPL (most VMs and containers do not), so CPU energy stays \"not measured\"; "
-                   "on bare metal `sudo modprobe intel_rapl_common` makes it appear, then make it readable as above.")
+                   "on bare metal `sudo modprobe intel_rapl_common` makes it appear; then `chmod a+r` its energy_uj files.")
 
 
 @dataclass(frozen=True)
