@@ -37,21 +37,27 @@ venv: $(VENV_PY)
 $(VENV_PY):
 	$(PY) -m venv $(VENV)
 
-# The framework build for this machine (scripts/install_stack.py): "cpu", or "cuda-<backend>" where an NVIDIA driver
+# The framework build for this machine (scripts/install_stack.py): "cpu", or "cuda-<backend>..." where an NVIDIA driver
 # answers (GPU=1 / GPU=0 force it; KERAS_BACKEND picks the backend). The stamps carry its name, so a machine that
 # changes (a driver installed later, another backend) gets the right stack at the next `make run`.
 STACK          := $(shell $(PY) scripts/install_stack.py --key 2>/dev/null || echo invalid)
 STACK_PACKAGES := $(shell $(PY) scripts/install_stack.py --packages 2>/dev/null)
+# torch's CUDA stack: a CPU build of torch already in the venv (pip keeps it, as it satisfies `torch`) is swapped for the
+# CUDA build of the same version.
+STACK_REPLACE  := $(if $(filter cuda-torch%,$(STACK)),$(if $(wildcard $(VENV_PY)),$(shell \
+                  $(VENV_PY) scripts/install_stack.py --replace 2>/dev/null)))
 
 # Stamp files: reinstall only when the requirement files or the stack change (or the venv is new).
 $(VENV)/.installed-$(STACK): requirements.txt | $(VENV_PY)
 	@$(PY) scripts/install_stack.py --explain
 	$(PIP) install -r requirements.txt $(STACK_PACKAGES)
+	$(if $(STACK_REPLACE),$(PIP) install $(STACK_REPLACE))
 	@touch $@
 
 $(VENV)/.installed-dev-$(STACK): requirements-dev.txt requirements.txt | $(VENV_PY)
 	@$(PY) scripts/install_stack.py --explain
 	$(PIP) install -r requirements-dev.txt $(STACK_PACKAGES)
+	$(if $(STACK_REPLACE),$(PIP) install $(STACK_REPLACE))
 	@touch $@ $(VENV)/.installed-$(STACK)
 
 install: $(VENV)/.installed-$(STACK)

@@ -9,7 +9,7 @@ framework is asked in a child process, as a training worker would load it.
 from __future__ import annotations
 
 import platform
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from bench import settings
@@ -24,9 +24,11 @@ DRIVER_FIX = ("Install the NVIDIA driver for this GPU (Debian/Ubuntu: `sudo apt 
 # the CUDA build of each Keras backend (the same choice `make run` makes on a machine with a driver)
 CUDA_BUILD_FIX = {
     "tensorflow": "GPU=1 make run (installs `tensorflow[and-cuda]`), or `pip install 'tensorflow[and-cuda]'`",
-    "jax": "KERAS_BACKEND=jax GPU=1 make run (installs `jax[cuda12]`), or `pip install 'jax[cuda12]'`",
-    "torch": ("KERAS_BACKEND=torch GPU=1 make run (installs torch's CUDA wheel), or `pip install torch "
-              "--extra-index-url https://download.pytorch.org/whl/cu124`"),
+    "jax": ("KERAS_BACKEND=jax GPU=1 make run (installs JAX's CUDA plug-in for this driver), or "
+            "`pip install 'jax[cuda13]'` (driver 580 or newer; `jax[cuda12]` for older drivers)"),
+    "torch": ("KERAS_BACKEND=torch GPU=1 make run (installs torch's CUDA build, in place of a CPU build), or "
+              "`pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130` (driver 580 or "
+              "newer; cu128 or cu126 for older drivers)"),
 }
 RAPL_FIX = (f"As root: `chmod a+r {POWERCAP_ROOT}/intel-rapl:*/energy_uj` (until the next boot; a systemd-tmpfiles "
             f"line `z {POWERCAP_ROOT}/intel-rapl:*/energy_uj 0444 - - -` keeps it), rather than running the "
@@ -133,6 +135,8 @@ def diagnose(*, framework_timeout_s: float = 60.0) -> Report:
     hardware = devices.discover()
     driver, driver_ok = _driver()
     framework, framework_ok = _framework(backend, framework_timeout_s)
+    if not driver_ok and framework.fix:  # no framework lists a GPU without a driver
+        framework = replace(framework, fix=f"First the NVIDIA driver (see above); then {framework.fix}")
     cores = Check("CPU cores", OK, f"{hardware.cpu.model}: {hardware.cpu.logical_cores} logical cores "
                                    f"({devices.all_cores()} usable by this process), {platform.machine()}")
     checks = (driver, framework, *_gpu_readings(driver_ok), _rapl(), cores, _peaks(hardware))

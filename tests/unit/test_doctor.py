@@ -43,6 +43,8 @@ def test_doctor_on_this_machine_without_a_gpu_says_what_is_missing_and_exits_1()
     assert driver["status"] == "missing" and driver["fix"], driver
     assert all(c["status"] in ("ok", "missing", "unknown") for c in report["checks"])
     assert all(c["fix"] for c in report["checks"] if c["status"] == "missing"), "every missing item says its fix"
+    framework = next(c for c in report["checks"] if c["name"].startswith("framework"))
+    assert framework["status"] == "ok" or framework["fix"].startswith("First the NVIDIA driver"), framework
 
 
 def _framework_with_a_gpu(backend: str | None = None, timeout_s: float = 60) -> dict[str, Any]:
