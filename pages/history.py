@@ -18,7 +18,8 @@ st.title("History")
 st.caption("Every run in the store. Select rows to overlay their charts or export them.")
 
 if manager.store is None:
-    st.warning("The run store could not be opened: only this session's runs exist, in memory.")
+    st.error(f"The run store could not be opened: only this session's runs exist, in memory. "
+             f"{escape(common.store_unavailable(manager), limit=800)}", icon=":material/database:")
     st.stop()
 
 with common.store_errors():

@@ -22,13 +22,14 @@ from ui.safe_text import escape
 @st.cache_resource(show_spinner=False)
 def get_manager() -> JobManager:
     """The one job queue of this server process, shared by every browser session."""
+    store_error = None
     try:
         store: Store | None = Store()
     except StoreError as exc:
-        st.session_state["_store_error"] = str(exc)
-        store = None
+        store, store_error = None, str(exc)
     threading.Thread(target=charts.warm_up, name="bench-chart-warmup", daemon=True).start()
-    return JobManager(store, hardware=get_hardware().to_dict(), prestart=settings.prestart_worker())
+    return JobManager(store, hardware=get_hardware().to_dict(), prestart=settings.prestart_worker(),
+                      store_error=store_error)
 
 
 @st.cache_resource(show_spinner=False)
@@ -52,8 +53,14 @@ def store_warning() -> None:
     """Say plainly when results cannot be saved."""
     manager = get_manager()
     if manager.store is None:
-        st.warning("The run store could not be opened, so results are kept in memory only. "
-                   "Set BENCH_STORE to a writable file and restart to keep them.")
+        st.warning(f"The run store could not be opened, so results are kept in memory only. "
+                   f"{escape(store_unavailable(manager), limit=800)}")
+
+
+def store_unavailable(manager: JobManager) -> str:
+    """Why this server has no store and what to do (from opening it), then that a restart picks up the fix."""
+    why = manager.store_error or "Point BENCH_STORE at a writable file."
+    return f"{why} Then restart the dashboard to keep results."
 
 
 def presenter_key() -> str | None:

@@ -54,7 +54,11 @@ class _PeakJob:
 
 
 class JobManager:
-    """Queue of runs and probes, executed one at a time by a dispatcher thread."""
+    """Queue of runs and probes, executed one at a time by a dispatcher thread.
+
+    ``store`` None keeps runs in memory only; ``store_error`` then says why (the StoreError of opening it: what went
+    wrong and what to do), for pages that tell the user.
+    """
 
     def __init__(
         self,
@@ -66,8 +70,10 @@ class JobManager:
         worker_target: Callable[..., None] | None = None,
         prestart: bool = False,
         sampler_factory: SamplerFactory | None = None,
+        store_error: str | None = None,
     ):
         self.store = store
+        self.store_error = store_error if store is None else None
         self._sampler_factory = sampler_factory or default_sampler
         self._hardware = hardware
         self.hang_timeout_s = hang_timeout_s if hang_timeout_s is not None else settings.hang_timeout_s()
