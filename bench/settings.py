@@ -1,16 +1,18 @@
 """Process-wide defaults, each overridable by a documented environment variable.
 
-| variable               | default                                   | meaning                                          |
-|------------------------|-------------------------------------------|--------------------------------------------------|
-| BENCH_STORE            | ~/.local/share/bench/runs.sqlite3         | SQLite file holding runs, epochs and samples     |
-| BENCH_HANG_TIMEOUT_S   | 300                                       | a worker silent this long is ended as hung       |
-| BENCH_STOP_GRACE_S     | 5                                         | after Stop, seconds before the worker is killed  |
-| BENCH_HEARTBEAT_LIMIT_S| 30                                        | a run whose owner on another host has not       |
-|                        |                                           | renewed its heartbeat this long is interrupted   |
-| BENCH_PRESENTER_KEY    | (unset)                                   | when set, starting/stopping/deleting needs it    |
-| BENCH_PRESTART         | 1                                         | dashboard keeps a worker with the framework      |
-|                        |                                           | loaded for the next run (0: every run cold)      |
-| KERAS_BACKEND          | tensorflow                                | tensorflow, jax or torch                         |
+| variable                   | default                           | meaning                                             |
+|----------------------------|-----------------------------------|-----------------------------------------------------|
+| BENCH_STORE                | ~/.local/share/bench/runs.sqlite3 | SQLite file holding runs, epochs and samples        |
+| BENCH_STORE_BUSY_TIMEOUT_S | 30                                | a store write waits this long for another           |
+|                            |                                   | process's write before the store counts as failing  |
+| BENCH_HANG_TIMEOUT_S       | 300                               | a worker silent this long is ended as hung          |
+| BENCH_STOP_GRACE_S         | 5                                 | after Stop, seconds before the worker is killed     |
+| BENCH_HEARTBEAT_LIMIT_S    | 30                                | a run whose owner on another host has not           |
+|                            |                                   | renewed its heartbeat this long is interrupted      |
+| BENCH_PRESENTER_KEY        | (unset)                           | when set, starting/stopping/deleting needs it       |
+| BENCH_PRESTART             | 1                                 | dashboard keeps a worker with the framework         |
+|                            |                                   | loaded for the next run (0: every run cold)         |
+| KERAS_BACKEND              | tensorflow                        | tensorflow, jax or torch                            |
 """
 
 from __future__ import annotations

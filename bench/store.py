@@ -114,7 +114,12 @@ class Store:
 
     def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float | None = None):
         self.path = Path(path) if path is not None else settings.store_path()
-        self.busy_timeout_s = busy_timeout_s if busy_timeout_s is not None else settings.store_busy_timeout_s()
+        try:
+            self.busy_timeout_s = busy_timeout_s if busy_timeout_s is not None else settings.store_busy_timeout_s()
+        except ValueError as exc:  # a bad BENCH_STORE_BUSY_TIMEOUT_S: the store cannot be used as configured
+            raise StoreError(str(exc)) from None
+        if self.busy_timeout_s <= 0:
+            raise StoreError(f"busy_timeout_s={busy_timeout_s!r} must be > 0 seconds")
         self._lock = threading.Lock()
         self.owner = Owner.current()
         try:

@@ -63,6 +63,17 @@ def test_locked_store_says_what_to_do(tmp_path):
         holder.close()
 
 
+def test_the_busy_timeout_comes_from_the_setting_and_a_bad_one_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCH_STORE_BUSY_TIMEOUT_S", "0.25")
+    assert Store(tmp_path / "a.sqlite3").busy_timeout_s == 0.25
+    assert Store(tmp_path / "a.sqlite3", busy_timeout_s=2.0).busy_timeout_s == 2.0, "the argument wins"
+    monkeypatch.setenv("BENCH_STORE_BUSY_TIMEOUT_S", "soon")
+    with pytest.raises(StoreError, match="BENCH_STORE_BUSY_TIMEOUT_S='soon' is not a number of seconds"):
+        Store(tmp_path / "a.sqlite3")  # a StoreError: the CLI says it and exits 2, the dashboard runs in memory
+    with pytest.raises(StoreError, match="must be > 0"):
+        Store(tmp_path / "a.sqlite3", busy_timeout_s=0)
+
+
 def test_unwritable_folder_is_a_store_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
