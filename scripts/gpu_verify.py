@@ -1,19 +1,23 @@
 """`make gpu-verify`: every GPU claim the product makes, checked on the GPU at hand, in steps of at most 10 minutes.
 
-    python scripts/gpu_verify.py [--out docs/results/verify] [--steps doctor,presets,sweeps,steps,torch,claims]
+    python scripts/gpu_verify.py [--out docs/results/verify] [--steps doctor,presets,sweeps,steps,torch,live,claims]
                                  [--doc docs/GPU.md]
 
 Each GPU step runs `scripts/gpu_measure.sh STEP OUT` (records from `python -m bench ... --json`, Keras on the backend
-KERAS_BACKEND names: JAX or torch where the GPU machine has no TensorFlow, as docs/GPU.md describes). The last step
-reads the records and writes the "Checked on hardware" table of docs/GPU.md: claim, expected, measured, record file.
-A claim with no record says "not yet checked on hardware", never a guess. On a machine without a usable GPU every GPU
-step prints `skipped: no GPU (why)` and the kit exits 0, so CI runs it and it cannot rot.
+KERAS_BACKEND names: JAX or torch where the GPU machine has no TensorFlow, as docs/GPU.md describes); `live` runs the
+Train page in AppTest during a real GPU run (scripts/gpu_live_panel.py; it needs Streamlit, carried as wheels where the
+machine lacks it). A step is stopped at 10 minutes, and steps that would start after 30 minutes in all are left for a
+later call (`--steps`). The last step reads the records and writes the "Checked on hardware" table of docs/GPU.md:
+claim, expected, measured, record file. A claim with no record says "not yet checked on hardware", never a guess. On a
+machine without a usable GPU every GPU step prints `skipped: no GPU (why)` and the kit exits 0, so CI runs it and it
+cannot rot.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -26,8 +30,9 @@ from bench.hardware import doctor  # run from the checkout: `PYTHONPATH=. python
 
 ROOT = Path(__file__).resolve().parents[1]
 
-STEPS = ("doctor", "presets", "sweeps", "steps", "torch", "claims")
+STEPS = ("doctor", "presets", "sweeps", "steps", "torch", "live", "claims")
 STEP_LIMIT_S = 600
+KIT_LIMIT_S = 1800
 BEGIN, END = "<!-- checked-on-hardware:begin -->", "<!-- checked-on-hardware:end -->"
 NOT_CHECKED = "not yet checked on hardware"
 
@@ -111,6 +116,19 @@ def _torch(doc: Any) -> tuple[bool, str]:
     return any("cuda" in p.lower() or "gpu" in p.lower() for p in placed), f"placement {placed}"
 
 
+def _live(doc: Any) -> tuple[bool, str]:
+    """The Train page redrawn during a real GPU run: GPU tiles with a value, charts, no exception."""
+    gpu = [v for v in (doc.get("tiles_live") or {}).get("GPU") or [] if isinstance(v, str) and v.endswith("%")]
+    placement = str(doc.get("placement"))
+    on_gpu = "gpu" in placement.lower() or "cuda" in placement.lower()
+    exceptions = doc.get("exceptions") or []
+    holds = (doc.get("status") == "finished" and on_gpu and bool(gpu) and not exceptions
+             and (doc.get("charts_max") or 0) > 0)
+    return holds, (f"run {doc.get('status')} on {placement}; {doc.get('redraws_live', 0)} redraws while live, GPU "
+                   f"tile {', '.join(dict.fromkeys(gpu)) or 'never a value'}; up to {doc.get('charts_max', 0)} "
+                   f"charts; {len(exceptions)} exception(s)")
+
+
 def _doctor(doc: Any) -> tuple[bool, str]:
     missing = [c["name"] for c in doc.get("checks") or [] if c.get("status") != "ok"]
     return bool(doc.get("gpu_ready")), f"gpu_ready {doc.get('gpu_ready')}; not ok: {', '.join(missing) or 'none'}"
@@ -127,6 +145,8 @@ CLAIMS = (
     Claim("Steps per execution lift the per-step floor", "MLP xs: 32 steps per call faster than 1",
           "sweep_steps.json", _steps),
     Claim("The torch backend trains on the GPU", "placement on the GPU", "torch_issue2.json", _torch),
+    Claim("The Train page's live panel during a real GPU run (AppTest)",
+          "GPU tile with a value while live, charts, no exception", "live.json", _live),
     Claim("`bench doctor` on the GPU machine", "gpu_ready true", "doctor.json", _doctor),
 )
 
@@ -145,8 +165,6 @@ def claim_rows(out: Path) -> list[tuple[str, str, str, str]]:
             holds, measured = False, f"record unreadable ({type(exc).__name__}: {exc})"
         rows.append((claim.claim, claim.expected, f"{'holds' if holds else 'DOES NOT HOLD'}: {measured}",
                      str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)))
-    rows.append(("The Train page's live panel during a real GPU run (AppTest)", "live tiles and charts, no exception",
-                 "not checked: the GPU machine lent here has no Streamlit (docs/GPU.md)", "—"))
     return rows
 
 
@@ -164,14 +182,22 @@ def write_table(doc_path: Path, rows: list[tuple[str, str, str, str]], when: str
     doc_path.write_text(text, encoding="utf-8")
 
 
-def run_step(step: str, out: Path, report: doctor.Report) -> None:
+def run_step(step: str, out: Path, report: doctor.Report, limit_s: float = STEP_LIMIT_S) -> None:
     if step == "doctor":
         (out / "doctor.json").write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
         print(doctor.render(report))
         return
+    if step == "live":
+        command = [sys.executable, str(ROOT / "scripts" / "gpu_live_panel.py"), str(out / "live.json")]
+    else:
+        command = ["bash", str(ROOT / "scripts" / "gpu_measure.sh"), step, str(out)]
     started = time.monotonic()
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_measure.sh"), step, str(out)], cwd=ROOT,
-                          timeout=STEP_LIMIT_S, check=False)
+    try:
+        done = subprocess.run(command, cwd=ROOT, timeout=limit_s, check=False,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    except subprocess.TimeoutExpired:
+        print(f"{step}: stopped at its limit of {limit_s:.0f} s; the records it finished are kept", flush=True)
+        return
     print(f"{step}: exit {done.returncode} in {time.monotonic() - started:.0f} s", flush=True)
 
 
@@ -188,14 +214,20 @@ def main(argv: list[str] | None = None) -> int:
     report = doctor.diagnose(framework_timeout_s=120)
     why = next((c.detail for c in report.checks if c.status != "ok"), "no usable GPU")
     out = Path(args.out)
+    started = time.monotonic()
     for step in steps:
         if step == "claims":
             continue
         if not report.gpu_ready:
             print(f"{step}: skipped: no GPU ({why})", flush=True)
             continue
+        left = KIT_LIMIT_S - (time.monotonic() - started)
+        if left < 60:
+            print(f"{step}: not run: the kit's {KIT_LIMIT_S // 60} minutes are spent (run it with --steps {step})",
+                  flush=True)
+            continue
         out.mkdir(parents=True, exist_ok=True)
-        run_step(step, out, report)
+        run_step(step, out, report, min(STEP_LIMIT_S, left))
     if "claims" in steps:
         if not report.gpu_ready:
             print(f"claims: skipped: no GPU ({why}); docs/GPU.md keeps every row {NOT_CHECKED!r}", flush=True)

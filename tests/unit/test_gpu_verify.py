@@ -72,3 +72,59 @@ def test_the_table_in_gpu_md_is_replaced_between_its_markers(tmp_path: Path) -> 
     text = doc.read_text(encoding="utf-8")
     assert text.count(gpu_verify.BEGIN) == 1 and "second" in text and "first" not in text
     assert text.count(gpu_verify.NOT_CHECKED) == len(gpu_verify.CLAIMS)
+
+
+def _live_record(**changes: object) -> dict:
+    record = {"device": "gpu:0", "status": "finished", "placement": "cuda:0", "redraws_live": 6,
+              "tiles_live": {"GPU": ["—", "87 %", "91 %"], "CPU": ["12 %", "13 %", "12 %"]}, "charts_max": 4,
+              "exceptions": []}
+    return {**record, **changes}
+
+
+@pytest.mark.parametrize(("changes", "holds"), [
+    ({}, True),
+    ({"placement": "/job:localhost/replica:0/task:0/device:CPU:0"}, False),
+    ({"tiles_live": {"GPU": ["n/a", "n/a"]}}, False),
+    ({"exceptions": ["KeyError: 'gpus'"]}, False),
+    ({"status": "failed"}, False),
+    ({"charts_max": 0}, False),
+])
+def test_the_live_panel_claim_needs_a_gpu_tile_charts_and_no_exception(tmp_path: Path, changes: dict,
+                                                                        holds: bool) -> None:
+    (tmp_path / "live.json").write_text(json.dumps(_live_record(**changes)), encoding="utf-8")
+    rows = {claim: measured for claim, _e, measured, _r in gpu_verify.claim_rows(tmp_path)}
+    measured = rows["The Train page's live panel during a real GPU run (AppTest)"]
+    assert measured.startswith("holds" if holds else "DOES NOT HOLD"), measured
+
+
+def test_a_step_past_its_limit_is_stopped_and_the_kit_goes_on(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    def too_long(command: list[str], **kwargs: object) -> None:
+        raise subprocess.TimeoutExpired(command, kwargs["timeout"])  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gpu_verify.subprocess, "run", too_long)
+    gpu_verify.run_step("sweeps", tmp_path, gpu_verify.doctor.Report(gpu_ready=True, checks=()), 5)
+    assert "sweeps: stopped at its limit of 5 s" in capsys.readouterr().out
+
+
+def test_steps_after_the_kits_30_minutes_are_left_for_a_later_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    ready = gpu_verify.doctor.Report(gpu_ready=True, checks=())
+    monkeypatch.setattr(gpu_verify.doctor, "diagnose", lambda framework_timeout_s: ready)
+    ran: list[tuple[str, float]] = []
+    monkeypatch.setattr(gpu_verify, "run_step", lambda step, out, report, limit_s: ran.append((step, limit_s)))
+    clock = iter([0.0, 0.0, 1000.0, 1790.0])  # the start, then before each step
+    monkeypatch.setattr(gpu_verify.time, "monotonic", lambda: next(clock))
+    assert gpu_verify.main(["--steps", "presets,sweeps,steps", "--out", str(tmp_path)]) == 0
+    assert ran == [("presets", 600), ("sweeps", 600)]
+    assert "steps: not run: the kit's 30 minutes are spent (run it with --steps steps)" in capsys.readouterr().out
+
+
+def test_gpu_md_has_a_row_for_every_claim_and_none_is_a_guess() -> None:
+    text = (ROOT / "docs" / "GPU.md").read_text(encoding="utf-8")
+    table = text[text.index(gpu_verify.BEGIN):text.index(gpu_verify.END)]
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert [r[0].lstrip("| ") for r in rows] == [c.claim for c in gpu_verify.CLAIMS]
+    for claim, _expected, measured, record in rows:
+        checked = measured.startswith(("holds", "DOES NOT HOLD"))
+        assert measured == gpu_verify.NOT_CHECKED or (checked and (ROOT / record.rstrip(" |")).is_file()), claim
