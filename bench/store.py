@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Any
@@ -156,6 +156,9 @@ class Store:
             hint = (f"the file is damaged (it is not an intact SQLite database): move it aside (e.g. `mv {self.path} "
                     f"{self.path}.damaged`) and a new, empty store is made at the next start, or point BENCH_STORE "
                     f"at another file")
+        elif "no such table" in text:
+            hint = ("the file lost the store's tables (another program replaced or emptied it); they are made again "
+                    "for the next write, and a running run is written again whole")
         elif "locked" in text:
             hint = "another program holds a lock on it; close it or point BENCH_STORE elsewhere"
         elif "readonly" in text or "read-only" in text or "Permission" in text:
@@ -166,7 +169,8 @@ class Store:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        new = not self.path.exists()  # deleted since it was opened: the tables are made again before any use
+        # deleted (or emptied) since it was opened: the tables are made again before any use
+        new = not self.path.exists() or self.path.stat().st_size == 0
         con = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
         try:
             if new:
@@ -184,7 +188,16 @@ class Store:
             with self._lock, self._connect() as con:
                 yield con
         except sqlite3.Error as exc:
+            if "no such table" in str(exc):  # another file put in its place: made whole for the next try
+                self._heal()
             raise StoreError(self._explain(exc)) from exc
+
+    def _heal(self) -> None:
+        try:
+            with self._lock, closing(sqlite3.connect(self.path, timeout=self.busy_timeout_s)) as con, con:
+                self._create_schema(con)
+        except sqlite3.Error:
+            pass  # the caller reports the first error; the next try heals or reports again
 
     # ------------------------------------------------------------------------------------------------------------
     def create_run(self, config: dict[str, Any], *, status: str = records.Status.QUEUED, label: str | None = None,

@@ -3,8 +3,10 @@ what is missing, and a run that goes on is stored whole once the file is back.""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,28 @@ def test_a_store_deleted_while_open_is_made_again_and_a_running_run_is_written_w
 
     later = Store(path).create_run(TINY.to_dict())  # and later runs are stored as before
     assert Store(path).get_run(later) is not None
+
+
+def test_a_store_emptied_while_open_is_made_again(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite3"
+    store = Store(path)
+    store.create_run(TINY.to_dict())
+    for extra in tmp_path.glob("runs.sqlite3-*"):
+        extra.unlink()
+    path.write_bytes(b"")  # `: > runs.sqlite3`: an empty file is an empty database, without the tables
+    assert store.list_runs() == []
+    assert store.get_run(store.create_run(TINY.to_dict())) is not None
+
+
+def test_a_store_replaced_by_another_database_heals_at_the_next_try(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite3"
+    store = Store(path)
+    store.create_run(TINY.to_dict())
+    for extra in tmp_path.glob("runs.sqlite3*"):
+        extra.unlink()
+    with closing(sqlite3.connect(path)) as other, other:
+        other.execute("CREATE TABLE notes (text TEXT)")  # another program's database where the store was
+    with pytest.raises(StoreError, match="no such table.*made again"):
+        store.create_run(TINY.to_dict())  # the first try says what happened ...
+    run_id = store.create_run(TINY.to_dict())  # ... and the next finds the tables made again
+    assert [r["id"] for r in store.list_runs()] == [run_id]
