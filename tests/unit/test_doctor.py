@@ -102,3 +102,12 @@ def test_the_system_page_shows_the_checklist_at_its_top(monkeypatch: pytest.Monk
         assert "No GPU run is possible here yet" in at.warning[0].value
         assert any("**NVIDIA driver and NVML** (missing)" in line for line in lines)
         assert any(c.value.startswith("Fix: Install the NVIDIA driver") for c in at.caption)
+
+
+def test_a_framework_slower_than_the_timeout_is_unknown_not_missing() -> None:
+    """The child process that imports the framework is the slow part: past the timeout it is stopped (here at once:
+    no Python starts in 10 ms), and the doctor answers with the framework `unknown`."""
+    report = doctor.diagnose(framework_timeout_s=0.01)
+    framework = next(c for c in report.checks if c.name.startswith("framework"))
+    assert framework.status == "unknown" and "longer than 0.01 s" in framework.detail, framework
+    assert not report.gpu_ready
