@@ -13,12 +13,15 @@
 | BENCH_PRESTART             | 1                                 | dashboard keeps a worker with the framework         |
 |                            |                                   | loaded for the next run (0: every run cold)         |
 | KERAS_BACKEND              | tensorflow                        | tensorflow, jax or torch                            |
+| BENCH_WORKER_TARGET        | (unset: the training worker)      | module:name of a worker stand-in the dashboard runs |
+|                            |                                   | instead (the browser tests replay runs with one)    |
 """
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -85,3 +88,25 @@ def prestart_worker() -> bool:
     if raw in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"BENCH_PRESTART={raw!r} must be 1 or 0")
+
+
+def worker_target() -> Callable[..., None] | None:
+    """The dashboard's worker stand-in named by BENCH_WORKER_TARGET ("module:name", e.g.
+    benchmarks.standins:PACED_WORKER, importable by a spawned process), or None for the training worker.
+
+    Raises:
+        ValueError: the variable is not "module:name", or names nothing callable.
+    """
+    raw = os.environ.get("BENCH_WORKER_TARGET", "").strip()
+    if not raw:
+        return None
+    module, _, name = raw.partition(":")
+    try:
+        target = getattr(importlib.import_module(module), name) if module and name else None
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"BENCH_WORKER_TARGET={raw!r} cannot be loaded ({exc}); unset it for the training "
+                         "worker") from None
+    if not callable(target):
+        raise ValueError(f"BENCH_WORKER_TARGET={raw!r} must name a callable as module:name, e.g. "
+                         "benchmarks.standins:PACED_WORKER; unset it for the training worker")
+    return target

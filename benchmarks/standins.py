@@ -1,5 +1,6 @@
 """Stand-ins the overhead harness plugs into a real JobManager: a 30-minute run's worker events and samples,
-replayed in seconds, and a sampler that does nothing (the "sampler off" side).
+replayed in seconds, and a sampler that does nothing (the "sampler off" side); and a small run replayed at its own
+pace for the dashboard's browser tests.
 
 They go through JobManager's own arguments (``worker_target``, ``sampler_factory``); nothing of the engine is
 patched. The worker stand-in is a module-level function, so a spawned process can import it.
@@ -76,6 +77,53 @@ class ReplayedWorker:
 
     def __call__(self, config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
         fake_long_worker(config, queue, stop_event, log_path, real_s=self.real_s, hold=self.hold)
+
+
+@dataclasses.dataclass
+class PacedWorker:
+    """A JobManager ``worker_target`` that replays a small CPU run at its own pace, without the framework: ``step_s``
+    seconds a batch of the run's own size (``limit_samples`` / ``batch_size`` batches, 60,000 samples for the whole
+    set), each epoch from ``min_epoch_s`` to ``max_epoch_s`` seconds. The dashboard's browser tests start their
+    servers with it (BENCH_WORKER_TARGET=benchmarks.standins:PACED_WORKER), so that the pages draw, queue, stop and
+    compare runs in seconds; one browser test and the unit tests train real models.
+
+    Its figures are the replay's own: an epoch's seconds are its wall time here, and it names itself "replayed".
+    Picklable, so a spawned process gets it.
+    """
+
+    step_s: float = 0.001
+    min_epoch_s: float = 0.5
+    max_epoch_s: float = 5.0
+
+    def __call__(self, config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
+        def emit(kind: str, **data: Any) -> None:
+            events.emit(queue, kind, **data)
+
+        n_train = int(config.get("limit_samples") or 60000)
+        batches = max(1, -(-n_train // int(config.get("batch_size") or 128)))
+        epoch_s = min(self.max_epoch_s, max(self.min_epoch_s, batches * self.step_s))
+        updates = max(1, round(epoch_s / 0.1))  # progress at most ~10 times a second, as the worker reports it
+        emit(events.STARTED, pid=os.getpid(), framework="replayed (no framework)", backend="replayed",
+             devices_seen=["/device:CPU:0"], placement="/device:CPU:0", replicas=1, replica_devices=["/device:CPU:0"],
+             params=203530, flops_per_sample=1_221_180, model_description="MLP s (replayed)",
+             dataset_description="replayed", n_train=n_train, n_test=n_train // 5, precision="float32",
+             jit_compile=False, threads=int(config.get("cpu_threads") or os.cpu_count() or 1))
+        for epoch in range(1, int(config["epochs"]) + 1):
+            started = time.time()
+            for step in range(1, updates + 1):
+                if stop_event.wait(epoch_s / updates):
+                    emit(events.FINISHED, status="stopped")
+                    return
+                emit(events.PROGRESS, epoch=epoch, batch=step * batches // updates, batches=batches)
+            ended = time.time()
+            loss = 2.3 / (1 + epoch)
+            emit(events.EPOCH, epoch=epoch, epoch_seconds=ended - started, samples_per_s=n_train / (ended - started),
+                 loss=loss, accuracy=1 - loss / 3, val_loss=loss * 1.1, val_accuracy=1 - loss / 2.8,
+                 includes_tracing=epoch == 1, started_wall=started, ended_wall=ended)
+        emit(events.FINISHED, status="finished")
+
+
+PACED_WORKER = PacedWorker()
 
 
 def realistic_sample(i: int, cores: int, gpus: int, interval_s: float = SIMULATED_INTERVAL_S) -> Any:

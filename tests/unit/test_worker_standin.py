@@ -1,0 +1,64 @@
+"""The worker stand-in the browser tests' servers run (BENCH_WORKER_TARGET): the dashboard loads what the variable
+names, refuses a wrong name with what to do, and the replayed run goes through a real JobManager as a run does."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import settings
+from bench.config import RunConfig
+from bench.runs.jobs import JobManager
+from benchmarks import standins
+from tests.polling import wait_for
+
+HW = {"cpu": {"logical_cores": 2}, "gpus": []}
+
+
+def test_unset_is_the_training_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BENCH_WORKER_TARGET", raising=False)
+    assert settings.worker_target() is None
+    monkeypatch.setenv("BENCH_WORKER_TARGET", " ")
+    assert settings.worker_target() is None
+
+
+def test_the_browser_tests_stand_in_is_loaded_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCH_WORKER_TARGET", "benchmarks.standins:PACED_WORKER")
+    assert settings.worker_target() is standins.PACED_WORKER
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    ("benchmarks.standins", "must name a callable as module:name"),
+    ("benchmarks.standins:SIMULATED_RUN_S", "must name a callable as module:name"),
+    ("benchmarks.standins:nothing_here", "cannot be loaded"),
+    ("no_such_module_anywhere:worker", "cannot be loaded"),
+])
+def test_a_wrong_name_is_refused_with_what_to_do(monkeypatch: pytest.MonkeyPatch, raw: str, says: str) -> None:
+    monkeypatch.setenv("BENCH_WORKER_TARGET", raw)
+    with pytest.raises(ValueError, match=says) as refused:
+        settings.worker_target()
+    assert "unset it for the training worker" in str(refused.value)
+
+
+def test_a_replayed_run_finishes_with_its_own_epoch_times_and_stops_on_request() -> None:
+    worker = standins.PacedWorker(step_s=0.001, min_epoch_s=0.2, max_epoch_s=0.3)
+    manager = JobManager(None, hardware=HW, worker_target=worker, prestart=True)
+    assert manager.prestart is False, "a stand-in worker has no spare to pre-start"
+    try:
+        config = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=128,
+                           limit_samples=2000, sample_interval_s=0.2)
+        done = manager.wait(manager.submit(config), timeout_s=60)
+        assert done.status == "finished", done.error
+        assert [e["epoch"] for e in done.epochs] == [1, 2, 3]
+        # 16 batches at 1 ms: the 0.2 s floor, measured as it was replayed
+        assert all(0.15 <= e["epoch_seconds"] <= 2.0 for e in done.epochs), done.epochs
+        assert done.info["framework"].startswith("replayed")
+        assert done.epochs[0]["includes_tracing"] and not done.epochs[1]["includes_tracing"]
+
+        long_run = manager.submit(config.replace(epochs=500))
+        wait_for(lambda: manager.snapshot(long_run).epochs, 30, "the long run's first epoch")
+        manager.stop(long_run)
+        stopped = manager.wait(long_run, timeout_s=30)
+        assert stopped.status == "stopped" and 1 <= len(stopped.epochs) < 500
+        assert "hard_stop" not in stopped.info, "the stand-in honours Stop between batches"
+    finally:
+        manager.shutdown()
