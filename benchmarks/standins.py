@@ -93,7 +93,7 @@ class PacedWorker:
 
     step_s: float = 0.001
     min_epoch_s: float = 0.5
-    max_epoch_s: float = 5.0
+    max_epoch_s: float = 10.0
 
     def __call__(self, config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
         def emit(kind: str, **data: Any) -> None:
