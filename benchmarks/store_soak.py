@@ -2,6 +2,7 @@
 others' runs, for a fixed time; then every epoch and sample each process measured must be in the store.
 
     python -m benchmarks.store_soak [--processes 3] [--seconds 300] [--json PATH] [--report docs/STORE-SOAK.md]
+                                    [--note "where it ran and what else ran beside it"]
 
 Each process is a real JobManager with real spawned worker processes (a stand-in worker that reports an epoch every
 EPOCH_S, so the store sees many more writes a second than real training makes) and the real psutil sampler. Exit
@@ -101,6 +102,7 @@ def child(index: int, store_path: Path, seconds: float, out: Path) -> None:
     runs = []
     for run_id in run_ids:
         snap = manager.snapshot(run_id)
+        assert snap is not None  # this manager submitted it
         runs.append({"id": run_id, "status": snap.status, "epochs": len(snap.epochs), "samples": len(snap.samples),
                      "store_error": snap.store_error, "saved": snap.saved})
     report = {"index": index, "runs": runs, "list_errors": list_errors, "listings": listings,
@@ -113,7 +115,8 @@ def soak(processes: int, seconds: float, folder: Path) -> dict[str, Any]:
     from bench.store import Store
 
     store_path = folder / "soak.sqlite3"
-    Store(store_path)
+    busy_timeout_s = Store(store_path).busy_timeout_s
+    load_before = _load_1m()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = []
     t0 = time.monotonic()
@@ -183,10 +186,19 @@ def soak(processes: int, seconds: float, folder: Path) -> dict[str, Any]:
         "write_ms_p50": pct(0.50), "write_ms_p99": pct(0.99), "write_ms_max": pct(1.0),
         "lost_epochs": lost_epochs, "lost_samples": lost_samples, "duplicated_samples": duplicated_samples,
         "database_locked": locked, "problems": problems,
+        "busy_timeout_s": busy_timeout_s,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "sqlite": _sqlite_version(),
-                    "platform": platform.platform()},
+                    "platform": platform.platform(), "load_1m_before": load_before, "load_1m_after": _load_1m()},
         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
+
+
+def _load_1m() -> float | None:
+    """The machine's 1-minute load average (other work beside the soak shows here); None where there is none."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _sqlite_version() -> str:
@@ -225,10 +237,20 @@ def render(result: dict[str, Any]) -> str:
     ]
     if result["problems"]:
         lines += ["Problems:", ""] + [f"- {p}" for p in result["problems"]] + [""]
+    machine = result["machine"]
+    load = (f"1-minute load average {machine['load_1m_before']} before and {machine['load_1m_after']} after"
+            if machine.get("load_1m_before") is not None else "load average not recorded")
     lines += [
-        "How the store is shared: WAL journal (readers never block the writer), a busy timeout of 30 s per write "
-        "(a writer waits for another process's write instead of failing), one short connection per operation. "
-        "The p99 write latency above is the wait that concurrency adds.",
+        f"Where: {result.get('note') or 'not said'} ({load}).",
+        "",
+        "\"Stored twice\" counts the rows of a run beyond its distinct sample instants, and \"lost\" the instants a "
+        "process measured that the store lacks; each sample carries its number in its run and the store keeps one "
+        "row per number, so a write retried after it landed adds nothing.",
+        "",
+        f"How the store is shared: WAL journal (readers never block the writer), a busy timeout of "
+        f"{result.get('busy_timeout_s', 30.0):g} s per write (a writer waits for another process's write instead of "
+        f"failing; BENCH_STORE_BUSY_TIMEOUT_S), one short connection per operation. The p99 write latency above is "
+        f"the wait that concurrency adds.",
         "",
     ]
     return "\n".join(lines)
@@ -240,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--json", dest="json_path", default=None)
     parser.add_argument("--report", default=None, help="write the markdown report here (e.g. docs/STORE-SOAK.md)")
+    parser.add_argument("--note", default="", help="where it ran and what else ran beside it, for the report")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--store", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
@@ -249,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp:
         result = soak(args.processes, args.seconds, Path(tmp))
+    result["note"] = args.note
     if args.json_path:
         Path(args.json_path).write_text(json.dumps(result, indent=2), encoding="utf-8")
     if args.report:

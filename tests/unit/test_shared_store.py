@@ -165,4 +165,6 @@ def test_short_soak_three_writers_lose_nothing(tmp_path):
     assert result["problems"] == [], result["problems"]
     assert result["runs"] >= 3 and result["epochs"] >= 3 * store_soak.EPOCHS_PER_RUN
     assert result["lost_epochs"] == 0 and result["lost_samples"] == 0 and result["database_locked"] == 0
-    assert "nothing lost" in store_soak.render(result)
+    assert result["duplicated_samples"] == 0, "no sample is stored twice"
+    assert result["samples"] > 0, "samples were taken: the count of duplicates means something"
+    assert "nothing lost, nothing twice" in store_soak.render(result)
