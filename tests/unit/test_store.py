@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 
@@ -109,6 +110,20 @@ def test_new_run_records_its_owner_and_a_heartbeat(tmp_path):
     before = run["heartbeat_at"]
     store.heartbeat([run_id])
     assert store.get_run(run_id)["heartbeat_at"] >= before
+
+
+def test_exporting_a_killed_owners_run_says_interrupted_without_a_listing_first(isolated_store, tmp_path, capsys):
+    from bench import cli
+
+    store = Store(isolated_store)
+    run_id = store.create_run({}, status="running")
+    store.add_epoch(run_id, {"epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True})
+    set_owner(store, run_id, owner_pid=dead_pid())  # a CLI killed with SIGKILL: nobody lists runs afterwards
+    out = tmp_path / "run.json"
+    assert cli.main(["export", str(run_id), "--out", str(out)]) == 0, capsys.readouterr().err
+    record = json.loads(out.read_text(encoding="utf-8"))
+    assert record["status"] == "interrupted" and record["error"]["error_type"] == "Interrupted"
+    assert [e["epoch"] for e in record["epochs"]] == [1], "what it measured is kept"
 
 
 def test_a_live_owners_run_is_never_marked_interrupted(tmp_path):
