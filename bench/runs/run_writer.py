@@ -98,15 +98,16 @@ class RunWriter:
             state.samples_in_flight -= len(batch)
 
     def persist_end(self, state: RunState, status: str | None = None) -> None:
-        """The outcome and summary, before any reader can see the run as ended; one more rewrite if it was dirty."""
+        """The outcome and summary, before any reader can see the run as ended; one more rewrite if it was dirty.
+        Under the rewrite lock: a rewrite already under way lands first, so the older status it read never lands
+        after the outcome, and the samples it carries are in the store before the run reads as ended."""
         final = status or state.status
-        self.update(state, status=final, started_at=state.started_at, ended_at=state.ended_at, info=state.info,
-                    error=state.error, summary=_summary(state))
-        if state.dirty:  # one more try now, so a CLI that exits next knows whether the store has the run
-            with self._resync_lock:
+        with self._resync_lock:
+            self.update(state, status=final, started_at=state.started_at, ended_at=state.ended_at, info=state.info,
+                        error=state.error, summary=_summary(state))
+            if state.dirty:  # one more try now, so a CLI that exits next knows whether the store has the run
                 if self.resync(state):
-                    self.update(state, status=final, ended_at=state.ended_at,
-                                summary=_summary(state))
+                    self.update(state, status=final, ended_at=state.ended_at, summary=_summary(state))
 
     def failed(self, state: RunState, exc: StoreError) -> None:
         with self._lock:
@@ -155,7 +156,8 @@ class RunWriter:
                 return not state.dirty
 
     def start_keeper(self, runs: Callable[[], Iterable[RunState]]) -> None:
-        """Every few seconds: renew the heartbeat of the active runs of ``runs()``, and retry the dirty ones."""
+        """Every few seconds: renew the heartbeat of the active runs of ``runs()``, and retry the dirty ones (only
+        those: see _failing)."""
         if self.store is None:
             return
         self._keeper = threading.Thread(target=self._keep, args=(runs,), name="bench-store-keeper", daemon=True)
@@ -166,12 +168,16 @@ class RunWriter:
         self._keeper_stop.set()
         if self._keeper is not None:
             self._keeper.join(timeout_s)
-        for state in self._dirty(runs):
+        with self._lock:
+            unsaved = [s for s in runs if s.stored and (s.dirty or s.unsaved_samples)]
+        for state in unsaved:
             self.resync(state)
 
-    def _dirty(self, runs: Iterable[RunState]) -> list[RunState]:
+    def _failing(self, runs: Iterable[RunState]) -> list[RunState]:
+        """The runs whose writes failed. A healthy run's samples are its own flushes' to write: a rewrite of it
+        would race them and its end."""
         with self._lock:
-            return [s for s in runs if s.stored and (s.dirty or s.unsaved_samples)]
+            return [s for s in runs if s.stored and s.dirty]
 
     def _keep(self, runs: Callable[[], Iterable[RunState]]) -> None:
         interval = max(0.5, min(5.0, settings.heartbeat_limit_s() / 6))
@@ -186,7 +192,7 @@ class RunWriter:
                 log.debug("heartbeat not written: %s", exc)
             except Exception:  # noqa: BLE001 - the keeper must outlive any one failure
                 log.exception("heartbeat failed")
-            for state in self._dirty(current):
+            for state in self._failing(current):
                 try:
                     self.resync(state)
                 except Exception:  # noqa: BLE001

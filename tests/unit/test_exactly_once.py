@@ -120,3 +120,51 @@ def test_every_sample_and_epoch_is_stored_once(isolated_store: Any) -> None:
         assert not duplicated and not lost, (f"run {state.id}: {len(stored['samples'])} rows for "
                                              f"{len(times)} samples; duplicated {duplicated}, lost {lost}")
         assert [e["epoch"] for e in stored["epochs"]] == list(range(1, EPOCHS_PER_RUN + 1))
+
+
+class HeldStore(Store):
+    """A real store whose first run update from the keeper thread waits until the test lets it go."""
+
+    def __init__(self, path: Any) -> None:
+        super().__init__(path)
+        self.keeper_inside = threading.Event()
+        self.release = threading.Event()
+
+    def update_run(self, run_id: int, **fields: Any) -> None:
+        if threading.current_thread().name == "bench-store-keeper" and not self.keeper_inside.is_set():
+            self.keeper_inside.set()
+            self.release.wait(10)
+        super().update_run(run_id, **fields)
+
+
+def test_a_run_that_ends_while_the_keeper_writes_is_stored_ended_with_every_sample(
+        isolated_store: Any, monkeypatch: Any) -> None:
+    """The end of a healthy run (last flush, then its outcome) racing the keeper's periodic thread: the store ends
+    up with the outcome, never the older status the keeper read, and with every sample before the outcome."""
+    monkeypatch.setenv("BENCH_HEARTBEAT_LIMIT_S", "3")  # the keeper looks every 0.5 s
+    store = HeldStore(isolated_store)
+    lock = threading.Lock()
+    writer = RunWriter(store, lock)
+    state = RunState(id=0, config=TINY, created_at=time.time(), hardware={})
+    writer.create(state)
+    with lock:
+        state.status = "running"
+        for n in range(5):
+            writer.keep_sample(state, {"t_s": float(n), "cpu_percent": 1.0})
+    writer.start_keeper(lambda: [state])
+    store.keeper_inside.wait(2.0)  # a keeper that re-writes healthy runs is now inside, holding what it read
+    try:
+        writer.flush_samples(state)  # the run's end, as Supervisor._finish does it
+        with lock:
+            state.ended_at = time.time()
+        threading.Timer(1.0, store.release.set).start()  # the keeper's write lands a second later, after this:
+        writer.persist_end(state, "finished")
+        with lock:
+            state.status = "finished"
+    finally:
+        store.release.set()
+        writer.close([state])
+    stored = Store(isolated_store).get_run(state.id)
+    assert stored["status"] == "finished" and stored["ended_at"] is not None, (
+        f"the store says {stored['status']!r}: an older copy landed after the outcome")
+    assert sorted(s["t_s"] for s in stored["samples"]) == [0.0, 1.0, 2.0, 3.0, 4.0]
