@@ -44,7 +44,7 @@ if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:"
                                         steps_per_execution=steps or None)
         # each target's matmul peak is probed in the queue, before the sweep's runs and never during a run
         peaks = {str(t): next(c for c in configs if c.target() == t) for t in chosen}
-        manager.submit_group("sweep", configs, {"targets": targets}, peaks=peaks)
+        manager.submit_group("sweep", configs, targets=targets, peaks=peaks)
         st.toast(f"Sweep queued: {len(chosen)} peak probe(s), then {len(configs)} runs")
     except ConfigError as exc:
         st.error("This sweep cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))
@@ -59,12 +59,12 @@ def sweep_panel() -> None:
         st.info("No sweep yet: pick sizes and targets, then press **Start sweep**.")
         return
     runs = results.group_runs(manager, group)
-    peaks = group["meta"].get("peaks", {})
-    for target, error in group["meta"].get("peak_errors", {}).items():
+    peaks = group.peaks
+    for target, error in group.peak_errors.items():
         st.warning(f"Peak of {target} not measured: {error}")
     done = sum(not snap.active for snap in runs)
     st.progress(done / len(runs), text=f"{done} of {len(runs)} points done")
-    entries = group["meta"].get("peak_entries", {})
+    entries = group.peak_entries
     records = [snap.record() for snap in runs]
     rows = [sweeps.sweep_row(r, entries.get(compare.target(r)) or peaks.get(compare.target(r)))
             | {"state": snap.phase} for r, snap in zip(records, runs)]
@@ -82,7 +82,7 @@ def sweep_panel() -> None:
     if not finished:
         return
     state = (*results.group_chart_state(group, runs), tuple(sorted(peaks.items(), key=str)))
-    results.sweep_charts(finished, group["meta"].get("targets", []), key="swp", cache_key=state)
+    results.sweep_charts(finished, list(group.targets), key="swp", cache_key=state)
     cpu_runs = [r for r in records if (t := compare.target_of(r)) is not None and t.is_cpu and r.get("samples")]
     if cpu_runs:
         st.plotly_chart(charts.per_core_heatmap(cpu_runs[-1]["samples"],

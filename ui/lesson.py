@@ -219,7 +219,7 @@ def start_step(manager: JobManager, step: Step, hardware: devices.Hardware) -> i
     gpu = gpu_target(hardware)
     # the utilization step sets achieved GFLOP/s against the GPU's measured peak (probed before the runs, never during)
     peaks = {gpu: configs[0]} if step.key == "utilization" and gpu else None
-    return manager.submit_group(GROUP_PREFIX + step.key, configs, {"targets": [str(c.target()) for c in configs]},
+    return manager.submit_group(GROUP_PREFIX + step.key, configs, targets=[str(c.target()) for c in configs],
                                 peaks=peaks)
 
 
@@ -246,7 +246,7 @@ def show_live(manager: JobManager, step: Step) -> None:
             c2.caption(note)
         results.comparison_charts(clean, key=f"lesson_{step.key}_live")
         return
-    peaks = group["meta"].get("peaks") or {}
+    peaks = group.peaks
     rows = [sweeps.sweep_row(r, peaks.get(compare.target(r))) for r in clean]
     _points_table(rows)
     st.plotly_chart(present.styled(points_figure(rows, [_point_label(r) for r in rows], "This machine")),

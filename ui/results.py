@@ -13,7 +13,7 @@ from bench.output import charts, display
 from bench.analysis import compare, diagnosis, metrics, references, sweeps
 from bench.runs.jobs import JobManager
 from bench.records import ACTIVE, Status
-from bench.runs.run_state import RunSnapshot
+from bench.runs.run_state import RunGroup, RunSnapshot
 from bench.target import Target
 from ui import live, peak, present
 from ui.safe_text import escape
@@ -152,9 +152,9 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
     sweep_charts(rows, sweeps.sweep_targets(rows), key=key)  # a CPU first: the baseline
 
 
-def group_runs(manager: JobManager, group: Mapping[str, Any]) -> list[RunSnapshot]:
+def group_runs(manager: JobManager, group: RunGroup) -> list[RunSnapshot]:
     """The runs of a group as they are now (a run deleted meanwhile is left out)."""
-    return [s for s in (manager.snapshot(i) for i in group["run_ids"]) if s is not None]
+    return [s for s in (manager.snapshot(i) for i in group.run_ids) if s is not None]
 
 
 def _ended(record: Mapping[str, Any]) -> bool:
@@ -274,9 +274,9 @@ def show_comparison(records: Sequence[Mapping[str, Any]], *, key: str,
     reference_panel(records)
 
 
-def group_chart_state(group: Mapping[str, Any], runs: Sequence[RunSnapshot]) -> tuple[Any, ...]:
+def group_chart_state(group: RunGroup, runs: Sequence[RunSnapshot]) -> tuple[Any, ...]:
     """The key a live group's figures are cached under: its id and each run's chart state (live.chart_state)."""
-    return ("group", group["id"], *(live.chart_state(snap) for snap in runs))
+    return ("group", group.id, *(live.chart_state(snap) for snap in runs))
 
 
 def export_buttons(records: Sequence[Mapping[str, Any]], *, key: str, name: str | None = None) -> None:
@@ -326,7 +326,7 @@ def live_group(manager: JobManager, kind: str) -> None:
                     manager.stop(snap.id)
         records = [snap.record() for snap in runs]
         show_comparison(records, key=f"{kind}_live", cache_key=group_chart_state(group, runs),
-                        prices=group["meta"].get("prices"))
+                        prices=group.prices)
         if not active:
             export_buttons(records, key=kind)
 

@@ -10,13 +10,14 @@ it never overlaps a measured epoch. Pages and the CLI act only through this clas
 from __future__ import annotations
 
 import collections
+from collections.abc import Mapping
 import concurrent.futures
 import logging
 import multiprocessing as mp
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,7 +25,7 @@ from bench import records, settings
 from bench.config import RunConfig
 from bench.runs.prestart import PRESTART_DELAY_S, SparePool
 from bench.records import Status
-from bench.runs.run_state import TERMINAL, RunSnapshot, RunState, finish, snapshot_of
+from bench.runs.run_state import TERMINAL, RunGroup, RunSnapshot, RunState, finish, snapshot_of
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
 from bench.runs.supervisor import SamplerFactory, Supervisor, default_sampler
@@ -91,7 +92,7 @@ class JobManager:
         self._dispatcher: threading.Thread | None = None
         self._ctx = mp.get_context("spawn")
         self.interrupted_at_start: list[int] = []
-        self._groups: list[dict[str, Any]] = []
+        self._groups: list[RunGroup] = []
         self._stored_view: tuple[float, RunSnapshot | None] | None = None  # (read at, latest stored run)
         self._stored_version: tuple[int, str, int, int] | None = None
         self.writer = RunWriter(store, self._lock)
@@ -130,27 +131,26 @@ class JobManager:
             self._wake.notify_all()
         return state.id
 
-    def submit_group(self, kind: str, configs: list[RunConfig], meta: dict[str, Any] | None = None, *,
-                     peaks: dict[str, RunConfig] | None = None) -> int:
+    def submit_group(self, kind: str, configs: list[RunConfig], *, targets: list[str] | tuple[str, ...],
+                     prices: Mapping[str, float] | None = None, peaks: dict[str, RunConfig] | None = None) -> int:
         """Queue several runs as one comparison or sweep (all validated before any is queued); returns the group id.
 
-        ``peaks`` maps a target to a config on it: its matmul peak is probed first, in the queue, and lands in
-        ``meta["peaks"][target]`` (None when the probe fails, with the reason in ``meta["peak_errors"]``).
+        ``targets`` are the group's targets as the user named them; ``prices`` their hourly prices, where entered.
+        ``peaks`` maps a target to a config on it: its matmul peak is probed first, in the queue, and lands in the
+        group's ``peaks[target]`` (None when the probe fails, with the reason in ``peak_errors``).
         """
         for config in configs:
             config.validate()
-        meta = dict(meta or {})
-        if peaks:
-            meta["peaks"] = {target: None for target in peaks}
         with self._lock:
-            group: dict[str, Any] = {"id": len(self._groups) + 1, "kind": kind, "run_ids": [], "meta": meta, "created_at": time.time()}
+            group = RunGroup(id=len(self._groups) + 1, kind=kind, targets=tuple(targets), created_at=time.time(),
+                             prices=dict(prices) if prices is not None else None,
+                             peaks={target: None for target in peaks or {}})
             self._groups.append(group)
         for target, config in (peaks or {}).items():
-            self._queue_peak(_PeakJob(config.device, config.cpu_threads, False, group_id=group["id"], target=target))
-        run_ids = [self.submit(config) for config in configs]
-        with self._lock:
-            group["run_ids"] = run_ids
-        return group["id"]
+            self._queue_peak(_PeakJob(config.device, config.cpu_threads, False, group_id=group.id, target=target))
+        run_ids = tuple(self.submit(config) for config in configs)
+        self._replace_group(group.id, lambda g: replace(g, run_ids=run_ids))
+        return group.id
 
     def queue_peak(self, device: str, *, cpu_threads: int | None = None,
                    refresh: bool = False) -> concurrent.futures.Future:
@@ -158,13 +158,17 @@ class JobManager:
         gives ``probe.cached_peak``'s result, or raises its error."""
         return self._queue_peak(_PeakJob(device, cpu_threads, refresh)).future
 
-    def latest_group(self, kind: str) -> dict[str, Any] | None:
+    def latest_group(self, kind: str) -> RunGroup | None:
         """The most recent group of this kind (shared by every browser session), or None."""
         with self._lock:
-            for group in reversed(self._groups):
-                if group["kind"] == kind:
-                    return {**group, "meta": dict(group["meta"])}
-        return None
+            return next((group for group in reversed(self._groups) if group.kind == kind), None)
+
+    def _replace_group(self, group_id: int, change: Callable[[RunGroup], RunGroup]) -> None:
+        with self._lock:
+            for i, group in enumerate(self._groups):
+                if group.id == group_id:
+                    self._groups[i] = change(group)
+                    return
 
     def stop(self, run_id: int) -> bool:
         """Ask a run to stop: a queued run is dropped, a running one stops within a batch (killed after the grace)."""
@@ -383,17 +387,9 @@ class JobManager:
 
     def _peak_into_group(self, job: _PeakJob, peak: float | None, error: str | None,
                          entry: dict[str, Any] | None = None) -> None:
-        if job.group_id is None:
-            return
-        with self._lock:
-            group = next((g for g in self._groups if g["id"] == job.group_id), None)
-            if group is None:
-                return
-            meta = group["meta"]
-            group["meta"] = {**meta, "peaks": {**meta.get("peaks", {}), job.target: peak},
-                             "peak_entries": {**meta.get("peak_entries", {}), job.target: entry}}
-            if error:
-                group["meta"]["peak_errors"] = {**group["meta"].get("peak_errors", {}), job.target: error}
+        if job.group_id is not None and job.target is not None:
+            target = job.target
+            self._replace_group(job.group_id, lambda g: g.with_peak(target, peak, entry, error))
 
     def _wait_for_other_processes(self) -> None:
         """A probe measures an idle device: wait (up to PEAK_WAIT_S) while another process's run is active."""
@@ -433,13 +429,11 @@ class JobManager:
         if not flagged:
             return
         with self._lock:
-            group = next((g for g in reversed(self._groups) if state.id in g["run_ids"]), None)
-            if group is not None:
-                entries = group["meta"].get("peak_entries", {})
-                stale = {**(entries.get(str(target)) or {}), "stale": True}
-                group["meta"] = {**group["meta"], "peak_entries": {**entries, str(target): stale}}
+            group = next((g for g in reversed(self._groups) if state.id in g.run_ids), None)
+        if group is not None:
+            self._replace_group(group.id, lambda g: g.with_stale_peak(str(target)))
         job = _PeakJob(state.config.device, state.config.cpu_threads, True,
-                       group_id=group["id"] if group else None, target=str(target))
+                       group_id=group.id if group else None, target=str(target))
         self._queue_peak(job)
         log.info("run %s achieved %.1f GFLOP/s, more than the measured peak of %s: probing it again", state.id,
                  achieved, target)

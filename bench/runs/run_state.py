@@ -4,7 +4,8 @@ RunSnapshot every reader (pages, CLI, exports) gets a copy of."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench import records
@@ -13,6 +14,37 @@ from bench.config import RunConfig
 from bench.records import Status
 
 TERMINAL = records.TERMINAL
+
+
+@dataclass(frozen=True)
+class RunGroup:
+    """Several runs queued as one comparison, sweep or lesson step, shared by every browser session.
+
+    A peak probed for the group lands in ``peaks`` (target -> GFLOP/s; None until measured or when the probe failed,
+    the reason then in ``peak_errors``) and ``peak_entries`` (the peak cache's entry: sizes, when, ``stale``).
+    Frozen: the manager replaces it under its lock, and a reader keeps the copy it was handed."""
+
+    id: int
+    kind: str
+    targets: tuple[str, ...]
+    created_at: float
+    run_ids: tuple[int, ...] = ()
+    prices: Mapping[str, float] | None = None  # target -> hourly price, as the user entered it
+    peaks: Mapping[str, float | None] = field(default_factory=dict)
+    peak_errors: Mapping[str, str] = field(default_factory=dict)
+    peak_entries: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
+
+    def with_peak(self, target: str, peak: float | None, entry: Mapping[str, Any] | None,
+                  error: str | None) -> RunGroup:
+        """This group once a probe of ``target`` ended: its figure, its cache entry, and the reason it failed."""
+        errors = {**self.peak_errors, target: error} if error else dict(self.peak_errors)
+        return replace(self, peaks={**self.peaks, target: peak}, peak_entries={**self.peak_entries, target: entry},
+                       peak_errors=errors)
+
+    def with_stale_peak(self, target: str) -> RunGroup:
+        """This group once a run beat ``target``'s peak: the entry flagged stale until the new probe lands."""
+        stale = {**(self.peak_entries.get(target) or {}), "stale": True}
+        return replace(self, peak_entries={**self.peak_entries, target: stale})
 
 
 @dataclass(frozen=True)

@@ -136,9 +136,9 @@ def test_a_finished_comparison_shows_its_headline_and_export_buttons():
     manager = get_manager()
     base = RunConfig(epochs=2, limit_samples=512, batch_size=128, size="xs")
     configs = compare.target_configs(base, ["cpu/1", "cpu"], get_hardware())
-    manager.submit_group("compare", configs, {"targets": ["cpu/1", "cpu"]})
+    manager.submit_group("compare", configs, targets=["cpu/1", "cpu"])
     group = manager.latest_group("compare")
-    for run_id in group["run_ids"]:
+    for run_id in group.run_ids:
         assert manager.wait(run_id, timeout_s=120).status == "finished"
 
     at = app("pages/compare.py").run()
@@ -230,8 +230,8 @@ def test_compare_figures_are_built_once_for_every_viewer(monkeypatch):
         manager = common.get_manager()
         manager._worker_target = fake_workers.quick
         base = RunConfig(size="xs", epochs=3, limit_samples=512, sample_interval_s=0.2)
-        gid = manager.submit_group("compare", [base.replace(cpu_threads=1), base], {"targets": ["cpu/1", "cpu"]})
-        for run_id in manager.latest_group("compare")["run_ids"]:
+        gid = manager.submit_group("compare", [base.replace(cpu_threads=1), base], targets=["cpu/1", "cpu"])
+        for run_id in manager.latest_group("compare").run_ids:
             assert manager.wait(run_id, timeout_s=60).status == "finished"
         built = []
         real = charts.epoch_time_figure
@@ -240,7 +240,7 @@ def test_compare_figures_are_built_once_for_every_viewer(monkeypatch):
         for at in viewers:
             assert not at.exception, at.exception
             assert any("faster than" in s.value or "as fast" in s.value for s in at.success), "the headline shows"
-        assert manager.latest_group("compare")["id"] == gid
+        assert manager.latest_group("compare").id == gid
         assert len(built) == 1, f"the comparison's epoch figure was built {len(built)} times for two viewers"
     finally:
         st.cache_resource.clear()

@@ -88,15 +88,15 @@ def test_a_sweep_group_probes_its_targets_first_and_records_the_peaks(manager, m
 
     monkeypatch.setattr(probe, "cached_peak", fake_peak)
     configs = [TINY.replace(epochs=1), TINY.replace(epochs=1, cpu_threads=1)]
-    gid = manager.submit_group("sweep", configs, {"targets": ["cpu", "cpu/1"]},
+    gid = manager.submit_group("sweep", configs, targets=["cpu", "cpu/1"],
                                peaks={"cpu": configs[0], "cpu/1": configs[1]})
     group = manager.latest_group("sweep")
-    assert group["id"] == gid
-    for run_id in group["run_ids"]:
+    assert group.id == gid and group.targets == ("cpu", "cpu/1")
+    for run_id in group.run_ids:
         manager.wait(run_id, timeout_s=30)
-    meta = manager.latest_group("sweep")["meta"]
-    assert meta["peaks"] == {"cpu": 99.0, "cpu/1": None}
-    assert "no timer" in meta["peak_errors"]["cpu/1"]
+    group = manager.latest_group("sweep")
+    assert group.peaks == {"cpu": 99.0, "cpu/1": None}
+    assert "no timer" in group.peak_errors["cpu/1"] and "cpu" not in group.peak_errors
 
 
 def test_train_follows_the_newest_stored_run_of_another_process(isolated_store, monkeypatch):

@@ -48,9 +48,9 @@ def cached(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 def test_a_run_that_beats_the_peak_flags_it_and_a_probe_follows_the_runs(manager, cached, monkeypatch):
     monkeypatch.setattr(compare, "achieved_gflops", lambda record: 128.6)
-    gid = manager.submit_group("sweep", [TINY, TINY], {"targets": ["cpu"]})
+    gid = manager.submit_group("sweep", [TINY, TINY], targets=["cpu"])
     group = manager.latest_group("sweep")
-    first, second = group["run_ids"]
+    first, second = group.run_ids
     manager.wait(first, timeout_s=30)
     manager.wait(second, timeout_s=30)
     pending = manager.pending_peaks()
@@ -60,9 +60,9 @@ def test_a_run_that_beats_the_peak_flags_it_and_a_probe_follows_the_runs(manager
     assert cached[0]["at"] >= manager.snapshot(second).ended_at, "the new probe waited for the run queued before it"
     assert {k: cached[0][k] for k in ("device", "refresh", "stale_before")} == {
         "device": "cpu", "refresh": True, "stale_before": True}
-    meta = manager.latest_group("sweep")["meta"]
-    assert meta["peaks"]["cpu"] == 204.0 and meta["peak_entries"]["cpu"]["peak_gflops"] == 204.0
-    assert manager.latest_group("sweep")["id"] == gid
+    group = manager.latest_group("sweep")
+    assert group.peaks["cpu"] == 204.0 and group.peak_entries["cpu"]["peak_gflops"] == 204.0
+    assert group.id == gid
 
 
 def test_a_run_below_the_peak_changes_nothing(manager, cached, monkeypatch):
