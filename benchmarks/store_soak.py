@@ -104,7 +104,7 @@ def child(index: int, store_path: Path, seconds: float, out: Path) -> None:
         snap = manager.snapshot(run_id)
         assert snap is not None  # this manager submitted it
         runs.append({"id": run_id, "status": snap.status, "epochs": len(snap.epochs), "samples": len(snap.samples),
-                     "store_error": snap.store_error, "saved": snap.saved})
+                     "store_error": snap.store_error, "saved": snap.saved, "error": snap.error})
     report = {"index": index, "runs": runs, "list_errors": list_errors, "listings": listings,
               "seen_interrupted": sorted(seen_interrupted), "write_latencies_s": latencies}
     out.write_text(json.dumps(report), encoding="utf-8")
@@ -161,7 +161,9 @@ def soak(processes: int, seconds: float, folder: Path) -> dict[str, Any]:
             if stored["status"] != run["status"]:
                 problems.append(f"run {run['id']}: {run['status']} in memory, {stored['status']} in the store")
             if run["status"] != "finished":
-                problems.append(f"run {run['id']} ended {run['status']}")
+                error = run.get("error") or {}
+                problems.append(f"run {run['id']} ended {run['status']}"
+                                + (f" ({error.get('error_type')}: {error.get('message')})" if error else ""))
             if run["store_error"]:
                 problems.append(f"run {run['id']}: {run['store_error']}")
     logs = "".join((folder / f"child-{i}.log").read_text(encoding="utf-8", errors="replace") for i in range(processes))

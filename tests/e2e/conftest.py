@@ -1,36 +1,48 @@
-"""Real-browser fixtures: a `streamlit run` server on a free localhost port and Debian's Chromium via Playwright."""
+"""Real-browser fixtures: a `streamlit run` server on a free localhost port and Debian's Chromium via Playwright.
+
+The servers replay their runs (benchmarks.standins.PacedWorker, through BENCH_WORKER_TARGET): the pages draw, queue,
+stop and compare what a worker reports, in seconds, and no spare worker loads a framework beside the browser. One
+test trains real models through a server as shipped (tests/e2e/test_train_live.py); tests/unit train them too.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, DashboardServer
+from tests.e2e.steps import new_page
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
+REPLAYED_WORKER = "benchmarks.standins:PACED_WORKER"
 
 
 class Server(DashboardServer):
-    """The dashboard as a user starts it (pre-started worker on), ready once its health check answers."""
+    """The dashboard on a free port, ready once its health check answers.
 
-    def __init__(self, tmp: Path, env: dict[str, str] | None = None):
-        super().__init__(tmp, prestart=True, env=env)
+    ``training=False`` (the default): runs are replayed, and no worker is pre-started. ``training=True``: the product
+    as a user starts it, the training worker and its pre-started spare."""
+
+    def __init__(self, folder: Path, env: dict[str, str] | None = None, *, training: bool = False):
+        worker = {} if training else {"BENCH_WORKER_TARGET": REPLAYED_WORKER}
+        super().__init__(folder, prestart=training, env={**worker, **(env or {})})
         self.log = self.log_path
         self.wait_healthy()
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server per test module, its runs replayed."""
     srv = Server(tmp_path_factory.mktemp("server"))
     yield srv
     srv.stop()
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Any]:
+    """Chromium for one test module; each test opens its own context (pages share nothing)."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Chromium not found at {CHROMIUM}: install Debian's chromium package (bash .ci/run does)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
@@ -41,16 +53,7 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def page(browser, server):
-    context = browser.new_context(viewport={"width": 1400, "height": 1300})
-    pg = context.new_page()
-    pg.set_default_timeout(30_000)
+def page(browser: Any) -> Iterator[Any]:
+    pg = new_page(browser)
     yield pg
-    context.close()
-
-
-def screenshot(page, name: str) -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
+    pg.context.close()

@@ -6,8 +6,7 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import screenshot
-from tests.e2e.test_train_live import set_number
+from tests.e2e.steps import screenshot, set_number
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e

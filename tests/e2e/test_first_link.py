@@ -9,15 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.dashboard import DashboardServer
+from tests.e2e.conftest import Server
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def fresh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardServer]:
-    srv = DashboardServer(tmp_path_factory.mktemp("first-link"), prestart=False)  # this page never trains
-    srv.wait_healthy()
+def fresh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = Server(tmp_path_factory.mktemp("first-link"))  # a new server: the link is its first request
     yield srv
     srv.stop()
 
@@ -36,7 +35,7 @@ def _opens_train_with_seven_epochs(page, url: str) -> list[float]:
     return not_found
 
 
-def test_the_readme_link_opens_train_with_its_settings_first_and_later(browser, fresh_server: DashboardServer) -> None:
+def test_the_readme_link_opens_train_with_its_settings_first_and_later(browser, fresh_server: Server) -> None:
     """As a new server's first request, and again once the server has served other pages (where Streamlit used to
     answer /train with "Page not found": the default page lived at the root only)."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")

@@ -9,7 +9,8 @@ import pytest
 
 from bench.output import report
 from bench.store import Store
-from tests.e2e.conftest import ROOT, Server, screenshot
+from tests.e2e.conftest import Server
+from tests.e2e.steps import ROOT, screenshot
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -22,7 +23,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     store = Store(folder / "runs.sqlite3")
     ids = report.import_into_store(store, report.load_record_file(MEASURED))
     assert len(ids) == 2
-    srv = Server(folder)
+    srv = Server(folder)  # never trains
     yield srv
     srv.stop()
 

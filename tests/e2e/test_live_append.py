@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.e2e.steps import open_train, set_number
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -17,19 +18,6 @@ STATE = """() => [...document.querySelectorAll('.bench-live-chart')].map((gd) =>
     bars: gd.querySelectorAll('.barlayer .point').length, resyncs: gd.dataset.resyncs || ''}))"""
 
 
-def set_number(page, label: str, value: int) -> None:
-    box = page.get_by_label(label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    page.wait_for_timeout(400)
-
-
-def open_train(page, server) -> None:
-    page.goto(server.url)
-    page.get_by_role("heading", name="Train").wait_for(timeout=60_000)
-    page.get_by_label("Epochs", exact=True).wait_for()
-
-
 def charts(page) -> list[dict]:
     """[time per epoch, utilization, loss and accuracy (from the first epoch)]: each live chart's render counters and
     its traces' x values."""
@@ -37,12 +25,12 @@ def charts(page) -> list[dict]:
 
 
 def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, page, server):
-    open_train(page, server)
+    open_train(page, server.url)
     set_number(page, "Epochs", 5)
     set_number(page, "Training samples (0 = all)", 30000)
-    # batch 8: 3,750 steps, 5-10 s an epoch on 2 cores: several chart refreshes per epoch, and the run is still live
-    # when the late viewer joins
-    set_number(page, "Batch size", 8)
+    # batch 4: 7,500 steps, replayed at 7.5 s an epoch (the server's PacedWorker): several chart refreshes per
+    # epoch, and the run is still live when the late viewer joins
+    set_number(page, "Batch size", 4)
     page.get_by_role("button", name="Start").click()
     wait_for(lambda: page.locator(CHART).count() == 2 and all(c["full"] for c in charts(page)), 90,
              "both live charts drawn")
@@ -60,7 +48,7 @@ def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, pa
     # a second viewer, mid-run: the whole history in its first render
     late = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
     try:
-        open_train(late, server)
+        open_train(late, server.url)
         wait_for(lambda: late.locator(CHART).count() == 3 and all(c["full"] for c in charts(late)), 90,
                  "the late viewer's live charts")
         first = charts(late)

@@ -7,12 +7,11 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from bench.store import Store
-from tests.e2e.conftest import Server, screenshot
+from tests.e2e.conftest import Server
+from tests.e2e.steps import new_page, open_train, screenshot, set_number, sidebar, store_of
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -26,16 +25,9 @@ def presenter_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve
     srv.stop()
 
 
-def new_page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1200})
-    page = context.new_page()
-    page.set_default_timeout(45_000)
-    return page
-
-
 @pytest.fixture
 def viewer(browser, presenter_server):
-    page = new_page(browser)
+    page = new_page(browser, height=1200, timeout_ms=45_000)
     open_train(page, presenter_server.url)
     yield page
     page.context.close()
@@ -43,20 +35,10 @@ def viewer(browser, presenter_server):
 
 @pytest.fixture
 def presenter(browser, presenter_server):
-    page = new_page(browser)
+    page = new_page(browser, height=1200, timeout_ms=45_000)
     open_train(page, presenter_server.url)
     yield page
     page.context.close()
-
-
-def open_train(page, url: str) -> None:
-    page.goto(url)
-    page.get_by_role("heading", name="Train").wait_for(timeout=60_000)
-    page.get_by_label("Epochs", exact=True).wait_for()
-
-
-def sidebar(page):
-    return page.locator('[data-testid="stSidebar"]')
 
 
 def start_button(page):
@@ -73,17 +55,6 @@ def settled_start_enabled(page) -> bool:
 def unlock(page, key: str) -> None:
     sidebar(page).get_by_label("Presenter key").fill(key)
     sidebar(page).get_by_role("button", name="Unlock").click()
-
-
-def set_number(page, label: str, value: int) -> None:
-    box = page.get_by_label(label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    page.wait_for_timeout(400)
-
-
-def store_of(server: Server) -> Store:
-    return Store(Path(server.log).parent / "runs.sqlite3")
 
 
 def test_a_viewer_is_view_only(viewer):

@@ -9,8 +9,7 @@ import re
 import pytest
 
 from bench.config import RunConfig
-
-from tests.e2e.conftest import screenshot
+from tests.e2e.steps import screenshot
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e

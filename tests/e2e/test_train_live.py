@@ -1,35 +1,30 @@
-"""Real Chromium against a real `streamlit run` server: start a CPU run, watch it live, stop another."""
+"""Real Chromium against a real `streamlit run` server: start a CPU run, watch it live, stop another.
+
+The first test is the suite's one real-browser test that trains real models, through the server as a user starts it
+(the training worker, then its pre-started spare); the stop test replays its run."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from tests.e2e.conftest import screenshot
+from tests.e2e.conftest import Server
+from tests.e2e.steps import bar_count, open_train, screenshot, set_number, store_of
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 
 
-def set_number(page, label: str, value: int) -> None:
-    box = page.get_by_label(label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    page.wait_for_timeout(400)
+@pytest.fixture(scope="module")
+def training_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = Server(tmp_path_factory.mktemp("training-server"), training=True)
+    yield srv
+    srv.stop()
 
 
-def bar_count(page) -> int:
-    """Bars drawn in the first Plotly chart (time per epoch)."""
-    return page.locator(".js-plotly-plot").first.locator(".barlayer .point").count()
-
-
-def open_train(page, server) -> None:
-    page.goto(server.url)
-    page.get_by_role("heading", name="Train").wait_for()
-    page.get_by_label("Epochs", exact=True).wait_for()
-
-
-def test_start_a_cpu_run_and_watch_both_charts_grow(page, server):
-    open_train(page, server)
+def test_a_real_cpu_run_draws_both_charts_live_and_the_next_run_takes_the_prestarted_worker(page, training_server):
+    open_train(page, training_server.url)
     set_number(page, "Epochs", 3)
     set_number(page, "Training samples (0 = all)", 12000)
     set_number(page, "Batch size", 8)  # 1500 steps an epoch, about 3 s here: several refreshes per epoch
@@ -49,32 +44,26 @@ def test_start_a_cpu_run_and_watch_both_charts_grow(page, server):
     assert page.get_by_text("trained on").count() > 0
     shot = screenshot(page, "train-finished")
     assert shot.stat().st_size > 10_000
-    # the server now keeps the next worker with TensorFlow loaded, and says so
+    store = store_of(training_server)
+    run = store.get_run(1, with_samples=False)
+    assert run["info"]["framework"].startswith(("tensorflow", "keras")), run["info"]["framework"]
+
+    # the server now keeps the next worker with TensorFlow loaded, says so, and the next run goes to it
     wait_for(lambda: page.get_by_text("Worker ready").count() > 0, 120, "the pre-started worker to be ready")
-
-
-def test_a_run_after_the_first_goes_to_the_prestarted_worker(page, server):
-    from pathlib import Path
-
-    from bench.store import Store
-
-    store = Store(Path(server.log).parent / "runs.sqlite3")
-    known = {r["id"] for r in store.list_runs()}
-    open_train(page, server)
-    wait_for(lambda: page.get_by_text("Worker ready").count() > 0, 120, "the pre-started worker to be ready")
-    set_number(page, "Epochs", 2)
+    open_train(page, training_server.url)  # the settings folded away at Start: a fresh visit shows them
+    set_number(page, "Epochs", 1)
     set_number(page, "Training samples (0 = all)", 2000)
+    set_number(page, "Batch size", 128)
     page.get_by_role("button", name="Start").click()
-    run_id = wait_for(lambda: max({r["id"] for r in store.list_runs()} - known, default=None), 30, "the new run")
-    page.get_by_text(f"Run #{run_id}").first.wait_for(timeout=30_000)
-    run = wait_for(lambda: (r := store.get_run(run_id, with_samples=False))["status"] in ("finished", "failed") and r,
-                   120, "the run to end")
-    assert run["status"] == "finished", run.get("error")
-    assert run["info"]["worker_start"].startswith("pre-started"), run["info"]
+    page.get_by_text("Run #2").first.wait_for(timeout=30_000)
+    second = wait_for(lambda: (r := store.get_run(2, with_samples=False)) and r["status"] in ("finished", "failed")
+                      and r, 120, "the second run to end")
+    assert second["status"] == "finished", second.get("error")
+    assert second["info"]["worker_start"].startswith("pre-started"), second["info"]
 
 
-def test_stop_a_second_run_midway(page, server):
-    open_train(page, server)
+def test_stop_a_run_midway(page, server):
+    open_train(page, server.url)
     set_number(page, "Epochs", 200)
     set_number(page, "Training samples (0 = all)", 4000)
     page.get_by_role("button", name="Start").click()
@@ -83,4 +72,6 @@ def test_stop_a_second_run_midway(page, server):
     page.get_by_role("button", name="Stop").click()
     wait_for(lambda: page.get_by_text("Stopped after").count() > 0, 30, "the run to stop")
     wait_for(lambda: page.get_by_role("button", name="Stop").count() == 0, 10, "the Stop button to go away")
+    run = store_of(server).list_runs()[-1]
+    assert run["status"] == "stopped" and 1 <= len(store_of(server).get_run(run["id"])["epochs"]) < 200, run
     screenshot(page, "train-stopped")

@@ -4,12 +4,11 @@ give one run running and one queued, never two at once (checked in the server's 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 
 from bench.store import Store
-from tests.e2e.conftest import screenshot
+from tests.e2e.steps import bar_count, new_page, open_train, screenshot, set_number, sidebar, store_of
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -17,45 +16,18 @@ VIEWERS = 5
 ACTIVE = ("starting", "running")
 
 
-def set_number(page, label: str, value: int) -> None:
-    box = page.get_by_label(label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    page.wait_for_timeout(400)
-
-
-def bar_count(page) -> int:
-    """Bars drawn in the first Plotly chart (time per epoch)."""
-    return page.locator(".js-plotly-plot").first.locator(".barlayer .point").count()
-
-
-def open_train(page, url: str) -> None:
-    page.goto(url)
-    page.get_by_role("heading", name="Train").wait_for(timeout=90_000)  # five sessions load at once on 2 cores
-    page.get_by_label("Epochs", exact=True).wait_for(timeout=60_000)
-
-
 def sidebar_text(page) -> str:
-    sidebar = page.locator('[data-testid="stSidebar"]')
-    return sidebar.inner_text() if sidebar.count() else ""
-
-
-def store_of(server) -> Store:
-    return Store(Path(server.log).parent / "runs.sqlite3")
+    bar = sidebar(page)
+    return bar.inner_text() if bar.count() else ""
 
 
 @pytest.fixture(scope="module")
 def viewers(browser, server):
     """Five browser sessions (one context each, as five people's laptops), all on the Train page."""
-    contexts = [browser.new_context(viewport={"width": 1280, "height": 1100}) for _ in range(VIEWERS)]
-    pages = []
-    for context in contexts:
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        pages.append(page)
+    pages = [new_page(browser, width=1280, height=1100) for _ in range(VIEWERS)]
     yield pages
-    for context in contexts:
-        context.close()
+    for page in pages:
+        page.context.close()
 
 
 class StoreWatch:
@@ -120,9 +92,9 @@ def test_five_viewers_see_the_same_run_live(viewers, server):
     starter = viewers[0]
     set_number(starter, "Epochs", 3)
     set_number(starter, "Training samples (0 = all)", 20000)
-    # 2500 steps an epoch, ~5 s alone: five pages drawing the run and the training share two cores here, and a
+    # 5,000 steps an epoch, replayed at 5 s an epoch: five pages drawing the run share two cores here, and a
     # viewer's page has lagged a 3 s epoch run by its whole length in CI
-    set_number(starter, "Batch size", 8)
+    set_number(starter, "Batch size", 4)
     starter.get_by_role("button", name="Start").click()
     run_id = wait_for(lambda: (runs := store_of(server).list_runs()) and runs[-1]["id"], 30, "the run in the store")
 
@@ -162,9 +134,10 @@ def test_two_start_clicks_at_once_give_one_running_and_one_queued(viewers, serve
     a, b = viewers[1], viewers[2]  # still on the Train page, settings open (they did not press Start before)
     for page in (a, b):
         if not page.get_by_label("Epochs", exact=True).is_visible():  # this test run on its own
-            open_train(page, server.url)
+            open_train(page, server.url, timeout_ms=90_000)  # five sessions load at once on 2 cores
         set_number(page, "Epochs", 2)
-        set_number(page, "Training samples (0 = all)", 2000)
+        set_number(page, "Training samples (0 = all)", 20000)
+        set_number(page, "Batch size", 8)  # 2,500 steps, replayed at 2.5 s an epoch: long enough to show "queued"
     with StoreWatch(store) as watch:
         a.get_by_role("button", name="Start").dispatch_event("click")
         b.get_by_role("button", name="Start").dispatch_event("click")

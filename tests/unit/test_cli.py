@@ -1,4 +1,8 @@
-"""`python -m bench`: the exact command forms, the JSON record, and bad input without tracebacks."""
+"""`python -m bench`: the exact command forms, the JSON record, and bad input without tracebacks.
+
+Commands that train, and one of each kind of refusal, run as a user runs them (`python -m bench ...` in a child
+Python: the entry point, exit codes and streams); the other refusals and the store commands call the same
+``bench.cli.main`` in this process, which is what the entry point runs."""
 
 from __future__ import annotations
 
@@ -7,16 +11,38 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+from bench import cli
+from bench.store import Store
+from tests.unit.test_store import dead_pid, set_owner
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    """``python -m bench ARGS`` in a child Python, as a user types it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+@pytest.fixture
+def main(capsys: pytest.CaptureFixture[str]):
+    """``bench.cli.main(ARGS)`` in this process, with what it printed: (returncode, stdout, stderr), as ``bench``
+    returns them (argparse's refusals exit through SystemExit, as they do from the entry point)."""
+    def call(*args: str) -> SimpleNamespace:
+        capsys.readouterr()
+        try:
+            code = cli.main(list(args))
+        except SystemExit as exc:
+            code = exc.code
+        out = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+
+    return call
 
 
 def test_devices_json():
@@ -29,8 +55,8 @@ def test_devices_json():
         assert data["gpu_reason"]
 
 
-def test_devices_text():
-    out = bench("devices")
+def test_devices_text(main):
+    out = main("devices")
     assert out.returncode == 0, out.stderr
     assert "CPU" in out.stdout and "cpu" in out.stdout
 
@@ -69,7 +95,7 @@ def test_run_writes_the_json_record_and_lists_it(tmp_path):
     assert "mean_gpu_util_percent" in summary
     assert "steady epoch time" in out.stdout
 
-    listed = bench("runs", "--json")
+    listed = bench("runs", "--json")  # a second process reads what the first stored
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
     assert rows[-1]["id"] == record["id"] and rows[-1]["status"] == "finished"
@@ -88,15 +114,26 @@ def test_run_writes_the_json_record_and_lists_it(tmp_path):
     (["--sample-interval", "0"], "sampling interval must be from 0.1"),
     (["--epochs", "two"], "not a whole number"),
 ])
-def test_bad_input_exits_nonzero_with_message_and_no_traceback(args, message):
-    out = bench("run", *args, timeout=60)
+def test_bad_input_exits_nonzero_with_message_and_no_traceback(main, args, message):
+    out = main("run", *args)
     assert out.returncode == 2
     assert message in out.stderr
     assert "Traceback" not in out.stderr
 
 
-def test_runs_on_an_empty_store():
-    out = bench("runs", "--json")
+def test_bad_input_through_the_entry_point():
+    """The child Python's exit status and stderr for a refused value (a ConfigError) and an unparsable one
+    (argparse): what the in-process cases above check through bench.cli.main."""
+    out = bench("run", "--epochs", "0", timeout=60)
+    assert (out.returncode, out.stdout) == (2, ""), out.stdout + out.stderr
+    assert out.stderr.startswith("error: ") and "epochs must be a whole number from 1 to 1000" in out.stderr
+    assert "Traceback" not in out.stderr
+    out = bench("run", "--epochs", "two", timeout=60)
+    assert out.returncode == 2 and "not a whole number" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_runs_on_an_empty_store(main):
+    out = main("runs", "--json")
     assert out.returncode == 0
     assert json.loads(out.stdout) == []
 
@@ -105,7 +142,7 @@ TINY = ["--dataset", "synthetic-mnist", "--model", "mlp", "--epochs", "2", "--ba
         "--limit-samples", "1024", "--sample-interval", "0.2"]
 
 
-def test_compare_writes_runs_and_the_comparison(tmp_path):
+def test_compare_writes_runs_and_the_comparison(main, tmp_path):
     path = tmp_path / "cmp.json"
     out = bench("compare", "--targets", "cpu/1,cpu", "--size", "xs", *TINY, "--price", "cpu=0.40,cpu/1=0.10",
                 "--json", str(path))
@@ -128,17 +165,18 @@ def test_compare_writes_runs_and_the_comparison(tmp_path):
     if cmp["energy_ratio"] is None:
         assert "energy not measured on cpu" in out.stdout
 
+    # the commands that follow read the store the child wrote, in this process
     exported = tmp_path / "run.html"
     run_id = data["runs"][0]["id"]
-    assert bench("export", str(run_id), "--format", "html", "--out", str(exported)).returncode == 0
+    assert main("export", str(run_id), "--format", "html", "--out", str(exported)).returncode == 0
     assert "<html" in exported.read_text().lower()
     zipped = tmp_path / "run.zip"
-    assert bench("export", str(run_id), "--format", "csv", "--out", str(zipped)).returncode == 0
+    assert main("export", str(run_id), "--format", "csv", "--out", str(zipped)).returncode == 0
     assert zipped.stat().st_size > 0
 
-    imported = bench("import", str(path))
+    imported = main("import", str(path))
     assert imported.returncode == 0, imported.stderr
-    rows = json.loads(bench("runs", "--json").stdout)
+    rows = json.loads(main("runs", "--json").stdout)
     # the file's runs are this store's own runs (same id, time and config): they are completed in place, not copied
     assert [r["id"] for r in rows] == [r["id"] for r in data["runs"]], "a run imported over itself is kept once"
     assert f"#{data['runs'][0]['id']}" in imported.stdout
@@ -152,15 +190,15 @@ def test_compare_writes_runs_and_the_comparison(tmp_path):
     ("gpu:0=2.5", "--price: gpu:0 is not among the targets (cpu, cpu/1)"),
     ("cpu=1,cpu=2", "cpu is priced twice"),
 ])
-def test_bad_prices_are_refused_before_any_run(price, says):
-    out = bench("compare", "--targets", "cpu/1,cpu", *TINY, "--price", price, timeout=60)
+def test_bad_prices_are_refused_before_any_run(main, price, says):
+    out = main("compare", "--targets", "cpu/1,cpu", *TINY, "--price", price)
     assert out.returncode == 2, out.stdout + out.stderr
     assert says in out.stderr and "Traceback" not in out.stderr
     assert "== 1/" not in out.stderr, "no run started"
 
 
-def test_compare_needs_two_targets():
-    out = bench("compare", "--targets", "cpu", *TINY, timeout=60)
+def test_compare_needs_two_targets(main):
+    out = main("compare", "--targets", "cpu", *TINY)
     assert out.returncode == 2 and "at least two targets" in out.stderr
 
 
@@ -185,16 +223,16 @@ def test_sweep_rows(tmp_path):
     assert "peak of cpu:" in out.stdout and "best of" in out.stdout
 
 
-def test_import_refuses_a_malformed_file(tmp_path):
+def test_import_refuses_a_malformed_file(main, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "bench.run/1", "epochs": "no"}')
-    out = bench("import", str(bad), timeout=60)
+    out = main("import", str(bad))
     assert out.returncode == 2
     assert "Traceback" not in out.stderr and out.stderr.startswith("error:")
 
 
-def test_export_of_a_missing_run():
-    out = bench("export", "999", timeout=60)
+def test_export_of_a_missing_run(main):
+    out = main("export", "999")
     assert out.returncode == 2 and "no run 999" in out.stderr
 
 
@@ -205,27 +243,24 @@ def test_export_of_a_missing_run():
     (("sweep", "--batch-sizes", ""), "at least one batch size"),
     (("compare", "--targets", ""), "at least one target"),
 ])
-def test_empty_lists_are_refused(args, says):
-    out = bench(*args, "--epochs", "1", "--no-peak" if args[0] == "sweep" else "--epochs=1", timeout=60)
+def test_empty_lists_are_refused(main, args, says):
+    out = main(*args, "--epochs", "1", "--no-peak" if args[0] == "sweep" else "--epochs=1")
     assert out.returncode == 2, out.stdout + out.stderr
     assert says in out.stderr and "Traceback" not in out.stderr
 
 
-def test_unknown_command_names_the_right_help():
-    out = bench("bogus", timeout=60)
+def test_unknown_command_names_the_right_help(main):
+    out = bench("bogus", timeout=60)  # through the entry point: argparse exits the child Python with 2
     assert out.returncode == 2
     assert "Run `python -m bench --help`" in out.stderr, out.stderr
-    out = bench("run", "--bogus", timeout=60)
+    out = main("run", "--bogus")
     assert out.returncode == 2 and "Run `python -m bench run --help`" in out.stderr, out.stderr
 
 
-def test_runs_reports_a_dead_owners_run_as_interrupted(isolated_store):
-    from bench.store import Store
-    from tests.unit.test_store import dead_pid, set_owner
-
+def test_runs_reports_a_dead_owners_run_as_interrupted(main, isolated_store):
     store = Store(isolated_store)
     run_id = store.create_run({"epochs": 3}, status="running")
     set_owner(store, run_id, owner_pid=dead_pid())
-    out = bench("runs", "--json", timeout=60)
+    out = main("runs", "--json")
     assert out.returncode == 0, out.stderr
     assert [r["status"] for r in json.loads(out.stdout)] == ["interrupted"]
