@@ -136,9 +136,9 @@ def realistic_sample(i: int, cores: int, gpus: int, interval_s: float = SIMULATE
                            mem_total_mib=81559.0, power_w=random.uniform(60, 700), temp_c=float(random.randint(30, 80)),
                            sm_clock_mhz=float(random.choice((1755, 1980))))
                 for k in range(gpus)]
-    return Sample(t_s=i * interval_s, cpu_percent=sum(per_core) / max(cores, 1), cpu_per_core=per_core,
+    return Sample(t_s=i * interval_s, cpu_percent=sum(per_core) / max(cores, 1), cpu_per_core=tuple(per_core),
                   process_cpu_percent=random.uniform(0, 100 * cores), process_rss_mib=random.uniform(500, 4000),
-                  ram_used_mib=random.uniform(4000, 60000), gpus=readings)
+                  ram_used_mib=random.uniform(4000, 60000), gpus=tuple(readings))
 
 
 class ReplaySampler:

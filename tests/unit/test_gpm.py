@@ -76,7 +76,7 @@ def test_older_gpu_has_no_gpm_and_says_why_but_keeps_energy_and_power() -> None:
     for reading in readings:
         assert all(getattr(reading, key) is None for key in GPM_KEYS)
         assert (reading.power_w, reading.power_limit_w) == (200.0, 300.0)
-        assert reading.throttle_reasons == []
+        assert reading.throttle_reasons == ()
     energies = [r.energy_j for r in readings]
     assert energies == sorted(energies) and energies[0] < energies[-1], "the energy counter only grows"
     assert fake.gpm_samples == {}, "no GPM buffer is allocated on a GPU without GPM"
@@ -102,7 +102,7 @@ def test_no_energy_counter_gives_none_and_power_still_read() -> None:
 def test_throttling_gpu_names_its_reasons() -> None:
     nvml.set_module(fake_nvml.throttling())
     reading = GpuCollector().collect()[0]
-    assert reading.throttle_reasons == ["power cap", "thermal slowdown"]
+    assert reading.throttle_reasons == ("power cap", "thermal slowdown")
     assert reading.sm_clock_mhz == 1095.0 and reading.power_w == 699.0
 
 
@@ -110,7 +110,7 @@ def test_old_driver_reasons_come_from_the_throttle_function() -> None:
     fake = fake_nvml.throttling()
     fake.unsupported.add("nvmlDeviceGetCurrentClocksEventReasons")
     nvml.set_module(fake)
-    assert GpuCollector().collect()[0].throttle_reasons == ["power cap", "thermal slowdown"]
+    assert GpuCollector().collect()[0].throttle_reasons == ("power cap", "thermal slowdown")
 
 
 def test_reasons_unknown_when_neither_function_answers() -> None:
@@ -130,7 +130,7 @@ def test_reasons_unknown_when_neither_function_answers() -> None:
     (None, None),
 ])
 def test_throttle_words(mask: int | None, words: list[str] | None) -> None:
-    assert throttle_words(mask) == words
+    assert throttle_words(mask) == (tuple(words) if words is not None else None)
 
 
 def test_sampler_on_hopper_reports_gpm_and_energy_in_each_sample() -> None:

@@ -241,7 +241,7 @@ def test_sampler_without_driver_logs_once_and_samples_cpu(caplog: pytest.LogCapt
     assert len(skipped) == 1
     assert "No NVIDIA driver found" in skipped[0].getMessage()
     assert sampler.gpu_reason is not None and sampler.gpu_reason.startswith("No NVIDIA driver found")
-    assert all(s.gpus == [] for s in samples)
+    assert all(s.gpus == () for s in samples)
     measured = [s for s in samples if s.cpu_percent is not None]
     assert measured, "the CPU must still be sampled"
     assert all(len(s.cpu_per_core) == psutil.cpu_count() for s in measured)
@@ -253,7 +253,7 @@ def test_sampler_monitor_gpus_off_does_not_touch_nvml(caplog: pytest.LogCaptureF
     nvml.set_module(fake)
     with caplog.at_level(logging.INFO, logger="bench.hardware.monitor.sampler"):
         sampler = Sampler(monitor_gpus=False)
-    assert sampler.sample_once().gpus == []
+    assert sampler.sample_once().gpus == ()
     assert sampler.gpu_reason is not None
     assert fake.init_calls == 0
     assert not [r for r in caplog.records if "skipped" in r.getMessage()]
@@ -340,7 +340,8 @@ def test_sample_from_dict_tolerates_unknown_and_missing_gpu_keys() -> None:
     sample = Sample.from_dict(data)
     assert sample.gpus[0].util_percent == 7
     assert sample.gpus[0].power_w is None
-    assert sample.cpu_per_core == [] and sample.ram_used_mib is None
+    assert sample.cpu_per_core is None and sample.ram_used_mib is None
+    assert sample.gpus[0].extra == {"sm_active": 0.5}, "a reading this version does not know is kept, not dropped"
 
 
 # --------------------------------------------------------------------------------------------------- CPU collector

@@ -77,3 +77,14 @@ def test_live_and_stored_run_records_are_declared(isolated_store: Any) -> None:
         manager.shutdown()
     assert undeclared(live) == []
     assert undeclared(stored) == []
+
+
+def test_one_type_per_reading() -> None:
+    """The monitor hands over the records' own reading types: there is no second Sample or GpuReading to drift."""
+    from bench.hardware import monitor
+
+    assert monitor.Sample is records.Sample
+    assert monitor.GpuReading is records.GpuReading
+    sample = monitor.Sampler(interval_s=0.1, on_sample=lambda s: None, monitor_gpus=False).sample_once()
+    assert type(sample) is records.Sample and isinstance(sample.cpu_per_core, tuple)
+    assert records.Sample.from_dict(sample.to_dict()) == sample, "a sample survives its JSON form unchanged"

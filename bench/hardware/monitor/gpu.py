@@ -8,11 +8,11 @@ lost mid-run, no handle) is None, never 0, so a chart shows a gap instead of a f
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from bench.hardware.monitor import nvml
 from bench.hardware.monitor.gpm import GpmReader
+from bench.readings import GpuReading  # the one GPU reading type, shared with the records
 
 __all__ = ["GpuCollector", "GpuReading", "GpuUnavailable", "throttle_words"]
 
@@ -42,44 +42,6 @@ class GpuUnavailable(RuntimeError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-@dataclass(frozen=True)
-class GpuReading:
-    """One GPU at one instant. Every measurement is None when NVML could not give it."""
-
-    index: int  # NVML index
-    name: str | None
-    util_percent: float | None  # share of the last sample period in which any kernel ran, 0..100
-    mem_util_percent: float | None  # share of the period in which device memory was read or written, 0..100
-    mem_used_mib: float | None
-    mem_total_mib: float | None
-    power_w: float | None  # board power draw
-    temp_c: float | None
-    sm_clock_mhz: float | None
-    power_limit_w: float | None = None  # the enforced power limit
-    throttle_reasons: list[str] | None = None  # words for the clock-event reasons now active; [] none; None unknown
-    energy_j: float | None = None  # NVML's total energy counter (since the driver loaded), cumulative; Volta+
-    sm_active_percent: float | None = None  # GPM (Hopper+), over the last sample period: share of SMs busy
-    sm_occupancy_percent: float | None = None  # GPM: resident warps / the SMs' maximum
-    tensor_active_percent: float | None = None  # GPM: share of cycles any tensor core was active
-    fp32_active_percent: float | None = None  # GPM: share of cycles the FP32 pipe was active
-    fp16_active_percent: float | None = None  # GPM: share of cycles the FP16 pipe was active
-    dram_active_percent: float | None = None  # GPM: DRAM bandwidth used / the theoretical maximum
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict with one key per field."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GpuReading:
-        """Inverse of :meth:`to_dict`; keys this version does not know are ignored, missing ones become None."""
-        known = {f.name for f in fields(cls)}
-        values: dict[str, Any] = {name: None for name in known}
-        values.update({key: value for key, value in data.items() if key in known})
-        if values["power_w"] is None and data.get("power_watts") is not None:  # written before power_w
-            values["power_w"] = data["power_watts"]
-        return cls(**values)
 
 
 class GpuCollector:
@@ -151,7 +113,7 @@ class GpuCollector:
         handle = self._handle(index)
         name = self._names.get(index)
         if handle is None:
-            return GpuReading(index, name, None, None, None, None, None, None, None)
+            return GpuReading(index, name)
         util = nvml.query("nvmlDeviceGetUtilizationRates", handle)
         memory = nvml.query("nvmlDeviceGetMemoryInfo", handle)
         power_mw = nvml.query("nvmlDeviceGetPowerUsage", handle)
@@ -176,11 +138,16 @@ class GpuCollector:
             power_limit_w=_scaled(limit_mw, 1000),
             throttle_reasons=throttle_words(reasons),
             energy_j=_scaled(energy_mj, 1000),
-            **gpm,
+            sm_active_percent=gpm.get("sm_active_percent"),
+            sm_occupancy_percent=gpm.get("sm_occupancy_percent"),
+            tensor_active_percent=gpm.get("tensor_active_percent"),
+            fp32_active_percent=gpm.get("fp32_active_percent"),
+            fp16_active_percent=gpm.get("fp16_active_percent"),
+            dram_active_percent=gpm.get("dram_active_percent"),
         )
 
 
-def throttle_words(mask: Any) -> list[str] | None:
+def throttle_words(mask: Any) -> tuple[str, ...] | None:
     """The clock-event reason bitmask as words ("power cap", ...); GpuIdle is not a reason; None when unknown."""
     if mask is None or isinstance(mask, bool):
         return None
@@ -192,7 +159,7 @@ def throttle_words(mask: Any) -> list[str] | None:
     unknown = bits & ~sum(CLOCK_EVENT_WORDS)
     if unknown:
         words.append(f"other reason 0x{unknown:x}")
-    return words
+    return tuple(words)
 
 
 def _number(value: Any) -> float | None:

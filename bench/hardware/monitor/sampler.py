@@ -12,12 +12,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from bench.hardware.monitor.cpu import CpuCollector
-from bench.hardware.monitor.gpu import GpuCollector, GpuReading, GpuUnavailable
+from bench.hardware.monitor.gpu import GpuCollector, GpuUnavailable
 from bench.hardware.monitor.rapl import POWERCAP_ROOT, RaplReader
+from bench.readings import Sample  # the one sample type, shared with the records
 
 __all__ = ["Sample", "Sampler"]
 
@@ -25,48 +25,6 @@ logger = logging.getLogger(__name__)
 
 THREAD_NAME = "bench-sampler"
 GPU_MONITORING_OFF_REASON = "GPU monitoring is turned off for this run."
-
-
-@dataclass(frozen=True)
-class Sample:
-    """CPU, RAM and GPU readings at ``t_s`` seconds after the sampler started; None where not measured."""
-
-    t_s: float
-    cpu_percent: float | None  # host, mean over cores, 0..100
-    cpu_per_core: list[float] = field(default_factory=list)  # host, each 0..100
-    process_cpu_percent: float | None = None  # worker tree, percent of one core (can exceed 100)
-    process_rss_mib: float | None = None  # worker tree
-    ram_used_mib: float | None = None  # host
-    gpus: list[GpuReading] = field(default_factory=list)
-    cpu_energy_j: float | None = None  # RAPL package joules since the sampler started, cumulative
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: t_s, cpu_percent, cpu_per_core, process_cpu_percent, process_rss_mib, ram_used_mib, gpus,
-        cpu_energy_j."""
-        return {
-            "t_s": self.t_s,
-            "cpu_percent": self.cpu_percent,
-            "cpu_per_core": list(self.cpu_per_core),
-            "process_cpu_percent": self.process_cpu_percent,
-            "process_rss_mib": self.process_rss_mib,
-            "ram_used_mib": self.ram_used_mib,
-            "gpus": [gpu.to_dict() for gpu in self.gpus],
-            "cpu_energy_j": self.cpu_energy_j,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Sample:
-        """Inverse of :meth:`to_dict`; missing keys become None (or empty lists)."""
-        return cls(
-            t_s=float(data["t_s"]),
-            cpu_percent=data.get("cpu_percent"),
-            cpu_per_core=[float(x) for x in data.get("cpu_per_core") or []],
-            process_cpu_percent=data.get("process_cpu_percent"),
-            process_rss_mib=data.get("process_rss_mib"),
-            ram_used_mib=data.get("ram_used_mib"),
-            gpus=[GpuReading.from_dict(gpu) for gpu in data.get("gpus") or []],
-            cpu_energy_j=data.get("cpu_energy_j"),
-        )
 
 
 class Sampler:
@@ -183,12 +141,12 @@ class Sampler:
         with self._collect_lock:
             t_s = self._clock() - self._t0_s
             cpu = self._cpu.collect()
-            gpus = self._gpu.collect() if self._gpu is not None else []
+            gpus = tuple(self._gpu.collect()) if self._gpu is not None else ()
             cpu_energy_j = self._rapl.read_j()
         return Sample(
             t_s=t_s,
             cpu_percent=cpu.cpu_percent,
-            cpu_per_core=cpu.cpu_per_core,
+            cpu_per_core=tuple(cpu.cpu_per_core),
             process_cpu_percent=cpu.process_cpu_percent,
             process_rss_mib=cpu.process_rss_mib,
             ram_used_mib=cpu.ram_used_mib,
