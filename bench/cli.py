@@ -323,9 +323,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         except ValueError:
             raise UsageError(f"--steps-per-execution {args.steps_per_execution!r}: give whole numbers, "
                              "e.g. 1,8,32") from None
+    counts = None
+    if args.devices is not None:
+        try:
+            counts = [int(n) for n in args.devices.split(",") if n.strip()]
+        except ValueError:
+            raise UsageError(f"--devices {args.devices!r}: give whole numbers of devices, e.g. 1,2,4") from None
     targets = compare.parse_targets(args.targets)
     configs = sweeps.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches,
-                                    steps_per_execution=steps)
+                                    steps_per_execution=steps, devices=counts)
     from bench.hardware import peak_cache, probe
     from bench.runs.jobs import JobManager
 
@@ -343,22 +349,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     records, saved = _run_many(configs, manager)
     if not args.no_peak:
         entries = _peaks_after_runs(manager, entries)
-    rows = [sweeps.sweep_row(r, entries.get(compare.target(r))) for r in records]
+    rows = sweeps.with_scaling([sweeps.sweep_row(r, entries.get(compare.target(r))) for r in records])
     peaks = {t: (e or {}).get("peak_gflops") for t, e in entries.items()}
     if args.json_path:
         document = records_module.sweep_record(rows, peaks, records)
         document["peaks"] = {t: e for t, e in entries.items()}  # where each peak came from: sizes, date, conditions
         _write_json(args.json_path, document)
     wide = sweeps.wide_window_rows(rows)
-    print(f"{'size':>4} {'batch':>6} {'steps':>5} {'target':>7} {'params':>12} {'steady s':>9} {'samples/s':>10} "
-          f"{'GFLOP/s':>8} {'peak':>8} {'of peak':>8} {'GPU %':>6} {'CPU %':>6}  diagnosis")
+    print(f"{'size':>4} {'batch':>6} {'steps':>5} {'target':>7} {'dev':>3} {'params':>12} {'steady s':>9} "
+          f"{'samples/s':>10} {'scaling':>7} {'GFLOP/s':>8} {'peak':>8} {'of peak':>8} {'GPU %':>6} {'CPU %':>6}  "
+          "diagnosis")
     for row in rows:
         def f(v: Any, fmt: str) -> str:
             return format(v, fmt) if v is not None else "—"
         share = "re-probe" if row["peak_stale"] else f(row["peak_fraction"], ".0%")
         print(f"{row['size']:>4} {row['batch_size']:>6} {row['steps_per_execution']:>5} {row['target']:>7} "
-              f"{f(row['params'], ',d'):>12} "
+              f"{row['devices']:>3} {f(row['params'], ',d'):>12} "
               f"{f(row['steady_epoch_seconds'], '.3f'):>9} {f(row['samples_per_s'], ',.0f'):>10} "
+              f"{f(row['scaling_efficiency'], '.0%'):>7} "
               f"{f(row['achieved_gflops'], '.1f'):>8} {f(row['peak_gflops'], '.1f'):>8} {share:>8} "
               f"{f(row['mean_gpu_util_percent'], '.0f'):>6} {f(row['mean_cpu_percent'], '.0f'):>6}"
               f"{' *' if row in wide else '  '} {row.get('diagnosis_kind') or '—'}")
@@ -370,6 +378,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               "measured again when no run is active (`python -m bench.hardware.probe --refresh`).")
     if wide:
         print(f"* {sweeps.WIDE_WINDOW_NOTE}")
+    for row in rows:
+        if row.get("scaling_diagnosis"):
+            print(f"{row['size']} on {row['target']} x {row['devices']}: {row['scaling_diagnosis']}")
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved

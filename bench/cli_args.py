@@ -73,9 +73,16 @@ def add_run_options(p: argparse.ArgumentParser, *, with_device: bool = True, ste
     p.add_argument("--precision", default=d.precision, help="float32 or mixed_float16")
     p.add_argument("--jit-compile", action="store_true", help="compile with XLA (off by default)")
     if steps_list:
+        p.add_argument("--devices", dest="devices", default=None,
+                       help="comma list of device counts, a sweep axis, e.g. 1,2,4: data-parallel on the first N "
+                            "devices of each target (cpu: N logical CPU devices; gpus: the first N GPUs)")
         p.add_argument("--steps-per-execution", dest="steps_per_execution", default=None,
                        help="comma list of training steps per compiled call, a sweep axis, e.g. 1,8,32 (default 1)")
     else:
+        p.add_argument("--devices", dest="devices", type=_positive_int, default=None,
+                       help="train data-parallel on the first N devices of the target's kind (cpu: N logical CPU "
+                            "devices; gpus: the first N GPUs); tensorflow and jax backends (default: one device, "
+                            "every GPU for gpus)")
         p.add_argument("--steps-per-execution", dest="steps_per_execution", type=_positive_int,
                        default=d.steps_per_execution,
                        help="training steps per compiled call (default 1; tensorflow and jax backends)")
@@ -92,6 +99,9 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
     spe = getattr(args, "steps_per_execution", None)
     if isinstance(spe, int):
         values["steps_per_execution"] = spe
+    count = getattr(args, "devices", None)
+    if isinstance(count, int):
+        values["devices"] = count
     values.update(overrides)
     return RunConfig(**values)
 

@@ -22,6 +22,10 @@ STEPS_PER_EXECUTION_MAX = 1024
 # Keras 3 runs several steps per call of its compiled train function on these backends only; its torch trainer
 # raises "`steps_per_execution` must be 1 with the PyTorch backend".
 STEPS_PER_EXECUTION_BACKENDS = ("tensorflow", "jax")
+DEVICES_MAX = 64
+# Keras trains data-parallel through TensorFlow's MirroredStrategy and keras.distribution.DataParallel (JAX); Keras has
+# no data-parallel distribution under torch.
+DATA_PARALLEL_BACKENDS = ("tensorflow", "jax")
 INTERVAL_MIN_S = 0.1
 INTERVAL_MAX_S = 10.0
 OPTIMIZERS = ("adam", "sgd", "rmsprop", "adamw")
@@ -51,6 +55,9 @@ class RunConfig:
     steps_per_execution: int = 1  # training steps per call of the compiled train function (Keras compile())
     npz_path: str | None = None  # dataset "npz" only
     backend: str = field(default_factory=settings.default_backend)
+    # Data-parallel over the first N devices of the target's kind: cpu (or cpu/T) split into N logical CPU devices,
+    # gpus the first N GPUs. None: the target's own (one device; every GPU for gpus).
+    devices: int | None = None
 
     # ----------------------------------------------------------------------------------------------------------------
     def effective_learning_rate(self) -> float:
@@ -79,7 +86,8 @@ class RunConfig:
         except ValueError:  # not validated yet: show the device as given
             where = str(self.device)
         spe = f" · {self.steps_per_execution} steps/exec" if self.steps_per_execution != 1 else ""
-        return f"{self.model}{size} · {self.dataset} · {where} · batch {self.batch_size}{spe}"
+        on = f" × {self.devices} devices" if self.devices and self.devices > 1 else ""
+        return f"{self.model}{size} · {self.dataset} · {where}{on} · batch {self.batch_size}{spe}"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -152,6 +160,7 @@ class RunConfig:
             errors.append(f"sample limit must be a whole number >= 1, or empty for the whole set (got {self.limit_samples!r})")
 
         errors.extend(self._device_errors(hardware))
+        errors.extend(self._data_parallel_errors(hardware))
 
         info = None
         if not isinstance(self.dataset, str) or (self.dataset not in datasets.DATASETS):
@@ -184,6 +193,52 @@ class RunConfig:
         if errors:
             raise ConfigError(errors)
         return self
+
+    def _data_parallel_errors(self, hardware: Any | None) -> list[str]:
+        """``devices``: a whole number within what the target's kind has here, on a backend that trains data-parallel,
+        splitting the batch evenly."""
+        n = self.devices
+        if n is None:
+            return []
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= DEVICES_MAX:
+            return [f"devices must be a whole number from 1 to {DEVICES_MAX}, or empty for the target's own "
+                    f"(got {n!r})"]
+        try:
+            target = Target.from_device(self.device)
+        except (TypeError, ValueError):
+            return []  # the device's own message says what is wrong
+        if n == 1:
+            return []
+        errors = []
+        if self.backend not in DATA_PARALLEL_BACKENDS:
+            errors.append(f"training on {n} devices needs the TensorFlow or JAX backend: Keras has no data-parallel "
+                          f"distribution under {self.backend}; set devices to 1, or set KERAS_BACKEND to tensorflow "
+                          "or jax")
+        if target.kind == "gpu":
+            errors.append(f"{self.device} is one GPU; to train on {n} GPUs pick the target 'gpus' with devices {n}")
+        elif target.is_cpu:
+            cores = self.cpu_threads if isinstance(self.cpu_threads, int) and self.cpu_threads else devices.all_cores()
+            if n > cores:
+                errors.append(f"devices {n} is more than the {cores} CPU core(s) this run has: each logical CPU "
+                              f"device needs a core; pick at most {cores}")
+        else:
+            hw = hardware if hardware is not None else devices.discover()
+            count = len(hw.gpus)
+            if n > count:
+                errors.append(f"devices {n} is more than the {count} GPU(s) this machine has; pick at most {count}")
+        if isinstance(self.batch_size, int) and self.batch_size % n:
+            errors.append(f"batch size {self.batch_size} does not split evenly over {n} devices; pick a multiple of "
+                          f"{n} (each device trains batch size / {n} samples a step)")
+        return errors
+
+    def device_count(self, hardware: Any | None = None) -> int:
+        """How many devices this run trains on: ``devices``, else one (every GPU for 'gpus')."""
+        if self.devices is not None:
+            return self.devices
+        if self.device == "gpus":
+            hw = hardware if hardware is not None else devices.discover()
+            return max(1, len(hw.gpus))
+        return 1
 
     def _device_errors(self, hardware: Any | None) -> list[str]:
         if not isinstance(self.device, str):

@@ -103,8 +103,13 @@ class PacedWorker:
         batches = max(1, -(-n_train // int(config.get("batch_size") or 128)))
         epoch_s = min(self.max_epoch_s, max(self.min_epoch_s, batches * self.step_s))
         updates = max(1, round(epoch_s / 0.1))  # progress at most ~10 times a second, as the worker reports it
+        replicas = int(config.get("devices") or 1)  # the devices the run asked for, replayed at one device's pace
+        names = [f"/device:CPU:{i}" for i in range(replicas)]
+        batch_size = int(config.get("batch_size") or 128)
         emit(events.STARTED, pid=os.getpid(), framework="replayed (no framework)", backend="replayed",
-             devices_seen=["/device:CPU:0"], placement="/device:CPU:0", replicas=1, replica_devices=["/device:CPU:0"],
+             devices_seen=names, placement="/device:CPU:0", replicas=replicas, replica_devices=names,
+             distribution="replayed" if replicas > 1 else None, global_batch_size=batch_size,
+             per_device_batch_size=batch_size // replicas,
              params=203530, flops_per_sample=1_221_180, model_description="MLP s (replayed)",
              dataset_description="replayed", n_train=n_train, n_test=n_train // 5, precision="float32",
              jit_compile=False, threads=int(config.get("cpu_threads") or os.cpu_count() or 1))

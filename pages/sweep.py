@@ -7,7 +7,7 @@ import streamlit as st
 from bench.output import charts
 from bench.analysis import compare, sweeps
 from bench.training import models
-from bench.hardware import peak_cache
+from bench.hardware import devices, peak_cache
 from bench.config import ConfigError
 from ui import common, config_form, live, results
 
@@ -27,7 +27,7 @@ st.session_state.setdefault("swp_epochs", 3)
 st.session_state.setdefault("swp_limit", 30000)
 st.session_state.setdefault("swp_interval", 0.2)
 base = config_form.config_form(hardware, prefix="swp", with_device=False, disabled=not common.can_control())
-c1, c2, c3, c4 = st.columns(4)
+c1, c2, c3, c4, c5 = st.columns(5)
 sizes = c1.multiselect("Sizes", list(models.SIZES), default=["xs", "s", "m"], key="swp_sizes")
 batches = c2.multiselect("Batch sizes (empty = the one above)", [32, 64, 128, 256, 512, 1024], key="swp_batches")
 steps = c3.multiselect("Steps per execution (empty = the one above)", [1, 2, 4, 8, 16, 32, 64, 128],
@@ -35,13 +35,19 @@ steps = c3.multiselect("Steps per execution (empty = the one above)", [1, 2, 4, 
                        "call spread the per-step host work over more batches: the test of a host-bound run.")
 options = common.target_options(hardware)
 targets = c4.multiselect("Targets", options, default=["cpu"], key="swp_targets")
+most = max(devices.all_cores(), len(hardware.gpus))
+device_counts = c5.multiselect(
+    "Devices (data-parallel; empty = one)", [n for n in (1, 2, 4, 8, 16) if n <= most], key="swp_devices",
+    help="Train each point on the first N devices of its target at the same global batch: cpu split into N logical "
+         "CPU devices, gpus the first N GPUs (TensorFlow's MirroredStrategy, or keras.distribution.DataParallel "
+         "under JAX). Shows what N devices buy: throughput with N over N × one device.")
 
 if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:", key="start_sweep",
              disabled=not common.can_control()):
     try:
         chosen = compare.parse_targets(targets)
         configs = sweeps.sweep_configs(base, sizes, chosen, batches or None, hardware,
-                                        steps_per_execution=steps or None)
+                                        steps_per_execution=steps or None, devices=device_counts or None)
         # each target's matmul peak is probed in the queue, before the sweep's runs and never during a run
         peaks = {str(t): next(c for c in configs if c.target() == t) for t in chosen}
         manager.submit_group("sweep", configs, targets=targets, peaks=peaks)
@@ -66,11 +72,11 @@ def sweep_panel() -> None:
     st.progress(done / len(runs), text=f"{done} of {len(runs)} points done")
     entries = group.peak_entries
     records = [snap.record() for snap in runs]
-    rows = [sweeps.sweep_row(r, entries.get(compare.target(r)) or peaks.get(compare.target(r)))
-            | {"state": snap.phase} for r, snap in zip(records, runs)]
+    rows = sweeps.with_scaling([sweeps.sweep_row(r, entries.get(compare.target(r)) or peaks.get(compare.target(r)))
+                                | {"state": snap.phase} for r, snap in zip(records, runs)])
     shown = [r | {"peak_share": sweeps.peak_share_text(r)} for r in rows]
-    results.sweep_table(shown, ["run_id", "size", "batch_size", "steps_per_execution", "target", "state", "params",
-                                "steady_epoch_seconds", "samples_per_s", "achieved_gflops", "peak_gflops",
+    results.sweep_table(shown, ["run_id", "size", "batch_size", "steps_per_execution", "target", "devices", "state",
+                                "params", "steady_epoch_seconds", "samples_per_s", "scaling_efficiency", "achieved_gflops", "peak_gflops",
                                 "peak_share", "mean_cpu_percent", "mean_gpu_util_percent", *results.GPM_KEYS,
                                  "diagnosis_kind"])
     for target, entry in entries.items():

@@ -60,12 +60,15 @@ SWEEP_COLUMNS = {  # sweep row key -> (column title, number format); "—" where
     "mean_cpu_percent": ("CPU %", "{:.0f}"),
     "mean_gpu_util_percent": ("GPU %", "{:.0f}"), "sm_active_percent": ("SM active %", "{:.0f}"),
     "tensor_active_percent": ("tensor active %", "{:.0f}"), "steps_per_execution": ("steps/exec", None),
-    "diagnosis_kind": ("diagnosis", None),
+    "diagnosis_kind": ("diagnosis", None), "devices": ("devices", None),
+    "scaling_efficiency": ("scaling", "{:.0%}"),
 }
+SCALING_KEYS = ("devices", "scaling_efficiency")  # shown when a sweep has more than one device count
 SWEEP_HELP = {
     "GPU %": "NVML utilization: the share of time any kernel ran, not how much of the chip worked",
     "SM active %": "NVML GPM: the share of the streaming multiprocessors' time spent working (Hopper and newer)",
     "tensor active %": "NVML GPM: the share of time the tensor cores worked (Hopper and newer)",
+    "scaling": "samples/s with N devices over N × samples/s with one device, at the same global batch",
 }
 GPM_KEYS = ("sm_active_percent", "tensor_active_percent")
 
@@ -85,8 +88,9 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
     that does not exist. The GPM columns appear when a row is on a GPU or has a GPM reading."""
     frame = pd.DataFrame(rows)
     gpu = any(_on_gpu_row(r) for r in rows) or any(r.get(k) is not None for r in rows for k in GPM_KEYS)
+    several = len({r.get("devices") or 1 for r in rows}) > 1
     keys = [k for k in keys if (k in frame.columns or k not in ("steps_per_execution", "diagnosis_kind"))
-            and (gpu or k not in GPM_KEYS)]
+            and (gpu or k not in GPM_KEYS) and (several or k not in SCALING_KEYS)]
     frame = frame.reindex(columns=list(keys)).rename(columns={k: SWEEP_COLUMNS[k][0] for k in keys})
     frame, config = text_table(frame, {SWEEP_COLUMNS[k][0]: SWEEP_COLUMNS[k][1] for k in keys})
     for title, text in SWEEP_HELP.items():
@@ -130,6 +134,24 @@ def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, k
         pairs = sweeps.sweep_speedups(rows, targets[0], targets[1])
         right.plotly_chart(figure("swp_speedup", lambda: charts.sweep_speedup_figure(
             pairs, f"{targets[1]} vs {targets[0]}")), key=f"{key}_speedup", config=CHART_CONFIG)
+    if len({r.get("devices") or 1 for r in rows}) > 1:
+        scaling_chart(rows, figure, key=key)
+
+
+def scaling_chart(rows: Sequence[Mapping[str, Any]], figure: Any, *, key: str) -> None:
+    """A sweep over device counts: scaling efficiency against N, and where the exchange between devices sets the
+    pace, the diagnosis with the knob that tests it."""
+    left, right = st.columns(2)
+    left.plotly_chart(figure("swp_scaling", lambda: charts.scaling_figure(rows)), key=f"{key}_scaling",
+                      config=CHART_CONFIG)
+    notes = [f"**{r['size']} on {r['target']} × {r['devices']}**: {r['scaling_diagnosis']}" for r in rows
+             if r.get("scaling_diagnosis")]
+    with right:
+        if notes:
+            st.info("\n\n".join(notes), icon=":material/sync_alt:")
+        elif any(r.get("scaling_efficiency") is not None and (r.get("devices") or 1) > 1 for r in rows):
+            st.success("Every point scales to at least "
+                       f"{sweeps.EXCHANGE_BOUND_EFFICIENCY:.0%} of N × its one-device throughput.")
 
 
 def show_shipped_sweep(path: Path, *, key: str) -> None:

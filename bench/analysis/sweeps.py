@@ -1,6 +1,7 @@
-"""Sweeps: short runs over model sizes (and batch sizes, steps per execution) on one or more targets, each finished
-run turned into a row (parameters, steady epoch time, samples/s, achieved GFLOP/s against the measured peak, mean
-utilization), and the speed-ups and targets the Sweep page and `bench sweep` show from those rows."""
+"""Sweeps: short runs over model sizes (and batch sizes, steps per execution, device counts) on one or more targets,
+each finished run turned into a row (parameters, steady epoch time, samples/s, achieved GFLOP/s against the measured
+peak, mean utilization, scaling over one device), and the speed-ups and targets the Sweep page and `bench sweep` show
+from those rows."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from bench.training import models
 
 def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Target | str],
                   batch_sizes: Sequence[int] | None = None, hardware: Any | None = None, *,
-                  steps_per_execution: Sequence[int] | None = None) -> list[RunConfig]:
-    """Every (size, batch size, steps per execution, target) point as a validated config, in run order (size-major;
-    the targets of one point run back to back, so noise hits both sides of a speed-up alike)."""
+                  steps_per_execution: Sequence[int] | None = None,
+                  devices: Sequence[int] | None = None) -> list[RunConfig]:
+    """Every (size, batch size, steps per execution, device count, target) point as a validated config, in run order
+    (size-major; the targets and device counts of one point run back to back, so noise hits both sides of a speed-up
+    alike). ``devices``: data-parallel device counts (1 = one device), a scaling axis."""
     if not sizes:
         raise ConfigError([f"give at least one model size, e.g. --sizes xs,s,m (from {', '.join(models.SIZES)})"])
     if batch_sizes is not None and not batch_sizes:
@@ -26,6 +29,8 @@ def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Targe
     if steps_per_execution is not None and not steps_per_execution:
         raise ConfigError(["give at least one steps-per-execution value, e.g. --steps-per-execution 1,8,32, or leave "
                            "the option out"])
+    if devices is not None and not devices:
+        raise ConfigError(["give at least one device count, e.g. --devices 1,2, or leave the option out"])
     bad = [s for s in sizes if s not in models.SIZES]
     if bad:
         raise ConfigError([f"unknown size(s) {', '.join(bad)}; pick from {', '.join(models.SIZES)}"])
@@ -33,15 +38,19 @@ def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Targe
         raise ConfigError([f"a sweep varies the model size; pick a family ({', '.join(models.FAMILIES)}), "
                            f"not the fixed preset {base.model!r}"])
     configs = []
-    for size, batch, steps, name in itertools.product(sizes, batch_sizes or [base.batch_size],
-                                                      steps_per_execution or [base.steps_per_execution], targets):
-        configs.append(base.replace(size=size, batch_size=int(batch), steps_per_execution=steps).with_target(name))
+    counts: Sequence[int | None] = devices or [base.devices]
+    for size, batch, steps, name, count in itertools.product(sizes, batch_sizes or [base.batch_size],
+                                                             steps_per_execution or [base.steps_per_execution], targets,
+                                                             counts):
+        configs.append(base.replace(size=size, batch_size=int(batch), steps_per_execution=steps,
+                                    devices=count).with_target(name))
     errors: list[str] = []
     for config in configs:
         try:
             config.validate(hardware)
         except ConfigError as exc:
-            errors.extend(f"{config.size}/{config.batch_size}/{config.steps_per_execution}/{config.target()}: {e}"
+            on = f" x {config.devices}" if config.devices else ""
+            errors.extend(f"{config.size}/{config.batch_size}/{config.steps_per_execution}/{config.target()}{on}: {e}"
                           for e in exc.errors)
     if errors:
         raise ConfigError(sorted(set(errors)))
@@ -69,6 +78,8 @@ def sweep_row(record: Mapping[str, Any], peak: float | Mapping[str, Any] | None)
         "batch_size": config.get("batch_size"),
         "steps_per_execution": config.get("steps_per_execution") or 1,  # 1 in records made before the setting
         "target": text_of_record(record),
+        "devices": device_count(record),
+        "per_device_batch_size": info.get("per_device_batch_size"),
         "params": info.get("params"),
         "flops_per_sample": flops,
         "steady_epoch_seconds": summary.get("steady_epoch_seconds"),
@@ -89,6 +100,50 @@ def sweep_row(record: Mapping[str, Any], peak: float | Mapping[str, Any] | None)
         "diagnosis": verdict["verdict"],
         "diagnosis_kind": verdict.get("kind"),
     }
+
+
+def device_count(record: Mapping[str, Any]) -> int:
+    """The devices a run trained on: the replicas its worker reported, else the count its config asked for, else 1."""
+    info = record.get("info") or {}
+    replicas = info.get("replicas")
+    if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 1:
+        return replicas
+    asked = (record.get("config") or {}).get("devices")
+    return asked if isinstance(asked, int) and not isinstance(asked, bool) and asked >= 1 else 1
+
+
+# Below this share of N x the one-device throughput, the exchange between devices sets the pace, not the arithmetic.
+EXCHANGE_BOUND_EFFICIENCY = 0.75
+
+
+def with_scaling(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with, for each point that has a one-device row (same size, batch size, steps and target),
+    ``speedup_over_one_device`` (samples/s with N over samples/s with 1) and ``scaling_efficiency`` (samples/s with N
+    over N x samples/s with 1); None where there is no such row or no throughput. ``scaling_diagnosis`` says when the
+    exchange between devices sets the pace (efficiency below EXCHANGE_BOUND_EFFICIENCY), with the knob that tests it."""
+    def point(row: Mapping[str, Any]) -> tuple[Any, ...]:
+        return (row.get("size"), row.get("batch_size"), row.get("steps_per_execution") or 1,
+                canonical(str(row.get("target"))))
+
+    one = {point(r): r.get("samples_per_s") for r in rows if (r.get("devices") or 1) == 1}
+    out = []
+    for row in rows:
+        count, rate, base = row.get("devices") or 1, row.get("samples_per_s"), one.get(point(row))
+        speedup = rate / base if rate and base else None
+        efficiency = speedup / count if speedup is not None else None
+        out.append({**row, "speedup_over_one_device": speedup, "scaling_efficiency": efficiency,
+                    "scaling_diagnosis": _exchange_bound(row, count, efficiency)})
+    return out
+
+
+def _exchange_bound(row: Mapping[str, Any], count: int, efficiency: float | None) -> str | None:
+    if count < 2 or efficiency is None or efficiency >= EXCHANGE_BOUND_EFFICIENCY:
+        return None
+    per_device = row.get("per_device_batch_size") or (row.get("batch_size") or 0) // count
+    return (f"{count} devices give {efficiency:.0%} of {count}x the one-device throughput: the exchange between "
+            f"devices (gradients summed every step) and the per-step host work, not the arithmetic, set the pace. "
+            f"Each device trains {per_device} samples a step; a larger per-device batch (batch size "
+            f"{(row.get('batch_size') or 0) * 4}) gives each exchange more arithmetic, and tests this.")
 
 
 def peak_share_text(row: Mapping[str, Any]) -> str:
@@ -123,12 +178,12 @@ def sweep_speedups(rows: Sequence[Mapping[str, Any]], baseline_target: Target | 
                    other_target: Target | str) -> list[dict[str, Any]]:
     """Speed-up of other_target over baseline_target per (size, batch, steps per execution) point, from steady epoch
     times."""
-    by_point: dict[tuple[Any, Any, Any], dict[str, Mapping[str, Any]]] = {}
+    by_point: dict[tuple[Any, Any, Any, Any], dict[str, Mapping[str, Any]]] = {}
     for row in rows:
-        point = (row["size"], row["batch_size"], row.get("steps_per_execution") or 1)
+        point = (row["size"], row["batch_size"], row.get("steps_per_execution") or 1, row.get("devices") or 1)
         by_point.setdefault(point, {})[canonical(row["target"])] = row
     out = []
-    for (size, batch, steps), group in by_point.items():
+    for (size, batch, steps, _), group in by_point.items():
         a, b = group.get(canonical(baseline_target)), group.get(canonical(other_target))
         if a and b and a.get("steady_epoch_seconds") and b.get("steady_epoch_seconds"):
             out.append({"size": size, "batch_size": batch, "steps_per_execution": steps, "params": a.get("params"),

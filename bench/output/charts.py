@@ -272,6 +272,8 @@ def _by_target(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str,
                 label += f" · batch {row.get('batch_size')}"
             if len({r.get("steps_per_execution") or 1 for r in rows}) > 1:
                 label += f" · {row.get('steps_per_execution') or 1} steps/exec"
+            if len({r.get("devices") or 1 for r in rows}) > 1:
+                label += f" × {row.get('devices') or 1}"
             groups.setdefault(label, []).append(row)
     return {k: sorted(v, key=lambda r: r["params"]) for k, v in groups.items()}
 
@@ -340,6 +342,34 @@ def sweep_speedup_figure(speedups: Sequence[Mapping[str, Any]], label: str) -> g
     fig.update_layout(xaxis=_params_axis(pts))
     fig.update_yaxes(title="speed-up (x)", rangemode="tozero")
     return _layout(fig, f"Speed-up vs model size: {label}")
+
+
+def scaling_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Scaling efficiency (samples/s with N devices over N x samples/s with one) against the device count, one line
+    per model size (and target, batch size), with perfect scaling (100 %) dotted; the speed-up over one device on
+    hover. Points without a one-device row to compare with are left out."""
+    fig = go.Figure()
+    lines: dict[str, list[Mapping[str, Any]]] = {}
+    targets = len({str(r.get("target")) for r in rows}) > 1
+    batches = len({r.get("batch_size") for r in rows}) > 1
+    for row in rows:
+        if row.get("scaling_efficiency") is None:
+            continue
+        label = str(row.get("size")) + (f" · {row.get('target')}" if targets else "") + (
+            f" · batch {row.get('batch_size')}" if batches else "")
+        lines.setdefault(label, []).append(row)
+    for i, (label, group) in enumerate(lines.items()):
+        group = sorted(group, key=lambda r: r.get("devices") or 1)
+        fig.add_scatter(x=[r.get("devices") or 1 for r in group], y=[100 * r["scaling_efficiency"] for r in group],
+                        mode="lines+markers", name=label, line={"color": PALETTE[i % len(PALETTE)]},
+                        customdata=[r.get("speedup_over_one_device") for r in group],
+                        hovertemplate="%{x} devices → %{y:.0f} % of perfect (%{customdata:.2f}x one device)"
+                                      "<extra>%{fullData.name}</extra>")
+    fig.add_hline(y=100, line={"color": "#9aa3b2", "dash": "dot"})
+    counts = sorted({r.get("devices") or 1 for r in rows})
+    fig.update_xaxes(title="devices (data-parallel)", tickvals=counts, type="log" if len(counts) > 2 else "linear")
+    fig.update_yaxes(title="scaling efficiency %", rangemode="tozero")
+    return _layout(fig, "Scaling over devices: throughput with N / (N × one device)")
 
 
 def sweep_gflops_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:

@@ -28,17 +28,22 @@ def prepare_environment(config: dict[str, Any]) -> dict[str, str]:
     """Environment a worker must have before the framework loads. Returns the variables it set (for the record)."""
     changes: dict[str, str] = {"KERAS_BACKEND": config.get("backend") or "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
     device = config.get("device", "cpu")
+    parallel = requested_devices(config)
     if device == "cpu":
         changes["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run must not be able to touch a GPU
         changes["JAX_PLATFORMS"] = "cpu"
+        if parallel > 1 and changes["KERAS_BACKEND"] == "jax":  # JAX splits the host into N devices at import
+            kept = [f for f in os.environ.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f]
+            changes["XLA_FLAGS"] = " ".join([*kept, f"--xla_force_host_platform_device_count={parallel}"])
     else:  # gpu:N or gpus: name GPUs by UUID so CUDA's numbering cannot pick a different card than NVML's
         from bench.hardware import devices
 
         hw = devices.discover()
         changes["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-        if device == "gpus":
+        if device == "gpus":  # every GPU, or the first N of them (config "devices")
+            gpus = [d for d in devices.device_choices(hw) if d != "cpu"]
             changes["CUDA_VISIBLE_DEVICES"] = ",".join(
-                devices.cuda_visible_devices_for(d, hw) for d in devices.device_choices(hw) if d != "cpu")
+                devices.cuda_visible_devices_for(d, hw) for d in (gpus[:parallel] if config.get("devices") else gpus))
         else:
             changes["CUDA_VISIBLE_DEVICES"] = devices.cuda_visible_devices_for(device, hw)
         # Allocate GPU memory as the model needs it: JAX would take 75 % and TensorFlow all of it at start, so NVML's
@@ -52,7 +57,8 @@ def prepare_environment(config: dict[str, Any]) -> dict[str, str]:
             changes[name] = str(threads)
         changes["TF_NUM_INTEROP_THREADS"] = "1"
         if threads == 1:
-            changes["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+            xla = changes.get("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))
+            changes["XLA_FLAGS"] = (xla + " --xla_cpu_multi_thread_eigen=false").strip()
     os.environ.update(changes)
     if threads and hasattr(os, "sched_setaffinity"):
         cores = sorted(os.sched_getaffinity(0))
@@ -60,35 +66,33 @@ def prepare_environment(config: dict[str, Any]) -> dict[str, str]:
     return changes
 
 
-def logical_cpus() -> int:
-    """BENCH_LOGICAL_CPUS=N (N >= 2) splits the CPU into N logical devices and mirrors a CPU run across them, so the
-    multi-device (MirroredStrategy) path can be exercised on a machine without GPUs. TensorFlow only."""
-    try:
-        return max(0, int(os.environ.get("BENCH_LOGICAL_CPUS", "0")))
-    except ValueError:
-        return 0
+def requested_devices(config: dict[str, Any]) -> int:
+    """The devices a run asked to train data-parallel on (config "devices"); 1 when it named none."""
+    value = config.get("devices")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
 
 
-_SETUP: dict[tuple[str, int | None], tuple[str, list[str]]] = {}  # done once per process (a pre-started worker)
+_SETUP: dict[tuple[str, int | None, int], tuple[str, list[str]]] = {}  # once per process (a pre-started worker)
 
 
-def _framework_setup(backend: str, threads: int | None) -> tuple[str, list[str]]:
-    """Import the backend, apply thread limits, return (version string, devices it sees). Once per process:
-    TensorFlow refuses thread and logical-device settings after its runtime is up."""
-    key = (backend, threads)
+def _framework_setup(backend: str, threads: int | None, logical_cpus: int = 1) -> tuple[str, list[str]]:
+    """Import the backend, apply thread limits (and split the CPU into ``logical_cpus`` devices under TensorFlow),
+    return (version string, devices it sees). Once per process: TensorFlow refuses thread and logical-device settings
+    after its runtime is up."""
+    key = (backend, threads, logical_cpus)
     if key not in _SETUP:
-        _SETUP[key] = _framework_setup_once(backend, threads)
+        _SETUP[key] = _framework_setup_once(backend, threads, logical_cpus)
     return _SETUP[key]
 
 
-def _framework_setup_once(backend: str, threads: int | None) -> tuple[str, list[str]]:
+def _framework_setup_once(backend: str, threads: int | None, logical_cpus: int) -> tuple[str, list[str]]:
     if backend == "tensorflow":
         import tensorflow as tf
 
-        if logical_cpus() >= 2:
+        if logical_cpus >= 2:
             cpu = tf.config.list_physical_devices("CPU")[0]
             tf.config.set_logical_device_configuration(
-                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(logical_cpus())])
+                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(logical_cpus)])
         if threads:
             tf.config.threading.set_intra_op_parallelism_threads(int(threads))
             tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -274,7 +278,7 @@ class Training:
     plan: Any  # bench.training.models.ModelPlan
     y_train: Any  # labels as the loss wants them (one-hot for categorical_crossentropy)
     y_test: Any
-    strategy: Any  # a tf.distribute.MirroredStrategy, or None for one device
+    parallel: Parallel | None  # data-parallel over several devices, or None for one device
     model: Any = None  # built and compiled inside scope()
 
     @property
@@ -282,9 +286,9 @@ class Training:
         return int(len(self.data.x_train))
 
     def scope(self) -> Any:
-        """Where the model is built and trained: the strategy's scope, else keras.device(...) (none under torch)."""
-        if self.strategy is not None:
-            return self.strategy.scope()
+        """Where the model is built and trained: the distribution's scope, else keras.device(...) (none under torch)."""
+        if self.parallel is not None:
+            return self.parallel.handle.scope()
         import keras
 
         return _device_scope(keras, self.config.backend, keras_device_name(self.config.device))
@@ -301,18 +305,78 @@ class Training:
                 "validation_data": (data.x_test, self.y_test), "shuffle": True, "verbose": 0}
 
 
-def _strategy(cfg: Any) -> Any:
-    """A MirroredStrategy over every visible GPU ('gpus') or the logical CPUs (BENCH_LOGICAL_CPUS), else None."""
-    if cfg.backend == "tensorflow" and (cfg.device == "gpus" or (cfg.device == "cpu" and logical_cpus() >= 2)):
-        import tensorflow as tf
+@dataclasses.dataclass(frozen=True)
+class Parallel:
+    """Data-parallel training on several devices, through the engine TensorFlow or Keras provides (the project writes
+    no distribution of its own): each device holds the model and trains batch size / N samples of every step."""
 
-        if cfg.device == "gpus":
-            return tf.distribute.MirroredStrategy()  # every GPU this worker may see
-        return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(logical_cpus())])
+    engine: str  # "tf.distribute.MirroredStrategy" or "keras.distribution.DataParallel"
+    handle: Any  # the strategy or the distribution; its scope() is where the model is built and trained
+    devices: list[str]  # the replicas, as the engine names them
+
+    @property
+    def replicas(self) -> int:
+        return len(self.devices)
+
+
+def _mirrored(cfg: Any, count: int) -> Parallel:
+    import tensorflow as tf
+
     if cfg.device == "gpus":
-        raise RuntimeError(f"'gpus' (MirroredStrategy) needs the TensorFlow backend, not {cfg.backend}; "
-                           "pick a single gpu:N or set KERAS_BACKEND=tensorflow")
-    return None
+        strategy = tf.distribute.MirroredStrategy()  # every GPU this worker may see (the first N, when asked)
+    else:
+        strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(count)])
+    return Parallel("tf.distribute.MirroredStrategy", strategy, list(strategy.extended.worker_devices))
+
+
+def _keras_data_parallel(cfg: Any, count: int) -> Parallel:
+    import jax
+    import keras
+
+    visible = jax.devices()
+    chosen = visible if cfg.device == "gpus" and not cfg.devices else visible[:count]
+    distribution = keras.distribution.DataParallel(devices=chosen)
+    return Parallel("keras.distribution.DataParallel", distribution, [str(d) for d in chosen])
+
+
+DATA_PARALLEL = {"tensorflow": _mirrored, "jax": _keras_data_parallel}
+
+
+# keras.distribution.DataParallel shards every batch over the devices, the last one too, so each split's size must be
+# a multiple of the device count (TensorFlow's MirroredStrategy splits a short last batch unevenly by itself).
+EVEN_SPLIT_BACKENDS = ("jax",)
+
+
+def _split_evenly(data: Any, y_train: Any, y_test: Any, replicas: int) -> tuple[Any, Any, Any]:
+    """The data with each split cut to a multiple of ``replicas`` (at most replicas - 1 samples dropped from each);
+    the dataset's info then counts what trains."""
+    n_train, n_test = len(data.x_train) // replicas * replicas, len(data.x_test) // replicas * replicas
+    cut = dataclasses.replace(data, x_train=data.x_train[:n_train], y_train=data.y_train[:n_train],
+                              x_test=data.x_test[:n_test], y_test=data.y_test[:n_test],
+                              info=dataclasses.replace(data.info, n_train=n_train, n_test=n_test))
+    return cut, y_train[:n_train], y_test[:n_test]
+
+
+def _logical_cpus(config: dict[str, Any]) -> int:
+    """Logical CPU devices TensorFlow must make at start-up: the run's devices on a CPU target, else 1."""
+    return requested_devices(config) if config.get("device", "cpu") == "cpu" else 1
+
+
+def _parallel(cfg: Any) -> Parallel | None:
+    """Data-parallel on ``cfg.devices`` devices (every GPU for 'gpus' when it names none), else None for one device.
+
+    Raises:
+        RuntimeError: the backend has no data-parallel engine in Keras (torch).
+    """
+    count = requested_devices(cfg.to_dict())
+    if count < 2 and cfg.device != "gpus":
+        return None
+    engine = DATA_PARALLEL.get(cfg.backend)
+    if engine is None:
+        raise RuntimeError(f"training on several devices needs the TensorFlow or JAX backend, not {cfg.backend}: "
+                           "Keras has no data-parallel distribution there; pick a single device or set KERAS_BACKEND "
+                           "to tensorflow or jax")
+    return engine(cfg, count)
 
 
 def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | None = None) -> Training:
@@ -331,7 +395,7 @@ def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | N
     say = on_phase or (lambda phase: None)
     cfg = RunConfig.from_dict(config)
     say(f"importing {cfg.backend}")
-    version, devices_seen = _framework_setup(cfg.backend, cfg.cpu_threads)
+    version, devices_seen = _framework_setup(cfg.backend, cfg.cpu_threads, _logical_cpus(config))
 
     import keras
     import numpy as np
@@ -349,8 +413,11 @@ def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | N
         y_train, y_test = eye[y_train], eye[y_test]
 
     say("building model")
+    parallel = _parallel(cfg)
+    if parallel is not None and cfg.backend in EVEN_SPLIT_BACKENDS:
+        data, y_train, y_test = _split_evenly(data, y_train, y_test, parallel.replicas)
     training = Training(config=cfg, framework=version, devices_seen=devices_seen, data=data, plan=plan,
-                        y_train=y_train, y_test=y_test, strategy=_strategy(cfg))
+                        y_train=y_train, y_test=y_test, parallel=parallel)
     with training.scope():
         training.model = keras_build.build(plan)
         training.model.compile(
@@ -385,7 +452,7 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bo
         training = dataclasses.replace(prepared, config=RunConfig.from_dict(config))
     else:
         training = prepare_training(config, on_phase=lambda phase: events.emit(queue, events.PHASE, phase=phase))
-    cfg, model, strategy = training.config, training.model, training.strategy
+    cfg, model, parallel = training.config, training.model, training.parallel
     placement = variable_device(model.trainable_variables[0]) if model.trainable_variables else "unknown"
     events.emit(queue, events.STARTED,
         pid=os.getpid(),
@@ -393,8 +460,11 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bo
         backend=cfg.backend,
         devices_seen=training.devices_seen,
         placement=placement,
-        replicas=strategy.num_replicas_in_sync if strategy is not None else 1,
-        replica_devices=list(strategy.extended.worker_devices) if strategy is not None else [placement],
+        replicas=parallel.replicas if parallel is not None else 1,
+        replica_devices=parallel.devices if parallel is not None else [placement],
+        distribution=parallel.engine if parallel is not None else None,
+        global_batch_size=cfg.batch_size,
+        per_device_batch_size=cfg.batch_size // parallel.replicas if parallel is not None else cfg.batch_size,
         params=training.plan.params,
         flops_per_sample=training.plan.flops_per_sample,
         model_description=training.plan.describe(),
@@ -470,7 +540,7 @@ def worker_main(config: dict[str, Any], queue: Any, stop_event: Any, log_path: s
 def environment_key(config: dict[str, Any]) -> tuple[Any, ...]:
     """What must match for a pre-started worker to take a run: everything fixed before the framework is imported."""
     return (config.get("backend") or "tensorflow", config.get("device", "cpu"), config.get("cpu_threads") or None,
-            logical_cpus())
+            requested_devices(config) if config.get("device", "cpu") == "cpu" or config.get("devices") else None)
 
 
 SPARE_READY_LINE = "bench spare worker ready"
@@ -487,7 +557,7 @@ def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: A
     prepare_environment(env_config)
     backend = env_config.get("backend") or "tensorflow"
     try:
-        _framework_setup(backend, env_config.get("cpu_threads"))
+        _framework_setup(backend, env_config.get("cpu_threads"), _logical_cpus(env_config))
         import keras  # noqa: F401 - loaded now so the run does not wait for it
 
         from bench.training import datasets, models  # noqa: F401

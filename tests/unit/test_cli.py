@@ -204,10 +204,16 @@ def test_compare_needs_two_targets(main):
 
 def test_sweep_rows(tmp_path):
     path = tmp_path / "sweep.json"
-    out = bench("sweep", "--sizes", "xs,s", "--targets", "cpu", *TINY, "--json", str(path), timeout=400)
+    out = bench("sweep", "--sizes", "xs,s", "--targets", "cpu", "--devices", "1,2", *TINY, "--json", str(path),
+                timeout=400)
     assert out.returncode == 0, out.stderr
     rows = json.loads(path.read_text())["rows"]
-    assert [r["size"] for r in rows] == ["xs", "s"]
+    assert [(r["size"], r["devices"]) for r in rows] == [("xs", 1), ("xs", 2), ("s", 1), ("s", 2)]
+    for one, two in (rows[0:2], rows[2:4]):  # two logical CPU devices against one, at the same global batch
+        assert one["scaling_efficiency"] == 1.0
+        assert two["scaling_efficiency"] == pytest.approx(two["samples_per_s"] / (2 * one["samples_per_s"]))
+        assert two["per_device_batch_size"] * 2 == two["batch_size"]
+    rows = [r for r in rows if r["devices"] == 1]
     for row in rows:
         for key in ("params", "steady_epoch_seconds", "samples_per_s", "achieved_gflops", "peak_gflops",
                     "mean_gpu_util_percent", "mean_cpu_percent"):
@@ -221,6 +227,18 @@ def test_sweep_rows(tmp_path):
     assert len(peak["sizes"]) >= 2 and peak["repeats"] >= 2 and peak["measured_at"] > 1.6e9
     assert set(peak["conditions"]) >= {"busy_before_percent", "others_cpu_percent", "load_avg_1m"}
     assert "peak of cpu:" in out.stdout and "best of" in out.stdout
+
+
+@pytest.mark.parametrize(("devices", "says"), [
+    ("0", "devices must be a whole number from 1"),
+    ("1,3", "devices 3 is more than the"),
+    ("1,two", "give whole numbers of devices"),
+    ("", "at least one device count"),
+])
+def test_bad_device_counts_are_refused_before_any_run(main, devices, says):
+    out = main("sweep", "--sizes", "xs", "--targets", "cpu", "--devices", devices, "--no-peak", *TINY)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert says in out.stderr and "Traceback" not in out.stderr
 
 
 def test_import_refuses_a_malformed_file(main, tmp_path):

@@ -162,19 +162,22 @@ def test_real_training_run_on_cpu(store):
     assert undeclared(records.RunRecord.from_dict(json.loads(json.dumps(snap.record())))) == []
 
 
-def test_mirrored_strategy_on_two_logical_cpus(store, monkeypatch):
-    """The multi-device path ('gpus' uses tf.distribute.MirroredStrategy) on two logical CPU devices."""
-    monkeypatch.setenv("BENCH_LOGICAL_CPUS", "2")
-    if TINY.backend != "tensorflow":
-        pytest.skip("MirroredStrategy is TensorFlow's; this run uses another Keras backend")
+@pytest.mark.parametrize(("backend", "engine"), [("tensorflow", "tf.distribute.MirroredStrategy"),
+                                                  ("jax", "keras.distribution.DataParallel")])
+def test_data_parallel_on_two_logical_cpus(store, backend, engine):
+    """devices=2 on a CPU target: two logical CPU devices (TensorFlow's logical devices, JAX's host-platform device
+    count), trained through the framework's own data-parallel engine; the record says which, and how the batch split."""
+    pytest.importorskip(backend)
     jm = JobManager(store, hardware=HW)
-    run_id = jm.submit(TINY.replace(epochs=2, limit_samples=1024))
+    run_id = jm.submit(TINY.replace(epochs=2, limit_samples=1024, batch_size=64, devices=2, backend=backend))
     snap = jm.wait(run_id, timeout_s=180)
     assert snap.status == "finished", snap.error
-    assert snap.info["replicas"] == 2
-    assert len(snap.info["replica_devices"]) == 2
-    assert all("CPU" in d.upper() for d in snap.info["replica_devices"])
+    info = snap.info
+    assert (info["replicas"], info["distribution"]) == (2, engine), info
+    assert (info["global_batch_size"], info["per_device_batch_size"]) == (64, 32)
+    assert len(info["replica_devices"]) == 2 and all("CPU" in d.upper() for d in info["replica_devices"]), info
     assert len(snap.epochs) == 2 and snap.epochs[1]["epoch_seconds"] > 0
+    assert jm.snapshot(run_id).config.devices == 2
 
 
 def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):

@@ -1,0 +1,69 @@
+"""Data-parallel settings and scaling figures: `devices` checked once by RunConfig.validate, and a sweep's speed-up
+over one device and scaling efficiency (throughput with N / (N x throughput with 1)) computed from its rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.analysis import sweeps
+from bench.config import ConfigError, RunConfig
+from bench.hardware import devices
+from tests.unit.test_config import TWO_GPUS
+
+
+def row(size: str, count: int, rate: float | None, batch: int = 256) -> dict:
+    return {"size": size, "batch_size": batch, "steps_per_execution": 1, "target": "gpus", "devices": count,
+            "samples_per_s": rate, "per_device_batch_size": batch // count}
+
+
+def test_efficiency_is_throughput_over_n_times_one_device() -> None:
+    rows = sweeps.with_scaling([row("s", 1, 1000.0), row("s", 2, 1900.0), row("s", 4, 2000.0),
+                                row("xl", 1, 100.0), row("xl", 4, 390.0)])
+    got = {(r["size"], r["devices"]): (r["speedup_over_one_device"], r["scaling_efficiency"]) for r in rows}
+    assert got[("s", 1)] == (1.0, 1.0)
+    assert got[("s", 2)] == pytest.approx((1.9, 0.95))
+    assert got[("s", 4)] == pytest.approx((2.0, 0.5))
+    assert got[("xl", 4)] == pytest.approx((3.9, 0.975))
+
+
+def test_the_diagnosis_names_the_exchange_and_the_knob_only_where_scaling_falls_short() -> None:
+    rows = {(r["size"], r["devices"]): r for r in sweeps.with_scaling(
+        [row("s", 1, 1000.0), row("s", 4, 2000.0), row("xl", 1, 100.0), row("xl", 4, 390.0)])}
+    note = rows[("s", 4)]["scaling_diagnosis"]
+    assert "exchange between devices" in note and "50%" in note
+    assert "64 samples a step" in note and "larger per-device batch" in note
+    assert rows[("xl", 4)]["scaling_diagnosis"] is None, "97 % of 4x is no exchange-bound verdict"
+    assert rows[("s", 1)]["scaling_diagnosis"] is None
+
+
+def test_no_one_device_row_or_no_throughput_gives_no_figure() -> None:
+    rows = sweeps.with_scaling([row("s", 2, 1900.0), row("m", 1, None), row("m", 2, 500.0)])
+    assert all(r["scaling_efficiency"] is None and r["scaling_diagnosis"] is None for r in rows)
+
+
+def test_a_record_counts_the_replicas_its_worker_reported() -> None:
+    assert sweeps.device_count({"info": {"replicas": 4}, "config": {"devices": 2}}) == 4
+    assert sweeps.device_count({"info": {}, "config": {"devices": 2}}) == 2
+    assert sweeps.device_count({"info": {}, "config": {}}) == 1, "records made before the setting: one device"
+
+
+@pytest.mark.parametrize(("changes", "says"), [
+    ({"devices": 0}, "devices must be a whole number from 1"),
+    ({"devices": 2, "batch_size": 127}, "does not split evenly over 2 devices; pick a multiple of 2"),
+    ({"devices": 2, "backend": "torch"}, "Keras has no data-parallel distribution under torch"),
+    ({"devices": 2, "device": "gpu:0"}, "to train on 2 GPUs pick the target 'gpus' with devices 2"),
+    ({"devices": 3, "device": "gpus"}, "devices 3 is more than the 2 GPU(s) this machine has"),
+])
+def test_bad_device_counts_say_what_to_do(changes: dict, says: str) -> None:
+    hw = TWO_GPUS
+    with pytest.raises(ConfigError) as caught:
+        RunConfig(**changes).validate(hw)
+    assert any(says in e for e in caught.value.errors), caught.value.errors
+
+
+def test_more_logical_cpu_devices_than_cores_is_refused() -> None:
+    cores = devices.all_cores()
+    with pytest.raises(ConfigError, match=f"more than the {cores} CPU core"):
+        RunConfig(devices=cores + 1, batch_size=(cores + 1) * 8).validate()
+    assert RunConfig(devices=2, device="gpus").validate(TWO_GPUS).device_count() == 2
+    assert RunConfig(device="gpus").device_count(TWO_GPUS) == 2, "gpus alone: every GPU"
