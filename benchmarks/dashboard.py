@@ -107,19 +107,45 @@ def browser_unavailable() -> str | None:
     return None
 
 
+# A loaded machine (other jobs beside the pass) can hold a page's first draw for tens of seconds: every page wait is
+# given PAGE_WAIT_S and tried again, up to PAGE_TRIES times, on a reloaded page before the pass gives up on it.
+PAGE_WAIT_S = 90.0
+PAGE_TRIES = 3
+RETRIES: list[str] = []  # what was tried again in this process, for the pass's notes
+
+
+def page_errors() -> tuple[type[BaseException], ...]:
+    from playwright.sync_api import Error as PlaywrightError
+
+    return (PlaywrightError, TimeoutError)  # playwright's TimeoutError is one of its Errors
+
+
 def _blank_page(browser: Any) -> tuple[Any, Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 1300})
     page = context.new_page()
-    page.set_default_timeout(60_000)
+    page.set_default_timeout(PAGE_WAIT_S * 1000)
     return context, page
 
 
 def _open_train(browser: Any, url: str, opened: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+    """Open the Train page and wait for its heading and Start button; a page that has not drawn them within
+    PAGE_WAIT_S is reloaded and waited for again (PAGE_TRIES in all)."""
     context, page = opened or _blank_page(browser)
-    page.goto(url)
-    page.get_by_role("heading", name="Train").wait_for()
-    page.get_by_role("button", name="Start", exact=True).wait_for()
-    return context, page
+    for attempt in range(1, PAGE_TRIES + 1):
+        try:
+            if attempt == 1:
+                page.goto(url)
+            else:
+                page.reload()
+            page.get_by_role("heading", name="Train").wait_for()
+            page.get_by_role("button", name="Start", exact=True).wait_for()
+            return context, page
+        except page_errors() as exc:
+            if attempt == PAGE_TRIES:
+                raise
+            RETRIES.append(f"the Train page was not drawn within {PAGE_WAIT_S:.0f} s and was reloaded "
+                           f"({type(exc).__name__})")
+    raise AssertionError("unreachable")
 
 
 def compile_sources() -> None:
@@ -154,9 +180,14 @@ def page_ready(browser: Any, folder: Path) -> tuple[DashboardServer, float]:
     page = opened[1]
     page.on("domcontentloaded", lambda _page: mark("front_end_s"))
     page.on("websocket", on_socket)
-    server.wait_healthy()
-    server.healthy_s = time.monotonic() - server.started
-    context, _ = _open_train(browser, server.url, opened)
+    try:
+        server.wait_healthy()
+        server.healthy_s = time.monotonic() - server.started
+        context, _ = _open_train(browser, server.url, opened)
+    except BaseException:
+        opened[0].close()
+        server.stop()
+        raise
     seconds = time.monotonic() - server.started
     context.close()
     server.page_marks = {"healthy_s": server.healthy_s, **marks, "ready_s": seconds}
@@ -190,14 +221,14 @@ def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: boo
         _set_number(page, "Training samples (0 = all)", config.limit_samples or 0)
         t_click = time.monotonic()
         page.get_by_role("button", name="Start", exact=True).click()
-        run_id = wait_for(lambda: max(({r["id"] for r in store.list_runs()} - before), default=None), 60,
-                       "the run to be stored")
+        run_id = wait_for(lambda: max(({r["id"] for r in store.list_runs()} - before), default=None), 180,
+                          "the run to be stored")
         first_batch = None
         if watch:
-            page.get_by_text(re.compile(r"batch \d+/\d+")).first.wait_for(timeout=120_000)
-            first_batch = time.monotonic() - t_click
+            first_batch = _first_batch_shown(page, store, run_id, t_click)
         else:
-            page.get_by_text(f"Run #{run_id}").first.wait_for(timeout=60_000)
+            _shown_or_ended(page, page.get_by_text(f"Run #{run_id}").first, store, run_id, 180,
+                            f"run #{run_id} on the page")
             context.close()
             context = None
         wait_for(lambda: (store.get_run(run_id, with_samples=False) or {}).get("epochs"), 300, "the first epoch", 0.25)
@@ -221,6 +252,34 @@ def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: boo
         "config_matches": stored == wanted, "config_diff": {k: (stored.get(k), wanted[k]) for k in wanted
                                                              if stored.get(k) != wanted[k]},
     }
+
+
+def _shown_or_ended(page: Any, locator: Any, store: Any, run_id: int, timeout_s: float, what: str) -> bool:
+    """Poll until ``locator`` is on the page (True) or the run has ended in the store without it (False).
+
+    A single Playwright wait raised TimeoutError on a loaded machine; this one also ends when the run does, and only
+    a page that shows nothing for ``timeout_s`` while the run is still going raises."""
+    def seen() -> str | None:
+        try:
+            if locator.count() > 0:
+                return "shown"
+        except page_errors():
+            return None
+        return "ended" if _ended(store.get_run(run_id, with_samples=False)) else None
+
+    return wait_for(seen, timeout_s, what, poll_s=0.1) == "shown"
+
+
+def _first_batch_shown(page: Any, store: Any, run_id: int, t_click: float) -> float | None:
+    """Seconds from the Start click to the page showing a finished batch; None when the run ended before the page
+    showed one (a loaded machine can hold the page's redraw past a short run), which the pass notes."""
+    shown = _shown_or_ended(page, page.get_by_text(re.compile(r"batch \d+/\d+")).first, store, run_id, 300,
+                            f"run #{run_id}'s first batch on the page")
+    if not shown:
+        RETRIES.append(f"run #{run_id} ended before the watching page showed a batch: its first-batch time is left "
+                       "out")
+        return None
+    return time.monotonic() - t_click
 
 
 # where the watching page's main thread spends its time, from V8's sampling profiler (self time per call frame)
@@ -280,8 +339,18 @@ def prestarted_first_batches(browser: Any, server: DashboardServer, config: Any,
         spare_log.unlink()
         row = server_run(browser, server, config, watch=True)
         times.append(row["first_batch_s"])
-        say(f"pre-started worker {i + 1}/{runs}: first batch after {row['first_batch_s']:.2f} s")
+        shown = f"{row['first_batch_s']:.2f} s" if row["first_batch_s"] is not None else "not seen on the page"
+        say(f"pre-started worker {i + 1}/{runs}: first batch after {shown}")
     return times
+
+
+def settle(server: DashboardServer, timeout_s: float = 600.0) -> None:
+    """Wait until no run of ``server`` is queued or active (after a try that left one going)."""
+    from bench.records import TERMINAL
+    from bench.store import Store
+
+    store = Store(server.store_path)
+    wait_for(lambda: all(r["status"] in TERMINAL for r in store.list_runs()), timeout_s, "the server's runs to end", 0.5)
 
 
 def _ended(run: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -29,9 +30,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks import dashboard
 from benchmarks.common import cpu_seconds, run_child
-from benchmarks.dashboard import (CHROMIUM, CHROMIUM_ARGS, DashboardServer, browser_unavailable, compile_sources,
-                                  page_ready, prestarted_first_batches, server_run)
+from benchmarks.dashboard import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    DashboardServer,
+    browser_unavailable,
+    compile_sources,
+    page_ready,
+    prestarted_first_batches,
+    server_run,
+    settle,
+)
 from benchmarks.report import DEFAULT_REPORT, summary_lines, write_outputs
 from benchmarks.standins import SamplerChoice, null_sampler
 from benchmarks.stats import Plan, median, plan_for, result_from, schedule, steady_times
@@ -71,6 +82,79 @@ def engine_run(manager: Any, config: Any, timeout_s: float = 900.0) -> dict[str,
 
 
 
+# -- a busy machine ---------------------------------------------------------------------------------------------------
+SERVER_TRIES = 3  # a server run whose page never drew is tried again on a fresh page, this many times in all
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds of this process and every process it started (the training workers, helper Pythons, the server and
+    its workers, Chromium), those already ended included: what the pass itself spent."""
+    import psutil
+
+    me = psutil.Process()
+    t = me.cpu_times()
+    total = t.user + t.system + t.children_user + t.children_system
+    for child in me.children(recursive=True):
+        try:
+            c = child.cpu_times()
+            total += c.user + c.system + c.children_user + c.children_system
+        except psutil.Error:
+            continue
+    return total
+
+
+def machine_busy_s() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (idle and I/O wait excluded)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
+class OtherLoad:
+    """CPU the machine spent on work that is not the pass's, over a window: the machine's busy time minus this
+    process tree's, in cores. A loaded machine makes wall-time figures unreliable; this says how loaded it was."""
+
+    def __enter__(self) -> OtherLoad:  # noqa: PYI034 - a plain class
+        self.t0, self.busy0, self.ours0 = time.monotonic(), machine_busy_s(), tree_cpu_s()
+        self.cores: float | None = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.monotonic() - self.t0
+        other = (machine_busy_s() - self.busy0) - (tree_cpu_s() - self.ours0)
+        self.cores = max(0.0, other) / wall if wall > 0 else None
+
+
+def with_retries(attempt: Callable[[], dict[str, Any]], what: str, server: Any, notes: list[str],
+                 say: Callable[[str], None], tries: int = SERVER_TRIES) -> dict[str, Any] | None:
+    """``attempt()``, tried again (after the server's runs have ended) when a page wait or a run timed out; None and a
+    note when every try failed, so a loaded machine costs a figure, never the pass."""
+    errors: tuple[type[BaseException], ...] = (TimeoutError, RuntimeError, *dashboard.page_errors())
+    for n in range(1, tries + 1):
+        try:
+            return attempt()
+        except errors as exc:
+            message = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            say(f"{what}: try {n}/{tries} failed: {type(exc).__name__}: {message}")
+            if n == tries:
+                notes.append(f"{what} was left out: all {tries} tries failed, the last with {type(exc).__name__}: "
+                             f"{message}.")
+                return None
+            notes.append(f"{what} was tried again after {type(exc).__name__}: {message}.")
+            if server is not None:
+                try:
+                    settle(server)
+                except TimeoutError:
+                    pass
+    return None
+
+
+def _started(browser: Any, folder: Path) -> dict[str, Any]:
+    server, seconds = page_ready(browser, folder)
+    return {"server": server, "seconds": seconds}
+
+
 def machine() -> dict[str, Any]:
     """Where the figures come from, as bench.hardware.devices.discover() describes this machine."""
     from bench.hardware import devices
@@ -105,7 +189,9 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
         extra["notes"].append(f"Browser figures not measured: {reason}.")
     sampler = SamplerChoice(default_sampler)  # the 'sampling_off' side swaps in the null sampler per run
     manager = JobManager(Store(tmp / "engine.sqlite3"), sampler_factory=sampler)
-    playwright = browser = server = None
+    playwright: Any = None
+    browser: Any = None
+    server: Any = None
     try:
         if plan.browser:
             from playwright.sync_api import sync_playwright
@@ -116,40 +202,56 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
             for i in range(plan.page_starts):
                 folder = tmp / f"server-{i + 1}"
                 folder.mkdir()
-                server, seconds = page_ready(browser, folder)
+                started = with_retries(functools.partial(_started, browser, folder),
+                                       f"server start {i + 1}", None, extra["notes"], say)
+                if started is None:
+                    continue
+                server, seconds = started["server"], started["seconds"]
                 extra["page_ready_s"].append(seconds)
                 extra.setdefault("server_healthy_s", []).append(server.healthy_s)
                 extra.setdefault("page_marks", []).append(server.page_marks)
                 say(f"page ready after {seconds:.2f} s (server start {i + 1}/{plan.page_starts})")
                 if i + 1 < plan.page_starts:
                     server.stop()
+            if server is None:
+                raise RuntimeError("no dashboard server drew the Train page: " + "; ".join(extra["notes"][-3:]))
             extra["server_rss_start_mb"] = server.rss_mb()
         order = schedule(plan.kinds(), plan.rounds)
         for n, (rnd, kind) in enumerate(order, 1):
             t0 = time.monotonic()
             row: dict[str, Any] = {"round": rnd, "kind": kind}
-            if kind == "bare":
-                row["epochs"] = bare_run(config, tmp, rnd)
-            elif kind in ("engine", "sampling_off", "sampling_0.1"):
-                cfg = config.replace(sample_interval_s=0.1) if kind == "sampling_0.1" else config
-                sampler.factory = null_sampler if kind == "sampling_off" else default_sampler
-                row.update(engine_run(manager, cfg))
-                sampler.factory = default_sampler
-            else:
-                row.update(server_run(browser, server, config, watch=kind == "watched"))
+            with OtherLoad() as load:
+                if kind == "bare":
+                    row["epochs"] = bare_run(config, tmp, rnd)
+                elif kind in ("engine", "sampling_off", "sampling_0.1"):
+                    cfg = config.replace(sample_interval_s=0.1) if kind == "sampling_0.1" else config
+                    sampler.factory = null_sampler if kind == "sampling_off" else default_sampler
+                    row.update(engine_run(manager, cfg))
+                    sampler.factory = default_sampler
+                else:
+                    served = with_retries(functools.partial(server_run, browser, server, config, watch=kind == "watched"),
+                                          f"round {rnd}'s {kind} run", server, extra["notes"], say)
+                    row.update(served or {})
+            if "epochs" not in row:
+                continue  # every try failed; the note says so
             row["wall_s"] = time.monotonic() - t0
             row["load_1m"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+            row["other_cores"] = load.cores
             row["steady_median_s"] = median(steady_times(row["epochs"]))
             runs.append(row)
             secs = ", ".join(f"{e['epoch_seconds']:.2f}" for e in row["epochs"])
+            other = f", other work beside it {load.cores:.2f} cores" if load.cores is not None else ""
             say(f"run {n}/{len(order)} round {rnd} {kind:<16} steady median {row['steady_median_s']:.3f} s "
-                f"(epochs {secs}) wall {row['wall_s']:.0f} s")
+                f"(epochs {secs}) wall {row['wall_s']:.0f} s{other}")
         if server is not None:
             extra["server_rss_end_mb"] = server.rss_mb()
             say("where the watching page's CPU goes: one more watched run, profiled (not one of the measured sides)")
-            profiled = server_run(browser, server, config, watch=True, profile=True)
-            extra["page_profile_ms_per_s"] = profiled["page_profile_ms_per_s"]
-            extra["page_profile_chromium_cpu_share"] = profiled["chromium_cpu_s"] / max(profiled["window_s"], 1e-9)
+            profiled = with_retries(functools.partial(server_run, browser, server, config, watch=True, profile=True),
+                                    "the profiled watched run", server, extra["notes"], say, tries=2)
+            if profiled is not None:
+                extra["page_profile_ms_per_s"] = profiled["page_profile_ms_per_s"]
+                extra["page_profile_chromium_cpu_share"] = (profiled["chromium_cpu_s"]
+                                                            / max(profiled["window_s"], 1e-9))
             server.stop()
             server = None
         if plan.browser:
@@ -157,8 +259,11 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
             folder.mkdir()
             server = DashboardServer(folder, prestart=True)
             server.wait_healthy()
-            extra["first_batch_prestarted_runs_s"] = prestarted_first_batches(
-                browser, server, config.replace(epochs=2), plan.prestart_runs, say)
+            warm = with_retries(lambda: {"times": prestarted_first_batches(
+                browser, server, config.replace(epochs=2), plan.prestart_runs, say)},
+                "the pre-started worker's first batches", server, extra["notes"], say, tries=2)
+            extra["first_batch_prestarted_runs_s"] = warm["times"] if warm else []
+        extra["notes"] += dashboard.RETRIES
     finally:
         manager.shutdown()
         if server is not None:

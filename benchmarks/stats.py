@@ -163,6 +163,29 @@ def _short_window_note(watched: list[dict[str, Any]]) -> list[str]:
             f"measures over longer ones."]
 
 
+# Other work beside the pass, in cores (overhead.OtherLoad, per run), above which its wall-time figures are unreliable
+BUSY_CORES = 0.25
+WALL_FIGURES = ("engine_vs_bare_ratio", "watched_vs_bare_ratio", "sampling_ratio", "page_ready_s", "first_batch_s",
+                "first_batch_warm_s")
+CPU_FIGURES = ("watch_cores", "memory_growth_mb")
+
+
+def load_notes(runs: Sequence[Mapping[str, Any]], logical_cores: int | None) -> list[str]:
+    """What other work on the machine makes unreliable: a note when the median run had more than BUSY_CORES of it."""
+    other = [r["other_cores"] for r in runs if isinstance(r.get("other_cores"), (int, float))]
+    busy = median(other)
+    if busy is None or busy <= BUSY_CORES:
+        return []
+    cores = f" of {logical_cores}" if logical_cores else ""
+    return [(f"Other work shared the machine: {busy:.2f} cores{cores} (median over the runs, {min(other):.2f} to "
+            f"{max(other):.2f}) were busy with processes that are not this pass's. The wall-time figures "
+            f"({', '.join(f'`{n}`' for n in WALL_FIGURES)}, and the AppTest wall time inside `rerun_ms`) are "
+            f"unreliable here: they measure how the pass shared the cores with that work as much as our code. The "
+            f"CPU-time figures ({', '.join(f'`{n}`' for n in CPU_FIGURES)}, the server's CPU per refresh inside "
+            f"`rerun_ms` and the CPU table) count only the CPU our side spent, and hold better; take the wall-time "
+            f"figures again on a quiet machine.")]
+
+
 def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any], runs: list[dict[str, Any]],
                 extra: dict[str, Any], memory: list[dict[str, Any]], render: dict[str, Any] | None) -> dict[str, Any]:
     """Turn raw measurements into the result: flat figures, their details, verdicts, the raw runs."""
@@ -238,7 +261,9 @@ def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any]
                                     for kind, share in shares.items()},
         "notes": (extra.get("notes") or []) + [
             f"Server run #{r['run_id']} trained a different config than the bare side: {r['config_diff']}."
-            for r in watched + unwatched if not r.get("config_matches", True)] + _short_window_note(watched),
+            for r in watched + unwatched if not r.get("config_matches", True)] + _short_window_note(watched)
+        + load_notes(runs, machine_info.get("logical_cores")),
+        "other_cores_median": median([r.get("other_cores") for r in runs]),
     }
     result: dict[str, Any] = {
         "schema": SCHEMA,
