@@ -26,7 +26,8 @@ common.store_warning()
 st.session_state.setdefault("swp_epochs", 3)
 st.session_state.setdefault("swp_limit", 30000)
 st.session_state.setdefault("swp_interval", 0.2)
-base = config_form.config_form(hardware, prefix="swp", with_device=False, disabled=not common.can_control())
+base = config_form.config_form(hardware, prefix="swp", with_device=False, with_devices=False,
+                               disabled=not common.can_control())
 c1, c2, c3, c4, c5 = st.columns(5)
 sizes = c1.multiselect("Sizes", list(models.SIZES), default=["xs", "s", "m"], key="swp_sizes")
 batches = c2.multiselect("Batch sizes (empty = the one above)", [32, 64, 128, 256, 512, 1024], key="swp_batches")
@@ -37,7 +38,7 @@ options = common.target_options(hardware)
 targets = c4.multiselect("Targets", options, default=["cpu"], key="swp_targets")
 most = max(devices.all_cores(), len(hardware.gpus))
 device_counts = c5.multiselect(
-    "Devices (data-parallel; empty = one)", [n for n in (1, 2, 4, 8, 16) if n <= most], key="swp_devices",
+    "Devices (data-parallel; empty = one)", [n for n in (1, 2, 4, 8, 16) if n <= most], key="swp_devices_axis",
     help="Train each point on the first N devices of its target at the same global batch: cpu split into N logical "
          "CPU devices, gpus the first N GPUs (TensorFlow's MirroredStrategy, or keras.distribution.DataParallel "
          "under JAX). Shows what N devices buy: throughput with N over N × one device.")

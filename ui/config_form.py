@@ -66,8 +66,9 @@ def apply_preset(name: str, prefix: str = "cfg") -> None:
 
 
 def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device: bool = True,
-                disabled: bool = False) -> RunConfig:
-    """Render the settings; return the RunConfig they describe (call .validate() before running it)."""
+                with_devices: bool = True, disabled: bool = False) -> RunConfig:
+    """Render the settings; return the RunConfig they describe (call .validate() before running it).
+    ``with_devices``: offer the data-parallel device count (a page that sweeps over it offers its own axis)."""
     defaults = RunConfig()
     ss = st.session_state
     cores = hardware.cpu.logical_cores
@@ -75,7 +76,7 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
                "batch": defaults.batch_size, "limit": defaults.limit_samples or 0, "threads": cores,
                "seed": defaults.seed, "precision": defaults.precision, "jit": defaults.jit_compile,
                "optimizer": defaults.optimizer, "lr": 0.0, "interval": defaults.sample_interval_s,
-               "steps": defaults.steps_per_execution}
+               "steps": defaults.steps_per_execution, "devices": 1}
     for name, value in initial.items():  # widgets take their values from session state only (presets write there)
         ss.setdefault(f"{prefix}_{name}", value)
 
@@ -138,13 +139,23 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
                     f"here, with the fix for each missing item: the checklist on the [System](/system) page "
                     f"(or `python -m bench doctor`).", icon=":material/info:")
 
-    with st.expander("Advanced: threads, precision, XLA, steps per execution, sampling"):
+    with st.expander("Advanced: threads, devices, precision, XLA, steps per execution, sampling"):
         a1, a2, a3 = st.columns(3)
         with a1:
             threads = st.slider("CPU threads", 1, cores, key=f"{prefix}_threads", disabled=disabled,
                                 help="CPU runs only. Fewer threads pin the worker to that many cores.")
             seed = int(st.number_input("Seed", min_value=0, key=f"{prefix}_seed",
                                        disabled=disabled))
+            count = 1
+            if with_devices:
+                most = max(devices.all_cores(), len(hardware.gpus))
+                count = int(st.number_input(
+                    "Devices (data-parallel)", min_value=1, max_value=max(1, most), step=1, key=f"{prefix}_devices",
+                    disabled=disabled or most < 2,
+                    help="Train on the first N devices of the target at once, each on batch size / N samples a step "
+                         "(TensorFlow's MirroredStrategy, or keras.distribution.DataParallel under JAX): cpu is split "
+                         "into N logical CPU devices, 'gpus' uses the first N GPUs. 1 = one device (every GPU for "
+                         "'gpus')."))
         with a2:
             precision = st.selectbox("Precision", PRECISIONS, key=f"{prefix}_precision", disabled=disabled)
             jit = st.toggle("XLA (jit_compile)", key=f"{prefix}_jit", disabled=disabled)
@@ -169,6 +180,6 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
         cpu_threads=int(threads) if target.is_cpu and int(threads) < cores else None,
         sample_interval_s=float(interval), limit_samples=limit or None, seed=seed, optimizer=optimizer,
         learning_rate=float(lr) or None, precision=precision, jit_compile=bool(jit), npz_path=npz_path,
-        steps_per_execution=steps if steps_ok else 1,
+        steps_per_execution=steps if steps_ok else 1, devices=count if count > 1 else None,
     )
 
