@@ -18,11 +18,22 @@ common.store_warning()
 
 control = common.can_control()
 started = st.session_state.get("train_last_started")
-# after Start the settings fold away so the live charts fit on one screen; a new label makes a new, folded expander
-label = f"Run settings (run #{started} started; open to change)" if started else "Run settings"
+if "train_joined_live" not in st.session_state:  # this session's first look: was a run live when it opened the page?
+    current = manager.current()
+    st.session_state["train_joined_live"] = current.id if current is not None and current.active else None
+joined = st.session_state["train_joined_live"]
+# after Start the settings fold away so the live charts fit on one screen; a new label makes a new, folded expander.
+# A viewer who opens the page (or a link) while a run is live meets them folded too, the run's panel on the first
+# screen, as the presenter does after Start; the label stays the same for the session, so the page never jumps.
+if started:
+    label = f"Run settings (run #{started} started; open to change)"
+elif joined is not None:
+    label = f"Run settings (run #{joined} was live when you came; open to change)"
+else:
+    label = "Run settings"
 device_choices = devices.offered_devices(hardware)
 url_state.load("cfg", fields=url_state.TRAIN_FIELDS, hardware=hardware, devices=device_choices)
-with st.expander(label, expanded=started is None and not present.is_on(), icon=":material/tune:"):
+with st.expander(label, expanded=started is None and joined is None and not present.is_on(), icon=":material/tune:"):
     config = config_form.config_form(hardware, disabled=not control)
 url_state.save("cfg", config, fields=url_state.TRAIN_FIELDS)
 if not control:

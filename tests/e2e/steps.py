@@ -54,3 +54,16 @@ def screenshot(page: Any, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def open_watching(page: Any, url: str, *, timeout_ms: int = 90_000) -> None:
+    """Open ``url`` (the Train page) while a run is live, as a viewer joining it: wait for the heading and the run's
+    status line (the settings are folded then, so their boxes are not visible)."""
+    page.goto(url)
+    page.get_by_role("heading", name="Train").wait_for(timeout=timeout_ms)
+    main(page).get_by_text("Run #").first.wait_for(timeout=timeout_ms)
+
+
+def main(page: Any) -> Any:
+    """The page's main area (the sidebar left out)."""
+    return page.locator('[data-testid="stMain"]')

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.steps import open_train, set_number
+from tests.e2e.steps import open_train, open_watching, set_number
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -48,7 +48,8 @@ def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, pa
     # a second viewer, mid-run: the whole history in its first render
     late = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
     try:
-        open_train(late, server.url)
+        open_watching(late, server.url)  # the run is live: its panel first, the settings folded
+        assert not late.get_by_label("Epochs", exact=True).is_visible()
         wait_for(lambda: late.locator(CHART).count() == 3 and all(c["full"] for c in charts(late)), 90,
                  "the late viewer's live charts")
         first = charts(late)

@@ -89,6 +89,80 @@ function appendFrom(gd, figure) {
   });
 }
 
+// Epoch and phase names (the figure's annotations, in rows shifted down from the top) are thinned to the width drawn: on
+// a phone held upright a 15-epoch run would pile "epoch 10", "epoch 11", "epoch 12" on top of each other. Going left
+// to right, a name whose box would touch a box already kept is hidden, as Plotly thins its tick labels. A name's size
+// is read from the page while it is drawn (kept by its text and font for when it is hidden), else measured.
+const NAME_GAP_PX = 6;
+let measureCtx = null;
+
+function nameSize(gd, ann, i) {
+  const sizes = (gd.__benchNameSizes = gd.__benchNameSizes || new Map());
+  const size = (ann.font && ann.font.size) || 12;
+  const key = `${size}|${ann.text}`;
+  const drawn = gd.querySelector(`.annotation[data-index="${i}"]`);
+  if (drawn) {
+    const r = drawn.getBoundingClientRect();
+    if (r.width > 0) sizes.set(key, { w: r.width, h: r.height });
+  }
+  if (!sizes.has(key)) {
+    measureCtx = measureCtx || document.createElement("canvas").getContext("2d");
+    measureCtx.font = `${size}px ${getComputedStyle(gd).fontFamily || "sans-serif"}`;
+    const w = measureCtx.measureText(String(ann.text).replace(/<[^>]*>/g, "")).width + 4;
+    return { w, h: size * 1.3 + 4 };
+  }
+  return sizes.get(key);
+}
+
+function namesToShow(gd) {
+  const anns = (gd.layout && gd.layout.annotations) || [];
+  const full = gd._fullLayout;
+  if (!anns.length || !full) return null;
+  const boxes = [];
+  anns.forEach((ann, i) => {
+    const xa = full[String(ann.xref || "x").replace(/^x(\d*)$/, "xaxis$1")];
+    const ya = full[String(ann.yref || "y").replace(/^y(\d*)$/, "yaxis$1")];
+    if (!xa || !ya || typeof xa.l2p !== "function" || ann.text == null) return;
+    const { w, h } = nameSize(gd, ann, i);
+    const x = xa._offset + xa.l2p(xa.d2l ? xa.d2l(ann.x) : ann.x);
+    const y = ya._offset + ya.l2p(ya.d2l ? ya.d2l(ann.y) : ann.y) - (ann.yshift || 0);
+    const top = ann.yanchor === "top" ? y : ann.yanchor === "bottom" ? y - h : y - h / 2;
+    boxes.push({ i, left: x - w / 2, right: x + w / 2, top, bottom: top + h });
+  });
+  const show = anns.map(() => false);
+  const kept = [];
+  boxes.sort((a, b) => a.left - b.left);
+  for (const b of boxes) {
+    const clash = kept.some((k) => b.left < k.right + NAME_GAP_PX && k.left < b.right + NAME_GAP_PX
+      && b.top < k.bottom && k.top < b.bottom);
+    if (!clash) { kept.push(b); show[b.i] = true; }
+  }
+  return show;
+}
+
+function thinNames(gd) {
+  // The names' visibility for the width drawn now, set with one relayout when it changed. The draw that relayout
+  // causes is not looked at again (a hidden name's size is an estimate, so a second look could flip it back).
+  if (gd.__benchThinning) return;
+  const show = namesToShow(gd);
+  if (!show) return;
+  const update = {};
+  show.forEach((visible, i) => {
+    if ((gd.layout.annotations[i].visible !== false) !== visible) update[`annotations[${i}].visible`] = visible;
+  });
+  gd.dataset.names = String(show.length);
+  gd.dataset.namesShown = String(show.filter(Boolean).length);
+  if (!Object.keys(update).length) return;
+  gd.__benchThinning = true;
+  Promise.resolve(window.Plotly.relayout(gd, update)).finally(() => { gd.__benchThinning = false; });
+}
+
+function watchNames(gd) {
+  // after every draw: a new figure, appended points, a resize (responsive), a zoom
+  gd.on("plotly_afterplot", () => thinNames(gd));
+  thinNames(gd);
+}
+
 function publish(gd, st, name) {
   const points = (gd.data || []).reduce((sum, t) => sum + ((t.x || []).length), 0);
   gd.dataset.fullRenders = String(st.full);
@@ -126,6 +200,7 @@ async function apply(st, component) {
       // the page's own font, as st.plotly_chart's theme gives the finished run's charts
       const layout = { ...data.figure.layout, font: { family: getComputedStyle(gd).fontFamily, ...data.figure.layout.font } };
       await Plotly.newPlot(gd, data.figure.data, layout, data.config);
+      watchNames(gd);
       st.full += 1;
       st.sig = data.sig;
     }
