@@ -102,6 +102,9 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
     count = getattr(args, "devices", None)
     if isinstance(count, int):
         values["devices"] = count
+    for name in ("workers", "worker_index"):
+        if getattr(args, name, None) is not None:
+            values[name] = getattr(args, name)
     values.update(overrides)
     return RunConfig(**values)
 
@@ -121,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds the framework may take to list its devices in a child process (default 60)")
     p = sub.add_parser("run", help="train one model, live progress, JSON record")
     add_run_options(p)
+    p.add_argument("--workers", default=None,
+                   help="a multi-worker run: every member's HOST:PORT, the same list in each member, the first "
+                        "coordinating, e.g. host-a:7000,host-b:7000 (KERAS_BACKEND=jax; start one process per member)")
+    p.add_argument("--worker-index", dest="worker_index", type=_positive_int, default=None,
+                   help="with --workers: which member this process is (0 = the first)")
     p.add_argument("--json", dest="json_path", default=None, help="write the run record to this file")
 
     p = sub.add_parser("runs", help="list stored runs, oldest first")

@@ -26,6 +26,11 @@ DEVICES_MAX = 64
 # Keras trains data-parallel through TensorFlow's MirroredStrategy and keras.distribution.DataParallel (JAX); Keras has
 # no data-parallel distribution under torch.
 DATA_PARALLEL_BACKENDS = ("tensorflow", "jax")
+# Several processes (on this or other machines) training one model through JAX's distributed runtime, started by
+# keras.distribution.initialize. TensorFlow's MultiWorkerMirroredStrategy does not train Keras 3 models
+# (keras-team/keras#20585: model.fit fails on its per-replica batches), so a multi-worker run needs the JAX backend.
+MULTI_WORKER_BACKENDS = ("jax",)
+WORKERS_MAX = 64
 INTERVAL_MIN_S = 0.1
 INTERVAL_MAX_S = 10.0
 OPTIMIZERS = ("adam", "sgd", "rmsprop", "adamw")
@@ -58,6 +63,9 @@ class RunConfig:
     # Data-parallel over the first N devices of the target's kind: cpu (or cpu/T) split into N logical CPU devices,
     # gpus the first N GPUs. None: the target's own (one device; every GPU for gpus).
     devices: int | None = None
+    # One member of a multi-worker run: every member's HOST:PORT (the first coordinates), and which one this is.
+    workers: str | None = None
+    worker_index: int | None = None
 
     # ----------------------------------------------------------------------------------------------------------------
     def effective_learning_rate(self) -> float:
@@ -87,6 +95,8 @@ class RunConfig:
             where = str(self.device)
         spe = f" · {self.steps_per_execution} steps/exec" if self.steps_per_execution != 1 else ""
         on = f" × {self.devices} devices" if self.devices and self.devices > 1 else ""
+        if self.workers:
+            on += f" · worker {self.worker_index} of {len(self.worker_addresses())}"
         return f"{self.model}{size} · {self.dataset} · {where}{on} · batch {self.batch_size}{spe}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -161,6 +171,7 @@ class RunConfig:
 
         errors.extend(self._device_errors(hardware))
         errors.extend(self._data_parallel_errors(hardware))
+        errors.extend(self._worker_errors())
 
         info = None
         if not isinstance(self.dataset, str) or (self.dataset not in datasets.DATASETS):
@@ -231,6 +242,41 @@ class RunConfig:
                           f"{n} (each device trains batch size / {n} samples a step)")
         return errors
 
+    def worker_addresses(self) -> list[str]:
+        """The members of a multi-worker run as HOST:PORT, the coordinator first; [] for a run on its own."""
+        return [w.strip() for w in self.workers.split(",") if w.strip()] if isinstance(self.workers, str) else []
+
+    def _worker_errors(self) -> list[str]:
+        """``workers`` and ``worker_index``: given together, at least two HOST:PORT members, this one among them, on
+        the JAX backend, the global batch split evenly over the members."""
+        if self.workers is None and self.worker_index is None:
+            return []
+        if self.workers is None or self.worker_index is None:
+            return ["a multi-worker run needs both --workers HOST:PORT,HOST:PORT (every member, the first "
+                    "coordinates) and --worker-index I (which member this process is)"]
+        if not isinstance(self.workers, str):
+            return [f"workers must be text like 'host-a:7000,host-b:7000' (got {self.workers!r})"]
+        members = self.worker_addresses()
+        errors = [f"worker {m!r} is not HOST:PORT with a port from 1 to 65535" for m in members if not _address(m)]
+        if not 2 <= len(members) <= WORKERS_MAX:
+            errors.append(f"a multi-worker run needs from 2 to {WORKERS_MAX} members in --workers (got {len(members)})")
+        if len(set(members)) != len(members):
+            errors.append("--workers names a member twice; give each process its own HOST:PORT")
+        index = self.worker_index
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < max(1, len(members)):
+            errors.append(f"--worker-index must be from 0 to {max(0, len(members) - 1)}, this process's place in "
+                          f"--workers (got {index!r})")
+        if self.backend not in MULTI_WORKER_BACKENDS:
+            errors.append(f"a multi-worker run trains through JAX's distributed runtime: set KERAS_BACKEND=jax (under "
+                          f"{self.backend}, Keras 3 cannot train with TensorFlow's MultiWorkerMirroredStrategy)")
+        if self.devices not in (None, 1):
+            errors.append("devices applies to one process; in a multi-worker run each member trains on its own "
+                          "device (leave devices empty)")
+        if isinstance(self.batch_size, int) and members and self.batch_size % len(members):
+            errors.append(f"batch size {self.batch_size} does not split evenly over {len(members)} workers; pick a "
+                          f"multiple of {len(members)} (each member trains batch size / {len(members)} a step)")
+        return errors
+
     def device_count(self, hardware: Any | None = None) -> int:
         """How many devices this run trains on: ``devices``, else one (every GPU for 'gpus')."""
         if self.devices is not None:
@@ -260,3 +306,9 @@ class RunConfig:
             return ["CPU threads apply to CPU runs only; leave them empty for a GPU device"]
         return []
 
+
+
+def _address(text: str) -> bool:
+    """Whether ``text`` is HOST:PORT (a port from 1 to 65535)."""
+    host, _, port = text.rpartition(":")
+    return bool(host) and port.isdigit() and 1 <= int(port) <= 65535

@@ -141,6 +141,7 @@ class RunRecord:
     store_error: str | None = None
     summary: dict[str, Any] | None = None
     label: str | None = None
+    members: tuple[RunRecord, ...] = ()  # a multi-worker run: the other members' own records (info.cluster)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -185,10 +186,16 @@ class RunRecord:
             seen[epoch.epoch] = i
             epochs.append(epoch)
         samples = tuple(Sample.from_dict(s, f"{prefix}samples[{i}]") for i, s in enumerate(run["samples"]))
+        members = run.get("members") or []
+        if not isinstance(members, list):
+            raise fail(f"{prefix}members", f"must be a list of run records, got {show_value(members)}")
+        if members and path.count("members["):
+            raise fail(f"{prefix}members", "a member of a multi-worker run holds no members of its own")
         return cls(status=Status(run["status"]), config=run["config"], hardware=run["hardware"], epochs=tuple(epochs),
                    samples=samples, id=run.get("id"), info=run.get("info") or {}, created_at=run.get("created_at"),
                    started_at=run.get("started_at"), ended_at=run.get("ended_at"), error=run.get("error"),
                    store_error=run.get("store_error"), summary=run.get("summary"), label=run.get("label"),
+                   members=tuple(RunRecord.from_dict(m, f"{prefix}members[{i}]") for i, m in enumerate(members)),
                    extra=extra_keys(run, _RUN_KEYS))
 
     def to_dict(self) -> dict[str, Any]:
@@ -196,20 +203,22 @@ class RunRecord:
                           created_at=self.created_at, started_at=self.started_at, ended_at=self.ended_at,
                           error=self.error, store_error=self.store_error, epochs=[e.to_dict() for e in self.epochs],
                           samples=[s.to_dict() for s in self.samples], label=self.label,
-                          summary=self.summary) | self.extra
+                          summary=self.summary, members=[m.to_dict() for m in self.members]) | self.extra
 
 
 _RUN_KEYS = ("schema", "id", "status", "config", "hardware", "info", "created_at", "started_at", "ended_at", "error",
-             "store_error", "epochs", "samples", "summary", "label")
+             "store_error", "epochs", "samples", "summary", "label", "members")
 
 
 def run_record(*, id: int | None, status: str, config: Mapping[str, Any], hardware: Mapping[str, Any] | None,
                info: Mapping[str, Any] | None, created_at: float | None, started_at: float | None,
                ended_at: float | None, error: Mapping[str, Any] | None, store_error: str | None,
                epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]], label: str | None = None,
-               summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
+               summary: Mapping[str, Any] | None = None,
+               members: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The one builder of a ``bench.run/1`` record, for a live run (``RunSnapshot.record``) and a stored one
-    (``report.record_from_store``) alike. The summary is computed from the epochs and samples unless given."""
+    (``report.record_from_store``) alike. The summary is computed from the epochs and samples unless given.
+    ``members``: the other members' records of a multi-worker run this one coordinates (written only when some)."""
     epochs, samples = list(epochs), list(samples)
     out = {
         "schema": RUN_SCHEMA,
@@ -230,6 +239,8 @@ def run_record(*, id: int | None, status: str, config: Mapping[str, Any], hardwa
     }
     if label is not None:
         out["label"] = label
+    if members:
+        out["members"] = [dict(m) for m in members]
     return out
 
 

@@ -20,7 +20,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 from dataclasses import dataclass
@@ -391,7 +391,7 @@ class Store:
                 epochs.setdefault(run_id, []).append(json.loads(data))
         for run in runs:
             run["epochs"] = epochs.get(run["id"], [])
-        return runs
+        return _without_followers(runs)
 
     def _is_active(self, run_id: int) -> bool:
         with self._op() as con:
@@ -424,4 +424,36 @@ class Store:
             run = self._row_to_run(row)
             run["epochs"] = self._epochs(con, run_id)
             run["samples"] = self._samples(con, run_id) if with_samples else []
+            cluster = cluster_of(run)
+            if cluster is not None and cluster.get("index") == 0:
+                run["members"] = self._members(con, run_id, str(cluster["id"]), with_samples=with_samples)
         return run
+
+    def _members(self, con: sqlite3.Connection, run_id: int, cluster_id: str, *,
+                 with_samples: bool) -> list[dict[str, Any]]:
+        """The other members of the multi-worker run ``run_id`` coordinates: the runs recording the same cluster id
+        (written here by members on this machine, or imported from theirs), in member order."""
+        rows = con.execute("SELECT * FROM runs WHERE id != ? AND json_extract(info, '$.cluster.id') = ? "
+                           "ORDER BY json_extract(info, '$.cluster.index'), id", (run_id, cluster_id)).fetchall()
+        members = []
+        for row in rows:
+            member = self._row_to_run(row)
+            member["epochs"] = self._epochs(con, member["id"])
+            member["samples"] = self._samples(con, member["id"]) if with_samples else []
+            members.append(member)
+        return members
+
+
+def cluster_of(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A stored run's place in a multi-worker run (info.cluster: id, index, size, workers), or None."""
+    info = run.get("info")
+    cluster = info.get("cluster") if isinstance(info, Mapping) else None
+    return cluster if isinstance(cluster, dict) and isinstance(cluster.get("id"), str) else None
+
+
+def _without_followers(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``runs`` less the members of a multi-worker run whose coordinating member (index 0) is among them: those are
+    read as part of its run (Store.get_run gives them as its ``members``)."""
+    led = {c["id"] for c in map(cluster_of, runs) if c is not None and c.get("index") == 0}
+    return [r for r in runs
+            if (c := cluster_of(r)) is None or c.get("index") == 0 or c["id"] not in led]

@@ -46,6 +46,7 @@ for run in runs:
         "samples/s": summary.get("steady_samples_per_s"),
         "mean CPU %": summary.get("mean_cpu_percent"),
         "mean GPU %": summary.get("mean_gpu_util_percent"),
+        "workers": (info.get("cluster") or {}).get("size") or 1,
         "trained on": display.short_device(info.get("placement")) if info.get("placement")
         else ("imported" if info.get("imported") else display.MISSING),
         "device (full name)": info.get("placement") or display.MISSING,
@@ -84,6 +85,9 @@ if selected_ids:
     records = [report.record_from_store(run) for run in stored if run is not None]  # deleted meanwhile: left out
     st.subheader(f"{len(records)} run(s) selected")
     results.show_comparison(records, key="hist")
+    for record in records:
+        if record.get("members"):
+            results.members_side_by_side(record, key=f"hist_members_{record['id']}")
     results.export_buttons(records, key="hist")
     if common.can_control():
         with st.popover("Delete", icon=":material/delete:"):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The real GPU path on a lent GPU machine (no TensorFlow there: Keras 3 on JAX, or torch, carried as wheels in .whl/).
-# Usage: scripts/gpu_measure.sh STEP OUTDIR   (STEP: presets | sweeps | after | steps | torch)
+# Usage: scripts/gpu_measure.sh STEP OUTDIR   (STEP: presets | sweeps | after | steps | torch | scaling)
 # Every result is a `python -m bench` JSON record; docs/GPU.md reports them.
 set -u
 step=$1 out=$2
@@ -56,6 +56,16 @@ after)  # everything that the engine's per-batch callback affects, with the call
     ;;
 steps)
     steps_sweep
+    ;;
+scaling)  # data-parallel over 1, 2, 4, 8 GPUs (as many as there are), small to large model, same global batch
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    if (( gpus < 2 )); then
+        echo "scaling: skipped: $gpus GPU(s) here; data-parallel scaling needs two or more" | tee -a "$log"
+    else
+        counts=1; for k in 2 4 8; do (( k <= gpus )) && counts+=",$k"; done
+        bench sweep --model mlp --sizes xs,m,xl --targets gpus --devices "$counts" --epochs 3 --batch-size 256 \
+            --limit-samples 60000 --sample-interval 0.2 --no-peak "${jit[@]}" --json "$out/sweep_scaling.json"
+    fi
     ;;
 torch)
     timeout 200 python3 -m pytest -q -p no:cacheprovider tests/unit/test_gpu_real.py 2>&1 | tail -8 | tee -a "$log"

@@ -30,7 +30,7 @@ from bench.hardware import doctor  # run from the checkout: `PYTHONPATH=. python
 
 ROOT = Path(__file__).resolve().parents[1]
 
-STEPS = ("doctor", "presets", "sweeps", "steps", "torch", "live", "claims")
+STEPS = ("doctor", "presets", "sweeps", "steps", "torch", "live", "scaling", "claims")
 STEP_LIMIT_S = 600
 KIT_LIMIT_S = 1800
 BEGIN, END = "<!-- checked-on-hardware:begin -->", "<!-- checked-on-hardware:end -->"
@@ -129,6 +129,14 @@ def _live(doc: Any) -> tuple[bool, str]:
                    f"charts; {len(exceptions)} exception(s)")
 
 
+def _scaling(doc: Any) -> tuple[bool, str]:
+    rows = [r for r in doc.get("rows") or [] if (r.get("devices") or 1) > 1]
+    measured = ", ".join(f"{r.get('size')} x{r.get('devices')}: "
+                         + (f"{r['scaling_efficiency']:.0%}" if r.get("scaling_efficiency") is not None else "—")
+                         for r in rows)
+    return bool(rows) and all(r.get("scaling_efficiency") is not None for r in rows), measured or "no multi-GPU row"
+
+
 def _doctor(doc: Any) -> tuple[bool, str]:
     missing = [c["name"] for c in doc.get("checks") or [] if c.get("status") != "ok"]
     return bool(doc.get("gpu_ready")), f"gpu_ready {doc.get('gpu_ready')}; not ok: {', '.join(missing) or 'none'}"
@@ -147,6 +155,8 @@ CLAIMS = (
     Claim("The torch backend trains on the GPU", "placement on the GPU", "torch_issue2.json", _torch),
     Claim("The Train page's live panel during a real GPU run (AppTest)",
           "GPU tile with a value while live, charts, no exception", "live.json", _live),
+    Claim("Data-parallel scaling over GPUs (two or more)", "a scaling efficiency for every device count",
+          "sweep_scaling.json", _scaling),
     Claim("`bench doctor` on the GPU machine", "gpu_ready true", "doctor.json", _doctor),
 )
 

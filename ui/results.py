@@ -184,7 +184,20 @@ def _ended(record: Mapping[str, Any]) -> bool:
 
 
 def run_label(record: Mapping[str, Any]) -> str:
-    return f"#{record.get('id')} {compare.target(record)}"
+    """'#12 cpu', and for a member of a multi-worker run '#12 cpu · worker 1'."""
+    cluster = (record.get("info") or {}).get("cluster")
+    member = f" · worker {cluster.get('index')}" if isinstance(cluster, Mapping) else ""
+    return f"#{record.get('id')} {compare.target(record)}{member}"
+
+
+def members_side_by_side(record: Mapping[str, Any], *, key: str) -> None:
+    """A multi-worker run's members (the run and its ``members``): each one's epochs and utilization, overlaid."""
+    members = [record, *(record.get("members") or [])]
+    cluster = (record.get("info") or {}).get("cluster") or {}
+    workers = ", ".join(escape(w, limit=80) for w in cluster.get("workers") or [])
+    st.markdown(f"**Run #{record.get('id')} trained on {len(members)} workers** ({workers}), one model through "
+                f"JAX's distributed runtime: each member's own epochs and utilization, side by side.")
+    comparison_charts(members, key=key)
 
 
 def headline_block(records: Sequence[Mapping[str, Any]], prices: Mapping[str, float] | None = None) -> None:

@@ -54,9 +54,11 @@ def _e(value: Any) -> str:
 
 
 def _runs_of(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The runs a document holds: a comparison's runs, or a run and the members of its multi-worker run (each stored
+    as a run of its own, which the store reads back as one run by their shared cluster id)."""
     if doc.get("schema") == COMPARISON_SCHEMA:
         return list(doc.get("runs") or [])
-    return [doc]
+    return [doc, *(doc.get("members") or [])]
 
 
 def hardware_label(hardware: Mapping[str, Any] | None) -> str:
@@ -109,7 +111,8 @@ def record_from_store(run: Mapping[str, Any]) -> dict[str, Any]:
         id=run.get("id"), status=str(run.get("status")), config=run.get("config") or {}, hardware=run.get("hardware"),
         info=run.get("info"), created_at=run.get("created_at"), started_at=run.get("started_at"),
         ended_at=run.get("ended_at"), error=run.get("error"), store_error=None, epochs=run.get("epochs") or [],
-        samples=run.get("samples") or [], label=run.get("label"))
+        samples=run.get("samples") or [], label=run.get("label"),
+        members=[record_from_store(m) for m in run.get("members") or []])
 
 
 comparison_record = records.comparison_record

@@ -72,20 +72,36 @@ def requested_devices(config: dict[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
 
 
-_SETUP: dict[tuple[str, int | None, int], tuple[str, list[str]]] = {}  # once per process (a pre-started worker)
+_SETUP: dict[tuple[Any, ...], tuple[str, list[str]]] = {}  # once per process (a pre-started worker)
 
 
-def _framework_setup(backend: str, threads: int | None, logical_cpus: int = 1) -> tuple[str, list[str]]:
-    """Import the backend, apply thread limits (and split the CPU into ``logical_cpus`` devices under TensorFlow),
-    return (version string, devices it sees). Once per process: TensorFlow refuses thread and logical-device settings
-    after its runtime is up."""
-    key = (backend, threads, logical_cpus)
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """This process as one member of a multi-worker run: every member's HOST:PORT (the first coordinates) and its
+    place among them."""
+
+    workers: tuple[str, ...]
+    index: int
+
+    @classmethod
+    def of(cls, config: dict[str, Any]) -> Cluster | None:
+        workers = [w.strip() for w in (config.get("workers") or "").split(",") if w.strip()]
+        return cls(tuple(workers), int(config["worker_index"])) if workers else None
+
+
+def _framework_setup(backend: str, threads: int | None, logical_cpus: int = 1,
+                     cluster: Cluster | None = None) -> tuple[str, list[str]]:
+    """Import the backend, apply thread limits (and split the CPU into ``logical_cpus`` devices under TensorFlow; join
+    the multi-worker ``cluster`` under JAX), return (version string, devices it sees). Once per process: TensorFlow
+    refuses thread and logical-device settings after its runtime is up, and JAX joins one cluster."""
+    key = (backend, threads, logical_cpus, cluster)
     if key not in _SETUP:
-        _SETUP[key] = _framework_setup_once(backend, threads, logical_cpus)
+        _SETUP[key] = _framework_setup_once(backend, threads, logical_cpus, cluster)
     return _SETUP[key]
 
 
-def _framework_setup_once(backend: str, threads: int | None, logical_cpus: int) -> tuple[str, list[str]]:
+def _framework_setup_once(backend: str, threads: int | None, logical_cpus: int,
+                          cluster: Cluster | None) -> tuple[str, list[str]]:
     if backend == "tensorflow":
         import tensorflow as tf
 
@@ -99,6 +115,11 @@ def _framework_setup_once(backend: str, threads: int | None, logical_cpus: int) 
         devices = [d.name for d in tf.config.list_logical_devices()]
         return f"tensorflow {tf.__version__}", devices
     if backend == "jax":
+        if cluster is not None:  # before JAX computes anything: it waits here until every member has joined
+            import keras
+
+            keras.distribution.initialize(job_addresses=",".join(cluster.workers), num_processes=len(cluster.workers),
+                                          process_id=cluster.index)
         import jax
 
         return f"jax {jax.__version__}", [f"{d.platform}:{d.id} ({d.device_kind})" for d in jax.devices()]
@@ -136,6 +157,8 @@ def variable_device(variable: Any) -> str:
         device = device()
     if device is None and hasattr(value, "devices"):
         device = ",".join(sorted(str(d) for d in value.devices()))
+    if hasattr(device, "device_set"):  # a jax array over several devices gives its sharding: name the devices
+        device = ",".join(sorted(str(d) for d in getattr(device, "device_set")))
     return str(device)
 
 
@@ -283,7 +306,14 @@ class Training:
 
     @property
     def n_train(self) -> int:
+        """Samples this process trains on an epoch (its shard, in a multi-worker run)."""
         return int(len(self.data.x_train))
+
+    @property
+    def local_batch_size(self) -> int:
+        """Samples this process feeds a step: the batch size, or its share of it in a multi-worker run."""
+        members = self.parallel.cluster["size"] if self.parallel is not None and self.parallel.cluster else 1
+        return self.config.batch_size // members
 
     def scope(self) -> Any:
         """Where the model is built and trained: the distribution's scope, else keras.device(...) (none under torch)."""
@@ -301,7 +331,7 @@ class Training:
             train_data, val_data = _tf_datasets(data.x_train, self.y_train, data.x_test, self.y_test, cfg.batch_size,
                                                 cfg.seed)
             return {"x": train_data, "epochs": cfg.epochs, "validation_data": val_data, "verbose": 0}
-        return {"x": data.x_train, "y": self.y_train, "batch_size": cfg.batch_size, "epochs": cfg.epochs,
+        return {"x": data.x_train, "y": self.y_train, "batch_size": self.local_batch_size, "epochs": cfg.epochs,
                 "validation_data": (data.x_test, self.y_test), "shuffle": True, "verbose": 0}
 
 
@@ -312,7 +342,8 @@ class Parallel:
 
     engine: str  # "tf.distribute.MirroredStrategy" or "keras.distribution.DataParallel"
     handle: Any  # the strategy or the distribution; its scope() is where the model is built and trained
-    devices: list[str]  # the replicas, as the engine names them
+    devices: list[str]  # the replicas, as the engine names them (every member's, in a multi-worker run)
+    cluster: dict[str, Any] | None = None  # a multi-worker run: id, index, size, workers (see _multi_worker)
 
     @property
     def replicas(self) -> int:
@@ -342,6 +373,43 @@ def _keras_data_parallel(cfg: Any, count: int) -> Parallel:
 DATA_PARALLEL = {"tensorflow": _mirrored, "jax": _keras_data_parallel}
 
 
+def _multi_worker(cluster: Cluster) -> Parallel:
+    """keras.distribution.DataParallel over every member's devices. Each member feeds its own shard of the data
+    (auto-sharding is for tf.data only), and the coordinator draws the run's id, which every member records, so the
+    members' records are known as one run wherever they are read."""
+    import secrets
+
+    import jax
+    import keras
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    distribution = keras.distribution.DataParallel(devices=jax.devices())
+    distribution.auto_shard_dataset = False  # each member passes its own shard (_shard)
+    token = int(multihost_utils.broadcast_one_to_all(np.int32(secrets.randbelow(2**31))))
+    info = {"id": f"{cluster.workers[0]}/{token:08x}", "index": cluster.index, "size": len(cluster.workers),
+            "workers": list(cluster.workers), "process": jax.process_index()}
+    return Parallel("keras.distribution.DataParallel over processes (jax.distributed)", distribution,
+                    [str(d) for d in jax.devices()], cluster=info)
+
+
+def _shard(data: Any, y_train: Any, y_test: Any, cluster: Cluster) -> tuple[Any, Any, Any]:
+    """This member's contiguous share of each split (every split first cut to a multiple of the member count, so
+    every member runs the same number of steps: a member with one more step would wait for the others for ever)."""
+    data, y_train, y_test = _split_evenly(data, y_train, y_test, len(cluster.workers))
+    n = len(cluster.workers)
+
+    def part(array: Any) -> Any:
+        size = len(array) // n
+        return array[cluster.index * size:(cluster.index + 1) * size]
+
+    local = dataclasses.replace(data, x_train=part(data.x_train), y_train=part(data.y_train),
+                                x_test=part(data.x_test), y_test=part(data.y_test),
+                                info=dataclasses.replace(data.info, n_train=len(part(data.x_train)),
+                                                         n_test=len(part(data.x_test))))
+    return local, part(y_train), part(y_test)
+
+
 # keras.distribution.DataParallel shards every batch over the devices, the last one too, so each split's size must be
 # a multiple of the device count (TensorFlow's MirroredStrategy splits a short last batch unevenly by itself).
 EVEN_SPLIT_BACKENDS = ("jax",)
@@ -368,6 +436,9 @@ def _parallel(cfg: Any) -> Parallel | None:
     Raises:
         RuntimeError: the backend has no data-parallel engine in Keras (torch).
     """
+    cluster = Cluster.of(cfg.to_dict())
+    if cluster is not None:
+        return _multi_worker(cluster)
     count = requested_devices(cfg.to_dict())
     if count < 2 and cfg.device != "gpus":
         return None
@@ -395,7 +466,8 @@ def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | N
     say = on_phase or (lambda phase: None)
     cfg = RunConfig.from_dict(config)
     say(f"importing {cfg.backend}")
-    version, devices_seen = _framework_setup(cfg.backend, cfg.cpu_threads, _logical_cpus(config))
+    cluster = Cluster.of(config)
+    version, devices_seen = _framework_setup(cfg.backend, cfg.cpu_threads, _logical_cpus(config), cluster)
 
     import keras
     import numpy as np
@@ -414,7 +486,9 @@ def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | N
 
     say("building model")
     parallel = _parallel(cfg)
-    if parallel is not None and cfg.backend in EVEN_SPLIT_BACKENDS:
+    if cluster is not None:
+        data, y_train, y_test = _shard(data, y_train, y_test, cluster)
+    elif parallel is not None and cfg.backend in EVEN_SPLIT_BACKENDS:
         data, y_train, y_test = _split_evenly(data, y_train, y_test, parallel.replicas)
     training = Training(config=cfg, framework=version, devices_seen=devices_seen, data=data, plan=plan,
                         y_train=y_train, y_test=y_test, parallel=parallel)
@@ -464,6 +538,7 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bo
         replica_devices=parallel.devices if parallel is not None else [placement],
         distribution=parallel.engine if parallel is not None else None,
         global_batch_size=cfg.batch_size,
+        cluster=parallel.cluster if parallel is not None else None,
         per_device_batch_size=cfg.batch_size // parallel.replicas if parallel is not None else cfg.batch_size,
         params=training.plan.params,
         flops_per_sample=training.plan.flops_per_sample,
@@ -478,7 +553,7 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bo
         input_pipeline=INPUT_PIPELINES.get(cfg.backend, "NumPy arrays"),
         worker_start="pre-started (framework loaded before Start)" if prestarted else "cold (spawned at Start)",
     )
-    callback = _make_callback(queue, stop_event, training.n_train, cfg.batch_size, cfg.epochs)
+    callback = _make_callback(queue, stop_event, training.n_train, training.local_batch_size, cfg.epochs)
     with training.scope():
         model.fit(**training.fit_arguments(), callbacks=[callback])
     return "stopped" if callback.stopped else "finished"
@@ -540,7 +615,8 @@ def worker_main(config: dict[str, Any], queue: Any, stop_event: Any, log_path: s
 def environment_key(config: dict[str, Any]) -> tuple[Any, ...]:
     """What must match for a pre-started worker to take a run: everything fixed before the framework is imported."""
     return (config.get("backend") or "tensorflow", config.get("device", "cpu"), config.get("cpu_threads") or None,
-            requested_devices(config) if config.get("device", "cpu") == "cpu" or config.get("devices") else None)
+            requested_devices(config) if config.get("device", "cpu") == "cpu" or config.get("devices") else None,
+            Cluster.of(config))
 
 
 SPARE_READY_LINE = "bench spare worker ready"
