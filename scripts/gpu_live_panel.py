@@ -33,6 +33,11 @@ def _page_state(at: Any) -> dict[str, Any]:
     """What one redraw of the page shows: the tiles' values, the status line, the charts, exceptions."""
     tiles = {m.label: m.value for m in at.metric if m.label in TILES}
     status = next((m.value for m in at.markdown if "Run #" in m.value), None)
+    for element in at.get("bidi_component"):  # a live run's header is one element (ui/live_header.py): its data
+        if element.proto.component_name == "bench_live_header":
+            header = json.loads(element.proto.json)
+            tiles.update({t["label"]: t["value"] for t in header["tiles"] if t["label"] in TILES})
+            status = "".join(text for text, _bold in header["status"]["parts"])
     charts = len(at.get("plotly_chart")) + sum(1 for e in at.get("iframe") or [])
     return {"tiles": tiles, "status": status, "charts": charts,
             "exceptions": [str(e.value)[:400] for e in at.exception]}

@@ -17,7 +17,7 @@ from bench.output import charts, display, report
 from bench.analysis import metrics
 from bench.runs.jobs import JobManager, RunSnapshot
 from bench.records import Status
-from ui import live_chart, peak, present
+from ui import gpu_truth, live_chart, live_header, peak, present
 from ui.safe_text import escape
 from ui.shared_cache import SharedCache
 
@@ -46,33 +46,52 @@ def _styled(build: Callable[[], Any]) -> Any:
     return present.styled(build())
 
 
+def status_parts(snap: RunSnapshot) -> list[tuple[str, bool]]:
+    """The status line as runs of text, each bold or not: "Run #3 **running** · mlp s · ... · trained on **CPU:0**"."""
+    parts = [(f"Run #{snap.id} ", False), (str(snap.status), True), (f" · {snap.config.label()}", False)]
+    where = snap.info.get("placement")
+    if where:  # the full name: History
+        parts += [(" · trained on ", False), (display.short_device(where), True)]
+    if snap.owner:
+        parts.append((f" · run by {snap.owner} (shown from the store)", False))
+    return parts
+
+
 def status_line(snap: RunSnapshot) -> str:
     icon = STATUS_ICON.get(Status(snap.status), "")
-    where = snap.info.get("placement")
-    placed = f" · trained on **{display.short_device(where)}**" if where else ""  # the full name: History
-    owner = f" · run by {snap.owner} (shown from the store)" if snap.owner else ""
-    return f"{icon} Run #{snap.id} **{snap.status}** · {snap.config.label()}{placed}{owner}"
+    return f"{icon} " + "".join(f"**{text}**" if bold else text for text, bold in status_parts(snap))
 
 
 def _latest_sample(snap: RunSnapshot) -> dict[str, Any] | None:
     return snap.samples[-1] if snap.samples else None
 
 
-def metric_tiles(snap: RunSnapshot) -> None:
+def tile_values(snap: RunSnapshot) -> list[dict[str, str | None]]:
+    """The four tiles' words: label, value, the note under it and the help text."""
     last = snap.epochs[-1] if snap.epochs else None
     sample = _latest_sample(snap)
     steady = metrics.steady_epoch_seconds(snap.epochs)
-    c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Last epoch", metrics.format_seconds(last["epoch_seconds"]) if last else "—",
-              help="Training time of the latest epoch (validation excluded). Epoch 1 includes graph tracing.")
-    c1.caption(f"steady median {metrics.format_seconds(steady)}" if steady else "steady time from epoch 2")
-    c2.metric("Samples/s", f"{last['samples_per_s']:,.0f}" if last and last.get("samples_per_s") else "—")
     cpu = sample.get("cpu_percent") if sample else None
-    c3.metric("CPU", f"{cpu:.0f} %" if cpu is not None else "—", help="Whole machine, all cores.")
     gpus = (sample or {}).get("gpus") or []
     utils = [g.get("util_percent") for g in gpus if g.get("util_percent") is not None]
     gpu_text = " / ".join(f"{u:.0f} %" for u in utils) if utils else ("n/a" if not gpus else "—")
-    c4.metric("GPU", gpu_text, help=NVML_NOTE)
+    return [
+        {"label": "Last epoch", "value": metrics.format_seconds(last["epoch_seconds"]) if last else "—",
+         "note": f"steady median {metrics.format_seconds(steady)}" if steady else "steady time from epoch 2",
+         "help": "Training time of the latest epoch (validation excluded). Epoch 1 includes graph tracing."},
+        {"label": "Samples/s", "value": f"{last['samples_per_s']:,.0f}" if last and last.get("samples_per_s") else "—",
+         "note": None, "help": None},
+        {"label": "CPU", "value": f"{cpu:.0f} %" if cpu is not None else "—", "note": None,
+         "help": "Whole machine, all cores."},
+        {"label": "GPU", "value": gpu_text, "note": None, "help": NVML_NOTE},
+    ]
+
+
+def metric_tiles(snap: RunSnapshot) -> None:
+    for column, tile in zip(st.columns(4), tile_values(snap)):
+        column.metric(str(tile["label"]), str(tile["value"]), help=tile["help"])
+        if tile["note"]:
+            column.caption(tile["note"])
     peak.render_epoch(snap)
 
 
@@ -88,21 +107,19 @@ def starting_text(phase: str) -> str:
     return STARTING.get(phase, phase.capitalize())
 
 
-def progress_bar(snap: RunSnapshot) -> None:
+def progress_of(snap: RunSnapshot) -> tuple[float, str]:
+    """The progress bar's fraction and text: queued, starting, epochs and batches with the ETA, or how it ended."""
     prog = snap.progress
     total = snap.config.epochs
     if snap.status == Status.QUEUED:
-        st.progress(0.0, text=f"Queued (position {(snap.queue_position or 0) + 1})")
-        return
+        return 0.0, f"Queued (position {(snap.queue_position or 0) + 1})"
     if not prog and snap.active and snap.owner is None:
-        st.progress(0.0, text=f"{starting_text(snap.phase)}…")
-        return
+        return 0.0, f"{starting_text(snap.phase)}…"
     if not prog:  # a run read back from the store (ended, or another process's): its epochs are all there is
         done = len(snap.epochs)
         text = (f"{done} of {total} epochs done (run by another process)" if snap.active
                 else f"{snap.status.capitalize()} after {done} of {total} epochs")
-        st.progress(1.0 if snap.status == Status.FINISHED else min(1.0, done / max(total, 1)), text=text)
-        return
+        return (1.0 if snap.status == Status.FINISHED else min(1.0, done / max(total, 1))), text
     done = len(snap.epochs)
     batches = max(prog.get("batches") or 1, 1)
     in_epoch = prog["batch"] / batches if prog.get("epoch") == done + 1 else 0.0
@@ -112,7 +129,30 @@ def progress_bar(snap: RunSnapshot) -> None:
     text = f"Epoch {min(prog['epoch'], total)}/{total} · batch {prog['batch']}/{batches}{eta_text}"
     if not snap.active:
         text = f"{snap.status.capitalize()} after {done} of {total} epochs"
+    return frac, text
+
+
+def progress_bar(snap: RunSnapshot) -> None:
+    frac, text = progress_of(snap)
     st.progress(frac, text=text)
+
+
+def header_data(snap: RunSnapshot) -> dict[str, Any]:
+    """What ui.live_header draws for a live run: the same words as the Streamlit elements of an ended run's header."""
+    icon = STATUS_ICON.get(Status(snap.status), "")
+    frac, text = progress_of(snap)
+    lines = [{"kind": "caption", "text": line} for line in (peak.epoch_line(snap.epochs, snap.info, snap.config),)
+             if line]
+    throttle = gpu_truth.throttle_text(snap.epochs or [])
+    if throttle:
+        lines.append({"kind": "warning", "text": throttle})
+    energy = gpu_truth.energy_text(snap.summary)
+    if energy:
+        lines.append({"kind": "caption", "text": energy})
+    return {"run": snap.id, "status": {"icon": icon.strip(":").split("/")[-1] if icon else "",
+                                       "parts": status_parts(snap)},
+            "progress": {"fraction": frac, "text": text}, "tiles": tile_values(snap), "lines": lines,
+            "primary": st.get_option("theme.primaryColor") or "#1f4fd1"}
 
 
 _FIGURES_MAX = 48
@@ -198,28 +238,42 @@ def run_messages(snap: RunSnapshot) -> None:
                  "input-bound": ":material/input:", "undetermined": ":material/help:"}
         st.info(f"**Why this speed**: {verdict['verdict']}", icon=icons.get(verdict.get("kind"), ":material/help:"))
         st.caption("From this run's own readings; the System page explains each verdict and its thresholds.")
-    from ui import gpu_truth  # noqa: PLC0415 - throttle note beside the epoch times, energy per device
     gpu_truth.render(snap)
+
+
+def render_header(snap: RunSnapshot) -> None:
+    """Status, progress, tiles and the lines under them. While the run is live: one element (ui.live_header), mounted
+    once per page and updated in place; once it has ended, Streamlit's own elements and the run's messages."""
+    with st.container():
+        if snap.active:
+            live_header.draw(header_data(snap), key="live_header")
+            if snap.store_error:
+                st.warning(snap.store_error)
+        else:
+            st.markdown(status_line(snap))
+            progress_bar(snap)
+            metric_tiles(snap)
+            run_messages(snap)
 
 
 def render_run(snap: RunSnapshot, *, key: str = "live") -> None:
     # Everything above the charts sits in one container, so the charts keep their place in the page whatever lines
     # appear above them (an epoch's FLOP/s, a warning): a live chart that moved would be mounted afresh and redrawn.
-    with st.container():
-        st.markdown(status_line(snap))
-        progress_bar(snap)
-        metric_tiles(snap)
-        run_messages(snap)
+    render_header(snap)
     run_charts(snap, key=key)
 
 
 def live_panel(manager: JobManager, *, can_control: bool = True,
                pick: Callable[[JobManager], RunSnapshot | None] | None = None) -> None:
-    """The current run (or the one ``pick`` returns), redrawn every REFRESH_S seconds, with its Stop button."""
+    """The current run (or the one ``pick`` returns): its header every REFRESH_S seconds, with its Stop button, and its
+    charts every CHART_REFRESH_S (a live chart changes no more often than that; ui.live.chart_state)."""
+
+    def current() -> RunSnapshot | None:
+        return pick(manager) if pick else manager.current()
 
     @st.fragment(run_every=REFRESH_S)
     def _panel() -> None:
-        snap = pick(manager) if pick else manager.current()
+        snap = current()
         if snap is None:
             st.info("No run yet. Pick the settings above and press **Start**.")
             return
@@ -232,6 +286,13 @@ def live_panel(manager: JobManager, *, can_control: bool = True,
             queued = [i for i in manager.queued_ids() if i != snap.id]
             if queued:
                 st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i}' for i in queued)}")
-        render_run(snap)
+        render_header(snap)
+
+    @st.fragment(run_every=CHART_REFRESH_S)
+    def _charts() -> None:
+        snap = current()
+        if snap is not None:
+            run_charts(snap, key="live")
 
     _panel()
+    _charts()

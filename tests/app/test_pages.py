@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -77,7 +78,13 @@ def test_start_queues_a_run_and_the_panel_shows_it():
     at.button(key="start_run").click().run()
     assert not at.exception
     assert not at.error
-    assert any("Run #" in m.value for m in at.markdown)
+    # a live run's header is one element (ui.live_header); its status line is in the element's data
+    headers = [json.loads(e.proto.json) for e in at.get("bidi_component")
+               if e.proto.component_name == "bench_live_header"]
+    assert len(headers) == 1, headers
+    status = "".join(text for text, _bold in headers[0]["status"]["parts"])
+    assert status.startswith("Run #") and headers[0]["progress"]["text"], headers[0]
+    assert [t["label"] for t in headers[0]["tiles"]] == ["Last epoch", "Samples/s", "CPU", "GPU"]
     from ui.common import get_manager
 
     manager = get_manager()

@@ -1,5 +1,6 @@
-"""Real Chromium: a live run's charts grow by appending (one full figure render per viewer, the data growing after),
-and a viewer who opens the page mid-run gets the whole history at once. The charts, in page order: time per epoch,
+"""Real Chromium: a live run's panel is mounted once and updated in place: its header (status, progress, tiles) is one
+element built once whose text changes, and its charts grow by appending (one full figure render per viewer, the data
+growing after); a viewer who opens the page mid-run gets the whole history at once. The charts, in page order: time per epoch,
 utilization, and from the first epoch on loss and accuracy."""
 
 from __future__ import annotations
@@ -16,6 +17,23 @@ STATE = """() => [...document.querySelectorAll('.bench-live-chart')].map((gd) =>
     full: Number(gd.dataset.fullRenders || 0), extends: Number(gd.dataset.extends || 0),
     points: Number(gd.dataset.points || 0), x: (gd.data || []).map((t) => (t.x || []).slice()),
     bars: gd.querySelectorAll('.barlayer .point').length, resyncs: gd.dataset.resyncs || ''}))"""
+
+
+HEADER = """() => { const h = document.querySelector('.bench-live-header');
+    if (!h) return null;
+    window.__benchHeaderNodes = window.__benchHeaderNodes || new Set();
+    window.__benchHeaderNodes.add(h);
+    const tiles = [...h.querySelectorAll('[data-testid="stMetric"]')];
+    window.__benchTileNodes = window.__benchTileNodes || new Set();
+    tiles.forEach((t) => window.__benchTileNodes.add(t));
+    return {builds: Number(h.dataset.builds), updates: Number(h.dataset.updates), changes: Number(h.dataset.changes),
+            nodes: window.__benchHeaderNodes.size, tileNodes: window.__benchTileNodes.size,
+            progress: h.querySelector('[data-testid="stProgress"] p').textContent}; }"""
+
+
+def header(page) -> dict | None:
+    """The live header's counters, and how many distinct header and tile nodes this page has held so far."""
+    return page.evaluate(HEADER)
 
 
 def charts(page) -> list[dict]:
@@ -35,6 +53,7 @@ def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, pa
     wait_for(lambda: page.locator(CHART).count() == 2 and all(c["full"] for c in charts(page)), 90,
              "both live charts drawn")
     wait_for(lambda: charts(page)[1]["points"] >= 4, 60, "utilization points")
+    first_header = wait_for(lambda: header(page), 30, "the live header")
     before = charts(page)
     wait_for(lambda: charts(page)[1]["points"] >= before[1]["points"] + 6, 60, "the utilization chart to grow")
     wait_for(lambda: (live := charts(page)) and live[0]["bars"] >= 1, 120, "the first epoch bar on the live chart")
@@ -43,6 +62,11 @@ def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, pa
     assert [c["full"] for c in grown] == [1, 1, 1], grown  # drawn whole once each; everything after was appended
     assert grown[1]["extends"] >= 3 and grown[1]["points"] > before[1]["points"]
     assert len(grown[1]["x"][0]) > len(before[1]["x"][0])
+    # the header: built once, the same DOM nodes throughout, its text changed in place at each refresh
+    later = wait_for(lambda: (h := header(page)) and h["updates"] >= first_header["updates"] + 5 and h, 60,
+                     "the header to refresh")
+    assert later["builds"] == 1 and later["nodes"] == 1 and later["tileNodes"] == 4, later
+    assert later["changes"] > first_header["changes"] and later["progress"] != first_header["progress"], later
     assert grown[1]["x"][0][: len(before[1]["x"][0])] == before[1]["x"][0], "appending keeps the earlier points"
 
     # a second viewer, mid-run: the whole history in its first render

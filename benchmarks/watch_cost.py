@@ -1,0 +1,138 @@
+"""What watching a live run costs, and nothing else: a dashboard server whose runs are replayed
+(benchmarks.standins.PacedWorker, no framework, about 2 % of a core), one long run started from the Train page, and
+``--pages`` Chromium pages watching it; the server's and Chromium's CPU over two windows of the run, early and late (the
+cost per second must not grow with the run's length), and where the first page's main thread spends its time.
+
+    python -m benchmarks.watch_cost --pages 1 --pages 5 --json out.json
+
+Used to choose how the live panel is drawn (docs/PERFORMANCE.md): run it from two checkouts to compare two ways.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import wait_for
+from benchmarks.dashboard import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    DashboardServer,
+    _profile_part,
+    chromium_cpu_s,
+    page_errors,
+)
+
+REPLAYED = "benchmarks.standins:PACED_WORKER"
+LIVE = ".bench-live-chart"
+
+
+def _cpu(server: DashboardServer) -> tuple[float, float, float]:
+    return time.monotonic(), server.cpu_s(), sum(chromium_cpu_s().values())
+
+
+def _window(server: DashboardServer, seconds: float) -> dict[str, float]:
+    t0, s0, c0 = _cpu(server)
+    time.sleep(seconds)
+    t1, s1, c1 = _cpu(server)
+    wall = t1 - t0
+    return {"wall_s": wall, "server_cores": (s1 - s0) / wall, "chromium_cores": (c1 - c0) / wall,
+            "total_cores": (s1 - s0 + c1 - c0) / wall}
+
+
+def _profile(context: Any, page: Any, seconds: float) -> dict[str, float]:
+    cdp = context.new_cdp_session(page)
+    cdp.send("Profiler.enable")
+    cdp.send("Profiler.setSamplingInterval", {"interval": 1000})
+    cdp.send("Profiler.start")
+    time.sleep(seconds)
+    profile = cdp.send("Profiler.stop")["profile"]
+    frames = {node["id"]: node["callFrame"] for node in profile["nodes"]}
+    totals: dict[str, float] = {}
+    for node_id, delta_us in zip(profile["samples"], profile["timeDeltas"]):
+        part = _profile_part(frames[node_id])
+        if part is not None:
+            totals[part] = totals.get(part, 0.0) + delta_us / 1000.0
+    return {part: ms / seconds for part, ms in totals.items()}
+
+
+def watch(browser: Any, pages: int, window_s: float, folder: Path) -> dict[str, Any]:
+    """One server, ``pages`` pages on one live run: CPU in an early and a late window, then a profile of page 1."""
+    server = DashboardServer(folder, env={"BENCH_WORKER_TARGET": REPLAYED})
+    contexts = []
+    try:
+        server.wait_healthy()
+        for _ in range(pages):
+            context = browser.new_context(viewport={"width": 1400, "height": 1300})
+            page = context.new_page()
+            page.set_default_timeout(120_000)
+            contexts.append((context, page))
+        first = contexts[0][1]
+        first.goto(server.url)
+        first.get_by_label("Epochs", exact=True).wait_for()
+        for label, value in (("Epochs", 40), ("Training samples (0 = all)", 20000), ("Batch size", 8)):
+            box = first.get_by_label(label, exact=True)
+            box.fill(str(value))
+            box.press("Enter")
+            first.wait_for_timeout(400)
+        first.get_by_role("button", name="Start", exact=True).click()  # 40 epochs of 2.5 s: 100 s live
+        for _, page in contexts[1:]:
+            page.goto(server.url)
+        wait_for(lambda: all(page.locator(LIVE).count() >= 3 for _, page in contexts), 120,
+                 "the live charts on every page", poll_s=0.5)
+        time.sleep(3)
+        early = _window(server, window_s)
+        time.sleep(max(0.0, 60 - window_s))
+        late = _window(server, window_s)
+        profile = _profile(*contexts[0], min(window_s, 10))
+        header = first.evaluate("""() => { const h = document.querySelector('.bench-live-header');
+            return h ? {builds: Number(h.dataset.builds), updates: Number(h.dataset.updates)} : null; }""")
+        return {"pages": pages, "early": early, "late": late, "profile_ms_per_s": profile, "header": header}
+    finally:
+        for context, _ in contexts:
+            try:
+                context.close()
+            except page_errors():
+                pass
+        server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.watch_cost", description=__doc__.split("\n\n")[0])
+    p.add_argument("--pages", type=int, action="append", help="pages watching (repeat for several passes)")
+    p.add_argument("--window", type=float, default=20.0, help="seconds per CPU window")
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--json", dest="json_path")
+    args = p.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    out = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for n in args.pages or [1]:
+            for r in range(args.repeats):
+                row = watch(browser, n, args.window, Path(tempfile.mkdtemp(prefix="bench-watch-")))
+                out.append(row)
+                e, la = row["early"], row["late"]
+                print(f"{n} page(s) #{r + 1}: early server {e['server_cores']:.3f} chromium {e['chromium_cores']:.3f}"
+                      f" | late server {la['server_cores']:.3f} chromium {la['chromium_cores']:.3f} cores; profile "
+                      + ", ".join(f"{k} {v:.0f}" for k, v in sorted(row["profile_ms_per_s"].items())) + " ms/s; "
+                      f"header {row['header']}", file=sys.stderr, flush=True)
+        browser.close()
+    for n in sorted({r["pages"] for r in out}):
+        rows = [r for r in out if r["pages"] == n]
+        med = {w: statistics.median(r[w]["total_cores"] for r in rows) for w in ("early", "late")}
+        print(f"{n} page(s): total cores early {med['early']:.3f}, late {med['late']:.3f}")
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps(out, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
