@@ -314,6 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "written")
     p.add_argument("--report", default=None, help="write the markdown report to this path instead (asks for the doc, "
                                                   "as --write-doc does)")
+    p.add_argument("--note", action="append", default=[],
+                   help="a sentence for the report's notes, e.g. where the pass ran and what else ran beside it "
+                        "(repeat for more)")
     p.add_argument("--from-json", dest="from_json", default=None,
                    help="measure nothing: take the result from this JSON file (one --json wrote), e.g. to render "
                         "the doc again with --write-doc")
@@ -338,6 +341,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     else:
         result = run_benchmark(plan_for(args.quick, rounds=args.rounds, browser=not args.no_browser))
+    if args.note:
+        result.setdefault("details", {}).setdefault("notes", [])[:0] = args.note
     report = args.report or (DEFAULT_REPORT if args.write_doc else None)
     write_outputs(result, report_path=report, json_path=args.json_path)
     print("\n".join(summary_lines(result)))
