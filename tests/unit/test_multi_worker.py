@@ -111,7 +111,11 @@ def test_the_dashboard_draws_the_members_side_by_side(cluster_store: Path) -> No
 
         results.members_side_by_side(record, key="members")
 
-    at = AppTest.from_function(page, args=(record,), default_timeout=60).run()
+    main = sys.modules["__main__"]
+    try:
+        at = AppTest.from_function(page, args=(record,), default_timeout=60).run()
+    finally:  # the script runner installs its script as __main__, which a later spawned process would run again
+        sys.modules["__main__"] = main
     assert not at.exception, at.exception
     assert any("trained on 2 workers" in m.value for m in at.markdown), [m.value for m in at.markdown]
     figures = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
