@@ -378,9 +378,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               "measured again when no run is active (`python -m bench.hardware.probe --refresh`).")
     if wide:
         print(f"* {sweeps.WIDE_WINDOW_NOTE}")
-    for row in rows:
-        if row.get("scaling_diagnosis"):
-            print(f"{row['size']} on {row['target']} x {row['devices']}: {row['scaling_diagnosis']}")
+    exchange = sweeps.exchange_bound_summary(rows)
+    if exchange:
+        print(exchange)
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved

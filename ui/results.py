@@ -144,11 +144,10 @@ def scaling_chart(rows: Sequence[Mapping[str, Any]], figure: Any, *, key: str) -
     left, right = st.columns(2)
     left.plotly_chart(figure("swp_scaling", lambda: charts.scaling_figure(rows)), key=f"{key}_scaling",
                       config=CHART_CONFIG)
-    notes = [f"**{r['size']} on {r['target']} × {r['devices']}**: {r['scaling_diagnosis']}" for r in rows
-             if r.get("scaling_diagnosis")]
+    note = sweeps.exchange_bound_summary(rows)
     with right:
-        if notes:
-            st.info("\n\n".join(notes), icon=":material/sync_alt:")
+        if note:
+            st.info(note, icon=":material/sync_alt:")
         elif any(r.get("scaling_efficiency") is not None and (r.get("devices") or 1) > 1 for r in rows):
             st.success("Every point scales to at least "
                        f"{sweeps.EXCHANGE_BOUND_EFFICIENCY:.0%} of N × its one-device throughput.")

@@ -146,6 +146,22 @@ def _exchange_bound(row: Mapping[str, Any], count: int, efficiency: float | None
             f"{(row.get('batch_size') or 0) * 4}) gives each exchange more arithmetic, and tests this.")
 
 
+def exchange_bound_summary(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """One paragraph for every point where the exchange between devices sets the pace (``scaling_diagnosis``): which
+    points, their share of N x one device, why, and the knob that tests it; None when there is none."""
+    bound = [r for r in rows if r.get("scaling_diagnosis")]
+    if not bound:
+        return None
+    points = "; ".join(f"{r.get('size')} on {r.get('target')} x {r.get('devices')}: {r['scaling_efficiency']:.0%}"
+                       for r in bound)
+    per_device = sorted({r.get("per_device_batch_size") or (r.get("batch_size") or 0) // (r.get("devices") or 1)
+                         for r in bound})
+    return (f"Below {EXCHANGE_BOUND_EFFICIENCY:.0%} of N x the one-device throughput ({points}): the exchange between "
+            "devices (gradients summed every step) and the per-step host work, not the arithmetic, set the pace. "
+            f"Each device trained {', '.join(map(str, per_device))} samples a step; a larger per-device batch gives "
+            "each exchange more arithmetic, and tests this.")
+
+
 def peak_share_text(row: Mapping[str, Any]) -> str:
     """A sweep row's share of the peak for a table: '61 %', 'peak being re-measured', or '—'."""
     if row.get("peak_stale"):

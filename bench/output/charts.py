@@ -368,8 +368,9 @@ def scaling_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     fig.add_hline(y=100, line={"color": "#9aa3b2", "dash": "dot"})
     counts = sorted({r.get("devices") or 1 for r in rows})
     fig.update_xaxes(title="devices (data-parallel)", tickvals=counts, type="log" if len(counts) > 2 else "linear")
-    fig.update_yaxes(title="scaling efficiency %", rangemode="tozero")
-    return _layout(fig, "Scaling over devices: throughput with N / (N × one device)")
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(title="throughput with N / (N × one device), %")
+    return _layout(fig, "Scaling over devices")
 
 
 def sweep_gflops_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:

@@ -34,6 +34,9 @@ def test_the_diagnosis_names_the_exchange_and_the_knob_only_where_scaling_falls_
     assert "64 samples a step" in note and "larger per-device batch" in note
     assert rows[("xl", 4)]["scaling_diagnosis"] is None, "97 % of 4x is no exchange-bound verdict"
     assert rows[("s", 1)]["scaling_diagnosis"] is None
+    summary = sweeps.exchange_bound_summary(list(rows.values()))
+    assert summary is not None and "s on gpus x 4: 50%" in summary and "xl" not in summary
+    assert sweeps.exchange_bound_summary([rows[("xl", 4)]]) is None
 
 
 def test_no_one_device_row_or_no_throughput_gives_no_figure() -> None:
