@@ -158,9 +158,9 @@ def _short_window_note(watched: list[dict[str, Any]]) -> list[str]:
     window = median([r.get("window_s") for r in watched])
     if window is None or window >= SHORT_WATCH_WINDOW_S:
         return []
-    return [f"The watched runs' steady windows lasted {window:.1f} s (median), a few refreshes of the page and "
-            f"charts: `watch_cores` and the CPU table's watched row say little from so short a window; the full pass "
-            f"measures over longer ones."]
+    return [(f"The watched runs' steady windows lasted {window:.1f} s (median), a few refreshes of the page and "
+            f"charts: `watch_cores` and the CPU table's watched row say little from so short a window; "
+            f"benchmarks/watch_cost.py watches one replayed run over longer windows (docs/LIVE-PANEL.md).")]
 
 
 # Other work beside the pass, in cores (overhead.OtherLoad, per run), above which its wall-time figures are unreliable
