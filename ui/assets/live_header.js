@@ -11,6 +11,17 @@ function el(tag, attrs = {}, text = null) {
   return node;
 }
 
+function inline(node, text) {
+  // The lines' own markdown, as st.caption draws it: **bold** and `code`; everything else stays text.
+  const parts = String(text).split(/(\*\*[^*]+\*\*|`[^`]+`)/);
+  node.replaceChildren(...parts.filter((p) => p).map((p) => {
+    if (p.startsWith("**") && p.endsWith("**") && p.length > 4) return el("strong", {}, p.slice(2, -2));
+    if (p.startsWith("`") && p.endsWith("`") && p.length > 2) return el("code", {}, p.slice(1, -1));
+    return document.createTextNode(p);
+  }));
+  return node;
+}
+
 function primaryColour(fallback) {
   // the theme's primary colour as the page draws it (a viewer may switch between the light and the dark theme)
   const button = document.querySelector('[data-testid="stBaseButton-primary"]');
@@ -81,8 +92,8 @@ function update(st, data, root) {
   const linesSig = JSON.stringify(data.lines);
   if (st.sigs.lines !== linesSig) {
     st.sigs.lines = linesSig;
-    st.lines.replaceChildren(...data.lines.map((line) => el("div", line.kind === "warning"
-      ? { class: "blh-warning", role: "alert" } : { "data-testid": "stCaptionContainer" }, line.text)));
+    st.lines.replaceChildren(...data.lines.map((line) => inline(el("div", line.kind === "warning"
+      ? { class: "blh-warning", role: "alert" } : { "data-testid": "stCaptionContainer" }), line.text)));
     st.changes += 1;
   }
   st.updates += 1;
