@@ -10,12 +10,13 @@ from ui import live
 
 
 def snap(**over):
-    base = dict(id=3, status="running", config=RunConfig(epochs=5), info={"placement": "/device:CPU:0"}, owner=None,
-                epochs=[{"epoch": 1, "epoch_seconds": 2.5, "samples_per_s": 8000.0, "includes_tracing": True},
-                        {"epoch": 2, "epoch_seconds": 2.0, "samples_per_s": 10000.0}],
-                samples=[{"t_s": 1.0, "cpu_percent": 97.0, "gpus": []}], progress={"epoch": 3, "batch": 10,
-                                                                                    "batches": 40},
-                phase="training", active=True, queue_position=None, summary={}, store_error=None, error=None)
+    base = {"id": 3, "status": "running", "config": RunConfig(epochs=5), "info": {"placement": "/device:CPU:0"},
+            "owner": None, "phase": "training", "active": True, "queue_position": None, "summary": {},
+            "store_error": None, "error": None,
+            "epochs": [{"epoch": 1, "epoch_seconds": 2.5, "samples_per_s": 8000.0, "includes_tracing": True},
+                       {"epoch": 2, "epoch_seconds": 2.0, "samples_per_s": 10000.0}],
+            "samples": [{"t_s": 1.0, "cpu_percent": 97.0, "gpus": []}],
+            "progress": {"epoch": 3, "batch": 10, "batches": 40}}
     base.update(over)
     s = SimpleNamespace(**base)
     s.eta_s = lambda: 7.0
