@@ -414,6 +414,51 @@ def _peaks_after_runs(manager: Any, entries: dict[str, dict[str, Any] | None]
     return out
 
 
+def cmd_suite(args: argparse.Namespace) -> int:
+    """The machine suite on every target here, written as one machine bundle (bench.runs.suite)."""
+    from bench.analysis import pricing
+    from bench.hardware import devices, probe
+    from bench.runs import suite
+    from bench.runs.jobs import JobManager
+
+    variant = "quick" if args.quick else "full"
+    hw = devices.discover()
+    targets = suite.suite_targets(hw)
+    prices = pricing.parse_prices(args.price, targets)
+    out = args.out or f"bench-bundle-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    _check_out(out, "--out")
+    configs = suite.suite_configs(variant, targets, hw)
+    print(f"suite {suite.SUITE_VERSION} ({variant}): {len(suite.workloads(variant))} workloads on "
+          f"{', '.join(map(str, targets))}: {len(configs)} runs", file=sys.stderr)
+    manager = JobManager(_open_store())
+    peaks: dict[str, float | None] = {}
+    for target in [] if args.no_peak else targets:
+        print(f"measuring the matmul peak of {target}…", file=sys.stderr)
+        try:
+            peaks[str(target)] = manager.queue_peak(target.device, cpu_threads=target.cpu_threads).result().get(
+                "peak_gflops")
+        except (ValueError, probe.ProbeError) as exc:
+            print(f"   no peak for {target}: {exc}", file=sys.stderr)
+            peaks[str(target)] = None
+        except KeyboardInterrupt:
+            print("\nstopped before any run: no bundle written", file=sys.stderr)
+            return 1
+    result = suite.run_suite(configs, lambda c: execute_run(c, manager=manager),
+                             lambda text: print(text, file=sys.stderr, flush=True))
+    doc = suite.bundle(result, machine=suite.fingerprint(hw), variant=variant, label=args.label, prices=prices,
+                       peaks_gflops=peaks)
+    if not doc["runs"]:
+        print("error: no run finished: no bundle written", file=sys.stderr)
+        return 1
+    _write_json(out, doc)
+    store = _open_store()
+    if store is not None:
+        store.add_bundle(doc)
+    print(f"wrote {out}: {len(doc['runs'])} of {len(configs)} runs ({doc['notes']})")
+    manager.shutdown()
+    return 0 if len(doc["runs"]) == len(configs) else 1
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from bench.output import report
     from bench.store import Store
@@ -457,7 +502,7 @@ def cmd_overhead(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"devices": cmd_devices, "doctor": cmd_doctor, "run": cmd_run, "runs": cmd_runs, "compare": cmd_compare, "sweep": cmd_sweep,
-            "export": cmd_export, "import": cmd_import, "overhead": cmd_overhead}
+            "suite": cmd_suite, "export": cmd_export, "import": cmd_import, "overhead": cmd_overhead}
 
 
 def _tolerant_output() -> None:

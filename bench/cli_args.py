@@ -149,12 +149,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-peak", action="store_true", help="skip the matmul peak probe")
     p.add_argument("--json", dest="json_path", default=None, help="write the sweep rows to this file")
 
+    p = sub.add_parser("suite", help="the fixed machine suite on every target of this machine: one machine bundle "
+                                     "for the Machines page (docs/MACHINES.md)")
+    p.add_argument("--quick", action="store_true", help="fewer samples and sizes: within 10 minutes on 2 cores")
+    p.add_argument("--price", default=None, help="hourly price per target of this machine, e.g. cpu=0.40,gpu:0=2.50")
+    p.add_argument("--label", default=None, help='what to call this machine, e.g. "team workstation"')
+    p.add_argument("--out", default=None, help="bundle file (default bench-bundle-DATE.json in the current folder)")
+    p.add_argument("--no-peak", action="store_true", help="skip the matmul peak probe")
+
+    p = sub.add_parser("machines", help="the machine bundles (stored and shipped) and the ranking for one model")
+    p.add_argument("--model", default="mlp", help="a family (mlp, cnn, text) or a seed preset (default mlp)")
+    p.add_argument("--size", default="s", help="xs, s, m, l, xl (default s; ignored by presets)")
+    p.add_argument("--batch-size", type=_positive_int, default=128, help="default 128")
+    p.add_argument("--price", default=None, help="hourly prices, MACHINE:TARGET=PRICE comma list (MACHINE as "
+                                                 "listed), e.g. 1:gpu:0=2.50,2:cpu=0.10")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
     p = sub.add_parser("export", help="export a stored run as JSON, CSV (zip) or a self-contained HTML report")
     p.add_argument("run_id", type=_run_id)
     p.add_argument("--format", choices=("json", "csv", "html"), default="json")
     p.add_argument("--out", default=None, help="output file (default run-ID.FORMAT in the current folder)")
 
-    p = sub.add_parser("import", help="import a JSON run or comparison measured elsewhere into the store")
+    p = sub.add_parser("import", help="import a JSON run, comparison or machine bundle measured elsewhere into "
+                                      "the store")
     p.add_argument("path")
 
     # The measuring harness lives beside the engine (benchmarks/ in the checkout); it owns its options and --help.

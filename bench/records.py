@@ -367,3 +367,97 @@ def load(data: Any) -> RunRecord | Comparison | Sweep:
     if schema == COMPARISON_SCHEMA:
         return Comparison.from_dict(data)
     return Sweep.from_dict(data)
+
+
+BUNDLE_SCHEMA = "bench.bundle/1"
+_FINGERPRINT_TEXT = ("os", "python", "framework", "framework_version", "backend")
+
+
+@dataclass(frozen=True)
+class MachineBundle:
+    """One machine measured by the fixed suite (``bench.bundle/1``, built by ``bench suite``): the machine's
+    fingerprint (CPU, RAM, GPUs, OS, Python, framework and backend), the suite's version and variant, the user's label,
+    hourly prices per target as entered, each target's matmul peak, and every run of the suite (without samples)."""
+
+    machine: dict[str, Any]
+    suite_version: str
+    suite_variant: str
+    runs: tuple[RunRecord, ...]
+    label: str | None = None
+    notes: str | None = None
+    created_at: float | None = None
+    prices: dict[str, float] = field(default_factory=dict)
+    peaks_gflops: dict[str, float | None] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MachineBundle:
+        machine = data.get("machine")
+        if not isinstance(machine, dict):
+            raise fail("machine", f"must be a JSON object (the machine's fingerprint), got {show_value(machine)}")
+        if not isinstance(machine.get("cpu"), dict):
+            raise fail("machine.cpu", f"must be a JSON object (model, cores, RAM), got {show_value(machine.get('cpu'))}")
+        if not isinstance(machine.get("gpus", []), list):
+            raise fail("machine.gpus", f"must be a list of GPUs, got {show_value(machine.get('gpus'))}")
+        for key in _FINGERPRINT_TEXT:
+            if machine.get(key) is not None and not isinstance(machine[key], str):
+                raise fail(f"machine.{key}", f"must be text or null, got {show_value(machine[key])}")
+        suite = data.get("suite")
+        if not isinstance(suite, dict) or not isinstance(suite.get("version"), str) \
+                or not isinstance(suite.get("variant"), str):
+            raise fail("suite", f"must be {{'version': text, 'variant': text}}, got {show_value(suite)}")
+        runs = data.get("runs")
+        if not isinstance(runs, list) or not runs:
+            raise fail("runs", f"must be a non-empty list of run records, got {show_value(runs)}")
+        parsed = tuple(RunRecord.from_dict(run, f"runs[{i}]") for i, run in enumerate(runs))
+        for key in ("label", "notes"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise fail(key, f"must be text or null, got {show_value(data[key])}")
+        if data.get("created_at") is not None:
+            check_number(data["created_at"], "created_at", "created_at")
+        prices = data.get("prices") or {}
+        if not isinstance(prices, dict) or any(not is_number(v) or not math.isfinite(v) or v <= 0
+                                               for v in prices.values()):
+            raise fail("prices", f"must map targets to hourly prices above 0, got {show_value(prices)}")
+        peaks = data.get("peaks_gflops") or {}
+        if not isinstance(peaks, dict) or any(v is not None and not is_number(v) for v in peaks.values()):
+            raise fail("peaks_gflops", f"must map targets to GFLOP/s or null, got {show_value(peaks)}")
+        return cls(machine=machine, suite_version=suite["version"], suite_variant=suite["variant"], runs=parsed,
+                   label=data.get("label"), notes=data.get("notes"), created_at=data.get("created_at"),
+                   prices={str(k): float(v) for k, v in prices.items()}, peaks_gflops=dict(peaks),
+                   extra=extra_keys(data, _BUNDLE_KEYS))
+
+    def to_dict(self) -> dict[str, Any]:
+        return bundle_record(machine=self.machine, suite_version=self.suite_version, suite_variant=self.suite_variant,
+                             runs=[r.to_dict() for r in self.runs], label=self.label, notes=self.notes,
+                             created_at=self.created_at, prices=self.prices,
+                             peaks_gflops=self.peaks_gflops) | self.extra
+
+
+_BUNDLE_KEYS = ("schema", "machine", "suite", "runs", "label", "notes", "created_at", "prices", "peaks_gflops")
+
+
+def bundle_record(*, machine: Mapping[str, Any], suite_version: str, suite_variant: str,
+                  runs: Sequence[Mapping[str, Any]], label: str | None = None, notes: str | None = None,
+                  created_at: float | None = None, prices: Mapping[str, float] | None = None,
+                  peaks_gflops: Mapping[str, float | None] | None = None) -> dict[str, Any]:
+    """The one builder of a ``bench.bundle/1`` document (runs are kept without their samples: the summary each
+    carries holds what the gallery reads)."""
+    return {"schema": BUNDLE_SCHEMA, "label": label, "notes": notes, "created_at": created_at,
+            "machine": dict(machine), "suite": {"version": suite_version, "variant": suite_variant},
+            "prices": dict(prices or {}), "peaks_gflops": dict(peaks_gflops or {}),
+            "runs": [{**r, "samples": []} for r in runs]}
+
+
+def load_bundle(data: Any) -> MachineBundle:
+    """A machine bundle read from outside, typed (see :func:`load` for the other records).
+
+    Raises:
+        RecordError: not a JSON object, not ``bench.bundle/1``, or the first problem found, naming its field.
+    """
+    if not isinstance(data, dict):
+        raise RecordError(f"a machine bundle must be a JSON object, got {type(data).__name__}; make one with "
+                          "`python -m bench suite --out FILE`")
+    if data.get("schema") != BUNDLE_SCHEMA:
+        raise fail("schema", f"must be {BUNDLE_SCHEMA!r} for a machine bundle, got {show_value(data.get('schema'))}")
+    return MachineBundle.from_dict(data)

@@ -49,6 +49,12 @@ CREATE TABLE IF NOT EXISTS runs (
     owner_started REAL,
     heartbeat_at REAL
 );
+CREATE TABLE IF NOT EXISTS bundles (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    added_at REAL NOT NULL,
+    label TEXT,
+    doc TEXT NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS epochs (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     epoch INTEGER NOT NULL,
@@ -366,6 +372,28 @@ class Store:
             con.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
             con.execute("DELETE FROM epochs WHERE run_id = ?", (run_id,))
             return con.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
+
+    # -- machine bundles (bench.bundle/1, the Machines page): kept whole, as their JSON text ---------------------
+    def add_bundle(self, doc: Mapping[str, Any]) -> tuple[int, bool]:
+        """Keep a machine bundle; (its id, whether it is new): the same bundle imported twice is kept once."""
+        text = records.json_text(doc, indent=None)
+        with self._op() as con:
+            row = con.execute("SELECT id FROM bundles WHERE doc = ?", (text,)).fetchone()
+            if row is not None:
+                return int(row[0]), False
+            cur = con.execute("INSERT INTO bundles (added_at, label, doc) VALUES (?, ?, ?)",
+                              (time.time(), doc.get("label"), text))
+            assert cur.lastrowid is not None
+            return int(cur.lastrowid), True
+
+    def list_bundles(self) -> list[tuple[int, dict[str, Any]]]:
+        """Every kept bundle, oldest first, as (id, document) (checked by records.load_bundle when read)."""
+        with self._op() as con:
+            return [(int(i), json.loads(doc)) for i, doc in con.execute("SELECT id, doc FROM bundles ORDER BY id")]
+
+    def delete_bundle(self, bundle_id: int) -> bool:
+        with self._op() as con:
+            return con.execute("DELETE FROM bundles WHERE id = ?", (bundle_id,)).rowcount > 0
 
     # ------------------------------------------------------------------------------------------------------------
     @staticmethod
