@@ -1,0 +1,370 @@
+"""The machine gallery: machine bundles (``bench.bundle/1``) side by side, workload by workload and target by target,
+and the ranking of machines for one model (family, size, batch size) by time and by cost.
+
+Every figure says how it was found: ``measured`` at that size, ``interpolated`` between the two nearest measured
+sizes of the same family, batch size and target (log time per sample against log training FLOPs per sample), or
+``not measured`` with the reason. A size outside the measured range is never extrapolated. Differences that make two
+bundles unequal (backend, Keras version, suite version, precision, XLA) are flagged beside the figures they affect.
+No Streamlit here: the Machines page, `bench machines` and the HTML gallery all read these functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.analysis import run_summary
+from bench.records import MachineBundle, RunRecord, Status
+from bench.target import canonical, text_of_record
+from bench.training import models
+from bench.training.datasets import registry
+
+MEASURED = "measured"
+INTERPOLATED = "interpolated"
+NOT_MEASURED = "not measured"
+
+
+def workload_key(model: str, size: str | None, batch_size: int) -> str:
+    """The key of a workload, the same on every machine: a preset's name, else ``family/size/bBATCH``."""
+    return model if model in models.PRESETS else f"{model}/{size}/b{batch_size}"
+
+
+def machine_name(bundle: MachineBundle) -> str:
+    """The user's label, else the machine from its fingerprint: GPUs by model and count, or the CPU and cores."""
+    if bundle.label:
+        return bundle.label
+    gpus = [g for g in bundle.machine.get("gpus") or [] if isinstance(g, Mapping)]
+    cpu = bundle.machine.get("cpu") or {}
+    cpu_text = f"{cpu.get('model') or 'unknown CPU'} ({cpu.get('logical_cores') or '?'} cores)"
+    if gpus:
+        counts: dict[str, int] = {}
+        for gpu in gpus:
+            counts[str(gpu.get("name") or "GPU")] = counts.get(str(gpu.get("name") or "GPU"), 0) + 1
+        return " + ".join(f"{n} x{c}" for n, c in counts.items()) + f", {cpu_text}"
+    return f"{cpu_text}, no GPU"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One bundle in the gallery: where it came from (``shipped``, ``store``, ``upload``) and its key there."""
+
+    key: str  # "shipped:bundle-h100", "store:3", "upload:laptop.json": unique in a gallery, kept in links
+    source: str
+    bundle: MachineBundle
+
+    @property
+    def name(self) -> str:
+        return machine_name(self.bundle)
+
+    @property
+    def suite(self) -> str:
+        return f"{self.bundle.suite_version}/{self.bundle.suite_variant}"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One finished run of a bundle, reduced to what the gallery shows."""
+
+    machine: str  # Machine.key
+    target: str
+    workload: str
+    model: str
+    size: str | None
+    batch_size: int
+    dataset: str
+    flops_per_sample: float | None
+    steady_epoch_seconds: float
+    samples_per_s: float
+    epoch_samples: int | None  # samples in one epoch (the steady epoch time is for this many)
+    energy_j_per_1k: float | None
+    energy_note: str | None  # why there is no energy figure
+    precision: str
+    backend: str
+    jit_compile: bool
+    run_id: int | None
+
+    @property
+    def seconds_per_1k(self) -> float:
+        return 1000.0 / self.samples_per_s
+
+
+def _measured(machine: Machine, run: RunRecord) -> Measured | None:
+    if run.status != Status.FINISHED:
+        return None
+    summary = run.summary or run_summary.summarize([e.to_dict() for e in run.epochs], [])
+    rate, steady = _positive(summary.get("steady_samples_per_s")), _positive(summary.get("steady_epoch_seconds"))
+    if rate is None or steady is None:
+        return None
+    config, info = run.config, run.info
+    model, size, batch = str(config.get("model")), config.get("size"), int(config.get("batch_size") or 0)
+    energy = _positive(summary.get("energy_j_per_1000_samples"))
+    reasons = summary.get("energy_reasons") or info.get("energy_reasons") or {}
+    note = None if energy is not None else ("; ".join(f"{d}: {r}" for d, r in reasons.items()) if reasons
+                                           else "no energy reading in this run")
+    return Measured(
+        machine=machine.key, target=canonical(text_of_record(run.to_dict())), workload=workload_key(model, size, batch),
+        model=model, size=None if model in models.PRESETS else size, batch_size=batch,
+        dataset=str(config.get("dataset")), flops_per_sample=info.get("flops_per_sample"),
+        steady_epoch_seconds=steady, samples_per_s=rate,
+        epoch_samples=int(info["n_train"]) if isinstance(info.get("n_train"), int) else None,
+        energy_j_per_1k=energy, energy_note=note,
+        precision=str(config.get("precision") or "float32"), backend=str(config.get("backend") or "?"),
+        jit_compile=bool(config.get("jit_compile")), run_id=run.id)
+
+
+def _positive(value: Any) -> float | None:
+    """A finite number above 0 as a float, else None (a missing reading is never a zero)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    return float(value) if ok else None
+
+
+def measurements(machine: Machine) -> list[Measured]:
+    """Each workload and target of a machine once: its finished runs, the median by samples/s where a workload ran
+    more than once on a target (the shipped H100 records hold MLP s at batch 128 twice)."""
+    groups: dict[tuple[str, str], list[Measured]] = {}
+    for run in machine.bundle.runs:
+        found = _measured(machine, run)
+        if found is not None:
+            groups.setdefault((found.workload, found.target), []).append(found)
+    out = []
+    for runs in groups.values():
+        ordered = sorted(runs, key=lambda m: m.samples_per_s)
+        out.append(ordered[(len(ordered) - 1) // 2])
+    return out
+
+
+def targets_of(machine: Machine) -> list[str]:
+    """The targets a machine was measured on, CPUs first."""
+    found = {m.target for m in measurements(machine)}
+    return sorted(found, key=lambda t: (not t.startswith("cpu"), t))
+
+
+def workloads_of(machines: Sequence[Machine]) -> list[str]:
+    """Every workload measured on any of the machines: presets first, then families by size order and batch."""
+    def order(key: str) -> tuple[int, str, int, int]:
+        if key in models.PRESETS:
+            return (0, key, 0, 0)
+        family, size, batch = key.split("/")
+        return (1, family, models.SIZES.index(size) if size in models.SIZES else 99, int(batch[1:]))
+
+    return sorted({m.workload for machine in machines for m in measurements(machine)}, key=order)
+
+
+# -- unequal bundles --------------------------------------------------------------------------------------------------
+def run_traits(m: Measured, machine: Machine) -> dict[str, str]:
+    """What makes a figure comparable with another: backend, Keras version, suite, precision, XLA."""
+    return {"backend": m.backend, "keras": str(machine.bundle.machine.get("framework_version") or "?"),
+            "suite": machine.suite, "precision": m.precision, "XLA": "on" if m.jit_compile else "off"}
+
+
+def differences(traits: Mapping[str, str], baseline: Mapping[str, str] | None) -> list[str]:
+    """The traits in which a figure differs from the baseline's, e.g. ``backend jax (baseline tensorflow)``."""
+    if baseline is None:
+        return []
+    return [f"{name} {value} (baseline {baseline.get(name)})" for name, value in traits.items()
+            if baseline.get(name) != value]
+
+
+# -- prices -----------------------------------------------------------------------------------------------------------
+def prices_of(machines: Sequence[Machine], entered: Mapping[tuple[str, str], float] | None = None
+              ) -> dict[tuple[str, str], float]:
+    """Hourly price per (machine key, target): the bundle's own, replaced by those entered here."""
+    out = {(m.key, canonical(t)): p for m in machines for t, p in m.bundle.prices.items()}
+    out.update({(k, canonical(t)): p for (k, t), p in (entered or {}).items()})
+    return out
+
+
+def cost_per_1k(seconds_per_1k: float | None, price_per_hour: float | None) -> float | None:
+    """What 1,000 training samples cost at an hourly price; None without a price or a time."""
+    if seconds_per_1k is None or price_per_hour is None:
+        return None
+    return seconds_per_1k * price_per_hour / 3600.0
+
+
+# -- one workload across machines ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Row:
+    """One machine and target for one workload (measured) or one model (measured or interpolated)."""
+
+    machine: str
+    machine_name: str
+    target: str
+    how: str  # MEASURED, INTERPOLATED or NOT_MEASURED
+    note: str  # how it was found, or why there is no figure
+    seconds_per_1k: float | None = None
+    samples_per_s: float | None = None
+    steady_epoch_seconds: float | None = None
+    epoch_samples: int | None = None
+    energy_j_per_1k: float | None = None
+    energy_note: str | None = None
+    price_per_hour: float | None = None
+    cost_per_1k: float | None = None
+    speedup: float | None = None  # baseline seconds per 1,000 samples / these
+    flags: tuple[str, ...] = ()
+    traits: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"machine": self.machine, "machine_name": self.machine_name, "target": self.target, "how": self.how,
+                "note": self.note, "seconds_per_1k_samples": self.seconds_per_1k, "samples_per_s": self.samples_per_s,
+                "steady_epoch_seconds": self.steady_epoch_seconds, "epoch_samples": self.epoch_samples,
+                "energy_j_per_1k_samples": self.energy_j_per_1k, "energy_note": self.energy_note,
+                "price_per_hour": self.price_per_hour, "cost_per_1k_samples": self.cost_per_1k,
+                "speedup_vs_baseline": self.speedup, "flags": list(self.flags)}
+
+
+def _with_baseline(rows: list[Row], baseline: tuple[str, str] | None) -> list[Row]:
+    """Rows with their speed-up over the baseline row (machine key, target) and the traits that differ from it."""
+    base = next((r for r in rows if baseline and (r.machine, r.target) == (baseline[0], canonical(baseline[1]))),
+                None)
+    out = []
+    for row in rows:
+        speedup = (base.seconds_per_1k / row.seconds_per_1k
+                   if base is not None and base.seconds_per_1k and row.seconds_per_1k else None)
+        flags = tuple(differences(row.traits, base.traits)) if base is not None and base.traits and row.traits else ()
+        out.append(_replace(row, speedup=speedup, flags=flags))
+    return out
+
+
+def _replace(row: Row, **changes: Any) -> Row:
+    return dataclasses.replace(row, **changes)
+
+
+def workload_rows(machines: Sequence[Machine], workload: str, *, prices: Mapping[tuple[str, str], float],
+                  baseline: tuple[str, str] | None = None) -> list[Row]:
+    """Every machine and target measured for one workload: time per steady epoch, samples/s, energy and cost per
+    1,000 samples, speed-up over the baseline (machine key, target), and the traits that differ from it."""
+    rows = []
+    for machine in machines:
+        for m in measurements(machine):
+            if m.workload != workload:
+                continue
+            price = prices.get((machine.key, m.target))
+            rows.append(Row(machine=machine.key, machine_name=machine.name, target=m.target, how=MEASURED,
+                            note=f"measured (run #{m.run_id})" if m.run_id is not None else "measured",
+                            seconds_per_1k=m.seconds_per_1k, samples_per_s=m.samples_per_s,
+                            steady_epoch_seconds=m.steady_epoch_seconds, epoch_samples=m.epoch_samples,
+                            energy_j_per_1k=m.energy_j_per_1k, energy_note=m.energy_note, price_per_hour=price,
+                            cost_per_1k=cost_per_1k(m.seconds_per_1k, price), traits=run_traits(m, machine)))
+    return _with_baseline(rows, baseline)
+
+
+# -- your model: measured, interpolated, or not -----------------------------------------------------------------------
+def model_flops(model: str, size: str, dataset: str) -> float | None:
+    """Training FLOPs per sample of a family at a size on a dataset (from the model plan, no Keras); None when the
+    plan cannot be made."""
+    info = registry.DATASETS.get(dataset)
+    if info is None:
+        return None
+    try:
+        return float(models.plan(model, size, info.input_shape, info.num_classes, info.vocab_size).flops_per_sample)
+    except (models.ModelError, ValueError):
+        return None
+
+
+def estimate(machine: Machine, target: str, model: str, size: str | None, batch_size: int, *,
+             price_per_hour: float | None = None) -> Row:
+    """The figure of one machine and target for a model: measured at that size, else read between the two nearest
+    measured sizes (same family, batch size and target), else not measured and why. Never extrapolated."""
+    target = canonical(target)
+    here = [m for m in measurements(machine) if m.target == target]
+    key = workload_key(model, size, batch_size)
+    exact = next((m for m in here if m.workload == key), None)
+    if exact is not None:
+        return Row(machine=machine.key, machine_name=machine.name, target=target, how=MEASURED,
+                   note=f"measured at {_point(model, size, batch_size)}", seconds_per_1k=exact.seconds_per_1k,
+                   samples_per_s=exact.samples_per_s, steady_epoch_seconds=exact.steady_epoch_seconds,
+                   epoch_samples=exact.epoch_samples, energy_j_per_1k=exact.energy_j_per_1k,
+                   energy_note=exact.energy_note, price_per_hour=price_per_hour,
+                   cost_per_1k=cost_per_1k(exact.seconds_per_1k, price_per_hour), traits=run_traits(exact, machine))
+    return _between(machine, target, [m for m in here if m.model == model], model, size, batch_size, price_per_hour)
+
+
+def _point(model: str, size: str | None, batch: int) -> str:
+    return f"{model} batch {batch}" if model in models.PRESETS else f"{model} {size} batch {batch}"
+
+
+def _not(machine: Machine, target: str, why: str, price: float | None) -> Row:
+    return Row(machine=machine.key, machine_name=machine.name, target=target, how=NOT_MEASURED, note=why,
+               price_per_hour=price)
+
+
+def _between(machine: Machine, target: str, family: list[Measured], model: str, size: str | None, batch: int,
+             price: float | None) -> Row:
+    if model in models.PRESETS or not family:
+        return _not(machine, target, f"{_point(model, size, batch)} was not measured on {target} of this machine",
+                    price)
+    same_batch = [m for m in family if m.batch_size == batch]
+    if not same_batch:
+        batches = ", ".join(str(b) for b in sorted({m.batch_size for m in family}))
+        return _not(machine, target, f"{model} was not measured at batch {batch} on {target} (measured at batch "
+                                     f"{batches}); sizes are read between, batch sizes are not", price)
+    flops = model_flops(model, str(size), same_batch[0].dataset)
+    sized = sorted((m for m in same_batch if m.flops_per_sample), key=lambda m: float(m.flops_per_sample or 0))
+    measured_sizes = ", ".join(str(m.size) for m in sized)
+    if flops is None or not sized:
+        return _not(machine, target, f"{model} {size} was not measured on {target} and cannot be read between "
+                                     f"sizes (measured: {measured_sizes or 'none with FLOPs'})", price)
+    below = [m for m in sized if float(m.flops_per_sample or 0) < flops]
+    above = [m for m in sized if float(m.flops_per_sample or 0) > flops]
+    if not below or not above:
+        side = "below the smallest" if not below else "above the largest"
+        return _not(machine, target, f"{model} {size} is {side} size measured on {target} at batch {batch} "
+                                     f"({measured_sizes}); figures are never extrapolated past the measured range",
+                    price)
+    lo, hi = below[-1], above[0]
+    share = (math.log(flops) - math.log(float(lo.flops_per_sample or 1))) / (
+        math.log(float(hi.flops_per_sample or 1)) - math.log(float(lo.flops_per_sample or 1)))
+    seconds = math.exp(math.log(lo.seconds_per_1k) + share * (math.log(hi.seconds_per_1k) - math.log(lo.seconds_per_1k)))
+    energy = (math.exp(math.log(lo.energy_j_per_1k) + share * (math.log(hi.energy_j_per_1k)
+                                                               - math.log(lo.energy_j_per_1k)))
+              if lo.energy_j_per_1k and hi.energy_j_per_1k else None)
+    return Row(machine=machine.key, machine_name=machine.name, target=target, how=INTERPOLATED,
+               note=f"read between {lo.size} and {hi.size} measured at batch {batch} (by training FLOPs per sample)",
+               seconds_per_1k=seconds, samples_per_s=1000.0 / seconds, energy_j_per_1k=energy,
+               energy_note=None if energy is not None else (lo.energy_note or hi.energy_note),
+               price_per_hour=price, cost_per_1k=cost_per_1k(seconds, price), traits=run_traits(lo, machine))
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The machines for one model: by time (fastest first) and by cost (cheapest first; priced rows only), and
+    the rows that have no figure, each with its reason."""
+
+    model: str
+    size: str | None
+    batch_size: int
+    by_time: tuple[Row, ...]
+    by_cost: tuple[Row, ...]
+    unranked: tuple[Row, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "size": self.size, "batch_size": self.batch_size,
+                "by_time": [r.to_dict() for r in self.by_time], "by_cost": [r.to_dict() for r in self.by_cost],
+                "not_measured": [r.to_dict() for r in self.unranked]}
+
+
+def ranking(machines: Sequence[Machine], model: str, size: str | None, batch_size: int, *,
+            prices: Mapping[tuple[str, str], float], baseline: tuple[str, str] | None = None) -> Ranking:
+    """Every machine and target estimated for the model (:func:`estimate`), ranked by seconds per 1,000 samples and
+    by cost per 1,000 samples, with the speed-up over the baseline (machine key, target) and flags."""
+    if model in models.PRESETS:
+        size = None
+    rows = [estimate(machine, target, model, size, batch_size, price_per_hour=prices.get((machine.key, target)))
+            for machine in machines for target in targets_of(machine)]
+    rows = _with_baseline(rows, baseline)
+    timed = sorted((r for r in rows if r.seconds_per_1k is not None), key=lambda r: r.seconds_per_1k or 0)
+    costed = sorted((r for r in timed if r.cost_per_1k is not None), key=lambda r: r.cost_per_1k or 0)
+    return Ranking(model=model, size=size, batch_size=batch_size, by_time=tuple(timed), by_cost=tuple(costed),
+                   unranked=tuple(r for r in rows if r.seconds_per_1k is None))
+
+
+def model_choices(machines: Sequence[Machine]) -> dict[str, list[int]]:
+    """The models a user may pick (families and presets measured somewhere) with the batch sizes measured for each."""
+    out: dict[str, set[int]] = {}
+    for machine in machines:
+        for m in measurements(machine):
+            out.setdefault(m.model, set()).add(m.batch_size)
+    return {k: sorted(v) for k, v in sorted(out.items(), key=lambda kv: (kv[0] in models.PRESETS, kv[0]))}
