@@ -1,0 +1,146 @@
+"""The machine gallery's arithmetic (bench.analysis.machines) and its bundle record: a figure measured at a size,
+read between two measured sizes, or refused outside the measured range (never extrapolated); rankings by time and
+cost; unequal bundles flagged; a bad bundle refused naming its field."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import records
+from bench.analysis import machines as M
+from bench.errors import RecordError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(model: str, size: str | None, batch: int, target: str, samples_per_s: float, *, flops: float | None = None,
+         backend: str = "tensorflow", energy: float | None = None, run_id: int = 1) -> dict[str, Any]:
+    device, _, threads = target.partition("/")
+    config = {"model": model, "size": size or "s", "batch_size": batch, "device": device, "backend": backend,
+              "dataset": "synthetic-mnist", "cpu_threads": int(threads) if threads else None}
+    return records.run_record(
+        id=run_id, status="finished", config=config, hardware={}, info={"flops_per_sample": flops, "n_train": 10000},
+        created_at=None, started_at=None, ended_at=None, error=None, store_error=None, epochs=[], samples=[],
+        summary={"steady_samples_per_s": samples_per_s, "steady_epoch_seconds": 10000 / samples_per_s,
+                 "energy_j_per_1000_samples": energy})
+
+
+def _flops(size: str) -> float:
+    value = M.model_flops("mlp", size, "synthetic-mnist")
+    assert value is not None
+    return value
+
+
+def _machine(key: str, runs: list[dict[str, Any]], *, backend: str = "tensorflow", label: str | None = None,
+             prices: dict[str, float] | None = None) -> M.Machine:
+    doc = records.bundle_record(machine={"cpu": {"model": "Test CPU", "logical_cores": 4}, "gpus": [],
+                                         "backend": backend, "framework_version": "3.15.1"},
+                                suite_version="1", suite_variant="quick", runs=runs, label=label, prices=prices)
+    return M.Machine(key, "store", records.load_bundle(json.loads(records.json_text(doc))))
+
+
+@pytest.fixture
+def laptop() -> M.Machine:
+    return _machine("laptop", [
+        _run("mlp", "xs", 128, "cpu", 40000, flops=_flops("xs"), run_id=1),
+        _run("mlp", "m", 128, "cpu", 10000, flops=_flops("m"), run_id=2),
+        _run("seed-mnist-dense", None, 32, "cpu", 20000, run_id=3),
+    ], label="laptop", prices={"cpu": 0.10})
+
+
+@pytest.fixture
+def gpu_box() -> M.Machine:
+    return _machine("gpu", [
+        _run("mlp", "xs", 128, "gpu:0", 80000, flops=_flops("xs"), backend="jax", energy=2.0, run_id=1),
+        _run("mlp", "s", 128, "gpu:0", 70000, flops=_flops("s"), backend="jax", energy=2.5, run_id=2),
+        _run("mlp", "m", 128, "gpu:0", 60000, flops=_flops("m"), backend="jax", energy=3.0, run_id=3),
+    ], backend="jax", label="gpu box", prices={"gpu:0": 3.60})
+
+
+def test_a_measured_size_is_measured(laptop: M.Machine) -> None:
+    row = M.estimate(laptop, "cpu", "mlp", "xs", 128, price_per_hour=0.10)
+    assert row.how == M.MEASURED
+    assert row.seconds_per_1k == pytest.approx(1000 / 40000)
+    assert row.cost_per_1k == pytest.approx(1000 / 40000 * 0.10 / 3600)
+    assert row.energy_j_per_1k is None and row.energy_note  # no reading: said why, never a zero
+
+
+def test_a_size_between_two_measured_sizes_is_interpolated_in_log_flops(laptop: M.Machine) -> None:
+    row = M.estimate(laptop, "cpu", "mlp", "s", 128)
+    assert row.how == M.INTERPOLATED
+    assert "between xs and m" in row.note
+    share = (math.log(_flops("s")) - math.log(_flops("xs"))) / (math.log(_flops("m")) - math.log(_flops("xs")))
+    expected = math.exp(math.log(1000 / 40000) + share * (math.log(1000 / 10000) - math.log(1000 / 40000)))
+    assert row.seconds_per_1k == pytest.approx(expected)
+    assert 1000 / 40000 < row.seconds_per_1k < 1000 / 10000
+
+
+@pytest.mark.parametrize("size, side", [("l", "above the largest"), ("xl", "above the largest")])
+def test_a_size_outside_the_measured_range_is_refused_not_extrapolated(laptop: M.Machine, size: str, side: str) -> None:
+    row = M.estimate(laptop, "cpu", "mlp", size, 128)
+    assert row.how == M.NOT_MEASURED
+    assert row.seconds_per_1k is None and row.cost_per_1k is None
+    assert side in row.note and "never extrapolated" in row.note
+
+
+def test_an_unmeasured_batch_size_is_refused_with_the_measured_ones(laptop: M.Machine) -> None:
+    row = M.estimate(laptop, "cpu", "mlp", "s", 256)
+    assert row.how == M.NOT_MEASURED
+    assert "batch 256" in row.note and "128" in row.note
+
+
+def test_ranking_by_time_and_cost_with_speedup_and_flags(laptop: M.Machine, gpu_box: M.Machine) -> None:
+    gallery = [laptop, gpu_box]
+    ranked = M.ranking(gallery, "mlp", "s", 128, prices=M.prices_of(gallery), baseline=("laptop", "cpu"))
+    assert [(r.machine, r.how) for r in ranked.by_time] == [("gpu", M.MEASURED), ("laptop", M.INTERPOLATED)]
+    assert ranked.by_time[1].speedup == pytest.approx(1.0)
+    assert ranked.by_time[0].speedup == pytest.approx(ranked.by_time[1].seconds_per_1k / (1000 / 70000))
+    assert "backend jax (baseline tensorflow)" in ranked.by_time[0].flags
+    assert ranked.by_time[1].flags == ()
+    # the laptop costs 0.10/h, the GPU box 3.60/h: cheaper per 1,000 samples on the laptop despite being slower
+    assert [r.machine for r in ranked.by_cost] == ["laptop", "gpu"]
+    assert ranked.unranked == ()
+
+
+def test_prices_entered_replace_the_bundles(laptop: M.Machine, gpu_box: M.Machine) -> None:
+    prices = M.prices_of([laptop, gpu_box], {("gpu", "gpu:0"): 0.01})
+    assert prices[("gpu", "gpu:0")] == 0.01 and prices[("laptop", "cpu")] == 0.10
+
+
+def test_workload_rows_and_interpolated_energy(laptop: M.Machine, gpu_box: M.Machine) -> None:
+    rows = M.workload_rows([laptop, gpu_box], "mlp/xs/b128", prices={}, baseline=("gpu", "gpu:0"))
+    assert {(r.machine, r.target) for r in rows} == {("laptop", "cpu"), ("gpu", "gpu:0")}
+    assert next(r for r in rows if r.machine == "laptop").speedup == pytest.approx(0.5)
+    assert 2.0 < (M.estimate(gpu_box, "gpu:0", "mlp", "s", 128).energy_j_per_1k or 0) <= 2.5
+
+
+def test_a_preset_is_measured_or_not(laptop: M.Machine, gpu_box: M.Machine) -> None:
+    ranked = M.ranking([laptop, gpu_box], "seed-mnist-dense", None, 32, prices={})
+    assert [r.machine for r in ranked.by_time] == ["laptop"]
+    assert "was not measured" in ranked.unranked[0].note
+
+
+def test_the_shipped_h100_bundle_loads_and_ranks() -> None:
+    bundle = records.load_bundle(json.loads((ROOT / "docs/results/bundle-h100.json").read_text()))
+    h100 = M.Machine("shipped:h100", "shipped", bundle)
+    assert "H100" in h100.name and "docs/results" in (bundle.notes or "")
+    row = M.estimate(h100, "gpu:0", "mlp", "s", 2048)  # measured at xs and m at batch 2048: s is read between
+    assert row.how == M.INTERPOLATED
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"schema": "bench.run/1"}, "schema"),
+    ({"machine": "laptop"}, "machine"),
+    ({"suite": None}, "suite"),
+    ({"runs": []}, "runs"),
+    ({"prices": {"cpu": -1}}, "prices"),
+])
+def test_a_bad_bundle_is_refused_naming_its_field(laptop: M.Machine, change: dict[str, Any], field: str) -> None:
+    doc = laptop.bundle.to_dict() | change
+    with pytest.raises(RecordError, match=field):
+        records.load_bundle(doc)
