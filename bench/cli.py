@@ -479,9 +479,20 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from bench.output import report
+    from bench.output import gallery, report
     from bench.store import Store
 
+    if _names_a_bundle(args.path):
+        try:
+            bundle = gallery.read_bundle(args.path)
+        except report.RecordError as exc:
+            raise UsageError(str(exc)) from None
+        bundle_id, new = Store().add_bundle(bundle.to_dict())
+        from bench.analysis import machines
+
+        print(f"{'imported' if new else 'already in the store:'} machine bundle #{bundle_id} "
+              f"({machines.machine_name(bundle)}, {len(bundle.runs)} runs); `{PROG} machines` ranks it")
+        return 0
     try:
         record = report.load_record_file(args.path)
     except report.RecordError as exc:
@@ -489,6 +500,87 @@ def cmd_import(args: argparse.Namespace) -> int:
     ids = report.import_into_store(Store(), record)
     print(f"imported {len(ids)} run(s) as {', '.join(f'#{i}' for i in ids)}")
     return 0
+
+
+def _names_a_bundle(path: str) -> bool:
+    """Whether a file to import says it is a machine bundle (bench.bundle/1); anything else is read as a record."""
+    import json
+
+    from bench.output import gallery
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    if b'"bench.bundle/1"' not in head:
+        return False
+    try:
+        return gallery.is_bundle(json.loads(Path(path).read_bytes()))
+    except (ValueError, OSError):
+        return False
+
+
+def cmd_machines(args: argparse.Namespace) -> int:
+    """The machine bundles (shipped and stored) and the ranking for one model, in a terminal."""
+    from bench.analysis import machines
+    from bench.output import gallery
+
+    gallery_machines, problems = gallery.gallery(_open_store())
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    keys = {str(i): m.key for i, m in enumerate(gallery_machines, 1)}
+    entered = _machine_prices(args.price, keys)
+    ranked = machines.ranking(gallery_machines, args.model, args.size, args.batch_size,
+                              prices=machines.prices_of(gallery_machines, entered))
+    if args.json:
+        print(records_module.json_text({
+            "machines": [{"number": i, "key": m.key, "source": m.source, "name": m.name, "suite": m.suite,
+                          "targets": machines.targets_of(m), "machine": m.bundle.machine, "notes": m.bundle.notes,
+                          "runs": len(m.bundle.runs)} for i, m in enumerate(gallery_machines, 1)],
+            "ranking": ranked.to_dict()}))
+        return 0
+    for i, m in enumerate(gallery_machines, 1):
+        print(f"{i:>3}  {m.name}  [{m.source}, suite {m.suite}, {len(m.bundle.runs)} runs, "
+              f"targets {', '.join(machines.targets_of(m))}]")
+    point = args.model if ranked.size is None else f"{args.model} {ranked.size}"
+    print(f"\nfor {point} at batch {args.batch_size}, fastest first (seconds per 1,000 training samples):")
+    for row in ranked.by_time:
+        cost = f" · {_cost(row.cost_per_1k)} per 1,000" if row.cost_per_1k is not None else ""
+        print(f"  {row.seconds_per_1k:9.4f} s  {row.machine_name} · {row.target}{cost}  ({row.how}: {row.note})")
+    for row in ranked.unranked:
+        print(f"  {'—':>11}  {row.machine_name} · {row.target}: {row.note}")
+    print("\ncheapest first (cost per 1,000 training samples at the hourly prices entered):" if ranked.by_cost
+          else "\nno cost ranking: no measured machine has an hourly price (--price 1:gpu:0=2.50)")
+    for row in ranked.by_cost:
+        print(f"  {_cost(row.cost_per_1k):>9}  {row.machine_name} · {row.target} at {row.price_per_hour:g} per hour")
+    return 0
+
+
+def _machine_prices(text: str | None, keys: dict[str, str]) -> dict[tuple[str, str], float]:
+    """``1:gpu:0=2.50,2:cpu=0.10`` (machine number as listed : target = hourly price) -> {(key, target): price}."""
+    from bench.analysis import pricing
+    from bench.target import Target
+
+    out: dict[tuple[str, str], float] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        number, _, rest = part.strip().partition(":")
+        target, sep, price = rest.partition("=")
+        if number not in keys or not sep:
+            raise UsageError(f"--price {part.strip()!r}: write MACHINE:TARGET=PRICE with MACHINE a number from the "
+                             f"list (1..{len(keys)}), e.g. 1:gpu:0=2.50")
+        try:
+            name = str(Target.parse(target.strip()))
+        except ConfigError:
+            raise UsageError(f"--price {part.strip()!r}: {target.strip()!r} is not a target (cpu, cpu/N, gpu:N)") \
+                from None
+        value = pricing.price_value(price, f"--price {part.strip()}")
+        if value is None:
+            raise UsageError(f"--price {part.strip()!r} has no price; e.g. 1:gpu:0=2.50")
+        out[(keys[number], name)] = value
+    return out
 
 
 def cmd_overhead(args: argparse.Namespace) -> int:
@@ -502,7 +594,7 @@ def cmd_overhead(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"devices": cmd_devices, "doctor": cmd_doctor, "run": cmd_run, "runs": cmd_runs, "compare": cmd_compare, "sweep": cmd_sweep,
-            "suite": cmd_suite, "export": cmd_export, "import": cmd_import, "overhead": cmd_overhead}
+            "suite": cmd_suite, "machines": cmd_machines, "export": cmd_export, "import": cmd_import, "overhead": cmd_overhead}
 
 
 def _tolerant_output() -> None:

@@ -1,0 +1,163 @@
+"""The machine gallery's inputs and its export: the bundles shipped in docs/results, those kept in the store and
+those uploaded, each as a :class:`bench.analysis.machines.Machine`; and a self-contained HTML report of the gallery
+(the ranking for one model and every workload's table), as the comparison export is."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import records
+from bench.analysis import machines as M
+from bench.errors import RecordError
+from bench.output import charts
+from bench.output.report import MAX_RECORD_BYTES
+
+SHIPPED_DIR = Path(__file__).resolve().parents[2] / "docs" / "results"
+BUNDLE_HINT = "make one with `python -m bench suite --out FILE` on the machine to add"
+
+
+def read_bundle(source: str | os.PathLike[str] | bytes, *, name: str = "the upload") -> records.MachineBundle:
+    """A machine bundle from a path or raw bytes (an upload), checked by records.load_bundle.
+
+    Raises:
+        RecordError: unreadable, larger than 50 MiB, not UTF-8 JSON, or not a valid bundle (naming the field).
+    """
+    if isinstance(source, (bytes, bytearray)):
+        raw = bytes(source)
+    else:
+        path = Path(source)
+        name = str(path)
+        try:
+            if path.stat().st_size > MAX_RECORD_BYTES:
+                raise RecordError(f"{path} is larger than the {MAX_RECORD_BYTES // 2**20} MiB a bundle may be")
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise RecordError(f"{path} does not exist; {BUNDLE_HINT}") from None
+        except OSError as exc:
+            raise RecordError(f"{path} could not be read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise RecordError(f"{name} is larger than the {MAX_RECORD_BYTES // 2**20} MiB a bundle may be")
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise RecordError(f"{name} is not JSON text ({exc}); {BUNDLE_HINT}") from None
+    try:
+        return records.load_bundle(data)
+    except RecordError as exc:
+        raise RecordError(f"{name}: {exc}") from None
+
+
+def is_bundle(data: Any) -> bool:
+    """Whether a parsed document says it is a machine bundle (its schema), before it is checked."""
+    return isinstance(data, Mapping) and data.get("schema") == records.BUNDLE_SCHEMA
+
+
+def shipped_machines(folder: Path = SHIPPED_DIR) -> tuple[list[M.Machine], list[str]]:
+    """The bundles shipped in docs/results (bundle-*.json), and a message for each that could not be read."""
+    found, problems = [], []
+    for path in sorted(folder.glob("bundle-*.json")):
+        try:
+            found.append(M.Machine(f"shipped:{path.stem}", "shipped", read_bundle(path)))
+        except RecordError as exc:
+            problems.append(str(exc))
+    return found, problems
+
+
+def stored_machines(store: Any) -> tuple[list[M.Machine], list[str]]:
+    """The bundles kept in the store (``bench import``, an upload, ``bench suite``), and what could not be read."""
+    found, problems = [], []
+    for bundle_id, doc in store.list_bundles():
+        try:
+            found.append(M.Machine(f"store:{bundle_id}", "store", records.load_bundle(doc)))
+        except RecordError as exc:
+            problems.append(f"stored bundle {bundle_id}: {exc}")
+    return found, problems
+
+
+def gallery(store: Any | None) -> tuple[list[M.Machine], list[str]]:
+    """Every machine to show: the shipped bundles, then the stored ones (a stored copy of a shipped bundle once)."""
+    machines, problems = shipped_machines()
+    if store is not None:
+        stored, more = stored_machines(store)
+        shipped = {records.json_text(m.bundle.to_dict()) for m in machines}
+        machines += [m for m in stored if records.json_text(m.bundle.to_dict()) not in shipped]
+        problems += more
+    return machines, problems
+
+
+# -- the HTML report ----------------------------------------------------------------------------------------------------
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _num(value: float | None, fmt: str, why: str = "not measured") -> str:
+    return _e(format(value, fmt)) if value is not None else f"<span class='na'>— ({_e(why)})</span>"
+
+
+def _row_cells(row: M.Row) -> str:
+    how = {"measured": "measured", "interpolated": "read between sizes"}.get(row.how, row.how)
+    cost_why = "no price entered" if row.price_per_hour is None else "not measured"
+    return (f"<td>{_e(row.machine_name)}</td><td>{_e(row.target)}</td><td class='how-{_e(row.how.replace(' ', '-'))}'>"
+            f"{_e(how)}<br><small>{_e(row.note)}</small></td>"
+            f"<td>{_num(row.seconds_per_1k, '.4g')}</td><td>{_num(row.samples_per_s, ',.0f')}</td>"
+            f"<td>{_num(row.energy_j_per_1k, '.3g', row.energy_note or 'not measured')}</td>"
+            f"<td>{_num(row.cost_per_1k, '.3g', cost_why)}</td><td>{_num(row.speedup, '.2f', 'no baseline figure')}</td>"
+            f"<td>{_e('; '.join(row.flags))}</td>")
+
+
+_HEAD = ("<tr><th>machine</th><th>target</th><th>how</th><th>s per 1,000 samples</th><th>samples/s</th>"
+         "<th>energy J per 1,000 samples</th><th>cost per 1,000 samples</th><th>speed-up vs baseline</th>"
+         "<th>unequal to the baseline</th></tr>")
+_CSS = ("<style>table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px solid #d0d5dd;"
+        "padding:4px 8px;vertical-align:top}th{background:#f2f4f7}.na{color:#6b7280}.how-interpolated{color:#b45309}"
+        ".note{color:#475467;font-size:13px}</style>")
+
+
+def to_html(machines: Sequence[M.Machine], ranking: M.Ranking, workload_tables: Mapping[str, Sequence[M.Row]], *,
+            baseline: tuple[str, str] | None) -> str:
+    """A self-contained HTML page of the gallery: the machines and their fingerprints, the ranking for the chosen
+    model by time and by cost (each figure measured, read between sizes, or not measured and why), and every
+    workload's table. Every string from a bundle is escaped."""
+    names = {m.key: m.name for m in machines}
+    base_text = f"{names.get(baseline[0], baseline[0])} · {baseline[1]}" if baseline else "none picked"
+    point = ranking.model if ranking.size is None else f"{ranking.model} {ranking.size}"
+    parts = [f"<p>Baseline: <b>{_e(base_text)}</b>. Model: <b>{_e(point)}</b>, batch {ranking.batch_size}.</p>",
+             ("<h2>Machines</h2><table><tr><th>machine</th><th>CPU</th><th>GPUs</th><th>backend</th><th>suite</th>"
+              "<th>notes</th></tr>")]
+    for m in machines:
+        fp = m.bundle.machine
+        cpu = fp.get("cpu") or {}
+        gpus = ", ".join(f"{g.get('name')} ({(g.get('mem_total_mib') or 0) / 1024:.0f} GiB, driver {g.get('driver')})"
+                         for g in fp.get("gpus") or []) or "none"
+        parts.append(f"<tr><td>{_e(m.name)}</td><td>{_e(cpu.get('model'))}, {_e(cpu.get('logical_cores'))} cores, "
+                     f"{(cpu.get('ram_total_mib') or 0) / 1024:.0f} GiB RAM</td><td>{_e(gpus)}</td>"
+                     f"<td>{_e(fp.get('backend'))} {_e(fp.get('backend_version'))}, Keras "
+                     f"{_e(fp.get('framework_version'))}, Python {_e(fp.get('python'))}</td><td>{_e(m.suite)}</td>"
+                     f"<td class='note'>{_e(m.bundle.notes)}</td></tr>")
+    parts.append("</table>")
+    parts.append(f"<h2>For {_e(point)} at batch {ranking.batch_size}: by time</h2><table>{_HEAD}")
+    parts += [f"<tr>{_row_cells(r)}</tr>" for r in ranking.by_time]
+    parts.append("</table>")
+    parts.append(f"<h2>By cost</h2><table>{_HEAD}")
+    parts += [f"<tr>{_row_cells(r)}</tr>" for r in ranking.by_cost]
+    parts.append("</table>" if ranking.by_cost else "</table><p class='note'>No machine has an hourly price.</p>")
+    if ranking.unranked:
+        parts.append("<h3>No figure</h3><ul>")
+        parts += [f"<li>{_e(r.machine_name)} · {_e(r.target)}: {_e(r.note)}</li>" for r in ranking.unranked]
+        parts.append("</ul>")
+    parts.append("<h2>Every workload</h2>")
+    for workload, rows in workload_tables.items():
+        parts.append(f"<h3>{_e(workload)}</h3><table>{_HEAD}")
+        parts += [f"<tr>{_row_cells(r)}</tr>" for r in rows]
+        parts.append("</table>")
+    parts.append("<p class='note'>Times are steady-state (the first epoch, with tracing, left out), per 1,000 training "
+                 "samples. A figure read between sizes is interpolated between the two nearest measured sizes of "
+                 "the same family, batch size and target; nothing is extrapolated past the measured range. "
+                 f"Generated {_e(time.strftime('%Y-%m-%d %H:%M:%S'))} by bench.</p>" + _CSS)
+    return charts.to_html([], title="Which machine for this model?", intro_html="".join(parts))
