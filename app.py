@@ -30,6 +30,7 @@ pages = [
     train,
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("pages/sweep.py", title="Sweep", icon=":material/stacked_line_chart:"),
+    st.Page("pages/machines.py", title="Machines", icon=":material/dns:"),
     st.Page("pages/history.py", title="History", icon=":material/history:"),
     st.Page("pages/system.py", title="System", icon=":material/memory:"),
     st.Page("pages/lesson.py", title="Lesson", icon=":material/school:", url_path="lesson"),

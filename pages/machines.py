@@ -1,0 +1,174 @@
+"""Machines: every measured machine (bundles shipped, imported, uploaded or made here by `bench suite`) side by side,
+and which machine is fastest and cheapest for the user's model. The page's state lives in its link."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from bench.analysis import machines as M
+from bench.errors import RecordError
+from bench.output import gallery
+from bench.store import StoreError
+from bench.training import models
+from ui import common
+from ui.safe_text import code, escape
+
+common.page_setup()
+manager = common.get_manager()
+
+st.title("Machines")
+st.caption("Which machine for this model? Each bundle is one machine measured by the same suite "
+           "(`python -m bench suite`); add yours with `python -m bench import bundle.json` or the upload below.")
+common.store_warning()
+
+with st.expander("Add a machine bundle", icon=":material/upload_file:"):
+    upload = st.file_uploader("A bundle made by `python -m bench suite --out FILE`", type=["json"], key="mach_upload")
+    if upload is not None and st.session_state.get("mach_uploaded") != upload.file_id:
+        try:
+            bundle = gallery.read_bundle(upload.getvalue(), name=upload.name)
+            if manager.store is None:
+                st.error("The run store is not available, so the bundle cannot be kept.")
+            else:
+                with common.store_errors():
+                    manager.store.add_bundle(bundle.to_dict())
+                    st.session_state["mach_uploaded"] = upload.file_id
+                    st.toast(f"Added {M.machine_name(bundle)}")
+        except RecordError as exc:
+            st.error(f"This file is not a machine bundle: {escape(exc, limit=600)}")
+
+try:
+    machines, problems = gallery.gallery(manager.store)
+except StoreError as exc:
+    machines, problems = gallery.shipped_machines()[0], [str(exc)]
+for problem in problems:
+    st.warning(f"A bundle could not be read: {escape(problem, limit=400)}")
+if not machines:
+    st.info("No machine bundle yet: run `python -m bench suite --quick --out bundle.json`, then import it.")
+    st.stop()
+
+names = {m.key: m.name for m in machines}
+pairs = [f"{m.key}|{t}" for m in machines for t in M.targets_of(m)]
+choices = M.model_choices(machines)
+params = st.query_params
+
+
+def _from_link(key: str, options: list[Any], cast: Any = str) -> None:
+    """A widget's first value from the page's link, when it is one of the options (a bad value is ignored, with a
+    note)."""
+    if key in st.session_state or key not in params:
+        return
+    try:
+        value = cast(params[key])
+    except ValueError:
+        value = None
+    if value in options:
+        st.session_state[key] = value
+    else:
+        st.caption(f"The link's {key} {code(params[key], limit=60)} is not one of the choices here; left out.")
+
+
+_from_link("mach_base", pairs)
+_from_link("mach_model", list(choices))
+_from_link("mach_size", list(models.SIZES))
+_from_link("mach_batch", sorted({b for v in choices.values() for b in v}), int)
+
+st.subheader("The machines")
+st.table(pd.DataFrame([{
+    "machine": m.name, "from": m.source, "suite": m.suite, "backend": m.bundle.machine.get("backend") or "?",
+    "targets": ", ".join(M.targets_of(m)), "runs": len(m.bundle.runs),
+    "notes": (m.bundle.notes or "")[:160]} for m in machines]))
+
+c1, c2 = st.columns([2, 3])
+baseline_text = c1.selectbox("Baseline (the speed-ups are against it, e.g. your laptop)", pairs, key="mach_base",
+                             format_func=lambda p: f"{names.get(p.split('|')[0], p)} · {p.split('|')[1]}")
+base_key, _, base_target = (baseline_text or "").partition("|")
+baseline = (base_key, base_target) if base_target else None
+with c2.expander("Hourly prices (for the cost per 1,000 samples)", icon=":material/payments:"):
+    entered: dict[tuple[str, str], float] = {}
+    own = M.prices_of(machines)
+    link_prices = dict(p.split("=", 1) for p in params.get("mach_prices", "").split(";") if "=" in p)
+    for i, pair in enumerate(pairs):
+        key, (machine_key, _, target) = f"mach_price_{i}", pair.partition("|")
+        if key not in st.session_state:
+            try:
+                st.session_state[key] = max(0.0, float(link_prices.get(pair, "") or own.get((machine_key, target), 0.0)))
+            except ValueError:
+                st.session_state[key] = 0.0
+        value = st.number_input(f"{names[machine_key]} · {target} (0 = no price)", min_value=0.0, step=0.1, key=key,
+                                format="%.2f")
+        if value > 0:
+            entered[(machine_key, target)] = float(value)
+prices = M.prices_of([], entered)  # as entered here: a bundle's own prices are the inputs' first values
+
+st.subheader("For your model")
+d1, d2, d3 = st.columns(3)
+model = d1.selectbox("Model", list(choices), key="mach_model",
+                     format_func=lambda m: models.FAMILIES.get(m, m))
+preset = model in models.PRESETS
+size = d2.selectbox("Size", list(models.SIZES), key="mach_size", index=1, disabled=preset,
+                    help="Sizes between two measured ones are read between them; none past the measured range.")
+batch = d3.selectbox("Batch size", choices.get(model) or [128], key="mach_batch")
+ranked = M.ranking(machines, model, None if preset else size, int(batch), prices=prices, baseline=baseline)
+
+
+def _cell(value: float | None, fmt: str, why: str) -> str:
+    return format(value, fmt) if value is not None else f"— ({why})"
+
+
+def _table(rows: tuple[M.Row, ...] | list[M.Row]) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "machine": r.machine_name, "target": r.target,
+        "figure": {"measured": "measured", "interpolated": "read between sizes"}.get(r.how, r.how),
+        "how": r.note,
+        "s per 1,000 samples": _cell(r.seconds_per_1k, ".4g", "not measured"),
+        "samples/s": _cell(r.samples_per_s, ",.0f", "not measured"),
+        "energy J per 1,000": _cell(r.energy_j_per_1k, ".3g", r.energy_note or "not measured"),
+        "cost per 1,000": _cell(r.cost_per_1k, ".3g", "no price entered" if r.price_per_hour is None
+                                else "not measured"),
+        "speed-up vs baseline": _cell(r.speedup, ".2f", "baseline has no figure"),
+        "unequal to the baseline": "; ".join(r.flags)} for r in rows])
+
+
+point = model if preset else f"{model} {size}"
+st.markdown(f"**By time**: {escape(point)} at batch {int(batch)}, fastest first")
+if ranked.by_time:
+    st.table(_table(ranked.by_time))
+else:
+    st.info("No machine has a figure for this model: pick another size or batch size.")
+st.markdown("**By cost**, cheapest first")
+if ranked.by_cost:
+    st.table(_table(ranked.by_cost))
+else:
+    st.caption("No measured machine has an hourly price: enter prices above.")
+for row in ranked.unranked:
+    st.caption(f"{escape(row.machine_name)} · {escape(row.target)}: no figure: {escape(row.note, limit=600)}")
+
+st.subheader("Workload by workload")
+workloads = M.workloads_of(machines)
+_from_link("mach_workload", workloads)
+workload = st.selectbox("Workload", workloads, key="mach_workload")
+rows = M.workload_rows(machines, workload, prices=prices, baseline=baseline)
+table = _table(rows).drop(columns=["figure", "how"])
+table.insert(2, "steady epoch", [_cell(r.steady_epoch_seconds, ".3g", "not measured") + " s"
+                                 + (f" ({r.epoch_samples:,} samples)" if r.epoch_samples else "") for r in rows])
+st.table(table)
+
+html = gallery.to_html(machines, ranked, {w: M.workload_rows(machines, w, prices=prices, baseline=baseline)
+                                          for w in workloads}, baseline=baseline)
+st.download_button("Download the gallery (HTML report)", data=html, file_name="machines.html", mime="text/html",
+                   key="mach_html", icon=":material/download:")
+
+# the page's state in its link: a presenter sends "this is what each machine does for our model"
+state = {"mach_base": baseline_text, "mach_model": model, "mach_batch": str(int(batch)), "mach_workload": workload}
+if not preset:
+    state["mach_size"] = size
+if entered:
+    state["mach_prices"] = ";".join(f"{k}|{t}={p:g}" for (k, t), p in entered.items())
+if {k: params.get(k) for k in state} != state:
+    for key in ("mach_size", "mach_prices"):
+        if key not in state and key in params:
+            del params[key]
+    params.update(state)
