@@ -105,7 +105,7 @@ prices = M.prices_of([], entered)  # as entered here: a bundle's own prices are 
 
 st.subheader("For your model")
 d1, d2, d3 = st.columns(3)
-model = d1.selectbox("Model", list(choices), key="mach_model",
+model = d1.selectbox("Model", list(choices), key="mach_model", index=list(choices).index("mlp") if "mlp" in choices else 0,
                      format_func=lambda m: models.FAMILIES.get(m, m))
 preset = model in models.PRESETS
 size = d2.selectbox("Size", list(models.SIZES), key="mach_size", index=1, disabled=preset,
