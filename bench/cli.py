@@ -529,8 +529,7 @@ def cmd_machines(args: argparse.Namespace) -> int:
     gallery_machines, problems = gallery.gallery(_open_store())
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
-    keys = {str(i): m.key for i, m in enumerate(gallery_machines, 1)}
-    entered = _machine_prices(args.price, keys)
+    entered = _machine_prices(args.price, {str(i): m for i, m in enumerate(gallery_machines, 1)})
     ranked = machines.ranking(gallery_machines, args.model, args.size, args.batch_size,
                               prices=machines.prices_of(gallery_machines, entered))
     if args.json:
@@ -557,9 +556,10 @@ def cmd_machines(args: argparse.Namespace) -> int:
     return 0
 
 
-def _machine_prices(text: str | None, keys: dict[str, str]) -> dict[tuple[str, str], float]:
-    """``1:gpu:0=2.50,2:cpu=0.10`` (machine number as listed : target = hourly price) -> {(key, target): price}."""
-    from bench.analysis import pricing
+def _machine_prices(text: str | None, keys: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """``1:gpu:0=2.50,2:cpu=0.10`` (machine number as listed : target = hourly price) -> {(key, target): price};
+    ``keys``: the listed number -> its machines.Machine."""
+    from bench.analysis import machines, pricing
     from bench.target import Target
 
     out: dict[tuple[str, str], float] = {}
@@ -576,10 +576,14 @@ def _machine_prices(text: str | None, keys: dict[str, str]) -> dict[tuple[str, s
         except ConfigError:
             raise UsageError(f"--price {part.strip()!r}: {target.strip()!r} is not a target (cpu, cpu/N, gpu:N)") \
                 from None
+        measured = machines.targets_of(keys[number])
+        if name not in measured:
+            raise UsageError(f"--price {part.strip()!r}: machine {number} was measured on {', '.join(measured)}, "
+                             f"not {name}")
         value = pricing.price_value(price, f"--price {part.strip()}")
         if value is None:
             raise UsageError(f"--price {part.strip()!r} has no price; e.g. 1:gpu:0=2.50")
-        out[(keys[number], name)] = value
+        out[(keys[number].key, name)] = value
     return out
 
 
