@@ -1,0 +1,44 @@
+"""Real browser: the Machines page with the shipped bundles and one imported into the server's store ranks the
+machines for a model picked through the page's link, marks a figure read between two sizes as such, and its HTML
+report downloads and opens on its own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.steps import main, screenshot, store_of
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_machines_ranking_read_between_sizes_and_html_report(page, server, tmp_path):
+    doc = json.loads((ROOT / "docs/results/bundle-cpu-2core.json").read_text()) | {"label": "team workstation"}
+    store_of(server).add_bundle(doc)
+
+    page.goto(server.url + "/machines?mach_model=mlp&mach_size=s&mach_batch=2048"
+              "&mach_base=store:1|cpu&mach_prices=shipped:bundle-h100|gpu:0=2.5")
+    page.get_by_role("heading", name="Machines", exact=True).wait_for(timeout=60_000)
+    body = main(page)
+    body.get_by_text("team workstation").first.wait_for(timeout=30_000)
+    assert body.get_by_text("H100 cloud VM").count() > 0
+    between = body.get_by_text("read between xs and m measured at batch 2048")
+    between.first.wait_for(timeout=30_000)
+    assert body.get_by_text("read between sizes").count() > 0
+    assert body.get_by_text("never extrapolated").count() == 0  # s lies inside every measured range here
+    screenshot(page, "machines-ranking")
+
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Download the gallery (HTML report)").click()
+    report = tmp_path / "machines.html"
+    info.value.save_as(report)
+    viewer = page.context.new_page()
+    viewer.goto(report.as_uri())
+    viewer.get_by_role("heading", name="Which machine for this model?").wait_for(timeout=20_000)
+    assert viewer.get_by_text("team workstation").count() > 0
+    assert viewer.get_by_text("read between sizes").count() > 0
+    assert viewer.locator("script[src]").count() == 0  # self-contained: nothing fetched
+    screenshot(viewer, "machines-html-report")
