@@ -63,7 +63,7 @@ def _family(kind: str, model: str, size: str, batch: int, dataset: str, epochs: 
 # variant -> (epochs, samples for presets, CNN and text, samples for the MLP sweep, MLP sizes)
 _SCALE: dict[str, tuple[int, int, int, tuple[str, ...]]] = {
     "quick": (3, 4096, 32768, ("xs", "s", "m")),
-    "full": (4, 20000, 60000, ("xs", "s", "m", "l", "xl")),
+    "full": (3, 20000, 20000, ("xs", "s", "m", "l", "xl")),
 }
 
 
