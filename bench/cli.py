@@ -443,8 +443,9 @@ def cmd_suite(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print("\nstopped before any run: no bundle written", file=sys.stderr)
             return 1
+    ctrl_c = _watch_ctrl_c()
     result = suite.run_suite(configs, lambda c: execute_run(c, manager=manager),
-                             lambda text: print(text, file=sys.stderr, flush=True))
+                             lambda text: print(text, file=sys.stderr, flush=True), ctrl_c.is_set)
     doc = suite.bundle(result, machine=suite.fingerprint(hw), variant=variant, label=args.label, prices=prices,
                        peaks_gflops=peaks)
     if not doc["runs"]:
@@ -457,6 +458,22 @@ def cmd_suite(args: argparse.Namespace) -> int:
     print(f"wrote {out}: {len(doc['runs'])} of {len(configs)} runs ({doc['notes']})")
     manager.shutdown()
     return 0 if len(doc["runs"]) == len(configs) else 1
+
+
+def _watch_ctrl_c() -> Any:
+    """An Event set by Ctrl-C, which still raises KeyboardInterrupt as usual: the terminal sends the signal to the
+    worker too, so a run cut short may end failed rather than stopped; the suite asks the event, not the status."""
+    import signal
+    import threading
+
+    pressed = threading.Event()
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        pressed.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    return pressed
 
 
 def cmd_export(args: argparse.Namespace) -> int:

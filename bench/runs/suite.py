@@ -152,9 +152,11 @@ class SuiteResult:
 
 
 def run_suite(configs: Sequence[RunConfig], run_one: Callable[[RunConfig], tuple[dict[str, Any], bool]],
-              say: Callable[[str], None]) -> SuiteResult:
+              say: Callable[[str], None], stop_requested: Callable[[], bool] = lambda: False) -> SuiteResult:
     """Run each config with ``run_one`` (the CLI's foreground run), saying what runs and what is left before each.
-    Ctrl-C (a run that ends ``stopped``, or KeyboardInterrupt between runs) ends the suite; what finished is kept."""
+    Ctrl-C ends the suite and keeps what finished before it: ``stop_requested()`` true after a run (the CLI's
+    handler saw Ctrl-C; the run it cut short, stopped or failed by the same signal in its worker, is left out), a
+    run that ends ``stopped``, or KeyboardInterrupt between runs."""
     runs: list[dict[str, Any]] = []
     saved: list[bool] = []
     started = time.monotonic()
@@ -164,7 +166,7 @@ def run_suite(configs: Sequence[RunConfig], run_one: Callable[[RunConfig], tuple
             say(f"== suite {i}/{len(configs)}: {config.label()} · {len(configs) - i} left after it · "
                 f"{_elapsed(time.monotonic() - started)} so far")
             record, ok = run_one(config)
-            if record["status"] == Status.STOPPED:
+            if stop_requested() or record["status"] == Status.STOPPED:
                 interrupted = True
                 say("   stopped: the suite ends here; the runs that finished are kept")
                 break

@@ -80,6 +80,11 @@ def test_ctrl_c_keeps_what_finished_and_says_what_is_left() -> None:
         raise KeyboardInterrupt
 
     assert suite.run_suite(configs, interrupt, said.append).interrupted
+    # Ctrl-C in a terminal reaches the worker too: the run it cut short may end failed; the suite still ends there
+    pressed = iter([False, True])
+    cut = suite.run_suite(configs, lambda c: (_record(c), True), said.append,
+                          lambda: next(pressed))
+    assert cut.interrupted and len(cut.runs) == 1
 
 
 @pytest.mark.parametrize("argv", [
