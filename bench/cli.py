@@ -546,9 +546,17 @@ def cmd_machines(args: argparse.Namespace) -> int:
     gallery_machines, problems = gallery.gallery(_open_store())
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
-    entered = _machine_prices(args.price, {str(i): m for i, m in enumerate(gallery_machines, 1)})
+    numbered = {str(i): m for i, m in enumerate(gallery_machines, 1)}
+    entered = _machine_prices(args.price, numbered)
+    baseline = None
+    if args.baseline:
+        number, _, target = args.baseline.partition(":")
+        if number not in numbered or target not in machines.targets_of(numbered[number]):
+            raise UsageError(f"--baseline {args.baseline!r}: write MACHINE:TARGET with MACHINE a number from the list "
+                             f"and a target it was measured on, e.g. 1:cpu")
+        baseline = (numbered[number].key, target)
     ranked = machines.ranking(gallery_machines, args.model, args.size, args.batch_size,
-                              prices=machines.prices_of(gallery_machines, entered))
+                              prices=machines.prices_of(gallery_machines, entered), baseline=baseline)
     if args.json:
         print(records_module.json_text({
             "machines": [{"number": i, "key": m.key, "source": m.source, "name": m.name, "suite": m.suite,
@@ -563,7 +571,10 @@ def cmd_machines(args: argparse.Namespace) -> int:
     print(f"\nfor {point} at batch {args.batch_size}, fastest first (seconds per 1,000 training samples):")
     for row in ranked.by_time:
         cost = f" · {_cost(row.cost_per_1k)} per 1,000" if row.cost_per_1k is not None else ""
-        print(f"  {row.seconds_per_1k:9.4f} s  {row.machine_name} · {row.target}{cost}  ({row.how}: {row.note})")
+        speedup = f" · {row.speedup:.2f}x the baseline" if row.speedup is not None else ""
+        flags = f" · unequal: {'; '.join(row.flags)}" if row.flags else ""
+        print(f"  {row.seconds_per_1k:9.4f} s  {row.machine_name} · {row.target}{cost}{speedup}  ({row.how}: "
+              f"{row.note}){flags}")
     for row in ranked.unranked:
         print(f"  {'—':>11}  {row.machine_name} · {row.target}: {row.note}")
     print("\ncheapest first (cost per 1,000 training samples at the hourly prices entered):" if ranked.by_cost

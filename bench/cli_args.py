@@ -163,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_positive_int, default=128, help="default 128")
     p.add_argument("--price", default=None, help="hourly prices, MACHINE:TARGET=PRICE comma list (MACHINE as "
                                                  "listed), e.g. 1:gpu:0=2.50,2:cpu=0.10")
+    p.add_argument("--baseline", default=None, help="MACHINE:TARGET the speed-ups are against, e.g. 2:cpu")
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser("export", help="export a stored run as JSON, CSV (zip) or a self-contained HTML report")

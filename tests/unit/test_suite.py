@@ -93,6 +93,7 @@ def test_ctrl_c_keeps_what_finished_and_says_what_is_left() -> None:
     ["suite", "--quick", "--bogus"],
     ["machines", "--price", "9:cpu=1"],
     ["machines", "--batch-size", "x"],
+    ["machines", "--baseline", "1:gpu:9"],
     ["import", "/no/such/bundle.json"],
 ])
 def test_bad_options_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
