@@ -15,10 +15,12 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from bench import cli_machines
 from bench import records as records_module
 from bench.analysis import metrics
 from bench.cli_args import EXIT_NOT_STORED, PROG, UsageError, build_parser, config_from_args
 from bench.config import ConfigError, RunConfig
+from bench.output import display
 from bench.records import Status
 
 
@@ -291,18 +293,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for side, name in (("a", pair["baseline_target"]), ("b", pair["target"])):
             price = pair.get(f"price_per_hour_{side}")
             if price is not None:
-                print(f"  cost of {name} at {price:g} per hour: {_cost(pair.get(f'cost_per_epoch_{side}'))} per "
-                      f"steady epoch, {_cost(pair.get(f'cost_per_run_{side}'))} for the run (start-up included)")
+                print(f"  cost of {name} at {price:g} per hour: {display.cost(pair.get(f'cost_per_epoch_{side}'))} per "
+                      f"steady epoch, {display.cost(pair.get(f'cost_per_run_{side}'))} for the run (start-up included)")
         if compare.caution(pair):
             print(f"  caution: {compare.caution(pair)}")
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved
     return 0 if all(r["status"] == Status.FINISHED for r in records) else 1
-
-
-def _cost(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -496,20 +494,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from bench.output import gallery, report
+    from bench.output import report
     from bench.store import Store
 
-    if _names_a_bundle(args.path):
-        try:
-            bundle = gallery.read_bundle(args.path)
-        except report.RecordError as exc:
-            raise UsageError(str(exc)) from None
-        bundle_id, new = Store().add_bundle(bundle.to_dict())
-        from bench.analysis import machines
-
-        print(f"{'imported' if new else 'already in the store:'} machine bundle #{bundle_id} "
-              f"({machines.machine_name(bundle)}, {len(bundle.runs)} runs); `{PROG} machines` ranks it")
-        return 0
+    if cli_machines.names_a_bundle(args.path):
+        return cli_machines.import_bundle(args.path)
     try:
         record = report.load_record_file(args.path)
     except report.RecordError as exc:
@@ -519,100 +508,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _names_a_bundle(path: str) -> bool:
-    """Whether a file to import says it is a machine bundle (bench.bundle/1); anything else is read as a record."""
-    import json
-
-    from bench.output import gallery
-
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return False
-    if b'"bench.bundle/1"' not in head:
-        return False
-    try:
-        return gallery.is_bundle(json.loads(Path(path).read_bytes()))
-    except (ValueError, OSError):
-        return False
-
-
 def cmd_machines(args: argparse.Namespace) -> int:
-    """The machine bundles (shipped and stored) and the ranking for one model, in a terminal."""
-    from bench.analysis import machines
-    from bench.output import gallery
-
-    gallery_machines, problems = gallery.gallery(_open_store())
-    for problem in problems:
-        print(f"warning: {problem}", file=sys.stderr)
-    numbered = {str(i): m for i, m in enumerate(gallery_machines, 1)}
-    entered = _machine_prices(args.price, numbered)
-    baseline = None
-    if args.baseline:
-        number, _, target = args.baseline.partition(":")
-        if number not in numbered or target not in machines.targets_of(numbered[number]):
-            raise UsageError(f"--baseline {args.baseline!r}: write MACHINE:TARGET with MACHINE a number from the list "
-                             f"and a target it was measured on, e.g. 1:cpu")
-        baseline = (numbered[number].key, target)
-    ranked = machines.ranking(gallery_machines, args.model, args.size, args.batch_size,
-                              prices=machines.prices_of(gallery_machines, entered), baseline=baseline)
-    if args.json:
-        print(records_module.json_text({
-            "machines": [{"number": i, "key": m.key, "source": m.source, "name": m.name, "suite": m.suite,
-                          "targets": machines.targets_of(m), "machine": m.bundle.machine, "notes": m.bundle.notes,
-                          "runs": len(m.bundle.runs)} for i, m in enumerate(gallery_machines, 1)],
-            "ranking": ranked.to_dict()}))
-        return 0
-    for i, m in enumerate(gallery_machines, 1):
-        print(f"{i:>3}  {m.name}  [{m.source}, suite {m.suite}, {len(m.bundle.runs)} runs, "
-              f"targets {', '.join(machines.targets_of(m))}]")
-    point = args.model if ranked.size is None else f"{args.model} {ranked.size}"
-    print(f"\nfor {point} at batch {args.batch_size}, fastest first (seconds per 1,000 training samples):")
-    for row in ranked.by_time:
-        cost = f" · {_cost(row.cost_per_1k)} per 1,000" if row.cost_per_1k is not None else ""
-        speedup = f" · {row.speedup:.2f}x the baseline" if row.speedup is not None else ""
-        flags = f" · unequal: {'; '.join(row.flags)}" if row.flags else ""
-        print(f"  {row.seconds_per_1k:9.4f} s  {row.machine_name} · {row.target}{cost}{speedup}  ({row.how}: "
-              f"{row.note}){flags}")
-    for row in ranked.unranked:
-        print(f"  {'—':>11}  {row.machine_name} · {row.target}: {row.note}")
-    print("\ncheapest first (cost per 1,000 training samples at the hourly prices entered):" if ranked.by_cost
-          else "\nno cost ranking: no measured machine has an hourly price (--price 1:gpu:0=2.50)")
-    for row in ranked.by_cost:
-        print(f"  {_cost(row.cost_per_1k):>9}  {row.machine_name} · {row.target} at {row.price_per_hour:g} per hour")
-    return 0
-
-
-def _machine_prices(text: str | None, keys: dict[str, Any]) -> dict[tuple[str, str], float]:
-    """``1:gpu:0=2.50,2:cpu=0.10`` (machine number as listed : target = hourly price) -> {(key, target): price};
-    ``keys``: the listed number -> its machines.Machine."""
-    from bench.analysis import machines, pricing
-    from bench.target import Target
-
-    out: dict[tuple[str, str], float] = {}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        number, _, rest = part.strip().partition(":")
-        target, sep, price = rest.partition("=")
-        if number not in keys or not sep:
-            raise UsageError(f"--price {part.strip()!r}: write MACHINE:TARGET=PRICE with MACHINE a number from the "
-                             f"list (1..{len(keys)}), e.g. 1:gpu:0=2.50")
-        try:
-            name = str(Target.parse(target.strip()))
-        except ConfigError:
-            raise UsageError(f"--price {part.strip()!r}: {target.strip()!r} is not a target (cpu, cpu/N, gpu:N)") \
-                from None
-        measured = machines.targets_of(keys[number])
-        if name not in measured:
-            raise UsageError(f"--price {part.strip()!r}: machine {number} was measured on {', '.join(measured)}, "
-                             f"not {name}")
-        value = pricing.price_value(price, f"--price {part.strip()}")
-        if value is None:
-            raise UsageError(f"--price {part.strip()!r} has no price; e.g. 1:gpu:0=2.50")
-        out[(keys[number].key, name)] = value
-    return out
+    """The machine bundles (shipped and stored) and the ranking for one model (bench.cli_machines)."""
+    return cli_machines.cmd_machines(args, _open_store())
 
 
 def cmd_overhead(args: argparse.Namespace) -> int:

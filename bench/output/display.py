@@ -68,3 +68,8 @@ def when(epoch_s: Any) -> str:
         return datetime.datetime.fromtimestamp(epoch_s).strftime("%Y-%m-%d %H:%M")
     except (OverflowError, OSError, ValueError):
         return MISSING
+
+
+def cost(value: float | None) -> str:
+    """A price in the CLI's tables: three significant figures, or scientific below 0.001; an em dash when unknown."""
+    return "—" if value is None else f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
