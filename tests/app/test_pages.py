@@ -12,7 +12,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["pages/train.py", "pages/compare.py", "pages/sweep.py", "pages/history.py", "pages/system.py", "pages/lesson.py"]
+PAGES = ["pages/train.py", "pages/compare.py", "pages/sweep.py", "pages/history.py", "pages/system.py", "pages/lesson.py",
+         "pages/machines.py"]
 
 
 def app(path: str) -> AppTest:

@@ -42,3 +42,26 @@ def test_machines_ranking_read_between_sizes_and_html_report(page, server, tmp_p
     assert viewer.get_by_text("read between sizes").count() > 0
     assert viewer.locator("script[src]").count() == 0  # self-contained: nothing fetched
     screenshot(viewer, "machines-html-report")
+
+
+def test_machines_upload_adds_a_bundle_and_refuses_a_record(page, server, tmp_path):
+    """The page's upload keeps a bundle in the server's store (it joins the table) and refuses a file that is not
+    one with a message that says so, leaving the gallery as it was."""
+    doc = json.loads((ROOT / "docs/results/bundle-cpu-2core.json").read_text()) | {"label": "uploaded laptop"}
+    bundle = tmp_path / "laptop-bundle.json"
+    bundle.write_text(json.dumps(doc))
+    wrong = tmp_path / "not-a-bundle.json"
+    wrong.write_text(json.dumps({"schema": "bench.run/1"}))
+
+    before = [doc["label"] for _, doc in store_of(server).list_bundles()]
+    page.goto(server.url + "/machines")
+    page.get_by_role("heading", name="Machines", exact=True).wait_for(timeout=60_000)
+    body = main(page)
+    body.get_by_text("Add a machine bundle").click()
+    body.locator("input[type=file]").set_input_files(str(wrong))
+    body.get_by_text("This file is not a machine bundle").wait_for(timeout=30_000)
+    assert body.get_by_text("uploaded laptop").count() == 0
+    body.locator("input[type=file]").set_input_files(str(bundle))
+    body.get_by_text("uploaded laptop").first.wait_for(timeout=30_000)
+    assert [doc["label"] for _, doc in store_of(server).list_bundles()] == [*before, "uploaded laptop"]
+    screenshot(page, "machines-uploaded")
