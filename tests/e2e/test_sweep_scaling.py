@@ -31,9 +31,10 @@ def test_a_sweep_over_one_and_two_devices_draws_the_scaling_chart(page, server):
     wait_for(lambda: chart.first.locator(".scatterlayer .trace").count() >= 3, 120, "one line per model size")
     done = page.get_by_text("6 of 6 points done")
     wait_for(lambda: done.count() > 0, 240, "all six points")
+    # the chart is drawn again at its next refresh after the last point: wait for that drawing, not the first one
     lines = chart.first.locator(".scatterlayer .trace")
-    assert lines.count() == 3, "xs, s and m: one line each"
-    assert chart.first.locator(".scatterlayer .trace").first.locator(".point").count() == 2, "1 and 2 devices"
+    wait_for(lambda: lines.count() == 3 and lines.first.locator(".point").count() == 2, 60,
+             "xs, s and m: one line each, each with 1 and 2 devices")
     assert chart.first.get_by_text("throughput with N / (N × one device), %").count() > 0
     # a replayed run keeps its pace on any device count: two devices give half of 2x, which the page diagnoses
     assert page.get_by_text("exchange between devices").count() == 1, "one note for every such point"
