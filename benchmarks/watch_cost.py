@@ -4,6 +4,7 @@
 cost per second must not grow with the run's length), and where the first page's main thread spends its time.
 
     python -m benchmarks.watch_cost --pages 1 --pages 5 --json out.json
+    python -m benchmarks.watch_cost --page compare --pages 1     # a live comparison (cpu/1 then cpu) instead
 
 Used to choose how the live panel is drawn (docs/PERFORMANCE.md): run it from two checkouts to compare two ways.
 """
@@ -62,8 +63,13 @@ def _profile(context: Any, page: Any, seconds: float) -> dict[str, float]:
     return {part: ms / seconds for part, ms in totals.items()}
 
 
-def watch(browser: Any, pages: int, window_s: float, folder: Path) -> dict[str, Any]:
-    """One server, ``pages`` pages on one live run: CPU in an early and a late window, then a profile of page 1."""
+PAGES = {"train": ("", "Start", 3), "compare": ("compare", "Start comparison", 2)}  # path, button, live charts
+
+
+def watch(browser: Any, pages: int, window_s: float, folder: Path, page_name: str = "train") -> dict[str, Any]:
+    """One server, ``pages`` pages on one live run (Train) or group (Compare): CPU in an early and a late window, then
+    a profile of page 1."""
+    path, button, live_charts = PAGES[page_name]
     server = DashboardServer(folder, env={"BENCH_WORKER_TARGET": REPLAYED})
     contexts = []
     try:
@@ -74,17 +80,17 @@ def watch(browser: Any, pages: int, window_s: float, folder: Path) -> dict[str, 
             page.set_default_timeout(120_000)
             contexts.append((context, page))
         first = contexts[0][1]
-        first.goto(server.url)
+        first.goto(f"{server.url}/{path}")
         first.get_by_label("Epochs", exact=True).wait_for()
         for label, value in (("Epochs", 40), ("Training samples (0 = all)", 20000), ("Batch size", 8)):
             box = first.get_by_label(label, exact=True)
             box.fill(str(value))
             box.press("Enter")
             first.wait_for_timeout(400)
-        first.get_by_role("button", name="Start", exact=True).click()  # 40 epochs of 2.5 s: 100 s live
+        first.get_by_role("button", name=button, exact=True).click()  # 40 epochs of 2.5 s: 100 s live (a run)
         for _, page in contexts[1:]:
-            page.goto(server.url)
-        wait_for(lambda: all(page.locator(LIVE).count() >= 3 for _, page in contexts), 120,
+            page.goto(f"{server.url}/{path}")
+        wait_for(lambda: all(page.locator(LIVE).count() >= live_charts for _, page in contexts), 120,
                  "the live charts on every page", poll_s=0.5)
         time.sleep(3)
         early = _window(server, window_s)
@@ -93,7 +99,7 @@ def watch(browser: Any, pages: int, window_s: float, folder: Path) -> dict[str, 
         profile = _profile(*contexts[0], min(window_s, 10))
         header = first.evaluate("""() => { const h = document.querySelector('.bench-live-header');
             return h ? {builds: Number(h.dataset.builds), updates: Number(h.dataset.updates)} : null; }""")
-        return {"pages": pages, "early": early, "late": late, "profile_ms_per_s": profile, "header": header}
+        return {"page": page_name, "pages": pages, "early": early, "late": late, "profile_ms_per_s": profile, "header": header}
     finally:
         for context, _ in contexts:
             try:
@@ -106,6 +112,7 @@ def watch(browser: Any, pages: int, window_s: float, folder: Path) -> dict[str, 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.watch_cost", description=__doc__.split("\n\n")[0])
     p.add_argument("--pages", type=int, action="append", help="pages watching (repeat for several passes)")
+    p.add_argument("--page", choices=sorted(PAGES), default="train", help="the page watched")
     p.add_argument("--window", type=float, default=20.0, help="seconds per CPU window")
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--json", dest="json_path")
@@ -117,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for n in args.pages or [1]:
             for r in range(args.repeats):
-                row = watch(browser, n, args.window, Path(tempfile.mkdtemp(prefix="bench-watch-")))
+                row = watch(browser, n, args.window, Path(tempfile.mkdtemp(prefix="bench-watch-")), args.page)
                 out.append(row)
                 e, la = row["early"], row["late"]
                 print(f"{n} page(s) #{r + 1}: early server {e['server_cores']:.3f} chromium {e['chromium_cores']:.3f}"

@@ -230,7 +230,7 @@ def show_live(manager: JobManager, step: Step) -> None:
         return
     runs = results.group_runs(manager, group)
     st.markdown("**Live on this machine:**")
-    results.group_status(runs)
+    results.group_status(runs, key=f"lesson_{step.key}")
     if any(snap.active for snap in runs):
         return
     clean = [snap.record() for snap in runs]

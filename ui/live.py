@@ -155,6 +155,12 @@ def header_data(snap: RunSnapshot) -> dict[str, Any]:
             "primary": st.get_option("theme.primaryColor") or "#1f4fd1"}
 
 
+def status_data(snap: RunSnapshot) -> dict[str, Any]:
+    """:func:`header_data` without the tiles and the lines under them: one run's status line and progress bar in a
+    live group (Compare, the lesson)."""
+    return header_data(snap) | {"tiles": [], "lines": []}
+
+
 _FIGURES_MAX = 48
 _FIGURES: SharedCache[go.Figure] = SharedCache(_FIGURES_MAX)
 

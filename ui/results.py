@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from bench.runs.jobs import JobManager
 from bench.records import ACTIVE, Status
 from bench.runs.run_state import RunGroup, RunSnapshot
 from bench.target import Target
-from ui import live, peak, present
+from ui import live, live_chart, live_header, peak, present
 from ui.safe_text import escape
 
 CHART_CONFIG = {"displaylogo": False}
@@ -252,6 +253,29 @@ def comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str,
         st.caption(live.NVML_NOTE)
 
 
+def _styled_figure(build: Callable[[], Any]) -> Any:
+    return present.styled(build())
+
+
+def live_comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str, state: tuple[Any, ...],
+                           scope: Any) -> None:
+    """:func:`comparison_charts` while a group is live: the same two figures, each an append-only chart
+    (ui.live_chart) that every viewer's browser draws once and then extends; :func:`comparison_charts` takes over,
+    under its own keys, once every run has ended."""
+    series = [{"label": run_label(r), "epochs": r.get("epochs") or [], "samples": r.get("samples") or [],
+               "phases": (r.get("info") or {}).get("phases")} for r in records]
+    builds: dict[str, Callable[[], Any]] = {
+        "cmp_epochs": lambda: charts.epoch_time_figure(series),
+        "cmp_util": lambda: charts.utilization_figure(series, title="Utilization, overlaid")}
+    for column, (name, build) in zip(st.columns(2), builds.items(), strict=True):
+        with column:
+            fig_key = (name, present.is_on(), *state)
+            fig = live.cached_figure(fig_key, functools.partial(_styled_figure, build))
+            live_chart.live_chart(live_chart.prepared(fig_key, fig, scope=scope), key=f"{key}_{name}_live")
+            if name == "cmp_util":
+                st.caption(live.NVML_NOTE)
+
+
 def reference_panel(records: Sequence[Mapping[str, Any]]) -> None:
     """The seed article's published figures beside the user's own, with the hardware each came from."""
     if not records:
@@ -331,40 +355,61 @@ def export_buttons(records: Sequence[Mapping[str, Any]], *, key: str, name: str 
                                 icon=":material/download:", key=f"{key}_csv", on_click="ignore")
 
 
-def group_status(runs: Sequence[RunSnapshot]) -> None:
-    """One line per run of a group (from :func:`group_runs`): its status, its progress, its error."""
-    for snap in runs:
-        c1, c2 = st.columns([3, 2])
-        c1.markdown(live.status_line(snap))
-        with c2:
+def group_status(runs: Sequence[RunSnapshot], *, key: str | None = None) -> None:
+    """One line per run of a group (from :func:`group_runs`): its status, its progress, its error. With ``key``, while
+    the group is live, each run's line and bar are one element (ui.live_header, without tiles) mounted once and
+    updated in place, as the Train page's header is; otherwise Streamlit's own elements, in the same words."""
+    live_now = key is not None and any(snap.active for snap in runs)
+    for i, snap in enumerate(runs):
+        if live_now:
+            live_header.draw(live.status_data(snap), key=f"{key}_status_{i}")
+        else:  # stacked as the live element is, so the lines do not move when the group ends
+            st.markdown(live.status_line(snap))
             live.progress_bar(snap)
         if snap.error:
             st.error(f"{escape(snap.error.get('message'), limit=600)} — {escape(snap.error.get('hint'), limit=600)}")
 
 
 def live_group(manager: JobManager, kind: str) -> None:
-    """The latest comparison (shared by every viewer), redrawn live."""
+    """The latest comparison (shared by every viewer), redrawn live: the runs' status lines and the headline every
+    REFRESH_S, the charts every CHART_REFRESH_S, appending in place while a run is live (ui.live_chart), as the Train
+    page's panel does."""
+
+    def current() -> tuple[RunGroup | None, list[RunSnapshot]]:
+        group = manager.latest_group(kind)
+        return group, (group_runs(manager, group) if group is not None else [])
 
     @st.fragment(run_every=live.REFRESH_S)
     def _panel() -> None:
-        group = manager.latest_group(kind)
+        group, runs = current()
         if group is None:
             st.info("No comparison yet: pick a preset or settings and targets, then press **Start comparison**.")
             return
-        runs = group_runs(manager, group)
-        group_status(runs)
-        active = any(snap.active for snap in runs)
-        if active and common_can_control():
+        group_status(runs, key=f"{kind}_live")
+        if any(snap.active for snap in runs) and common_can_control():
             if st.button("Stop comparison", key=f"stop_{kind}", icon=":material/stop:"):
                 for snap in runs:
                     manager.stop(snap.id)
+        headline_block([snap.record() for snap in runs], group.prices)
+
+    @st.fragment(run_every=live.CHART_REFRESH_S)
+    def _charts() -> None:
+        group, runs = current()
+        if group is None:
+            return
         records = [snap.record() for snap in runs]
-        show_comparison(records, key=f"{kind}_live", cache_key=group_chart_state(group, runs),
-                        prices=group.prices)
-        if not active:
-            export_buttons(records, key=kind)
+        if any(snap.active for snap in runs):
+            live_comparison_charts(records, key=f"{kind}_live", state=group_chart_state(group, runs),
+                                   scope=("group", group.id))
+            return
+        for name in ("cmp_epochs", "cmp_util"):
+            live_chart.forget(f"{kind}_live_{name}_live")
+        comparison_charts(records, key=f"{kind}_live", cache_key=group_chart_state(group, runs))
+        reference_panel(records)
+        export_buttons(records, key=kind)
 
     _panel()
+    _charts()
 
 
 def common_can_control() -> bool:

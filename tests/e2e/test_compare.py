@@ -1,4 +1,5 @@
-"""Real browser: a CPU-1-thread vs CPU-all-threads comparison shows its headline, and its HTML report opens."""
+"""Real browser: a CPU-1-thread vs CPU-all-threads comparison is drawn live as the Train page's panel is (each run's
+status one element updated in place, the charts appending), then shows its headline, and its HTML report opens."""
 
 from __future__ import annotations
 
@@ -11,14 +12,29 @@ from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 
+LIVE = """() => ({
+    builds: [...document.querySelectorAll('.bench-live-header')].map((h) => Number(h.dataset.builds || 0)),
+    updates: [...document.querySelectorAll('.bench-live-header')].map((h) => Number(h.dataset.updates || 0)),
+    full: [...document.querySelectorAll('.bench-live-chart')].map((gd) => Number(gd.dataset.fullRenders || 0))})"""
+
 
 def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
     page.goto(server.url + "/compare")
     page.get_by_role("heading", name="Compare").wait_for()
     page.get_by_label("Epochs", exact=True).wait_for()
     set_number(page, "Epochs", 3)
-    set_number(page, "Training samples (0 = all)", 2000)
+    set_number(page, "Training samples (0 = all)", 6000)
+    set_number(page, "Batch size", 4)  # 1,500 steps: replayed at about 1.5 s an epoch, so the group is seen live
     page.get_by_role("button", name="Start comparison").click()
+
+    wait_for(lambda: len(page.evaluate(LIVE)["builds"]) == 2, 90, "each run's status as one live element")
+    wait_for(lambda: (live := page.evaluate(LIVE))["full"] and len(live["full"]) == 2 and all(live["full"]), 60,
+             "the live comparison charts")
+    live = page.evaluate(LIVE)
+    assert live["builds"] == [1, 1], live  # built once; refreshes change their text in place
+    assert live["full"] == [1, 1], live  # drawn whole once each; what follows is appended
+    page.locator(".bench-live-header").first.scroll_into_view_if_needed()
+    screenshot(page, "compare-live")
 
     headline = page.get_by_text(re.compile(r"trains \d+\.\dx faster than|are about as fast"))
     wait_for(lambda: headline.count() > 0 and page.get_by_role("button", name="HTML report").count() > 0, 180,
@@ -27,6 +43,10 @@ def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
     assert "cpu/1" in text and "cpu" in text.replace("cpu/1", "")
     assert re.search(r"spread \d+\.\dx–\d+\.\dx", text)
     assert page.get_by_text("First epoch, with tracing, reported apart").count() > 0
+    # ended: Streamlit's own elements and charts, as for any stored comparison
+    wait_for(lambda: page.evaluate(LIVE) == {"builds": [], "updates": [], "full": []}, 30, "the live elements gone")
+    wait_for(lambda: page.locator(".js-plotly-plot").count() >= 2, 30, "the ended comparison's two charts")
+    headline.first.scroll_into_view_if_needed()
     screenshot(page, "compare-cpu1-vs-cpu")
 
     with page.expect_download() as info:
