@@ -92,7 +92,7 @@ image-check: install-dev
 # hardware" table in docs/GPU.md. Without a GPU each GPU step says `skipped: no GPU` and it exits 0 (CI runs it so).
 # No install first: a lent GPU machine may have no network (Keras on JAX or torch from carried wheels, docs/GPU.md).
 gpu-verify:
-	PYTHONPATH=. $(if $(wildcard $(VENV_PY)),$(VENV_PY),python3) scripts/gpu_verify.py $(GPU_VERIFY_ARGS)
+	PYTHONPATH=.$(if $(PYTHONPATH),:$(PYTHONPATH)) $(if $(wildcard $(VENV_PY)),$(VENV_PY),python3) scripts/gpu_verify.py $(GPU_VERIFY_ARGS)
 
 clean:
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +

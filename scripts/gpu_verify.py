@@ -204,7 +204,8 @@ def run_step(step: str, out: Path, report: doctor.Report, limit_s: float = STEP_
     started = time.monotonic()
     try:
         done = subprocess.run(command, cwd=ROOT, timeout=limit_s, check=False,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                  filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))))})
     except subprocess.TimeoutExpired:
         print(f"{step}: stopped at its limit of {limit_s:.0f} s; the records it finished are kept", flush=True)
         return
