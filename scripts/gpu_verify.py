@@ -192,6 +192,11 @@ def write_table(doc_path: Path, rows: list[tuple[str, str, str, str]], when: str
     doc_path.write_text(text, encoding="utf-8")
 
 
+def _python_path() -> str:
+    """The checkout first, then any PYTHONPATH given (carried wheels on a GPU machine without TensorFlow)."""
+    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+
+
 def run_step(step: str, out: Path, report: doctor.Report, limit_s: float = STEP_LIMIT_S) -> None:
     if step == "doctor":
         (out / "doctor.json").write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
@@ -204,8 +209,7 @@ def run_step(step: str, out: Path, report: doctor.Report, limit_s: float = STEP_
     started = time.monotonic()
     try:
         done = subprocess.run(command, cwd=ROOT, timeout=limit_s, check=False,
-                              env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                                  filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))))})
+                              env={**os.environ, "PYTHONPATH": _python_path()})
     except subprocess.TimeoutExpired:
         print(f"{step}: stopped at its limit of {limit_s:.0f} s; the records it finished are kept", flush=True)
         return

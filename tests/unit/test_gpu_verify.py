@@ -128,3 +128,12 @@ def test_gpu_md_has_a_row_for_every_claim_and_none_is_a_guess() -> None:
     for claim, _expected, measured, record in rows:
         checked = measured.startswith(("holds", "DOES NOT HOLD"))
         assert measured == gpu_verify.NOT_CHECKED or (checked and (ROOT / record.rstrip(" |")).is_file()), claim
+
+
+def test_a_step_keeps_the_pythonpath_it_was_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keras and Streamlit carried as wheels (/tmp/site on PYTHONPATH) stay importable in every step, behind the
+    checkout; replacing PYTHONPATH with the checkout alone hid them."""
+    monkeypatch.setenv("PYTHONPATH", "/tmp/site")
+    assert gpu_verify._python_path().split(":") == [str(ROOT), "/tmp/site"]
+    monkeypatch.delenv("PYTHONPATH")
+    assert gpu_verify._python_path() == str(ROOT)
