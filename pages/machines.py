@@ -110,7 +110,10 @@ model = d1.selectbox("Model", list(choices), key="mach_model", index=list(choice
 preset = model in models.PRESETS
 size = d2.selectbox("Size", list(models.SIZES), key="mach_size", index=1, disabled=preset,
                     help="Sizes between two measured ones are read between them; none past the measured range.")
-batch = d3.selectbox("Batch size", choices.get(model) or [128], key="mach_batch")
+batches = choices.get(model) or [128]
+usual = M.usual_batch(machines, model)
+batch = d3.selectbox("Batch size", batches, key="mach_batch", index=batches.index(usual) if usual in batches else 0,
+                     help="The first offered is the batch size the most machines measured this model at.")
 ranked = M.ranking(machines, model, None if preset else size, int(batch), prices=prices, baseline=baseline)
 
 

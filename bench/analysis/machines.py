@@ -368,3 +368,15 @@ def model_choices(machines: Sequence[Machine]) -> dict[str, list[int]]:
         for m in measurements(machine):
             out.setdefault(m.model, set()).add(m.batch_size)
     return {k: sorted(v) for k, v in sorted(out.items(), key=lambda kv: (kv[0] in models.PRESETS, kv[0]))}
+
+
+def usual_batch(machines: Sequence[Machine], model: str) -> int | None:
+    """The batch size at which the most machine targets (a machine's CPU, its GPU) measured ``model``, the larger on a
+    tie: the first one offered, so the ranking a user meets first compares as many as can be compared."""
+    counts: dict[int, set[tuple[str, str]]] = {}
+    for machine in machines:
+        for m in measurements(machine):
+            if m.model == model:
+                counts.setdefault(m.batch_size, set()).add((machine.key, m.target))
+    return max(counts, key=lambda b: (len(counts[b]), b)) if counts else None
+

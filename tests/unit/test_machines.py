@@ -125,6 +125,14 @@ def test_a_preset_is_measured_or_not(laptop: M.Machine, gpu_box: M.Machine) -> N
     assert "was not measured" in ranked.unranked[0].note
 
 
+def test_the_batch_offered_first_is_the_one_most_machine_targets_measured(laptop: M.Machine, gpu_box: M.Machine) -> None:
+    other = _machine("other", [_run("mlp", "xs", 32, "cpu", 30000, flops=_flops("xs")),
+                               _run("mlp", "xs", 32, "gpu:0", 90000, flops=_flops("xs"), run_id=2)])
+    assert M.usual_batch([laptop, other], "mlp") == 32  # two targets measured it at 32, one at 128
+    assert M.usual_batch([laptop, gpu_box, other], "mlp") == 128  # two at each: the larger
+    assert M.usual_batch([laptop, gpu_box], "cnn") is None
+
+
 def test_the_shipped_h100_bundle_loads_and_ranks() -> None:
     bundle = records.load_bundle(json.loads((ROOT / "docs/results/bundle-h100.json").read_text()))
     h100 = M.Machine("shipped:h100", "shipped", bundle)
