@@ -90,8 +90,8 @@ with c2.expander("Hourly prices (for the cost per 1,000 samples)", icon=":materi
     entered: dict[tuple[str, str], float] = {}
     own = M.prices_of(machines)
     link_prices = dict(p.split("=", 1) for p in params.get("mach_prices", "").split(";") if "=" in p)
-    for i, pair in enumerate(pairs):
-        key, (machine_key, _, target) = f"mach_price_{i}", pair.partition("|")
+    for pair in pairs:  # keyed by the pair: a bundle added or gone never moves a price to another machine
+        key, (machine_key, _, target) = f"mach_price_{pair}", pair.partition("|")
         if key not in st.session_state:
             try:
                 st.session_state[key] = max(0.0, float(link_prices.get(pair, "") or own.get((machine_key, target), 0.0)))
@@ -128,7 +128,8 @@ def _table(rows: tuple[M.Row, ...] | list[M.Row]) -> pd.DataFrame:
         "how": r.note,
         "s per 1,000 samples": _cell(r.seconds_per_1k, ".4g", "not measured"),
         "samples/s": _cell(r.samples_per_s, ",.0f", "not measured"),
-        "energy J per 1,000": _cell(r.energy_j_per_1k, ".3g", r.energy_note or "not measured"),
+        "energy J per 1,000": _cell(r.energy_j_per_1k, ".3g", r.energy_note or "not measured")
+        + (f" ({r.energy_note})" if r.energy_j_per_1k is not None and r.energy_note else ""),
         "cost per 1,000": _cell(r.cost_per_1k, ".3g", "no price entered" if r.price_per_hour is None
                                 else "not measured"),
         "speed-up vs baseline": _cell(r.speedup, ".2f", "baseline has no figure"),
@@ -170,7 +171,7 @@ if not preset:
     state["mach_size"] = size
 if entered:
     state["mach_prices"] = ";".join(f"{k}|{t}={p:g}" for (k, t), p in entered.items())
-if {k: params.get(k) for k in state} != state:
+if any(params.get(k) != state.get(k) for k in {*state, "mach_size", "mach_prices"}):  # a price zeroed leaves the link
     for key in ("mach_size", "mach_prices"):
         if key not in state and key in params:
             del params[key]

@@ -100,12 +100,10 @@ def _measured(machine: Machine, run: RunRecord) -> Measured | None:
         return None
     config, info = run.config, run.info
     model, size, batch = str(config.get("model")), config.get("size"), int(config.get("batch_size") or 0)
-    energy = _positive(summary.get("energy_j_per_1000_samples"))
-    reasons = summary.get("energy_reasons") or info.get("energy_reasons") or {}
-    note = None if energy is not None else ("; ".join(f"{d}: {r}" for d, r in reasons.items()) if reasons
-                                           else "no energy reading in this run")
+    target = canonical(text_of_record(run.to_dict()))
+    energy, note = target_energy(summary, info, target)
     return Measured(
-        machine=machine.key, target=canonical(text_of_record(run.to_dict())), workload=workload_key(model, size, batch),
+        machine=machine.key, target=target, workload=workload_key(model, size, batch),
         model=model, size=None if model in models.PRESETS else size, batch_size=batch,
         dataset=str(config.get("dataset")), flops_per_sample=info.get("flops_per_sample"),
         steady_epoch_seconds=steady, samples_per_s=rate,
@@ -113,6 +111,30 @@ def _measured(machine: Machine, run: RunRecord) -> Measured | None:
         energy_j_per_1k=energy, energy_note=note,
         precision=str(config.get("precision") or "float32"), backend=str(config.get("backend") or "?"),
         jit_compile=bool(config.get("jit_compile")), run_id=run.id)
+
+
+def target_energy(summary: Mapping[str, Any], info: Mapping[str, Any], target: str) -> tuple[float | None, str | None]:
+    """Joules per 1,000 samples of the devices a target trained on (``cpu`` for a CPU target, that GPU for
+    ``gpu:N``, every GPU the run measured for ``gpus``, summed) from a run summary's per-device figures, and a note:
+    why there is none (that device's own reason), or that a figure was integrated from power samples."""
+    per_device = summary.get("energy_j_per_1000_samples")
+    per_device = per_device if isinstance(per_device, Mapping) else {}
+    if target.startswith("cpu"):
+        devices = ["cpu"]
+    elif target == "gpus":
+        devices = sorted(d for d in per_device if str(d).startswith("gpu")) or ["gpu"]
+    else:
+        devices = [target]
+    values = [_positive(per_device.get(d)) for d in devices]
+    if values and all(v is not None for v in values):
+        estimated = [d for d in devices if d in (summary.get("energy_estimated") or [])]
+        return (sum(v for v in values if v is not None),
+                f"integrated from power samples ({', '.join(estimated)})" if estimated else None)
+    raw = summary.get("energy_reasons") or info.get("energy_reasons") or {}
+    reasons = raw if isinstance(raw, Mapping) else {}
+    kind = "cpu" if target.startswith("cpu") else "gpu"
+    why = [f"{d}: {reasons.get(d) or reasons.get(kind)}" for d in devices if reasons.get(d) or reasons.get(kind)]
+    return None, "; ".join(why) or "no energy reading in this run"
 
 
 def _positive(value: Any) -> float | None:
@@ -215,17 +237,40 @@ class Row:
                 "speedup_vs_baseline": self.speedup, "flags": list(self.flags)}
 
 
-def _with_baseline(rows: list[Row], baseline: tuple[str, str] | None) -> list[Row]:
-    """Rows with their speed-up over the baseline row (machine key, target) and the traits that differ from it."""
-    base = next((r for r in rows if baseline and (r.machine, r.target) == (baseline[0], canonical(baseline[1]))),
-                None)
+BASELINE_READ_BETWEEN = "baseline read between sizes"
+
+
+def _with_baseline(rows: list[Row], baseline: tuple[str, str] | None,
+                   machines: Sequence[Machine] = ()) -> list[Row]:
+    """Rows with their speed-up over the baseline row (machine key, target) and the traits that differ from it.
+
+    The traits compared come from the baseline's own row, or, where it has no figure for this workload, from any run
+    of that machine and target (its backend, Keras, suite, precision and XLA hold for all of its runs), so rows that
+    differ from the baseline are flagged even when no speed-up can be given. A speed-up over a baseline figure that
+    was read between sizes says so."""
+    key = (baseline[0], canonical(baseline[1])) if baseline else None
+    base = next((r for r in rows if key and (r.machine, r.target) == key), None)
+    base_traits = base.traits if base is not None and base.traits else _machine_traits(machines, key)
     out = []
     for row in rows:
         speedup = (base.seconds_per_1k / row.seconds_per_1k
                    if base is not None and base.seconds_per_1k and row.seconds_per_1k else None)
-        flags = tuple(differences(row.traits, base.traits)) if base is not None and base.traits and row.traits else ()
-        out.append(_replace(row, speedup=speedup, flags=flags))
+        flags = list(differences(row.traits, base_traits)) if base_traits and row.traits else []
+        if speedup is not None and base is not None and base.how == INTERPOLATED and row is not base:
+            flags.append(BASELINE_READ_BETWEEN)
+        out.append(_replace(row, speedup=speedup, flags=tuple(flags)))
     return out
+
+
+def _machine_traits(machines: Sequence[Machine], key: tuple[str, str] | None) -> dict[str, str]:
+    """The traits of any finished run of one machine and target (empty when it has none or is not given)."""
+    for machine in machines:
+        if key is None or machine.key != key[0]:
+            continue
+        found = next((m for m in measurements(machine) if m.target == key[1]), None)
+        if found is not None:
+            return run_traits(found, machine)
+    return {}
 
 
 def _replace(row: Row, **changes: Any) -> Row:
@@ -248,7 +293,7 @@ def workload_rows(machines: Sequence[Machine], workload: str, *, prices: Mapping
                             steady_epoch_seconds=m.steady_epoch_seconds, epoch_samples=m.epoch_samples,
                             energy_j_per_1k=m.energy_j_per_1k, energy_note=m.energy_note, price_per_hour=price,
                             cost_per_1k=cost_per_1k(m.seconds_per_1k, price), traits=run_traits(m, machine)))
-    return _with_baseline(rows, baseline)
+    return _with_baseline(rows, baseline, machines)
 
 
 # -- your model: measured, interpolated, or not -----------------------------------------------------------------------
@@ -354,7 +399,7 @@ def ranking(machines: Sequence[Machine], model: str, size: str | None, batch_siz
         size = None
     rows = [estimate(machine, target, model, size, batch_size, price_per_hour=prices.get((machine.key, target)))
             for machine in machines for target in targets_of(machine)]
-    rows = _with_baseline(rows, baseline)
+    rows = _with_baseline(rows, baseline, machines)
     timed = sorted((r for r in rows if r.seconds_per_1k is not None), key=lambda r: r.seconds_per_1k or 0)
     costed = sorted((r for r in timed if r.cost_per_1k is not None), key=lambda r: r.cost_per_1k or 0)
     return Ranking(model=model, size=size, batch_size=batch_size, by_time=tuple(timed), by_cost=tuple(costed),

@@ -106,7 +106,9 @@ def _row_cells(row: M.Row) -> str:
     return (f"<td>{_e(row.machine_name)}</td><td>{_e(row.target)}</td><td class='how-{_e(row.how.replace(' ', '-'))}'>"
             f"{_e(how)}<br><small>{_e(row.note)}</small></td>"
             f"<td>{_num(row.seconds_per_1k, '.4g')}</td><td>{_num(row.samples_per_s, ',.0f')}</td>"
-            f"<td>{_num(row.energy_j_per_1k, '.3g', row.energy_note or 'not measured')}</td>"
+            f"<td>{_num(row.energy_j_per_1k, '.3g', row.energy_note or 'not measured')}"
+            f"{f'<br><small>{_e(row.energy_note)}</small>' if row.energy_j_per_1k is not None and row.energy_note else ''}"
+            "</td>"
             f"<td>{_num(row.cost_per_1k, '.3g', cost_why)}</td><td>{_num(row.speedup, '.2f', 'no baseline figure')}</td>"
             f"<td>{_e('; '.join(row.flags))}</td>")
 

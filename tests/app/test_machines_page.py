@@ -73,3 +73,16 @@ def test_the_state_comes_from_the_link_and_goes_back_into_it() -> None:
     baseline = next(r for r in rows if r["target"] == "cpu" and "AMD" in r["machine"])
     assert baseline["speed-up vs baseline"] == "1.00"
     assert at.query_params["mach_size"] == ["m"] or at.query_params["mach_size"] == "m"
+
+
+def test_a_price_zeroed_leaves_the_link() -> None:
+    """The link never brings back a price the presenter removed; each price stays with its own machine."""
+    at = app()
+    at.query_params.update({"mach_prices": f"{H100}|gpu:0=2.5"})
+    at.run()
+    assert not at.exception, at.exception
+    price = at.number_input(key=f"mach_price_{H100}|gpu:0")
+    assert price.value == 2.5 and "mach_prices" in at.query_params
+    price.set_value(0.0).run()
+    assert not at.exception, at.exception
+    assert "mach_prices" not in at.query_params

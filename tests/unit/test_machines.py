@@ -27,7 +27,7 @@ def _run(model: str, size: str | None, batch: int, target: str, samples_per_s: f
         id=run_id, status="finished", config=config, hardware={}, info={"flops_per_sample": flops, "n_train": 10000},
         created_at=None, started_at=None, ended_at=None, error=None, store_error=None, epochs=[], samples=[],
         summary={"steady_samples_per_s": samples_per_s, "steady_epoch_seconds": 10000 / samples_per_s,
-                 "energy_j_per_1000_samples": energy})
+                 "energy_j_per_1000_samples": {"cpu" if device == "cpu" else target: energy}})
 
 
 def _flops(size: str) -> float:
@@ -117,6 +117,38 @@ def test_workload_rows_and_interpolated_energy(laptop: M.Machine, gpu_box: M.Mac
     assert {(r.machine, r.target) for r in rows} == {("laptop", "cpu"), ("gpu", "gpu:0")}
     assert next(r for r in rows if r.machine == "laptop").speedup == pytest.approx(0.5)
     assert 2.0 < (M.estimate(gpu_box, "gpu:0", "mlp", "s", 128).energy_j_per_1k or 0) <= 2.5
+
+
+def test_energy_is_the_targets_own_device_and_a_missing_one_says_why() -> None:
+    summary = {"energy_j_per_1000_samples": {"cpu": None, "gpu:0": 12.0, "gpu:1": 8.0},
+               "energy_estimated": ["gpu:1"], "energy_reasons": {"cpu": "RAPL not readable here"}}
+    assert M.target_energy(summary, {}, "gpu:0") == (12.0, None)
+    assert M.target_energy(summary, {}, "gpu:1") == (8.0, "integrated from power samples (gpu:1)")
+    assert M.target_energy(summary, {}, "gpus") == (20.0, "integrated from power samples (gpu:1)")
+    assert M.target_energy(summary, {}, "cpu/1") == (None, "cpu: RAPL not readable here")
+    assert M.target_energy({"energy_j_per_1000_samples": {"cpu": 3.0}}, {}, "cpu") == (3.0, None)
+    # a summary written with one figure for the run, or none: no figure, never a zero, and why
+    assert M.target_energy({"energy_j_per_1000_samples": 5.0}, {}, "cpu") == (None, "no energy reading in this run")
+    assert M.target_energy({}, {"energy_reasons": {"gpu": "no NVML"}}, "gpu:0") == (None, "gpu:0: no NVML")
+
+
+def test_rows_unequal_to_a_baseline_without_a_figure_are_still_flagged(laptop: M.Machine, gpu_box: M.Machine) -> None:
+    ranked = M.ranking([laptop, gpu_box], "mlp", "xs", 128, prices={}, baseline=("laptop", "cpu"))
+    gpu = next(r for r in ranked.by_time if r.machine == "gpu")
+    assert "backend jax (baseline tensorflow)" in gpu.flags  # the laptop measured xs: its own row's traits
+    other = _machine("other", [_run("mlp", "l", 128, "cpu", 900, flops=_flops("l"))])
+    ranked = M.ranking([other, gpu_box], "mlp", "xs", 128, prices={}, baseline=("other", "cpu"))
+    gpu = next(r for r in ranked.by_time if r.machine == "gpu")
+    assert gpu.speedup is None  # the baseline has no figure for xs (only l was measured there)
+    assert "backend jax (baseline tensorflow)" in gpu.flags  # but its machine's traits still flag the difference
+
+
+def test_a_speedup_over_a_baseline_read_between_sizes_says_so(laptop: M.Machine, gpu_box: M.Machine) -> None:
+    ranked = M.ranking([laptop, gpu_box], "mlp", "s", 128, prices={}, baseline=("laptop", "cpu"))
+    gpu = next(r for r in ranked.by_time if r.machine == "gpu")
+    laptop_row = next(r for r in ranked.by_time if r.machine == "laptop")
+    assert laptop_row.how == M.INTERPOLATED and M.BASELINE_READ_BETWEEN not in laptop_row.flags
+    assert gpu.speedup is not None and M.BASELINE_READ_BETWEEN in gpu.flags
 
 
 def test_a_preset_is_measured_or_not(laptop: M.Machine, gpu_box: M.Machine) -> None:
