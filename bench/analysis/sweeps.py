@@ -192,18 +192,18 @@ def wide_window_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any
 
 def sweep_speedups(rows: Sequence[Mapping[str, Any]], baseline_target: Target | str,
                    other_target: Target | str) -> list[dict[str, Any]]:
-    """Speed-up of other_target over baseline_target per (size, batch, steps per execution) point, from steady epoch
-    times."""
+    """Speed-up of other_target over baseline_target per (size, batch, steps per execution, device count) point, from
+    steady epoch times."""
     by_point: dict[tuple[Any, Any, Any, Any], dict[str, Mapping[str, Any]]] = {}
     for row in rows:
         point = (row["size"], row["batch_size"], row.get("steps_per_execution") or 1, row.get("devices") or 1)
         by_point.setdefault(point, {})[canonical(row["target"])] = row
     out = []
-    for (size, batch, steps, _), group in by_point.items():
+    for (size, batch, steps, devices), group in by_point.items():
         a, b = group.get(canonical(baseline_target)), group.get(canonical(other_target))
         if a and b and a.get("steady_epoch_seconds") and b.get("steady_epoch_seconds"):
-            out.append({"size": size, "batch_size": batch, "steps_per_execution": steps, "params": a.get("params"),
-                        "speedup": a["steady_epoch_seconds"] / b["steady_epoch_seconds"]})
+            out.append({"size": size, "batch_size": batch, "steps_per_execution": steps, "devices": devices,
+                        "params": a.get("params"), "speedup": a["steady_epoch_seconds"] / b["steady_epoch_seconds"]})
     return out
 
 

@@ -332,12 +332,30 @@ def sweep_throughput_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     return _sweep_lines(rows, "samples_per_s", "Samples/s vs model size", "samples/s (steady)", log_y=True)
 
 
+_SETTING_WORDS = (("batch_size", "batch"), ("steps_per_execution", "steps/call"), ("devices", "devices"))
+
+
+def setting_label(row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
+    """The settings that vary across ``rows`` (batch size, steps per execution, device count), as one row has them,
+    e.g. ``batch 256 · devices 2``: what tells one line of a sweep chart from another ('' when none varies)."""
+    default = {"steps_per_execution": 1, "devices": 1}
+    varying = [(k, w) for k, w in _SETTING_WORDS if len({r.get(k) or default.get(k) for r in rows}) > 1]
+    return " · ".join(f"{w} {row.get(k) or default.get(k)}" for k, w in varying)
+
+
 def sweep_speedup_figure(speedups: Sequence[Mapping[str, Any]], label: str) -> go.Figure:
+    """Speed-up against parameter count, one line per setting that varies (batch size, steps per execution, device
+    count), so points of different settings are never joined into one line."""
     fig = go.Figure()
     pts = sorted((s for s in speedups if s.get("params")), key=lambda s: s["params"])
-    fig.add_scatter(x=[s["params"] for s in pts], y=[s["speedup"] for s in pts], mode="lines+markers", name=label,
-                    text=[s.get("size") for s in pts], line={"color": PALETTE[0]},
-                    hovertemplate="%{text}: %{x:,} params → %{y:.2f}x<extra></extra>")
+    lines: dict[str, list[Mapping[str, Any]]] = {}
+    for s in pts:
+        lines.setdefault(setting_label(s, pts), []).append(s)
+    for i, (setting, group) in enumerate(lines.items()):
+        fig.add_scatter(x=[s["params"] for s in group], y=[s["speedup"] for s in group], mode="lines+markers",
+                        name=f"{label} · {setting}" if setting else label, text=[s.get("size") for s in group],
+                        line={"color": PALETTE[i % len(PALETTE)]},
+                        hovertemplate="%{text}: %{x:,} params → %{y:.2f}x<extra></extra>")
     fig.add_hline(y=1.0, line={"color": "#9aa3b2", "dash": "dot"})
     fig.update_layout(xaxis=_params_axis(pts))
     fig.update_yaxes(title="speed-up (x)", rangemode="tozero")
@@ -351,12 +369,12 @@ def scaling_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     fig = go.Figure()
     lines: dict[str, list[Mapping[str, Any]]] = {}
     targets = len({str(r.get("target")) for r in rows}) > 1
-    batches = len({r.get("batch_size") for r in rows}) > 1
-    for row in rows:
+    settings = [{k: v for k, v in r.items() if k != "devices"} for r in rows]  # devices is the x axis here
+    for row, setting in zip(rows, settings):
         if row.get("scaling_efficiency") is None:
             continue
-        label = str(row.get("size")) + (f" · {row.get('target')}" if targets else "") + (
-            f" · batch {row.get('batch_size')}" if batches else "")
+        label = " · ".join(part for part in (str(row.get("size")), str(row.get("target")) if targets else "",
+                                             setting_label(setting, settings)) if part)
         lines.setdefault(label, []).append(row)
     for i, (label, group) in enumerate(lines.items()):
         group = sorted(group, key=lambda r: r.get("devices") or 1)

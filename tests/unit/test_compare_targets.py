@@ -53,7 +53,8 @@ def test_sweep_targets_put_a_cpu_first_and_speedups_take_targets():
     assert sweeps.sweep_targets(rows) == ["cpu", "cpu/1", "gpu:0", "gpus"]
     by_text = sweeps.sweep_speedups(rows, "cpu", "gpu:0")
     by_target = sweeps.sweep_speedups(rows, Target.parse("cpu"), Target.parse("gpu:0"))
-    assert by_text == by_target == [{"size": "s", "batch_size": 128, "steps_per_execution": 1, "params": 10,
+    assert by_text == by_target == [{"size": "s", "batch_size": 128, "steps_per_execution": 1, "devices": 1,
+                                     "params": 10,
                                      "speedup": 4.0}]
 
 

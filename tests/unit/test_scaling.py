@@ -70,3 +70,30 @@ def test_more_logical_cpu_devices_than_cores_is_refused() -> None:
         RunConfig(devices=cores + 1, batch_size=(cores + 1) * 8).validate()
     assert RunConfig(devices=2, device="gpus").validate(TWO_GPUS).device_count() == 2
     assert RunConfig(device="gpus").device_count(TWO_GPUS) == 2, "gpus alone: every GPU"
+
+
+def test_speedup_and_scaling_lines_never_join_points_of_different_settings() -> None:
+    """A sweep over sizes and device counts on two targets: the CPU-vs-GPU speed-up chart draws one line per device
+    count (not one zig-zag through x1 and x2 at each size), and the scaling chart names steps per execution where
+    they vary."""
+    from bench.output import charts
+
+    def point(size: str, params: int, target: str, devices: int, seconds: float) -> dict:
+        return {"size": size, "params": params, "batch_size": 256, "steps_per_execution": 1, "target": target,
+                "devices": devices, "steady_epoch_seconds": seconds}
+
+    rows = [point(size, params, target, n, seconds * (1 if target == "cpu" else 0.5) / n)
+            for size, params, seconds in (("xs", 25_000, 1.0), ("s", 200_000, 2.0))
+            for target in ("cpu", "gpus") for n in (1, 2)]
+    pairs = sweeps.sweep_speedups(rows, "cpu", "gpus")
+    assert sorted((p["size"], p["devices"]) for p in pairs) == [("s", 1), ("s", 2), ("xs", 1), ("xs", 2)]
+    fig = charts.sweep_speedup_figure(pairs, "gpus vs cpu")
+    assert sorted(t.name for t in fig.data) == ["gpus vs cpu · devices 1", "gpus vs cpu · devices 2"]
+    assert all(list(t.x) == [25_000, 200_000] for t in fig.data)
+    one = charts.sweep_speedup_figure([p for p in pairs if p["devices"] == 1], "gpus vs cpu")
+    assert [t.name for t in one.data] == ["gpus vs cpu"]  # nothing varies: the plain label
+
+    scaled = sweeps.with_scaling([{**row("s", n, 1000.0 * n ** 0.5), "steps_per_execution": k}
+                                  for k in (1, 8) for n in (1, 2)])
+    names = sorted(t.name for t in charts.scaling_figure(scaled).data if t.name)
+    assert names == ["s · steps/call 1", "s · steps/call 8"]
