@@ -67,3 +67,16 @@ def open_watching(page: Any, url: str, *, timeout_ms: int = 90_000) -> None:
 def main(page: Any) -> Any:
     """The page's main area (the sidebar left out)."""
     return page.locator('[data-testid="stMain"]')
+
+
+def what_the_page_shows(page: Any, server: Any) -> str:
+    """For a failure message: the newest run as the store has it, the page's status and progress lines (live
+    element or Streamlit's), its Stop buttons and any exception or lost connection, and a screenshot's path."""
+    runs = store_of(server).list_runs()
+    run = {k: runs[-1].get(k) for k in ("id", "status", "ended_at")} if runs else None
+    lines = page.evaluate("""() => [...document.querySelectorAll(
+        '.bench-live-header, [data-testid="stProgress"], [data-testid="stException"], [data-testid="stStatusWidget"]')]
+        .map((e) => e.innerText.replace(/\\s+/g, ' ').slice(0, 200))""")
+    shot = screenshot(page, "failure")
+    return (f"store: {run}; page: {lines}; Stop buttons: {page.get_by_role('button', name='Stop').count()}; "
+            f"screenshot {shot}")

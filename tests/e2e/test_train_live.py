@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.conftest import Server
-from tests.e2e.steps import bar_count, open_train, screenshot, set_number, store_of
+from tests.e2e.steps import bar_count, open_train, screenshot, set_number, store_of, what_the_page_shows
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -70,7 +70,10 @@ def test_stop_a_run_midway(page, server):
     wait_for(lambda: page.get_by_role("button", name="Stop").count() > 0, 60, "the Stop button")
     wait_for(lambda: page.get_by_text("Epoch 2/200").count() > 0 or bar_count(page) >= 1, 120, "training to run")
     page.get_by_role("button", name="Stop").click()
-    wait_for(lambda: page.get_by_text("Stopped after").count() > 0, 30, "the run to stop")
+    try:
+        wait_for(lambda: page.get_by_text("Stopped after").count() > 0, 30, "the run to stop")
+    except AssertionError as exc:  # seen once in CI, not reproduced in 7 runs of this file: say what the page held
+        raise AssertionError(f"{exc}; {what_the_page_shows(page, server)}") from None
     wait_for(lambda: page.get_by_role("button", name="Stop").count() == 0, 10, "the Stop button to go away")
     run = store_of(server).list_runs()[-1]
     assert run["status"] == "stopped" and 1 <= len(store_of(server).get_run(run["id"])["epochs"]) < 200, run
