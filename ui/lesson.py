@@ -103,13 +103,26 @@ def step_configs(step: Step, hardware: devices.Hardware) -> list[RunConfig]:
 
 
 # -- the shipped H100 figures -------------------------------------------------------------------------------------------
-def shipped_rows(name: str) -> list[dict[str, Any]]:
-    """The sweep rows of a shipped H100 file ([] when it is absent, as in a copy without docs/)."""
+def shipped_sweep(name: str) -> records.Sweep | None:
+    """A shipped H100 sweep (None when it is absent, as in a copy without docs/)."""
     path = results.BUNDLED_DIR / name
     if not path.is_file():
-        return []
+        return None
     sweep = records.load(json.loads(Path(path).read_text(encoding="utf-8")))
-    return [dict(r) for r in getattr(sweep, "rows", [])]
+    return sweep if isinstance(sweep, records.Sweep) else None
+
+
+def shipped_rows(name: str) -> list[dict[str, Any]]:
+    """The sweep rows of a shipped H100 file ([] when it is absent)."""
+    sweep = shipped_sweep(name)
+    return [dict(r) for r in sweep.rows] if sweep is not None else []
+
+
+def _epoch_samples(sweep: records.Sweep, run_id: Any) -> int | None:
+    """How many training samples an epoch of one of the sweep's runs held, as that run recorded it."""
+    run = next((r for r in sweep.runs if r.get("id") == run_id), None)
+    n = ((run or {}).get("info") or {}).get("n_train")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
 
 def _pick(rows: Sequence[Mapping[str, Any]], **match: Any) -> list[Mapping[str, Any]]:
@@ -118,13 +131,15 @@ def _pick(rows: Sequence[Mapping[str, Any]], **match: Any) -> list[Mapping[str, 
 
 def shipped_speedup(size: str) -> dict[str, Any] | None:
     """CPU (16 cores) and H100 steady epoch of one MLP size at batch 128, and their ratio."""
-    rows = shipped_rows(SWEEP_SIZES)
+    sweep = shipped_sweep(SWEEP_SIZES)
+    rows = [dict(r) for r in sweep.rows] if sweep is not None else []
     cpu, gpu = _pick(rows, size=size, target="cpu"), _pick(rows, size=size, target="gpu:0")
     if not cpu or not gpu or not cpu[0].get("steady_epoch_seconds") or not gpu[0].get("steady_epoch_seconds"):
         return None
     return {"params": gpu[0].get("params"), "cpu_s": cpu[0]["steady_epoch_seconds"],
             "gpu_s": gpu[0]["steady_epoch_seconds"], "gpu_util": gpu[0].get("mean_gpu_util_percent"),
-            "speedup": cpu[0]["steady_epoch_seconds"] / gpu[0]["steady_epoch_seconds"]}
+            "speedup": cpu[0]["steady_epoch_seconds"] / gpu[0]["steady_epoch_seconds"],
+            "epoch_samples": _epoch_samples(sweep, gpu[0].get("run_id")) if sweep is not None else None}
 
 
 def speedup_text(factor: float | None, baseline: str, other: str) -> str:
@@ -183,7 +198,8 @@ def show_shipped(step: Step) -> None:
         c2.metric("CPU steady epoch", metrics.format_seconds(found["cpu_s"]))
         c3.metric("H100 steady epoch", metrics.format_seconds(found["gpu_s"]))
         c4.metric("H100 utilization (NVML)", f"{_fmt(found['gpu_util'], '.0f')} %")
-        st.caption(f"MLP {size} ({found['params']:,} parameters), batch 128, full synthetic MNIST (60,000 samples): "
+        held = f"{found['epoch_samples']:,} samples an epoch" if found["epoch_samples"] else "samples not recorded"
+        st.caption(f"MLP {size} ({found['params']:,} parameters), batch 128, synthetic MNIST ({held}): "
                    f"{speedup_text(found['speedup'], 'the CPU', 'the H100')}.")
         return
     if step.key == "batch":

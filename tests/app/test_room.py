@@ -82,6 +82,19 @@ def test_lesson_step_renders_with_its_text_and_one_button(step):
         assert any(lesson.SHIPPED_LABEL in m.value for m in at.markdown), "the H100 figures say where they are from"
 
 
+def test_the_lessons_h100_figures_name_the_samples_their_runs_held():
+    """The shipped size sweep trained 30,000 samples an epoch: the caption says so, from the records (it said 60,000)."""
+    sweep = lesson.shipped_sweep(lesson.SWEEP_SIZES)
+    assert sweep is not None
+    held = {int(r["info"]["n_train"]) for r in sweep.runs}
+    for size in ("xs", "xl"):
+        found = lesson.shipped_speedup(size)
+        assert found is not None and found["epoch_samples"] in held and found["epoch_samples"] == 30000
+    at = AppTest.from_file(str(ROOT / "pages/lesson.py"), default_timeout=60).run()
+    if not lesson.gpu_target(devices.discover()):
+        assert any("30,000 samples an epoch" in c.value for c in at.caption), [c.value for c in at.caption]
+
+
 def test_lesson_steps_fit_this_machine():
     hardware = devices.discover()
     for step in lesson.STEPS:
