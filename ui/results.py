@@ -13,7 +13,7 @@ import streamlit as st
 from bench.output import charts, display
 from bench.analysis import compare, diagnosis, metrics, references, sweeps
 from bench.runs.jobs import JobManager
-from bench.records import ACTIVE, Status
+from bench.records import ACTIVE, Comparison, Status
 from bench.runs.run_state import RunGroup, RunSnapshot
 from bench.target import Target
 from ui import live, live_chart, live_header, peak, present
@@ -427,11 +427,13 @@ def show_imported(data: bytes, key: str = "imported") -> None:
     except report.RecordError as exc:
         st.error(f"This file cannot be shown: {escape(exc, limit=600)}")
         return
-    records = payload["runs"] if payload.get("schema", "").startswith("bench.comparison") else [payload]
-    labels = {report.hardware_label(r.get("hardware") or {}) for r in records}
+    runs = list(payload.runs) if isinstance(payload, Comparison) else [payload]
+    labels = {report.hardware_label(r.hardware) for r in runs}
     st.markdown(f"Measured on **{escape(' / '.join(sorted(labels)), limit=300)}** (imported, not measured here).")
+    records = [r.to_dict() for r in runs]  # the charts read the JSON form
     if len(records) >= 2:
-        show_comparison(records, key=key, prices=(payload.get("comparison") or {}).get("prices"))
+        prices = (payload.comparison or {}).get("prices") if isinstance(payload, Comparison) else None
+        show_comparison(records, key=key, prices=prices)
     else:
         rec = records[0]
         series = [{"label": run_label(rec), "epochs": rec.get("epochs") or [], "samples": rec.get("samples") or [],

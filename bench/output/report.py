@@ -366,23 +366,39 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
 
 
 # -- validation and import --------------------------------------------------------------------------------------------
-def validate_record(data: Any) -> dict[str, Any]:
-    """Check an imported ``bench.run/1`` or ``bench.comparison/1`` document (``records.load``); return it unchanged.
+Importable = records.RunRecord | records.Comparison
+
+
+def validate_record(data: Any) -> Importable:
+    """An imported ``bench.run/1`` or ``bench.comparison/1`` document, checked field by field (``records.load``) and
+    typed: what is written to the store and shown is this record, not the document it was read from.
 
     Raises:
         RecordError: the first problem found, naming the field path, e.g.
             ``epochs[2].epoch_seconds must be a positive number, got 'abc'``.
     """
+    if isinstance(data, (records.RunRecord, records.Comparison)):
+        return data
     if isinstance(data, dict) and data.get("schema") == records.SWEEP_SCHEMA:
         raise RecordError(f"schema {records.SWEEP_SCHEMA!r} is not supported for import: a sweep is shown on the "
                           f"Sweep page; import a run or comparison ({EXPORT_HINT})")
-    records.load(data)
-    return data
+    typed = records.load(data)
+    if not isinstance(typed, (records.RunRecord, records.Comparison)):  # load reads sweeps too; refused above
+        raise RecordError(f"a sweep is shown on the Sweep page; import a run or comparison ({EXPORT_HINT})")
+    return typed
+
+
+def runs_of(record: Importable) -> list[records.RunRecord]:
+    """The runs a record holds: a comparison's runs, or a run and the members of its multi-worker run (each stored
+    as a run of its own, which the store reads back as one run by their shared cluster id)."""
+    if isinstance(record, records.Comparison):
+        return list(record.runs)
+    return [record, *record.members]
 
 
 def load_record_file(path_or_bytes: str | os.PathLike[str] | bytes | bytearray | Any,
-                     *, max_bytes: int = MAX_RECORD_BYTES) -> dict[str, Any]:
-    """Read a record from a path, raw bytes or a binary file object (e.g. an upload), then validate it.
+                     *, max_bytes: int = MAX_RECORD_BYTES) -> Importable:
+    """Read a record from a path, raw bytes or a binary file object (e.g. an upload), then validate and type it.
 
     Raises:
         RecordError: unreadable, larger than ``max_bytes`` (50 MiB), not UTF-8, not valid JSON, or not a valid record.
@@ -429,21 +445,21 @@ def load_record_file(path_or_bytes: str | os.PathLike[str] | bytes | bytearray |
     return validate_record(data)
 
 
-def _partial_copy(store: Any, run: Mapping[str, Any]) -> int | None:
+def _partial_copy(store: Any, run: records.RunRecord) -> int | None:
     """The id of this run's own copy in ``store`` when the store holds one (the same id, creation time and config:
     a run whose store failed mid-way, and whose whole record the CLI kept in a file), else None."""
-    run_id = run.get("id")
-    if not isinstance(run_id, int) or not _is_int(run_id) or run_id < 1 or not _is_number(run.get("created_at")):
+    run_id = run.id
+    if not isinstance(run_id, int) or not _is_int(run_id) or run_id < 1 or not _is_number(run.created_at):
         return None
     stored = store.get_run(run_id, with_samples=False)
-    if stored is None or stored.get("created_at") != run["created_at"] or stored.get("config") != run["config"]:
+    if stored is None or stored.get("created_at") != run.created_at or stored.get("config") != run.config:
         return None
-    if len(stored.get("epochs") or []) > len(run["epochs"]):
+    if len(stored.get("epochs") or []) > len(run.epochs):
         return None  # the store holds more of it than the file: nothing to complete
     return run_id
 
 
-def import_into_store(store: Any, record: Mapping[str, Any]) -> list[int]:
+def import_into_store(store: Any, record: Importable | Mapping[str, Any]) -> list[int]:
     """Write the run(s) of a record or comparison into ``store`` as new runs; returns their new ids, in order. A run
     whose own partial copy is in the store (see :func:`_partial_copy`) replaces that copy and keeps its id.
 
@@ -456,41 +472,38 @@ def import_into_store(store: Any, record: Mapping[str, Any]) -> list[int]:
         RecordError: the record is not valid (see :func:`validate_record`).
         StoreError: the store could not be written.
     """
-    validate_record(record)
+    typed = validate_record(record)
     ids: list[int] = []
-    for run in _runs_of(record):
+    for run in runs_of(typed):
+        epochs, samples = [e.to_dict() for e in run.epochs], [s.to_dict() for s in run.samples]
         partial = _partial_copy(store, run)
         if partial is not None:  # the store holds the start of this very run: the file completes it in place
-            store.replace_run(partial, status=run["status"], started_at=run.get("started_at"),
-                              ended_at=run.get("ended_at"), hardware=run["hardware"], info=run.get("info") or {},
-                              error=run.get("error"), epochs=run["epochs"], samples=run["samples"],
-                              summary=run_summary.summarize(run["epochs"], run["samples"], info=run.get("info"),
-                                                            config=run["config"]))
+            store.replace_run(partial, status=str(run.status), started_at=run.started_at, ended_at=run.ended_at,
+                              hardware=run.hardware, info=run.info, error=run.error, epochs=epochs, samples=samples,
+                              summary=run_summary.summarize(epochs, samples, info=run.info, config=run.config))
             ids.append(partial)
             continue
-        label = run_label(run)
+        label = run_label(run.to_dict())
         if not label.startswith(IMPORTED_PREFIX):
             label = IMPORTED_PREFIX + label
-        status = run["status"]
-        info = dict(run.get("info") or {})
-        info.update({"imported": True, "source_hardware": hardware_label(run["hardware"]),
-                     "source_id": run.get("id"), "imported_at": time.time()})
-        error = run.get("error")
+        status = str(run.status)
+        info = dict(run.info)
+        info.update({"imported": True, "source_hardware": hardware_label(run.hardware), "source_id": run.id,
+                     "imported_at": time.time()})
+        error = run.error
         if status in ACTIVE_STATUSES:
             info["imported_status"] = status
             status = records.Status.INTERRUPTED.value
             error = error or {"error_type": "Interrupted", "message": "The run was still active when it was exported.",
                               "hint": "Its finished epochs are kept; start it again for a complete run."}
-        created = run.get("created_at") if _is_number(run.get("created_at")) else None
         try:
-            ids.append(store.create_run(dict(run["config"]), status=status, label=label, created_at=created))
-            store.update_run(ids[-1], started_at=run.get("started_at"), ended_at=run.get("ended_at"),
-                             hardware=run["hardware"], info=info, error=error,
-                             summary=run_summary.summarize(run["epochs"], run["samples"], info=info,
-                                                         config=run["config"]))
-            for epoch in run["epochs"]:
+            ids.append(store.create_run(dict(run.config), status=status, label=label, created_at=run.created_at))
+            store.update_run(ids[-1], started_at=run.started_at, ended_at=run.ended_at, hardware=run.hardware,
+                             info=info, error=error,
+                             summary=run_summary.summarize(epochs, samples, info=info, config=run.config))
+            for epoch in epochs:
                 store.add_epoch(ids[-1], epoch)
-            store.add_samples(ids[-1], run["samples"])
+            store.add_samples(ids[-1], samples)
         except BaseException:
             for run_id in ids:  # all or nothing: no half-imported comparison is left behind
                 with contextlib.suppress(Exception):

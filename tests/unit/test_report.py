@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bench import records
 from bench.output import report
 from bench.output.report import RecordError
 from bench.store import Store
@@ -91,9 +92,9 @@ def test_json_round_trip_through_the_store(tmp_path: Path) -> None:
 def test_import_path_and_file_object(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     path.write_text(report.to_json(make_record()))
-    assert report.load_record_file(path)["id"] == 7
-    assert report.load_record_file(str(path))["id"] == 7
-    assert report.load_record_file(io.BytesIO(path.read_bytes()))["id"] == 7
+    assert report.load_record_file(path).id == 7
+    assert report.load_record_file(str(path)).id == 7
+    assert report.load_record_file(io.BytesIO(path.read_bytes())).id == 7
 
 
 def test_active_run_is_imported_as_interrupted(tmp_path: Path) -> None:
@@ -283,7 +284,8 @@ def test_validate_record_rejects(data: Any, message: str) -> None:
 
 def test_validate_accepts_a_gpu_run_on_a_cpu_only_machine() -> None:
     record = make_record(device="gpu:3")
-    assert report.validate_record(record) is record
+    typed = report.validate_record(record)
+    assert isinstance(typed, records.RunRecord) and typed.config["device"] == "gpu:3"
 
 
 def test_nan_loss_is_importable(tmp_path: Path) -> None:
@@ -329,7 +331,7 @@ def test_the_shipped_gpu_results_import_and_their_headlines_follow_from_their_ep
     from bench.store import Store
 
     path = Path(__file__).resolve().parents[2] / "docs" / "results" / f"{name}.json"
-    doc = report.load_record_file(str(path))
+    doc = report.load_record_file(str(path)).to_dict()
     runs = doc["runs"]
     assert [r["config"]["device"] for r in runs] == ["cpu", "gpu:0"]
     assert "H100" in report.hardware_label(runs[1]["hardware"])
