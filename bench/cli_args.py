@@ -8,7 +8,7 @@ import sys
 from typing import Any, NoReturn
 
 from bench import records as records_module
-from bench.config import RunConfig
+from bench.config import OPTIMIZERS, RunConfig, preset_training
 
 
 def _run_id(text: str) -> int:
@@ -68,8 +68,10 @@ def add_run_options(p: argparse.ArgumentParser, *, with_device: bool = True, ste
                    help=f"use the first N training samples (default {d.limit_samples}; 0 = all)")
     p.add_argument("--sample-interval", type=_number, default=d.sample_interval_s, help="seconds between samples")
     p.add_argument("--seed", type=_positive_int, default=d.seed)
-    p.add_argument("--optimizer", default=d.optimizer)
-    p.add_argument("--learning-rate", type=_number, default=None)
+    p.add_argument("--optimizer", default=None,
+                   help=f"{', '.join(OPTIMIZERS)} (default {d.optimizer}; a seed preset: its article's, e.g. sgd)")
+    p.add_argument("--learning-rate", type=_number, default=None,
+                   help="default: the optimizer's own (a seed preset with its own optimizer: its article's)")
     p.add_argument("--precision", default=d.precision, help="float32 or mixed_float16")
     p.add_argument("--jit-compile", action="store_true", help="compile with XLA (off by default)")
     if steps_list:
@@ -96,6 +98,10 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
         optimizer=args.optimizer, learning_rate=args.learning_rate, precision=args.precision,
         jit_compile=args.jit_compile,
     )
+    if args.optimizer is None:  # not named: a seed preset trains with its article's optimizer and learning rate
+        values.update({"optimizer": RunConfig().optimizer, **preset_training(args.model)})
+        if args.learning_rate is not None:
+            values["learning_rate"] = args.learning_rate
     spe = getattr(args, "steps_per_execution", None)
     if isinstance(spe, int):
         values["steps_per_execution"] = spe

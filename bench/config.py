@@ -38,6 +38,14 @@ PRECISIONS = ("float32", "mixed_float16")
 DEFAULT_LEARNING_RATE = {"adam": 1e-3, "sgd": 1e-2, "rmsprop": 1e-3, "adamw": 1e-3}
 
 
+def preset_training(model: str) -> dict[str, Any]:
+    """The optimizer and learning rate a config for ``model`` starts from when the user names none: a seed preset
+    trains as its article did ({} for a family: the config's defaults). The one home of that rule, for the CLI, the
+    machine suite and the pages' preset buttons."""
+    preset = models.PRESETS.get(model)
+    return {"optimizer": preset.optimizer, "learning_rate": preset.learning_rate} if preset else {}
+
+
 
 @dataclass(frozen=True)
 class RunConfig:

@@ -12,7 +12,7 @@ import streamlit as st
 from bench.training import datasets, models
 from bench.hardware import devices
 from bench.config import (EPOCHS_MAX, OPTIMIZERS, PRECISIONS, STEPS_PER_EXECUTION_BACKENDS, STEPS_PER_EXECUTION_MAX,
-                          RunConfig)
+                          RunConfig, preset_training)
 from bench.target import Target
 from ui.safe_text import escape
 
@@ -61,8 +61,9 @@ def apply_preset(name: str, prefix: str = "cfg") -> None:
     st.session_state[f"{prefix}_limit"] = PRESET_DEMO_LIMIT
     st.session_state[f"{prefix}_epochs"] = preset.epochs
     st.session_state[f"{prefix}_batch"] = preset.batch_size
-    st.session_state[f"{prefix}_optimizer"] = preset.optimizer
-    st.session_state[f"{prefix}_lr"] = float(preset.learning_rate)
+    training = preset_training(name)
+    st.session_state[f"{prefix}_optimizer"] = training["optimizer"]
+    st.session_state[f"{prefix}_lr"] = float(training["learning_rate"])
 
 
 def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device: bool = True,

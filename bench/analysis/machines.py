@@ -85,6 +85,7 @@ class Measured:
     backend: str
     jit_compile: bool
     run_id: int | None
+    optimizer: str = "?"
 
     @property
     def seconds_per_1k(self) -> float:
@@ -110,7 +111,7 @@ def _measured(machine: Machine, run: RunRecord) -> Measured | None:
         epoch_samples=int(info["n_train"]) if isinstance(info.get("n_train"), int) else None,
         energy_j_per_1k=energy, energy_note=note,
         precision=str(config.get("precision") or "float32"), backend=str(config.get("backend") or "?"),
-        jit_compile=bool(config.get("jit_compile")), run_id=run.id)
+        jit_compile=bool(config.get("jit_compile")), run_id=run.id, optimizer=str(config.get("optimizer") or "?"))
 
 
 def target_energy(summary: Mapping[str, Any], info: Mapping[str, Any], target: str) -> tuple[float | None, str | None]:
@@ -177,9 +178,10 @@ def workloads_of(machines: Sequence[Machine]) -> list[str]:
 
 # -- unequal bundles --------------------------------------------------------------------------------------------------
 def run_traits(m: Measured, machine: Machine) -> dict[str, str]:
-    """What makes a figure comparable with another: backend, Keras version, suite, precision, XLA."""
+    """What makes a figure comparable with another: backend, Keras version, suite, precision, XLA, optimizer."""
     return {"backend": m.backend, "keras": str(machine.bundle.machine.get("framework_version") or "?"),
-            "suite": machine.suite, "precision": m.precision, "XLA": "on" if m.jit_compile else "off"}
+            "suite": machine.suite, "precision": m.precision, "XLA": "on" if m.jit_compile else "off",
+            "optimizer": m.optimizer}
 
 
 def differences(traits: Mapping[str, str], baseline: Mapping[str, str] | None) -> list[str]:

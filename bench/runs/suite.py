@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import records
-from bench.config import ConfigError, RunConfig
+from bench.config import ConfigError, RunConfig, preset_training
 from bench.hardware import devices
 from bench.records import Status
 from bench.target import Target
 from bench.training import models
 
-SUITE_VERSION = "1"
+SUITE_VERSION = "2"  # 2: the seed presets train with their articles' optimizer and learning rate (1: Adam)
 VARIANTS = ("quick", "full")
 SWEEP_BATCH_SIZES = (128, 2048)  # the shipped H100 records hold batch 128 (xs..xl) and 2048 (xs, m, xl)
 
@@ -43,7 +43,8 @@ class Workload:
     def config(self) -> RunConfig:
         """This workload as a run config on the CPU (``with_target`` moves it)."""
         return RunConfig(model=self.model, size=self.size or "s", batch_size=self.batch_size, dataset=self.dataset,
-                         epochs=self.epochs, limit_samples=self.limit_samples, device="cpu")
+                         epochs=self.epochs, limit_samples=self.limit_samples, device="cpu",
+                         **preset_training(self.model))
 
 
 def workload_key(model: str, size: str | None, batch_size: int) -> str:

@@ -118,3 +118,26 @@ def test_target_and_label():
     assert str(RunConfig(device="gpus").target()) == "gpus"
     assert "· cpu/1 ·" in RunConfig(cpu_threads=1).label()
     assert "mlp s" in RunConfig().label()
+
+
+@pytest.mark.parametrize(("argv", "optimizer", "learning_rate"), [
+    ([], "sgd", 0.01),  # the CIFAR-10 article's SGD at 0.01, as the pages' preset button sets it
+    (["--learning-rate", "0.05"], "sgd", 0.05),
+    (["--optimizer", "adam"], "adam", None),  # named: the user's optimizer at its own default rate
+])
+def test_a_seed_preset_trains_with_its_articles_optimizer_unless_told_otherwise(argv, optimizer, learning_rate):
+    """One rule for the CLI, the machine suite and the preset buttons (bench.config.preset_training): the CLI and the
+    suite used Adam for the presets while the pages used the article's SGD, so the same preset trained two ways."""
+    from bench import cli, cli_args
+    from bench.runs import suite
+    from bench.training import models
+
+    args = cli.build_parser().parse_args(["run", "--model", "seed-cifar10-mlp", *argv])
+    config = cli_args.config_from_args(args)
+    assert (config.optimizer, config.learning_rate) == (optimizer, learning_rate)
+    family = cli_args.config_from_args(cli.build_parser().parse_args(["run", "--model", "mlp"]))
+    assert (family.optimizer, family.learning_rate) == (RunConfig().optimizer, None)
+    for workload in suite.workloads("quick"):
+        preset = models.PRESETS.get(workload.model)
+        expected = (preset.optimizer, preset.learning_rate) if preset else (RunConfig().optimizer, None)
+        assert (workload.config().optimizer, workload.config().learning_rate) == expected, workload.key
