@@ -109,9 +109,9 @@ one core), or the machine's CPUs ≥ {diagnosis.MACHINE_BUSY_PERCENT:.0f} % busy
 busy GPU) or other work competed for the CPU; the sentence says which | what the sentence names |
 
 Where the thresholds come from: on an NVIDIA H100 every host-bound run (small MLPs, the seed presets) read 2-27 % GPU
-busy with the training process at 122-133 % of one core and 1.2-2.3 ms a step whatever the model size; the largest
+busy with the training process at 99-143 % of one core and 1.2-2.3 ms a step whatever the model size; the largest
 shares of the matmul peak were 27-35 % (MLP l/xl on 16 CPU cores, 9-76 ms steps) and 51 % (MLP xl at batch 2048 on
-the H100), while host-bound points stayed under 15 % (docs/GPU.md); on the 2-core development VM, MLP s at batch 32
+the H100), while host-bound points stayed at or below 15.2 % (docs/GPU.md); on the 2-core development VM, MLP s at batch 32
 read 28 % of its peak in 2.3 ms steps yet ran 1.8x faster at 8 steps per execution, so a middling share in short
 steps counts as host-bound (docs/MEASUREMENTS.md). NVML's “utilization” can show that a GPU *waited*, never that its
 arithmetic was the limit, so a busy GPU is called compute-bound only from SM/tensor activity or the peak share; the

@@ -55,7 +55,8 @@ STEPS: tuple[Step, ...] = (
     Step("large", "2 · A large model: the GPU wins big", kind="speedup", text=(
         "The same task with a much larger network (millions of parameters). Now each step is a lot of arithmetic: "
         "big matrix multiplications, exactly what a GPU's thousands of cores are built for.\n\n"
-        "**Why the GPU wins:** the fixed costs per step stay the same, but the work per step grew a hundredfold. "
+        "**Why the GPU wins:** the fixed costs per step stay the same, but the work per step grew hundreds of "
+        "times over (about 230x from the small model to size l, 1,450x to xl). "
         "The CPU must do all that arithmetic on a few cores; the GPU spreads it over thousands. The bigger the "
         "model, the larger the GPU's lead.")),
     Step("batch", "3 · Batch size: more work per step, more done per second", kind="points", text=(

@@ -33,14 +33,15 @@ from bench.analysis import metrics
 # the model size (docs/GPU.md).
 GPU_WAITING_PERCENT = 30.0
 # The training process using at least this much of one core = its thread was busy issuing steps. The H100's host-bound
-# GPU runs read 122-133 % (mean process CPU over their steady epochs, docs/results/h100-*.json).
+# GPU runs read 99-143 % (mean process CPU over their steady epochs: the seed presets 122-133 %, the sweeps' points
+# 99-143 %, docs/results/h100-*.json).
 ONE_CORE_BUSY_PERCENT = 70.0
 # Below this share of one core, the training process mostly waited (for data, or the disk): input-bound.
 PROCESS_IDLE_PERCENT = 35.0
 # Achieved training GFLOP/s at or above this share of the device's matmul peak, with steps of HOST_STEP_MS or more,
 # = compute-bound. The compute-bound points measured: MLP l and xl on 16 Xeon cores 35 % and 27 % (steps of 9 and
-# 76 ms); every host-bound point on the H100 machine stayed at or below 15 % (CPU MLP m 15 %, H100 MLP xl at batch 256
-# 12 %, the rest under 2 %).
+# 76 ms); every host-bound point on the H100 machine stayed at or below 15.2 % (CPU MLP m 15.2 %, H100 MLP xl at batch
+# 256 12.3 %, the rest at most 9.2 %).
 PEAK_FRACTION_COMPUTE = 0.25
 # At or above this share the run is compute-bound whatever its step time: MLP xl at batch 2048 on the H100 reached
 # 51 % in 5 ms steps; MLP s at batch 32 on the 2-core VM 50 % at 8 steps per execution, and 32 gained nothing more.

@@ -37,7 +37,7 @@ REFERENCES: tuple[Reference, ...] = (
         preset="seed-cifar10-mlp",
         article="Exploring CPU vs GPU Speed in AI Training: A Demonstration with TensorFlow (Microsoft Community Hub, 2023)",
         task="CIFAR-10, Flatten → Dense 3000 → Dense 1000 → Dense 10 sigmoid, SGD, 10 epochs, batch 32",
-        cpu="Azure NC4as T4 v3 vCPUs (4 cores)", gpu="NVIDIA Tesla T4", epochs=10,
+        cpu="Azure NC4as T4 v3 (4 vCPUs)", gpu="NVIDIA Tesla T4", epochs=10,
         cpu_seconds=8 * 60 + 5, gpu_seconds=40.0,
         note="%%timeit of model creation + fit, one loop",
     ),
