@@ -95,13 +95,14 @@ Every ended run gets a one-line verdict on Train and Compare, built from its own
 | verdict | the evidence | the knob that tests it |
 |---|---|---|
 | **host-bound** | the GPU busy under {diagnosis.GPU_WAITING_PERCENT:.0f} % of the time while the training process used at \
-least {diagnosis.ONE_CORE_BUSY_PERCENT:.0f} % of one core; on a CPU, steps under {diagnosis.HOST_STEP_MS:.0f} ms | \
-{diagnosis.KNOBS["host-bound"]} |
+least {diagnosis.ONE_CORE_BUSY_PERCENT:.0f} % of one core; on a CPU, steps under {diagnosis.HOST_STEP_MS:.0f} ms, or \
+busy cores training under {diagnosis.CPU_CORE_FLOOR_GFLOPS:.0f} GFLOP/s each where no peak was measured (per-op work, \
+e.g. JAX without XLA) | {diagnosis.KNOBS["host-bound"]} |
 | **compute-bound** | SM activity ≥ {diagnosis.SM_ACTIVE_COMPUTE_PERCENT:.0f} % or tensor activity ≥ \
 {diagnosis.TENSOR_ACTIVE_COMPUTE_PERCENT:.0f} %, or achieved GFLOP/s ≥ {diagnosis.PEAK_FRACTION_ALONE:.0%} of the \
 device's measured matmul peak (≥ {diagnosis.PEAK_FRACTION_COMPUTE:.0%} with steps of {diagnosis.HOST_STEP_MS:.0f} ms \
 or more); on a CPU, at least {diagnosis.CPU_THREADS_BUSY_SHARE:.0%} of its threads busy with \
-steps of {diagnosis.HOST_STEP_MS:.0f} ms or more | {diagnosis.KNOBS["compute-bound"]} |
+steps of {diagnosis.HOST_STEP_MS:.0f} ms or more and at least {diagnosis.CPU_CORE_FLOOR_GFLOPS:.0f} GFLOP/s a busy core | {diagnosis.KNOBS["compute-bound"]} |
 | **input-bound** | neither the device nor the training process busy (under {diagnosis.PROCESS_IDLE_PERCENT:.0f} % of \
 one core), or the machine's CPUs ≥ {diagnosis.MACHINE_BUSY_PERCENT:.0f} % busy while the GPU waited | \
 {diagnosis.KNOBS["input-bound"]} |

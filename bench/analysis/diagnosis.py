@@ -59,6 +59,12 @@ CPU_THREADS_BUSY_SHARE = 0.5
 # A step shorter than this is in the range where per-step host work is the floor: 1.2-2.3 ms a step on the H100 for
 # every model size, 0.6-1.8 ms for the small models on 16 CPU cores; compute-bound CPU steps took 9-76 ms.
 HOST_STEP_MS = 5.0
+# Training GFLOP/s below this per busy core cannot be a CPU limited by its arithmetic, whatever share of its threads the
+# process kept busy: one core of the 2-core VM measured 30-100 GFLOP/s of matmul, one of the H100 machine's Xeon cores
+# 85 (docs/MEASUREMENTS.md, docs/GPU.md), and compute-bound runs reached 25 % of the peak or more. Keras on JAX without
+# XLA on the 2-core VM kept 1.1 of 2 cores busy at 0.8 GFLOP/s (docs/measurements/scaling-jax.json): dispatching ops
+# one by one, not arithmetic. Applied only where no measured peak gives the share.
+CPU_CORE_FLOOR_GFLOPS = 5.0
 # Utilization read from fewer samples than this inside the steady epochs is not a verdict: a process CPU sample covers
 # the interval before it, so with 0.2 s epochs and 0.5 s sampling (the CPU steps-per-execution sweep in
 # docs/MEASUREMENTS.md) a single sample read 32 % of one core for a run whose epochs were all training.
@@ -184,7 +190,8 @@ def diagnose(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str,
         return result("undetermined", "the record does not say which device trained")
     if on_gpu:
         return _gpu_verdict(result, missing, gpu_busy, sm, process, machine, step_text, spe)
-    return _cpu_verdict(result, missing, process, machine, threads, step_ms, step_text, spe)
+    return _cpu_verdict(result, missing, process, machine, threads, step_ms, step_text, spe,
+                        achieved if peak is None else None)
 
 
 def _host_knob(spe: int) -> str:
@@ -220,7 +227,10 @@ def _gpu_verdict(result: Any, missing: list[str], gpu_busy: float | None, sm: fl
 
 
 def _cpu_verdict(result: Any, missing: list[str], process: float | None, machine: float | None,
-                 threads: float | None, step_ms: float | None, step_text: str, spe: int) -> dict[str, Any]:
+                 threads: float | None, step_ms: float | None, step_text: str, spe: int,
+                 achieved: float | None = None) -> dict[str, Any]:
+    """The verdict for a CPU run from its process's share of its threads; ``achieved`` (training GFLOP/s, given only
+    where no measured peak weighs it) keeps busy cores that did little arithmetic from reading compute-bound."""
     if process is None:
         missing.append("process CPU")
         return result("undetermined", f"the training process's CPU use was not sampled; {step_text}")
@@ -229,6 +239,12 @@ def _cpu_verdict(result: Any, missing: list[str], process: float | None, machine
         return result("undetermined", f"the record does not say how many threads the run had; {step_text}")
     share = process / (threads * 100)
     cores = f"the training process kept {process / 100:.1f} of its {threads:.0f} threads' cores busy"
+    busy_cores = max(process / 100, 1.0)
+    if achieved is not None and share >= CPU_THREADS_BUSY_SHARE and achieved < CPU_CORE_FLOOR_GFLOPS * busy_cores:
+        return result("host-bound", f"{cores} ({share * 100:.0f} %) yet trained at {achieved:.1f} GFLOP/s, under "
+                                    f"{CPU_CORE_FLOOR_GFLOPS:.0f} GFLOP/s a busy core: the cores ran the framework's "
+                                    f"per-step and per-op work, not arithmetic, and {step_text}",
+                      f"{_host_knob(spe)}; under JAX, turn XLA on (jit_compile)")
     if share >= CPU_THREADS_BUSY_SHARE and threads >= 2 and (step_ms is None or step_ms >= HOST_STEP_MS):
         return result("compute-bound", f"{cores} ({share * 100:.0f} %) and {step_text}")
     if process < PROCESS_IDLE_PERCENT:
