@@ -32,8 +32,7 @@ def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
     wait_for(lambda: len(page.evaluate(LIVE)["builds"]) == 2, 90, "each run's status as one live element")
     wait_for(lambda: (live := page.evaluate(LIVE))["full"] and len(live["full"]) == 2 and all(live["full"]), 60,
              "the live comparison charts")
-    page.locator(".bench-live-header").first.scroll_into_view_if_needed()
-    screenshot(page, "compare-live")
+    screenshot(page, "compare-live")  # the whole page (a live element may be re-attached while it scrolls)
     # watched until the group ends (about 10 s of 1 s header and 2 s chart refreshes): the status elements are built
     # once and change their text in place; a chart is drawn whole only when its set of traces changes (a run's first
     # points, the second run's lines), everything else is appended

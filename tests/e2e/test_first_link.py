@@ -31,7 +31,11 @@ def _opens_train_with_seven_epochs(page, url: str) -> list[float]:
             not_found.append(round(time.monotonic() - t0, 2))
         time.sleep(0.2)
     page.get_by_role("heading", name="Train").wait_for(timeout=30_000)
-    assert page.get_by_label("Epochs").input_value() == "7", "the link's settings are applied"
+    # the page may still be drawing its first run under load (the heading comes before the form): wait for the form
+    deadline, value = time.monotonic() + 15, None
+    while time.monotonic() < deadline and (value := page.get_by_label("Epochs").input_value()) != "7":
+        time.sleep(0.2)
+    assert value == "7", f"the link's settings are applied (Epochs shows {value!r})"
     return not_found
 
 
