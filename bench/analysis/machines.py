@@ -189,7 +189,7 @@ def differences(traits: Mapping[str, str], baseline: Mapping[str, str] | None) -
     if baseline is None:
         return []
     return [f"{name} {value} (baseline {baseline.get(name)})" for name, value in traits.items()
-            if baseline.get(name) != value]
+            if name in baseline and baseline.get(name) != value]
 
 
 # -- prices -----------------------------------------------------------------------------------------------------------
@@ -240,6 +240,7 @@ class Row:
 
 
 BASELINE_READ_BETWEEN = "baseline read between sizes"
+WORKLOAD_TRAITS = ("optimizer",)  # traits that differ between the workloads of one machine (run_traits)
 
 
 def _with_baseline(rows: list[Row], baseline: tuple[str, str] | None,
@@ -247,9 +248,9 @@ def _with_baseline(rows: list[Row], baseline: tuple[str, str] | None,
     """Rows with their speed-up over the baseline row (machine key, target) and the traits that differ from it.
 
     The traits compared come from the baseline's own row, or, where it has no figure for this workload, from any run
-    of that machine and target (its backend, Keras, suite, precision and XLA hold for all of its runs), so rows that
-    differ from the baseline are flagged even when no speed-up can be given. A speed-up over a baseline figure that
-    was read between sizes says so."""
+    of that machine and target (its backend, Keras, suite, precision and XLA hold for all of its runs; the optimizer,
+    which differs by workload, is then left out), so rows that differ from the baseline are flagged even when no
+    speed-up can be given. A speed-up over a baseline figure that was read between sizes says so."""
     key = (baseline[0], canonical(baseline[1])) if baseline else None
     base = next((r for r in rows if key and (r.machine, r.target) == key), None)
     base_traits = base.traits if base is not None and base.traits else _machine_traits(machines, key)
@@ -265,13 +266,14 @@ def _with_baseline(rows: list[Row], baseline: tuple[str, str] | None,
 
 
 def _machine_traits(machines: Sequence[Machine], key: tuple[str, str] | None) -> dict[str, str]:
-    """The traits of any finished run of one machine and target (empty when it has none or is not given)."""
+    """The machine-wide traits of any finished run of one machine and target (empty when it has none or is not
+    given): every trait but the optimizer, which a seed preset sets apart from the other workloads."""
     for machine in machines:
         if key is None or machine.key != key[0]:
             continue
         found = next((m for m in measurements(machine) if m.target == key[1]), None)
         if found is not None:
-            return run_traits(found, machine)
+            return {k: v for k, v in run_traits(found, machine).items() if k not in WORKLOAD_TRAITS}
     return {}
 
 

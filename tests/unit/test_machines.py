@@ -141,6 +141,12 @@ def test_rows_unequal_to_a_baseline_without_a_figure_are_still_flagged(laptop: M
     gpu = next(r for r in ranked.by_time if r.machine == "gpu")
     assert gpu.speedup is None  # the baseline has no figure for xs (only l was measured there)
     assert "backend jax (baseline tensorflow)" in gpu.flags  # but its machine's traits still flag the difference
+    # the optimizer differs between one machine's workloads (a seed preset's article): not taken from another one
+    sgd = _machine("sgd", [_run("seed-mnist-dense", None, 32, "cpu", 20000, run_id=1)])
+    sgd = M.Machine("sgd", "store", records.load_bundle({**sgd.bundle.to_dict(), "runs": [
+        {**sgd.bundle.runs[0].to_dict(), "config": {**sgd.bundle.runs[0].config, "optimizer": "sgd"}}]}))
+    ranked = M.ranking([other, gpu_box, sgd], "mlp", "xs", 128, prices={}, baseline=("sgd", "cpu"))
+    assert not any("optimizer" in f for r in ranked.by_time for f in r.flags), ranked.by_time
 
 
 def test_a_speedup_over_a_baseline_read_between_sizes_says_so(laptop: M.Machine, gpu_box: M.Machine) -> None:
