@@ -483,7 +483,7 @@ def import_into_store(store: Any, record: Importable | Mapping[str, Any]) -> lis
                               summary=run_summary.summarize(epochs, samples, info=run.info, config=run.config))
             ids.append(partial)
             continue
-        label = run_label(run.to_dict())
+        label = run_label({"label": run.label, "config": run.config, "id": run.id})  # not to_dict: no second summary
         if not label.startswith(IMPORTED_PREFIX):
             label = IMPORTED_PREFIX + label
         status = str(run.status)
