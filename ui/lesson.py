@@ -115,7 +115,10 @@ def shipped_sweep(name: str) -> records.Sweep | None:
 
 def shipped_rows(name: str) -> list[dict[str, Any]]:
     """The sweep rows of a shipped H100 file ([] when it is absent)."""
-    sweep = shipped_sweep(name)
+    return _rows(shipped_sweep(name))
+
+
+def _rows(sweep: records.Sweep | None) -> list[dict[str, Any]]:
     return [dict(r) for r in sweep.rows] if sweep is not None else []
 
 
@@ -133,7 +136,7 @@ def _pick(rows: Sequence[Mapping[str, Any]], **match: Any) -> list[Mapping[str, 
 def shipped_speedup(size: str) -> dict[str, Any] | None:
     """CPU (16 cores) and H100 steady epoch of one MLP size at batch 128, and their ratio."""
     sweep = shipped_sweep(SWEEP_SIZES)
-    rows = [dict(r) for r in sweep.rows] if sweep is not None else []
+    rows = _rows(sweep)
     cpu, gpu = _pick(rows, size=size, target="cpu"), _pick(rows, size=size, target="gpu:0")
     if not cpu or not gpu or not cpu[0].get("steady_epoch_seconds") or not gpu[0].get("steady_epoch_seconds"):
         return None
