@@ -335,12 +335,14 @@ def sweep_throughput_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
 _SETTING_WORDS = (("batch_size", "batch"), ("steps_per_execution", "steps/call"), ("devices", "devices"))
 
 
-def setting_label(row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
-    """The settings that vary across ``rows`` (batch size, steps per execution, device count), as one row has them,
-    e.g. ``batch 256 · devices 2``: what tells one line of a sweep chart from another ('' when none varies)."""
+def setting_labels(rows: Sequence[Mapping[str, Any]], *, skip: tuple[str, ...] = ()) -> list[str]:
+    """Each row's settings among those that vary across ``rows`` (batch size, steps per execution, device count; not
+    those in ``skip``, e.g. the chart's own x axis), e.g. ``batch 256 · devices 2``: what tells one line of a sweep
+    chart from another ('' when none varies)."""
     default = {"steps_per_execution": 1, "devices": 1}
-    varying = [(k, w) for k, w in _SETTING_WORDS if len({r.get(k) or default.get(k) for r in rows}) > 1]
-    return " · ".join(f"{w} {row.get(k) or default.get(k)}" for k, w in varying)
+    varying = [(k, w) for k, w in _SETTING_WORDS
+               if k not in skip and len({r.get(k) or default.get(k) for r in rows}) > 1]
+    return [" · ".join(f"{w} {row.get(k) or default.get(k)}" for k, w in varying) for row in rows]
 
 
 def sweep_speedup_figure(speedups: Sequence[Mapping[str, Any]], label: str) -> go.Figure:
@@ -349,8 +351,8 @@ def sweep_speedup_figure(speedups: Sequence[Mapping[str, Any]], label: str) -> g
     fig = go.Figure()
     pts = sorted((s for s in speedups if s.get("params")), key=lambda s: s["params"])
     lines: dict[str, list[Mapping[str, Any]]] = {}
-    for s in pts:
-        lines.setdefault(setting_label(s, pts), []).append(s)
+    for s, setting in zip(pts, setting_labels(pts)):
+        lines.setdefault(setting, []).append(s)
     for i, (setting, group) in enumerate(lines.items()):
         fig.add_scatter(x=[s["params"] for s in group], y=[s["speedup"] for s in group], mode="lines+markers",
                         name=f"{label} · {setting}" if setting else label, text=[s.get("size") for s in group],
@@ -369,12 +371,11 @@ def scaling_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     fig = go.Figure()
     lines: dict[str, list[Mapping[str, Any]]] = {}
     targets = len({str(r.get("target")) for r in rows}) > 1
-    settings = [{k: v for k, v in r.items() if k != "devices"} for r in rows]  # devices is the x axis here
-    for row, setting in zip(rows, settings):
+    for row, setting in zip(rows, setting_labels(rows, skip=("devices",))):  # devices is the x axis here
         if row.get("scaling_efficiency") is None:
             continue
         label = " · ".join(part for part in (str(row.get("size")), str(row.get("target")) if targets else "",
-                                             setting_label(setting, settings)) if part)
+                                             setting) if part)
         lines.setdefault(label, []).append(row)
     for i, (label, group) in enumerate(lines.items()):
         group = sorted(group, key=lambda r: r.get("devices") or 1)
