@@ -83,6 +83,9 @@ class JobManager:
         self.prestart = prestart and worker_target is None
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
+        # Held from a run's store id to its place in the queue (and over a whole group), so that the queue runs in the
+        # order of the ids, and a group's runs follow one another, when several sessions press Start at once.
+        self._submit_lock = threading.RLock()
         self._runs: dict[int, RunState] = {}
         self._queue: collections.deque[int | _PeakJob] = collections.deque()
         self._probing: list[_PeakJob] = []
@@ -119,16 +122,17 @@ class JobManager:
         """Queue a validated run; returns its id. Raises ConfigError for bad input."""
         config.validate()
         state = RunState(id=0, config=config, created_at=time.time(), hardware=self.hardware)
-        self.writer.create(state)
-        with self._lock:
-            if not state.stored:
-                state.id = self._next_memory_id
-                self._next_memory_id -= 1
-            self._runs[state.id] = state
-            self._queue.append(state.id)
-            self._stop_events[state.id] = self._ctx.Event()
-            self._ensure_dispatcher()
-            self._wake.notify_all()
+        with self._submit_lock:
+            self.writer.create(state)
+            with self._lock:
+                if not state.stored:
+                    state.id = self._next_memory_id
+                    self._next_memory_id -= 1
+                self._runs[state.id] = state
+                self._queue.append(state.id)
+                self._stop_events[state.id] = self._ctx.Event()
+                self._ensure_dispatcher()
+                self._wake.notify_all()
         return state.id
 
     def submit_group(self, kind: str, configs: list[RunConfig], *, targets: list[str] | tuple[str, ...],
@@ -141,14 +145,15 @@ class JobManager:
         """
         for config in configs:
             config.validate()
-        with self._lock:
-            group = RunGroup(id=len(self._groups) + 1, kind=kind, targets=tuple(targets), created_at=time.time(),
-                             prices=dict(prices) if prices is not None else None,
-                             peaks={target: None for target in peaks or {}})
-            self._groups.append(group)
-        for target, config in (peaks or {}).items():
-            self._queue_peak(_PeakJob(config.device, config.cpu_threads, False, group_id=group.id, target=target))
-        run_ids = tuple(self.submit(config) for config in configs)
+        with self._submit_lock:
+            with self._lock:
+                group = RunGroup(id=len(self._groups) + 1, kind=kind, targets=tuple(targets), created_at=time.time(),
+                                 prices=dict(prices) if prices is not None else None,
+                                 peaks={target: None for target in peaks or {}})
+                self._groups.append(group)
+            for target, config in (peaks or {}).items():
+                self._queue_peak(_PeakJob(config.device, config.cpu_threads, False, group_id=group.id, target=target))
+            run_ids = tuple(self.submit(config) for config in configs)
         self._replace_group(group.id, lambda g: replace(g, run_ids=run_ids))
         return group.id
 

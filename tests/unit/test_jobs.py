@@ -64,6 +64,33 @@ def test_runs_execute_one_at_a_time_in_order(store):
     assert jm.snapshot(first).ended_at <= jm.snapshot(second).started_at
 
 
+def test_two_sessions_pressing_start_at_once_run_in_the_order_of_their_ids(store):
+    """The store gives a run its id before the queue takes it: two sessions submitting at once must not swap places
+    between the two, or the run with the lower id (created first) runs second."""
+    import threading
+
+    jm = manager_with(fake_workers.quick, store)
+    create, second_created = jm.writer.create, threading.Event()
+
+    def slow_first_create(state):
+        create(state)
+        if state.id == min(r["id"] for r in store.list_runs()):
+            second_created.wait(1.0)  # the first session is held here while the second one submits
+        else:
+            second_created.set()
+
+    jm.writer.create = slow_first_create
+    ids: list[int] = []
+    first = threading.Thread(target=lambda: ids.append(jm.submit(TINY.replace(epochs=1))))
+    first.start()
+    wait_for(lambda: len(store.list_runs()) == 1, 10, "the first run to be created")
+    ids.append(jm.submit(TINY.replace(epochs=1)))
+    first.join(10)
+    snaps = [jm.wait(run_id, timeout_s=60) for run_id in sorted(ids)]
+    assert [s.status for s in snaps] == ["finished", "finished"]
+    assert snaps[0].ended_at <= snaps[1].started_at, "the run created first ran first"
+
+
 def test_stop_is_cooperative_and_keeps_finished_epochs(store):
     jm = manager_with(fake_workers.quick, store)
     run_id = jm.submit(TINY.replace(epochs=200))
