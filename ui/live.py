@@ -285,9 +285,11 @@ def live_panel(manager: JobManager, *, can_control: bool = True,
             return
         with st.container():  # one place in the page, with or without a Stop button and a queue line
             if snap.active and can_control and snap.owner is None:
-                if st.button("Stop", key="stop_run", type="secondary", icon=":material/stop:",
+                # The stop is a callback: Streamlit calls it as it applies the click, before the fragment's body,
+                # so a timer rerun that preempts this body (a slow rerun on a loaded machine) cannot lose the click.
+                if st.button("Stop", key="stop_run", type="secondary", icon=":material/stop:", on_click=manager.stop,
+                             args=(snap.id,),
                              help="Stops after the current batch; the worker is ended if it does not stop in time."):
-                    manager.stop(snap.id)
                     snap = manager.snapshot(snap.id) or snap
             queued = [i for i in manager.queued_ids() if i != snap.id]
             if queued:
