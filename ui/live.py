@@ -269,6 +269,12 @@ def render_run(snap: RunSnapshot, *, key: str = "live") -> None:
     run_charts(snap, key=key)
 
 
+def stop_runs(manager: JobManager, run_ids: tuple[int, ...]) -> None:
+    """The Stop buttons' callback (Train's Stop, Compare's Stop comparison)."""
+    for run_id in run_ids:
+        manager.stop(run_id)
+
+
 def live_panel(manager: JobManager, *, can_control: bool = True,
                pick: Callable[[JobManager], RunSnapshot | None] | None = None) -> None:
     """The current run (or the one ``pick`` returns): its header every REFRESH_S seconds, with its Stop button, and its
@@ -287,8 +293,8 @@ def live_panel(manager: JobManager, *, can_control: bool = True,
             if snap.active and can_control and snap.owner is None:
                 # The stop is a callback: Streamlit calls it as it applies the click, before the fragment's body,
                 # so a timer rerun that preempts this body (a slow rerun on a loaded machine) cannot lose the click.
-                if st.button("Stop", key="stop_run", type="secondary", icon=":material/stop:", on_click=manager.stop,
-                             args=(snap.id,),
+                if st.button("Stop", key="stop_run", type="secondary", icon=":material/stop:", on_click=stop_runs,
+                             args=(manager, (snap.id,)),
                              help="Stops after the current batch; the worker is ended if it does not stop in time."):
                     snap = manager.snapshot(snap.id) or snap
             queued = [i for i in manager.queued_ids() if i != snap.id]

@@ -370,11 +370,6 @@ def group_status(runs: Sequence[RunSnapshot], *, key: str | None = None) -> None
             st.error(f"{escape(snap.error.get('message'), limit=600)} — {escape(snap.error.get('hint'), limit=600)}")
 
 
-def _stop_all(manager: JobManager, run_ids: tuple[int, ...]) -> None:
-    for run_id in run_ids:
-        manager.stop(run_id)
-
-
 def live_group(manager: JobManager, kind: str) -> None:
     """The latest comparison (shared by every viewer), redrawn live: the runs' status lines and the headline every
     REFRESH_S, the charts every CHART_REFRESH_S, appending in place while a run is live (ui.live_chart), as the Train
@@ -393,7 +388,7 @@ def live_group(manager: JobManager, kind: str) -> None:
         group_status(runs, key=f"{kind}_live")
         if any(snap.active for snap in runs) and common_can_control():
             # A callback, as the Train page's Stop (ui.live.live_panel): a preempted fragment body cannot lose it.
-            st.button("Stop comparison", key=f"stop_{kind}", icon=":material/stop:", on_click=_stop_all,
+            st.button("Stop comparison", key=f"stop_{kind}", icon=":material/stop:", on_click=live.stop_runs,
                       args=(manager, tuple(snap.id for snap in runs)))
         headline_block([snap.record() for snap in runs], group.prices)
 
