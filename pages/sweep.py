@@ -66,29 +66,29 @@ def sweep_panel() -> None:
         st.info("No sweep yet: pick sizes and targets, then press **Start sweep**.")
         return
     runs = results.group_runs(manager, group)
-    peaks = group.peaks
-    for target, error in group.peak_errors.items():
-        st.warning(f"Peak of {target} not measured: {error}")
+    for target, peak in group.peaks.items():
+        if peak.error:
+            st.warning(f"Peak of {target} not measured: {peak.error}")
     done = sum(not snap.active for snap in runs)
     st.progress(done / len(runs), text=f"{done} of {len(runs)} points done")
-    entries = group.peak_entries
     records = [snap.record() for snap in runs]
-    rows = sweeps.with_scaling([sweeps.sweep_row(r, entries.get(compare.target(r)) or peaks.get(compare.target(r)))
-                                | {"state": snap.phase} for r, snap in zip(records, runs)])
+    rows = sweeps.with_scaling([sweeps.sweep_row(r, group.peak(compare.target(r)).reference) | {"state": snap.phase}
+                                for r, snap in zip(records, runs)])
     shown = [r | {"peak_share": sweeps.peak_share_text(r)} for r in rows]
     results.sweep_table(shown, ["run_id", "size", "batch_size", "steps_per_execution", "target", "devices", "state",
                                 "params", "steady_epoch_seconds", "samples_per_s", "scaling_efficiency", "achieved_gflops", "peak_gflops",
                                 "peak_share", "mean_cpu_percent", "mean_gpu_util_percent", *results.GPM_KEYS,
                                  "diagnosis_kind"])
-    for target, entry in entries.items():
-        if entry and entry.get("peak_gflops"):
-            state = ("peak being re-measured: a run achieved more than it" if entry.get("stale")
-                     else f"{entry['peak_gflops']:,.1f} GFLOP/s")
-            st.caption(f"Peak of {target}: {state} ({peak_cache.describe(entry)}).")
+    for target, peak in group.peaks.items():
+        if peak.entry and peak.gflops:
+            state = ("peak being re-measured: a run achieved more than it" if peak.stale
+                     else f"{peak.gflops:,.1f} GFLOP/s")
+            st.caption(f"Peak of {target}: {state} ({peak_cache.describe(peak.entry)}).")
     finished = [r for r in rows if r["steady_epoch_seconds"] is not None]
     if not finished:
         return
-    state = (*results.group_chart_state(group, runs), tuple(sorted(peaks.items(), key=str)))
+    state = (*results.group_chart_state(group, runs),
+             tuple(sorted((t, p.gflops, p.stale) for t, p in group.peaks.items())))
     results.sweep_charts(finished, list(group.targets), key="swp", cache_key=state)
     cpu_runs = [r for r in records if (t := compare.target_of(r)) is not None and t.is_cpu and r.get("samples")]
     if cpu_runs:

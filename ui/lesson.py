@@ -266,8 +266,7 @@ def show_live(manager: JobManager, step: Step) -> None:
             c2.caption(note)
         results.comparison_charts(clean, key=f"lesson_{step.key}_live")
         return
-    peaks = group.peaks
-    rows = [sweeps.sweep_row(r, peaks.get(compare.target(r))) for r in clean]
+    rows = [sweeps.sweep_row(r, group.peak(compare.target(r)).gflops) for r in clean]
     _points_table(rows)
     st.plotly_chart(present.styled(points_figure(rows, [_point_label(r) for r in rows], "This machine")),
                     key=f"lesson_{step.key}_live_fig", config=results.CHART_CONFIG)

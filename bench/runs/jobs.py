@@ -25,7 +25,7 @@ from bench import records, settings
 from bench.config import RunConfig
 from bench.runs.prestart import PRESTART_DELAY_S, SparePool
 from bench.records import Status
-from bench.runs.run_state import TERMINAL, RunGroup, RunSnapshot, RunState, finish, snapshot_of
+from bench.runs.run_state import TERMINAL, GroupPeak, RunGroup, RunSnapshot, RunState, finish, snapshot_of
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
 from bench.runs.supervisor import SamplerFactory, Supervisor, default_sampler
@@ -141,7 +141,7 @@ class JobManager:
 
         ``targets`` are the group's targets as the user named them; ``prices`` their hourly prices, where entered.
         ``peaks`` maps a target to a config on it: its matmul peak is probed first, in the queue, and lands in the
-        group's ``peaks[target]`` (None when the probe fails, with the reason in ``peak_errors``).
+        group's ``peaks[target]`` (a GroupPeak: the figure, or the reason the probe failed).
         """
         for config in configs:
             config.validate()
@@ -149,7 +149,7 @@ class JobManager:
             with self._lock:
                 group = RunGroup(id=len(self._groups) + 1, kind=kind, targets=tuple(targets), created_at=time.time(),
                                  prices=dict(prices) if prices is not None else None,
-                                 peaks={target: None for target in peaks or {}})
+                                 peaks={target: GroupPeak() for target in peaks or {}})
                 self._groups.append(group)
             for target, config in (peaks or {}).items():
                 self._queue_peak(_PeakJob(config.device, config.cpu_threads, False, group_id=group.id, target=target))

@@ -17,12 +17,30 @@ TERMINAL = records.TERMINAL
 
 
 @dataclass(frozen=True)
+class GroupPeak:
+    """One target's matmul peak as a group holds it: the figure, the peak cache's entry it came from (sizes, when it
+    was measured), and the reason when the probe failed. ``GroupPeak()`` is a peak not measured yet."""
+
+    gflops: float | None = None
+    entry: Mapping[str, Any] | None = None
+    error: str | None = None
+    stale: bool = False  # a run achieved more than it: the figure is shown flagged until the new probe lands
+
+    @property
+    def reference(self) -> Mapping[str, Any] | float | None:
+        """What a sweep point is measured against (bench.analysis.sweeps.sweep_row): the cache entry with its
+        ``stale`` flag where there is one, else the figure."""
+        if not self.stale:
+            return self.entry if self.entry is not None else self.gflops
+        return {**(self.entry or {"peak_gflops": self.gflops}), "stale": True}
+
+
+@dataclass(frozen=True)
 class RunGroup:
     """Several runs queued as one comparison, sweep or lesson step, shared by every browser session.
 
-    A peak probed for the group lands in ``peaks`` (target -> GFLOP/s; None until measured or when the probe failed,
-    the reason then in ``peak_errors``) and ``peak_entries`` (the peak cache's entry: sizes, when, ``stale``).
-    Frozen: the manager replaces it under its lock, and a reader keeps the copy it was handed."""
+    A peak probed for the group lands in ``peaks`` (target -> GroupPeak). Frozen: the manager replaces it under its
+    lock, and a reader keeps the copy it was handed."""
 
     id: int
     kind: str
@@ -30,21 +48,21 @@ class RunGroup:
     created_at: float
     run_ids: tuple[int, ...] = ()
     prices: Mapping[str, float] | None = None  # target -> hourly price, as the user entered it
-    peaks: Mapping[str, float | None] = field(default_factory=dict)
-    peak_errors: Mapping[str, str] = field(default_factory=dict)
-    peak_entries: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    peaks: Mapping[str, GroupPeak] = field(default_factory=dict)
+
+    def peak(self, target: str) -> GroupPeak:
+        """``target``'s peak in this group (``GroupPeak()`` when the group probes none for it)."""
+        return self.peaks.get(target) or GroupPeak()
 
     def with_peak(self, target: str, peak: float | None, entry: Mapping[str, Any] | None,
                   error: str | None) -> RunGroup:
         """This group once a probe of ``target`` ended: its figure, its cache entry, and the reason it failed."""
-        errors = {**self.peak_errors, target: error} if error else dict(self.peak_errors)
-        return replace(self, peaks={**self.peaks, target: peak}, peak_entries={**self.peak_entries, target: entry},
-                       peak_errors=errors)
+        stale = bool(entry and entry.get("stale"))
+        return replace(self, peaks={**self.peaks, target: GroupPeak(gflops=peak, entry=entry, error=error, stale=stale)})
 
     def with_stale_peak(self, target: str) -> RunGroup:
-        """This group once a run beat ``target``'s peak: the entry flagged stale until the new probe lands."""
-        stale = {**(self.peak_entries.get(target) or {}), "stale": True}
-        return replace(self, peak_entries={**self.peak_entries, target: stale})
+        """This group once a run beat ``target``'s peak: the figure flagged stale until the new probe lands."""
+        return replace(self, peaks={**self.peaks, target: replace(self.peak(target), stale=True)})
 
 
 @dataclass(frozen=True)

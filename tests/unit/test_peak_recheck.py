@@ -61,7 +61,8 @@ def test_a_run_that_beats_the_peak_flags_it_and_a_probe_follows_the_runs(manager
     assert {k: cached[0][k] for k in ("device", "refresh", "stale_before")} == {
         "device": "cpu", "refresh": True, "stale_before": True}
     group = manager.latest_group("sweep")
-    assert group.peaks["cpu"] == 204.0 and group.peak_entries["cpu"]["peak_gflops"] == 204.0
+    peak = group.peaks["cpu"]
+    assert peak.gflops == 204.0 and peak.entry["peak_gflops"] == 204.0 and not peak.stale
     assert group.id == gid
 
 
@@ -92,3 +93,17 @@ def test_a_live_epoch_uses_its_own_figure_or_flops_times_its_rate(monkeypatch):
     line = peak.epoch_line([{**epochs[1], "achieved_gflops": 21.0}], {"flops_per_sample": 2.1e7}, TINY)
     assert line.startswith("Epoch 2: 21.0 GFLOP/s, 20% of")
     assert peak.epoch_line([], {}, TINY) is None
+
+
+def test_a_group_peak_flagged_stale_keeps_its_figure_and_says_so():
+    from bench.runs.run_state import GroupPeak, RunGroup
+
+    group = RunGroup(id=1, kind="sweep", targets=("cpu", "cpu/1"), created_at=0.0,
+                     peaks={"cpu": GroupPeak(), "cpu/1": GroupPeak()})
+    group = group.with_peak("cpu", 52.0, None, None).with_peak("cpu/1", 30.0, {"peak_gflops": 30.0, "n": 512}, None)
+    assert group.peak("cpu").reference == 52.0 and group.peak("cpu/1").reference == {"peak_gflops": 30.0, "n": 512}
+    assert group.peak("gpu:0") == GroupPeak(), "a target the group probes nothing for has no figure"
+    stale = group.with_stale_peak("cpu").with_stale_peak("cpu/1")
+    assert stale.peak("cpu").reference == {"peak_gflops": 52.0, "stale": True}
+    assert stale.peak("cpu/1").reference == {"peak_gflops": 30.0, "n": 512, "stale": True}
+    assert group.peak("cpu").stale is False, "the group handed out before is unchanged"
