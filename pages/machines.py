@@ -124,15 +124,14 @@ def _cell(value: float | None, fmt: str, why: str) -> str:
 def _table(rows: tuple[M.Row, ...] | list[M.Row]) -> pd.DataFrame:
     return pd.DataFrame([{
         "machine": r.machine_name, "target": r.target,
-        "figure": {"measured": "measured", "interpolated": "read between sizes"}.get(r.how, r.how),
+        "figure": r.how_text,
         "how": r.note,
-        "s per 1,000 samples": _cell(r.seconds_per_1k, ".4g", "not measured"),
-        "samples/s": _cell(r.samples_per_s, ",.0f", "not measured"),
-        "energy J per 1,000": _cell(r.energy_j_per_1k, ".3g", r.energy_note or "not measured")
-        + (f" ({r.energy_note})" if r.energy_j_per_1k is not None and r.energy_note else ""),
-        "cost per 1,000": _cell(r.cost_per_1k, ".3g", "no price entered" if r.price_per_hour is None
-                                else "not measured"),
-        "speed-up vs baseline": _cell(r.speedup, ".2f", "baseline has no figure"),
+        "s per 1,000 samples": _cell(r.seconds_per_1k, ".4g", M.NOT_MEASURED),
+        "samples/s": _cell(r.samples_per_s, ",.0f", M.NOT_MEASURED),
+        "energy J per 1,000": _cell(r.energy_j_per_1k, ".3g", r.energy_why)
+        + (f" ({r.energy_beside})" if r.energy_beside else ""),
+        "cost per 1,000": _cell(r.cost_per_1k, ".3g", r.cost_why),
+        "speed-up vs baseline": _cell(r.speedup, ".2f", r.speedup_why),
         "unequal to the baseline": "; ".join(r.flags)} for r in rows])
 
 

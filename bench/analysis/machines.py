@@ -25,6 +25,7 @@ from bench.training.datasets import registry
 MEASURED = "measured"
 INTERPOLATED = "interpolated"
 NOT_MEASURED = "not measured"
+HOW_TEXT = {MEASURED: "measured", INTERPOLATED: "read between sizes"}
 
 
 def workload_key(model: str, size: str | None, batch_size: int) -> str:
@@ -229,6 +230,29 @@ class Row:
     speedup: float | None = None  # baseline seconds per 1,000 samples / these
     flags: tuple[str, ...] = ()
     traits: dict[str, str] = field(default_factory=dict)
+
+    # What the page and the HTML report say of a row: one home for the wording both show.
+    @property
+    def how_text(self) -> str:
+        """How the figure was found, in words: "measured" or "read between sizes"."""
+        return HOW_TEXT.get(self.how, self.how)
+
+    @property
+    def energy_why(self) -> str:
+        """Why there is no energy figure (shown in its place)."""
+        return self.energy_note or NOT_MEASURED
+
+    @property
+    def energy_beside(self) -> str | None:
+        """What is said beside an energy figure (that it was integrated from power), or None."""
+        return self.energy_note if self.energy_j_per_1k is not None else None
+
+    @property
+    def cost_why(self) -> str:
+        """Why there is no cost figure."""
+        return "no price entered" if self.price_per_hour is None else NOT_MEASURED
+
+    speedup_why = "the baseline has no figure"  # why there is no speed-up
 
     def to_dict(self) -> dict[str, Any]:
         return {"machine": self.machine, "machine_name": self.machine_name, "target": self.target, "how": self.how,

@@ -96,20 +96,17 @@ def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def _num(value: float | None, fmt: str, why: str = "not measured") -> str:
+def _num(value: float | None, fmt: str, why: str = M.NOT_MEASURED) -> str:
     return _e(format(value, fmt)) if value is not None else f"<span class='na'>— ({_e(why)})</span>"
 
 
 def _row_cells(row: M.Row) -> str:
-    how = {"measured": "measured", "interpolated": "read between sizes"}.get(row.how, row.how)
-    cost_why = "no price entered" if row.price_per_hour is None else "not measured"
+    beside = f"<br><small>{_e(row.energy_beside)}</small>" if row.energy_beside else ""
     return (f"<td>{_e(row.machine_name)}</td><td>{_e(row.target)}</td><td class='how-{_e(row.how.replace(' ', '-'))}'>"
-            f"{_e(how)}<br><small>{_e(row.note)}</small></td>"
+            f"{_e(row.how_text)}<br><small>{_e(row.note)}</small></td>"
             f"<td>{_num(row.seconds_per_1k, '.4g')}</td><td>{_num(row.samples_per_s, ',.0f')}</td>"
-            f"<td>{_num(row.energy_j_per_1k, '.3g', row.energy_note or 'not measured')}"
-            f"{f'<br><small>{_e(row.energy_note)}</small>' if row.energy_j_per_1k is not None and row.energy_note else ''}"
-            "</td>"
-            f"<td>{_num(row.cost_per_1k, '.3g', cost_why)}</td><td>{_num(row.speedup, '.2f', 'no baseline figure')}</td>"
+            f"<td>{_num(row.energy_j_per_1k, '.3g', row.energy_why)}{beside}</td>"
+            f"<td>{_num(row.cost_per_1k, '.3g', row.cost_why)}</td><td>{_num(row.speedup, '.2f', row.speedup_why)}</td>"
             f"<td>{_e('; '.join(row.flags))}</td>")
 
 

@@ -190,3 +190,21 @@ def test_a_bad_bundle_is_refused_naming_its_field(laptop: M.Machine, change: dic
     doc = laptop.bundle.to_dict() | change
     with pytest.raises(RecordError, match=field):
         records.load_bundle(doc)
+
+
+def test_a_rows_words_are_the_same_on_the_page_and_in_the_report() -> None:
+    """The Machines page and the HTML report say of a row what the row says of itself (one home for the words)."""
+    from bench.output import gallery
+
+    missing = M.Row(machine="a", machine_name="laptop", target="cpu", how=M.INTERPOLATED, note="between xs and m",
+                    energy_note="no RAPL counter readable")
+    integrated = M.Row(machine="b", machine_name="box", target="gpu:0", how=M.MEASURED, note="measured at m",
+                       energy_j_per_1k=12.5, energy_note="integrated from power", price_per_hour=2.0)
+    assert (missing.how_text, missing.energy_why, missing.energy_beside, missing.cost_why) == (
+        "read between sizes", "no RAPL counter readable", None, "no price entered")
+    assert (integrated.how_text, integrated.energy_beside, integrated.cost_why) == (
+        "measured", "integrated from power", M.NOT_MEASURED)
+    cells = gallery._row_cells(missing) + gallery._row_cells(integrated)
+    for words in ("read between sizes", "no RAPL counter readable", "no price entered", "integrated from power",
+                  missing.speedup_why):
+        assert words in cells, words
