@@ -15,16 +15,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
 
+from ui import v2_component
 from ui.shared_cache import SharedCache
 
-ASSETS = Path(__file__).with_name("assets")
 COMPONENT_NAME = "bench_live_chart"
 CONFIG = {"displaylogo": False, "responsive": True}
 PLOTLY_SENT = "_live_chart_plotly_loaded"  # session-state key: this browser session said it has Plotly.js
@@ -192,21 +190,8 @@ def plotly_js() -> str:
     return _PLOTLY_JS
 
 
-_COMPONENT: Any = None
-_COMPONENT_LOCK = threading.Lock()
-
-
 def _component() -> Any:
-    global _COMPONENT
-    with _COMPONENT_LOCK:
-        if _COMPONENT is None:
-            import streamlit as st
-
-            _COMPONENT = st.components.v2.component(
-                COMPONENT_NAME, html='<div class="bench-live-chart"></div>',
-                js=(ASSETS / "live_chart.js").read_text(encoding="utf-8"), css=(ASSETS / "live_chart.css").read_text(encoding="utf-8"),
-                isolate_styles=False)  # Plotly styles its modebar and hover labels from the document's head
-    return _COMPONENT
+    return v2_component.component(COMPONENT_NAME, "live_chart")
 
 
 def _held_key(key: str) -> str:

@@ -12,29 +12,15 @@ view's sizes and the tests find it as they found the elements.
 
 from __future__ import annotations
 
-import threading
-from pathlib import Path
 from typing import Any
 
-ASSETS = Path(__file__).with_name("assets")
-COMPONENT_NAME = "bench_live_header"
+from ui import v2_component
 
-_COMPONENT: Any = None
-_COMPONENT_LOCK = threading.Lock()
+COMPONENT_NAME = "bench_live_header"
 
 
 def _component() -> Any:
-    global _COMPONENT
-    with _COMPONENT_LOCK:
-        if _COMPONENT is None:
-            import streamlit as st
-
-            _COMPONENT = st.components.v2.component(
-                COMPONENT_NAME, html='<div class="bench-live-header"></div>',
-                js=(ASSETS / "live_header.js").read_text(encoding="utf-8"),
-                css=(ASSETS / "live_header.css").read_text(encoding="utf-8"),
-                isolate_styles=False)  # the page's fonts, colours and the projector view's sizes apply
-    return _COMPONENT
+    return v2_component.component(COMPONENT_NAME, "live_header")
 
 
 def draw(data: dict[str, Any], *, key: str) -> None:
