@@ -8,6 +8,7 @@ Honest-number rules live here, once:
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -69,11 +70,32 @@ def training_windows(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapp
     epoch, then all samples (imports and data loading included). A mean takes the first set that has a reading,
     so epochs shorter than the sampling interval, or a GPU lost mid-run, still give a figure."""
     def within(chosen: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        spans = [(e["t_start_s"], e["t_end_s"]) for e in chosen
-                 if e.get("t_start_s") is not None and e.get("t_end_s") is not None]
-        return [s for s in samples if s.get("t_s") is not None and any(a <= s["t_s"] <= b for a, b in spans)]
+        spans = merged_spans((e["t_start_s"], e["t_end_s"]) for e in chosen
+                             if e.get("t_start_s") is not None and e.get("t_end_s") is not None)
+        return [s for s in samples if s.get("t_s") is not None and in_spans(s["t_s"], spans)]
 
     return [within(steady_epochs(epochs)), within(epochs), list(samples)]
+
+
+def merged_spans(spans: Iterable[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """Closed time spans merged where they overlap or touch, as (starts, ends) sorted by start: ``in_spans`` then
+    finds a time in them by bisection (a live panel asks this of every sample of a long run at every refresh)."""
+    starts: list[float] = []
+    ends: list[float] = []
+    for a, b in sorted((a, b) for a, b in spans if a <= b):
+        if ends and a <= ends[-1]:
+            ends[-1] = max(ends[-1], b)
+        else:
+            starts.append(a)
+            ends.append(b)
+    return starts, ends
+
+
+def in_spans(t: float, spans: tuple[list[float], list[float]]) -> bool:
+    """Whether ``t`` lies in one of ``merged_spans``' closed spans."""
+    starts, ends = spans
+    i = bisect.bisect_right(starts, t) - 1
+    return i >= 0 and t <= ends[i]
 
 
 # What each of training_windows' sets is called in a summary's ``*_window`` fields.

@@ -133,3 +133,31 @@ def test_rows_without_a_recorded_window_are_flagged_when_a_steady_epoch_is_short
     old_long = {"steady_epoch_seconds": 0.6, "sample_interval_s": 0.2}
     unknown = {"steady_epoch_seconds": 0.15}
     assert sweeps.wide_window_rows([old_short, old_long, unknown]) == [old_short]
+
+
+def _naive_within(spans, times):
+    return [t for t in times if any(a <= t <= b for a, b in spans)]
+
+
+def test_samples_in_epoch_windows_by_bisection_are_those_a_scan_finds():
+    """training_windows finds a sample's epoch by bisection over merged spans; it must keep exactly the samples a
+    scan of every span keeps: overlapping, touching, empty and reversed spans, times on the edges, in sample order."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    moments = st.integers(0, 40).map(lambda k: k / 4)  # on a grid, so edges and touching spans come up often
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(moments, moments), max_size=8), st.lists(moments, max_size=30))
+    def check(spans, times):
+        found = [t for t in times if metrics.in_spans(t, metrics.merged_spans(spans))]
+        assert found == _naive_within(spans, times)
+
+    check()
+    epochs = [{"epoch": 1, "t_start_s": 0.0, "t_end_s": 1.0, "includes_tracing": True},
+              {"epoch": 2, "t_start_s": 1.0, "t_end_s": 2.0}, {"epoch": 3, "t_start_s": 2.5, "t_end_s": 3.0}]
+    samples = [{"t_s": t} for t in (0.5, 1.0, 2.2, 2.5, 3.0, 3.5)]
+    steady, every, whole = metrics.training_windows(epochs, samples)
+    assert [s["t_s"] for s in steady] == [1.0, 2.5, 3.0]
+    assert [s["t_s"] for s in every] == [0.5, 1.0, 2.5, 3.0]
+    assert whole == samples
