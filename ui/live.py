@@ -146,7 +146,7 @@ def header_data(snap: RunSnapshot) -> dict[str, Any]:
     throttle = gpu_truth.throttle_text(snap.epochs or [])
     if throttle:
         lines.append({"kind": "warning", "text": throttle})
-    energy = gpu_truth.energy_text(snap.summary)
+    energy = gpu_truth.energy_text(snap.energy())
     if energy:
         lines.append({"kind": "caption", "text": energy})
     return {"run": snap.id, "status": {"icon": icon.strip(":").split("/")[-1] if icon else "",

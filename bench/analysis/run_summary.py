@@ -52,12 +52,11 @@ def _used_gpus(sample: Mapping[str, Any], indices: set[int]) -> list[Mapping[str
     return [g for g in (sample.get("gpus") or []) if g.get("index") in indices]
 
 
-def gpu_truth_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]],
-                      windows: Sequence[Sequence[Mapping[str, Any]]], info: Mapping[str, Any] | None,
-                      config: Any) -> dict[str, Any]:
-    """What the devices really did over the run: energy per steady epoch (median) and per 1,000 samples, the reason
-    a device's energy is None, GPM SM/tensor activity (means like the utilization means), the throttle reasons seen
-    while training, and the steady median of the epochs' achieved GFLOP/s."""
+def energy_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]],
+                   info: Mapping[str, Any] | None, config: Any) -> dict[str, Any]:
+    """Energy per steady epoch (median) and per 1,000 samples for every device the run used, which of them were
+    integrated from power draw, and the reason a device's figure is None. The live header asks for this alone, at
+    every refresh: it reads the epochs, and the samples only to name the GPUs of an all-GPUs run."""
     info = info or {}
     steady = steady_epochs(epochs)
     devices = energy.devices_used(config or {}, samples)
@@ -79,7 +78,24 @@ def gpu_truth_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Map
                                ("no steady epoch yet (epoch 1 includes tracing)" if not steady else
                                 "the samples hold no energy reading around the steady epochs"
                                 + ("" if kind == "cpu" else " (neither NVML's energy counter nor power draw)")))
-    estimated = sorted({d for e in steady for d in (e.get("energy_estimated") or [])})
+    return {
+        "energy_j_per_epoch": per_epoch,
+        "energy_j_per_1000_samples": per_1000,
+        "energy_estimated": sorted({d for e in steady for d in (e.get("energy_estimated") or [])}),
+        "energy_reasons": reasons,
+    }
+
+
+def gpu_truth_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]],
+                      windows: Sequence[Sequence[Mapping[str, Any]]], info: Mapping[str, Any] | None,
+                      config: Any) -> dict[str, Any]:
+    """What the devices really did over the run: its energy (energy_summary), GPM SM/tensor activity (means like the
+    utilization means), the throttle reasons seen while training, and the steady median of the epochs' achieved
+    GFLOP/s."""
+    info = info or {}
+    steady = steady_epochs(epochs)
+    spent = energy_summary(epochs, samples, info, config)
+    devices = list(spent["energy_j_per_epoch"])
     indices = {i for i in map(energy.gpu_index, devices) if i is not None}
     throttled: set[str] | None = None
     for sample in windows[1]:
@@ -88,10 +104,7 @@ def gpu_truth_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Map
                 throttled = (throttled or set()) | set(gpu["throttle_reasons"])
     gflops = finite_values(e.get("achieved_gflops") for e in steady)
     return {
-        "energy_j_per_epoch": per_epoch,
-        "energy_j_per_1000_samples": per_1000,
-        "energy_estimated": estimated,
-        "energy_reasons": reasons,
+        **spent,
         # means over the GPUs the run trained on (None on a CPU run and without GPM), windows as for utilization
         **{key: first_mean(windows, _gpu_mean_of(key, indices)) for key in ("sm_active_percent", "tensor_active_percent")},
         "gpm_reasons": dict(info.get("gpm_reasons") or {}) if isinstance(info.get("gpm_reasons"), Mapping) else {},

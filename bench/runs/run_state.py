@@ -95,6 +95,11 @@ class RunSnapshot:
     def summary(self) -> dict[str, Any]:
         return run_summary.summarize(self.epochs, self.samples, info=self.info, config=self.config)
 
+    def energy(self) -> dict[str, Any]:
+        """The energy part of ``summary`` alone (run_summary.energy_summary), without the utilization means and the
+        diagnosis over every sample: what the live header shows at each refresh."""
+        return run_summary.energy_summary(self.epochs, self.samples, self.info, self.config)
+
     def elapsed_s(self, now: float | None = None) -> float | None:
         if self.started_at is None:
             return None

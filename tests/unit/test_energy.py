@@ -207,6 +207,26 @@ def test_summary_energy_per_steady_epoch_and_per_1000_samples() -> None:
     assert summary["throttle_reasons"] == ["power cap"]
 
 
+def test_the_live_headers_energy_is_the_summarys_energy() -> None:
+    """The live header reads run_summary.energy_summary alone (not the whole summary, at every refresh): it must give
+    what the summary's energy keys give, for a measured run, an unmeasured one and an all-GPUs run."""
+    from bench.config import RunConfig
+    from bench.runs.run_state import RunSnapshot
+
+    epochs = [epoch(1, {"cpu": 900.0, "gpu:0": 5000.0}), epoch(2, {"cpu": 100.0, "gpu:0": None}),
+              epoch(3, {"cpu": 120.0, "gpu:1": 700.0}, estimated=["gpu:1"])]
+    samples = [{"t_s": 4.5, "gpus": [{"index": 0}, {"index": 1}]}]
+    keys = ("energy_j_per_epoch", "energy_j_per_1000_samples", "energy_estimated", "energy_reasons")
+    for config, info in ((RunConfig(device="gpu:0"), {}), (RunConfig(device="gpus"), {}),
+                         (RunConfig(), {"energy_reasons": {"cpu": "RAPL not readable"}})):
+        run = epochs if info == {} else [epoch(1, {"cpu": None}), epoch(2, {"cpu": None})]
+        snap = RunSnapshot(id=1, config=config, status="running", created_at=0.0, started_at=0.0, ended_at=None,
+                           phase="training", info=info, progress={}, epochs=run, samples=samples, error=None,
+                           store_error=None, hardware={}, queue_position=None)
+        assert snap.energy() == {k: snap.summary[k] for k in keys}
+        assert snap.energy()["energy_j_per_epoch"], "every device the run used has an entry"
+
+
 def test_summary_names_the_reason_energy_is_none() -> None:
     epochs = [epoch(1, {"cpu": None}), epoch(2, {"cpu": None})]
     reason = "RAPL not readable here: /sys/class/powercap is absent."

@@ -20,6 +20,7 @@ def snap(**over):
     base.update(over)
     s = SimpleNamespace(**base)
     s.eta_s = lambda: 7.0
+    s.energy = lambda: s.summary  # the energy keys of the summary (RunSnapshot.energy)
     return s
 
 
