@@ -55,10 +55,19 @@ def render_main(real_s: float, repeats: int) -> dict[str, Any]:
 
     common.get_manager = lambda: manager  # every page of this process reads the replayed run
 
-    def timed(at: Any) -> list[float]:
-        at.run()  # first run: page setup, imports, caches
+    from ui import live_chart
+
+    def timed(at: Any, first: list[float] | None = None) -> list[float]:
+        t = time.perf_counter()
+        at.run()  # first run: page setup, imports, caches, and the charts' first message with Plotly.js in it
         if at.exception:
             raise RuntimeError(f"AppTest failed: {at.exception}")
+        if first is not None:
+            first.append((time.perf_counter() - t) * 1000)
+        # A real browser says it holds Plotly.js after its first message (ui.live_chart), and no later message
+        # carries the 4.6 MB script again; AppTest has no browser to say so, so it is said here, or every timed
+        # refresh would pay what a viewer pays once.
+        at.session_state[live_chart.PLOTLY_SENT] = True
         out = []
         for _ in range(repeats):
             t = time.perf_counter()
@@ -66,8 +75,9 @@ def render_main(real_s: float, repeats: int) -> dict[str, Any]:
             out.append((time.perf_counter() - t) * 1000)
         return out
 
+    panel_first_ms: list[float] = []
     page_ms = timed(AppTest.from_file(str(ROOT / "pages" / "train.py"), default_timeout=120))
-    panel_ms = timed(AppTest.from_string(FRAGMENT_SCRIPT, default_timeout=120))
+    panel_ms = timed(AppTest.from_string(FRAGMENT_SCRIPT, default_timeout=120), panel_first_ms)
     snap = manager.snapshot(run_id)
     figure_ms = figure_timings(snap, repeats)
     active = snap.active
@@ -75,6 +85,7 @@ def render_main(real_s: float, repeats: int) -> dict[str, Any]:
     manager.wait(run_id, timeout_s=30)
     manager.shutdown()
     shutil.rmtree(tmp, ignore_errors=True)
-    return {"page_ms": page_ms, "panel_ms": panel_ms, "figure_ms": figure_ms, "samples": len(snap.samples),
+    return {"page_ms": page_ms, "panel_ms": panel_ms, "panel_first_ms": panel_first_ms, "figure_ms": figure_ms,
+            "samples": len(snap.samples),
             "epochs": len(snap.epochs),
             "run_active_while_timed": active, "cores": 32, "gpus": 2}

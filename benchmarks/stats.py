@@ -248,6 +248,7 @@ def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any]
         "rerun_chromium_cpu_share": median([r["chromium_cpu_s"] / r["window_s"] for r in watched if r["window_s"]]),
         "rerun_server_cpu_share": median([r["server_cpu_s"] / r["window_s"] for r in watched if r["window_s"]]),
         "rerun_panel_wall_ms": panel_ms, "rerun_page_wall_ms": page_ms,
+        "rerun_panel_first_wall_ms": median((render or {}).get("panel_first_ms") or []),
         "render": render, "memory": memory,
         "memory_retained_mb": max((m["retained_growth_mb"] for m in stream_mem), default=None),
         "memory_drift_after_run_mb": max((m["drift_after_run_mb"] for m in stream_mem), default=None),
