@@ -3,6 +3,7 @@ RunSnapshot every reader (pages, CLI, exports) gets a copy of."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -91,8 +92,10 @@ class RunSnapshot:
     def active(self) -> bool:
         return self.status not in TERMINAL
 
-    @property
+    @functools.cached_property
     def summary(self) -> dict[str, Any]:
+        """The run's summary block, computed once per snapshot: an ended run's panel reads it three times a refresh
+        (the result line, the diagnosis, the energy line), and with a long run each costs tens of milliseconds."""
         return run_summary.summarize(self.epochs, self.samples, info=self.info, config=self.config)
 
     def energy(self) -> dict[str, Any]:

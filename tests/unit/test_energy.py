@@ -287,3 +287,21 @@ def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
     assert summary["throttle_reasons"] == ["power cap", "thermal slowdown"]
     assert summary["energy_j_per_epoch"]["gpu:0"] == pytest.approx(expected)
     assert "no energy reading" in summary["energy_reasons"]["cpu"]
+
+
+def test_a_snapshots_summary_is_computed_once(monkeypatch) -> None:
+    """An ended run's panel reads the summary three times a refresh; a snapshot computes it once, a new snapshot
+    (the run moved on) afresh."""
+    from bench.config import RunConfig
+    from bench.runs.run_state import RunSnapshot
+
+    calls = []
+    real = run_summary.summarize
+    monkeypatch.setattr(run_summary, "summarize", lambda *a, **k: calls.append(1) or real(*a, **k))
+    fields = dict(id=1, config=RunConfig(), status="finished", created_at=0.0, started_at=0.0, ended_at=9.0,
+                  phase="finished", info={}, progress={}, epochs=[epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0})],
+                  samples=[], error=None, store_error=None, hardware={}, queue_position=None)
+    snap = RunSnapshot(**fields)
+    assert snap.summary["epochs_done"] == 2 and snap.summary is snap.summary
+    assert len(calls) == 1
+    assert RunSnapshot(**fields).summary == snap.summary and len(calls) == 2
