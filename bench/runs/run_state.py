@@ -133,11 +133,12 @@ class RunSnapshot:
             store_error=None, hardware=dict(run.get("hardware") or {}), queue_position=None, saved=True, owner=owner)
 
     def record(self) -> dict[str, Any]:
-        """The ``bench.run/1`` record the CLI writes and exports use (built by ``records.run_record``)."""
+        """The ``bench.run/1`` record the CLI writes and exports use (built by ``records.run_record``), with this
+        snapshot's own summary rather than a second one computed from the same epochs and samples."""
         return records.run_record(
             id=self.id, status=self.status, config=self.config.to_dict(), hardware=self.hardware, info=self.info,
             created_at=self.created_at, started_at=self.started_at, ended_at=self.ended_at, error=self.error,
-            store_error=self.store_error, epochs=self.epochs, samples=self.samples)
+            store_error=self.store_error, epochs=self.epochs, samples=self.samples, summary=self.summary)
 
 
 @dataclass

@@ -305,3 +305,25 @@ def test_a_snapshots_summary_is_computed_once(monkeypatch) -> None:
     assert snap.summary["epochs_done"] == 2 and snap.summary is snap.summary
     assert len(calls) == 1
     assert RunSnapshot(**fields).summary == snap.summary and len(calls) == 2
+
+
+def test_a_snapshots_record_carries_the_summary_it_computed(monkeypatch) -> None:
+    """record() hands the snapshot's own summary to the record (the Sweep and Compare panels call it every refresh),
+    and it is the summary run_record computes from the record's own fields."""
+    from bench import records
+    from bench.config import RunConfig
+    from bench.runs.run_state import RunSnapshot
+
+    snap = RunSnapshot(id=1, config=RunConfig(), status="finished", created_at=0.0, started_at=0.0, ended_at=9.0,
+                       phase="finished", info={}, progress={},
+                       epochs=[epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0}), epoch(3, {"cpu": 3.0})],
+                       samples=[{"t_s": 4.5, "cpu_percent": 80.0, "process_cpu_percent": 150.0}], error=None,
+                       store_error=None, hardware={}, queue_position=None)
+    fresh = records.run_record(id=1, status="finished", config=snap.config.to_dict(), hardware={}, info={},
+                               created_at=0.0, started_at=0.0, ended_at=9.0, error=None, store_error=None,
+                               epochs=snap.epochs, samples=snap.samples)["summary"]
+    calls = []
+    real = run_summary.summarize
+    monkeypatch.setattr(run_summary, "summarize", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert snap.record()["summary"] == fresh
+    assert snap.record()["summary"] == snap.summary and len(calls) == 1, "one summary for the snapshot and its records"
