@@ -18,6 +18,7 @@ from typing import Any, Sequence
 from bench import cli_machines
 from bench import records as records_module
 from bench.analysis import metrics
+from bench.readings import epochs_of
 from bench.cli_args import EXIT_NOT_STORED, PROG, UsageError, build_parser, config_from_args
 from bench.config import ConfigError, RunConfig
 from bench.output import display
@@ -71,11 +72,12 @@ class _ProgressLine:
 
     def update(self, snap: Any) -> None:
         for e in snap.epochs[self.printed_epochs:]:
-            tag = " (includes tracing)" if e.get("includes_tracing") else ""
-            acc = e.get("val_accuracy")
-            acc_text = f" · val acc {acc:.3f}" if acc is not None else ""
-            self._line(f"epoch {e['epoch']}/{snap.config.epochs}: {e['epoch_seconds']:.2f} s · "
-                       f"{e['samples_per_s']:,.0f} samples/s · loss {e['loss']:.4f}{acc_text}{tag}", final=True)
+            tag = " (includes tracing)" if e.includes_tracing else ""
+            acc_text = f" · val acc {e.val_accuracy:.3f}" if e.val_accuracy is not None else ""
+            rate = f"{e.samples_per_s:,.0f}" if e.samples_per_s is not None else "—"
+            loss = f"{e.loss:.4f}" if e.loss is not None else "—"
+            self._line(f"epoch {e.epoch}/{snap.config.epochs}: {e.epoch_seconds:.2f} s · {rate} samples/s · "
+                       f"loss {loss}{acc_text}{tag}", final=True)
         self.printed_epochs = len(snap.epochs)
         if not self.tty:
             if snap.phase != self.last_phase:
@@ -226,7 +228,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         "status": r["status"],
         "config": r["config"],
         "epochs_done": len(r["epochs"]),
-        "steady_epoch_seconds": metrics.steady_epoch_seconds(r["epochs"]),
+        "steady_epoch_seconds": metrics.steady_epoch_seconds(epochs_of(r["epochs"])),
         "created_at": r["created_at"],
         "label": r.get("label"),
     } for r in runs]

@@ -9,7 +9,7 @@ an import circle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +122,18 @@ class GpuReading:
                    throttle_reasons=reasons, extra=extra_keys(gpu, ("index", "name", *_GPU_NUMBERS, "throttle_reasons")),
                    keys=tuple(gpu))
 
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> GpuReading:
+        """A reading this project wrote (its sampler, its store), taken as it is: no checks (``from_dict`` is for
+        readings from outside). ``power_watts``, written before ``power_w``, still reads as ``power_w``."""
+        if "power_watts" in data:
+            data = {**{k: v for k, v in data.items() if k != "power_watts"},
+                    "power_w": data["power_watts"] if data.get("power_w") is None else data["power_w"]}
+        reasons = data.get("throttle_reasons")
+        return cls(index=data["index"], name=data.get("name"), **{k: data.get(k) for k in _GPU_NUMBERS},
+                   throttle_reasons=tuple(reasons) if reasons is not None else None,
+                   extra=extra_keys(data, _GPU_KEYS), keys=tuple(data))
+
     def to_dict(self) -> dict[str, Any]:
         reasons = list(self.throttle_reasons) if self.throttle_reasons is not None else None
         out = {"index": self.index, "name": self.name, **{k: getattr(self, k) for k in _GPU_NUMBERS},
@@ -132,6 +144,7 @@ class GpuReading:
 _GPU_NUMBERS = ("util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_w", "temp_c",
                 "sm_clock_mhz", "power_limit_w", "energy_j", "sm_active_percent", "sm_occupancy_percent",
                 "tensor_active_percent", "fp32_active_percent", "fp16_active_percent", "dram_active_percent")
+_GPU_KEYS = ("index", "name", *_GPU_NUMBERS, "throttle_reasons")
 
 
 def _optional_words(data: Mapping[str, Any], key: str, path: str) -> tuple[str, ...] | None:
@@ -194,6 +207,25 @@ class Sample:
         return cls(t_s=sample["t_s"], **numbers, cpu_per_core=cores, gpus=gpus,
                    extra=extra_keys(sample, ("t_s", *_SAMPLE_NUMBERS, "cpu_per_core", "gpus")), keys=tuple(sample))
 
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Sample:
+        """A sample this project wrote (its store's row), taken as it is: no checks (``from_dict`` is for samples
+        from outside; a long run's history holds thousands)."""
+        cores, gpus = data.get("cpu_per_core"), data.get("gpus")
+        return cls(t_s=data["t_s"], **{k: data.get(k) for k in _SAMPLE_NUMBERS},
+                   cpu_per_core=tuple(cores) if cores is not None else None,
+                   gpus=tuple(GpuReading.of(g) for g in gpus) if gpus is not None else None,
+                   extra=extra_keys(data, _SAMPLE_KEYS), keys=tuple(data))
+
+    def carries(self, key: str) -> bool:
+        """Whether this sample holds the reading ``key`` at all, even as None (psutil's first process reading is None;
+        a record from a sampler that never took it has no such key)."""
+        return self.keys is None or key in self.keys
+
+    def gpu(self, index: int) -> GpuReading | None:
+        """This sample's reading of GPU ``index``, if it has one."""
+        return next((g for g in self.gpus or () if g.index == index), None)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"t_s": self.t_s, **{k: getattr(self, k) for k in _SAMPLE_NUMBERS}}
         out["cpu_per_core"] = list(self.cpu_per_core) if self.cpu_per_core is not None else None
@@ -202,6 +234,7 @@ class Sample:
 
 
 _SAMPLE_NUMBERS = ("cpu_percent", "process_cpu_percent", "process_rss_mib", "ram_used_mib", "cpu_energy_j")
+_SAMPLE_KEYS = ("t_s", *_SAMPLE_NUMBERS, "cpu_per_core", "gpus")
 
 
 @dataclass(frozen=True)
@@ -249,6 +282,21 @@ class Epoch:
                    extra=extra_keys(epoch, ("epoch", "epoch_seconds", "includes_tracing", *_EPOCH_NUMBERS, *_EPOCH_OTHERS)),
                    keys=tuple(epoch))
 
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Epoch:
+        """An epoch this project wrote (its worker's event, its store's row), taken as it is: no checks."""
+        energy_j = data.get("energy_j")
+        return cls(epoch=data["epoch"], epoch_seconds=data["epoch_seconds"],
+                   includes_tracing=bool(data.get("includes_tracing")), **{k: data.get(k) for k in _EPOCH_NUMBERS},
+                   energy_j=dict(energy_j) if energy_j is not None else None,
+                   energy_estimated=_words_of(data, "energy_estimated"),
+                   throttle_reasons=_words_of(data, "throttle_reasons"),
+                   extra=extra_keys(data, _EPOCH_KEYS), keys=tuple(data))
+
+    def joules(self, device: str) -> float | None:
+        """This epoch's joules on ``device`` ("cpu", "gpu:0"), None where not measured."""
+        return (self.energy_j or {}).get(device)
+
     def to_dict(self) -> dict[str, Any]:
         out = {"epoch": self.epoch, "epoch_seconds": self.epoch_seconds, "includes_tracing": self.includes_tracing,
                **{k: getattr(self, k) for k in _EPOCH_NUMBERS},
@@ -261,4 +309,21 @@ class Epoch:
 
 _EPOCH_NUMBERS = ("samples_per_s", "loss", "accuracy", "val_loss", "val_accuracy", "t_start_s", "t_end_s",
                   "achieved_gflops")
-_EPOCH_OTHERS = ("energy_j", "energy_estimated", "throttle_reasons")
+_EPOCH_WORDS = ("energy_estimated", "throttle_reasons")
+_EPOCH_OTHERS = ("energy_j", *_EPOCH_WORDS)
+_EPOCH_KEYS = ("epoch", "epoch_seconds", "includes_tracing", *_EPOCH_NUMBERS, *_EPOCH_OTHERS)
+
+
+def _words_of(data: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
+    value = data.get(key)
+    return tuple(value) if value is not None else None
+
+
+def epochs_of(raw: Iterable[Mapping[str, Any]] | None) -> tuple[Epoch, ...]:
+    """Epochs this project wrote (a record's ``epochs``, read back from its store or its own file), typed."""
+    return tuple(Epoch.of(e) for e in raw or ())
+
+
+def samples_of(raw: Iterable[Mapping[str, Any]] | None) -> tuple[Sample, ...]:
+    """Samples this project wrote (a record's ``samples``), typed."""
+    return tuple(Sample.of(s) for s in raw or ())

@@ -42,6 +42,8 @@ from bench.readings import (  # noqa: F401 - Epoch, Sample, GpuReading and check
     json_object,
     show_value,
     check_number,
+    epochs_of,
+    samples_of,
 )
 
 RUN_SCHEMA = "bench.run/1"
@@ -235,7 +237,7 @@ def run_record(*, id: int | None, status: str, config: Mapping[str, Any], hardwa
         "epochs": epochs,
         "samples": samples,
         "summary": (dict(summary) if summary is not None
-                    else run_summary.summarize(epochs, samples, info=info, config=config)),
+                    else run_summary.summarize(epochs_of(epochs), samples_of(samples), info=info, config=config)),
     }
     if label is not None:
         out["label"] = label

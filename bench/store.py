@@ -30,6 +30,7 @@ import psutil
 
 from bench import records, settings
 from bench.analysis import run_summary
+from bench.readings import epochs_of, samples_of
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -364,7 +365,7 @@ class Store:
     def _summary(self, con: sqlite3.Connection, run_id: int) -> dict[str, Any]:
         """A run's summary from what the store holds of it: epochs, samples, info and config (for its diagnosis)."""
         info, config = con.execute("SELECT info, config FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return run_summary.summarize(self._epochs(con, run_id), self._samples(con, run_id),
+        return run_summary.summarize(epochs_of(self._epochs(con, run_id)), samples_of(self._samples(con, run_id)),
                                  info=json.loads(info) if info else None, config=json.loads(config) if config else None)
 
     def delete_run(self, run_id: int) -> bool:

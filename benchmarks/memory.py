@@ -27,7 +27,7 @@ def draw(snap: Any) -> int:
 
     from bench.output import charts
 
-    series = [{"label": f"#{snap.id}", "epochs": snap.epochs, "samples": snap.samples}]
+    series = [charts.Series(label=f"#{snap.id}", epochs=snap.epochs, samples=snap.samples)]
     figures = [charts.epoch_time_figure(series), charts.utilization_figure(series)]
     if snap.epochs:
         figures.append(charts.loss_accuracy_figure(snap.epochs))
@@ -41,8 +41,8 @@ def figure_timings(snap: Any, repeats: int) -> dict[str, float | None]:
 
     from bench.output import charts
 
-    series = [{"label": f"#{snap.id}", "epochs": snap.epochs, "samples": snap.samples}]
-    no_lines = [{**series[0], "epochs": []}]
+    series = [charts.Series(label=f"#{snap.id}", epochs=snap.epochs, samples=snap.samples)]
+    no_lines = [charts.Series(label=f"#{snap.id}", samples=snap.samples)]
     builders = {
         "epoch_time_figure": lambda: charts.epoch_time_figure(series),
         "utilization_figure": lambda: charts.utilization_figure(series),

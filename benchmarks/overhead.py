@@ -76,7 +76,7 @@ def engine_run(manager: Any, config: Any, timeout_s: float = 900.0) -> dict[str,
     t_b, cpu_b = time.monotonic(), cpu_seconds(me)
     if snap.status != "finished":
         raise RuntimeError(f"run #{run_id} ended {snap.status}: {snap.error}")
-    return {"run_id": run_id, "epochs": snap.epochs, "samples": len(snap.samples),
+    return {"run_id": run_id, "epochs": [e.to_dict() for e in snap.epochs], "samples": len(snap.samples),
             "window_s": t_b - t_a if t_a is not None else None,
             "side_cpu_s": cpu_b - cpu_a if cpu_a is not None else None}
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.analysis import metrics
+from bench.readings import epochs_of
 
 SCHEMA = "bench.overhead/1"
 REFRESH_S = 1.0  # ui.live.REFRESH_S: the live panel (and the sidebar status) rerun once a second per watching session
@@ -46,7 +47,7 @@ def median(values: Sequence[float | None]) -> float | None:
 
 def steady_times(epochs: Sequence[Mapping[str, Any]]) -> list[float]:
     """Training seconds of the steady epochs (the tracing epoch dropped), as metrics.steady_epoch_times."""
-    return metrics.steady_epoch_times(epochs)
+    return metrics.steady_epoch_times(epochs_of(epochs))
 
 
 def pooled_median(runs: Sequence[Mapping[str, Any]]) -> float | None:

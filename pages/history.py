@@ -7,6 +7,7 @@ import streamlit as st
 
 from bench.analysis import compare, metrics, run_summary
 from bench.output import display, report
+from bench.readings import epochs_of
 from bench.training import models
 from bench.runs.jobs import RunActiveError
 from ui import common, results
@@ -31,7 +32,8 @@ rows = []
 for run in runs:
     config = run.get("config") or {}
     # an active run (here or in another process) has no stored summary yet: what its epochs say so far
-    summary = run.get("summary") or run_summary.summarize(run["epochs"], [])
+    epochs = epochs_of(run["epochs"])
+    summary = run.get("summary") or run_summary.summarize(epochs, [])
     info = run.get("info") or {}
     rows.append({
         "id": run["id"],
@@ -42,7 +44,7 @@ for run in runs:
         "target": compare.target(run),
         "batch": config.get("batch_size"),
         "epochs": f"{len(run['epochs'])}/{config.get('epochs')}",
-        "steady epoch (s)": metrics.steady_epoch_seconds(run["epochs"]),
+        "steady epoch (s)": metrics.steady_epoch_seconds(epochs),
         "samples/s": summary.get("steady_samples_per_s"),
         "mean CPU %": summary.get("mean_cpu_percent"),
         "mean GPU %": summary.get("mean_gpu_util_percent"),

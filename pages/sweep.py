@@ -9,6 +9,7 @@ from bench.analysis import compare, sweeps
 from bench.training import models
 from bench.hardware import devices, peak_cache
 from bench.config import ConfigError
+from bench.readings import samples_of
 from ui import common, config_form, live, results
 
 common.page_setup()
@@ -92,7 +93,7 @@ def sweep_panel() -> None:
     results.sweep_charts(finished, list(group.targets), key="swp", cache_key=state)
     cpu_runs = [r for r in records if (t := compare.target_of(r)) is not None and t.is_cpu and r.get("samples")]
     if cpu_runs:
-        st.plotly_chart(charts.per_core_heatmap(cpu_runs[-1]["samples"],
+        st.plotly_chart(charts.per_core_heatmap(samples_of(cpu_runs[-1]["samples"]),
                                                 title=f"CPU per core, run #{cpu_runs[-1]['id']}"),
                         key="swp_heat", config=results.CHART_CONFIG)
     st.markdown(

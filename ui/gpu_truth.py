@@ -11,6 +11,8 @@ from typing import Any
 
 import streamlit as st
 
+from bench.readings import Epoch
+
 __all__ = ["energy_line", "energy_text", "render", "throttle_note", "throttle_text"]
 
 
@@ -18,13 +20,13 @@ def _device_label(device: str) -> str:
     return "CPU" if device == "cpu" else device.replace("gpu:", "GPU ")
 
 
-def throttle_text(epochs: Sequence[Mapping[str, Any]]) -> str | None:
+def throttle_text(epochs: Sequence[Epoch]) -> str | None:
     """"GPU clocks were held back in epochs 2, 3 (power cap, thermal slowdown) ..." or None when no epoch was."""
-    held = [e for e in epochs if e.get("throttle_reasons")]
+    held = [e for e in epochs if e.throttle_reasons]
     if not held:
         return None
-    reasons = sorted({r for e in held for r in e["throttle_reasons"]})
-    numbers = ", ".join(str(e.get("epoch")) for e in held)
+    reasons = sorted({r for e in held for r in e.throttle_reasons or ()})
+    numbers = ", ".join(str(e.epoch) for e in held)
     word = "epoch" if len(held) == 1 else "epochs"
     return (f"GPU clocks were held back in {word} {numbers} ({', '.join(reasons)}): those epoch times are slower "
             f"than this GPU runs when it is not limited.")

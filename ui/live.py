@@ -62,24 +62,20 @@ def status_line(snap: RunSnapshot) -> str:
     return f"{icon} " + "".join(f"**{text}**" if bold else text for text, bold in status_parts(snap))
 
 
-def _latest_sample(snap: RunSnapshot) -> dict[str, Any] | None:
-    return snap.samples[-1] if snap.samples else None
-
-
 def tile_values(snap: RunSnapshot) -> list[dict[str, str | None]]:
     """The four tiles' words: label, value, the note under it and the help text."""
     last = snap.epochs[-1] if snap.epochs else None
-    sample = _latest_sample(snap)
+    sample = snap.samples[-1] if snap.samples else None
     steady = metrics.steady_epoch_seconds(snap.epochs)
-    cpu = sample.get("cpu_percent") if sample else None
-    gpus = (sample or {}).get("gpus") or []
-    utils = [g.get("util_percent") for g in gpus if g.get("util_percent") is not None]
+    cpu = sample.cpu_percent if sample else None
+    gpus = (sample.gpus if sample else None) or ()
+    utils = [g.util_percent for g in gpus if g.util_percent is not None]
     gpu_text = " / ".join(f"{u:.0f} %" for u in utils) if utils else ("n/a" if not gpus else "—")
     return [
-        {"label": "Last epoch", "value": metrics.format_seconds(last["epoch_seconds"]) if last else "—",
+        {"label": "Last epoch", "value": metrics.format_seconds(last.epoch_seconds) if last else "—",
          "note": f"steady median {metrics.format_seconds(steady)}" if steady else "steady time from epoch 2",
          "help": "Training time of the latest epoch (validation excluded). Epoch 1 includes graph tracing."},
-        {"label": "Samples/s", "value": f"{last['samples_per_s']:,.0f}" if last and last.get("samples_per_s") else "—",
+        {"label": "Samples/s", "value": f"{last.samples_per_s:,.0f}" if last and last.samples_per_s else "—",
          "note": None, "help": None},
         {"label": "CPU", "value": f"{cpu:.0f} %" if cpu is not None else "—", "note": None,
          "help": "Whole machine, all cores."},
@@ -192,11 +188,17 @@ def draw_chart(snap: RunSnapshot, fig_key: tuple[Any, ...], fig: go.Figure, *, k
         st.plotly_chart(fig, key=key, config={"displaylogo": False})
 
 
+def series_of(snap: RunSnapshot, label: str | None = None) -> charts.Series:
+    """A live run as its charts draw it (its epochs and samples as the snapshot holds them, not copied)."""
+    phases = snap.info.get("phases")
+    return charts.Series(label=label or f"#{snap.id}", epochs=snap.epochs, samples=snap.samples,
+                         phases=phases if isinstance(phases, list) else None)
+
+
 def run_charts(snap: RunSnapshot, *, key: str) -> None:
     """Time per epoch beside utilization, then loss and accuracy. While the run is live all three are append-only
     charts (ui.live_chart): each viewer's browser draws the figure once and then only appends."""
-    series = [{"label": f"#{snap.id}", "epochs": snap.epochs, "samples": snap.samples,
-               "phases": snap.info.get("phases")}]
+    series = [series_of(snap)]
     state = chart_state(snap)
     left, right = st.columns(2)
     for column, name, build in ((left, "epochs", lambda: charts.epoch_time_figure(series)),

@@ -14,6 +14,7 @@ import streamlit as st
 
 from bench.analysis import compare
 from bench.hardware import peak_cache
+from bench.readings import Epoch
 
 NOT_MEASURED = ("peak not measured yet: a Sweep measures it first, or press **Measure peak** on the System page "
                 "(or run `python -m bench.hardware.probe`)")
@@ -48,12 +49,11 @@ def peak_text(achieved: float | None, peak: Mapping[str, Any] | None, *, what: s
     return f"{what}: {figure}, {achieved / value:.0%} of the measured matmul peak of {value:,.1f} GFLOP/s ({source})."
 
 
-def epoch_line(epochs: Sequence[Mapping[str, Any]], info: Mapping[str, Any], config: Any) -> str | None:
+def epoch_line(epochs: Sequence[Epoch], info: Mapping[str, Any], config: Any) -> str | None:
     """The peak line of a live run's latest epoch; None before the first epoch."""
     if not epochs:
         return None
-    return peak_text(compare.epoch_gflops(epochs[-1], info), peak_of(config),
-                     what=f"Epoch {epochs[-1].get('epoch', len(epochs))}")
+    return peak_text(compare.epoch_gflops(epochs[-1], info), peak_of(config), what=f"Epoch {epochs[-1].epoch}")
 
 
 def record_line(record: Mapping[str, Any]) -> str:

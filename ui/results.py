@@ -237,8 +237,7 @@ def comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str,
                       cache_key: tuple[Any, ...] | None = None) -> None:
     """Epoch times and utilization of several runs. With ``cache_key`` (a live group's state) every viewer's
     rerun shares one pair of figures per state, as the Train page's live charts do."""
-    series = [{"label": run_label(r), "epochs": r.get("epochs") or [], "samples": r.get("samples") or [],
-               "phases": (r.get("info") or {}).get("phases")} for r in records]
+    series = [charts.Series.of_record(r, run_label(r)) for r in records]
 
     def figure(name: str, build: Any) -> Any:
         return present.styled(live.cached_figure((name, *cache_key), build) if cache_key is not None else build())
@@ -257,13 +256,12 @@ def _styled_figure(build: Callable[[], Any]) -> Any:
     return present.styled(build())
 
 
-def live_comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str, state: tuple[Any, ...],
-                           scope: Any) -> None:
+def live_comparison_charts(runs: Sequence[RunSnapshot], *, key: str, state: tuple[Any, ...], scope: Any) -> None:
     """:func:`comparison_charts` while a group is live: the same two figures, each an append-only chart
     (ui.live_chart) that every viewer's browser draws once and then extends; :func:`comparison_charts` takes over,
-    under its own keys, once every run has ended."""
-    series = [{"label": run_label(r), "epochs": r.get("epochs") or [], "samples": r.get("samples") or [],
-               "phases": (r.get("info") or {}).get("phases")} for r in records]
+    under its own keys, once every run has ended. The series hold the snapshots' own readings (no record built)."""
+    series = [live.series_of(snap, run_label({"id": snap.id, "config": snap.config.to_dict(), "info": snap.info}))
+              for snap in runs]
     builds: dict[str, Callable[[], Any]] = {
         "cmp_epochs": lambda: charts.epoch_time_figure(series),
         "cmp_util": lambda: charts.utilization_figure(series, title="Utilization, overlaid")}
@@ -397,11 +395,11 @@ def live_group(manager: JobManager, kind: str) -> None:
         group, runs = current()
         if group is None:
             return
-        records = [snap.record() for snap in runs]
         if any(snap.active for snap in runs):
-            live_comparison_charts(records, key=f"{kind}_live", state=group_chart_state(group, runs),
+            live_comparison_charts(runs, key=f"{kind}_live", state=group_chart_state(group, runs),
                                    scope=("group", group.id))
             return
+        records = [snap.record() for snap in runs]
         for name in ("cmp_epochs", "cmp_util"):
             live_chart.forget(f"{kind}_live_{name}_live")
         comparison_charts(records, key=f"{kind}_live", cache_key=group_chart_state(group, runs))
@@ -436,8 +434,7 @@ def show_imported(data: bytes, key: str = "imported") -> None:
         show_comparison(records, key=key, prices=prices)
     else:
         rec = records[0]
-        series = [{"label": run_label(rec), "epochs": rec.get("epochs") or [], "samples": rec.get("samples") or [],
-                   "phases": (rec.get("info") or {}).get("phases")}]
+        series = [charts.Series.of_record(rec, run_label(rec))]
         left, right = st.columns(2)
         left.plotly_chart(present.styled(charts.epoch_time_figure(series)), key=f"{key}_epochs", config=CHART_CONFIG)
         right.plotly_chart(present.styled(charts.utilization_figure(series)), key=f"{key}_util", config=CHART_CONFIG)

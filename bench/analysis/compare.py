@@ -16,6 +16,7 @@ from bench.analysis import metrics, run_summary
 from bench.config import ConfigError, RunConfig
 from bench.analysis import pricing
 from bench.target import Target, canonical, of_record, text_of_record
+from bench.readings import Epoch, epochs_of
 
 
 # A record's target as text (cpu, cpu/N, gpu:N, gpus) and as a Target: the rule lives in bench.target.
@@ -68,7 +69,7 @@ def comparison(records: Sequence[Mapping[str, Any]],
     base = records[0]
     pairs = []
     for other in records[1:]:
-        result = metrics.speedup(base.get("epochs") or [], other.get("epochs") or [])
+        result = metrics.speedup(epochs_of(base.get("epochs")), epochs_of(other.get("epochs")))
         pairs.append({
             "baseline_id": base.get("id"),
             "baseline_target": target(base),
@@ -115,13 +116,12 @@ def achieved_gflops(record: Mapping[str, Any]) -> float | None:
     return metrics.achieved_gflops(flops, summary.get("steady_samples_per_s")) if flops else None
 
 
-def epoch_gflops(epoch: Mapping[str, Any], info: Mapping[str, Any]) -> float | None:
+def epoch_gflops(epoch: Epoch, info: Mapping[str, Any]) -> float | None:
     """One epoch's achieved GFLOP/s: its own ``achieved_gflops``, else FLOPs per sample x its samples/s."""
-    kept = epoch.get("achieved_gflops")
-    if isinstance(kept, (int, float)) and not isinstance(kept, bool):
-        return float(kept)
+    if epoch.achieved_gflops is not None:
+        return float(epoch.achieved_gflops)
     flops = info.get("flops_per_sample")
-    return metrics.achieved_gflops(flops, epoch.get("samples_per_s")) if flops else None
+    return metrics.achieved_gflops(flops, epoch.samples_per_s) if flops else None
 
 
 def headline(pair: Mapping[str, Any]) -> str:

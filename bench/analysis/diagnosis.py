@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.analysis import metrics
+from bench.readings import Epoch, Sample, epochs_of, samples_of
 
 # -- thresholds and the measurements that set them -----------------------------------------------------------------
 # NVML busy below this = the GPU sat idle most of the time. Every host-bound GPU run measured on the H100 read 2-27 %
@@ -96,8 +97,8 @@ def _num(value: Any) -> float | None:
     return None
 
 
-def _gpu_mean(samples: Sequence[Mapping[str, Any]], key: str) -> float | None:
-    return metrics.mean_or_none(g.get(key) for s in samples for g in (s.get("gpus") or []))
+def _gpu_mean(samples: Sequence[Sample], key: str) -> float | None:
+    return metrics.mean_or_none(getattr(g, key) for s in samples for g in s.gpus or ())
 
 
 def _on_gpu(config: Any, info: Mapping[str, Any]) -> bool | None:
@@ -114,7 +115,7 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.0f} %"
 
 
-def diagnose(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]],
+def diagnose(epochs: Sequence[Epoch], samples: Sequence[Sample],
              info: Mapping[str, Any] | None = None, config: Any = None,
              peak_gflops: float | None = None) -> dict[str, Any]:
     """The verdict for one run (see the module's docstring). ``config`` is a RunConfig or its dict."""
@@ -137,8 +138,8 @@ def diagnose(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str,
     gpu_busy = metrics.mean_gpu_util_percent(steady)
     sm = _gpu_mean(steady, "sm_active_percent")
     tensor = _gpu_mean(steady, "tensor_active_percent")
-    process = metrics.mean_or_none(s.get("process_cpu_percent") for s in steady)
-    machine = metrics.mean_or_none(s.get("cpu_percent") for s in steady)
+    process = metrics.mean_or_none(s.process_cpu_percent for s in steady)
+    machine = metrics.mean_or_none(s.cpu_percent for s in steady)
     threads = _num(info.get("threads")) or (_num(_get(config, "cpu_threads")) if on_gpu is False else None)
 
     evidence: dict[str, Any] = {
@@ -266,5 +267,5 @@ def of_record(record: Mapping[str, Any], peak_gflops: float | None = None) -> di
     kept = (record.get("summary") or {}).get("diagnosis")
     if isinstance(kept, Mapping) and kept.get("verdict") and peak_gflops is None:
         return dict(kept)
-    return diagnose(record.get("epochs") or [], record.get("samples") or [], record.get("info") or {},
+    return diagnose(epochs_of(record.get("epochs")), samples_of(record.get("samples")), record.get("info") or {},
                     record.get("config") or {}, peak_gflops)

@@ -96,7 +96,7 @@ class Measured:
 def _measured(machine: Machine, run: RunRecord) -> Measured | None:
     if run.status != Status.FINISHED:
         return None
-    summary = run.summary or run_summary.summarize([e.to_dict() for e in run.epochs], [])
+    summary = run.summary or run_summary.summarize(run.epochs, [])
     rate, steady = _positive(summary.get("steady_samples_per_s")), _positive(summary.get("steady_epoch_seconds"))
     if rate is None or steady is None:
         return None

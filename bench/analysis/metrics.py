@@ -11,8 +11,10 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from bench.readings import Epoch, Sample
 
 
 def finite_values(values: Iterable[Any]) -> list[float]:
@@ -24,16 +26,16 @@ def finite_values(values: Iterable[Any]) -> list[float]:
     return out
 
 
-def steady_epochs(epochs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def steady_epochs(epochs: Sequence[Epoch]) -> list[Epoch]:
     """Epochs that do not include tracing (every epoch but those flagged ``includes_tracing``)."""
-    return [e for e in epochs if not e.get("includes_tracing")]
+    return [e for e in epochs if not e.includes_tracing]
 
 
-def steady_epoch_times(epochs: Sequence[Mapping[str, Any]]) -> list[float]:
-    return finite_values(e.get("epoch_seconds") for e in steady_epochs(epochs))
+def steady_epoch_times(epochs: Sequence[Epoch]) -> list[float]:
+    return finite_values(e.epoch_seconds for e in steady_epochs(epochs))
 
 
-def steady_epoch_seconds(epochs: Sequence[Mapping[str, Any]]) -> float | None:
+def steady_epoch_seconds(epochs: Sequence[Epoch]) -> float | None:
     """Median steady-state epoch time in seconds, or None when no steady epoch exists yet (needs >= 2 epochs)."""
     times = steady_epoch_times(epochs)
     return statistics.median(times) if times else None
@@ -44,12 +46,12 @@ def mean_or_none(values: Iterable[Any]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def mean_gpu_util_percent(samples: Sequence[Mapping[str, Any]]) -> float | None:
+def mean_gpu_util_percent(samples: Sequence[Sample]) -> float | None:
     """Mean NVML utilization over every GPU reading of every sample; None when there was no GPU reading."""
-    return mean_or_none(g.get("util_percent") for s in samples for g in (s.get("gpus") or []))
+    return mean_or_none(g.util_percent for s in samples for g in s.gpus or ())
 
 
-def steady_samples_per_s(epochs: Sequence[Mapping[str, Any]]) -> float | None:
+def steady_samples_per_s(epochs: Sequence[Epoch]) -> float | None:
     """Samples per epoch / median steady epoch time: the rate that matches the steady epoch time shown beside it.
 
     (A median of per-epoch rates would not: with two steady epochs of 0.2 s and 0.6 s it gives 33,000 samples/s for
@@ -57,22 +59,21 @@ def steady_samples_per_s(epochs: Sequence[Mapping[str, Any]]) -> float | None:
     """
     steady = steady_epochs(epochs)
     seconds = steady_epoch_seconds(epochs)
-    counts = finite_values((e.get("samples_per_s") or 0) * (e.get("epoch_seconds") or 0) for e in steady)
+    counts = finite_values((e.samples_per_s or 0) * (e.epoch_seconds or 0) for e in steady)
     counts = [c for c in counts if c > 0]
     if not seconds or not counts:
         return None
     return statistics.median(counts) / seconds
 
 
-def training_windows(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]]
-                     ) -> list[list[Mapping[str, Any]]]:
+def training_windows(epochs: Sequence[Epoch], samples: Sequence[Sample]) -> list[list[Sample]]:
     """Sample sets to average utilization over, narrowest first: the samples taken during steady epochs, during any
     epoch, then all samples (imports and data loading included). A mean takes the first set that has a reading,
     so epochs shorter than the sampling interval, or a GPU lost mid-run, still give a figure."""
-    def within(chosen: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        spans = merged_spans((e["t_start_s"], e["t_end_s"]) for e in chosen
-                             if e.get("t_start_s") is not None and e.get("t_end_s") is not None)
-        return [s for s in samples if s.get("t_s") is not None and in_spans(s["t_s"], spans)]
+    def within(chosen: Sequence[Epoch]) -> list[Sample]:
+        spans = merged_spans((e.t_start_s, e.t_end_s) for e in chosen
+                             if e.t_start_s is not None and e.t_end_s is not None)
+        return [s for s in samples if in_spans(s.t_s, spans)]
 
     return [within(steady_epochs(epochs)), within(epochs), list(samples)]
 
@@ -102,13 +103,12 @@ def in_spans(t: float, spans: tuple[list[float], list[float]]) -> bool:
 WINDOW_NAMES: tuple[str, ...] = ("steady epochs", "all epochs", "whole run")
 
 
-def first_mean(windows: Sequence[Sequence[Mapping[str, Any]]],
-                mean: Callable[[Sequence[Mapping[str, Any]]], float | None]) -> float | None:
+def first_mean(windows: Sequence[Sequence[Sample]], mean: Callable[[Sequence[Sample]], float | None]) -> float | None:
     return first_mean_where(windows, mean)[0]
 
 
-def first_mean_where(windows: Sequence[Sequence[Mapping[str, Any]]],
-                      mean: Callable[[Sequence[Mapping[str, Any]]], float | None]) -> tuple[float | None, str | None]:
+def first_mean_where(windows: Sequence[Sequence[Sample]],
+                     mean: Callable[[Sequence[Sample]], float | None]) -> tuple[float | None, str | None]:
     """(mean over the first window that has a reading, that window's name from WINDOW_NAMES); (None, None) if none."""
     for name, window in zip(WINDOW_NAMES, windows):
         value = mean(window)
@@ -117,7 +117,7 @@ def first_mean_where(windows: Sequence[Sequence[Mapping[str, Any]]],
     return None, None
 
 
-def speedup(epochs_a: Sequence[Mapping[str, Any]], epochs_b: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def speedup(epochs_a: Sequence[Epoch], epochs_b: Sequence[Epoch]) -> dict[str, Any] | None:
     """How many times faster B trains than A.
 
     ``speedup_median`` = median steady epoch time of A / of B; ``speedup_min`` = slowest B against fastest A
@@ -127,10 +127,10 @@ def speedup(epochs_a: Sequence[Mapping[str, Any]], epochs_b: Sequence[Mapping[st
     times_a, times_b = steady_epoch_times(epochs_a), steady_epoch_times(epochs_b)
     if not times_a or not times_b or min(times_b) <= 0 or min(times_a) <= 0:
         return None
-    total_a = sum(finite_values(e.get("epoch_seconds") for e in epochs_a))
-    total_b = sum(finite_values(e.get("epoch_seconds") for e in epochs_b))
-    first_a = next((e.get("epoch_seconds") for e in epochs_a if e.get("includes_tracing")), None)
-    first_b = next((e.get("epoch_seconds") for e in epochs_b if e.get("includes_tracing")), None)
+    total_a = sum(finite_values(e.epoch_seconds for e in epochs_a))
+    total_b = sum(finite_values(e.epoch_seconds for e in epochs_b))
+    first_a = next((e.epoch_seconds for e in epochs_a if e.includes_tracing), None)
+    first_b = next((e.epoch_seconds for e in epochs_b if e.includes_tracing), None)
     return {
         "speedup_median": statistics.median(times_a) / statistics.median(times_b),
         "speedup_min": min(times_a) / max(times_b),

@@ -11,48 +11,49 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bench.analysis import diagnosis
+from bench.readings import Epoch, GpuReading, Sample, epochs_of, samples_of
 from bench.hardware import energy
 from bench.analysis.metrics import (finite_values, first_mean, first_mean_where, mean_gpu_util_percent, mean_or_none,
                            steady_epoch_seconds, steady_epochs, steady_samples_per_s, training_windows)
 
 
-def summarize(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]], *,
+def summarize(epochs: Sequence[Epoch], samples: Sequence[Sample], *,
               info: Mapping[str, Any] | None = None, config: Any = None,
               peak_gflops: float | None = None) -> dict[str, Any]:
     """The ``summary`` block of a run record. Utilization means cover the steady epochs (see training_windows).
     ``diagnosis`` (bench.analysis.diagnosis) also reads the run's info and config, and the device's peak when known; without
     them it says what is missing."""
     steady = steady_epoch_seconds(epochs)
-    first = next((e for e in epochs if e.get("includes_tracing")), None)
+    first = next((e for e in epochs if e.includes_tracing), None)
     windows = training_windows(epochs, samples)
-    cpu_mean, cpu_window = first_mean_where(windows, lambda w: mean_or_none(s.get("cpu_percent") for s in w))
+    cpu_mean, cpu_window = first_mean_where(windows, lambda w: mean_or_none(s.cpu_percent for s in w))
     gpu_mean, gpu_window = first_mean_where(windows, mean_gpu_util_percent)
     return {
         "steady_epoch_seconds": steady,
         "steady_samples_per_s": steady_samples_per_s(epochs),
-        "first_epoch_seconds": first.get("epoch_seconds") if first else None,
-        "total_seconds": sum(finite_values(e.get("epoch_seconds") for e in epochs)) if epochs else None,
+        "first_epoch_seconds": first.epoch_seconds if first else None,
+        "total_seconds": sum(finite_values(e.epoch_seconds for e in epochs)) if epochs else None,
         "epochs_done": len(epochs),
         "mean_cpu_percent": cpu_mean,
         "mean_process_cpu_percent": first_mean(
-            windows, lambda w: mean_or_none(s.get("process_cpu_percent") for s in w)),
+            windows, lambda w: mean_or_none(s.process_cpu_percent for s in w)),
         "mean_gpu_util_percent": gpu_mean,
         # which samples those means cover: "steady epochs" unless the steady epochs held no sample (shorter than the
         # sampling interval), when a wider window that includes tracing or start-up stands in and reads low
         "cpu_util_window": cpu_window,
         "gpu_util_window": gpu_window,
         "steady_samples": len(windows[0]),
-        "peak_process_rss_mib": max(finite_values(s.get("process_rss_mib") for s in samples), default=None),
+        "peak_process_rss_mib": max(finite_values(s.process_rss_mib for s in samples), default=None),
         "diagnosis": diagnosis.diagnose(epochs, samples, info, config, peak_gflops),
         **gpu_truth_summary(epochs, samples, windows, info, config),
     }
 
 
-def _used_gpus(sample: Mapping[str, Any], indices: set[int]) -> list[Mapping[str, Any]]:
-    return [g for g in (sample.get("gpus") or []) if g.get("index") in indices]
+def _used_gpus(sample: Sample, indices: set[int]) -> list[GpuReading]:
+    return [g for g in sample.gpus or () if g.index in indices]
 
 
-def energy_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]],
+def energy_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
                    info: Mapping[str, Any] | None, config: Any) -> dict[str, Any]:
     """Energy per steady epoch (median) and per 1,000 samples for every device the run used, which of them were
     integrated from power draw, and the reason a device's figure is None. The live header asks for this alone, at
@@ -61,14 +62,14 @@ def energy_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mappin
     steady = steady_epochs(epochs)
     devices = energy.devices_used(config or {}, samples)
     for epoch in epochs:  # devices an epoch measured (e.g. every GPU of an all-GPUs run) count too
-        devices.extend(d for d in (epoch.get("energy_j") or {}) if d not in devices)
+        devices.extend(d for d in (epoch.energy_j or {}) if d not in devices)
     per_epoch: dict[str, float | None] = {}
     per_1000: dict[str, float | None] = {}
     reasons: dict[str, str] = {}
     raw_reasons = info.get("energy_reasons")
     known: Mapping[str, Any] = raw_reasons if isinstance(raw_reasons, Mapping) else {}
     for device in devices:
-        values = finite_values((e.get("energy_j") or {}).get(device) for e in steady)
+        values = finite_values(e.joules(device) for e in steady)
         per_epoch[device] = statistics.median(values) if values else None
         rates = finite_values(_joules_per_1000(e, device) for e in steady)
         per_1000[device] = statistics.median(rates) if rates else None
@@ -81,13 +82,13 @@ def energy_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mappin
     return {
         "energy_j_per_epoch": per_epoch,
         "energy_j_per_1000_samples": per_1000,
-        "energy_estimated": sorted({d for e in steady for d in (e.get("energy_estimated") or [])}),
+        "energy_estimated": sorted({d for e in steady for d in e.energy_estimated or ()}),
         "energy_reasons": reasons,
     }
 
 
-def gpu_truth_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]],
-                      windows: Sequence[Sequence[Mapping[str, Any]]], info: Mapping[str, Any] | None,
+def gpu_truth_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
+                      windows: Sequence[Sequence[Sample]], info: Mapping[str, Any] | None,
                       config: Any) -> dict[str, Any]:
     """What the devices really did over the run: its energy (energy_summary), GPM SM/tensor activity (means like the
     utilization means), the throttle reasons seen while training, and the steady median of the epochs' achieved
@@ -100,9 +101,9 @@ def gpu_truth_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Map
     throttled: set[str] | None = None
     for sample in windows[1]:
         for gpu in _used_gpus(sample, indices):
-            if isinstance(gpu.get("throttle_reasons"), list):
-                throttled = (throttled or set()) | set(gpu["throttle_reasons"])
-    gflops = finite_values(e.get("achieved_gflops") for e in steady)
+            if gpu.throttle_reasons is not None:
+                throttled = (throttled or set()) | set(gpu.throttle_reasons)
+    gflops = finite_values(e.achieved_gflops for e in steady)
     return {
         **spent,
         # means over the GPUs the run trained on (None on a CPU run and without GPM), windows as for utilization
@@ -113,17 +114,16 @@ def gpu_truth_summary(epochs: Sequence[Mapping[str, Any]], samples: Sequence[Map
     }
 
 
-def _gpu_mean_of(key: str, indices: set[int]) -> Callable[[Sequence[Mapping[str, Any]]], float | None]:
+def _gpu_mean_of(key: str, indices: set[int]) -> Callable[[Sequence[Sample]], float | None]:
     """The mean of ``key`` over the readings of the GPUs ``indices`` in a window of samples."""
-    def mean(window: Sequence[Mapping[str, Any]]) -> float | None:
-        return mean_or_none(g.get(key) for s in window for g in _used_gpus(s, indices))
+    def mean(window: Sequence[Sample]) -> float | None:
+        return mean_or_none(getattr(g, key) for s in window for g in _used_gpus(s, indices))
     return mean
 
 
-def _joules_per_1000(epoch: Mapping[str, Any], device: str) -> float | None:
+def _joules_per_1000(epoch: Epoch, device: str) -> float | None:
     """An epoch's joules on ``device`` per 1,000 training samples (samples = samples/s x epoch seconds)."""
-    values = finite_values([(epoch.get("energy_j") or {}).get(device), epoch.get("samples_per_s"),
-                      epoch.get("epoch_seconds")])
+    values = finite_values([epoch.joules(device), epoch.samples_per_s, epoch.epoch_seconds])
     if len(values) < 3 or values[1] * values[2] <= 0:
         return None
     joules, rate, seconds = values
@@ -132,4 +132,4 @@ def _joules_per_1000(epoch: Mapping[str, Any], device: str) -> float | None:
 
 def summary_of(record: Mapping[str, Any]) -> Mapping[str, Any]:
     """A record's summary block: the one it carries, else one computed from its epochs and samples."""
-    return record.get("summary") or summarize(record.get("epochs") or [], record.get("samples") or [])
+    return record.get("summary") or summarize(epochs_of(record.get("epochs")), samples_of(record.get("samples")))

@@ -14,9 +14,11 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from bench.readings import Sample
+
 __all__ = ["covers", "devices_used", "epoch_energy", "epoch_throttle_reasons", "gpu_index"]
 
-Samples = Sequence[Mapping[str, Any]]
+Samples = Sequence[Sample]
 
 
 def gpu_index(device: str) -> int | None:
@@ -34,8 +36,7 @@ def devices_used(config: Any, samples: Samples = ()) -> list[str]:
     if gpu_index(device) is not None:
         devices.append(device)
     elif device == "gpus":
-        seen = sorted({g["index"] for s in samples for g in (s.get("gpus") or [])
-                       if isinstance(g.get("index"), int)})
+        seen = sorted({g.index for s in samples for g in s.gpus or ()})
         devices.extend(f"gpu:{i}" for i in seen)
     return devices
 
@@ -51,16 +52,14 @@ def _series(samples: Samples, device: str, key: str) -> list[tuple[float, float]
     index = gpu_index(device)
     points = []
     for sample in samples:
-        t_s = _number(sample.get("t_s"))
+        t_s = _number(sample.t_s)
         if t_s is None:
             continue
         if index is None:
-            value = _number(sample.get(key))
+            value = _number(getattr(sample, key))
         else:
-            gpu = next((g for g in (sample.get("gpus") or []) if g.get("index") == index), None)
-            value = _number(gpu.get(key)) if gpu else None
-            if gpu and value is None and key == "power_w":
-                value = _number(gpu.get("power_watts"))  # written before power_w
+            gpu = sample.gpu(index)
+            value = _number(getattr(gpu, key)) if gpu else None
         if value is not None:
             points.append((t_s, value))
     points.sort(key=lambda p: p[0])
@@ -119,7 +118,7 @@ def epoch_energy(samples: Samples, t_start_s: Any, t_end_s: Any, devices: Iterab
 def covers(samples: Samples, t_end_s: Any) -> bool:
     """Whether a sample was taken at or after ``t_end_s`` (an epoch ending then can be settled)."""
     end = _number(t_end_s)
-    return end is not None and any((_number(s.get("t_s")) or -math.inf) >= end for s in samples)
+    return end is not None and any((_number(s.t_s) or -math.inf) >= end for s in samples)
 
 
 def epoch_throttle_reasons(samples: Samples, t_start_s: Any, t_end_s: Any, devices: Iterable[str]
@@ -130,13 +129,12 @@ def epoch_throttle_reasons(samples: Samples, t_start_s: Any, t_end_s: Any, devic
     start, end = _number(t_start_s), _number(t_end_s)
     if not indices or start is None or end is None:
         return None
-    timed = sorted((s for s in samples if _number(s.get("t_s")) is not None), key=lambda s: s["t_s"])
-    window = [s for s in timed if start <= s["t_s"] <= end]
-    window += [s for s in timed if s["t_s"] > end][:1]
+    timed = sorted((s for s in samples if _number(s.t_s) is not None), key=lambda s: s.t_s)
+    window = [s for s in timed if start <= s.t_s <= end]
+    window += [s for s in timed if s.t_s > end][:1]
     seen: set[str] | None = None
     for sample in window:
-        for gpu in sample.get("gpus") or []:
-            reasons = gpu.get("throttle_reasons")
-            if gpu.get("index") in indices and isinstance(reasons, list):
-                seen = (seen or set()) | set(reasons)
+        for gpu in sample.gpus or ():
+            if gpu.index in indices and gpu.throttle_reasons is not None:
+                seen = (seen or set()) | set(gpu.throttle_reasons)
     return sorted(seen) if seen is not None else None

@@ -1,6 +1,7 @@
 """Plotly figures shared by every page and by exported reports (plotly only, no Streamlit).
 
-Each function takes plain run data (lists of epoch and sample dicts, as in run records) and returns a
+Each function takes typed run data (a run's :class:`Series`: its epochs and samples as bench.readings types; sweep
+rows as the dicts of a ``bench.sweep/1`` record) and returns a
 ``plotly.graph_objects.Figure``. Missing readings stay None, so lines show gaps rather than false zeros; a reading
 never taken (no GPM, no process data) draws no line at all. Sizes, ticks and label placement: bench.output.chart_style.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy  # noqa: F401 - loaded whole before any thread draws: Plotly picks NumPy up from sys.modules, and a
@@ -17,6 +19,7 @@ from plotly.subplots import make_subplots
 
 from bench.output import chart_style as style
 from bench.output.chart_style import PALETTE
+from bench.readings import Epoch, GpuReading, Sample, epochs_of, samples_of
 from bench.target import Target
 
 GPU_DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
@@ -30,7 +33,24 @@ PHASE_FILLS = ("#e6ebf3", "#f3ece0")
 GPU_METRICS = (("util_percent", "GPU {i}", "solid"), ("sm_active_percent", "GPU {i} SM active", "dash"),
                ("tensor_active_percent", "GPU {i} tensor active", "dot"))
 
-Series = Mapping[str, Any]  # {"label": str, "epochs": [...], "samples": [...], "phases": [...] (optional)}
+
+
+@dataclass(frozen=True)
+class Series:
+    """One run as a chart draws it: its name in the legend, epochs, samples and the start-up phases its worker
+    reported (``info.phases``: ``{"phase": name, "t_s": seconds}``)."""
+
+    label: str
+    epochs: Sequence[Epoch] = ()
+    samples: Sequence[Sample] = ()
+    phases: Sequence[Mapping[str, Any]] | None = None
+
+    @classmethod
+    def of_record(cls, record: Mapping[str, Any], label: str) -> Series:
+        """A run record's series (its ``epochs`` and ``samples`` as this project wrote them)."""
+        phases = (record.get("info") or {}).get("phases")
+        return cls(label=label, epochs=epochs_of(record.get("epochs")), samples=samples_of(record.get("samples")),
+                   phases=phases if isinstance(phases, list) else None)
 
 
 def _layout(fig: go.Figure, title: str, *, height: int = 340) -> go.Figure:
@@ -50,37 +70,38 @@ def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch"
     """Bars of training seconds per epoch, one colour per run; the first (tracing) epoch drawn hatched."""
     fig = go.Figure()
     for i, s in enumerate(series):
-        epochs = list(s.get("epochs") or [])
+        epochs = s.epochs
         colour = PALETTE[i % len(PALETTE)]
         fig.add_bar(
-            x=[e["epoch"] for e in epochs],
-            y=[e["epoch_seconds"] for e in epochs],
-            name=str(s.get("label", f"run {i + 1}")),
+            x=[e.epoch for e in epochs],
+            y=[e.epoch_seconds for e in epochs],
+            name=s.label,
             marker={
                 "color": colour,
-                "pattern": {"shape": ["/" if e.get("includes_tracing") else "" for e in epochs], "solidity": 0.35},
+                "pattern": {"shape": ["/" if e.includes_tracing else "" for e in epochs], "solidity": 0.35},
             },
-            customdata=[[("includes tracing" if e.get("includes_tracing") else "steady"),
-                         e.get("samples_per_s") or 0] for e in epochs],
+            customdata=[[("includes tracing" if e.includes_tracing else "steady"),
+                         e.samples_per_s or 0] for e in epochs],
             hovertemplate="epoch %{x}: %{y:.2f} s (%{customdata[0]})<br>%{customdata[1]:,.0f} samples/s<extra>%{fullData.name}</extra>",
         )
     fig.update_layout(barmode="group", bargap=0.25)
     fig.update_xaxes(title="epoch", dtick=1)
     fig.update_yaxes(title="seconds", rangemode="tozero")
-    if any(e.get("includes_tracing") for s in series for e in (s.get("epochs") or [])):
+    if any(e.includes_tracing for s in series for e in s.epochs):
         title += "<br><sup>hatched: the first epoch, which includes graph tracing</sup>"
     return _layout(fig, title)
 
 
-def _values(samples: Sequence[Mapping[str, Any]], key: str, scale: float = 1.0) -> list[float | None]:
-    return [None if row.get(key) is None else row[key] / scale for row in samples]
+def _values(samples: Sequence[Sample], key: str, scale: float = 1.0) -> list[float | None]:
+    values = [getattr(row, key) for row in samples]
+    return [None if v is None else v / scale for v in values]
 
 
-def _gpu_values(samples: Sequence[Mapping[str, Any]], index: int, key: str) -> list[float | None]:
+def _gpu_values(samples: Sequence[Sample], index: int, key: str) -> list[float | None]:
     values = []
     for row in samples:
-        match = next((g for g in (row.get("gpus") or []) if g.get("index") == index), None)
-        values.append(match.get(key) if match else None)
+        match = row.gpu(index)
+        values.append(getattr(match, key) if match else None)
     return values
 
 
@@ -88,12 +109,12 @@ def _drawn(values: Sequence[float | None]) -> bool:
     return any(v is not None for v in values)
 
 
-def phase_bands(phases: Sequence[Mapping[str, Any]] | None, epochs: Sequence[Mapping[str, Any]],
+def phase_bands(phases: Sequence[Mapping[str, Any]] | None, epochs: Sequence[Epoch],
                 t_max: float) -> list[tuple[str, float, float]]:
     """(name, start s, end s) of each start-up phase the worker reported (framework, data, model, first step): each
     lasts until the next begins; the last until training's first step ended (else the first epoch's end)."""
     marks = sorted((p for p in phases or [] if p.get("t_s") is not None), key=lambda p: p["t_s"])
-    first_end = next((e["t_end_s"] for e in epochs if e.get("t_end_s") is not None), t_max)
+    first_end = next((e.t_end_s for e in epochs if e.t_end_s is not None), t_max)
     bands = []
     for i, mark in enumerate(marks):
         name = str(mark.get("phase"))
@@ -110,21 +131,21 @@ def phase_bands(phases: Sequence[Mapping[str, Any]] | None, epochs: Sequence[Map
 def _marks(fig: go.Figure, s: Series, t_max: float) -> None:
     """One run's start-up phases shaded and named, its epochs' ends dotted and each epoch named; names that would
     overlap another are left out (chart_style.place_labels)."""
-    epochs = list(s.get("epochs") or [])
-    bands = phase_bands(s.get("phases"), epochs, t_max)
+    epochs = s.epochs
+    bands = phase_bands(s.phases, epochs, t_max)
     shapes: list[dict[str, Any]] = [
         {"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1, "layer": "below",
          "fillcolor": PHASE_FILLS[k % len(PHASE_FILLS)], "line": {"width": 0}} for k, (_, x0, x1) in enumerate(bands)]
     labels = [((x0 + x1) / 2, name) for name, x0, x1 in bands]
     start = bands[-1][2] if bands else None
     for e in epochs:
-        end = e.get("t_end_s")
+        end = e.t_end_s
         if end is None:
             continue
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": end, "x1": end, "y0": 0, "y1": 1,
                        "line": {"color": "#9aa3b2", "dash": "dot", "width": 1}})
-        begin = e.get("t_start_s", start)
-        name = f"epoch {e.get('epoch')}" + (" (tracing)" if e.get("includes_tracing") else "")
+        begin = e.t_start_s if e.t_start_s is not None else start
+        name = f"epoch {e.epoch}" + (" (tracing)" if e.includes_tracing else "")
         labels.append(((begin + end) / 2 if begin is not None else end, name))
         start = end
     names = [{"x": x, "y": UTIL_TOP, "xref": "x", "yref": "y", "yanchor": "top", "yshift": -row * (style.LABEL_PX + 6),
@@ -142,13 +163,13 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
     reports them) over time; with ``show_process``, the training process's CPU in cores (right axis) and, in a
     second row, its memory beside the machine's. One run: its start-up phases shaded and named, its epochs named."""
     many = len(series) > 1
-    runs = [(s, thin(list(s.get("samples") or []))) for s in series]
+    runs = [(s, thin(s.samples)) for s in series]
     # drawn from the first sample that carries the reading, even while its value is still None (psutil's first
     # process reading is): a live chart keeps its traces from the start instead of being redrawn when they appear
     # and before the first sample, since this project's sampler always takes them
     waiting = not any(rows for _, rows in runs)
-    process = show_process and (waiting or any("process_cpu_percent" in row for _, rows in runs for row in rows))
-    memory = show_process and (waiting or any(k in row for _, rows in runs for row in rows
+    process = show_process and (waiting or any(row.carries("process_cpu_percent") for _, rows in runs for row in rows))
+    memory = show_process and (waiting or any(row.carries(k) for _, rows in runs for row in rows
                                               for k in ("process_rss_mib", "ram_used_mib")))
     fig = make_subplots(rows=2 if memory else 1, cols=1, shared_xaxes=True, vertical_spacing=0.1,
                         row_heights=[0.7, 0.3] if memory else None, specs=[[{"secondary_y": process}]]
@@ -156,10 +177,10 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
     hover = "%{x:.1f} s: %{y:.0f} %<extra>%{fullData.name}</extra>"
     t_max, top_cores = 0.0, 0.0
     for i, (s, samples) in enumerate(runs):
-        prefix = f"{s.get('label', f'run {i + 1}')} · " if many else ""
+        prefix = f"{s.label} · " if many else ""
         colour = PALETTE[i % len(PALETTE)]
-        t = [row["t_s"] for row in samples]
-        t_max = max([t_max, *t, *(e.get("t_end_s") or 0.0 for e in s.get("epochs") or [])])
+        t = [row.t_s for row in samples]
+        t_max = max([t_max, *t, *(e.t_end_s or 0.0 for e in s.epochs)])
         fig.add_scatter(x=t, y=_values(samples, "cpu_percent"), mode="lines", name=f"{prefix}CPU, whole machine",
                         line={"color": colour, "width": 2.5}, connectgaps=False, hovertemplate=hover, row=1, col=1)
         cores = _values(samples, "process_cpu_percent", 100.0)
@@ -169,7 +190,7 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
                             line={"color": colour, "width": 2, "dash": "dot"},
                             connectgaps=False, row=1, col=1, secondary_y=True,
                             hovertemplate="%{x:.1f} s: %{y:.2f} cores<extra>%{fullData.name}</extra>")
-        gpu_indices = sorted({g["index"] for row in samples for g in (row.get("gpus") or [])})
+        gpu_indices = sorted({g.index for row in samples for g in row.gpus or ()})
         for k, index in enumerate(gpu_indices):
             for m, (key, name, dash) in enumerate(GPU_METRICS):
                 values = _gpu_values(samples, index, key)
@@ -185,7 +206,7 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
             for key, name, dash in (("ram_used_mib", "machine memory in use", "solid"),
                                     ("process_rss_mib", "training process memory", "dot"))[1 if many else 0:]:
                 values = _values(samples, key, MIB_PER_GIB)
-                if waiting or any(key in row for row in samples):
+                if waiting or any(row.carries(key) for row in samples):
                     fig.add_scatter(x=t, y=values, mode="lines", name=f"{prefix}{name} (GiB)", connectgaps=False,
                                     line={"color": colour if many else PALETTE[5], "dash": dash, "width": 2},
                                     row=2, col=1,
@@ -210,17 +231,17 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
     return fig
 
 
-def loss_accuracy_figure(epochs: Sequence[Mapping[str, Any]], *, title: str = "Loss and accuracy") -> go.Figure:
+def loss_accuracy_figure(epochs: Sequence[Epoch], *, title: str = "Loss and accuracy") -> go.Figure:
     """Training and validation loss (left axis) and accuracy (right axis) per epoch."""
     fig = go.Figure()
-    x = [e["epoch"] for e in epochs]
-    fig.add_scatter(x=x, y=[e.get("loss") for e in epochs], name="loss", mode="lines+markers",
+    x = [e.epoch for e in epochs]
+    fig.add_scatter(x=x, y=[e.loss for e in epochs], name="loss", mode="lines+markers",
                     line={"color": PALETTE[1]})
-    fig.add_scatter(x=x, y=[e.get("val_loss") for e in epochs], name="val loss", mode="lines+markers",
+    fig.add_scatter(x=x, y=[e.val_loss for e in epochs], name="val loss", mode="lines+markers",
                     line={"color": PALETTE[1], "dash": "dot"})
-    fig.add_scatter(x=x, y=[e.get("accuracy") for e in epochs], name="accuracy", mode="lines+markers",
+    fig.add_scatter(x=x, y=[e.accuracy for e in epochs], name="accuracy", mode="lines+markers",
                     line={"color": PALETTE[2]}, yaxis="y2")
-    fig.add_scatter(x=x, y=[e.get("val_accuracy") for e in epochs], name="val accuracy", mode="lines+markers",
+    fig.add_scatter(x=x, y=[e.val_accuracy for e in epochs], name="val accuracy", mode="lines+markers",
                     line={"color": PALETTE[2], "dash": "dot"}, yaxis="y2")
     # accuracy 0-1 in steps of 0.2 (an overlaying axis left to itself syncs to the loss axis: 0.205, 0.409, ...)
     fig.update_layout(yaxis={"title": "loss", "rangemode": "tozero"},
@@ -231,16 +252,15 @@ def loss_accuracy_figure(epochs: Sequence[Mapping[str, Any]], *, title: str = "L
     return _layout(fig, title, height=300)
 
 
-def per_core_heatmap(samples: Sequence[Mapping[str, Any]], *, title: str = "CPU utilization per core") -> go.Figure:
+def per_core_heatmap(samples: Sequence[Sample], *, title: str = "CPU utilization per core") -> go.Figure:
     """Heatmap of per-core CPU % over time (rows = cores)."""
-    rows = thin(list(samples), 600)
-    cores = max((len(r.get("cpu_per_core") or []) for r in rows), default=0)
-    z = [[(r.get("cpu_per_core") or [None] * cores)[c] if c < len(r.get("cpu_per_core") or []) else None
-          for r in rows] for c in range(cores)]
+    rows = thin(samples, 600)
+    cores = max((len(r.cpu_per_core or ()) for r in rows), default=0)
+    z = [[(r.cpu_per_core or ())[c] if c < len(r.cpu_per_core or ()) else None for r in rows] for c in range(cores)]
     plot_px = max(120, 26 * cores)
     # ticks far enough apart for their font: 0 and 100 on a short bar, 0/50/100 from 3 tick heights each
     ticks = [0, 50, 100] if plot_px >= 6 * style.TICK_PX else [0, 100]
-    fig = go.Figure(go.Heatmap(x=[r["t_s"] for r in rows], y=[f"core {c}" for c in range(cores)], z=z,
+    fig = go.Figure(go.Heatmap(x=[r.t_s for r in rows], y=[f"core {c}" for c in range(cores)], z=z,
                                zmin=0, zmax=100, colorscale="Blues",
                                colorbar={"title": {"text": "%", "side": "top"}, "tickvals": ticks, "len": 1.0,
                                          "lenmode": "fraction", "thickness": 18,
@@ -429,13 +449,13 @@ def warm_up() -> None:
     Plotly loads its validators lazily, so the first figure of each kind costs 100-300 ms more than the next; a server
     calls this in a background thread at start so that cost does not land on the first live refresh of a run.
     """
-    samples = [{"t_s": float(t), "cpu_percent": 1.0, "cpu_per_core": [1.0], "process_cpu_percent": 100.0,
-                "process_rss_mib": 500.0, "ram_used_mib": 900.0, "gpus": [{"index": 0, "util_percent": 1.0}]}
+    samples = [Sample(t_s=float(t), cpu_percent=1.0, cpu_per_core=(1.0,), process_cpu_percent=100.0,
+                      process_rss_mib=500.0, ram_used_mib=900.0, gpus=(GpuReading(index=0, util_percent=1.0),))
                for t in (0, 1)]
-    epochs = [{"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True, "t_end_s": 1.0, "loss": 1.0,
-               "accuracy": 0.5, "val_loss": 1.0, "val_accuracy": 0.5}]
-    series = [{"label": "warm-up", "epochs": epochs, "samples": samples,
-               "phases": [{"phase": "loading data", "t_s": 0.0}, {"phase": "first step", "t_s": 0.5}]}]
+    epochs = [Epoch(epoch=1, epoch_seconds=1.0, includes_tracing=True, t_end_s=1.0, loss=1.0, accuracy=0.5,
+                    val_loss=1.0, val_accuracy=0.5)]
+    series = [Series(label="warm-up", epochs=epochs, samples=samples,
+                     phases=[{"phase": "loading data", "t_s": 0.0}, {"phase": "first step", "t_s": 0.5}])]
     for fig in (epoch_time_figure(series), utilization_figure(series), loss_accuracy_figure(epochs)):
         fig.to_dict()
         fig.to_json()

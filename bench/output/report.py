@@ -26,6 +26,7 @@ from bench import records
 from bench.output import charts
 from bench.analysis import compare, metrics, run_summary
 from bench.config import ConfigError, RunConfig
+from bench.readings import epochs_of, samples_of
 from bench.records import ACTIVE as ACTIVE_STATUSES
 from bench.records import COMPARISON_SCHEMA, EXPORT_HINT, RecordError
 
@@ -265,20 +266,21 @@ def _fmt_number(value: Any, fmt: str, unit: str = "") -> str:
 
 
 def _run_headline(record: Mapping[str, Any]) -> str:
-    summary = run_summary.summarize(record.get("epochs") or [], record.get("samples") or [])
+    epochs = epochs_of(record.get("epochs"))
+    summary = run_summary.summarize(epochs, samples_of(record.get("samples")))
     steady, first = summary["steady_epoch_seconds"], summary["first_epoch_seconds"]
     where = (record.get("info") or {}).get("placement")
     where_text = f" on {where}" if where else ""
     if steady is None:
         return (f"No steady-state epoch yet{where_text}: it needs at least two epochs (epoch 1 includes tracing); "
                 f"first epoch {metrics.format_seconds(first)}.")
-    count = len(metrics.steady_epoch_times(record.get("epochs") or []))
+    count = len(metrics.steady_epoch_times(epochs))
     return (f"Steady epoch {metrics.format_seconds(steady)}{where_text} (median of {count} epoch"
             f"{'s' if count != 1 else ''} after the first); first epoch, with tracing: {metrics.format_seconds(first)}.")
 
 
 def _run_section(record: Mapping[str, Any], name: str) -> str:
-    summary = run_summary.summarize(record.get("epochs") or [], record.get("samples") or [])
+    summary = run_summary.summarize(epochs_of(record.get("epochs")), samples_of(record.get("samples")))
     raw_info, raw_error = record.get("info"), record.get("error")
     info: Mapping[str, Any] = raw_info if isinstance(raw_info, Mapping) else {}
     error: Mapping[str, Any] | None = raw_error if isinstance(raw_error, Mapping) else None
@@ -341,7 +343,7 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
         headlines = [_run_headline(doc)]
         title = f"Training run #{doc.get('id')}: {run_label(doc)}"
     firsts = "; ".join(
-        f"{name} {metrics.format_seconds(run_summary.summarize(r.get('epochs') or [], []).get('first_epoch_seconds'))}"
+        f"{name} {metrics.format_seconds(run_summary.summarize(epochs_of(r.get('epochs')), []).get('first_epoch_seconds'))}"
         for name, r in zip(names, runs))
     intro = "".join(f"<p class='headline'>{_e(h)}</p>" for h in headlines)
     intro += (f"<p>First epoch, which includes graph tracing and is left out of every steady-state figure: "
@@ -352,16 +354,14 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
     intro += "".join(_run_section(r, n) for r, n in zip(runs, names))
     intro += f"<p class='note'>Generated {_e(time.strftime('%Y-%m-%d %H:%M:%S'))} by bench.</p>" + _CSS
 
-    series: list[dict[str, Any]] = [
-        {"label": n, "epochs": list(r.get("epochs") or []), "samples": list(r.get("samples") or []),
-         "phases": (r.get("info") or {}).get("phases")} for r, n in zip(runs, names)]
+    series = [charts.Series.of_record(r, n) for r, n in zip(runs, names)]
     figures = [charts.epoch_time_figure(series)]
-    if any(s["samples"] for s in series):
+    if any(s.samples for s in series):
         figures.append(charts.utilization_figure(series))
     for s in series:
-        if s["epochs"]:
-            suffix = f" — {s['label']}" if len(series) > 1 else ""
-            figures.append(charts.loss_accuracy_figure(s["epochs"], title=f"Loss and accuracy{suffix}"))
+        if s.epochs:
+            suffix = f" — {s.label}" if len(series) > 1 else ""
+            figures.append(charts.loss_accuracy_figure(s.epochs, title=f"Loss and accuracy{suffix}"))
     return charts.to_html(figures, title=_e(title), intro_html=intro)
 
 
@@ -480,7 +480,7 @@ def import_into_store(store: Any, record: Importable | Mapping[str, Any]) -> lis
         if partial is not None:  # the store holds the start of this very run: the file completes it in place
             store.replace_run(partial, status=str(run.status), started_at=run.started_at, ended_at=run.ended_at,
                               hardware=run.hardware, info=run.info, error=run.error, epochs=epochs, samples=samples,
-                              summary=run_summary.summarize(epochs, samples, info=run.info, config=run.config))
+                              summary=run_summary.summarize(run.epochs, run.samples, info=run.info, config=run.config))
             ids.append(partial)
             continue
         label = run_label({"label": run.label, "config": run.config, "id": run.id})  # not to_dict: no second summary
@@ -500,7 +500,7 @@ def import_into_store(store: Any, record: Importable | Mapping[str, Any]) -> lis
             ids.append(store.create_run(dict(run.config), status=status, label=label, created_at=run.created_at))
             store.update_run(ids[-1], started_at=run.started_at, ended_at=run.ended_at, hardware=run.hardware,
                              info=info, error=error,
-                             summary=run_summary.summarize(epochs, samples, info=info, config=run.config))
+                             summary=run_summary.summarize(run.epochs, run.samples, info=info, config=run.config))
             for epoch in epochs:
                 store.add_epoch(ids[-1], epoch)
             store.add_samples(ids[-1], samples)

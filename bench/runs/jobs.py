@@ -422,7 +422,7 @@ class JobManager:
         if state.status != Status.FINISHED or target.kind == "gpus":
             return
         with self._lock:
-            record = {"epochs": list(state.epochs), "info": dict(state.info)}
+            record = {"epochs": [e.to_dict() for e in state.epochs], "info": dict(state.info)}
         achieved = compare.achieved_gflops(record)
         try:
             flagged = achieved is not None and peak_cache.mark_stale(

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench import records
+from bench.readings import Epoch, Sample, epochs_of, samples_of
 from bench.analysis import metrics, run_summary
 from bench.config import RunConfig
 from bench.records import Status
@@ -79,8 +80,8 @@ class RunSnapshot:
     phase: str
     info: dict[str, Any]
     progress: dict[str, Any]
-    epochs: list[dict[str, Any]]
-    samples: list[dict[str, Any]]
+    epochs: tuple[Epoch, ...]
+    samples: tuple[Sample, ...]
     error: dict[str, Any] | None
     store_error: str | None
     hardware: dict[str, Any]
@@ -113,7 +114,7 @@ class RunSnapshot:
         """Seconds left, from the steady epoch time (or the first epoch) and the batch progress."""
         epochs_total = self.config.epochs
         per_epoch = metrics.steady_epoch_seconds(self.epochs) or (
-            self.epochs[-1]["epoch_seconds"] if self.epochs else None
+            self.epochs[-1].epoch_seconds if self.epochs else None
         )
         if per_epoch is None or not self.active:
             return None
@@ -129,7 +130,7 @@ class RunSnapshot:
             id=int(run["id"]), config=RunConfig.from_dict(run.get("config") or {}), status=Status(run["status"]),
             created_at=float(run.get("created_at") or 0.0), started_at=run.get("started_at"),
             ended_at=run.get("ended_at"), phase=str(run["status"]), info=dict(run.get("info") or {}), progress={},
-            epochs=list(run.get("epochs") or []), samples=list(run.get("samples") or []), error=run.get("error"),
+            epochs=epochs_of(run.get("epochs")), samples=samples_of(run.get("samples")), error=run.get("error"),
             store_error=None, hardware=dict(run.get("hardware") or {}), queue_position=None, saved=True, owner=owner)
 
     def record(self) -> dict[str, Any]:
@@ -138,7 +139,8 @@ class RunSnapshot:
         return records.run_record(
             id=self.id, status=self.status, config=self.config.to_dict(), hardware=self.hardware, info=self.info,
             created_at=self.created_at, started_at=self.started_at, ended_at=self.ended_at, error=self.error,
-            store_error=self.store_error, epochs=self.epochs, samples=self.samples, summary=self.summary)
+            store_error=self.store_error, epochs=[e.to_dict() for e in self.epochs],
+            samples=[s.to_dict() for s in self.samples], summary=self.summary)
 
 
 @dataclass
@@ -155,8 +157,8 @@ class RunState:
     phase: str = Status.QUEUED.value
     info: dict[str, Any] = field(default_factory=dict)
     progress: dict[str, Any] = field(default_factory=dict)
-    epochs: list[dict[str, Any]] = field(default_factory=list)
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    epochs: list[Epoch] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
     error: dict[str, Any] | None = None
     store_error: str | None = None
     stop_requested_at: float | None = None
@@ -165,7 +167,7 @@ class RunState:
     dirty: bool = False  # the store failed a write: writes wait for the next whole re-write (_resync)
     dirty_mark: int = 0  # counts the writes that waited, so a re-write knows whether it caught up with them
     # samples not yet in the store, each with its number in the run (the store keeps one row per number)
-    unsaved_samples: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    unsaved_samples: list[tuple[int, Sample]] = field(default_factory=list)
     samples_in_flight: int = 0  # taken out of unsaved_samples by a write that has not returned yet
     next_sample_seq: int = 0
 
@@ -177,7 +179,7 @@ def snapshot_of(state: RunState, *, queue_position: int | None, store_attached: 
     return RunSnapshot(
         id=state.id, config=state.config, status=state.status, created_at=state.created_at,
         started_at=state.started_at, ended_at=state.ended_at, phase=state.phase, info=dict(state.info),
-        progress=dict(state.progress), epochs=list(state.epochs), samples=list(state.samples),
+        progress=dict(state.progress), epochs=tuple(state.epochs), samples=tuple(state.samples),
         error=dict(state.error) if state.error else None, store_error=state.store_error,
         hardware=state.hardware, queue_position=queue_position,
         saved=(store_attached and state.stored and not state.dirty and not state.unsaved_samples

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 
 from bench import settings
 from bench.analysis import run_summary
+from bench.readings import Epoch, Sample
 from bench.runs.run_state import TERMINAL, RunState
 from bench.store import Store, StoreError
 
@@ -68,11 +69,11 @@ class RunWriter:
         if self.store is not None:
             self.write(state, self.store.update_run, state.id, **fields)
 
-    def add_epoch(self, state: RunState, epoch: dict[str, Any]) -> None:
+    def add_epoch(self, state: RunState, epoch: Epoch) -> None:
         if self.store is not None:
-            self.write(state, self.store.add_epoch, state.id, epoch)
+            self.write(state, self.store.add_epoch, state.id, epoch.to_dict())
 
-    def keep_sample(self, state: RunState, sample: dict[str, Any]) -> None:
+    def keep_sample(self, state: RunState, sample: Sample) -> None:
         """Hold a sample, numbered in its run, for the next flush (call under the lock)."""
         if self.store is not None and state.stored:
             state.unsaved_samples.append((state.next_sample_seq, sample))
@@ -140,7 +141,7 @@ class RunWriter:
                 self.store.ensure_run(state.id, state.config.to_dict(), created_at=state.created_at,
                                       label=state.config.label())
                 self.store.update_run(state.id, **fields)
-                self.store.add_epochs(state.id, epochs)
+                self.store.add_epochs(state.id, [e.to_dict() for e in epochs])
                 _write_samples(self.store, state.id, samples)
             except StoreError as exc:
                 with self._lock:
@@ -200,7 +201,7 @@ class RunWriter:
 
 
 
-def _take_samples(state: RunState) -> list[tuple[int, dict[str, Any]]]:
+def _take_samples(state: RunState) -> list[tuple[int, Sample]]:
     """Take every unsaved sample out for one write (call under the lock): a flush and a re-write running at once
     never take the same sample, and samples kept meanwhile wait for the next write."""
     batch = list(state.unsaved_samples)
@@ -209,7 +210,7 @@ def _take_samples(state: RunState) -> list[tuple[int, dict[str, Any]]]:
     return batch
 
 
-def _return_samples(state: RunState, batch: list[tuple[int, dict[str, Any]]]) -> None:
+def _return_samples(state: RunState, batch: list[tuple[int, Sample]]) -> None:
     """Put back a batch whose write failed, ahead of the samples kept meanwhile (call under the lock)."""
     state.unsaved_samples[:0] = batch
     state.samples_in_flight -= len(batch)
@@ -221,8 +222,8 @@ def _trim(state: RunState) -> None:
         del state.unsaved_samples[:len(state.unsaved_samples) - MAX_UNSAVED_SAMPLES]
 
 
-def _write_samples(store: Store, run_id: int, batch: list[tuple[int, dict[str, Any]]]) -> None:
-    store.add_samples(run_id, [sample for _, sample in batch], seqs=[seq for seq, _ in batch])
+def _write_samples(store: Store, run_id: int, batch: list[tuple[int, Sample]]) -> None:
+    store.add_samples(run_id, [sample.to_dict() for _, sample in batch], seqs=[seq for seq, _ in batch])
 
 
 def _summary(state: RunState) -> dict[str, Any]:

@@ -10,13 +10,14 @@ import queue as queue_module
 import signal
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from bench.hardware import energy
 from bench.runs import events
 from bench.analysis import metrics
 from bench.hardware.monitor import Sample, Sampler
+from bench.readings import Epoch
 from bench.records import Status
 from bench.runs.run_state import TERMINAL, RunState, finish
 from bench.runs.run_writer import SAMPLE_FLUSH_S, RunWriter
@@ -70,7 +71,7 @@ class Supervisor:
         self._log_path = log_path
         self.hang_timeout_s = hang_timeout_s
         self.stop_grace_s = stop_grace_s
-        self._unsettled: list[dict[str, Any]] = []  # epochs whose energy waits for a sample after their end
+        self._unsettled: list[int] = []  # the epochs (numbers) whose energy waits for a sample after their end
 
     def run(self, spare: Spare | None = None) -> None:
         """Supervise the worker until the run ends; the outcome is stored before it is shown."""
@@ -107,14 +108,13 @@ class Supervisor:
 
     def _on_sample(self, sample: Sample) -> None:
         """Keep one sample in memory (older halves thinned 2:1 past MAX_LIVE_SAMPLES) and for the store."""
-        data = sample.to_dict()
         state = self.state
         with self._lock:
-            state.samples.append(data)
+            state.samples.append(sample)
             if len(state.samples) > MAX_LIVE_SAMPLES:
                 half = len(state.samples) // 2
                 state.samples[:half] = state.samples[:half:2]
-            self.writer.keep_sample(state, data)
+            self.writer.keep_sample(state, sample)
 
     def _loop(self, worker: _Worker, outcome: _Outcome) -> None:
         """Fold the worker's events into the run until it ends: by its own last event, by exiting, by a Stop past
@@ -182,17 +182,21 @@ class Supervisor:
         from the samples around it, and write it again when that changed it."""
         settled = []
         with self._lock:
-            for epoch in list(self._unsettled):
-                if not final and not energy.covers(state.samples, epoch.get("t_end_s")):
+            for number in list(self._unsettled):
+                at = next(i for i, e in enumerate(state.epochs) if e.epoch == number)
+                epoch = state.epochs[at]
+                if not final and not energy.covers(state.samples, epoch.t_end_s):
                     continue
-                start, end = epoch.get("t_start_s"), epoch.get("t_end_s")
-                devices = list(epoch["energy_j"])
-                before = (dict(epoch["energy_j"]), list(epoch["energy_estimated"]), epoch["throttle_reasons"])
-                epoch["energy_j"], epoch["energy_estimated"] = energy.epoch_energy(state.samples, start, end, devices)
-                epoch["throttle_reasons"] = energy.epoch_throttle_reasons(state.samples, start, end, devices)
-                self._unsettled.remove(epoch)
-                if (epoch["energy_j"], epoch["energy_estimated"], epoch["throttle_reasons"]) != before:
-                    settled.append(epoch)  # written again only when the samples added something to it
+                start, end = epoch.t_start_s, epoch.t_end_s
+                devices = list(epoch.energy_j or {})
+                joules, estimated = energy.epoch_energy(state.samples, start, end, devices)
+                reasons = energy.epoch_throttle_reasons(state.samples, start, end, devices)
+                now = replace(epoch, energy_j=joules, energy_estimated=tuple(estimated),
+                              throttle_reasons=tuple(reasons) if reasons is not None else None)
+                self._unsettled.remove(number)
+                if now != epoch:  # written again only when the samples added something to it
+                    state.epochs[at] = now
+                    settled.append(now)
         for epoch in settled:
             self.writer.add_epoch(state, epoch)
 
@@ -246,15 +250,16 @@ class Supervisor:
             elif kind == events.PROGRESS:
                 state.progress = {"epoch": event["epoch"], "batch": event["batch"], "batches": event["batches"]}
             elif kind == events.EPOCH:
-                epoch = events.fields_of(event, "started_wall", "ended_wall")
-                epoch["t_start_s"] = event["started_wall"] - t0_wall
-                epoch["t_end_s"] = event["ended_wall"] - t0_wall
+                fields = events.fields_of(event, "started_wall", "ended_wall")
+                fields["t_start_s"] = event["started_wall"] - t0_wall
+                fields["t_end_s"] = event["ended_wall"] - t0_wall
                 flops = state.info.get("flops_per_sample")
-                epoch["achieved_gflops"] = (metrics.achieved_gflops(flops, epoch.get("samples_per_s"))
-                                            if isinstance(flops, (int, float)) and flops else None)
+                fields["achieved_gflops"] = (metrics.achieved_gflops(flops, fields.get("samples_per_s"))
+                                             if isinstance(flops, (int, float)) and flops else None)
                 devices = energy.devices_used(state.config, state.samples)
-                epoch.update(energy_j={d: None for d in devices}, energy_estimated=[], throttle_reasons=None)
-                self._unsettled.append(epoch)
+                fields.update(energy_j={d: None for d in devices}, energy_estimated=[], throttle_reasons=None)
+                epoch = Epoch.of(fields)
+                self._unsettled.append(epoch.epoch)
                 state.epochs.append(epoch)
             elif kind == events.FINISHED:
                 status = event.get("status", Status.FINISHED)

@@ -24,5 +24,5 @@ def test_run_under_each_backend(backend, jit):
     assert snap.info["backend"] == backend
     assert snap.info["framework"].startswith(backend)
     assert "cpu" in snap.info["placement"].lower()
-    assert [e["epoch"] for e in snap.epochs] == [1, 2]
-    assert snap.epochs[-1]["loss"] < snap.epochs[0]["loss"] * 1.5
+    assert [e.epoch for e in snap.epochs] == [1, 2]
+    assert snap.epochs[-1].loss < snap.epochs[0].loss * 1.5

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pytest
 
 from bench.output import chart_style, charts
+from bench.readings import epochs_of, samples_of
 
 
 def epochs(n: int) -> list[dict]:
@@ -15,13 +17,19 @@ def epochs(n: int) -> list[dict]:
             for i in range(n)]
 
 
+def series(label: str, epoch_rows: Sequence[dict] = (), sample_rows: Sequence[dict] = (),
+           phases: list[dict] | None = None) -> charts.Series:
+    """A chart series from readable dict fixtures, as a run record holds them."""
+    return charts.Series(label, epochs_of(epoch_rows), samples_of(sample_rows), phases)
+
+
 def samples(n: int, gpus: int = 1) -> list[dict]:
     return [{"t_s": i * 0.5, "cpu_percent": None if i == 3 else 50.0, "cpu_per_core": [10.0, 90.0],
              "gpus": [{"index": g, "util_percent": None if i == 2 else 30.0} for g in range(gpus)]} for i in range(n)]
 
 
 def test_epoch_bars_mark_the_tracing_epoch():
-    fig = charts.epoch_time_figure([{"label": "a", "epochs": epochs(3)}, {"label": "b", "epochs": epochs(2)}])
+    fig = charts.epoch_time_figure([series("a", epochs(3)), series("b", epochs(2))])
     assert len(fig.data) == 2
     assert list(fig.data[0].y) == [1.0, 2.0, 3.0]
     assert list(fig.data[0].marker.pattern.shape) == ["/", "", ""]
@@ -29,7 +37,7 @@ def test_epoch_bars_mark_the_tracing_epoch():
 
 
 def test_utilization_keeps_gaps_and_draws_each_gpu():
-    fig = charts.utilization_figure([{"label": "r", "samples": samples(6, gpus=2), "epochs": epochs(2)}])
+    fig = charts.utilization_figure([series("r", epochs(2), samples(6, gpus=2))])
     names = [t.name for t in fig.data]
     assert names == ["CPU, whole machine", "GPU 0", "GPU 1"]
     assert fig.data[0].y[3] is None, "a missing CPU reading is a gap, not 0"
@@ -38,7 +46,7 @@ def test_utilization_keeps_gaps_and_draws_each_gpu():
 
 
 def test_utilization_names_a_lone_cpu_line():
-    fig = charts.utilization_figure([{"label": "r", "samples": samples(4, gpus=0), "epochs": epochs(1)}])
+    fig = charts.utilization_figure([series("r", epochs(1), samples(4, gpus=0))])
     assert [t.name for t in fig.data] == ["CPU, whole machine"]
     assert fig.layout.showlegend is True, "Plotly hides the legend of a single trace unless told"
 
@@ -67,13 +75,14 @@ def test_a_stale_peak_is_named_as_being_re_measured():
 
 
 def test_per_core_heatmap_rows_are_cores():
-    fig = charts.per_core_heatmap(samples(4))
+    fig = charts.per_core_heatmap(samples_of(samples(4)))
     assert list(fig.data[0].y) == ["core 0", "core 1"]
     assert list(fig.data[0].z[1]) == [90.0] * 4
 
 
 def test_html_report_inlines_plotly_once():
-    html = charts.to_html([charts.loss_accuracy_figure(epochs(2)), charts.epoch_time_figure([{"epochs": epochs(2)}])],
+    html = charts.to_html([charts.loss_accuracy_figure(epochs_of(epochs(2))),
+                          charts.epoch_time_figure([series("run 1", epochs(2))])],
                           title="t")
     assert html.count("plotly.js v") == 1, "plotly.js is inlined exactly once"
     assert html.count("Plotly.newPlot") == 2 and "<h1>t</h1>" in html
@@ -118,9 +127,10 @@ def sweep_rows() -> list[dict]:
 
 
 def every_figure() -> dict[str, object]:
-    series = [{"label": "r", "epochs": epochs(3), "samples": process_samples(20, 2), "phases": PHASES}]
-    return {"epochs": charts.epoch_time_figure(series), "util": charts.utilization_figure(series),
-            "loss": charts.loss_accuracy_figure(epochs(3)), "heat": charts.per_core_heatmap(samples(4)),
+    runs = [series("r", epochs(3), process_samples(20, 2), PHASES)]
+    return {"epochs": charts.epoch_time_figure(runs), "util": charts.utilization_figure(runs),
+            "loss": charts.loss_accuracy_figure(epochs_of(epochs(3))),
+            "heat": charts.per_core_heatmap(samples_of(samples(4))),
             "sweep_util": charts.sweep_utilization_figure(sweep_rows()),
             "rate": charts.sweep_throughput_figure(sweep_rows()), "gflops": charts.sweep_gflops_figure(sweep_rows())}
 
@@ -161,20 +171,20 @@ def test_log_ticks_thin_to_powers_of_ten_over_many_decades():
 
 
 def test_accuracy_axis_is_zero_to_one_in_round_steps():
-    axis = charts.loss_accuracy_figure(epochs(3)).layout.yaxis2
+    axis = charts.loss_accuracy_figure(epochs_of(epochs(3))).layout.yaxis2
     assert list(axis.range) == [0, 1.0]
     assert list(axis.tickvals) == [0, 0.2, 0.4, 0.6, 0.8, 1.0] and axis.tickformat == ".1f"
 
 
 def test_utilization_axis_ticks_are_round():
-    fig = charts.utilization_figure([{"label": "r", "samples": process_samples(4, 1), "epochs": epochs(1)}])
+    fig = charts.utilization_figure([series("r", epochs(1), process_samples(4, 1))])
     assert list(fig.layout.yaxis.tickvals) == [0, 20, 40, 60, 80, 100]
     assert all(float(v).is_integer() for v in fig.layout.yaxis2.tickvals), "whole cores"
 
 
 def test_heatmap_colour_bar_ticks_have_room():
     for cores in (1, 2, 4, 16):  # the colour bar spans the plot: its ticks are as far apart as the plot allows
-        fig = charts.per_core_heatmap([{"t_s": 0.0, "cpu_per_core": [1.0] * cores}])
+        fig = charts.per_core_heatmap(samples_of([{"t_s": 0.0, "cpu_per_core": [1.0] * cores}]))
         bar = fig.data[0].colorbar
         plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
         assert bar.len == 1.0 and bar.lenmode == "fraction" and bar.tickfont.size >= 14
@@ -184,8 +194,7 @@ def test_heatmap_colour_bar_ticks_have_room():
 
 def test_start_up_phases_are_shaded_and_named_and_epochs_named():
     timed = [e | {"t_start_s": 6.8 + 2 * i, "t_end_s": 8.8 + 2 * i} for i, e in enumerate(epochs(3))]
-    fig = charts.utilization_figure([{"label": "r", "samples": process_samples(30, 2), "epochs": timed,
-                                      "phases": PHASES}])
+    fig = charts.utilization_figure([series("r", timed, process_samples(30, 2), PHASES)])
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
     assert [(r.x0, r.x1) for r in rects] == [(0.2, 4.0), (4.0, 5.0), (5.0, 6.0), (6.0, 6.8)]
     names = [a.text for a in fig.layout.annotations]
@@ -197,13 +206,14 @@ def test_start_up_phases_are_shaded_and_named_and_epochs_named():
 
 def test_phase_bands_end_at_the_first_epoch_without_a_training_mark():
     bands = charts.phase_bands([{"phase": "loading data", "t_s": 1.0}, {"phase": "first step", "t_s": 2.0}],
-                               [{"t_end_s": 3.5}], 10.0)
+                               epochs_of([{"epoch": 1, "epoch_seconds": 3.5, "includes_tracing": True,
+                                           "t_end_s": 3.5}]), 10.0)
     assert bands == [("data", 1.0, 2.0), ("first step", 2.0, 3.5)]
     assert charts.phase_bands(None, [], 10.0) == []
 
 
 def test_no_phase_shading_for_a_record_without_phases():
-    fig = charts.utilization_figure([{"label": "r", "samples": samples(6), "epochs": epochs(2)}])
+    fig = charts.utilization_figure([series("r", epochs(2), samples(6))])
     assert not [s for s in fig.layout.shapes if s.type == "rect"]
 
 
@@ -220,8 +230,7 @@ def test_placed_labels_never_overlap():
 
 
 def test_process_cpu_in_cores_and_memory_are_drawn_beside_the_machine():
-    one, two = ({"label": name, "samples": process_samples(6, cores), "epochs": epochs(1)}
-                for name, cores in (("cpu/1", 1), ("cpu", 2)))
+    one, two = (series(name, epochs(1), process_samples(6, cores)) for name, cores in (("cpu/1", 1), ("cpu", 2)))
     fig = charts.utilization_figure([one, two])
     cores = {t.name: max(t.y) for t in fig.data if "process CPU" in t.name}
     assert cores == {"cpu/1 · training process CPU (cores, right axis)": 1.0,
@@ -232,7 +241,7 @@ def test_process_cpu_in_cores_and_memory_are_drawn_beside_the_machine():
 
 
 def test_no_process_lines_where_none_were_sampled():
-    fig = charts.utilization_figure([{"label": "r", "samples": samples(6), "epochs": epochs(1)}])
+    fig = charts.utilization_figure([series("r", epochs(1), samples(6))])
     assert not [t for t in fig.data if "process" in t.name or "memory" in t.name]
 
 
@@ -242,10 +251,10 @@ def gpm_samples(sm: float | None) -> list[dict]:
 
 
 def test_gpm_lines_only_where_the_gpu_reports_them():
-    with_gpm = charts.utilization_figure([{"label": "r", "samples": gpm_samples(42.0), "epochs": []}])
+    with_gpm = charts.utilization_figure([series("r", [], gpm_samples(42.0))])
     assert [t.name for t in with_gpm.data] == ["CPU, whole machine", "GPU 0", "GPU 0 SM active"]
     assert list(with_gpm.data[2].y) == [42.0] * 4
-    without = charts.utilization_figure([{"label": "r", "samples": gpm_samples(None), "epochs": []}])
+    without = charts.utilization_figure([series("r", [], gpm_samples(None))])
     assert [t.name for t in without.data] == ["CPU, whole machine", "GPU 0"], "no GPM: no line, not a zero line"
 
 
@@ -261,7 +270,7 @@ def test_a_live_runs_traces_are_there_from_its_first_sample():
     rows = [{"t_s": 0.5 * i, "cpu_percent": 50.0, "cpu_per_core": [50.0, 50.0],
              "process_cpu_percent": None if i == 0 else 150.0, "process_rss_mib": 800.0, "ram_used_mib": 4000.0,
              "gpus": []} for i in range(6)]
-    names = [[t.name for t in charts.utilization_figure([{"label": "#1", "samples": rows[:n], "epochs": []}]).data]
+    names = [[t.name for t in charts.utilization_figure([series("#1", [], rows[:n])]).data]
              for n in (0, 1, 6)]
     assert names[0] == names[1] == names[2], "before the first sample too"
     assert "training process CPU (cores, right axis)" in names[0]

@@ -15,6 +15,7 @@ from bench.analysis import run_summary
 from bench.config import RunConfig
 from bench.hardware.monitor import Sampler, nvml
 from bench.hardware.monitor.rapl import RaplReader
+from bench.readings import epochs_of, samples_of
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.runs.supervisor import Supervisor
@@ -122,59 +123,59 @@ def gpu_sample(t_s: float, *, energy_j: float | None = None, power_w: float | No
 
 def test_counter_is_interpolated_at_the_epoch_ends() -> None:
     # counters grow 100 J/s on the GPU and 20 J/s on the CPU; the epoch runs 1.25 s .. 3.5 s between samples
-    samples = [gpu_sample(t, energy_j=1000 + 100 * t, cpu_j=20 * t) for t in (0.0, 1.0, 2.0, 3.0, 4.0)]
+    samples = samples_of(gpu_sample(t, energy_j=1000 + 100 * t, cpu_j=20 * t) for t in (0.0, 1.0, 2.0, 3.0, 4.0))
     joules, estimated = energy.epoch_energy(samples, 1.25, 3.5, ["cpu", "gpu:0"])
     assert joules == {"cpu": pytest.approx(45.0), "gpu:0": pytest.approx(225.0)}
     assert estimated == []
 
 
 def test_epoch_shorter_than_the_sampling_interval_still_gets_joules() -> None:
-    samples = [gpu_sample(0.0, energy_j=0.0), gpu_sample(1.0, energy_j=300.0)]
+    samples = samples_of([gpu_sample(0.0, energy_j=0.0), gpu_sample(1.0, energy_j=300.0)])
     joules, _ = energy.epoch_energy(samples, 0.4, 0.5, ["gpu:0"])
     assert joules["gpu:0"] == pytest.approx(30.0)
 
 
 def test_without_the_counter_power_is_integrated_and_marked() -> None:
     # power rises linearly 100 W -> 300 W over 0..2 s: 0.5..1.5 s holds 150..250 W, 200 J
-    samples = [gpu_sample(t, power_w=100 + 100 * t) for t in (0.0, 1.0, 2.0)]
+    samples = samples_of(gpu_sample(t, power_w=100 + 100 * t) for t in (0.0, 1.0, 2.0))
     joules, estimated = energy.epoch_energy(samples, 0.5, 1.5, ["cpu", "gpu:0"])
     assert joules == {"cpu": None, "gpu:0": pytest.approx(200.0)}
     assert estimated == ["gpu:0"]
 
 
 def test_old_samples_power_watts_is_integrated_too() -> None:
-    samples = [{"t_s": t, "gpus": [{"index": 0, "power_watts": 50.0}]} for t in (0.0, 2.0)]
+    samples = samples_of({"t_s": t, "gpus": [{"index": 0, "power_watts": 50.0}]} for t in (0.0, 2.0))
     assert energy.epoch_energy(samples, 0.0, 2.0, ["gpu:0"]) == ({"gpu:0": pytest.approx(100.0)}, ["gpu:0"])
 
 
 @pytest.mark.parametrize(("start", "end"), [(-0.5, 1.0), (1.0, 2.5), (None, 1.0)])
 def test_an_end_outside_the_samples_gives_none(start: float | None, end: float) -> None:
-    samples = [gpu_sample(t, energy_j=10 * t, power_w=100.0, cpu_j=t) for t in (0.0, 1.0, 2.0)]
+    samples = samples_of(gpu_sample(t, energy_j=10 * t, power_w=100.0, cpu_j=t) for t in (0.0, 1.0, 2.0))
     joules, estimated = energy.epoch_energy(samples, start, end, ["cpu", "gpu:0"])
     assert joules == {"cpu": None, "gpu:0": None} and estimated == []
 
 
 def test_a_counter_that_went_back_gives_none() -> None:
-    samples = [gpu_sample(0.0, energy_j=5000.0), gpu_sample(1.0, energy_j=10.0)]
+    samples = samples_of([gpu_sample(0.0, energy_j=5000.0), gpu_sample(1.0, energy_j=10.0)])
     assert energy.epoch_energy(samples, 0.0, 1.0, ["gpu:0"])[0] == {"gpu:0": None}
 
 
 def test_devices_used() -> None:
-    samples = [{"t_s": 0, "gpus": [{"index": 0}, {"index": 1}]}]
+    samples = samples_of([{"t_s": 0, "gpus": [{"index": 0}, {"index": 1}]}])
     assert energy.devices_used({"device": "cpu"}, samples) == ["cpu"]
     assert energy.devices_used(RunConfig(device="gpu:1"), samples) == ["cpu", "gpu:1"]
     assert energy.devices_used({"device": "gpus"}, samples) == ["cpu", "gpu:0", "gpu:1"]
 
 
 def test_epoch_throttle_reasons() -> None:
-    samples = [gpu_sample(0.0, reasons=["thermal slowdown"]), gpu_sample(1.0, reasons=[]),
-               gpu_sample(2.0, reasons=["power cap"]), gpu_sample(3.0, reasons=["hardware slowdown"]),
-               gpu_sample(2.5, reasons=["power cap"], index=1)]
+    samples = samples_of([gpu_sample(0.0, reasons=["thermal slowdown"]), gpu_sample(1.0, reasons=[]),
+                          gpu_sample(2.0, reasons=["power cap"]), gpu_sample(3.0, reasons=["hardware slowdown"]),
+                          gpu_sample(2.5, reasons=["power cap"], index=1)])
     assert energy.epoch_throttle_reasons(samples, 0.5, 1.5, ["cpu", "gpu:0"]) == ["power cap"]  # 1.0 and 2.0
     assert energy.epoch_throttle_reasons(samples, 0.9, 1.1, ["cpu", "gpu:0"]) == ["power cap"]
     assert energy.epoch_throttle_reasons(samples, 0.0, 0.0, ["cpu", "gpu:0"]) == ["thermal slowdown"]
     assert energy.epoch_throttle_reasons(samples, 0.5, 1.5, ["cpu"]) is None, "no GPU used"
-    unknown = [gpu_sample(t) for t in (0.0, 1.0)]
+    unknown = samples_of(gpu_sample(t) for t in (0.0, 1.0))
     assert energy.epoch_throttle_reasons(unknown, 0.0, 1.0, ["cpu", "gpu:0"]) is None
 
 
@@ -195,7 +196,7 @@ def test_summary_energy_per_steady_epoch_and_per_1000_samples() -> None:
                                     "throttle_reasons": ["power cap"] if t == 6.5 else []},
                                    {"index": 1, "sm_active_percent": 0.0, "throttle_reasons": ["thermal slowdown"]}]}
                for t in (4.5, 6.5, 8.5)]
-    summary = run_summary.summarize(epochs, samples, config={"device": "gpu:0"})
+    summary = run_summary.summarize(epochs_of(epochs), samples_of(samples), config={"device": "gpu:0"})
     assert summary["energy_j_per_epoch"] == {"cpu": 120.0, "gpu:0": 500.0}, "median over epochs 2..4, None left out"
     # each steady epoch trains 500 samples/s x 2 s = 1,000 samples
     assert summary["energy_j_per_1000_samples"] == {"cpu": pytest.approx(120.0), "gpu:0": pytest.approx(500.0)}
@@ -221,7 +222,8 @@ def test_the_live_headers_energy_is_the_summarys_energy() -> None:
                          (RunConfig(), {"energy_reasons": {"cpu": "RAPL not readable"}})):
         run = epochs if info == {} else [epoch(1, {"cpu": None}), epoch(2, {"cpu": None})]
         snap = RunSnapshot(id=1, config=config, status="running", created_at=0.0, started_at=0.0, ended_at=None,
-                           phase="training", info=info, progress={}, epochs=run, samples=samples, error=None,
+                           phase="training", info=info, progress={}, epochs=epochs_of(run),
+                           samples=samples_of(samples), error=None,
                            store_error=None, hardware={}, queue_position=None)
         assert snap.energy() == {k: snap.summary[k] for k in keys}
         assert snap.energy()["energy_j_per_epoch"], "every device the run used has an entry"
@@ -230,18 +232,21 @@ def test_the_live_headers_energy_is_the_summarys_energy() -> None:
 def test_summary_names_the_reason_energy_is_none() -> None:
     epochs = [epoch(1, {"cpu": None}), epoch(2, {"cpu": None})]
     reason = "RAPL not readable here: /sys/class/powercap is absent."
-    summary = run_summary.summarize(epochs, [], info={"energy_reasons": {"cpu": reason}}, config={"device": "cpu"})
+    summary = run_summary.summarize(epochs_of(epochs), (), info={"energy_reasons": {"cpu": reason}},
+                                    config={"device": "cpu"})
     assert summary["energy_j_per_epoch"] == {"cpu": None}
     assert summary["energy_reasons"] == {"cpu": reason}
     assert summary["sm_active_percent"] is None and summary["throttle_reasons"] is None
-    gpu_run = run_summary.summarize([epoch(1, {"cpu": None, "gpu:0": None})], [], config={"device": "gpu:0"})
+    gpu_run = run_summary.summarize(epochs_of([epoch(1, {"cpu": None, "gpu:0": None})]), (),
+                                    config={"device": "gpu:0"})
     assert gpu_run["energy_reasons"]["gpu:0"].startswith("no steady epoch yet")
 
 
 def test_old_records_summarize_without_the_new_fields() -> None:
     epochs = [{"epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True},
               {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False}]
-    summary = run_summary.summarize(epochs, [{"t_s": 0.5, "gpus": [{"index": 0, "power_watts": 80.0}]}])
+    summary = run_summary.summarize(epochs_of(epochs),
+                                    samples_of([{"t_s": 0.5, "gpus": [{"index": 0, "power_watts": 80.0}]}]))
     assert summary["energy_j_per_epoch"] == {"cpu": None} and summary["achieved_gflops"] is None
 
 
@@ -261,7 +266,7 @@ def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
 
     def take(t_s: float) -> None:
         now[0] = 100.0 + t_s
-        state.samples.append(sampler.sample_once().to_dict())
+        state.samples.append(sampler.sample_once())
 
     for t_s in (0.0, 0.5, 1.0):
         take(t_s)
@@ -270,18 +275,20 @@ def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
     sup._apply_event(state, {"type": "epoch", "epoch": 2, "epoch_seconds": 0.3, "includes_tracing": False,
                              "samples_per_s": 2000.0, "started_wall": 1000.9, "ended_wall": 1001.2}, 1000.0)
     first, second = state.epochs
-    assert first["achieved_gflops"] == pytest.approx(2.0) and second["achieved_gflops"] == pytest.approx(4.0)
+    assert first.achieved_gflops == pytest.approx(2.0) and second.achieved_gflops == pytest.approx(4.0)
     sup._settle(state)
-    assert first["energy_j"]["gpu:0"] is not None and first["throttle_reasons"] == ["power cap", "thermal slowdown"]
-    assert second["energy_j"] == {"cpu": None, "gpu:0": None}, "no sample after its end yet"
+    first, second = state.epochs  # epochs are frozen: a settled one is replaced in the run's list
+    assert first.joules("gpu:0") is not None and first.throttle_reasons == ("power cap", "thermal slowdown")
+    assert second.energy_j == {"cpu": None, "gpu:0": None}, "no sample after its end yet"
     take(1.5)
     sup._settle(state)
-    gpu_j = [s["gpus"][0]["energy_j"] for s in state.samples]
-    t_s = [s["t_s"] for s in state.samples]
+    first, second = state.epochs
+    gpu_j = [s.gpus[0].energy_j for s in state.samples]
+    t_s = [s.t_s for s in state.samples]
     expected = (gpu_j[3] - gpu_j[2]) / (t_s[3] - t_s[2]) * 0.3  # the counter's slope over 1.0..1.5 s, 0.3 s
-    assert second["energy_j"]["gpu:0"] == pytest.approx(expected)
-    assert second["energy_j"]["cpu"] is None and second["energy_estimated"] == []
-    assert second["throttle_reasons"] == ["power cap", "thermal slowdown"]
+    assert second.joules("gpu:0") == pytest.approx(expected)
+    assert second.joules("cpu") is None and second.energy_estimated == ()
+    assert second.throttle_reasons == ("power cap", "thermal slowdown")
     assert sup._unsettled == []
     summary = run_summary.summarize(state.epochs, state.samples, info=state.info, config=state.config)
     assert summary["throttle_reasons"] == ["power cap", "thermal slowdown"]
@@ -299,8 +306,9 @@ def test_a_snapshots_summary_is_computed_once(monkeypatch) -> None:
     real = run_summary.summarize
     monkeypatch.setattr(run_summary, "summarize", lambda *a, **k: calls.append(1) or real(*a, **k))
     fields = dict(id=1, config=RunConfig(), status="finished", created_at=0.0, started_at=0.0, ended_at=9.0,
-                  phase="finished", info={}, progress={}, epochs=[epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0})],
-                  samples=[], error=None, store_error=None, hardware={}, queue_position=None)
+                  phase="finished", info={}, progress={},
+                  epochs=epochs_of([epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0})]), samples=(), error=None,
+                  store_error=None, hardware={}, queue_position=None)
     snap = RunSnapshot(**fields)
     assert snap.summary["epochs_done"] == 2 and snap.summary is snap.summary
     assert len(calls) == 1
@@ -316,12 +324,14 @@ def test_a_snapshots_record_carries_the_summary_it_computed(monkeypatch) -> None
 
     snap = RunSnapshot(id=1, config=RunConfig(), status="finished", created_at=0.0, started_at=0.0, ended_at=9.0,
                        phase="finished", info={}, progress={},
-                       epochs=[epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0}), epoch(3, {"cpu": 3.0})],
-                       samples=[{"t_s": 4.5, "cpu_percent": 80.0, "process_cpu_percent": 150.0}], error=None,
+                       epochs=epochs_of([epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0}), epoch(3, {"cpu": 3.0})]),
+                       samples=samples_of([{"t_s": 4.5, "cpu_percent": 80.0, "process_cpu_percent": 150.0}]),
+                       error=None,
                        store_error=None, hardware={}, queue_position=None)
     fresh = records.run_record(id=1, status="finished", config=snap.config.to_dict(), hardware={}, info={},
                                created_at=0.0, started_at=0.0, ended_at=9.0, error=None, store_error=None,
-                               epochs=snap.epochs, samples=snap.samples)["summary"]
+                               epochs=[e.to_dict() for e in snap.epochs],
+                               samples=[s.to_dict() for s in snap.samples])["summary"]
     calls = []
     real = run_summary.summarize
     monkeypatch.setattr(run_summary, "summarize", lambda *a, **k: calls.append(1) or real(*a, **k))

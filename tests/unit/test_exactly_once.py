@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from bench.readings import Epoch, Sample
 from bench.config import RunConfig
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
@@ -61,9 +62,9 @@ def _produce(writer: RunWriter, lock: threading.Lock, state: RunState, rng: rand
     """One run's sampler and epochs: samples kept as they come, flushed now and then, an epoch every 25 samples."""
     for n in range(SAMPLES_PER_RUN):
         with lock:
-            writer.keep_sample(state, {"t_s": float(n), "cpu_percent": float(n % 100)})
+            writer.keep_sample(state, Sample(t_s=float(n), cpu_percent=float(n % 100)))
         if n % 25 == 24 and len(state.epochs) < EPOCHS_PER_RUN:
-            epoch = {"epoch": len(state.epochs) + 1, "epoch_seconds": 1.0, "includes_tracing": not state.epochs}
+            epoch = Epoch(epoch=len(state.epochs) + 1, epoch_seconds=1.0, includes_tracing=not state.epochs)
             with lock:
                 state.epochs.append(epoch)
             writer.add_epoch(state, epoch)
@@ -150,7 +151,7 @@ def test_a_run_that_ends_while_the_keeper_writes_is_stored_ended_with_every_samp
     with lock:
         state.status = "running"
         for n in range(5):
-            writer.keep_sample(state, {"t_s": float(n), "cpu_percent": 1.0})
+            writer.keep_sample(state, Sample(t_s=float(n), cpu_percent=1.0))
     writer.start_keeper(lambda: [state])
     store.keeper_inside.wait(2.0)  # a keeper that re-writes healthy runs is now inside, holding what it read
     try:

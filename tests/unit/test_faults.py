@@ -77,9 +77,9 @@ def test_worker_sigkilled_mid_run_fails_with_reason_and_keeps_epochs_and_samples
     stored = store.get_run(run_id)
     assert stored["status"] == "failed"
     assert stored["error"]["error_type"] == "WorkerDied"
-    assert [e["epoch"] for e in stored["epochs"]] == [e["epoch"] for e in final.epochs], "every finished epoch is kept"
+    assert [e["epoch"] for e in stored["epochs"]] == [e.epoch for e in final.epochs], "every finished epoch is kept"
     assert len(stored["samples"]) >= len(snap.samples) > 0, "samples taken before the kill are kept"
-    assert stored["summary"]["first_epoch_seconds"] == pytest.approx(final.epochs[0]["epoch_seconds"])
+    assert stored["summary"]["first_epoch_seconds"] == pytest.approx(final.epochs[0].epoch_seconds)
     assert_next_run_works(jm)
 
 
@@ -124,9 +124,9 @@ GPU_MEASURES = ("util_percent", "mem_util_percent", "mem_used_mib", "mem_total_m
 def test_gpu_lost_mid_run_sampling_goes_on_with_none_not_zero(store, fake_gpus):
     jm = manager_with(fake_workers.quick, store)
     run_id = jm.submit(TINY.replace(epochs=200, sample_interval_s=0.1))
-    wait_for(lambda: len([s for s in jm.snapshot(run_id).samples if s["gpus"]]) >= 3, 30, "GPU samples")
+    wait_for(lambda: len([s for s in jm.snapshot(run_id).samples if s.gpus]) >= 3, 30, "GPU samples")
     before = jm.snapshot(run_id).samples
-    assert all(g["util_percent"] in (40.0, 90.0) for s in before for g in s["gpus"])
+    assert all(g.util_percent in (40.0, 90.0) for s in before for g in s.gpus)
     fake_gpus.lose_gpus_now()
     lost_from = len(before) + 1  # a sample in flight at the loss may be half read
     wait_for(lambda: len(jm.snapshot(run_id).samples) >= lost_from + 5, 30, "samples after the GPU was lost")
@@ -136,14 +136,14 @@ def test_gpu_lost_mid_run_sampling_goes_on_with_none_not_zero(store, fake_gpus):
     assert snap.status == "stopped", snap.error
     after = snap.samples[lost_from:]
     assert len(after) >= 5
-    ts = [s["t_s"] for s in snap.samples]
+    ts = [s.t_s for s in snap.samples]
     assert ts == sorted(ts), "samples keep coming in order"
     for sample in after:
-        assert sample["cpu_percent"] is not None, "the CPU side is unaffected"
-        assert [g["index"] for g in sample["gpus"]] == [0, 1], "each GPU keeps its row"
-        for gpu in sample["gpus"]:
+        assert sample.cpu_percent is not None, "the CPU side is unaffected"
+        assert [g.index for g in sample.gpus or ()] == [0, 1], "each GPU keeps its row"
+        for gpu in sample.gpus or ():
             for key in GPU_MEASURES:
-                assert gpu[key] is None, (key, gpu)  # a gap in the chart, never a false 0
+                assert getattr(gpu, key) is None, (key, gpu)  # a gap in the chart, never a false 0
     stored = store.get_run(run_id)["samples"]
     assert len(stored) >= lost_from + 5
     assert all(g["util_percent"] is None for s in stored[lost_from:] for g in s["gpus"])
@@ -160,12 +160,12 @@ def test_nvml_call_not_supported_mid_run_gives_none_for_that_reading_only(store,
     jm.stop(run_id)
     snap = jm.wait(run_id, timeout_s=20)
 
-    assert all(g["power_w"] in (150.0, 450.0) for s in snap.samples[: n - 1] for g in s["gpus"])
+    assert all(g.power_w in (150.0, 450.0) for s in snap.samples[: n - 1] for g in s.gpus)
     for sample in snap.samples[n:]:
-        for gpu in sample["gpus"]:
-            assert gpu["power_w"] is None
-            assert gpu["util_percent"] in (40.0, 90.0)
-            assert gpu["temp_c"] in (45.0, 65.0)
+        for gpu in sample.gpus or ():
+            assert gpu.power_w is None
+            assert gpu.util_percent in (40.0, 90.0)
+            assert gpu.temp_c in (45.0, 65.0)
 
 
 # -- the server restarted mid-run ---------------------------------------------------------------------------------------
@@ -250,7 +250,7 @@ def test_store_locked_mid_run_then_free_again_gets_everything_written(store):
     wait_for(lambda: jm.snapshot(run_id).saved, 30, "the store to catch up")
 
     assert snap.status == "finished"
-    assert [e["epoch"] for e in snap.epochs] == [1, 2, 3, 4, 5, 6], "the run is complete in memory"
+    assert [e.epoch for e in snap.epochs] == [1, 2, 3, 4, 5, 6], "the run is complete in memory"
     stored = store.get_run(run_id)
     assert stored["status"] == "finished", "the outcome reached the store once it answered"
     assert [e["epoch"] for e in stored["epochs"]] == [1, 2, 3, 4, 5, 6], "the epochs it missed were written"
@@ -285,7 +285,7 @@ def test_store_failing_for_good_mid_run_keeps_every_epoch_in_memory(store, monke
     snap = jm.wait(run_id, timeout_s=30)
 
     assert snap.status == "finished"
-    assert [e["epoch"] for e in snap.epochs] == [1, 2, 3]
+    assert [e.epoch for e in snap.epochs] == [1, 2, 3]
     assert calls == [1, 2], "after the first failure, writes wait for the store to answer again"
     assert not snap.saved
     assert snap.store_error and "Results could not be saved" in snap.store_error
@@ -336,7 +336,7 @@ def test_worker_hanging_mid_epoch_is_ended_and_its_epochs_are_kept(store):
     assert snap.status == "failed"
     assert snap.error["error_type"] == "Hung"
     assert "sent nothing" in snap.error["message"] and "BENCH_HANG_TIMEOUT_S" in snap.error["hint"]
-    assert [e["epoch"] for e in snap.epochs] == [1, 2]
+    assert [e.epoch for e in snap.epochs] == [1, 2]
     stored = store.get_run(run_id)
     assert stored["status"] == "failed" and [e["epoch"] for e in stored["epochs"]] == [1, 2]
     wait_for(lambda: not pid_alive(pid), 10, "the hung worker to be ended")

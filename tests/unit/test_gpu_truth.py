@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from bench.readings import epochs_of
 from ui import gpu_truth
 
 
 def test_throttle_text_names_epochs_and_reasons() -> None:
-    epochs = [{"epoch": 1, "throttle_reasons": []}, {"epoch": 2, "throttle_reasons": ["thermal slowdown"]},
-              {"epoch": 3, "throttle_reasons": ["power cap", "thermal slowdown"]}, {"epoch": 4, "throttle_reasons": None}]
+    reasons = {1: [], 2: ["thermal slowdown"], 3: ["power cap", "thermal slowdown"], 4: None}
+    epochs = epochs_of({"epoch": n, "epoch_seconds": 2.0, "includes_tracing": n == 1, "throttle_reasons": held}
+                       for n, held in reasons.items())
     text = gpu_truth.throttle_text(epochs)
     assert text is not None and "epochs 2, 3 (power cap, thermal slowdown)" in text
     assert gpu_truth.throttle_text(epochs[:1] + epochs[3:]) is None

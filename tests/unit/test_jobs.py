@@ -37,9 +37,9 @@ def test_fake_run_finishes_and_is_stored(store):
     run_id = jm.submit(TINY)
     snap = jm.wait(run_id, timeout_s=60)
     assert snap.status == "finished"
-    assert [e["epoch"] for e in snap.epochs] == [1, 2, 3]
-    assert snap.epochs[0]["includes_tracing"] and not snap.epochs[1]["includes_tracing"]
-    assert all(e["t_end_s"] > e["t_start_s"] >= 0 for e in snap.epochs)
+    assert [e.epoch for e in snap.epochs] == [1, 2, 3]
+    assert snap.epochs[0].includes_tracing and not snap.epochs[1].includes_tracing
+    assert all(e.t_end_s > e.t_start_s >= 0 for e in snap.epochs)
     assert snap.samples, "the sampler should have recorded samples while the worker ran"
     stored = store.get_run(run_id)
     assert stored["status"] == "finished"
@@ -181,10 +181,10 @@ def test_real_training_run_on_cpu(store):
     assert len(snap.epochs) == 2
     assert "CPU" in snap.info["placement"].upper()
     assert snap.info["params"] > 0 and snap.info["flops_per_sample"] > 0
-    assert all(e["epoch_seconds"] > 0 and e["samples_per_s"] > 0 for e in snap.epochs)
-    assert snap.epochs[0]["includes_tracing"] is True
-    assert snap.summary["steady_epoch_seconds"] == snap.epochs[1]["epoch_seconds"]
-    assert any(s["process_cpu_percent"] for s in snap.samples if s["process_cpu_percent"] is not None)
+    assert all(e.epoch_seconds > 0 and e.samples_per_s > 0 for e in snap.epochs)
+    assert snap.epochs[0].includes_tracing is True
+    assert snap.summary["steady_epoch_seconds"] == snap.epochs[1].epoch_seconds
+    assert any(s.process_cpu_percent for s in snap.samples if s.process_cpu_percent is not None)
     # every key the real worker and the supervisor put in the record is declared by its type
     assert undeclared(records.RunRecord.from_dict(json.loads(json.dumps(snap.record())))) == []
 
@@ -203,7 +203,7 @@ def test_data_parallel_on_two_logical_cpus(store, backend, engine):
     assert (info["replicas"], info["distribution"]) == (2, engine), info
     assert (info["global_batch_size"], info["per_device_batch_size"]) == (64, 32)
     assert len(info["replica_devices"]) == 2 and all("CPU" in d.upper() for d in info["replica_devices"]), info
-    assert len(snap.epochs) == 2 and snap.epochs[1]["epoch_seconds"] > 0
+    assert len(snap.epochs) == 2 and snap.epochs[1].epoch_seconds > 0
     assert jm.snapshot(run_id).config.devices == 2
 
 

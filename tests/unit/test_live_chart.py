@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bench.output import charts
+from bench.readings import epochs_of, samples_of
 from ui import live_chart as lc
 
 
@@ -17,12 +18,12 @@ def epochs(n: int) -> list[dict]:
 
 
 def util(n: int, k: int = 0, gpus: int = 0, run: int = 1) -> lc.Prepared:
-    series = [{"label": f"#{run}", "epochs": epochs(k), "samples": samples(n, gpus)}]
+    series = [charts.Series(f"#{run}", epochs_of(epochs(k)), samples_of(samples(n, gpus)))]
     return lc.prepare(charts.utilization_figure(series), scope=run)
 
 
 def bars(k: int) -> lc.Prepared:
-    return lc.prepare(charts.epoch_time_figure([{"label": "#1", "epochs": epochs(k), "samples": []}]), scope=1)
+    return lc.prepare(charts.epoch_time_figure([charts.Series("#1", epochs_of(epochs(k)), ())]), scope=1)
 
 
 def acked(prep: lc.Prepared) -> lc.Held:
@@ -103,5 +104,5 @@ def test_a_history_thinned_for_drawing_still_gives_only_later_points():
 
 
 def test_prepared_is_shared_by_cache_key():
-    fig = charts.utilization_figure([{"label": "#1", "epochs": [], "samples": samples(3)}])
+    fig = charts.utilization_figure([charts.Series("#1", (), samples_of(samples(3)))])
     assert lc.prepared(("util", "t-1"), fig, 1) is lc.prepared(("util", "t-1"), fig, 1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from bench.config import RunConfig
+from bench.readings import epochs_of, samples_of
 from ui import live
 
 
@@ -18,6 +19,8 @@ def snap(**over):
             "samples": [{"t_s": 1.0, "cpu_percent": 97.0, "gpus": []}],
             "progress": {"epoch": 3, "batch": 10, "batches": 40}}
     base.update(over)
+    # a RunSnapshot holds its readings typed, as tuples
+    base["epochs"], base["samples"] = epochs_of(base["epochs"]), samples_of(base["samples"])
     s = SimpleNamespace(**base)
     s.eta_s = lambda: 7.0
     s.energy = lambda: s.summary  # the energy keys of the summary (RunSnapshot.energy)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.analysis import metrics, run_summary
+from bench.readings import epochs_of, samples_of
 
 
 def ep(n: int, seconds: float, tracing: bool = False, rate: float | None = None) -> dict:
@@ -13,14 +14,14 @@ def ep(n: int, seconds: float, tracing: bool = False, rate: float | None = None)
 
 def test_steady_state_excludes_the_tracing_epoch():
     epochs = [ep(1, 10.0, True), ep(2, 2.0), ep(3, 4.0), ep(4, 3.0)]
-    assert metrics.steady_epoch_seconds(epochs) == 3.0
-    assert metrics.steady_epoch_seconds([ep(1, 10.0, True)]) is None
+    assert metrics.steady_epoch_seconds(epochs_of(epochs)) == 3.0
+    assert metrics.steady_epoch_seconds(epochs_of([ep(1, 10.0, True)])) is None
 
 
 def test_speedup_median_spread_and_total_ratio():
     cpu = [ep(1, 30.0, True), ep(2, 20.0), ep(3, 22.0), ep(4, 24.0)]
     gpu = [ep(1, 8.0, True), ep(2, 2.0), ep(3, 2.0), ep(4, 2.5)]
-    result = metrics.speedup(cpu, gpu)
+    result = metrics.speedup(epochs_of(cpu), epochs_of(gpu))
     assert result["speedup_median"] == pytest.approx(22.0 / 2.0)
     assert result["speedup_min"] == pytest.approx(20.0 / 2.5)
     assert result["speedup_max"] == pytest.approx(24.0 / 2.0)
@@ -30,21 +31,22 @@ def test_speedup_median_spread_and_total_ratio():
 
 
 def test_speedup_needs_steady_epochs_on_both_sides():
-    assert metrics.speedup([ep(1, 3.0, True)], [ep(1, 1.0, True), ep(2, 1.0)]) is None
+    assert metrics.speedup(epochs_of([ep(1, 3.0, True)]), epochs_of([ep(1, 1.0, True), ep(2, 1.0)])) is None
 
 
 def test_missing_readings_are_left_out_not_zero():
-    samples = [{"cpu_percent": 50.0, "gpus": [{"util_percent": None}, {"util_percent": 80.0}]},
-               {"cpu_percent": None, "gpus": [{"util_percent": 40.0}]}]
-    assert metrics.mean_or_none(s["cpu_percent"] for s in samples) == 50.0
+    samples = samples_of([{"t_s": 0.0, "cpu_percent": 50.0,
+                           "gpus": [{"index": 0, "util_percent": None}, {"index": 1, "util_percent": 80.0}]},
+                          {"t_s": 1.0, "cpu_percent": None, "gpus": [{"index": 0, "util_percent": 40.0}]}])
+    assert metrics.mean_or_none(s.cpu_percent for s in samples) == 50.0
     assert metrics.mean_gpu_util_percent(samples) == 60.0
-    assert metrics.mean_gpu_util_percent([{"cpu_percent": 1.0, "gpus": []}]) is None
+    assert metrics.mean_gpu_util_percent(samples_of([{"t_s": 0.0, "cpu_percent": 1.0, "gpus": []}])) is None
 
 
 def test_summary_block():
     epochs = [ep(1, 5.0, True, 100.0), ep(2, 1.0, rate=500.0), ep(3, 2.0, rate=250.0)]
-    samples = [{"cpu_percent": 90.0, "process_cpu_percent": 150.0, "process_rss_mib": 300.0, "gpus": []}]
-    summary = run_summary.summarize(epochs, samples)
+    samples = [{"t_s": 0.0, "cpu_percent": 90.0, "process_cpu_percent": 150.0, "process_rss_mib": 300.0, "gpus": []}]
+    summary = run_summary.summarize(epochs_of(epochs), samples_of(samples))
     assert summary["steady_epoch_seconds"] == 1.5
     assert summary["first_epoch_seconds"] == 5.0
     assert summary["total_seconds"] == 8.0
@@ -68,19 +70,22 @@ def test_format_seconds(seconds, text):
 def test_caution_when_the_spread_crosses_one_or_a_side_has_one_steady_epoch():
     from bench.analysis import compare
 
-    settled = metrics.speedup([ep(1, 30.0, True), ep(2, 20.0), ep(3, 22.0)], [ep(1, 5.0, True), ep(2, 2.0), ep(3, 2.5)])
+    settled = metrics.speedup(epochs_of([ep(1, 30.0, True), ep(2, 20.0), ep(3, 22.0)]),
+                              epochs_of([ep(1, 5.0, True), ep(2, 2.0), ep(3, 2.5)]))
     assert compare.caution(settled) is None
-    crossing = metrics.speedup([ep(1, 3.0, True), ep(2, 0.2), ep(3, 0.4)], [ep(1, 3.0, True), ep(2, 0.1), ep(3, 0.3)])
+    crossing = metrics.speedup(epochs_of([ep(1, 3.0, True), ep(2, 0.2), ep(3, 0.4)]),
+                               epochs_of([ep(1, 3.0, True), ep(2, 0.1), ep(3, 0.3)]))
     assert crossing["speedup_min"] < 1 < crossing["speedup_max"]
     assert "crosses 1x" in compare.caution(crossing)
-    single = metrics.speedup([ep(1, 30.0, True), ep(2, 20.0)], [ep(1, 5.0, True), ep(2, 2.0), ep(3, 2.5)])
+    single = metrics.speedup(epochs_of([ep(1, 30.0, True), ep(2, 20.0)]),
+                             epochs_of([ep(1, 5.0, True), ep(2, 2.0), ep(3, 2.5)]))
     assert "one steady epoch" in compare.caution(single)
 
 
 def test_steady_rate_matches_the_median_epoch_time_not_the_median_of_rates():
-    epochs = [ep(1, 1.0, True, 10_000.0), ep(2, 0.2, rate=50_000.0), ep(3, 0.6, rate=10_000 / 0.6)]
+    epochs = epochs_of([ep(1, 1.0, True, 10_000.0), ep(2, 0.2, rate=50_000.0), ep(3, 0.6, rate=10_000 / 0.6)])
     assert metrics.steady_samples_per_s(epochs) == pytest.approx(25_000.0)
-    assert run_summary.summarize(epochs, [])["steady_samples_per_s"] == pytest.approx(25_000.0)
+    assert run_summary.summarize(epochs, ())["steady_samples_per_s"] == pytest.approx(25_000.0)
 
 
 def test_utilization_means_cover_the_steady_epochs_only():
@@ -88,9 +93,9 @@ def test_utilization_means_cover_the_steady_epochs_only():
               {**ep(2, 2.0, rate=1.0), "t_start_s": 6.5, "t_end_s": 8.5}]
     samples = [{"t_s": t, "cpu_percent": cpu, "gpus": []} for t, cpu in
                [(1.0, 50.0), (3.0, 50.0), (5.0, 70.0), (7.0, 100.0), (8.0, 96.0), (9.0, 10.0)]]
-    assert run_summary.summarize(epochs, samples)["mean_cpu_percent"] == pytest.approx(98.0)
+    assert run_summary.summarize(epochs_of(epochs), samples_of(samples))["mean_cpu_percent"] == pytest.approx(98.0)
     no_times = [ep(1, 2.0, True), ep(2, 2.0)]
-    assert run_summary.summarize(no_times, samples)["mean_cpu_percent"] == pytest.approx(376 / 6)
+    assert run_summary.summarize(epochs_of(no_times), samples_of(samples))["mean_cpu_percent"] == pytest.approx(376 / 6)
 
 
 def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_reading():
@@ -99,7 +104,7 @@ def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_rea
     gpu = [{"index": 0, "util_percent": 40.0}]
     lost = [{"index": 0, "util_percent": None}]
     samples = [{"t_s": 2.0, "cpu_percent": 50.0, "gpus": gpu}, {"t_s": 4.0, "cpu_percent": 90.0, "gpus": lost}]
-    summary = run_summary.summarize(epochs, samples)
+    summary = run_summary.summarize(epochs_of(epochs), samples_of(samples))
     assert summary["mean_cpu_percent"] == 90.0  # the steady window has a CPU reading
     assert summary["mean_gpu_util_percent"] == 40.0  # it has no GPU reading: the tracing epoch's counts
     assert summary["cpu_util_window"] == "steady epochs"
@@ -154,10 +159,11 @@ def test_samples_in_epoch_windows_by_bisection_are_those_a_scan_finds():
         assert found == _naive_within(spans, times)
 
     check()
-    epochs = [{"epoch": 1, "t_start_s": 0.0, "t_end_s": 1.0, "includes_tracing": True},
-              {"epoch": 2, "t_start_s": 1.0, "t_end_s": 2.0}, {"epoch": 3, "t_start_s": 2.5, "t_end_s": 3.0}]
-    samples = [{"t_s": t} for t in (0.5, 1.0, 2.2, 2.5, 3.0, 3.5)]
+    epochs = epochs_of([{**ep(1, 1.0, True), "t_start_s": 0.0, "t_end_s": 1.0},
+                        {**ep(2, 1.0), "t_start_s": 1.0, "t_end_s": 2.0},
+                        {**ep(3, 0.5), "t_start_s": 2.5, "t_end_s": 3.0}])
+    samples = samples_of({"t_s": t} for t in (0.5, 1.0, 2.2, 2.5, 3.0, 3.5))
     steady, every, whole = metrics.training_windows(epochs, samples)
-    assert [s["t_s"] for s in steady] == [1.0, 2.5, 3.0]
-    assert [s["t_s"] for s in every] == [0.5, 1.0, 2.5, 3.0]
-    assert whole == samples
+    assert [s.t_s for s in steady] == [1.0, 2.5, 3.0]
+    assert [s.t_s for s in every] == [0.5, 1.0, 2.5, 3.0]
+    assert whole == list(samples)

@@ -323,11 +323,11 @@ def test_the_replayed_run_reaches_jobmanager_through_its_worker_target_and_sampl
     try:
         snap = manager.wait(manager.submit(RunConfig(epochs=3)), timeout_s=60)
         assert snap.status == "finished", snap.error
-        assert [e["epoch"] for e in snap.epochs] == [1, 2, 3]
-        assert len(snap.samples) == 40 and len(snap.samples[0]["cpu_per_core"]) == 4
+        assert [e.epoch for e in snap.epochs] == [1, 2, 3]
+        assert len(snap.samples) == 40 and len(snap.samples[0].cpu_per_core) == 4
         sampler.factory = standins.null_sampler
         snap = manager.wait(manager.submit(RunConfig(epochs=2)), timeout_s=60)
-        assert snap.status == "finished" and len(snap.epochs) == 2 and snap.samples == []
+        assert snap.status == "finished" and len(snap.epochs) == 2 and snap.samples == ()
     finally:
         manager.shutdown()
 

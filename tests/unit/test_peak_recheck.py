@@ -10,6 +10,7 @@ import pytest
 
 from bench.analysis import compare
 from bench.hardware import peak_cache, probe
+from bench.readings import epochs_of
 from bench.config import RunConfig
 from bench.runs.jobs import JobManager
 from bench.store import Store
@@ -87,12 +88,13 @@ def test_the_peak_line_never_shows_a_share_above_100_percent():
 
 def test_a_live_epoch_uses_its_own_figure_or_flops_times_its_rate(monkeypatch):
     monkeypatch.setattr(peak, "peak_of", lambda config: MEASURED)
-    epochs = [{"epoch": 1, "samples_per_s": 1000.0}, {"epoch": 2, "samples_per_s": 2000.0}]
-    line = peak.epoch_line(epochs, {"flops_per_sample": 2.1e7}, TINY)
+    epochs = [{"epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True, "samples_per_s": 1000.0},
+              {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False, "samples_per_s": 2000.0}]
+    line = peak.epoch_line(epochs_of(epochs), {"flops_per_sample": 2.1e7}, TINY)
     assert line.startswith("Epoch 2: 42.0 GFLOP/s, 40% of")
-    line = peak.epoch_line([{**epochs[1], "achieved_gflops": 21.0}], {"flops_per_sample": 2.1e7}, TINY)
+    line = peak.epoch_line(epochs_of([{**epochs[1], "achieved_gflops": 21.0}]), {"flops_per_sample": 2.1e7}, TINY)
     assert line.startswith("Epoch 2: 21.0 GFLOP/s, 20% of")
-    assert peak.epoch_line([], {}, TINY) is None
+    assert peak.epoch_line((), {}, TINY) is None
 
 
 def test_a_group_peak_flagged_stale_keeps_its_figure_and_says_so():

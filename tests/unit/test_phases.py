@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from bench.readings import Sample
 from bench.output import charts
 from bench.records import Status
 from bench.runs.run_state import RunState
@@ -40,7 +41,7 @@ def test_phases_are_recorded_stored_and_drawn(tmp_path):
     writer.persist_end(state, Status.FINISHED)
     stored = store.get_run(state.id)["info"]["phases"]
     assert stored == expected
-    fig = charts.utilization_figure([{"label": "r", "epochs": state.epochs, "samples": [{"t_s": 9.0}],
-                                      "phases": stored}])
+    fig = charts.utilization_figure([charts.Series(label="r", epochs=state.epochs, samples=[Sample(t_s=9.0)],
+                                                   phases=stored)])
     assert [(s.x0, s.x1) for s in fig.layout.shapes if s.type == "rect"] == [(0.1, 5.0), (5.0, 5.5), (5.5, 6.0),
                                                                              (6.0, 7.0)]

@@ -8,6 +8,7 @@ import sqlite3
 import threading
 
 from bench.config import RunConfig
+from bench.readings import Epoch, Sample
 from bench.records import Status
 from bench.runs.run_state import RunState, snapshot_of
 from bench.runs.run_writer import RunWriter
@@ -45,10 +46,10 @@ def test_writer_keeps_what_a_failing_store_missed_and_rewrites_it_when_it_answer
     assert state.stored and state.id > 0
     store.down = True
     for n in (1, 2, 3):
-        state.epochs.append({"epoch": n, "epoch_seconds": 1.0, "includes_tracing": n == 1})
+        state.epochs.append(Epoch(epoch=n, epoch_seconds=1.0, includes_tracing=n == 1))
         writer.add_epoch(state, state.epochs[-1])
         with lock:
-            writer.keep_sample(state, {"t_s": float(n), "cpu_percent": 10.0})
+            writer.keep_sample(state, Sample(t_s=float(n), cpu_percent=10.0))
         writer.flush_samples(state)
     assert state.dirty and "disk is full" in state.store_error
     assert not snapshot_of(state, queue_position=None, store_attached=True).saved

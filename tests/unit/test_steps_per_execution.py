@@ -58,7 +58,7 @@ def test_a_run_with_8_steps_per_execution_finishes_and_says_so(backend):
     assert diagnosis["evidence"]["steps_per_execution"] == 8
     # 1000 samples / 32 = 32 batches: the epoch's last execution is partial (steps 24..31 of 32 run as 8), and the
     # progress reached the end of each epoch
-    assert [e["epoch"] for e in snap.epochs] == [1, 2]
+    assert [e.epoch for e in snap.epochs] == [1, 2]
 
 
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])

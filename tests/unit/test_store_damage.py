@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.readings import Epoch, Sample
 from bench.config import RunConfig
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
@@ -47,18 +48,18 @@ def test_a_store_deleted_while_open_is_made_again_and_a_running_run_is_written_w
     writer = RunWriter(store, lock)
     state = RunState(id=0, config=TINY, created_at=time.time(), hardware={})
     writer.create(state)
-    first = {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True}
+    first = Epoch(epoch=1, epoch_seconds=1.0, includes_tracing=True)
     state.epochs.append(first)
     writer.add_epoch(state, first)
 
     for file in tmp_path.glob("runs.sqlite3*"):
         file.unlink()  # someone deletes the store while the run goes on
 
-    second = {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False}
+    second = Epoch(epoch=2, epoch_seconds=1.0, includes_tracing=False)
     state.epochs.append(second)
     writer.add_epoch(state, second)  # the new, empty file has no row for the run: the write fails and waits
     with lock:
-        writer.keep_sample(state, {"t_s": 2.0, "cpu_percent": 5.0})
+        writer.keep_sample(state, Sample(t_s=2.0, cpu_percent=5.0))
     writer.flush_samples(state)
     assert state.dirty
     assert writer.resync(state), state.store_error

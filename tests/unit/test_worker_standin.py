@@ -48,11 +48,11 @@ def test_a_replayed_run_finishes_with_its_own_epoch_times_and_stops_on_request()
                            limit_samples=2000, sample_interval_s=0.2)
         done = manager.wait(manager.submit(config), timeout_s=60)
         assert done.status == "finished", done.error
-        assert [e["epoch"] for e in done.epochs] == [1, 2, 3]
+        assert [e.epoch for e in done.epochs] == [1, 2, 3]
         # 16 batches at 1 ms: the 0.2 s floor, measured as it was replayed
-        assert all(0.15 <= e["epoch_seconds"] <= 2.0 for e in done.epochs), done.epochs
+        assert all(0.15 <= e.epoch_seconds <= 2.0 for e in done.epochs), done.epochs
         assert done.info["framework"].startswith("replayed")
-        assert done.epochs[0]["includes_tracing"] and not done.epochs[1]["includes_tracing"]
+        assert done.epochs[0].includes_tracing and not done.epochs[1].includes_tracing
 
         long_run = manager.submit(config.replace(epochs=500))
         wait_for(lambda: manager.snapshot(long_run).epochs, 30, "the long run's first epoch")
