@@ -185,9 +185,18 @@ def _ended(record: Mapping[str, Any]) -> bool:
 
 def run_label(record: Mapping[str, Any]) -> str:
     """'#12 cpu', and for a member of a multi-worker run '#12 cpu · worker 1'."""
-    cluster = (record.get("info") or {}).get("cluster")
+    return _label(record.get("id"), compare.target(record), record.get("info"))
+
+
+def snapshot_label(snap: RunSnapshot) -> str:
+    """:func:`run_label` of a live run, from its snapshot."""
+    return _label(snap.id, str(snap.config.target()), snap.info)
+
+
+def _label(run_id: Any, target: str, info: Any) -> str:
+    cluster = info.get("cluster") if isinstance(info, Mapping) else None
     member = f" · worker {cluster.get('index')}" if isinstance(cluster, Mapping) else ""
-    return f"#{record.get('id')} {compare.target(record)}{member}"
+    return f"#{run_id} {target}{member}"
 
 
 def members_side_by_side(record: Mapping[str, Any], *, key: str) -> None:
@@ -260,8 +269,7 @@ def live_comparison_charts(runs: Sequence[RunSnapshot], *, key: str, state: tupl
     """:func:`comparison_charts` while a group is live: the same two figures, each an append-only chart
     (ui.live_chart) that every viewer's browser draws once and then extends; :func:`comparison_charts` takes over,
     under its own keys, once every run has ended. The series hold the snapshots' own readings (no record built)."""
-    series = [live.series_of(snap, run_label({"id": snap.id, "config": snap.config.to_dict(), "info": snap.info}))
-              for snap in runs]
+    series = [live.series_of(snap, snapshot_label(snap)) for snap in runs]
     builds: dict[str, Callable[[], Any]] = {
         "cmp_epochs": lambda: charts.epoch_time_figure(series),
         "cmp_util": lambda: charts.utilization_figure(series, title="Utilization, overlaid")}

@@ -108,11 +108,15 @@ def _energy_and_cost(base: Mapping[str, Any], other: Mapping[str, Any],
 
 def achieved_gflops(record: Mapping[str, Any]) -> float | None:
     """A run's steady achieved GFLOP/s: its summary's figure, else FLOPs per sample x steady samples/s."""
-    summary = run_summary.summary_of(record)
+    return achieved_of(run_summary.summary_of(record), record.get("info"))
+
+
+def achieved_of(summary: Mapping[str, Any], info: Mapping[str, Any] | None) -> float | None:
+    """:func:`achieved_gflops` from a run's summary and info."""
     kept = summary.get("achieved_gflops")
     if isinstance(kept, (int, float)) and not isinstance(kept, bool):
         return float(kept)
-    flops = (record.get("info") or {}).get("flops_per_sample")
+    flops = (info or {}).get("flops_per_sample")
     return metrics.achieved_gflops(flops, summary.get("steady_samples_per_s")) if flops else None
 
 

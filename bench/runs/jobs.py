@@ -415,15 +415,15 @@ class JobManager:
     def _check_peak(self, state: RunState) -> None:
         """A finished run that achieved more than its target's cached peak flags that peak stale and queues a new
         probe behind the queued runs; a group holding the run shows the figure flagged until the probe lands."""
-        from bench.analysis import compare
+        from bench.analysis import compare, run_summary
         from bench.hardware import peak_cache
 
         target = state.config.target()
         if state.status != Status.FINISHED or target.kind == "gpus":
             return
         with self._lock:
-            record = {"epochs": [e.to_dict() for e in state.epochs], "info": dict(state.info)}
-        achieved = compare.achieved_gflops(record)
+            epochs, info = tuple(state.epochs), dict(state.info)
+        achieved = compare.achieved_of(run_summary.summarize(epochs, (), info=info, config=state.config), info)
         try:
             flagged = achieved is not None and peak_cache.mark_stale(
                 state.config.device, achieved, cpu_threads=state.config.cpu_threads,

@@ -48,7 +48,7 @@ def cached(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 def test_a_run_that_beats_the_peak_flags_it_and_a_probe_follows_the_runs(manager, cached, monkeypatch):
-    monkeypatch.setattr(compare, "achieved_gflops", lambda record: 128.6)
+    monkeypatch.setattr(compare, "achieved_of", lambda summary, info: 128.6)
     gid = manager.submit_group("sweep", [TINY, TINY], targets=["cpu"])
     group = manager.latest_group("sweep")
     first, second = group.run_ids
@@ -68,7 +68,7 @@ def test_a_run_that_beats_the_peak_flags_it_and_a_probe_follows_the_runs(manager
 
 
 def test_a_run_below_the_peak_changes_nothing(manager, cached, monkeypatch):
-    monkeypatch.setattr(compare, "achieved_gflops", lambda record: 52.0)
+    monkeypatch.setattr(compare, "achieved_of", lambda summary, info: 52.0)
     manager.wait(manager.submit(TINY), timeout_s=30)
     assert manager.pending_peaks() == [] and cached == []
     assert peak_cache.lookup("cpu", backend=TINY.backend)["stale"] is False
