@@ -33,8 +33,10 @@ presets)
 sweeps)
     bench sweep --model mlp --sizes xs,s,m,l,xl --targets gpu:0,cpu --epochs 3 --batch-size 128 --limit-samples 30000 \
         --sample-interval 0.2 "${jit[@]}" --json "$out/sweep.json"
-    bench sweep --model mlp --sizes xs,m,xl --targets gpu:0 --batch-sizes 32,256,2048 --epochs 3 \
-        --limit-samples 60000 --sample-interval 0.2 "${jit[@]}" --json "$out/sweep_batch.json"
+    # 8 epochs sampled every 0.1 s: MLP xl at batch 2048 runs 0.1 s epochs on an H100, and the diagnosis needs 3
+    # samples inside the steady epochs (with 3 epochs at 0.2 s it said `undetermined`, 2026-11-25).
+    bench sweep --model mlp --sizes xs,m,xl --targets gpu:0 --batch-sizes 32,256,2048 --epochs 8 \
+        --limit-samples 60000 --sample-interval 0.1 "${jit[@]}" --json "$out/sweep_batch.json"
     ;;
 after)  # everything that the engine's per-batch callback affects, with the callback Keras may run off the loop
     start=$SECONDS
@@ -67,7 +69,8 @@ scaling)  # data-parallel over 1, 2, 4, 8 GPUs (as many as there are), small to 
             --limit-samples 60000 --sample-interval 0.2 --no-peak "${jit[@]}" --json "$out/sweep_scaling.json"
     fi
     ;;
-torch)
+torch)  # the torch backend itself (KERAS_BACKEND defaults to jax above)
+    export KERAS_BACKEND=torch
     timeout 200 python3 -m pytest -q -p no:cacheprovider tests/unit/test_gpu_real.py 2>&1 | tail -8 | tee -a "$log"
     bench compare --targets cpu,gpu:0 --dataset synthetic-mnist --model mlp --size s --epochs 3 --batch-size 128 \
         --json "$out/torch_issue2.json"

@@ -48,6 +48,9 @@ PEAK_FRACTION_COMPUTE = 0.25
 # 51 % in 5 ms steps; MLP s at batch 32 on the 2-core VM 50 % at 8 steps per execution, and 32 gained nothing more.
 # Between the two a short step is not enough: the same MLP s read 28 % at 2.3 ms a step with one step per execution
 # and still ran 1.8x faster at 8 (docs/MEASUREMENTS.md), so it was host-bound.
+# The H100 percentages here are of the first pass's peak (173,325 GFLOP/s, a 4096² matmul). The probe now takes the
+# best of three sizes and measured 372,678 on the same GPU (2026-11-25), against which MLP xl at batch 2048 read 35 %
+# in 3.5 ms steps; which side of these thresholds that point belongs waits for its SM activity (docs/GPU.md).
 PEAK_FRACTION_ALONE = 0.45
 # SM activity (share of cycles with a warp resident) and tensor-pipe activity at or above these = compute-bound.
 # Not yet measured on hardware by this project (SM activity is not sampled yet): provisional, from NVIDIA's DCGM

@@ -34,7 +34,7 @@ def _config(device: str, hw: devices.Hardware) -> RunConfig:
                      sample_interval_s=0.2)
 
 
-def test_a_gpu_run_trains_on_the_gpu_and_nvml_sees_it_busy(gpu_hardware):
+def test_a_gpu_run_trains_on_the_gpu_and_nvml_sees_it_busy(gpu_hardware: devices.Hardware) -> None:
     hw = gpu_hardware
     manager = JobManager(None, hardware=hw.to_dict())
     snap = manager.wait(manager.submit(_config("gpu:0", hw)), timeout_s=280)
@@ -42,15 +42,15 @@ def test_a_gpu_run_trains_on_the_gpu_and_nvml_sees_it_busy(gpu_hardware):
     placement = snap.info["placement"].lower()
     assert "gpu" in placement or "cuda" in placement, placement
     assert snap.samples, "the sampler recorded nothing"
-    readings = [g for s in snap.samples for g in s["gpus"] if g["index"] == hw.gpus[0].index]
+    readings = [g for s in snap.samples for g in s.gpus or () if g.index == hw.gpus[0].index]
     assert readings, "no NVML reading of the training GPU"
-    assert all(r["mem_total_mib"] and r["mem_total_mib"] > 0 for r in readings)
-    busy = [r["util_percent"] for r in readings if r["util_percent"] is not None]
+    assert all(r.mem_total_mib and r.mem_total_mib > 0 for r in readings)
+    busy = [r.util_percent for r in readings if r.util_percent is not None]
     assert busy and max(busy) > 0, f"NVML never saw the GPU busy while it trained: {busy}"
     assert snap.summary["mean_gpu_util_percent"] is not None
 
 
-def test_cpu_and_gpu_runs_pair_into_a_headline(gpu_hardware):
+def test_cpu_and_gpu_runs_pair_into_a_headline(gpu_hardware: devices.Hardware) -> None:
     hw = gpu_hardware
     manager = JobManager(None, hardware=hw.to_dict())
     snaps = [manager.wait(manager.submit(_config(d, hw)), timeout_s=280) for d in ("cpu", "gpu:0")]

@@ -43,24 +43,54 @@ def _gpu(**readings: object) -> dict:
     return {"index": 0, "util_percent": 90.0, **readings}
 
 
+def _compare(counter_w: float, power_w: float = 200.0) -> dict:
+    """A comparison record whose GPU run drew ``power_w`` by its sampled power and ``counter_w`` by its energy counter,
+    sampled every 0.5 s over 10 s, with a steady epoch of 5 s (10 samples inside)."""
+    samples = [{"t_s": t / 2, "gpus": [_gpu(power_w=power_w, energy_j=1000.0 + counter_w * t / 2, sm_active_percent=40.0,
+                                            sm_clock_mhz=1980.0, throttle_reasons=[])]} for t in range(0, 21)]
+    return {"runs": [{"samples": samples, "epochs": [
+        {"epoch": 1, "includes_tracing": True, "t_start_s": 0.0, "t_end_s": 5.0},
+        {"epoch": 2, "includes_tracing": False, "t_start_s": 5.0, "t_end_s": 10.0}]}]}
+
+
+def _rows(folder: Path, **records: object) -> dict[str, str]:
+    for name, doc in records.items():
+        (folder / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
+    return {claim: measured for claim, _e, measured, _r in gpu_verify.claim_rows(folder)}
+
+
 def test_claims_hold_or_fail_as_their_records_say(tmp_path: Path) -> None:
     sweep = {"rows": [{"target": "gpu:0", "size": "xs", "achieved_gflops": 10.0, "peak_gflops": 50.0},
-                      {"target": "gpu:0", "size": "xl", "achieved_gflops": 60.0, "peak_gflops": 50.0}],
-             "runs": [{"samples": [{"t_s": 1.0, "gpus": [_gpu(sm_active_percent=40.0, power_w=300.0,
-                                                               sm_clock_mhz=1980.0, throttle_reasons=[])]}]}]}
-    power = 200.0
-    samples = [{"t_s": t / 2, "gpus": [_gpu(power_w=power)]} for t in range(0, 21)]
-    compare = {"runs": [{"samples": samples, "epochs": [
-        {"epoch": 1, "includes_tracing": True, "t_start_s": 0.0, "t_end_s": 5.0, "energy_j": {"gpu:0": 1000.0}},
-        {"epoch": 2, "includes_tracing": False, "t_start_s": 5.0, "t_end_s": 10.0, "energy_j": {"gpu:0": 1050.0}}]}]}
-    (tmp_path / "sweep.json").write_text(json.dumps(sweep), encoding="utf-8")
-    (tmp_path / "issue2.json").write_text(json.dumps(compare), encoding="utf-8")
-    rows = {claim: measured for claim, _e, measured, _r in gpu_verify.claim_rows(tmp_path)}
+                      {"target": "gpu:0", "size": "xl", "achieved_gflops": 60.0, "peak_gflops": 50.0}]}
+    rows = _rows(tmp_path, sweep=sweep, issue2=_compare(counter_w=210.0))
     assert rows["GPM figures while training on a Hopper GPU"].startswith("holds")
     assert rows["Power, SM clock and throttle reasons sampled"].startswith("holds")
-    assert rows["Energy per epoch from NVML's counter"].startswith("holds: largest gap 4.8%")
+    assert rows["Energy per epoch from NVML's counter"] == (
+        "holds: whole GPU run(s): largest gap 4.8%; 1 steady epoch(s) with 3+ samples, largest gap 4.8%")
     assert rows["Achieved GFLOP/s never above the measured peak"].startswith("DOES NOT HOLD: 1 of 2")
     assert rows["The torch backend trains on the GPU"] == gpu_verify.NOT_CHECKED
+
+
+def test_a_counter_far_from_the_sampled_power_or_a_reading_missing_does_not_hold(tmp_path: Path) -> None:
+    doc = _compare(counter_w=300.0)
+    del doc["runs"][0]["samples"][3]["gpus"][0]["sm_clock_mhz"]
+    rows = _rows(tmp_path, issue2=doc)
+    assert rows["Energy per epoch from NVML's counter"].startswith("DOES NOT HOLD: whole GPU run(s): largest gap 33.3%")
+    assert rows["Power, SM clock and throttle reasons sampled"] == (
+        "DOES NOT HOLD: power_w in 21/21, sm_clock_mhz in 20/21, throttle_reasons in 21/21")
+
+
+def test_the_table_is_written_from_records_on_a_machine_without_a_gpu(tmp_path: Path) -> None:
+    """`--table-only` reads the records a GPU machine wrote and names the GPU they came from."""
+    doc = _compare(counter_w=200.0)
+    doc["runs"][0].update(hardware={"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}, created_at=1795600000.0)
+    (tmp_path / "issue2.json").write_text(json.dumps(doc), encoding="utf-8")
+    page = tmp_path / "GPU.md"
+    page.write_text("# GPU\n", encoding="utf-8")
+    assert gpu_verify.main(["--table-only", "--out", str(tmp_path), "--doc", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "(NVIDIA H100 80GB HBM3, records of 2026-11-25; table written " in text
+    assert "| Energy per epoch from NVML's counter | within 10 % of power integrated over the same samples | holds: " in text
 
 
 def test_the_table_in_gpu_md_is_replaced_between_its_markers(tmp_path: Path) -> None:

@@ -77,11 +77,12 @@ def test_comparison_builder_adds_headlines_and_loads_back():
         records.comparison_record([])
 
 
-@pytest.mark.parametrize("path", sorted(RESULTS.glob("*.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted([*RESULTS.glob("*.json"), *RESULTS.glob("verify/*.json")]),
+                         ids=lambda p: str(p.relative_to(RESULTS)))
 def test_every_shipped_result_loads_and_round_trips(path):
     data = json.loads(path.read_text())
     if "schema" not in data:
-        pytest.skip(f"{path.name} is not a record (a device listing)")
+        pytest.skip(f"{path.name} is not a record (a device listing, or a note of `make gpu-verify`)")
     if data["schema"] == records.BUNDLE_SCHEMA:  # a machine bundle has its own loader
         bundle = records.load_bundle(data)
         assert bundle.runs and json.loads(json.dumps(bundle.to_dict())) == data
