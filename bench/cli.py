@@ -362,18 +362,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for row in rows:
         def f(v: Any, fmt: str) -> str:
             return format(v, fmt) if v is not None else "—"
-        share = "re-probe" if row["peak_stale"] else f(row["peak_fraction"], ".0%")
-        print(f"{row['size']:>4} {row['batch_size']:>6} {row['steps_per_execution']:>5} {row['target']:>7} "
-              f"{row['devices']:>3} {f(row['params'], ',d'):>12} "
-              f"{f(row['steady_epoch_seconds'], '.3f'):>9} {f(row['samples_per_s'], ',.0f'):>10} "
-              f"{f(row['scaling_efficiency'], '.0%'):>7} "
-              f"{f(row['achieved_gflops'], '.1f'):>8} {f(row['peak_gflops'], '.1f'):>8} {share:>8} "
-              f"{f(row['mean_gpu_util_percent'], '.0f'):>6} {f(row['mean_cpu_percent'], '.0f'):>6}"
-              f"{' *' if row in wide else '  '} {row.get('diagnosis_kind') or '—'}")
+        share = "re-probe" if row.peak_stale else f(row.peak_fraction, ".0%")
+        print(f"{row.size:>4} {row.batch_size:>6} {row.steps_per_execution:>5} {row.target:>7} "
+              f"{row.devices:>3} {f(row.params, ',d'):>12} "
+              f"{f(row.steady_epoch_seconds, '.3f'):>9} {f(row.samples_per_s, ',.0f'):>10} "
+              f"{f(row.scaling_efficiency, '.0%'):>7} "
+              f"{f(row.achieved_gflops, '.1f'):>8} {f(row.peak_gflops, '.1f'):>8} {share:>8} "
+              f"{f(row.mean_gpu_util_percent, '.0f'):>6} {f(row.mean_cpu_percent, '.0f'):>6}"
+              f"{' *' if row in wide else '  '} {row.diagnosis_kind or '—'}")
     for target_text, entry in entries.items():
         if entry is not None:
             print(f"peak of {target_text}: {entry['peak_gflops']:.1f} GFLOP/s, {peak_cache.describe(entry)}")
-    if any(row["peak_stale"] for row in rows):
+    if any(row.peak_stale for row in rows):
         print("re-probe: the run achieved more than the measured peak, so its share is not shown; the peak is "
               "measured again when no run is active (`python -m bench.hardware.probe --refresh`).")
     if wide:

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.analysis import compare, run_summary
+from bench.analysis import compare, run_summary, sweeps
 from bench.config import ConfigError, RunConfig
 from bench.errors import RecordError
 from bench.limits import ID_MAX
@@ -299,7 +299,7 @@ class Sweep:
     """Model size (and batch size) against speed and utilization (``bench.sweep/1``): one row per point
     (``sweeps.sweep_row``), the matmul peak per target, and the runs (without their samples)."""
 
-    rows: tuple[dict[str, Any], ...]
+    rows: tuple[sweeps.SweepRow, ...]
     peaks_gflops: dict[str, float | None]
     runs: tuple[dict[str, Any], ...]
     extra: dict[str, Any] = field(default_factory=dict)
@@ -326,7 +326,7 @@ class Sweep:
             run = by_id.get(row.get("run_id")) or {}
             if "sample_interval_s" not in row:  # written before rows carried it: the run's config has it
                 row = {**row, "sample_interval_s": (run.get("config") or {}).get("sample_interval_s")}
-            parsed.append(row)
+            parsed.append(sweeps.SweepRow.of(row))
         peaks = data.get("peaks_gflops") or {}
         if not isinstance(peaks, dict) or any(v is not None and not is_number(v) for v in peaks.values()):
             raise fail("peaks_gflops", f"must map targets to GFLOP/s or null, got {show_value(peaks)}")
@@ -334,7 +334,7 @@ class Sweep:
                    extra=extra_keys(data, ("schema", "rows", "peaks_gflops", "runs")))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": SWEEP_SCHEMA, "rows": list(self.rows), "peaks_gflops": self.peaks_gflops,
+        return {"schema": SWEEP_SCHEMA, "rows": [r.to_dict() for r in self.rows], "peaks_gflops": self.peaks_gflops,
                 "runs": list(self.runs), **self.extra}
 
     @property
@@ -342,10 +342,10 @@ class Sweep:
         return next(iter(self.runs), {}).get("hardware") or {}
 
 
-def sweep_record(rows: Sequence[Mapping[str, Any]], peaks_gflops: Mapping[str, float | None],
+def sweep_record(rows: Sequence[sweeps.SweepRow], peaks_gflops: Mapping[str, float | None],
                  runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The one builder of a ``bench.sweep/1`` document (runs are kept without their samples)."""
-    return {"schema": SWEEP_SCHEMA, "rows": [dict(r) for r in rows], "peaks_gflops": dict(peaks_gflops),
+    return {"schema": SWEEP_SCHEMA, "rows": [r.to_dict() for r in rows], "peaks_gflops": dict(peaks_gflops),
             "runs": [{k: v for k, v in r.items() if k != "samples"} for r in runs]}
 
 

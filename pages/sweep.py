@@ -73,19 +73,18 @@ def sweep_panel() -> None:
     done = sum(not snap.active for snap in runs)
     st.progress(done / len(runs), text=f"{done} of {len(runs)} points done")
     records = [snap.record() for snap in runs]
-    rows = sweeps.with_scaling([sweeps.sweep_row(r, group.peak(compare.target(r)).reference) | {"state": snap.phase}
-                                for r, snap in zip(records, runs)])
-    shown = [r | {"peak_share": sweeps.peak_share_text(r)} for r in rows]
-    results.sweep_table(shown, ["run_id", "size", "batch_size", "steps_per_execution", "target", "devices", "state",
+    rows = sweeps.with_scaling([sweeps.sweep_row(r, group.peak(compare.target(r)).reference) for r in records])
+    page_columns = {"state": [snap.phase for snap in runs], "peak_share": [sweeps.peak_share_text(r) for r in rows]}
+    results.sweep_table(rows, ["run_id", "size", "batch_size", "steps_per_execution", "target", "devices", "state",
                                 "params", "steady_epoch_seconds", "samples_per_s", "scaling_efficiency", "achieved_gflops", "peak_gflops",
                                 "peak_share", "mean_cpu_percent", "mean_gpu_util_percent", *results.GPM_KEYS,
-                                 "diagnosis_kind"])
+                                 "diagnosis_kind"], page_columns)
     for target, peak in group.peaks.items():
         if peak.entry and peak.gflops:
             state = ("peak being re-measured: a run achieved more than it" if peak.stale
                      else f"{peak.gflops:,.1f} GFLOP/s")
             st.caption(f"Peak of {target}: {state} ({peak_cache.describe(peak.entry)}).")
-    finished = [r for r in rows if r["steady_epoch_seconds"] is not None]
+    finished = [r for r in rows if r.steady_epoch_seconds is not None]
     if not finished:
         return
     state = (*results.group_chart_state(group, runs),

@@ -9,7 +9,7 @@ draws one step.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ import streamlit as st
 from bench import records
 from bench.output import charts
 from bench.analysis import compare, metrics, sweeps
+from bench.analysis.sweeps import SweepRow
 from bench.hardware import devices
 from bench.config import RunConfig
 from bench.runs.jobs import JobManager
@@ -113,13 +114,13 @@ def shipped_sweep(name: str) -> records.Sweep | None:
     return sweep if isinstance(sweep, records.Sweep) else None
 
 
-def shipped_rows(name: str) -> list[dict[str, Any]]:
+def shipped_rows(name: str) -> list[SweepRow]:
     """The sweep rows of a shipped H100 file ([] when it is absent)."""
     return _rows(shipped_sweep(name))
 
 
-def _rows(sweep: records.Sweep | None) -> list[dict[str, Any]]:
-    return [dict(r) for r in sweep.rows] if sweep is not None else []
+def _rows(sweep: records.Sweep | None) -> list[SweepRow]:
+    return list(sweep.rows) if sweep is not None else []
 
 
 def _epoch_samples(sweep: records.Sweep, run_id: Any) -> int | None:
@@ -129,8 +130,8 @@ def _epoch_samples(sweep: records.Sweep, run_id: Any) -> int | None:
     return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
 
-def _pick(rows: Sequence[Mapping[str, Any]], **match: Any) -> list[Mapping[str, Any]]:
-    return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+def _pick(rows: Sequence[SweepRow], **match: Any) -> list[SweepRow]:
+    return [r for r in rows if all(getattr(r, k) == v for k, v in match.items())]
 
 
 def shipped_speedup(size: str) -> dict[str, Any] | None:
@@ -138,12 +139,12 @@ def shipped_speedup(size: str) -> dict[str, Any] | None:
     sweep = shipped_sweep(SWEEP_SIZES)
     rows = _rows(sweep)
     cpu, gpu = _pick(rows, size=size, target="cpu"), _pick(rows, size=size, target="gpu:0")
-    if not cpu or not gpu or not cpu[0].get("steady_epoch_seconds") or not gpu[0].get("steady_epoch_seconds"):
+    if not cpu or not gpu or not cpu[0].steady_epoch_seconds or not gpu[0].steady_epoch_seconds:
         return None
-    return {"params": gpu[0].get("params"), "cpu_s": cpu[0]["steady_epoch_seconds"],
-            "gpu_s": gpu[0]["steady_epoch_seconds"], "gpu_util": gpu[0].get("mean_gpu_util_percent"),
-            "speedup": cpu[0]["steady_epoch_seconds"] / gpu[0]["steady_epoch_seconds"],
-            "epoch_samples": _epoch_samples(sweep, gpu[0].get("run_id")) if sweep is not None else None}
+    return {"params": gpu[0].params, "cpu_s": cpu[0].steady_epoch_seconds,
+            "gpu_s": gpu[0].steady_epoch_seconds, "gpu_util": gpu[0].mean_gpu_util_percent,
+            "speedup": cpu[0].steady_epoch_seconds / gpu[0].steady_epoch_seconds,
+            "epoch_samples": _epoch_samples(sweep, gpu[0].run_id) if sweep is not None else None}
 
 
 def speedup_text(factor: float | None, baseline: str, other: str) -> str:
@@ -159,15 +160,15 @@ def _fmt(value: float | None, fmt: str) -> str:
     return "—" if value is None else format(value, fmt)
 
 
-def points_figure(rows: Sequence[Mapping[str, Any]], labels: Sequence[str], title: str) -> go.Figure:
+def points_figure(rows: Sequence[SweepRow], labels: Sequence[str], title: str) -> go.Figure:
     """Achieved GFLOP/s for a few runs (log scale), each bar labelled with the run's mean utilization."""
-    def util(row: Mapping[str, Any]) -> str:
-        on_gpu = str(row.get("target", "")).startswith("gpu")
-        value = row.get("mean_gpu_util_percent") if on_gpu else row.get("mean_cpu_percent")
+    def util(row: SweepRow) -> str:
+        on_gpu = sweeps.on_gpu(row)
+        value = row.mean_gpu_util_percent if on_gpu else row.mean_cpu_percent
         return f"{'NVML' if on_gpu else 'CPU'} {_fmt(value, '.0f')} %"
 
     fig = go.Figure()
-    fig.add_bar(x=list(labels), y=[r.get("achieved_gflops") for r in rows], name="achieved GFLOP/s",
+    fig.add_bar(x=list(labels), y=[r.achieved_gflops for r in rows], name="achieved GFLOP/s",
                 marker={"color": charts.PALETTE[0]}, text=[util(r) for r in rows], textposition="outside",
                 cliponaxis=False, hovertemplate="%{x}: %{y:,.0f} GFLOP/s, %{text}<extra></extra>")
     fig.update_layout(yaxis={"title": "achieved GFLOP/s", "type": "log", "dtick": 1},
@@ -178,11 +179,11 @@ def points_figure(rows: Sequence[Mapping[str, Any]], labels: Sequence[str], titl
     return fig
 
 
-def _point_label(row: Mapping[str, Any]) -> str:
-    return f"{row.get('size')}, batch {row.get('batch_size')}, {row.get('target')}"
+def _point_label(row: SweepRow) -> str:
+    return f"{row.size}, batch {row.batch_size}, {row.target}"
 
 
-def _points_table(rows: Sequence[Mapping[str, Any]]) -> None:
+def _points_table(rows: Sequence[SweepRow]) -> None:
     results.sweep_table(rows, ["size", "batch_size", "target", "params", "steady_epoch_seconds", "samples_per_s",
                                "achieved_gflops", "peak_gflops", "mean_cpu_percent", "mean_gpu_util_percent"])
 
@@ -220,13 +221,13 @@ def show_shipped(step: Step) -> None:
     if step.key == "utilization":
         cols = st.columns(len(rows))
         for col, row in zip(cols, rows):
-            share = (row["achieved_gflops"] / row["peak_gflops"] * 100
-                     if row.get("achieved_gflops") and row.get("peak_gflops") else None)
-            col.metric(f"MLP {row['size']}, batch {row['batch_size']}",
-                       f"{_fmt(row.get('mean_gpu_util_percent'), '.0f')} % busy",
+            share = (row.achieved_gflops / row.peak_gflops * 100
+                     if row.achieved_gflops and row.peak_gflops else None)
+            col.metric(f"MLP {row.size}, batch {row.batch_size}",
+                       f"{_fmt(row.mean_gpu_util_percent, '.0f')} % busy",
                        help="NVML utilization, averaged over the run")
             col.caption(f"…while doing {_fmt(share, '.2f')} % of the measured matmul peak "
-                        f"({_fmt(row.get('achieved_gflops'), ',.0f')} of {_fmt(row.get('peak_gflops'), ',.0f')} "
+                        f"({_fmt(row.achieved_gflops, ',.0f')} of {_fmt(row.peak_gflops, ',.0f')} "
                         "GFLOP/s)")
     st.plotly_chart(present.styled(points_figure(rows, [_point_label(r) for r in rows], title)),
                     key=f"lesson_{step.key}_shipped", config=results.CHART_CONFIG)

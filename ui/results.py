@@ -12,10 +12,10 @@ import streamlit as st
 
 from bench.output import charts, display
 from bench.analysis import compare, diagnosis, metrics, references, sweeps
+from bench.analysis.sweeps import SweepRow
 from bench.runs.jobs import JobManager
 from bench.records import ACTIVE, Comparison, Status
 from bench.runs.run_state import RunGroup, RunSnapshot
-from bench.target import Target
 from ui import live, live_chart, live_header, peak, present
 from ui.safe_text import escape
 
@@ -84,12 +84,17 @@ def text_table(frame: pd.DataFrame, formats: Mapping[str, str | None]) -> tuple[
     return out, config
 
 
-def sweep_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
+def sweep_table(rows: Sequence[SweepRow], keys: Sequence[str],
+                columns: Mapping[str, Sequence[str]] | None = None) -> None:
     """Sweep rows as a table with titles and units people read, numbers rounded for reading, "—" for a reading
-    that does not exist. The GPM columns appear when a row is on a GPU or has a GPM reading."""
-    frame = pd.DataFrame(rows)
-    gpu = any(_on_gpu_row(r) for r in rows) or any(r.get(k) is not None for r in rows for k in GPM_KEYS)
-    several = len({r.get("devices") or 1 for r in rows}) > 1
+    that does not exist. The GPM columns appear when a row is on a GPU or has a GPM reading. ``columns``: the page's
+    own columns beside the rows' (a live point's state, its share of the peak in words), one value per row, placed
+    where ``keys`` names them."""
+    frame = pd.DataFrame([r.to_dict() for r in rows])
+    for name, values in (columns or {}).items():
+        frame[name] = list(values)
+    gpu = any(sweeps.on_gpu(r) for r in rows) or any(getattr(r, k) is not None for r in rows for k in GPM_KEYS)
+    several = len({r.devices for r in rows}) > 1
     keys = [k for k in keys if (k in frame.columns or k not in ("steps_per_execution", "diagnosis_kind"))
             and (gpu or k not in GPM_KEYS) and (several or k not in SCALING_KEYS)]
     frame = frame.reindex(columns=list(keys)).rename(columns={k: SWEEP_COLUMNS[k][0] for k in keys})
@@ -100,19 +105,11 @@ def sweep_table(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
     st.dataframe(frame, hide_index=True, width="stretch", column_config=config)
 
 
-def _on_gpu_row(row: Mapping[str, Any]) -> bool:
-    try:
-        return Target.parse(str(row.get("target"))).is_gpu
-    except ValueError:
-        return False
+def _steps_text(row: SweepRow) -> str:
+    return f"/{row.steps_per_execution} steps" if row.steps_per_execution != 1 else ""
 
 
-def _steps_text(row: Mapping[str, Any]) -> str:
-    steps = row.get("steps_per_execution") or 1
-    return f"/{steps} steps" if steps != 1 else ""
-
-
-def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, key: str,
+def sweep_charts(rows: Sequence[SweepRow], targets: Sequence[str], *, key: str,
                  cache_key: tuple[Any, ...] | None = None) -> None:
     """Utilization, samples/s, achieved GFLOP/s against the peak, and (two targets) speed-up, each vs parameters.
     With ``cache_key`` (a live sweep's state) every viewer shares one set of figures per state."""
@@ -121,7 +118,7 @@ def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, k
 
     wide = sweeps.wide_window_rows(rows)
     if wide:
-        points = ", ".join(f"{r['size']}/{r['batch_size']}{_steps_text(r)} on {r['target']}" for r in wide)
+        points = ", ".join(f"{r.size}/{r.batch_size}{_steps_text(r)} on {r.target}" for r in wide)
         st.warning(f"Utilization of {points}: {sweeps.WIDE_WINDOW_NOTE}", icon=":material/timer:")
     left, right = st.columns(2)
     left.plotly_chart(figure("swp_util", lambda: charts.sweep_utilization_figure(rows)), key=f"{key}_util",
@@ -135,11 +132,11 @@ def sweep_charts(rows: Sequence[Mapping[str, Any]], targets: Sequence[str], *, k
         pairs = sweeps.sweep_speedups(rows, targets[0], targets[1])
         right.plotly_chart(figure("swp_speedup", lambda: charts.sweep_speedup_figure(
             pairs, f"{targets[1]} vs {targets[0]}")), key=f"{key}_speedup", config=CHART_CONFIG)
-    if len({r.get("devices") or 1 for r in rows}) > 1:
+    if len({r.devices for r in rows}) > 1:
         scaling_chart(rows, figure, key=key)
 
 
-def scaling_chart(rows: Sequence[Mapping[str, Any]], figure: Any, *, key: str) -> None:
+def scaling_chart(rows: Sequence[SweepRow], figure: Any, *, key: str) -> None:
     """A sweep over device counts: scaling efficiency against N, and where the exchange between devices sets the
     pace, the diagnosis with the knob that tests it."""
     left, right = st.columns(2)
@@ -149,7 +146,7 @@ def scaling_chart(rows: Sequence[Mapping[str, Any]], figure: Any, *, key: str) -
     with right:
         if note:
             st.info(note, icon=":material/sync_alt:")
-        elif any(r.get("scaling_efficiency") is not None and (r.get("devices") or 1) > 1 for r in rows):
+        elif any(r.scaling_efficiency is not None and r.devices > 1 for r in rows):
             st.success("Every point scales to at least "
                        f"{sweeps.EXCHANGE_BOUND_EFFICIENCY:.0%} of N × its one-device throughput.")
 

@@ -5,14 +5,87 @@ from those rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench.analysis import compare, diagnosis, metrics, run_summary
 from bench.config import ConfigError, RunConfig
 from bench.target import Target, canonical, of_record, text_of_record
 from bench.training import models
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One sweep point: a finished run's settings, speed, arithmetic against the measured peak, utilization and
+    verdict (:func:`sweep_row`), with its scaling over one device once :func:`with_scaling` has seen every point. A
+    dict only in a ``bench.sweep/1`` file and in a page's table (``to_dict``)."""
+
+    size: str | None
+    batch_size: int | None
+    target: str
+    run_id: int | None = None
+    status: str | None = None
+    steps_per_execution: int = 1  # 1 in records made before the setting
+    devices: int = 1
+    per_device_batch_size: int | None = None
+    params: int | None = None
+    flops_per_sample: float | None = None
+    steady_epoch_seconds: float | None = None
+    samples_per_s: float | None = None
+    achieved_gflops: float | None = None
+    peak_gflops: float | None = None
+    peak_fraction: float | None = None
+    peak_stale: bool = False
+    mean_gpu_util_percent: float | None = None
+    sm_active_percent: float | None = None
+    tensor_active_percent: float | None = None
+    mean_cpu_percent: float | None = None
+    mean_process_cpu_percent: float | None = None
+    # the samples the utilization means cover (metrics.WINDOW_NAMES); not "steady epochs" = read with care
+    sample_interval_s: float | None = None
+    utilization_window: str | None = None
+    diagnosis: str | None = None
+    diagnosis_kind: str | None = None
+    speedup_over_one_device: float | None = None
+    scaling_efficiency: float | None = None
+    scaling_diagnosis: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # keys of later versions, kept as they are
+    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> SweepRow:
+        """A row this project wrote (a sweep file, after ``records.Sweep.from_dict`` checked its numbers), typed
+        without further checks; written back by ``to_dict`` with the keys it had."""
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra", "keys"}
+        values = {k: v for k, v in data.items() if k in known and v is not None}
+        values.setdefault("target", str(data.get("target")))
+        return cls(size=values.pop("size", None), batch_size=values.pop("batch_size", None),
+                   target=values.pop("target"), **values,
+                   extra={k: v for k, v in data.items() if k not in known}, keys=tuple(data))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "keys")}
+        out.update(self.extra)
+        return out if self.keys is None else {k: out[k] for k in self.keys}
+
+    def point(self) -> tuple[Any, ...]:
+        """(size, batch size, steps per execution, device count): what one point of a sweep varies."""
+        return self.size, self.batch_size, self.steps_per_execution, self.devices
+
+
+@dataclass(frozen=True)
+class SweepSpeedup:
+    """The speed-up of one target over another at one sweep point (:func:`sweep_speedups`)."""
+
+    size: str | None
+    batch_size: int | None
+    steps_per_execution: int
+    devices: int
+    params: int | None
+    speedup: float
 
 
 def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Target | str],
@@ -57,49 +130,46 @@ def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Targe
     return configs
 
 
-def sweep_row(record: Mapping[str, Any], peak: float | Mapping[str, Any] | None) -> dict[str, Any]:
+def sweep_row(record: Mapping[str, Any], peak: float | Mapping[str, Any] | None) -> SweepRow:
     """One sweep point from a finished run record. ``peak`` is the target's matmul peak in GFLOP/s, or its cache
     entry (bench.hardware.probe) with ``stale``. The share of the peak is never above 1: a run that achieved more than the
     peak, or a peak flagged for a new probe, gives ``peak_fraction`` None and ``peak_stale`` True."""
     config = record.get("config") or {}
     info = record.get("info") or {}
     summary = run_summary.summary_of(record)
-    rate = summary.get("steady_samples_per_s")
-    flops = info.get("flops_per_sample")
     achieved = compare.achieved_gflops(record)
     entry = peak if isinstance(peak, Mapping) else {}
     peak_gflops = entry.get("peak_gflops") if isinstance(peak, Mapping) else peak
     stale = bool(entry.get("stale")) or bool(achieved and peak_gflops and achieved > peak_gflops)
     verdict = diagnosis.of_record(record, None if stale else peak_gflops)
-    return {
-        "run_id": record.get("id"),
-        "status": record.get("status"),
-        "size": config.get("size"),
-        "batch_size": config.get("batch_size"),
-        "steps_per_execution": config.get("steps_per_execution") or 1,  # 1 in records made before the setting
-        "target": text_of_record(record),
-        "devices": device_count(record),
-        "per_device_batch_size": info.get("per_device_batch_size"),
-        "params": info.get("params"),
-        "flops_per_sample": flops,
-        "steady_epoch_seconds": summary.get("steady_epoch_seconds"),
-        "samples_per_s": rate,
-        "achieved_gflops": achieved,
-        "peak_gflops": peak_gflops,
-        "peak_fraction": achieved / peak_gflops if achieved and peak_gflops and not stale else None,
-        "peak_stale": stale,
-        "mean_gpu_util_percent": summary.get("mean_gpu_util_percent"),
-        "sm_active_percent": summary.get("sm_active_percent"),
-        "tensor_active_percent": summary.get("tensor_active_percent"),
-        "mean_cpu_percent": summary.get("mean_cpu_percent"),
-        "mean_process_cpu_percent": summary.get("mean_process_cpu_percent"),
-        # the samples the utilization means cover (metrics.WINDOW_NAMES); not "steady epochs" = read with care
-        "sample_interval_s": config.get("sample_interval_s"),
-        "utilization_window": (summary.get("gpu_util_window") if _on_gpu_record(record)
-                               else summary.get("cpu_util_window")),
-        "diagnosis": verdict["verdict"],
-        "diagnosis_kind": verdict.get("kind"),
-    }
+    return SweepRow(
+        run_id=record.get("id"),
+        status=record.get("status"),
+        size=config.get("size"),
+        batch_size=config.get("batch_size"),
+        steps_per_execution=config.get("steps_per_execution") or 1,
+        target=text_of_record(record),
+        devices=device_count(record),
+        per_device_batch_size=info.get("per_device_batch_size"),
+        params=info.get("params"),
+        flops_per_sample=info.get("flops_per_sample"),
+        steady_epoch_seconds=summary.get("steady_epoch_seconds"),
+        samples_per_s=summary.get("steady_samples_per_s"),
+        achieved_gflops=achieved,
+        peak_gflops=peak_gflops,
+        peak_fraction=achieved / peak_gflops if achieved and peak_gflops and not stale else None,
+        peak_stale=stale,
+        mean_gpu_util_percent=summary.get("mean_gpu_util_percent"),
+        sm_active_percent=summary.get("sm_active_percent"),
+        tensor_active_percent=summary.get("tensor_active_percent"),
+        mean_cpu_percent=summary.get("mean_cpu_percent"),
+        mean_process_cpu_percent=summary.get("mean_process_cpu_percent"),
+        sample_interval_s=config.get("sample_interval_s"),
+        utilization_window=(summary.get("gpu_util_window") if _on_gpu_record(record)
+                            else summary.get("cpu_util_window")),
+        diagnosis=verdict["verdict"],
+        diagnosis_kind=verdict.get("kind"),
+    )
 
 
 def device_count(record: Mapping[str, Any]) -> int:
@@ -116,58 +186,58 @@ def device_count(record: Mapping[str, Any]) -> int:
 EXCHANGE_BOUND_EFFICIENCY = 0.75
 
 
-def with_scaling(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def with_scaling(rows: Sequence[SweepRow]) -> list[SweepRow]:
     """``rows`` with, for each point that has a one-device row (same size, batch size, steps and target),
     ``speedup_over_one_device`` (samples/s with N over samples/s with 1) and ``scaling_efficiency`` (samples/s with N
     over N x samples/s with 1); None where there is no such row or no throughput. ``scaling_diagnosis`` says when the
     exchange between devices sets the pace (efficiency below EXCHANGE_BOUND_EFFICIENCY), with the knob that tests it."""
-    def point(row: Mapping[str, Any]) -> tuple[Any, ...]:
-        return (row.get("size"), row.get("batch_size"), row.get("steps_per_execution") or 1,
-                canonical(str(row.get("target"))))
+    def point(row: SweepRow) -> tuple[Any, ...]:
+        return row.size, row.batch_size, row.steps_per_execution, canonical(row.target)
 
-    one = {point(r): r.get("samples_per_s") for r in rows if (r.get("devices") or 1) == 1}
+    one = {point(r): r.samples_per_s for r in rows if r.devices == 1}
     out = []
     for row in rows:
-        count, rate, base = row.get("devices") or 1, row.get("samples_per_s"), one.get(point(row))
+        rate, base = row.samples_per_s, one.get(point(row))
         speedup = rate / base if rate and base else None
-        efficiency = speedup / count if speedup is not None else None
-        out.append({**row, "speedup_over_one_device": speedup, "scaling_efficiency": efficiency,
-                    "scaling_diagnosis": _exchange_bound(row, count, efficiency)})
+        efficiency = speedup / row.devices if speedup is not None else None
+        out.append(dataclasses.replace(row, speedup_over_one_device=speedup, scaling_efficiency=efficiency,
+                                       scaling_diagnosis=_exchange_bound(row, efficiency)))
     return out
 
 
-def _exchange_bound(row: Mapping[str, Any], count: int, efficiency: float | None) -> str | None:
+def _per_device(row: SweepRow) -> int:
+    return row.per_device_batch_size or (row.batch_size or 0) // row.devices
+
+
+def _exchange_bound(row: SweepRow, efficiency: float | None) -> str | None:
+    count = row.devices
     if count < 2 or efficiency is None or efficiency >= EXCHANGE_BOUND_EFFICIENCY:
         return None
-    per_device = row.get("per_device_batch_size") or (row.get("batch_size") or 0) // count
     return (f"{count} devices give {efficiency:.0%} of {count}x the one-device throughput: the exchange between "
             f"devices (gradients summed every step) and the per-step host work, not the arithmetic, set the pace. "
-            f"Each device trains {per_device} samples a step; a larger per-device batch (batch size "
-            f"{(row.get('batch_size') or 0) * 4}) gives each exchange more arithmetic, and tests this.")
+            f"Each device trains {_per_device(row)} samples a step; a larger per-device batch (batch size "
+            f"{(row.batch_size or 0) * 4}) gives each exchange more arithmetic, and tests this.")
 
 
-def exchange_bound_summary(rows: Sequence[Mapping[str, Any]]) -> str | None:
+def exchange_bound_summary(rows: Sequence[SweepRow]) -> str | None:
     """One paragraph for every point where the exchange between devices sets the pace (``scaling_diagnosis``): which
     points, their share of N x one device, why, and the knob that tests it; None when there is none."""
-    bound = [r for r in rows if r.get("scaling_diagnosis")]
+    bound = [r for r in rows if r.scaling_diagnosis]
     if not bound:
         return None
-    points = "; ".join(f"{r.get('size')} on {r.get('target')} x {r.get('devices')}: {r['scaling_efficiency']:.0%}"
-                       for r in bound)
-    per_device = sorted({r.get("per_device_batch_size") or (r.get("batch_size") or 0) // (r.get("devices") or 1)
-                         for r in bound})
+    points = "; ".join(f"{r.size} on {r.target} x {r.devices}: {r.scaling_efficiency or 0:.0%}" for r in bound)
+    per_device = sorted({_per_device(r) for r in bound})
     return (f"Below {EXCHANGE_BOUND_EFFICIENCY:.0%} of N x the one-device throughput ({points}): the exchange between "
             "devices (gradients summed every step) and the per-step host work, not the arithmetic, set the pace. "
             f"Each device trained {', '.join(map(str, per_device))} samples a step; a larger per-device batch gives "
             "each exchange more arithmetic, and tests this.")
 
 
-def peak_share_text(row: Mapping[str, Any]) -> str:
+def peak_share_text(row: SweepRow) -> str:
     """A sweep row's share of the peak for a table: '61 %', 'peak being re-measured', or '—'."""
-    if row.get("peak_stale"):
+    if row.peak_stale:
         return "peak being re-measured"
-    fraction = row.get("peak_fraction")
-    return f"{fraction:.0%}" if fraction is not None else "—"
+    return f"{row.peak_fraction:.0%}" if row.peak_fraction is not None else "—"
 
 
 WIDE_WINDOW_NOTE = (
@@ -176,38 +246,36 @@ WIDE_WINDOW_NOTE = (
     "busy the device was: raise the sample limit (longer epochs) or lower the sampling interval.")
 
 
-def wide_window_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def wide_window_rows(rows: Sequence[SweepRow]) -> list[SweepRow]:
     """Sweep points whose utilization mean is not over steady epochs alone (their epochs were shorter than the
     sampling interval), so it includes tracing or start-up and understates how busy the device was."""
-    def wide(row: Mapping[str, Any]) -> bool:
-        window = row.get("utilization_window")
-        if window is not None:
-            return window != metrics.WINDOW_NAMES[0]
+    def wide(row: SweepRow) -> bool:
+        if row.utilization_window is not None:
+            return row.utilization_window != metrics.WINDOW_NAMES[0]
         # rows from before the window was recorded: a steady epoch shorter than the sampling interval can hold no sample
-        interval, seconds = row.get("sample_interval_s"), row.get("steady_epoch_seconds")
+        interval, seconds = row.sample_interval_s, row.steady_epoch_seconds
         return bool(interval and seconds and seconds < interval)
 
     return [r for r in rows if wide(r)]
 
 
-def sweep_speedups(rows: Sequence[Mapping[str, Any]], baseline_target: Target | str,
-                   other_target: Target | str) -> list[dict[str, Any]]:
+def sweep_speedups(rows: Sequence[SweepRow], baseline_target: Target | str,
+                   other_target: Target | str) -> list[SweepSpeedup]:
     """Speed-up of other_target over baseline_target per (size, batch, steps per execution, device count) point, from
     steady epoch times."""
-    by_point: dict[tuple[Any, Any, Any, Any], dict[str, Mapping[str, Any]]] = {}
+    by_point: dict[tuple[Any, ...], dict[str, SweepRow]] = {}
     for row in rows:
-        point = (row["size"], row["batch_size"], row.get("steps_per_execution") or 1, row.get("devices") or 1)
-        by_point.setdefault(point, {})[canonical(row["target"])] = row
+        by_point.setdefault(row.point(), {})[canonical(row.target)] = row
     out = []
     for (size, batch, steps, devices), group in by_point.items():
         a, b = group.get(canonical(baseline_target)), group.get(canonical(other_target))
-        if a and b and a.get("steady_epoch_seconds") and b.get("steady_epoch_seconds"):
-            out.append({"size": size, "batch_size": batch, "steps_per_execution": steps, "devices": devices,
-                        "params": a.get("params"), "speedup": a["steady_epoch_seconds"] / b["steady_epoch_seconds"]})
+        if a and b and a.steady_epoch_seconds and b.steady_epoch_seconds:
+            out.append(SweepSpeedup(size=size, batch_size=batch, steps_per_execution=steps, devices=devices,
+                                    params=a.params, speedup=a.steady_epoch_seconds / b.steady_epoch_seconds))
     return out
 
 
-def sweep_targets(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def sweep_targets(rows: Sequence[SweepRow]) -> list[str]:
     """The targets of sweep rows, CPU ones first (a CPU is the baseline a GPU's speed-up is measured against)."""
     def cpu_first(name: str) -> tuple[bool, str]:
         try:
@@ -215,7 +283,15 @@ def sweep_targets(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         except ConfigError:
             return True, name
 
-    return sorted({str(r["target"]) for r in rows}, key=cpu_first)
+    return sorted({r.target for r in rows}, key=cpu_first)
+
+
+def on_gpu(row: SweepRow) -> bool:
+    """Whether a sweep row's target is a GPU (or all of them); a row whose target is no target counts as CPU."""
+    try:
+        return Target.parse(row.target).is_gpu
+    except ValueError:
+        return False
 
 
 def _on_gpu_record(record: Mapping[str, Any]) -> bool:

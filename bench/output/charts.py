@@ -17,10 +17,11 @@ import numpy  # noqa: F401 - loaded whole before any thread draws: Plotly picks 
 import plotly.graph_objects as go  # figure built while another thread is half-way through importing NumPy fails
 from plotly.subplots import make_subplots
 
+from bench.analysis import sweeps
+from bench.analysis.sweeps import SweepRow, SweepSpeedup
 from bench.output import chart_style as style
 from bench.output.chart_style import PALETTE
 from bench.readings import Epoch, GpuReading, Sample, epochs_of, samples_of
-from bench.target import Target
 
 GPU_DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
 MAX_POINTS = 1500  # per line drawn; longer histories are thinned evenly for drawing only
@@ -287,99 +288,88 @@ def to_html(figures: Sequence[go.Figure], *, title: str, intro_html: str = "") -
 
 
 # -- sweeps -----------------------------------------------------------------------------------------------------------
-def _by_target(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    groups: dict[str, list[Mapping[str, Any]]] = {}
+def _by_target(rows: Sequence[SweepRow]) -> dict[str, list[SweepRow]]:
+    groups: dict[str, list[SweepRow]] = {}
     for row in rows:
-        if row.get("params"):
-            label = str(row.get("target"))
-            if len({r.get("batch_size") for r in rows}) > 1:
-                label += f" · batch {row.get('batch_size')}"
-            if len({r.get("steps_per_execution") or 1 for r in rows}) > 1:
-                label += f" · {row.get('steps_per_execution') or 1} steps/exec"
-            if len({r.get("devices") or 1 for r in rows}) > 1:
-                label += f" × {row.get('devices') or 1}"
+        if row.params:
+            label = row.target
+            if len({r.batch_size for r in rows}) > 1:
+                label += f" · batch {row.batch_size}"
+            if len({r.steps_per_execution for r in rows}) > 1:
+                label += f" · {row.steps_per_execution} steps/exec"
+            if len({r.devices for r in rows}) > 1:
+                label += f" × {row.devices}"
             groups.setdefault(label, []).append(row)
-    return {k: sorted(v, key=lambda r: r["params"]) for k, v in groups.items()}
+    return {k: sorted(v, key=lambda r: r.params or 0) for k, v in groups.items()}
 
 
-def _on_gpu(row: Mapping[str, Any]) -> bool:
-    """Whether a sweep row's target is a GPU (or all of them); a row whose target is no target counts as CPU."""
-    try:
-        return Target.parse(str(row.get("target"))).is_gpu
-    except ValueError:
-        return False
-
-
-def _sweep_lines(rows: Sequence[Mapping[str, Any]], key: str, title: str, y_title: str, *,
+def _sweep_lines(rows: Sequence[SweepRow], key: str, title: str, y_title: str, *,
                  log_y: bool = False, also_y: Sequence[float] = ()) -> go.Figure:
     fig = go.Figure()
     groups = _by_target(rows)
     for i, (label, group) in enumerate(groups.items()):
-        fig.add_scatter(x=[r["params"] for r in group], y=[r.get(key) for r in group], mode="lines+markers",
-                        name=label, text=[r.get("size") for r in group], line={"color": PALETTE[i % len(PALETTE)]},
+        fig.add_scatter(x=[r.params for r in group], y=[getattr(r, key) for r in group], mode="lines+markers",
+                        name=label, text=[r.size for r in group], line={"color": PALETTE[i % len(PALETTE)]},
                         hovertemplate="%{text}: %{x:,} params → %{y:,.1f}<extra>%{fullData.name}</extra>")
     fig.update_layout(xaxis=_params_axis(rows))
     if log_y:
-        fig.update_layout(yaxis=style.log_axis([*(r.get(key) for r in rows), *also_y], y_title))
+        fig.update_layout(yaxis=style.log_axis([*(getattr(r, key) for r in rows), *also_y], y_title))
     else:
         fig.update_yaxes(title=y_title, rangemode="tozero")
     return _layout(fig, title)
 
 
-def _params_axis(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    return style.log_axis([r.get("params") for r in rows], "parameters")
+def _params_axis(rows: Sequence[SweepRow | SweepSpeedup]) -> dict[str, Any]:
+    return style.log_axis([r.params for r in rows], "parameters")
 
 
-def sweep_utilization_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+def sweep_utilization_figure(rows: Sequence[SweepRow]) -> go.Figure:
     """Mean utilization vs parameters: NVML GPU % for GPU targets (with SM and tensor-core activity where NVML GPM
     reported them), whole-machine CPU % for CPU targets."""
     fig = go.Figure()
     for i, (label, group) in enumerate(_by_target(rows).items()):
-        is_gpu = _on_gpu(group[0])
         lines = ([("mean_gpu_util_percent", "GPU %", "solid"), ("sm_active_percent", "SM active %", "dash"),
-                  ("tensor_active_percent", "tensor active %", "dot")] if is_gpu
+                  ("tensor_active_percent", "tensor active %", "dot")] if sweeps.on_gpu(group[0])
                  else [("mean_cpu_percent", "CPU %", "solid")])
         for m, (key, name, dash) in enumerate(lines):
-            values = [r.get(key) for r in group]
+            values = [getattr(r, key) for r in group]
             if m and all(v is None for v in values):
                 continue  # no GPM: no line, rather than a false zero
-            fig.add_scatter(x=[r["params"] for r in group], y=values, mode="lines+markers",
+            fig.add_scatter(x=[r.params for r in group], y=values, mode="lines+markers",
                             name=f"{label} ({name})", line={"color": PALETTE[i % len(PALETTE)], "dash": dash},
-                            text=[r.get("size") for r in group],
+                            text=[r.size for r in group],
                             hovertemplate="%{text}: %{x:,} params → %{y:.0f} %<extra>%{fullData.name}</extra>")
     fig.update_layout(xaxis=_params_axis(rows))
     fig.update_yaxes(title="mean utilization %", range=[0, 105], tickvals=UTIL_TICKS)
     return _layout(fig, "Utilization vs model size")
 
 
-def sweep_throughput_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+def sweep_throughput_figure(rows: Sequence[SweepRow]) -> go.Figure:
     return _sweep_lines(rows, "samples_per_s", "Samples/s vs model size", "samples/s (steady)", log_y=True)
 
 
 _SETTING_WORDS = (("batch_size", "batch"), ("steps_per_execution", "steps/call"), ("devices", "devices"))
 
 
-def setting_labels(rows: Sequence[Mapping[str, Any]], *, skip: tuple[str, ...] = ()) -> list[str]:
+def setting_labels(rows: Sequence[SweepRow | SweepSpeedup], *, skip: tuple[str, ...] = ()) -> list[str]:
     """Each row's settings among those that vary across ``rows`` (batch size, steps per execution, device count; not
     those in ``skip``, e.g. the chart's own x axis), e.g. ``batch 256 · devices 2``: what tells one line of a sweep
     chart from another ('' when none varies)."""
-    default = {"steps_per_execution": 1, "devices": 1}
-    varying = [(k, w) for k, w in _SETTING_WORDS
-               if k not in skip and len({r.get(k) or default.get(k) for r in rows}) > 1]
-    return [" · ".join(f"{w} {row.get(k) or default.get(k)}" for k, w in varying) for row in rows]
+    varying = [(k, w) for k, w in _SETTING_WORDS if k not in skip and len({getattr(r, k) for r in rows}) > 1]
+    return [" · ".join(f"{w} {getattr(row, k)}" for k, w in varying) for row in rows]
 
 
-def sweep_speedup_figure(speedups: Sequence[Mapping[str, Any]], label: str) -> go.Figure:
+def sweep_speedup_figure(speedups: Sequence[SweepSpeedup], label: str) -> go.Figure:
     """Speed-up against parameter count, one line per setting that varies (batch size, steps per execution, device
     count), so points of different settings are never joined into one line."""
     fig = go.Figure()
-    pts = sorted((s for s in speedups if s.get("params")), key=lambda s: s["params"])
-    lines: dict[str, list[Mapping[str, Any]]] = {}
+    pts = sorted((s for s in speedups if s.params), key=lambda s: s.params or 0)
+    lines: dict[str, list[SweepSpeedup]] = {}
     for s, setting in zip(pts, setting_labels(pts)):
         lines.setdefault(setting, []).append(s)
     for i, (setting, group) in enumerate(lines.items()):
-        fig.add_scatter(x=[s["params"] for s in group], y=[s["speedup"] for s in group], mode="lines+markers",
-                        name=f"{label} · {setting}" if setting else label, text=[s.get("size") for s in group],
+        fig.add_scatter(x=[s.params for s in group], y=[s.speedup for s in group], mode="lines+markers",
+                        name=f"{label} · {setting}" if setting else label, text=[s.size for s in group],
                         line={"color": PALETTE[i % len(PALETTE)]},
                         hovertemplate="%{text}: %{x:,} params → %{y:.2f}x<extra></extra>")
     fig.add_hline(y=1.0, line={"color": "#9aa3b2", "dash": "dot"})
@@ -388,43 +378,42 @@ def sweep_speedup_figure(speedups: Sequence[Mapping[str, Any]], label: str) -> g
     return _layout(fig, f"Speed-up vs model size: {label}")
 
 
-def scaling_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+def scaling_figure(rows: Sequence[SweepRow]) -> go.Figure:
     """Scaling efficiency (samples/s with N devices over N x samples/s with one) against the device count, one line
     per model size (and target, batch size), with perfect scaling (100 %) dotted; the speed-up over one device on
     hover. Points without a one-device row to compare with are left out."""
     fig = go.Figure()
-    lines: dict[str, list[Mapping[str, Any]]] = {}
-    targets = len({str(r.get("target")) for r in rows}) > 1
+    lines: dict[str, list[SweepRow]] = {}
+    targets = len({r.target for r in rows}) > 1
     for row, setting in zip(rows, setting_labels(rows, skip=("devices",))):  # devices is the x axis here
-        if row.get("scaling_efficiency") is None:
+        if row.scaling_efficiency is None:
             continue
-        label = " · ".join(part for part in (str(row.get("size")), str(row.get("target")) if targets else "",
-                                             setting) if part)
+        label = " · ".join(part for part in (str(row.size), row.target if targets else "", setting) if part)
         lines.setdefault(label, []).append(row)
     for i, (label, group) in enumerate(lines.items()):
-        group = sorted(group, key=lambda r: r.get("devices") or 1)
-        fig.add_scatter(x=[r.get("devices") or 1 for r in group], y=[100 * r["scaling_efficiency"] for r in group],
+        group = sorted(group, key=lambda r: r.devices)
+        fig.add_scatter(x=[r.devices for r in group], y=[100 * (r.scaling_efficiency or 0) for r in group],
                         mode="lines+markers", name=label, line={"color": PALETTE[i % len(PALETTE)]},
-                        customdata=[r.get("speedup_over_one_device") for r in group],
+                        customdata=[r.speedup_over_one_device for r in group],
                         hovertemplate="%{x} devices → %{y:.0f} % of perfect (%{customdata:.2f}x one device)"
                                       "<extra>%{fullData.name}</extra>")
     fig.add_hline(y=100, line={"color": "#9aa3b2", "dash": "dot"})
-    counts = sorted({r.get("devices") or 1 for r in rows})
+    counts = sorted({r.devices for r in rows})
     fig.update_xaxes(title="devices (data-parallel)", tickvals=counts, type="log" if len(counts) > 2 else "linear")
     fig.update_yaxes(rangemode="tozero")
     fig.update_yaxes(title="throughput with N / (N × one device), %")
     return _layout(fig, "Scaling over devices")
 
 
-def sweep_gflops_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+def sweep_gflops_figure(rows: Sequence[SweepRow]) -> go.Figure:
     """Achieved training GFLOP/s vs parameters, with each target's measured matmul peak as a dashed line."""
     peaks = {}
     stale: set[str] = set()
     for row in rows:
-        if row.get("peak_gflops"):
-            peaks[str(row.get("target"))] = row["peak_gflops"]
-        if row.get("peak_stale"):
-            stale.add(str(row.get("target")))
+        if row.peak_gflops:
+            peaks[row.target] = row.peak_gflops
+        if row.peak_stale:
+            stale.add(row.target)
     fig = _sweep_lines(rows, "achieved_gflops", "Achieved GFLOP/s vs the measured peak", "GFLOP/s", log_y=True,
                        also_y=list(peaks.values()))
     # a peak takes its target's line colour; grey when the target has several lines (one per batch size)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from bench.analysis.sweeps import SweepRow
 from bench.output import chart_style, charts
 from bench.readings import epochs_of, samples_of
 
@@ -59,16 +60,16 @@ def test_thin_bounds_points_and_keeps_the_ends():
 
 
 def test_sweep_gflops_draws_each_peak():
-    rows = [{"params": p, "target": "cpu", "batch_size": 128, "size": s, "achieved_gflops": g, "peak_gflops": 200.0}
-            for p, s, g in [(1e4, "xs", 5.0), (1e5, "s", 20.0), (1e6, "m", 60.0)]]
+    rows = [SweepRow.of({"params": p, "target": "cpu", "batch_size": 128, "size": s, "achieved_gflops": g,
+                         "peak_gflops": 200.0}) for p, s, g in [(1e4, "xs", 5.0), (1e5, "s", 20.0), (1e6, "m", 60.0)]]
     fig = charts.sweep_gflops_figure(rows)
     assert list(fig.data[0].y) == [5.0, 20.0, 60.0]
     assert any(shape.y0 == 200.0 for shape in fig.layout.shapes)
 
 
 def test_a_stale_peak_is_named_as_being_re_measured():
-    rows = [{"params": p, "target": "cpu", "batch_size": 128, "size": s, "achieved_gflops": g, "peak_gflops": 100.0,
-             "peak_stale": s == "m", "peak_fraction": None if s == "m" else g / 100.0}
+    rows = [SweepRow.of({"params": p, "target": "cpu", "batch_size": 128, "size": s, "achieved_gflops": g,
+                         "peak_gflops": 100.0, "peak_stale": s == "m", "peak_fraction": None if s == "m" else g / 100.0})
             for p, s, g in [(1e4, "xs", 5.0), (1e6, "m", 120.0)]]
     names = [tr.name for tr in charts.sweep_gflops_figure(rows).data if "matmul peak" in (tr.name or "")]
     assert names == ["cpu matmul peak 100 GFLOP/s (a run beat it: being re-measured)"]
@@ -93,8 +94,8 @@ def test_warm_up_builds_every_live_figure_kind():
 
 
 def test_each_peak_line_has_its_targets_colour():
-    rows = [{"target": t, "params": p, "size": s, "batch_size": 128, "achieved_gflops": g, "peak_gflops": peak}
-            for t, peak in (("gpu:0", 170_000.0), ("cpu", 1_300.0))
+    rows = [SweepRow.of({"target": t, "params": p, "size": s, "batch_size": 128, "achieved_gflops": g,
+                         "peak_gflops": peak}) for t, peak in (("gpu:0", 170_000.0), ("cpu", 1_300.0))
             for s, p, g in (("xs", 25_000, 10.0), ("xl", 36_000_000, 300.0))]
     fig = charts.sweep_gflops_figure(rows)
     line_colour = {tr.name: tr.line.color for tr in fig.data}
@@ -120,9 +121,10 @@ def process_samples(n: int, cores: float) -> list[dict]:
              "ram_used_mib": 4096.0, "gpus": []} for i in range(n)]
 
 
-def sweep_rows() -> list[dict]:
-    return [{"params": p, "target": t, "batch_size": 128, "size": s, "samples_per_s": r, "achieved_gflops": r / 100,
-             "peak_gflops": 1_300.0, "mean_cpu_percent": 60.0, "mean_gpu_util_percent": None}
+def sweep_rows() -> list[SweepRow]:
+    return [SweepRow.of({"params": p, "target": t, "batch_size": 128, "size": s, "samples_per_s": r,
+                         "achieved_gflops": r / 100, "peak_gflops": 1_300.0, "mean_cpu_percent": 60.0,
+                         "mean_gpu_util_percent": None})
             for t in ("cpu", "cpu/1") for p, s, r in ((25_450, "xs", 55_000.0), (669_706, "m", 7_900.0))]
 
 
@@ -259,8 +261,8 @@ def test_gpm_lines_only_where_the_gpu_reports_them():
 
 
 def test_sweep_utilization_draws_gpm_for_gpu_targets_that_have_it():
-    rows = [{"params": p, "target": "gpu:0", "batch_size": 128, "size": s, "mean_gpu_util_percent": 80.0,
-             "sm_active_percent": sm, "tensor_active_percent": None} for p, s, sm in ((1e4, "xs", 10.0), (1e6, "m", 60.0))]
+    rows = [SweepRow.of({"params": p, "target": "gpu:0", "batch_size": 128, "size": s, "mean_gpu_util_percent": 80.0,
+                         "sm_active_percent": sm, "tensor_active_percent": None}) for p, s, sm in ((1e4, "xs", 10.0), (1e6, "m", 60.0))]
     names = [t.name for t in charts.sweep_utilization_figure(rows).data]
     assert names == ["gpu:0 (GPU %)", "gpu:0 (SM active %)"]
 

@@ -48,22 +48,21 @@ def test_comparison_pairs_name_targets_as_text():
 
 
 def test_sweep_targets_put_a_cpu_first_and_speedups_take_targets():
-    rows = [{"target": t, "size": "s", "batch_size": 128, "params": 10, "steady_epoch_seconds": s}
+    rows = [sweeps.SweepRow(target=t, size="s", batch_size=128, params=10, steady_epoch_seconds=s)
             for t, s in (("gpu:0", 0.5), ("cpu", 2.0), ("gpus", 0.4), ("cpu/1", 8.0))]
     assert sweeps.sweep_targets(rows) == ["cpu", "cpu/1", "gpu:0", "gpus"]
     by_text = sweeps.sweep_speedups(rows, "cpu", "gpu:0")
     by_target = sweeps.sweep_speedups(rows, Target.parse("cpu"), Target.parse("gpu:0"))
-    assert by_text == by_target == [{"size": "s", "batch_size": 128, "steps_per_execution": 1, "devices": 1,
-                                     "params": 10,
-                                     "speedup": 4.0}]
+    assert by_text == by_target == [sweeps.SweepSpeedup(size="s", batch_size=128, steps_per_execution=1, devices=1,
+                                                        params=10, speedup=4.0)]
 
 
 def test_sweep_row_takes_the_utilization_window_of_its_side():
     summary = {"gpu_util_window": "all samples", "cpu_util_window": "steady epochs"}
     gpu = {**record(1, "gpus"), "summary": summary}
     cpu = {**record(2, "cpu/1"), "summary": summary}
-    assert sweeps.sweep_row(gpu, None)["utilization_window"] == "all samples"
-    assert sweeps.sweep_row(cpu, None)["utilization_window"] == "steady epochs"
+    assert sweeps.sweep_row(gpu, None).utilization_window == "all samples"
+    assert sweeps.sweep_row(cpu, None).utilization_window == "steady epochs"
 
 
 def _swept(achieved_rate: float, **summary: Any) -> dict[str, Any]:
@@ -74,30 +73,30 @@ def _swept(achieved_rate: float, **summary: Any) -> dict[str, Any]:
 
 def test_a_share_of_the_peak_is_shown_only_when_it_holds():
     row = sweeps.sweep_row(_swept(52.55), 105.1)
-    assert row["achieved_gflops"] == pytest.approx(52.55)
-    assert row["peak_fraction"] == pytest.approx(0.5) and row["peak_stale"] is False
+    assert row.achieved_gflops == pytest.approx(52.55)
+    assert row.peak_fraction == pytest.approx(0.5) and row.peak_stale is False
     assert sweeps.peak_share_text(row) == "50%"
     # the case seen on a busy machine: 128.6 GFLOP/s achieved against a cached peak of 105.1
     beaten = sweeps.sweep_row(_swept(128.6), 105.1)
-    assert beaten["peak_fraction"] is None and beaten["peak_stale"] is True
+    assert beaten.peak_fraction is None and beaten.peak_stale is True
     assert sweeps.peak_share_text(beaten) == "peak being re-measured"
-    assert beaten["peak_gflops"] == 105.1, "the figure measured is still given, flagged"
+    assert beaten.peak_gflops == 105.1, "the figure measured is still given, flagged"
     # a peak flagged for a new probe shows no share even for a run below it
     flagged = sweeps.sweep_row(_swept(52.55), {"peak_gflops": 105.1, "stale": True})
-    assert flagged["peak_fraction"] is None and flagged["peak_stale"] is True
+    assert flagged.peak_fraction is None and flagged.peak_stale is True
     fresh = sweeps.sweep_row(_swept(52.55), {"peak_gflops": 210.2, "stale": False})
-    assert fresh["peak_fraction"] == pytest.approx(0.25) and fresh["peak_gflops"] == 210.2
+    assert fresh.peak_fraction == pytest.approx(0.25) and fresh.peak_gflops == 210.2
     unknown = sweeps.sweep_row(_swept(52.55), None)
-    assert unknown["peak_fraction"] is None and unknown["peak_stale"] is False
+    assert unknown.peak_fraction is None and unknown.peak_stale is False
     assert sweeps.peak_share_text(unknown) == "—"
 
 
 def test_a_sweep_row_uses_the_summarys_achieved_figure_and_gpu_activity():
     row = sweeps.sweep_row(_swept(10.0, achieved_gflops=12.5, sm_active_percent=61.0, tensor_active_percent=None),
                             25.0)
-    assert row["achieved_gflops"] == 12.5 and row["peak_fraction"] == pytest.approx(0.5)
-    assert row["sm_active_percent"] == 61.0 and row["tensor_active_percent"] is None
-    assert sweeps.sweep_row(_swept(10.0), 25.0)["sm_active_percent"] is None, "absent in the summary: None"
+    assert row.achieved_gflops == 12.5 and row.peak_fraction == pytest.approx(0.5)
+    assert row.sm_active_percent == 61.0 and row.tensor_active_percent is None
+    assert sweeps.sweep_row(_swept(10.0), 25.0).sm_active_percent is None, "absent in the summary: None"
 
 
 # -- reference pairs ------------------------------------------------------------------------------------------------

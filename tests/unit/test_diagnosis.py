@@ -210,9 +210,9 @@ def test_a_sweep_row_carries_steps_per_execution_and_the_verdict():
                                 error=None, store_error=None, epochs=epochs,
                                 samples=_samples(epochs, process=100, machine=60))
     row = sweeps.sweep_row(record, None)
-    assert row["steps_per_execution"] == 1 and row["diagnosis_kind"] == "host-bound"
+    assert row.steps_per_execution == 1 and row.diagnosis_kind == "host-bound"
     del record["config"]["steps_per_execution"]  # a record from before the setting
-    assert sweeps.sweep_row(record, None)["steps_per_execution"] == 1
+    assert sweeps.sweep_row(record, None).steps_per_execution == 1
 
 
 def test_thresholds_are_ordered_sensibly():

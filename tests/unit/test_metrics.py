@@ -123,20 +123,23 @@ def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():
                 "samples": samples, "status": "finished"}
 
     short = sweeps.sweep_row(record("gpu:0", epochs), None)
-    assert short["utilization_window"] == "all epochs"
+    assert short.utilization_window == "all epochs"
     long_epochs = [epochs[0], {**epochs[1], "t_end_s": 4.0}]
     long = sweeps.sweep_row(record("gpu:0", long_epochs), None)
-    assert long["utilization_window"] == "steady epochs"
+    assert long.utilization_window == "steady epochs"
     assert sweeps.wide_window_rows([short, long]) == [short]
-    assert sweeps.sweep_row(record("cpu", epochs), None)["utilization_window"] == "all epochs"
+    assert sweeps.sweep_row(record("cpu", epochs), None).utilization_window == "all epochs"
 
 
 def test_rows_without_a_recorded_window_are_flagged_when_a_steady_epoch_is_shorter_than_the_interval():
     from bench.analysis import sweeps
 
-    old_short = {"steady_epoch_seconds": 0.15, "sample_interval_s": 0.2}
-    old_long = {"steady_epoch_seconds": 0.6, "sample_interval_s": 0.2}
-    unknown = {"steady_epoch_seconds": 0.15}
+    def row(**data: float) -> sweeps.SweepRow:  # a row read from a file written before the window was recorded
+        return sweeps.SweepRow.of({"size": "s", "batch_size": 128, "target": "cpu", **data})
+
+    old_short = row(steady_epoch_seconds=0.15, sample_interval_s=0.2)
+    old_long = row(steady_epoch_seconds=0.6, sample_interval_s=0.2)
+    unknown = row(steady_epoch_seconds=0.15)
     assert sweeps.wide_window_rows([old_short, old_long, unknown]) == [old_short]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.analysis.sweeps import SweepRow
 from bench.output import charts
 from bench.readings import epochs_of, samples_of
 from ui import lesson, present
@@ -12,8 +13,8 @@ EPOCHS = [{"epoch": e, "epoch_seconds": 1.0 + e, "includes_tracing": e == 1, "t_
            "accuracy": 0.5, "val_loss": 1.0, "val_accuracy": 0.5, "samples_per_s": 100.0} for e in (1, 2, 3)]
 SAMPLES = [{"t_s": float(t), "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": 10.0}]} for t in range(4)]
 SERIES = [charts.Series("#1", epochs_of(EPOCHS), samples_of(SAMPLES))]
-ROWS = [{"target": "gpu:0", "params": 10, "size": "xs", "batch_size": 32, "achieved_gflops": 3.0, "peak_gflops": 100.0,
-         "samples_per_s": 5.0, "mean_gpu_util_percent": 20.0}]
+ROWS = [SweepRow(target="gpu:0", params=10, size="xs", batch_size=32, achieved_gflops=3.0, peak_gflops=100.0,
+                 samples_per_s=5.0, mean_gpu_util_percent=20.0)]
 
 FIGURES = {
     "epochs": lambda: charts.epoch_time_figure(SERIES),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import records
+from bench.analysis.sweeps import SweepRow
 from bench.records import Comparison, RecordError, RunRecord, Status, Sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,11 +101,12 @@ def test_every_shipped_result_loads_and_round_trips(path):
 
 def test_sweep_builder_drops_samples_and_validates_rows():
     run = minimal_run()
-    doc = records.sweep_record([{"run_id": 7, "size": "s", "batch_size": 128, "target": "cpu",
-                                 "steady_epoch_seconds": 1.0}], {"cpu": 200.0}, [run])
+    row = SweepRow(run_id=7, size="s", batch_size=128, target="cpu", steady_epoch_seconds=1.0)
+    doc = records.sweep_record([row], {"cpu": 200.0}, [run])
     assert "samples" not in doc["runs"][0]
     sweep = records.load(doc)
     assert isinstance(sweep, Sweep) and sweep.hardware == {"cpu": {}}
+    assert sweep.rows == (row,), "a row written and read back is the same row"
     doc["rows"][0]["steady_epoch_seconds"] = "fast"
     with pytest.raises(RecordError, match=re.escape("rows[0].steady_epoch_seconds must be a number")):
         records.load(doc)
