@@ -71,8 +71,9 @@ HOST_STEP_MS = 5.0
 CPU_CORE_FLOOR_GFLOPS = 5.0
 # Utilization read from fewer samples than this inside the steady epochs is not a verdict: a process CPU sample covers
 # the interval before it, so with 0.2 s epochs and 0.5 s sampling (the CPU steps-per-execution sweep in
-# docs/MEASUREMENTS.md) a single sample read 32 % of one core for a run whose epochs were all training.
-MIN_STEADY_SAMPLES = 3
+# docs/MEASUREMENTS.md) a single sample read 32 % of one core for a run whose epochs were all training. The same floor
+# decides whether a utilization mean may be called the steady epochs' (metrics.MIN_WINDOW_SAMPLES, its one home).
+MIN_STEADY_SAMPLES = metrics.MIN_WINDOW_SAMPLES
 # Whole-machine CPU at or above this while the run's own process was not = other work competed for the cores.
 MACHINE_BUSY_PERCENT = 90.0
 

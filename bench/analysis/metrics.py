@@ -101,6 +101,11 @@ def in_spans(t: float, spans: tuple[list[float], list[float]]) -> bool:
 
 # What each of training_windows' sets is called in a summary's ``*_window`` fields.
 WINDOW_NAMES: tuple[str, ...] = ("steady epochs", "all epochs", "whole run")
+# A mean over the steady epochs needs this many samples inside them; with fewer it is not called theirs and the next,
+# wider window is taken (it holds the same samples and more, and is named as such). A GPU run of 0.16 s steady epochs
+# sampled every 0.5 s held one sample between two epochs and gave "0 % over steady epochs" (H100, docs/GPU.md);
+# a process CPU reading covers the interval before it, so one sample can read 32 % for epochs that trained throughout.
+MIN_WINDOW_SAMPLES = 3
 
 
 def first_mean(windows: Sequence[Sequence[Sample]], mean: Callable[[Sequence[Sample]], float | None]) -> float | None:
@@ -109,8 +114,11 @@ def first_mean(windows: Sequence[Sequence[Sample]], mean: Callable[[Sequence[Sam
 
 def first_mean_where(windows: Sequence[Sequence[Sample]],
                      mean: Callable[[Sequence[Sample]], float | None]) -> tuple[float | None, str | None]:
-    """(mean over the first window that has a reading, that window's name from WINDOW_NAMES); (None, None) if none."""
-    for name, window in zip(WINDOW_NAMES, windows):
+    """(mean over the first window that has a reading, that window's name from WINDOW_NAMES); (None, None) if none.
+    The steady epochs count only with MIN_WINDOW_SAMPLES samples inside them."""
+    for i, (name, window) in enumerate(zip(WINDOW_NAMES, windows)):
+        if i == 0 and len(window) < MIN_WINDOW_SAMPLES and len(windows) > 1:
+            continue
         value = mean(window)
         if value is not None:
             return value, name

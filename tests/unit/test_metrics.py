@@ -92,10 +92,26 @@ def test_utilization_means_cover_the_steady_epochs_only():
     epochs = [{**ep(1, 2.0, True, 1.0), "t_start_s": 4.0, "t_end_s": 6.0},
               {**ep(2, 2.0, rate=1.0), "t_start_s": 6.5, "t_end_s": 8.5}]
     samples = [{"t_s": t, "cpu_percent": cpu, "gpus": []} for t, cpu in
-               [(1.0, 50.0), (3.0, 50.0), (5.0, 70.0), (7.0, 100.0), (8.0, 96.0), (9.0, 10.0)]]
+               [(1.0, 50.0), (3.0, 50.0), (5.0, 70.0), (7.0, 100.0), (7.5, 98.0), (8.0, 96.0), (9.0, 10.0)]]
     assert run_summary.summarize(epochs_of(epochs), samples_of(samples))["mean_cpu_percent"] == pytest.approx(98.0)
     no_times = [ep(1, 2.0, True), ep(2, 2.0)]
-    assert run_summary.summarize(epochs_of(no_times), samples_of(samples))["mean_cpu_percent"] == pytest.approx(376 / 6)
+    assert run_summary.summarize(epochs_of(no_times), samples_of(samples))["mean_cpu_percent"] == pytest.approx(474 / 7)
+
+
+def test_a_mean_over_fewer_than_three_steady_samples_is_not_called_the_steady_epochs():
+    """0.16 s steady epochs sampled every 0.5 s (an H100 run, docs/GPU.md) held one sample: its 0 % was given as the
+    steady epochs' mean. Below metrics.MIN_WINDOW_SAMPLES the next window is taken, and named."""
+    epochs = [{**ep(1, 4.0, True, 1.0), "t_start_s": 0.0, "t_end_s": 4.0},
+              {**ep(2, 0.16, rate=1.0), "t_start_s": 4.3, "t_end_s": 4.46},
+              {**ep(3, 0.16, rate=1.0), "t_start_s": 4.5, "t_end_s": 4.66}]
+    samples = [{"t_s": t, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": util}]}
+               for t, util in [(1.0, 2.0), (2.0, 2.0), (3.0, 2.0), (4.5, 0.0), (5.0, 6.0)]]
+    summary = run_summary.summarize(epochs_of(epochs), samples_of(samples))
+    assert summary["gpu_util_window"] == "all epochs" and summary["mean_gpu_util_percent"] == pytest.approx(1.5)
+    longer = [*samples, *({"t_s": t, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": 9.0}]}
+                          for t in (4.35, 4.4))]
+    summary = run_summary.summarize(epochs_of(epochs), samples_of(sorted(longer, key=lambda x: x["t_s"])))
+    assert summary["gpu_util_window"] == "steady epochs" and summary["mean_gpu_util_percent"] == pytest.approx(6.0)
 
 
 def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_reading():
@@ -103,7 +119,8 @@ def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_rea
               {**ep(2, 2.0, rate=1.0), "t_start_s": 3.5, "t_end_s": 5.5}]
     gpu = [{"index": 0, "util_percent": 40.0}]
     lost = [{"index": 0, "util_percent": None}]
-    samples = [{"t_s": 2.0, "cpu_percent": 50.0, "gpus": gpu}, {"t_s": 4.0, "cpu_percent": 90.0, "gpus": lost}]
+    samples = [{"t_s": 2.0, "cpu_percent": 50.0, "gpus": gpu},
+               *({"t_s": t, "cpu_percent": 90.0, "gpus": lost} for t in (3.6, 4.0, 4.4))]
     summary = run_summary.summarize(epochs_of(epochs), samples_of(samples))
     assert summary["mean_cpu_percent"] == 90.0  # the steady window has a CPU reading
     assert summary["mean_gpu_util_percent"] == 40.0  # it has no GPU reading: the tracing epoch's counts
@@ -116,7 +133,8 @@ def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():
 
     epochs = [{**ep(1, 2.0, True, 1.0), "t_start_s": 1.0, "t_end_s": 3.0},
               {**ep(2, 0.1, rate=1.0), "t_start_s": 3.2, "t_end_s": 3.3}]  # shorter than the sampling interval
-    samples = [{"t_s": t, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": 80.0}]} for t in (0.5, 2.0, 3.5)]
+    samples = [{"t_s": t, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": 80.0}]}
+               for t in (0.5, 2.0, 3.4, 3.5, 3.6)]
 
     def record(device: str, epochs_: list) -> dict:
         return {"config": {"device": device, "size": "s", "batch_size": 128}, "info": {}, "epochs": epochs_,
