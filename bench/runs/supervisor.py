@@ -25,6 +25,9 @@ from bench.runs.worker_process import Spare, kill, start_worker_process
 
 log = logging.getLogger("bench.runs.jobs")
 MAX_LIVE_SAMPLES = 8000  # in memory per run; older halves are thinned 2:1 beyond this (the store keeps all)
+# After the worker process has ended, how long its queue is still read for the events it sent last (its feeder thread
+# flushed them into the pipe before it exited, but under load they may not be readable yet).
+EXIT_DRAIN_S = 1.0
 
 
 SamplerFactory = Callable[[float, Callable[[Sample], None]], Any]
@@ -121,6 +124,7 @@ class Supervisor:
         its grace period or by hanging (the last two end the process)."""
         state = self.state
         last_event = last_flush = time.monotonic()
+        exited_at: float | None = None
         while True:
             try:
                 event = worker.events.get(timeout=0.2)
@@ -138,7 +142,11 @@ class Supervisor:
                 self.writer.flush_samples(state)
                 last_flush = now
             if event is None and not worker.process.is_alive():
-                return
+                # its last events can still be on their way through the queue's pipe: read them for a moment
+                exited_at = now if exited_at is None else exited_at
+                if now - exited_at >= EXIT_DRAIN_S:
+                    return
+                continue
             if state.stop_requested_at is not None and time.time() - state.stop_requested_at > self.stop_grace_s:
                 outcome.terminated_reason = "stopped"
             elif now - last_event > self.hang_timeout_s:
@@ -206,6 +214,10 @@ class Supervisor:
             state.error = None
             state.pending_status = Status.STOPPED
             state.info["hard_stop"] = True
+            return
+        if exitcode == 0 and state.stop_requested_at is not None:  # asked to stop, and it ended cleanly
+            state.error = None
+            state.pending_status = Status.STOPPED
             return
         if reason == "hung":
             state.error = {

@@ -53,6 +53,24 @@ def one_epoch_then_die(config: dict[str, Any], queue: Any, stop_event: Any, log_
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def stops_without_a_word(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
+    """Trains until Stop, then exits with code 0 without its `finished` event (the last event lost, as in CI once)."""
+    _emit(queue, "started", pid=os.getpid(), framework="fake 0", devices_seen=["cpu"], placement="/device:CPU:0")
+    epoch = 0
+    while not stop_event.is_set():
+        epoch += 1
+        _fake_epoch(queue, epoch, 0.05)
+    os._exit(0)
+
+
+def exits_0_without_a_word(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
+    """One epoch, then exits with code 0 without reporting, no Stop asked: that is a failure, not a stop."""
+    _emit(queue, "started", pid=os.getpid(), framework="fake 0", devices_seen=["cpu"], placement="/device:CPU:0")
+    _fake_epoch(queue, 1, 0.05)
+    time.sleep(0.3)
+    os._exit(0)
+
+
 # -- stand-ins for tests/unit/test_faults.py ------------------------------------------------------------------------
 def _fake_epoch(queue: Any, epoch: int, seconds: float = 0.1) -> None:
     t0 = time.time()

@@ -141,6 +141,26 @@ def test_killed_worker_fails_with_reason_and_keeps_epochs_then_next_run_works(st
     assert jm.wait(nxt, timeout_s=30).status == "finished"
 
 
+def test_a_worker_that_exits_0_after_stop_without_its_last_event_is_stopped_not_failed(store):
+    """Seen in CI under load: Stop pressed, the worker ended cleanly, its `finished` event never came, and the run was
+    shown as failed ("exited with code 0 without reporting") with a remedy about batch size."""
+    jm = manager_with(fake_workers.stops_without_a_word, store)
+    run_id = jm.submit(TINY.replace(epochs=200))
+    deadline = time.time() + 30
+    while not store.get_run(run_id)["epochs"] and time.time() < deadline:
+        time.sleep(0.05)
+    assert jm.stop(run_id)
+    snap = jm.wait(run_id, timeout_s=30)
+    assert snap.status == "stopped", snap.error
+    assert snap.error is None and snap.epochs, "stopped, with the epochs it finished"
+
+
+def test_a_worker_that_exits_0_unasked_without_reporting_still_fails(store):
+    jm = manager_with(fake_workers.exits_0_without_a_word, store)
+    snap = jm.wait(jm.submit(TINY), timeout_s=30)
+    assert snap.status == "failed" and "exited with code 0 without reporting" in snap.error["message"]
+
+
 def test_hung_worker_is_detected(store):
     jm = manager_with(fake_workers.silent, store, hang_timeout_s=1.5)
     run_id = jm.submit(TINY)
