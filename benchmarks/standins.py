@@ -89,6 +89,10 @@ class PacedWorker:
 
     Its figures are the replay's own: an epoch's seconds are its wall time here, and it names itself "replayed".
     Picklable, so a spawned process gets it.
+
+    A test that must see a run while it is live holds it: while the file named by ``BENCH_REPLAY_HOLD`` exists, a
+    replay waits before its last epoch (still live, still sampled, and still stoppable), however slowly the machine
+    runs the test; removing the file lets it finish.
     """
 
     step_s: float = 0.001
@@ -113,7 +117,11 @@ class PacedWorker:
              params=203530, flops_per_sample=1_221_180, model_description="MLP s (replayed)",
              dataset_description="replayed", n_train=n_train, n_test=n_train // 5, precision="float32",
              jit_compile=False, threads=int(config.get("cpu_threads") or os.cpu_count() or 1))
-        for epoch in range(1, int(config["epochs"]) + 1):
+        epochs = int(config["epochs"])
+        for epoch in range(1, epochs + 1):
+            if epoch == epochs and not _wait_while_held(stop_event):
+                emit(events.FINISHED, status="stopped")
+                return
             started = time.time()
             for step in range(1, updates + 1):
                 if stop_event.wait(epoch_s / updates):
@@ -129,6 +137,16 @@ class PacedWorker:
 
 
 PACED_WORKER = PacedWorker()
+HOLD_ENV = "BENCH_REPLAY_HOLD"
+
+
+def _wait_while_held(stop_event: Any) -> bool:
+    """Wait while the hold file exists; False if the run was stopped meanwhile."""
+    hold = os.environ.get(HOLD_ENV)
+    while hold and os.path.exists(hold):
+        if stop_event.wait(0.1):
+            return False
+    return True
 
 
 def realistic_sample(i: int, cores: int, gpus: int, interval_s: float = SIMULATED_INTERVAL_S) -> Any:

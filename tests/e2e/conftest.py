@@ -8,12 +8,14 @@ test trains real models through a server as shipped (tests/e2e/test_train_live.p
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, DashboardServer
+from benchmarks.standins import HOLD_ENV
 from tests.e2e.steps import new_page
 
 REPLAYED_WORKER = "benchmarks.standins:PACED_WORKER"
@@ -26,10 +28,21 @@ class Server(DashboardServer):
     as a user starts it, the training worker and its pre-started spare."""
 
     def __init__(self, folder: Path, env: dict[str, str] | None = None, *, training: bool = False):
-        worker = {} if training else {"BENCH_WORKER_TARGET": REPLAYED_WORKER}
+        self.hold_path = folder / "hold"
+        worker = {} if training else {"BENCH_WORKER_TARGET": REPLAYED_WORKER, HOLD_ENV: str(self.hold_path)}
         super().__init__(folder, prestart=training, env={**worker, **(env or {})})
         self.log = self.log_path
         self.wait_healthy()
+
+    @contextmanager
+    def holding_last_epoch(self) -> Iterator[None]:
+        """Replayed runs wait before their last epoch inside the block, so a test sees them live however slowly this
+        machine runs it; leaving the block lets them finish."""
+        self.hold_path.touch()
+        try:
+            yield
+        finally:
+            self.hold_path.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="module")

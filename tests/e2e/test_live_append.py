@@ -47,47 +47,48 @@ def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, pa
     set_number(page, "Epochs", 5)
     set_number(page, "Training samples (0 = all)", 30000)
     # batch 4: 7,500 steps, replayed at 7.5 s an epoch (the server's PacedWorker): several chart refreshes per
-    # epoch, and the run is still live when the late viewer joins
+    # epoch; the run is held before its last epoch, so it is live when the late viewer joins
     set_number(page, "Batch size", 4)
-    page.get_by_role("button", name="Start").click()
-    wait_for(lambda: page.locator(CHART).count() == 2 and all(c["full"] for c in charts(page)), 90,
-             "both live charts drawn")
-    wait_for(lambda: charts(page)[1]["points"] >= 4, 60, "utilization points")
-    first_header = wait_for(lambda: header(page), 30, "the live header")
-    before = charts(page)
-    wait_for(lambda: charts(page)[1]["points"] >= before[1]["points"] + 6, 60, "the utilization chart to grow")
-    wait_for(lambda: (live := charts(page)) and live[0]["bars"] >= 1, 120, "the first epoch bar on the live chart")
-    wait_for(lambda: page.locator(CHART).count() == 3 and charts(page)[2]["full"], 30, "the live loss chart")
-    grown = charts(page)
-    assert [c["full"] for c in grown] == [1, 1, 1], grown  # drawn whole once each; everything after was appended
-    assert grown[1]["extends"] >= 3 and grown[1]["points"] > before[1]["points"]
-    assert len(grown[1]["x"][0]) > len(before[1]["x"][0])
-    # the header: built once, the same DOM nodes throughout, its text changed in place at each refresh
-    later = wait_for(lambda: (h := header(page)) and h["updates"] >= first_header["updates"] + 5 and h, 60,
-                     "the header to refresh")
-    assert later["builds"] == 1 and later["nodes"] == 1 and later["tileNodes"] == 4, later
-    assert later["changes"] > first_header["changes"] and later["progress"] != first_header["progress"], later
-    assert grown[1]["x"][0][: len(before[1]["x"][0])] == before[1]["x"][0], "appending keeps the earlier points"
+    with server.holding_last_epoch():  # live until the checks below are done
+        page.get_by_role("button", name="Start").click()
+        wait_for(lambda: page.locator(CHART).count() == 2 and all(c["full"] for c in charts(page)), 90,
+                 "both live charts drawn")
+        wait_for(lambda: charts(page)[1]["points"] >= 4, 60, "utilization points")
+        first_header = wait_for(lambda: header(page), 30, "the live header")
+        before = charts(page)
+        wait_for(lambda: charts(page)[1]["points"] >= before[1]["points"] + 6, 60, "the utilization chart to grow")
+        wait_for(lambda: (live := charts(page)) and live[0]["bars"] >= 1, 120, "the first epoch bar on the live chart")
+        wait_for(lambda: page.locator(CHART).count() == 3 and charts(page)[2]["full"], 30, "the live loss chart")
+        grown = charts(page)
+        assert [c["full"] for c in grown] == [1, 1, 1], grown  # drawn whole once each; everything after was appended
+        assert grown[1]["extends"] >= 3 and grown[1]["points"] > before[1]["points"]
+        assert len(grown[1]["x"][0]) > len(before[1]["x"][0])
+        # the header: built once, the same DOM nodes throughout, its text changed in place at each refresh
+        later = wait_for(lambda: (h := header(page)) and h["updates"] >= first_header["updates"] + 5 and h, 60,
+                         "the header to refresh")
+        assert later["builds"] == 1 and later["nodes"] == 1 and later["tileNodes"] == 4, later
+        assert later["changes"] > first_header["changes"] and later["progress"] != first_header["progress"], later
+        assert grown[1]["x"][0][: len(before[1]["x"][0])] == before[1]["x"][0], "appending keeps the earlier points"
 
-    # a second viewer, mid-run: the whole history in its first render
-    late = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
-    try:
-        open_watching(late, server.url)  # the run is live: its panel first, the settings folded
-        assert not late.get_by_label("Epochs", exact=True).is_visible()
-        wait_for(lambda: late.locator(CHART).count() == 3 and all(c["full"] for c in charts(late)), 90,
-                 "the late viewer's live charts")
-        first = charts(late)
-        seen = charts(page)
-        assert first[1]["x"][0][0] == seen[1]["x"][0][0], "the late viewer's line starts where the run started"
-        assert len(first[1]["x"][0]) >= len(grown[1]["x"][0]), (first[1]["points"], grown[1]["points"])
-        assert first[0]["bars"] >= grown[0]["bars"] >= 1
-        wait_for(lambda: charts(late)[1]["points"] > first[1]["points"], 60, "the late viewer's chart to grow")
-        assert [c["full"] for c in charts(late)] == [1, 1, 1]
-    finally:
-        late.context.close()
-    # the next epoch reaches the loss chart as an append as well
-    wait_for(lambda: len(charts(page)[2]["x"][0]) >= 2, 120, "the second epoch on the live loss chart")
-    assert charts(page)[2]["full"] == 1 and charts(page)[2]["extends"] >= 1, charts(page)[2]
+        # a second viewer, mid-run: the whole history in its first render
+        late = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
+        try:
+            open_watching(late, server.url)  # the run is live: its panel first, the settings folded
+            assert not late.get_by_label("Epochs", exact=True).is_visible()
+            wait_for(lambda: late.locator(CHART).count() == 3 and all(c["full"] for c in charts(late)), 90,
+                     "the late viewer's live charts")
+            first = charts(late)
+            seen = charts(page)
+            assert first[1]["x"][0][0] == seen[1]["x"][0][0], "the late viewer's line starts where the run started"
+            assert len(first[1]["x"][0]) >= len(grown[1]["x"][0]), (first[1]["points"], grown[1]["points"])
+            assert first[0]["bars"] >= grown[0]["bars"] >= 1
+            wait_for(lambda: charts(late)[1]["points"] > first[1]["points"], 60, "the late viewer's chart to grow")
+            assert [c["full"] for c in charts(late)] == [1, 1, 1]
+        finally:
+            late.context.close()
+        # the next epoch reaches the loss chart as an append as well
+        wait_for(lambda: len(charts(page)[2]["x"][0]) >= 2, 120, "the second epoch on the live loss chart")
+        assert charts(page)[2]["full"] == 1 and charts(page)[2]["extends"] >= 1, charts(page)[2]
     wait_for(lambda: page.get_by_text("Finished: steady epoch").count() > 0, 180, "the run to finish")
     # the finished run's charts are ordinary Plotly charts with every epoch
     wait_for(lambda: page.locator(".js-plotly-plot").first.locator(".barlayer .point").count() == 5, 30,

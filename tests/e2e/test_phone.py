@@ -36,53 +36,54 @@ def test_a_phone_joining_a_live_run_sees_it_first_and_its_names_never_overlap(br
     open_train(page, server.url)
     set_number(page, "Epochs", 15)
     set_number(page, "Training samples (0 = all)", 20000)
-    set_number(page, "Batch size", 8)  # 2,500 steps, replayed at 2.5 s an epoch: 15 epochs in about 40 s
-    page.get_by_role("button", name="Start").click()
-    store = store_of(server)
-    run_id = wait_for(lambda: (runs := store.list_runs()) and runs[-1]["status"] == "running" and runs[-1]["id"], 60,
-                      "the run to be running")
+    set_number(page, "Batch size", 8)  # 2,500 steps, replayed at 2.5 s an epoch; held before the 15th
+    with server.holding_last_epoch():  # live until the checks below are done
+        page.get_by_role("button", name="Start").click()
+        store = store_of(server)
+        run_id = wait_for(lambda: (runs := store.list_runs()) and runs[-1]["status"] == "running" and runs[-1]["id"],
+                          60, "the run to be running")
 
-    phone = new_page(browser, **PHONE, timeout_ms=90_000)
-    try:
-        open_watching(phone, server.url)
-        status = main(phone).get_by_text(f"Run #{run_id}").first
-        progress = main(phone).locator('[data-testid="stProgress"]').first
-        wait_for(lambda: progress.count() and "Epoch" in progress.inner_text(), 60, "the run's progress")
-        assert phone.evaluate("() => window.scrollY") == 0
-        for what, element in (("status line", status), ("progress", progress)):
-            box = element.bounding_box()
-            assert box and box["y"] >= 0 and box["y"] + box["height"] <= PHONE["height"], (what, box)
-        assert not phone.get_by_label("Epochs", exact=True).is_visible(), "the settings are folded"
-        assert phone.get_by_text(f"run #{run_id} was live when you came").count() == 1
+        phone = new_page(browser, **PHONE, timeout_ms=90_000)
+        try:
+            open_watching(phone, server.url)
+            status = main(phone).get_by_text(f"Run #{run_id}").first
+            progress = main(phone).locator('[data-testid="stProgress"]').first
+            wait_for(lambda: progress.count() and "Epoch" in progress.inner_text(), 60, "the run's progress")
+            assert phone.evaluate("() => window.scrollY") == 0
+            for what, element in (("status line", status), ("progress", progress)):
+                box = element.bounding_box()
+                assert box and box["y"] >= 0 and box["y"] + box["height"] <= PHONE["height"], (what, box)
+            assert not phone.get_by_label("Epochs", exact=True).is_visible(), "the settings are folded"
+            assert phone.get_by_text(f"run #{run_id} was live when you came").count() == 1
 
-        # tiles and charts one under the other
-        tiles = main(phone).locator('[data-testid="stMetric"]')
-        wait_for(lambda: tiles.count() >= 4, 30, "the tiles")
-        lefts = {round(tiles.nth(i).bounding_box()["x"]) for i in range(4)}
-        assert len(lefts) == 1, f"the tiles stand one under the other: {lefts}"
-        charts = main(phone).locator(".bench-live-chart")
-        wait_for(lambda: charts.count() >= 2, 60, "the live charts")
-        first, second = charts.nth(0).bounding_box(), charts.nth(1).bounding_box()
-        assert second["y"] >= first["y"] + first["height"] - 1, (first, second)
-        assert second["width"] <= PHONE["width"], second
+            # tiles and charts one under the other
+            tiles = main(phone).locator('[data-testid="stMetric"]')
+            wait_for(lambda: tiles.count() >= 4, 30, "the tiles")
+            lefts = {round(tiles.nth(i).bounding_box()["x"]) for i in range(4)}
+            assert len(lefts) == 1, f"the tiles stand one under the other: {lefts}"
+            charts = main(phone).locator(".bench-live-chart")
+            wait_for(lambda: charts.count() >= 2, 60, "the live charts")
+            first, second = charts.nth(0).bounding_box(), charts.nth(1).bounding_box()
+            assert second["y"] >= first["y"] + first["height"] - 1, (first, second)
+            assert second["width"] <= PHONE["width"], second
 
-        # the epoch names pile up as the run goes on; each drawn one stays clear of the others
-        util = charts.nth(1)
+            # the epoch names pile up as the run goes on; each drawn one stays clear of the others
+            util = charts.nth(1)
 
-        def names() -> dict:
-            return util.evaluate("(gd) => ({all: Number(gd.dataset.names || 0), shown: Number(gd.dataset.namesShown"
-                                 " || 0), live: true})")
+            def names() -> dict:
+                return util.evaluate("(gd) => ({all: Number(gd.dataset.names || 0), shown: Number(gd.dataset.namesShown"
+                                     " || 0), live: true})")
 
-        wait_for(lambda: names()["all"] >= 12, 120, "a dozen epoch names on the phone's live utilization chart")
-        assert store.get_run(run_id, with_samples=False)["status"] == "running", "checked while the run is live"
-        phone.wait_for_timeout(500)  # the relayout that hides names follows the draw that added them
-        boxes = util.evaluate(NAMES)
-        counted = names()
-        assert len(boxes) == counted["shown"] >= 2, (boxes, counted)
-        assert counted["shown"] < counted["all"], f"at 390 px some names are thinned: {counted}"
-        assert overlapping(boxes) == [], overlapping(boxes)
-        screenshot(phone, "phone-live-run")
-        util.screenshot(path=str(screenshot(phone, "phone-live-run").with_name("phone-live-utilization.png")))
-    finally:
-        phone.context.close()
+            wait_for(lambda: names()["all"] >= 12, 120, "a dozen epoch names on the phone's live utilization chart")
+            assert store.get_run(run_id, with_samples=False)["status"] == "running", "checked while the run is live"
+            phone.wait_for_timeout(500)  # the relayout that hides names follows the draw that added them
+            boxes = util.evaluate(NAMES)
+            counted = names()
+            assert len(boxes) == counted["shown"] >= 2, (boxes, counted)
+            assert counted["shown"] < counted["all"], f"at 390 px some names are thinned: {counted}"
+            assert overlapping(boxes) == [], overlapping(boxes)
+            screenshot(phone, "phone-live-run")
+            util.screenshot(path=str(screenshot(phone, "phone-live-run").with_name("phone-live-utilization.png")))
+        finally:
+            phone.context.close()
     wait_for(lambda: store.get_run(run_id, with_samples=False)["status"] == "finished", 120, "the run to finish")

@@ -62,3 +62,30 @@ def test_a_replayed_run_finishes_with_its_own_epoch_times_and_stops_on_request()
         assert "hard_stop" not in stopped.info, "the stand-in honours Stop between batches"
     finally:
         manager.shutdown()
+
+
+def test_a_held_replay_waits_before_its_last_epoch_until_released_and_can_be_stopped_there(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hold = tmp_path / "hold"
+    monkeypatch.setenv(standins.HOLD_ENV, str(hold))  # the spawned worker inherits it
+    hold.touch()
+    worker = standins.PacedWorker(step_s=0.001, min_epoch_s=0.2, max_epoch_s=0.3)
+    manager = JobManager(None, hardware=HW, worker_target=worker)
+    try:
+        config = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=128,
+                           limit_samples=2000, sample_interval_s=0.2)
+        held = manager.submit(config)
+        wait_for(lambda: len(manager.snapshot(held).epochs) == 2, 30, "the first two epochs")
+        assert manager.wait(held, timeout_s=1.5).status == "running", "held before the last epoch"
+        hold.unlink()
+        done = manager.wait(held, timeout_s=30)
+        assert done.status == "finished" and len(done.epochs) == 3, done.error
+
+        hold.touch()
+        stopped_there = manager.submit(config)
+        wait_for(lambda: len(manager.snapshot(stopped_there).epochs) == 2, 30, "the second run's first two epochs")
+        manager.stop(stopped_there)
+        stopped = manager.wait(stopped_there, timeout_s=30)
+        assert stopped.status == "stopped" and len(stopped.epochs) == 2
+    finally:
+        manager.shutdown()
