@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 import streamlit.delta_generator
 
+from bench.records import Status
 from ui import common, live, present
 
 # Streamlit's first element of a process checks whether it runs in a REPL, to warn those who do not use `streamlit
@@ -48,7 +49,7 @@ def sidebar_status() -> None:
     if snap is None:
         st.caption("No run yet.")
     else:
-        line = f"{live.STATUS_ICON.get(snap.status, '')} Run #{snap.id}: {snap.status}"
+        line = f"{live.STATUS_ICON.get(Status(snap.status), '')} Run #{snap.id}: {snap.status}"
         if snap.active and snap.progress:
             line += f" · epoch {snap.progress['epoch']}/{snap.config.epochs}"
         st.caption(line)

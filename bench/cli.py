@@ -198,7 +198,7 @@ def _print_summary(record: dict[str, Any]) -> None:
     if record["status"] in (Status.FINISHED, Status.STOPPED):
         from bench.analysis import diagnosis
 
-        print(f"diagnosis  {diagnosis.of_record(record)['verdict']}")
+        print(f"diagnosis  {diagnosis.of_record(record).verdict}")
     if record.get("error"):
         err = record["error"]
         print(f"error      {err.get('message')}\nwhat to do {err.get('hint')}", file=sys.stderr)

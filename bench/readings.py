@@ -73,7 +73,7 @@ def extra_keys(data: Mapping[str, Any], known: Sequence[str]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in known}
 
 
-def _as_read(out: dict[str, Any], keys: tuple[str, ...] | None) -> dict[str, Any]:
+def as_read(out: dict[str, Any], keys: tuple[str, ...] | None) -> dict[str, Any]:
     """A record read from a file is written back with the keys it had (an absent reading stays absent)."""
     return out if keys is None else {k: out[k] for k in keys}
 
@@ -138,7 +138,7 @@ class GpuReading:
         reasons = list(self.throttle_reasons) if self.throttle_reasons is not None else None
         out = {"index": self.index, "name": self.name, **{k: getattr(self, k) for k in _GPU_NUMBERS},
                "throttle_reasons": reasons, **self.extra}
-        return _as_read(out, self.keys)
+        return as_read(out, self.keys)
 
 
 _GPU_NUMBERS = ("util_percent", "mem_util_percent", "mem_used_mib", "mem_total_mib", "power_w", "temp_c",
@@ -230,7 +230,7 @@ class Sample:
         out: dict[str, Any] = {"t_s": self.t_s, **{k: getattr(self, k) for k in _SAMPLE_NUMBERS}}
         out["cpu_per_core"] = list(self.cpu_per_core) if self.cpu_per_core is not None else None
         out["gpus"] = [g.to_dict() for g in self.gpus] if self.gpus is not None else None
-        return _as_read({**out, **self.extra}, self.keys)
+        return as_read({**out, **self.extra}, self.keys)
 
 
 _SAMPLE_NUMBERS = ("cpu_percent", "process_cpu_percent", "process_rss_mib", "ram_used_mib", "cpu_energy_j")
@@ -304,7 +304,7 @@ class Epoch:
                **{k: list(getattr(self, k)) if getattr(self, k) is not None else None
                   for k in ("energy_estimated", "throttle_reasons")},
                **self.extra}
-        return _as_read(out, self.keys)
+        return as_read(out, self.keys)
 
 
 _EPOCH_NUMBERS = ("samples_per_s", "loss", "accuracy", "val_loss", "val_accuracy", "t_start_s", "t_end_s",

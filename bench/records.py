@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.analysis import compare, run_summary, sweeps
+from bench.analysis.run_summary import RunSummary
 from bench.config import ConfigError, RunConfig
 from bench.errors import RecordError
 from bench.limits import ID_MAX
@@ -141,7 +142,7 @@ class RunRecord:
     ended_at: float | None = None
     error: dict[str, Any] | None = None
     store_error: str | None = None
-    summary: dict[str, Any] | None = None
+    summary: RunSummary | None = None
     label: str | None = None
     members: tuple[RunRecord, ...] = ()  # a multi-worker run: the other members' own records (info.cluster)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -166,7 +167,7 @@ class RunRecord:
             raise fail(f"{prefix}epochs", f"must be a list of epochs, got {show_value(run['epochs'])}")
         if not isinstance(run["samples"], list):
             raise fail(f"{prefix}samples", f"must be a list of samples, got {show_value(run['samples'])}")
-        for key in ("info", "error", "summary"):
+        for key in ("info", "error"):
             if run.get(key) is not None and not isinstance(run[key], dict):
                 raise fail(f"{prefix}{key}", f"must be a JSON object or null, got {show_value(run[key])}")
         for key in ("created_at", "started_at", "ended_at"):
@@ -196,7 +197,9 @@ class RunRecord:
         return cls(status=Status(run["status"]), config=run["config"], hardware=run["hardware"], epochs=tuple(epochs),
                    samples=samples, id=run.get("id"), info=run.get("info") or {}, created_at=run.get("created_at"),
                    started_at=run.get("started_at"), ended_at=run.get("ended_at"), error=run.get("error"),
-                   store_error=run.get("store_error"), summary=run.get("summary"), label=run.get("label"),
+                   store_error=run.get("store_error"), label=run.get("label"),
+                   summary=(RunSummary.from_dict(run["summary"], f"{prefix}summary")
+                            if run.get("summary") is not None else None),
                    members=tuple(RunRecord.from_dict(m, f"{prefix}members[{i}]") for i, m in enumerate(members)),
                    extra=extra_keys(run, _RUN_KEYS))
 
@@ -216,7 +219,7 @@ def run_record(*, id: int | None, status: str, config: Mapping[str, Any], hardwa
                info: Mapping[str, Any] | None, created_at: float | None, started_at: float | None,
                ended_at: float | None, error: Mapping[str, Any] | None, store_error: str | None,
                epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]], label: str | None = None,
-               summary: Mapping[str, Any] | None = None,
+               summary: RunSummary | None = None,
                members: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The one builder of a ``bench.run/1`` record, for a live run (``RunSnapshot.record``) and a stored one
     (``report.record_from_store``) alike. The summary is computed from the epochs and samples unless given.
@@ -236,8 +239,9 @@ def run_record(*, id: int | None, status: str, config: Mapping[str, Any], hardwa
         "store_error": store_error,
         "epochs": epochs,
         "samples": samples,
-        "summary": (dict(summary) if summary is not None
-                    else run_summary.summarize(epochs_of(epochs), samples_of(samples), info=info, config=config)),
+        "summary": (summary if summary is not None
+                    else run_summary.summarize(epochs_of(epochs), samples_of(samples), info=info, config=config)
+                    ).to_dict(),
     }
     if label is not None:
         out["label"] = label

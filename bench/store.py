@@ -30,6 +30,7 @@ import psutil
 
 from bench import records, settings
 from bench.analysis import run_summary
+from bench.analysis.run_summary import RunSummary
 from bench.readings import epochs_of, samples_of
 
 SCHEMA = """
@@ -74,6 +75,13 @@ CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_s);
 # columns added since the first schema, added to older files on open
 _ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "owner_started": "REAL", "heartbeat_at": "REAL"}
 _JSON_COLUMNS = ("config", "hardware", "info", "error", "summary")
+
+
+def _column(key: str, value: Any) -> Any:
+    """A run column's value as SQLite holds it: the JSON columns as JSON text (a typed summary as its record form)."""
+    if key not in _JSON_COLUMNS or value is None:
+        return value
+    return json.dumps(value.to_dict() if isinstance(value, RunSummary) else value)
 ACTIVE_STATUSES = records.ACTIVE
 _START_TIME_SLACK_S = 1.0  # process start times are rounded by the kernel's clock ticks
 
@@ -229,7 +237,7 @@ class Store:
             raise ValueError(f"unknown run column(s): {sorted(bad)}")
         if not fields:
             return
-        values = [json.dumps(v) if k in _JSON_COLUMNS and v is not None else v for k, v in fields.items()]
+        values = [_column(k, v) for k, v in fields.items()]
         cols = ", ".join(f"{k} = ?" for k in fields)
         with self._op() as con:
             if con.execute(f"UPDATE runs SET {cols} WHERE id = ?", (*values, run_id)).rowcount == 0:
@@ -293,7 +301,7 @@ class Store:
         bad = set(fields) - allowed
         if bad:
             raise ValueError(f"unknown run column(s): {sorted(bad)}")
-        values = [json.dumps(v) if k in _JSON_COLUMNS and v is not None else v for k, v in fields.items()]
+        values = [_column(k, v) for k, v in fields.items()]
         cols = ", ".join(f"{k} = ?" for k in fields)
         with self._op() as con:
             if con.execute(f"UPDATE runs SET {cols} WHERE id = ?", (*values, run_id)).rowcount == 0:
@@ -363,10 +371,12 @@ class Store:
             "SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))]
 
     def _summary(self, con: sqlite3.Connection, run_id: int) -> dict[str, Any]:
-        """A run's summary from what the store holds of it: epochs, samples, info and config (for its diagnosis)."""
+        """A run's summary from what the store holds of it (epochs, samples, info and config, for its diagnosis), as
+        the store writes it."""
         info, config = con.execute("SELECT info, config FROM runs WHERE id = ?", (run_id,)).fetchone()
         return run_summary.summarize(epochs_of(self._epochs(con, run_id)), samples_of(self._samples(con, run_id)),
-                                 info=json.loads(info) if info else None, config=json.loads(config) if config else None)
+                                     info=json.loads(info) if info else None,
+                                     config=json.loads(config) if config else None).to_dict()
 
     def delete_run(self, run_id: int) -> bool:
         with self._op() as con:

@@ -33,7 +33,7 @@ for run in runs:
     config = run.get("config") or {}
     # an active run (here or in another process) has no stored summary yet: what its epochs say so far
     epochs = epochs_of(run["epochs"])
-    summary = run.get("summary") or run_summary.summarize(epochs, [])
+    summary = run_summary.summary_of(run)
     info = run.get("info") or {}
     rows.append({
         "id": run["id"],
@@ -45,9 +45,9 @@ for run in runs:
         "batch": config.get("batch_size"),
         "epochs": f"{len(run['epochs'])}/{config.get('epochs')}",
         "steady epoch (s)": metrics.steady_epoch_seconds(epochs),
-        "samples/s": summary.get("steady_samples_per_s"),
-        "mean CPU %": summary.get("mean_cpu_percent"),
-        "mean GPU %": summary.get("mean_gpu_util_percent"),
+        "samples/s": summary.steady_samples_per_s,
+        "mean CPU %": summary.mean_cpu_percent,
+        "mean GPU %": summary.mean_gpu_util_percent,
         "workers": (info.get("cluster") or {}).get("size") or 1,
         "trained on": display.short_device(info.get("placement")) if info.get("placement")
         else ("imported" if info.get("imported") else display.MISSING),

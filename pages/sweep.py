@@ -81,9 +81,9 @@ def sweep_panel() -> None:
                                  "diagnosis_kind"], page_columns)
     for target, peak in group.peaks.items():
         if peak.entry and peak.gflops:
-            state = ("peak being re-measured: a run achieved more than it" if peak.stale
-                     else f"{peak.gflops:,.1f} GFLOP/s")
-            st.caption(f"Peak of {target}: {state} ({peak_cache.describe(peak.entry)}).")
+            measured = ("peak being re-measured: a run achieved more than it" if peak.stale
+                        else f"{peak.gflops:,.1f} GFLOP/s")
+            st.caption(f"Peak of {target}: {measured} ({peak_cache.describe(peak.entry)}).")
     finished = [r for r in rows if r.steady_epoch_seconds is not None]
     if not finished:
         return

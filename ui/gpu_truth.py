@@ -6,12 +6,13 @@ Streamlit; :func:`throttle_note` and :func:`energy_line` draw them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import streamlit as st
 
+from bench.analysis.run_summary import RunSummary
 from bench.readings import Epoch
+from bench.runs.run_state import RunSnapshot
 
 __all__ = ["energy_line", "energy_text", "render", "throttle_note", "throttle_text"]
 
@@ -32,16 +33,16 @@ def throttle_text(epochs: Sequence[Epoch]) -> str | None:
             f"than this GPU runs when it is not limited.")
 
 
-def energy_text(summary: Mapping[str, Any] | None) -> str | None:
+def energy_text(summary: RunSummary | None) -> str | None:
     """One line per device: joules per steady epoch and per 1,000 samples, "not measured: <reason>" otherwise.
     None for a summary written before energy was measured."""
-    if not summary or not isinstance(summary.get("energy_j_per_epoch"), Mapping):
+    if summary is None or summary.energy_j_per_epoch is None:
         return None
-    per_1000 = summary.get("energy_j_per_1000_samples") or {}
-    reasons = summary.get("energy_reasons") or {}
-    estimated = set(summary.get("energy_estimated") or [])
+    per_1000 = summary.energy_j_per_1000_samples or {}
+    reasons = summary.energy_reasons
+    estimated = set(summary.energy_estimated)
     parts = []
-    for device, joules in summary["energy_j_per_epoch"].items():
+    for device, joules in summary.energy_j_per_epoch.items():
         label = _device_label(device)
         if joules is None:
             parts.append(f"{label}: not measured: {reasons.get(device) or 'no reading'}")
@@ -53,21 +54,21 @@ def energy_text(summary: Mapping[str, Any] | None) -> str | None:
     return "Energy (median of the steady epochs) · " + " · ".join(parts) if parts else None
 
 
-def throttle_note(snap: Any) -> None:
+def throttle_note(snap: RunSnapshot) -> None:
     """A warning beside the epoch times when any epoch ran with its GPU clocks held back."""
-    text = throttle_text(getattr(snap, "epochs", None) or [])
+    text = throttle_text(snap.epochs)
     if text:
         st.warning(text, icon=":material/thermostat:")
 
 
-def energy_line(snap: Any) -> None:
+def energy_line(snap: RunSnapshot) -> None:
     """The run's energy per device, as a caption."""
-    text = energy_text(getattr(snap, "summary", None))
+    text = energy_text(snap.summary)
     if text:
         st.caption(text)
 
 
-def render(snap: Any) -> None:
+def render(snap: RunSnapshot) -> None:
     """Both: the throttle note and the energy line."""
     throttle_note(snap)
     energy_line(snap)

@@ -234,17 +234,18 @@ def run_messages(snap: RunSnapshot) -> None:
                                     "History can import it later.")
     if snap.status == Status.FINISHED:
         s = snap.summary
-        steady = metrics.format_seconds(s["steady_epoch_seconds"])
-        first = metrics.format_seconds(s["first_epoch_seconds"])
+        steady = metrics.format_seconds(s.steady_epoch_seconds)
+        first = metrics.format_seconds(s.first_epoch_seconds)
         steps = snap.config.steps_per_execution
         steps_text = f" · {steps} steps per execution" if steps != 1 else ""
         st.success(f"Finished: steady epoch {steady} (first epoch, with tracing: {first}) · "
                    f"trained on {display.short_device(snap.info.get('placement'))} with {snap.info.get('framework', '?')}{steps_text}")
     if snap.status in (Status.FINISHED, Status.STOPPED):
-        verdict = snap.summary["diagnosis"]
+        verdict = snap.summary.diagnosis
         icons = {"host-bound": ":material/hourglass_top:", "compute-bound": ":material/memory:",
                  "input-bound": ":material/input:", "undetermined": ":material/help:"}
-        st.info(f"**Why this speed**: {verdict['verdict']}", icon=icons.get(verdict.get("kind"), ":material/help:"))
+        if verdict is not None:
+            st.info(f"**Why this speed**: {verdict.verdict}", icon=icons.get(verdict.kind, ":material/help:"))
         st.caption("From this run's own readings; the System page explains each verdict and its thresholds.")
     gpu_truth.render(snap)
 

@@ -233,7 +233,7 @@ def diagnosis_block(records: Sequence[Mapping[str, Any]]) -> None:
     for record in records:
         if record.get("status") not in (Status.FINISHED, Status.STOPPED, Status.INTERRUPTED):
             continue
-        lines.append(f"- **{run_label(record)}**: {diagnosis.of_record(record)['verdict']}")
+        lines.append(f"- **{run_label(record)}**: {diagnosis.of_record(record).verdict}")
     if lines:
         st.markdown("**Why this speed** (from each run's own readings; the System page explains the verdicts):\n"
                     + "\n".join(lines))

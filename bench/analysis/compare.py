@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.analysis import metrics, run_summary
+from bench.analysis.run_summary import RunSummary
 from bench.config import ConfigError, RunConfig
 from bench.analysis import pricing
 from bench.target import Target, canonical, of_record, text_of_record
@@ -111,13 +112,12 @@ def achieved_gflops(record: Mapping[str, Any]) -> float | None:
     return achieved_of(run_summary.summary_of(record), record.get("info"))
 
 
-def achieved_of(summary: Mapping[str, Any], info: Mapping[str, Any] | None) -> float | None:
+def achieved_of(summary: RunSummary, info: Mapping[str, Any] | None) -> float | None:
     """:func:`achieved_gflops` from a run's summary and info."""
-    kept = summary.get("achieved_gflops")
-    if isinstance(kept, (int, float)) and not isinstance(kept, bool):
-        return float(kept)
+    if summary.achieved_gflops is not None:
+        return float(summary.achieved_gflops)
     flops = (info or {}).get("flops_per_sample")
-    return metrics.achieved_gflops(flops, summary.get("steady_samples_per_s")) if flops else None
+    return metrics.achieved_gflops(flops, summary.steady_samples_per_s) if flops else None
 
 
 def epoch_gflops(epoch: Epoch, info: Mapping[str, Any]) -> float | None:

@@ -1,7 +1,8 @@
 """Why a run went at the speed it did: a one-line verdict from the run's own evidence, and the knob that tests it.
 
 ``diagnose`` is a pure function of what a run record holds (epochs, samples, info, config) and, when known, the
-device's measured matmul peak. It returns ``{"verdict", "kind", "knob", "evidence", "missing"}``:
+device's measured matmul peak. It returns a ``Diagnosis`` (verdict, kind, knob, evidence, missing; in a record's
+summary as ``{"verdict", "kind", "knob", "evidence", "missing"}``):
 
 - ``host-bound``: the device waited for per-step host work (Python, the callbacks, moving the batch, launching the
   step). Knob: more steps per execution, or a larger batch; both spread that fixed cost over more samples.
@@ -23,10 +24,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench.analysis import metrics
-from bench.readings import Epoch, Sample, epochs_of, samples_of
+from bench.readings import (Epoch, Sample, as_read, check_number, epochs_of, extra_keys, fail, is_number,
+                            json_object, samples_of, show_value)
 
 # -- thresholds and the measurements that set them -----------------------------------------------------------------
 # NVML busy below this = the GPU sat idle most of the time. Every host-bound GPU run measured on the H100 read 2-27 %
@@ -77,6 +80,7 @@ MIN_STEADY_SAMPLES = metrics.MIN_WINDOW_SAMPLES
 # Whole-machine CPU at or above this while the run's own process was not = other work competed for the cores.
 MACHINE_BUSY_PERCENT = 90.0
 
+KINDS = ("host-bound", "compute-bound", "input-bound", "undetermined")
 KNOBS = {
     "host-bound": "try a larger batch or more steps per execution",
     "compute-bound": ("try a faster device or mixed_float16 precision; a larger batch or more steps per execution "
@@ -85,6 +89,55 @@ KNOBS = {
     "undetermined": "rerun with at least 3 epochs long enough for several samples each, in a Sweep (it measures the "
                     "peak), then try more steps per execution: if the epoch shortens, the run was host-bound",
 }
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One run's verdict: ``kind`` (one of KINDS), the sentence that says why (``verdict``, which ends with the knob),
+    the knob alone, the figures it weighed (``evidence``: name -> number, text or None) and what it lacked."""
+
+    kind: str
+    verdict: str
+    knob: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    missing: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)  # keys added by later versions, kept as they are
+    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str = "diagnosis") -> Diagnosis:
+        """A diagnosis from a record file, checked: a wrong type or a number out of its bounds is refused."""
+        raw = json_object(data, path)
+        if raw.get("kind") not in KINDS:
+            raise fail(f"{path}.kind", f"must be one of {', '.join(KINDS)}, got {show_value(raw.get('kind'))}")
+        if not isinstance(raw.get("verdict"), str):
+            raise fail(f"{path}.verdict", f"must be text, got {show_value(raw.get('verdict'))}")
+        if raw.get("knob") is not None and not isinstance(raw["knob"], str):
+            raise fail(f"{path}.knob", f"must be text or null, got {show_value(raw['knob'])}")
+        for name, value in json_object(raw.get("evidence", {}), f"{path}.evidence").items():
+            if is_number(value):
+                check_number(value, name, f"{path}.evidence.{name}")
+            elif value is not None and not isinstance(value, str):
+                raise fail(f"{path}.evidence.{name}", f"must be a number, text or null, got {show_value(value)}")
+        missing = raw.get("missing", [])
+        if not isinstance(missing, list) or not all(isinstance(m, str) for m in missing):
+            raise fail(f"{path}.missing", f"must be a list of text, got {show_value(missing)}")
+        return cls.of(raw)
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Diagnosis:
+        """A diagnosis this project wrote (a stored summary), taken as it is (``from_dict`` is for files)."""
+        return cls(kind=data["kind"], verdict=data["verdict"], knob=data.get("knob"),
+                   evidence=dict(data.get("evidence") or {}), missing=tuple(data.get("missing") or ()),
+                   extra=extra_keys(data, _DIAGNOSIS_KEYS), keys=tuple(data))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"verdict": self.verdict, "kind": self.kind, "knob": self.knob, "evidence": dict(self.evidence),
+               "missing": list(self.missing), **self.extra}
+        return as_read(out, self.keys)
+
+
+_DIAGNOSIS_KEYS = ("verdict", "kind", "knob", "evidence", "missing")
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -121,7 +174,7 @@ def _pct(value: float | None) -> str:
 
 def diagnose(epochs: Sequence[Epoch], samples: Sequence[Sample],
              info: Mapping[str, Any] | None = None, config: Any = None,
-             peak_gflops: float | None = None) -> dict[str, Any]:
+             peak_gflops: float | None = None) -> Diagnosis:
     """The verdict for one run (see the module's docstring). ``config`` is a RunConfig or its dict."""
     info = dict(info or {})
     on_gpu = _on_gpu(config, info)
@@ -162,10 +215,10 @@ def diagnose(epochs: Sequence[Epoch], samples: Sequence[Sample],
     if spe > 1:
         step_text += f" at {spe} steps per execution"
 
-    def result(kind: str, because: str, knob: str | None = None) -> dict[str, Any]:
+    def result(kind: str, because: str, knob: str | None = None) -> Diagnosis:
         knob = knob or KNOBS[kind]
-        return {"verdict": f"{kind}: {because}: {knob}", "kind": kind, "knob": knob, "evidence": evidence,
-                "missing": missing}
+        return Diagnosis(kind=kind, verdict=f"{kind}: {because}: {knob}", knob=knob, evidence=evidence,
+                         missing=tuple(missing))
 
     if steady_s is None:
         missing.append("a steady epoch")
@@ -206,7 +259,7 @@ def _host_knob(spe: int) -> str:
 
 
 def _gpu_verdict(result: Any, missing: list[str], gpu_busy: float | None, sm: float | None, process: float | None,
-                 machine: float | None, step_text: str, spe: int) -> dict[str, Any]:
+                 machine: float | None, step_text: str, spe: int) -> Diagnosis:
     if gpu_busy is None:
         missing.append("GPU utilization")
         return result("undetermined", f"no GPU utilization was sampled (NVML absent or the GPU lost); {step_text}")
@@ -233,7 +286,7 @@ def _gpu_verdict(result: Any, missing: list[str], gpu_busy: float | None, sm: fl
 
 def _cpu_verdict(result: Any, missing: list[str], process: float | None, machine: float | None,
                  threads: float | None, step_ms: float | None, step_text: str, spe: int,
-                 achieved: float | None = None) -> dict[str, Any]:
+                 achieved: float | None = None) -> Diagnosis:
     """The verdict for a CPU run from its process's share of its threads; ``achieved`` (training GFLOP/s, given only
     where no measured peak weighs it) keeps busy cores that did little arithmetic from reading compute-bound."""
     if process is None:
@@ -265,11 +318,11 @@ def _cpu_verdict(result: Any, missing: list[str], process: float | None, machine
     return result("undetermined", f"{cores} ({share * 100:.0f} %), neither all of them nor one, and {step_text}")
 
 
-def of_record(record: Mapping[str, Any], peak_gflops: float | None = None) -> dict[str, Any]:
+def of_record(record: Mapping[str, Any], peak_gflops: float | None = None) -> Diagnosis:
     """A run record's diagnosis: the one its summary keeps, else (a record from before diagnoses were kept, or a peak
     to weigh) computed from its epochs, samples, info and config."""
     kept = (record.get("summary") or {}).get("diagnosis")
     if isinstance(kept, Mapping) and kept.get("verdict") and peak_gflops is None:
-        return dict(kept)
+        return Diagnosis.of(kept)
     return diagnose(epochs_of(record.get("epochs")), samples_of(record.get("samples")), record.get("info") or {},
                     record.get("config") or {}, peak_gflops)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.analysis import run_summary
+from bench.analysis.run_summary import RunSummary
 from bench.records import MachineBundle, RunRecord, Status
 from bench.target import canonical, text_of_record
 from bench.training import models
@@ -97,7 +98,7 @@ def _measured(machine: Machine, run: RunRecord) -> Measured | None:
     if run.status != Status.FINISHED:
         return None
     summary = run.summary or run_summary.summarize(run.epochs, [])
-    rate, steady = _positive(summary.get("steady_samples_per_s")), _positive(summary.get("steady_epoch_seconds"))
+    rate, steady = _positive(summary.steady_samples_per_s), _positive(summary.steady_epoch_seconds)
     if rate is None or steady is None:
         return None
     config, info = run.config, run.info
@@ -115,12 +116,11 @@ def _measured(machine: Machine, run: RunRecord) -> Measured | None:
         jit_compile=bool(config.get("jit_compile")), run_id=run.id, optimizer=str(config.get("optimizer") or "?"))
 
 
-def target_energy(summary: Mapping[str, Any], info: Mapping[str, Any], target: str) -> tuple[float | None, str | None]:
+def target_energy(summary: RunSummary, info: Mapping[str, Any], target: str) -> tuple[float | None, str | None]:
     """Joules per 1,000 samples of the devices a target trained on (``cpu`` for a CPU target, that GPU for
     ``gpu:N``, every GPU the run measured for ``gpus``, summed) from a run summary's per-device figures, and a note:
     why there is none (that device's own reason), or that a figure was integrated from power samples."""
-    per_device = summary.get("energy_j_per_1000_samples")
-    per_device = per_device if isinstance(per_device, Mapping) else {}
+    per_device = summary.energy_j_per_1000_samples or {}
     if target.startswith("cpu"):
         devices = ["cpu"]
     elif target == "gpus":
@@ -129,10 +129,10 @@ def target_energy(summary: Mapping[str, Any], info: Mapping[str, Any], target: s
         devices = [target]
     values = [_positive(per_device.get(d)) for d in devices]
     if values and all(v is not None for v in values):
-        estimated = [d for d in devices if d in (summary.get("energy_estimated") or [])]
+        estimated = [d for d in devices if d in summary.energy_estimated]
         return (sum(v for v in values if v is not None),
                 f"integrated from power samples ({', '.join(estimated)})" if estimated else None)
-    raw = summary.get("energy_reasons") or info.get("energy_reasons") or {}
+    raw = summary.energy_reasons or info.get("energy_reasons") or {}
     reasons = raw if isinstance(raw, Mapping) else {}
     kind = "cpu" if target.startswith("cpu") else "gpu"
     why = [f"{d}: {reasons.get(d) or reasons.get(kind)}" for d in devices if reasons.get(d) or reasons.get(kind)]

@@ -72,16 +72,15 @@ def energy_per_epoch(record: Mapping[str, Any]) -> tuple[float | None, dict[str,
     """(joules per steady epoch summed over the run's devices, {} ) when every device was measured; else
     (None, {device: why not}) naming each unmeasured device (the run's target when the summary says nothing)."""
     summary = run_summary.summary_of(record)
-    per_device = summary.get("energy_j_per_epoch")
-    reasons = summary.get("energy_reasons") or {}
-    if not isinstance(per_device, Mapping) or not per_device:
+    per_device, reasons = summary.energy_j_per_epoch, summary.energy_reasons
+    if not per_device:
         device = text_of_record(record).split("/")[0]
-        return None, {device: str(reasons.get(device) or "no energy reading in this run")}
-    missing = {str(d): str(reasons.get(d) or "no energy reading") for d, j in per_device.items()
-               if not (isinstance(j, (int, float)) and not isinstance(j, bool) and j >= 0)}
+        return None, {device: reasons.get(device) or "no energy reading in this run"}
+    measured = {d: j for d, j in per_device.items() if j is not None}
+    missing = {d: reasons.get(d) or "no energy reading" for d in per_device if d not in measured}
     if missing:
         return None, missing
-    return float(sum(per_device.values())), {}
+    return float(sum(measured.values())), {}
 
 
 def run_cost(record: Mapping[str, Any], price_per_hour: float | None) -> tuple[float | None, float | None]:
@@ -90,9 +89,9 @@ def run_cost(record: Mapping[str, Any], price_per_hour: float | None) -> tuple[f
     if price_per_hour is None:
         return None, None
     summary = run_summary.summary_of(record)
-    steady = summary.get("steady_epoch_seconds")
+    steady = summary.steady_epoch_seconds
     started, ended = record.get("started_at"), record.get("ended_at")
     run_s = ended - started if isinstance(started, (int, float)) and isinstance(ended, (int, float)) \
-        and ended >= started else summary.get("total_seconds")
+        and ended >= started else summary.total_seconds
     return (steady * price_per_hour / 3600 if steady is not None else None,
             run_s * price_per_hour / 3600 if run_s is not None else None)

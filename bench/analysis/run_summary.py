@@ -8,45 +8,167 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.analysis import diagnosis
-from bench.readings import Epoch, GpuReading, Sample, epochs_of, samples_of
+from bench.analysis.diagnosis import Diagnosis
+from bench.readings import (Epoch, GpuReading, Sample, as_read, check_number, epochs_of, extra_keys, fail, is_int,
+                            is_number, json_object, samples_of, show_value)
 from bench.hardware import energy
 from bench.analysis.metrics import (finite_values, first_mean, first_mean_where, mean_gpu_util_percent, mean_or_none,
                            steady_epoch_seconds, steady_epochs, steady_samples_per_s, training_windows)
 
 
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A run's ``summary`` block, typed. Every figure is None where it was not measured; a map's value is None for a
+    device whose figure was not measured, with the reason in the matching ``*_reasons``. Read from a stored record,
+    it keeps the keys it was written with (an older summary lacks the later figures, which read as None)."""
+
+    steady_epoch_seconds: float | None = None  # median of epochs 2..N
+    steady_samples_per_s: float | None = None
+    first_epoch_seconds: float | None = None  # includes tracing
+    total_seconds: float | None = None
+    epochs_done: int = 0
+    mean_cpu_percent: float | None = None  # whole machine
+    mean_process_cpu_percent: float | None = None  # the training process, 100 % a core
+    mean_gpu_util_percent: float | None = None  # NVML, the GPUs the run used
+    # which samples those means cover: "steady epochs" unless they held too few samples (shorter than the sampling
+    # interval), when a wider window that includes tracing or start-up stands in and reads low
+    cpu_util_window: str | None = None
+    gpu_util_window: str | None = None
+    steady_samples: int = 0
+    peak_process_rss_mib: float | None = None
+    diagnosis: Diagnosis | None = None  # None: written before diagnoses were kept
+    energy_j_per_epoch: dict[str, float | None] | None = None  # device -> median J a steady epoch; None: not kept
+    energy_j_per_1000_samples: dict[str, float | None] | None = None
+    energy_estimated: tuple[str, ...] = ()  # devices whose joules were integrated from power draw
+    energy_reasons: dict[str, str] = field(default_factory=dict)
+    sm_active_percent: float | None = None  # GPM, the GPUs the run trained on
+    tensor_active_percent: float | None = None
+    gpm_reasons: dict[str, str] = field(default_factory=dict)
+    throttle_reasons: tuple[str, ...] | None = None  # seen while training; () none; None unknown
+    achieved_gflops: float | None = None  # steady median
+    extra: dict[str, Any] = field(default_factory=dict)  # figures added by later versions, kept as they are
+    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str = "summary") -> RunSummary:
+        """A summary from a record file, checked: each figure of its declared kind and within its bounds."""
+        raw = json_object(data, path)
+        for key, bound in _SUMMARY_NUMBERS.items():
+            if raw.get(key) is not None:
+                check_number(raw[key], bound, f"{path}.{key}")
+        for key in _SUMMARY_COUNTS:
+            if key in raw and not (is_int(raw[key]) and raw[key] >= 0):
+                raise fail(f"{path}.{key}", f"must be a whole number, got {show_value(raw[key])}")
+        for key in _SUMMARY_TEXTS:
+            if raw.get(key) is not None and not isinstance(raw[key], str):
+                raise fail(f"{path}.{key}", f"must be text or null, got {show_value(raw[key])}")
+        for key in _SUMMARY_ENERGY:
+            for device, joules in (json_object(raw[key], f"{path}.{key}") if raw.get(key) is not None else {}).items():
+                if joules is not None:
+                    check_number(joules, "energy_j", f"{path}.{key}.{device}")
+        for key in _SUMMARY_REASONS:
+            reasons = json_object(raw.get(key) or {}, f"{path}.{key}")
+            if not all(isinstance(v, str) for v in reasons.values()):
+                raise fail(f"{path}.{key}", f"must map devices to text, got {show_value(reasons)}")
+        for key in _SUMMARY_WORDS:
+            words = raw.get(key)
+            if words is not None and not (isinstance(words, list) and all(isinstance(w, str) for w in words)):
+                raise fail(f"{path}.{key}", f"must be a list of text or null, got {show_value(words)}")
+        if raw.get("diagnosis") is not None:
+            Diagnosis.from_dict(raw["diagnosis"], f"{path}.diagnosis")
+        return cls.of(raw)
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> RunSummary:
+        """A summary this project wrote (a stored record), taken as it is (``from_dict`` is for files)."""
+        kept, throttled = data.get("diagnosis"), data.get("throttle_reasons")
+        per_epoch, per_1000 = data.get("energy_j_per_epoch"), data.get("energy_j_per_1000_samples")
+        return cls(steady_epoch_seconds=data.get("steady_epoch_seconds"),
+                   steady_samples_per_s=data.get("steady_samples_per_s"),
+                   first_epoch_seconds=data.get("first_epoch_seconds"), total_seconds=data.get("total_seconds"),
+                   epochs_done=data.get("epochs_done") or 0, mean_cpu_percent=data.get("mean_cpu_percent"),
+                   mean_process_cpu_percent=data.get("mean_process_cpu_percent"),
+                   mean_gpu_util_percent=data.get("mean_gpu_util_percent"),
+                   cpu_util_window=data.get("cpu_util_window"), gpu_util_window=data.get("gpu_util_window"),
+                   steady_samples=data.get("steady_samples") or 0,
+                   peak_process_rss_mib=data.get("peak_process_rss_mib"),
+                   diagnosis=Diagnosis.of(kept) if kept else None,
+                   energy_j_per_epoch=dict(per_epoch) if per_epoch is not None else None,
+                   energy_j_per_1000_samples=dict(per_1000) if per_1000 is not None else None,
+                   energy_estimated=tuple(data.get("energy_estimated") or ()),
+                   energy_reasons=dict(data.get("energy_reasons") or {}),
+                   sm_active_percent=data.get("sm_active_percent"),
+                   tensor_active_percent=data.get("tensor_active_percent"),
+                   gpm_reasons=dict(data.get("gpm_reasons") or {}),
+                   throttle_reasons=tuple(throttled) if throttled is not None else None,
+                   achieved_gflops=data.get("achieved_gflops"),
+                   extra=extra_keys(data, _SUMMARY_KEYS), keys=tuple(data))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as a record holds it (JSON)."""
+        out: dict[str, Any] = {
+            **{k: getattr(self, k) for k in _SUMMARY_KEYS if k not in ("diagnosis", "energy_estimated",
+                                                                          "throttle_reasons")},
+            "diagnosis": self.diagnosis.to_dict() if self.diagnosis else None,
+            "energy_estimated": list(self.energy_estimated),
+            "throttle_reasons": list(self.throttle_reasons) if self.throttle_reasons is not None else None,
+            **self.extra,
+        }
+        return as_read(out, self.keys)
+
+
+# each number's bounds are those of the reading it is made of (bench.limits.BOUNDS)
+_SUMMARY_NUMBERS = {
+    "steady_epoch_seconds": "epoch_seconds", "steady_samples_per_s": "samples_per_s",
+    "first_epoch_seconds": "epoch_seconds", "total_seconds": "epoch_seconds", "mean_cpu_percent": "cpu_percent",
+    "mean_process_cpu_percent": "process_cpu_percent", "mean_gpu_util_percent": "util_percent",
+    "peak_process_rss_mib": "process_rss_mib", "sm_active_percent": "sm_active_percent",
+    "tensor_active_percent": "tensor_active_percent", "achieved_gflops": "achieved_gflops",
+}
+_SUMMARY_COUNTS = ("epochs_done", "steady_samples")
+_SUMMARY_TEXTS = ("cpu_util_window", "gpu_util_window")
+_SUMMARY_ENERGY = ("energy_j_per_epoch", "energy_j_per_1000_samples")
+_SUMMARY_REASONS = ("energy_reasons", "gpm_reasons")
+_SUMMARY_WORDS = ("energy_estimated", "throttle_reasons")
+_SUMMARY_KEYS = ("steady_epoch_seconds", "steady_samples_per_s", "first_epoch_seconds", "total_seconds",
+                 "epochs_done", "mean_cpu_percent", "mean_process_cpu_percent", "mean_gpu_util_percent",
+                 "cpu_util_window", "gpu_util_window", "steady_samples", "peak_process_rss_mib", "diagnosis",
+                 "energy_j_per_epoch", "energy_j_per_1000_samples", "energy_estimated", "energy_reasons",
+                 "sm_active_percent", "tensor_active_percent", "gpm_reasons", "throttle_reasons", "achieved_gflops")
+
+
 def summarize(epochs: Sequence[Epoch], samples: Sequence[Sample], *,
               info: Mapping[str, Any] | None = None, config: Any = None,
-              peak_gflops: float | None = None) -> dict[str, Any]:
+              peak_gflops: float | None = None) -> RunSummary:
     """The ``summary`` block of a run record. Utilization means cover the steady epochs (see training_windows).
-    ``diagnosis`` (bench.analysis.diagnosis) also reads the run's info and config, and the device's peak when known; without
-    them it says what is missing."""
+    ``diagnosis`` (bench.analysis.diagnosis) also reads the run's info and config, and the device's peak when known;
+    without them it says what is missing."""
     steady = steady_epoch_seconds(epochs)
     first = next((e for e in epochs if e.includes_tracing), None)
     windows = training_windows(epochs, samples)
     cpu_mean, cpu_window = first_mean_where(windows, lambda w: mean_or_none(s.cpu_percent for s in w))
     gpu_mean, gpu_window = first_mean_where(windows, mean_gpu_util_percent)
-    return {
-        "steady_epoch_seconds": steady,
-        "steady_samples_per_s": steady_samples_per_s(epochs),
-        "first_epoch_seconds": first.epoch_seconds if first else None,
-        "total_seconds": sum(finite_values(e.epoch_seconds for e in epochs)) if epochs else None,
-        "epochs_done": len(epochs),
-        "mean_cpu_percent": cpu_mean,
-        "mean_process_cpu_percent": first_mean(
-            windows, lambda w: mean_or_none(s.process_cpu_percent for s in w)),
-        "mean_gpu_util_percent": gpu_mean,
-        # which samples those means cover: "steady epochs" unless the steady epochs held no sample (shorter than the
-        # sampling interval), when a wider window that includes tracing or start-up stands in and reads low
-        "cpu_util_window": cpu_window,
-        "gpu_util_window": gpu_window,
-        "steady_samples": len(windows[0]),
-        "peak_process_rss_mib": max(finite_values(s.process_rss_mib for s in samples), default=None),
-        "diagnosis": diagnosis.diagnose(epochs, samples, info, config, peak_gflops),
-        **gpu_truth_summary(epochs, samples, windows, info, config),
-    }
+    return replace(
+        gpu_truth_summary(epochs, samples, windows, info, config),
+        steady_epoch_seconds=steady,
+        steady_samples_per_s=steady_samples_per_s(epochs),
+        first_epoch_seconds=first.epoch_seconds if first else None,
+        total_seconds=sum(finite_values(e.epoch_seconds for e in epochs)) if epochs else None,
+        epochs_done=len(epochs),
+        mean_cpu_percent=cpu_mean,
+        mean_process_cpu_percent=first_mean(windows, lambda w: mean_or_none(s.process_cpu_percent for s in w)),
+        mean_gpu_util_percent=gpu_mean,
+        cpu_util_window=cpu_window,
+        gpu_util_window=gpu_window,
+        steady_samples=len(windows[0]),
+        peak_process_rss_mib=max(finite_values(s.process_rss_mib for s in samples), default=None),
+        diagnosis=diagnosis.diagnose(epochs, samples, info, config, peak_gflops),
+    )
 
 
 def _used_gpus(sample: Sample, indices: set[int]) -> list[GpuReading]:
@@ -54,10 +176,11 @@ def _used_gpus(sample: Sample, indices: set[int]) -> list[GpuReading]:
 
 
 def energy_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
-                   info: Mapping[str, Any] | None, config: Any) -> dict[str, Any]:
+                   info: Mapping[str, Any] | None, config: Any) -> RunSummary:
     """Energy per steady epoch (median) and per 1,000 samples for every device the run used, which of them were
     integrated from power draw, and the reason a device's figure is None. The live header asks for this alone, at
-    every refresh: it reads the epochs, and the samples only to name the GPUs of an all-GPUs run."""
+    every refresh: it reads the epochs, and the samples only to name the GPUs of an all-GPUs run. The other figures
+    of the summary are left unmeasured (None)."""
     info = info or {}
     steady = steady_epochs(epochs)
     devices = energy.devices_used(config or {}, samples)
@@ -79,24 +202,21 @@ def energy_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
                                ("no steady epoch yet (epoch 1 includes tracing)" if not steady else
                                 "the samples hold no energy reading around the steady epochs"
                                 + ("" if kind == "cpu" else " (neither NVML's energy counter nor power draw)")))
-    return {
-        "energy_j_per_epoch": per_epoch,
-        "energy_j_per_1000_samples": per_1000,
-        "energy_estimated": sorted({d for e in steady for d in e.energy_estimated or ()}),
-        "energy_reasons": reasons,
-    }
+    return RunSummary(energy_j_per_epoch=per_epoch, energy_j_per_1000_samples=per_1000,
+                      energy_estimated=tuple(sorted({d for e in steady for d in e.energy_estimated or ()})),
+                      energy_reasons=reasons)
 
 
 def gpu_truth_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
                       windows: Sequence[Sequence[Sample]], info: Mapping[str, Any] | None,
-                      config: Any) -> dict[str, Any]:
+                      config: Any) -> RunSummary:
     """What the devices really did over the run: its energy (energy_summary), GPM SM/tensor activity (means like the
     utilization means), the throttle reasons seen while training, and the steady median of the epochs' achieved
     GFLOP/s."""
     info = info or {}
     steady = steady_epochs(epochs)
     spent = energy_summary(epochs, samples, info, config)
-    devices = list(spent["energy_j_per_epoch"])
+    devices = list(spent.energy_j_per_epoch or {})
     indices = {i for i in map(energy.gpu_index, devices) if i is not None}
     throttled: set[str] | None = None
     for sample in windows[1]:
@@ -104,14 +224,16 @@ def gpu_truth_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
             if gpu.throttle_reasons is not None:
                 throttled = (throttled or set()) | set(gpu.throttle_reasons)
     gflops = finite_values(e.achieved_gflops for e in steady)
-    return {
-        **spent,
+    gpm_reasons = info.get("gpm_reasons")
+    return replace(
+        spent,
         # means over the GPUs the run trained on (None on a CPU run and without GPM), windows as for utilization
-        **{key: first_mean(windows, _gpu_mean_of(key, indices)) for key in ("sm_active_percent", "tensor_active_percent")},
-        "gpm_reasons": dict(info.get("gpm_reasons") or {}) if isinstance(info.get("gpm_reasons"), Mapping) else {},
-        "throttle_reasons": sorted(throttled) if throttled is not None else None,
-        "achieved_gflops": statistics.median(gflops) if gflops else None,
-    }
+        sm_active_percent=first_mean(windows, _gpu_mean_of("sm_active_percent", indices)),
+        tensor_active_percent=first_mean(windows, _gpu_mean_of("tensor_active_percent", indices)),
+        gpm_reasons=dict(gpm_reasons) if isinstance(gpm_reasons, Mapping) else {},
+        throttle_reasons=tuple(sorted(throttled)) if throttled is not None else None,
+        achieved_gflops=statistics.median(gflops) if gflops else None,
+    )
 
 
 def _gpu_mean_of(key: str, indices: set[int]) -> Callable[[Sequence[Sample]], float | None]:
@@ -130,6 +252,9 @@ def _joules_per_1000(epoch: Epoch, device: str) -> float | None:
     return 1000.0 * joules / (rate * seconds)
 
 
-def summary_of(record: Mapping[str, Any]) -> Mapping[str, Any]:
+def summary_of(record: Mapping[str, Any]) -> RunSummary:
     """A record's summary block: the one it carries, else one computed from its epochs and samples."""
-    return record.get("summary") or summarize(epochs_of(record.get("epochs")), samples_of(record.get("samples")))
+    kept = record.get("summary")
+    if kept:
+        return RunSummary.of(kept)
+    return summarize(epochs_of(record.get("epochs")), samples_of(record.get("samples")))

@@ -153,22 +153,22 @@ def sweep_row(record: Mapping[str, Any], peak: float | Mapping[str, Any] | None)
         per_device_batch_size=info.get("per_device_batch_size"),
         params=info.get("params"),
         flops_per_sample=info.get("flops_per_sample"),
-        steady_epoch_seconds=summary.get("steady_epoch_seconds"),
-        samples_per_s=summary.get("steady_samples_per_s"),
+        steady_epoch_seconds=summary.steady_epoch_seconds,
+        samples_per_s=summary.steady_samples_per_s,
         achieved_gflops=achieved,
         peak_gflops=peak_gflops,
         peak_fraction=achieved / peak_gflops if achieved and peak_gflops and not stale else None,
         peak_stale=stale,
-        mean_gpu_util_percent=summary.get("mean_gpu_util_percent"),
-        sm_active_percent=summary.get("sm_active_percent"),
-        tensor_active_percent=summary.get("tensor_active_percent"),
-        mean_cpu_percent=summary.get("mean_cpu_percent"),
-        mean_process_cpu_percent=summary.get("mean_process_cpu_percent"),
+        mean_gpu_util_percent=summary.mean_gpu_util_percent,
+        sm_active_percent=summary.sm_active_percent,
+        tensor_active_percent=summary.tensor_active_percent,
+        mean_cpu_percent=summary.mean_cpu_percent,
+        mean_process_cpu_percent=summary.mean_process_cpu_percent,
         sample_interval_s=config.get("sample_interval_s"),
-        utilization_window=(summary.get("gpu_util_window") if _on_gpu_record(record)
-                            else summary.get("cpu_util_window")),
-        diagnosis=verdict["verdict"],
-        diagnosis_kind=verdict.get("kind"),
+        utilization_window=(summary.gpu_util_window if _on_gpu_record(record)
+                            else summary.cpu_util_window),
+        diagnosis=verdict.verdict,
+        diagnosis_kind=verdict.kind,
     )
 
 

@@ -13,6 +13,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from bench import settings
@@ -107,7 +108,7 @@ def mark_stale(device: str, achieved_gflops: float, *, cpu_threads: int | None =
     return True
 
 
-def describe(entry: dict[str, Any]) -> str:
+def describe(entry: Mapping[str, Any]) -> str:
     """Where a peak came from, in words: 'best of 1024², 2048², 4096² × 3 repeats, measured 2025-06-01 14:02 while
     other processes used 4 % of the CPU'."""
     sizes = entry.get("sizes") or ([entry["size"]] if entry.get("size") else [])

@@ -268,7 +268,7 @@ def _fmt_number(value: Any, fmt: str, unit: str = "") -> str:
 def _run_headline(record: Mapping[str, Any]) -> str:
     epochs = epochs_of(record.get("epochs"))
     summary = run_summary.summarize(epochs, samples_of(record.get("samples")))
-    steady, first = summary["steady_epoch_seconds"], summary["first_epoch_seconds"]
+    steady, first = summary.steady_epoch_seconds, summary.first_epoch_seconds
     where = (record.get("info") or {}).get("placement")
     where_text = f" on {where}" if where else ""
     if steady is None:
@@ -293,13 +293,13 @@ def _run_section(record: Mapping[str, Any], name: str) -> str:
         ("model", str(info.get("model_description") or "—")),
         ("dataset", str(info.get("dataset_description") or "—")),
         ("parameters", _fmt_number(info.get("params"), ",d") if _is_int(info.get("params")) else "—"),
-        ("steady epoch (median, epochs 2..N)", metrics.format_seconds(summary["steady_epoch_seconds"])),
-        ("first epoch (includes tracing)", metrics.format_seconds(summary["first_epoch_seconds"])),
-        ("all epochs", metrics.format_seconds(summary["total_seconds"])),
-        ("steady samples/s", _fmt_number(summary["steady_samples_per_s"], ",.0f")),
-        ("mean CPU (whole machine)", _fmt_number(summary["mean_cpu_percent"], ".0f", " %")),
-        ("mean GPU utilization (NVML)", _fmt_number(summary["mean_gpu_util_percent"], ".0f", " %")),
-        ("peak worker memory", _fmt_number(summary["peak_process_rss_mib"], ",.0f", " MiB")),
+        ("steady epoch (median, epochs 2..N)", metrics.format_seconds(summary.steady_epoch_seconds)),
+        ("first epoch (includes tracing)", metrics.format_seconds(summary.first_epoch_seconds)),
+        ("all epochs", metrics.format_seconds(summary.total_seconds)),
+        ("steady samples/s", _fmt_number(summary.steady_samples_per_s, ",.0f")),
+        ("mean CPU (whole machine)", _fmt_number(summary.mean_cpu_percent, ".0f", " %")),
+        ("mean GPU utilization (NVML)", _fmt_number(summary.mean_gpu_util_percent, ".0f", " %")),
+        ("peak worker memory", _fmt_number(summary.peak_process_rss_mib, ",.0f", " MiB")),
     ]
     if info.get("imported"):
         facts.append(("imported from", str(info.get("source_hardware") or "another machine")))
@@ -343,7 +343,7 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
         headlines = [_run_headline(doc)]
         title = f"Training run #{doc.get('id')}: {run_label(doc)}"
     firsts = "; ".join(
-        f"{name} {metrics.format_seconds(run_summary.summarize(epochs_of(r.get('epochs')), []).get('first_epoch_seconds'))}"
+        f"{name} {metrics.format_seconds(run_summary.summarize(epochs_of(r.get('epochs')), []).first_epoch_seconds)}"
         for name, r in zip(names, runs))
     intro = "".join(f"<p class='headline'>{_e(h)}</p>" for h in headlines)
     intro += (f"<p>First epoch, which includes graph tracing and is left out of every steady-state figure: "

@@ -12,6 +12,7 @@ from typing import Any
 from bench import records
 from bench.readings import Epoch, Sample, epochs_of, samples_of
 from bench.analysis import metrics, run_summary
+from bench.analysis.run_summary import RunSummary
 from bench.config import RunConfig
 from bench.records import Status
 
@@ -94,12 +95,12 @@ class RunSnapshot:
         return self.status not in TERMINAL
 
     @functools.cached_property
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
         """The run's summary block, computed once per snapshot: an ended run's panel reads it three times a refresh
         (the result line, the diagnosis, the energy line), and with a long run each costs tens of milliseconds."""
         return run_summary.summarize(self.epochs, self.samples, info=self.info, config=self.config)
 
-    def energy(self) -> dict[str, Any]:
+    def energy(self) -> RunSummary:
         """The energy part of ``summary`` alone (run_summary.energy_summary), without the utilization means and the
         diagnosis over every sample: what the live header shows at each refresh."""
         return run_summary.energy_summary(self.epochs, self.samples, self.info, self.config)

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 
 from bench import settings
 from bench.analysis import run_summary
+from bench.analysis.run_summary import RunSummary
 from bench.readings import Epoch, Sample
 from bench.runs.run_state import TERMINAL, RunState
 from bench.store import Store, StoreError
@@ -130,9 +131,9 @@ class RunWriter:
             with self._lock:
                 mark = state.dirty_mark
                 ended = state.status in TERMINAL
-                fields = dict(status=state.status, started_at=state.started_at,
-                              ended_at=state.ended_at if ended else None, info=dict(state.info), error=state.error,
-                              hardware=state.hardware)
+                fields: dict[str, Any] = dict(status=state.status, started_at=state.started_at,
+                                              ended_at=state.ended_at if ended else None, info=dict(state.info),
+                                              error=state.error, hardware=state.hardware)
                 if ended:
                     fields["summary"] = _summary(state)
                 epochs = list(state.epochs)
@@ -226,6 +227,6 @@ def _write_samples(store: Store, run_id: int, batch: list[tuple[int, Sample]]) -
     store.add_samples(run_id, [sample.to_dict() for _, sample in batch], seqs=[seq for seq, _ in batch])
 
 
-def _summary(state: RunState) -> dict[str, Any]:
+def _summary(state: RunState) -> RunSummary:
     """The run's summary, its diagnosis read from its info and config too."""
     return run_summary.summarize(state.epochs, state.samples, info=state.info, config=state.config)

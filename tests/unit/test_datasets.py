@@ -182,14 +182,17 @@ def test_synthetic_text_is_padded_in_front_and_starts_with_token_1() -> None:
     assert (ds.x_train[:, 0] == 0).any()  # some sequences are shorter than 200
 
 
-def test_full_synthetic_mnist_is_fast() -> None:
+def test_full_synthetic_mnist_is_vectorized() -> None:
+    """The whole set is built by array operations, not a Python loop per image: this process's CPU time, which other
+    work on a busy machine does not add to. Its wall time did: 5.7 s at load average 8, 1.06 s (0.70 s of CPU) with
+    the suite beside it at load average 6."""
     d.load("synthetic-mnist", limit_samples=10)  # builds the cached prototypes
-    start_s = time.perf_counter()
+    start_s = time.process_time()
     ds = d.load("synthetic-mnist", seed=1)
-    elapsed_s = time.perf_counter() - start_s
+    cpu_s = time.process_time() - start_s
     assert (ds.info.n_train, ds.info.n_test) == (60000, 10000)
     assert ds.x_train.dtype == np.float32 and ds.x_train.shape == (60000, 28, 28, 1)
-    assert elapsed_s < 4.0, f"full synthetic-mnist took {elapsed_s:.2f} s (target < 2 s)"
+    assert cpu_s < 4.0, f"building full synthetic-mnist took {cpu_s:.2f} s of CPU"
 
 
 @pytest.fixture(scope="module")

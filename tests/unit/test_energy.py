@@ -197,15 +197,15 @@ def test_summary_energy_per_steady_epoch_and_per_1000_samples() -> None:
                                    {"index": 1, "sm_active_percent": 0.0, "throttle_reasons": ["thermal slowdown"]}]}
                for t in (4.5, 6.5, 8.5)]
     summary = run_summary.summarize(epochs_of(epochs), samples_of(samples), config={"device": "gpu:0"})
-    assert summary["energy_j_per_epoch"] == {"cpu": 120.0, "gpu:0": 500.0}, "median over epochs 2..4, None left out"
+    assert summary.energy_j_per_epoch == {"cpu": 120.0, "gpu:0": 500.0}, "median over epochs 2..4, None left out"
     # each steady epoch trains 500 samples/s x 2 s = 1,000 samples
-    assert summary["energy_j_per_1000_samples"] == {"cpu": pytest.approx(120.0), "gpu:0": pytest.approx(500.0)}
-    assert summary["energy_reasons"] == {}
-    assert summary["energy_estimated"] == ["gpu:0"]
-    assert summary["achieved_gflops"] == 20.0
-    assert summary["sm_active_percent"] == 60.0, "GPU 1 was not used by this run"
-    assert summary["tensor_active_percent"] is None
-    assert summary["throttle_reasons"] == ["power cap"]
+    assert summary.energy_j_per_1000_samples == {"cpu": pytest.approx(120.0), "gpu:0": pytest.approx(500.0)}
+    assert summary.energy_reasons == {}
+    assert summary.energy_estimated == ("gpu:0",)
+    assert summary.achieved_gflops == 20.0
+    assert summary.sm_active_percent == 60.0, "GPU 1 was not used by this run"
+    assert summary.tensor_active_percent is None
+    assert summary.throttle_reasons == ("power cap",)
 
 
 def test_the_live_headers_energy_is_the_summarys_energy() -> None:
@@ -225,8 +225,8 @@ def test_the_live_headers_energy_is_the_summarys_energy() -> None:
                            phase="training", info=info, progress={}, epochs=epochs_of(run),
                            samples=samples_of(samples), error=None,
                            store_error=None, hardware={}, queue_position=None)
-        assert snap.energy() == {k: snap.summary[k] for k in keys}
-        assert snap.energy()["energy_j_per_epoch"], "every device the run used has an entry"
+        assert {k: getattr(snap.energy(), k) for k in keys} == {k: getattr(snap.summary, k) for k in keys}
+        assert snap.energy().energy_j_per_epoch, "every device the run used has an entry"
 
 
 def test_summary_names_the_reason_energy_is_none() -> None:
@@ -234,12 +234,12 @@ def test_summary_names_the_reason_energy_is_none() -> None:
     reason = "RAPL not readable here: /sys/class/powercap is absent."
     summary = run_summary.summarize(epochs_of(epochs), (), info={"energy_reasons": {"cpu": reason}},
                                     config={"device": "cpu"})
-    assert summary["energy_j_per_epoch"] == {"cpu": None}
-    assert summary["energy_reasons"] == {"cpu": reason}
-    assert summary["sm_active_percent"] is None and summary["throttle_reasons"] is None
+    assert summary.energy_j_per_epoch == {"cpu": None}
+    assert summary.energy_reasons == {"cpu": reason}
+    assert summary.sm_active_percent is None and summary.throttle_reasons is None
     gpu_run = run_summary.summarize(epochs_of([epoch(1, {"cpu": None, "gpu:0": None})]), (),
                                     config={"device": "gpu:0"})
-    assert gpu_run["energy_reasons"]["gpu:0"].startswith("no steady epoch yet")
+    assert gpu_run.energy_reasons["gpu:0"].startswith("no steady epoch yet")
 
 
 def test_old_records_summarize_without_the_new_fields() -> None:
@@ -247,7 +247,7 @@ def test_old_records_summarize_without_the_new_fields() -> None:
               {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False}]
     summary = run_summary.summarize(epochs_of(epochs),
                                     samples_of([{"t_s": 0.5, "gpus": [{"index": 0, "power_watts": 80.0}]}]))
-    assert summary["energy_j_per_epoch"] == {"cpu": None} and summary["achieved_gflops"] is None
+    assert summary.energy_j_per_epoch == {"cpu": None} and summary.achieved_gflops is None
 
 
 # -- the supervisor settles each epoch from the samples around it ------------------------------------------------------
@@ -291,9 +291,9 @@ def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
     assert second.throttle_reasons == ("power cap", "thermal slowdown")
     assert sup._unsettled == []
     summary = run_summary.summarize(state.epochs, state.samples, info=state.info, config=state.config)
-    assert summary["throttle_reasons"] == ["power cap", "thermal slowdown"]
-    assert summary["energy_j_per_epoch"]["gpu:0"] == pytest.approx(expected)
-    assert "no energy reading" in summary["energy_reasons"]["cpu"]
+    assert summary.throttle_reasons == ("power cap", "thermal slowdown")
+    assert summary.energy_j_per_epoch["gpu:0"] == pytest.approx(expected)
+    assert "no energy reading" in summary.energy_reasons["cpu"]
 
 
 def test_a_snapshots_summary_is_computed_once(monkeypatch) -> None:
@@ -310,7 +310,7 @@ def test_a_snapshots_summary_is_computed_once(monkeypatch) -> None:
                   epochs=epochs_of([epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0})]), samples=(), error=None,
                   store_error=None, hardware={}, queue_position=None)
     snap = RunSnapshot(**fields)
-    assert snap.summary["epochs_done"] == 2 and snap.summary is snap.summary
+    assert snap.summary.epochs_done == 2 and snap.summary is snap.summary
     assert len(calls) == 1
     assert RunSnapshot(**fields).summary == snap.summary and len(calls) == 2
 
@@ -336,4 +336,5 @@ def test_a_snapshots_record_carries_the_summary_it_computed(monkeypatch) -> None
     real = run_summary.summarize
     monkeypatch.setattr(run_summary, "summarize", lambda *a, **k: calls.append(1) or real(*a, **k))
     assert snap.record()["summary"] == fresh
-    assert snap.record()["summary"] == snap.summary and len(calls) == 1, "one summary for the snapshot and its records"
+    assert snap.record()["summary"] == snap.summary.to_dict() and len(calls) == 1, \
+        "one summary for the snapshot and its records"

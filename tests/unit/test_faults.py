@@ -147,7 +147,7 @@ def test_gpu_lost_mid_run_sampling_goes_on_with_none_not_zero(store, fake_gpus):
     stored = store.get_run(run_id)["samples"]
     assert len(stored) >= lost_from + 5
     assert all(g["util_percent"] is None for s in stored[lost_from:] for g in s["gpus"])
-    assert snap.summary["mean_gpu_util_percent"] is not None, "the readings before the loss still count"
+    assert snap.summary.mean_gpu_util_percent is not None, "the readings before the loss still count"
 
 
 def test_nvml_call_not_supported_mid_run_gives_none_for_that_reading_only(store, fake_gpus):

@@ -47,7 +47,7 @@ def test_a_gpu_run_trains_on_the_gpu_and_nvml_sees_it_busy(gpu_hardware: devices
     assert all(r.mem_total_mib and r.mem_total_mib > 0 for r in readings)
     busy = [r.util_percent for r in readings if r.util_percent is not None]
     assert busy and max(busy) > 0, f"NVML never saw the GPU busy while it trained: {busy}"
-    assert snap.summary["mean_gpu_util_percent"] is not None
+    assert snap.summary.mean_gpu_util_percent is not None
 
 
 def test_cpu_and_gpu_runs_pair_into_a_headline(gpu_hardware: devices.Hardware) -> None:

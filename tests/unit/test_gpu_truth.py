@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bench.analysis.run_summary import RunSummary
 from bench.readings import epochs_of
 from ui import gpu_truth
 
@@ -17,10 +18,12 @@ def test_throttle_text_names_epochs_and_reasons() -> None:
 
 
 def test_energy_text_per_device_or_the_reason() -> None:
-    summary = {"energy_j_per_epoch": {"cpu": None, "gpu:0": 512.34}, "energy_j_per_1000_samples": {"gpu:0": 25.6},
-               "energy_reasons": {"cpu": "RAPL not readable here: /sys/class/powercap is absent."},
-               "energy_estimated": ["gpu:0"]}
+    summary = RunSummary(energy_j_per_epoch={"cpu": None, "gpu:0": 512.34},
+                         energy_j_per_1000_samples={"gpu:0": 25.6},
+                         energy_reasons={"cpu": "RAPL not readable here: /sys/class/powercap is absent."},
+                         energy_estimated=("gpu:0",))
     text = gpu_truth.energy_text(summary) or ""
     assert "CPU: not measured: RAPL not readable here: /sys/class/powercap is absent." in text
     assert "GPU 0: 512.3 J per epoch, 25.6 J per 1,000 samples (estimated from power samples)" in text
-    assert gpu_truth.energy_text({"steady_epoch_seconds": 1.0}) is None, "a summary from before energy was measured"
+    assert gpu_truth.energy_text(RunSummary.of({"steady_epoch_seconds": 1.0})) is None, \
+        "a summary from before energy was measured"

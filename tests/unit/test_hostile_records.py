@@ -60,6 +60,16 @@ def write(tmp_path: Path, text: str, name: str = "r.json") -> Path:
     ({"samples": [{"t_s": 1.0, "gpus": [{"index": 0, "power_w": -5.0}]}]}, "samples[0].gpus[0].power_w"),
     ({"id": 10**30}, "id"),
     ({"config": {**RunConfig().to_dict(), "learning_rate": float("inf")}}, "config.learning_rate"),
+    # the summary's figures are bounded like the readings they are made of (run_summary.RunSummary.from_dict)
+    ({"summary": {"mean_cpu_percent": 1e9}}, "summary.mean_cpu_percent"),
+    ({"summary": {"steady_epoch_seconds": "0.5 s"}}, "summary.steady_epoch_seconds"),
+    ({"summary": {"energy_j_per_epoch": {"cpu": -5.0}}}, "summary.energy_j_per_epoch.cpu"),
+    ({"summary": {"energy_j_per_1000_samples": 5.0}}, "summary.energy_j_per_1000_samples"),
+    ({"summary": {"epochs_done": -1}}, "summary.epochs_done"),
+    ({"summary": {"throttle_reasons": "power cap"}}, "summary.throttle_reasons"),
+    ({"summary": {"diagnosis": {"kind": "fast", "verdict": "fast: trust me"}}}, "summary.diagnosis.kind"),
+    ({"summary": {"diagnosis": {"kind": "host-bound", "verdict": "v", "evidence": {"step_ms": float("inf")}}}},
+     "summary.diagnosis.evidence.step_ms"),
 ])
 def test_an_out_of_range_number_is_refused_on_import_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                   change: dict[str, Any], field: str) -> None:

@@ -45,7 +45,7 @@ def test_fake_run_finishes_and_is_stored(store):
     assert stored["status"] == "finished"
     assert len(stored["epochs"]) == 3
     assert stored["samples"], "samples must be flushed to the store"
-    assert stored["summary"]["steady_epoch_seconds"] == pytest.approx(snap.summary["steady_epoch_seconds"])
+    assert stored["summary"]["steady_epoch_seconds"] == pytest.approx(snap.summary.steady_epoch_seconds)
 
 
 def test_runs_execute_one_at_a_time_in_order(store):
@@ -203,7 +203,7 @@ def test_real_training_run_on_cpu(store):
     assert snap.info["params"] > 0 and snap.info["flops_per_sample"] > 0
     assert all(e.epoch_seconds > 0 and e.samples_per_s > 0 for e in snap.epochs)
     assert snap.epochs[0].includes_tracing is True
-    assert snap.summary["steady_epoch_seconds"] == snap.epochs[1].epoch_seconds
+    assert snap.summary.steady_epoch_seconds == snap.epochs[1].epoch_seconds
     assert any(s.process_cpu_percent for s in snap.samples if s.process_cpu_percent is not None)
     # every key the real worker and the supervisor put in the record is declared by its type
     assert undeclared(records.RunRecord.from_dict(json.loads(json.dumps(snap.record())))) == []

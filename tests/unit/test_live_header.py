@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from bench.analysis.run_summary import RunSummary
 from bench.config import RunConfig
 from bench.readings import epochs_of, samples_of
 from ui import live
@@ -12,7 +13,7 @@ from ui import live
 
 def snap(**over):
     base = {"id": 3, "status": "running", "config": RunConfig(epochs=5), "info": {"placement": "/device:CPU:0"},
-            "owner": None, "phase": "training", "active": True, "queue_position": None, "summary": {},
+            "owner": None, "phase": "training", "active": True, "queue_position": None, "summary": RunSummary(),
             "store_error": None, "error": None,
             "epochs": [{"epoch": 1, "epoch_seconds": 2.5, "samples_per_s": 8000.0, "includes_tracing": True},
                        {"epoch": 2, "epoch_seconds": 2.0, "samples_per_s": 10000.0}],

@@ -47,13 +47,13 @@ def test_summary_block():
     epochs = [ep(1, 5.0, True, 100.0), ep(2, 1.0, rate=500.0), ep(3, 2.0, rate=250.0)]
     samples = [{"t_s": 0.0, "cpu_percent": 90.0, "process_cpu_percent": 150.0, "process_rss_mib": 300.0, "gpus": []}]
     summary = run_summary.summarize(epochs_of(epochs), samples_of(samples))
-    assert summary["steady_epoch_seconds"] == 1.5
-    assert summary["first_epoch_seconds"] == 5.0
-    assert summary["total_seconds"] == 8.0
-    assert summary["steady_samples_per_s"] == pytest.approx(500 / 1.5)  # 500 samples an epoch / median 1.5 s
-    assert summary["mean_cpu_percent"] == 90.0
-    assert summary["mean_gpu_util_percent"] is None
-    assert summary["epochs_done"] == 3
+    assert summary.steady_epoch_seconds == 1.5
+    assert summary.first_epoch_seconds == 5.0
+    assert summary.total_seconds == 8.0
+    assert summary.steady_samples_per_s == pytest.approx(500 / 1.5)  # 500 samples an epoch / median 1.5 s
+    assert summary.mean_cpu_percent == 90.0
+    assert summary.mean_gpu_util_percent is None
+    assert summary.epochs_done == 3
 
 
 def test_achieved_gflops():
@@ -85,7 +85,7 @@ def test_caution_when_the_spread_crosses_one_or_a_side_has_one_steady_epoch():
 def test_steady_rate_matches_the_median_epoch_time_not_the_median_of_rates():
     epochs = epochs_of([ep(1, 1.0, True, 10_000.0), ep(2, 0.2, rate=50_000.0), ep(3, 0.6, rate=10_000 / 0.6)])
     assert metrics.steady_samples_per_s(epochs) == pytest.approx(25_000.0)
-    assert run_summary.summarize(epochs, ())["steady_samples_per_s"] == pytest.approx(25_000.0)
+    assert run_summary.summarize(epochs, ()).steady_samples_per_s == pytest.approx(25_000.0)
 
 
 def test_utilization_means_cover_the_steady_epochs_only():
@@ -93,9 +93,9 @@ def test_utilization_means_cover_the_steady_epochs_only():
               {**ep(2, 2.0, rate=1.0), "t_start_s": 6.5, "t_end_s": 8.5}]
     samples = [{"t_s": t, "cpu_percent": cpu, "gpus": []} for t, cpu in
                [(1.0, 50.0), (3.0, 50.0), (5.0, 70.0), (7.0, 100.0), (7.5, 98.0), (8.0, 96.0), (9.0, 10.0)]]
-    assert run_summary.summarize(epochs_of(epochs), samples_of(samples))["mean_cpu_percent"] == pytest.approx(98.0)
+    assert run_summary.summarize(epochs_of(epochs), samples_of(samples)).mean_cpu_percent == pytest.approx(98.0)
     no_times = [ep(1, 2.0, True), ep(2, 2.0)]
-    assert run_summary.summarize(epochs_of(no_times), samples_of(samples))["mean_cpu_percent"] == pytest.approx(474 / 7)
+    assert run_summary.summarize(epochs_of(no_times), samples_of(samples)).mean_cpu_percent == pytest.approx(474 / 7)
 
 
 def test_a_mean_over_fewer_than_three_steady_samples_is_not_called_the_steady_epochs():
@@ -107,11 +107,11 @@ def test_a_mean_over_fewer_than_three_steady_samples_is_not_called_the_steady_ep
     samples = [{"t_s": t, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": util}]}
                for t, util in [(1.0, 2.0), (2.0, 2.0), (3.0, 2.0), (4.5, 0.0), (5.0, 6.0)]]
     summary = run_summary.summarize(epochs_of(epochs), samples_of(samples))
-    assert summary["gpu_util_window"] == "all epochs" and summary["mean_gpu_util_percent"] == pytest.approx(1.5)
+    assert summary.gpu_util_window == "all epochs" and summary.mean_gpu_util_percent == pytest.approx(1.5)
     longer = [*samples, *({"t_s": t, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": 9.0}]}
                           for t in (4.35, 4.4))]
     summary = run_summary.summarize(epochs_of(epochs), samples_of(sorted(longer, key=lambda x: x["t_s"])))
-    assert summary["gpu_util_window"] == "steady epochs" and summary["mean_gpu_util_percent"] == pytest.approx(6.0)
+    assert summary.gpu_util_window == "steady epochs" and summary.mean_gpu_util_percent == pytest.approx(6.0)
 
 
 def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_reading():
@@ -122,10 +122,10 @@ def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_rea
     samples = [{"t_s": 2.0, "cpu_percent": 50.0, "gpus": gpu},
                *({"t_s": t, "cpu_percent": 90.0, "gpus": lost} for t in (3.6, 4.0, 4.4))]
     summary = run_summary.summarize(epochs_of(epochs), samples_of(samples))
-    assert summary["mean_cpu_percent"] == 90.0  # the steady window has a CPU reading
-    assert summary["mean_gpu_util_percent"] == 40.0  # it has no GPU reading: the tracing epoch's counts
-    assert summary["cpu_util_window"] == "steady epochs"
-    assert summary["gpu_util_window"] == "all epochs"  # and the summary says so
+    assert summary.mean_cpu_percent == 90.0  # the steady window has a CPU reading
+    assert summary.mean_gpu_util_percent == 40.0  # it has no GPU reading: the tracing epoch's counts
+    assert summary.cpu_util_window == "steady epochs"
+    assert summary.gpu_util_window == "all epochs"  # and the summary says so
 
 
 def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():

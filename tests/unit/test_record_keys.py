@@ -30,6 +30,10 @@ def undeclared(record: records.RunRecord | records.Sample) -> list[str]:
     samples: tuple[records.Sample, ...]
     if isinstance(record, records.RunRecord):
         found += [f"run.{k}" for k in record.extra]
+        if record.summary is not None:
+            found += [f"summary.{k}" for k in record.summary.extra]
+            if record.summary.diagnosis is not None:
+                found += [f"summary.diagnosis.{k}" for k in record.summary.diagnosis.extra]
         for i, epoch in enumerate(record.epochs):
             found += [f"epochs[{i}].{k}" for k in epoch.extra]
         samples = record.samples
@@ -55,6 +59,13 @@ def test_the_check_sees_an_undeclared_key() -> None:
     assert undeclared(records.Sample.from_dict(data, "s")) == ["samples[0].gpus[0].fan_percent"]
 
 
+def test_the_check_sees_an_undeclared_summary_figure() -> None:
+    data = {"status": "finished", "config": {}, "hardware": {}, "epochs": [], "samples": [],
+            "summary": {"steady_epoch_seconds": 1.0, "median_watts": 300.0,
+                        "diagnosis": {"kind": "undetermined", "verdict": "v", "confidence": 0.5}}}
+    assert undeclared(records.RunRecord.from_dict(data)) == ["summary.median_watts", "summary.diagnosis.confidence"]
+
+
 def test_a_sample_with_every_gpu_reading_is_declared(hopper: None) -> None:
     sampler = Sampler(monitor_gpus=True)
     sampler.sample_once()
@@ -75,6 +86,7 @@ def test_live_and_stored_run_records_are_declared(isolated_store: Any) -> None:
         stored = records.RunRecord.from_dict(json.loads(json.dumps(report.record_from_store(store.get_run(run_id)))))
     finally:
         manager.shutdown()
+    assert live.summary is not None and live.summary.diagnosis is not None, "the check saw a whole summary"
     assert undeclared(live) == []
     assert undeclared(stored) == []
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench.analysis.run_summary import RunSummary
 from bench import cli, records
 from bench.config import ConfigError, RunConfig
 from bench.hardware import devices
@@ -56,7 +57,7 @@ def test_the_configs_are_validated_workload_major() -> None:
 def _record(config: RunConfig, status: str = "finished") -> dict[str, Any]:
     return records.run_record(id=1, status=status, config=config.to_dict(), hardware={}, info={}, created_at=None,
                               started_at=None, ended_at=None, error=None, store_error=None, epochs=[], samples=[],
-                              summary={"steady_samples_per_s": 1000.0, "steady_epoch_seconds": 1.0})
+                              summary=RunSummary(steady_samples_per_s=1000.0, steady_epoch_seconds=1.0))
 
 
 def test_ctrl_c_keeps_what_finished_and_says_what_is_left() -> None:
