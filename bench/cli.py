@@ -287,16 +287,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     result = records_module.comparison_record(records, prices)
     if args.json_path:
         _write_json(args.json_path, result)
-    for pair in result["comparison"]["pairs"]:
-        print(pair["headline"])
-        first_a, first_b = pair.get("first_epoch_seconds_a"), pair.get("first_epoch_seconds_b")
-        print(f"  first epoch (includes tracing): {pair['baseline_target']} {metrics.format_seconds(first_a)}, "
-              f"{pair['target']} {metrics.format_seconds(first_b)}")
-        for side, name in (("a", pair["baseline_target"]), ("b", pair["target"])):
-            price = pair.get(f"price_per_hour_{side}")
+    for pair in map(compare.Pair.of, result["comparison"]["pairs"]):
+        print(pair.headline)
+        print(f"  first epoch (includes tracing): {pair.baseline_target} "
+              f"{metrics.format_seconds(pair.first_epoch_seconds_a)}, {pair.target} "
+              f"{metrics.format_seconds(pair.first_epoch_seconds_b)}")
+        for name, price, per_epoch, per_run in (
+                (pair.baseline_target, pair.price_per_hour_a, pair.cost_per_epoch_a, pair.cost_per_run_a),
+                (pair.target, pair.price_per_hour_b, pair.cost_per_epoch_b, pair.cost_per_run_b)):
             if price is not None:
-                print(f"  cost of {name} at {price:g} per hour: {display.cost(pair.get(f'cost_per_epoch_{side}'))} per "
-                      f"steady epoch, {display.cost(pair.get(f'cost_per_run_{side}'))} for the run (start-up included)")
+                print(f"  cost of {name} at {price:g} per hour: {display.cost(per_epoch)} per steady epoch, "
+                      f"{display.cost(per_run)} for the run (start-up included)")
         if compare.caution(pair):
             print(f"  caution: {compare.caution(pair)}")
     unsaved = _unsaved_exit(records, saved, args.json_path)

@@ -265,9 +265,18 @@ class Comparison:
         if not isinstance(runs, list) or not runs:
             raise fail("runs", f"must be a non-empty list of run records, got {show_value(runs)}")
         parsed = tuple(RunRecord.from_dict(run, f"runs[{i}]") for i, run in enumerate(runs))
-        if data.get("comparison") is not None and not isinstance(data["comparison"], dict):
-            raise fail("comparison", f"must be a JSON object or null, got {show_value(data['comparison'])}")
+        if data.get("comparison") is not None:
+            pairs = json_object(data["comparison"], "comparison").get("pairs", [])
+            if not isinstance(pairs, list):
+                raise fail("comparison.pairs", f"must be a list of pairs, got {show_value(pairs)}")
+            for i, pair in enumerate(pairs):
+                compare.Pair.from_dict(pair, f"comparison.pairs[{i}]")
         return cls(runs=parsed, comparison=data.get("comparison"), extra=extra_keys(data, ("schema", "runs", "comparison")))
+
+    @property
+    def pairs(self) -> tuple[compare.Pair, ...]:
+        """The speed-up of each run against the first, as the file holds them (checked by ``from_dict``)."""
+        return tuple(compare.Pair.of(p) for p in (self.comparison or {}).get("pairs") or ())
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": COMPARISON_SCHEMA, "runs": [r.to_dict() for r in self.runs], "comparison": self.comparison,
@@ -292,10 +301,7 @@ def comparison_record(records: Sequence[Mapping[str, Any]],
         if not isinstance(record, Mapping) or not isinstance(record.get("epochs", []), list):
             raise RecordError(f"runs[{i}] is not a run record (a JSON object with an 'epochs' list); {EXPORT_HINT}")
     runs = [dict(r) for r in records]
-    result = compare.comparison(runs, prices)
-    for pair in result.get("pairs", []):
-        pair["headline"] = compare.headline(pair)
-    return {"schema": COMPARISON_SCHEMA, "runs": runs, "comparison": result}
+    return {"schema": COMPARISON_SCHEMA, "runs": runs, "comparison": compare.comparison(runs, prices)}
 
 
 @dataclass(frozen=True)

@@ -256,10 +256,10 @@ def show_live(manager: JobManager, step: Step) -> None:
         return
     clean = [snap.record() for snap in runs]
     if step.kind == "speedup" and len(clean) >= 2:
-        pair = compare.comparison(clean)["pairs"][0]
-        factor = pair.get("speedup_median")
+        pair = compare.pairs(clean)[0]
+        factor = pair.speedup_median
         c1, c2 = st.columns([1, 3])
-        c1.metric(f"Live: {pair['target']} vs {pair['baseline_target']}", f"{factor:.2f}x" if factor else "—")
+        c1.metric(f"Live: {pair.target} vs {pair.baseline_target}", f"{factor:.2f}x" if factor else "—")
         # the comparison's own headline: it says "about as fast" when the spread crosses 1x, as the pages do
         c2.markdown(f"**{compare.headline(pair).rstrip('.')}**; epoch 1, with tracing, left out.")
         note = compare.caution(pair)

@@ -207,15 +207,14 @@ def members_side_by_side(record: Mapping[str, Any], *, key: str) -> None:
 
 
 def headline_block(records: Sequence[Mapping[str, Any]], prices: Mapping[str, float] | None = None) -> None:
-    result = compare.comparison(records, prices)
-    for pair in result["pairs"]:
+    for pair in compare.pairs(records, prices):
         text = compare.headline(pair)
-        if pair.get("speedup_median") is not None:
+        if pair.speedup_median is not None:
             st.success(f"**{text}**", icon=":material/speed:")
-            a, b = pair.get("first_epoch_seconds_a"), pair.get("first_epoch_seconds_b")
-            st.caption(f"First epoch, with tracing, reported apart: {pair['baseline_target']} "
-                       f"{metrics.format_seconds(a)} · {pair['target']} {metrics.format_seconds(b)}. "
-                       f"Steady epochs used: {pair.get('steady_epochs_a')} and {pair.get('steady_epochs_b')}.")
+            a, b = pair.first_epoch_seconds_a, pair.first_epoch_seconds_b
+            st.caption(f"First epoch, with tracing, reported apart: {pair.baseline_target} "
+                       f"{metrics.format_seconds(a)} · {pair.target} {metrics.format_seconds(b)}. "
+                       f"Steady epochs used: {pair.steady_epochs_a} and {pair.steady_epochs_b}.")
             warning = compare.caution(pair)
             if warning:
                 st.warning(warning, icon=":material/warning:")

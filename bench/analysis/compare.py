@@ -9,7 +9,9 @@ utilization.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench.analysis import metrics, run_summary
@@ -17,7 +19,7 @@ from bench.analysis.run_summary import RunSummary
 from bench.config import ConfigError, RunConfig
 from bench.analysis import pricing
 from bench.target import Target, canonical, of_record, text_of_record
-from bench.readings import Epoch, epochs_of
+from bench.readings import Epoch, check_number, epochs_of, fail, is_int, json_object, show_value
 
 
 # A record's target as text (cpu, cpu/N, gpu:N, gpus) and as a Target: the rule lives in bench.target.
@@ -53,41 +55,120 @@ def target_configs(base: RunConfig, targets: Sequence[Target | str], hardware: A
     return configs
 
 
-def comparison(records: Sequence[Mapping[str, Any]],
-               prices: Mapping[str, float] | None = None) -> dict[str, Any]:
-    """Speed-up of every run against the first (the baseline), from their epochs; with energy and cost per pair.
+@dataclass(frozen=True)
+class Pair:
+    """One run against the baseline (the first run of a comparison): the speed-up (:class:`metrics.Speedup`'s
+    figures, None without a steady epoch on both sides), the energy per steady epoch of each side (``_a`` the
+    baseline, ``_b`` the other; None where not measured, with each unmeasured device and why in
+    ``energy_missing``), ``energy_ratio`` (the baseline's energy per steady epoch / the other's), the hourly prices
+    the user gave, the cost per steady epoch and per run at them, and ``cost_ratio``; ``headline``, the sentence a
+    comparison record keeps beside its figures."""
 
-    ``prices`` maps a target's text (``cpu``, ``gpu:0``) to an hourly price entered by the user; none is assumed.
-    Each pair also has ``energy_j_per_epoch_a``/``_b`` (None where that side was not measured), ``energy_ratio`` (the
-    baseline's energy per steady epoch / the other's; None unless both were measured), ``energy_missing`` (each
-    unmeasured device and why), ``cost_per_epoch_a``/``_b`` and ``cost_per_run_a``/``_b`` (None without a price) and
-    ``cost_ratio`` (the baseline's cost per steady epoch / the other's; None unless both sides have a price).
-    For exactly two runs the first pair's figures are also given at the top level (speedup_median, ...).
-    """
+    baseline_target: str
+    target: str
+    baseline_id: int | None = None
+    target_id: int | None = None
+    speedup_median: float | None = None
+    speedup_min: float | None = None
+    speedup_max: float | None = None
+    total_time_ratio: float | None = None
+    first_epoch_seconds_a: float | None = None
+    first_epoch_seconds_b: float | None = None
+    steady_epochs_a: int = 0
+    steady_epochs_b: int = 0
+    energy_j_per_epoch_a: float | None = None
+    energy_j_per_epoch_b: float | None = None
+    energy_ratio: float | None = None
+    energy_missing: dict[str, str] = field(default_factory=dict)
+    price_per_hour_a: float | None = None
+    price_per_hour_b: float | None = None
+    cost_per_epoch_a: float | None = None
+    cost_per_epoch_b: float | None = None
+    cost_per_run_a: float | None = None
+    cost_per_run_b: float | None = None
+    cost_ratio: float | None = None
+    headline: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # keys added by later versions, kept as they are
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str = "pair") -> Pair:
+        """A pair from a comparison file, checked: text where text belongs, finite numbers of sane size elsewhere."""
+        raw = json_object(data, path)
+        for key in ("baseline_target", "target"):
+            if not isinstance(raw.get(key), str):
+                raise fail(f"{path}.{key}", f"must be text, got {show_value(raw.get(key))}")
+        if raw.get("headline") is not None and not isinstance(raw["headline"], str):
+            raise fail(f"{path}.headline", f"must be text or null, got {show_value(raw['headline'])}")
+        for key in _PAIR_NUMBERS:
+            if raw.get(key) is not None:
+                check_number(raw[key], key, f"{path}.{key}")
+        for key in ("baseline_id", "target_id", "steady_epochs_a", "steady_epochs_b"):
+            if raw.get(key) is not None and not is_int(raw[key]):
+                raise fail(f"{path}.{key}", f"must be a whole number or null, got {show_value(raw[key])}")
+        missing = json_object(raw.get("energy_missing") or {}, f"{path}.energy_missing")
+        if not all(isinstance(why, str) for why in missing.values()):
+            raise fail(f"{path}.energy_missing", f"must map devices to text, got {show_value(missing)}")
+        return cls.of(raw)
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Pair:
+        """A pair this project wrote, taken as it is (``from_dict`` is for files)."""
+        return cls(baseline_target=data["baseline_target"], target=data["target"],
+                   baseline_id=data.get("baseline_id"), target_id=data.get("target_id"),
+                   **{k: data.get(k) for k in _PAIR_NUMBERS},
+                   steady_epochs_a=data.get("steady_epochs_a") or 0, steady_epochs_b=data.get("steady_epochs_b") or 0,
+                   energy_missing=dict(data.get("energy_missing") or {}), headline=data.get("headline"),
+                   extra={k: v for k, v in data.items() if k not in _PAIR_KEYS})
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in _PAIR_KEYS if k != "headline"}
+        if self.headline is not None:
+            out["headline"] = self.headline
+        return {**out, "energy_missing": dict(self.energy_missing), **self.extra}
+
+
+_PAIR_NUMBERS = ("speedup_median", "speedup_min", "speedup_max", "total_time_ratio", "first_epoch_seconds_a",
+                 "first_epoch_seconds_b", "energy_j_per_epoch_a", "energy_j_per_epoch_b", "energy_ratio",
+                 "price_per_hour_a", "price_per_hour_b", "cost_per_epoch_a", "cost_per_epoch_b", "cost_per_run_a",
+                 "cost_per_run_b", "cost_ratio")
+_PAIR_KEYS = ("baseline_id", "baseline_target", "target_id", "target", *_PAIR_NUMBERS[:6], "steady_epochs_a",
+              "steady_epochs_b", *_PAIR_NUMBERS[6:], "energy_missing", "headline")
+# for exactly two runs, the first pair's figures are also given at the top level of a comparison
+_TOP_LEVEL = ("speedup_median", "speedup_min", "speedup_max", "total_time_ratio", "first_epoch_seconds_a",
+              "first_epoch_seconds_b", "energy_ratio", "cost_ratio", "cost_per_epoch_a", "cost_per_epoch_b",
+              "cost_per_run_a", "cost_per_run_b", "energy_j_per_epoch_a", "energy_j_per_epoch_b")
+
+
+def pairs(records: Sequence[Mapping[str, Any]], prices: Mapping[str, float] | None = None) -> list[Pair]:
+    """Every run against the first (the baseline), from their epochs; with energy and cost per pair, and its
+    headline. ``prices`` maps a target's text (``cpu``, ``gpu:0``) to an hourly price entered by the user; none is
+    assumed."""
     if len(records) < 2:
-        return {"pairs": [], "baseline": records[0].get("id") if records else None}
+        return []
     prices = {canonical(k): float(v) for k, v in (prices or {}).items()}
     base = records[0]
-    pairs = []
+    out = []
     for other in records[1:]:
         result = metrics.speedup(epochs_of(base.get("epochs")), epochs_of(other.get("epochs")))
-        pairs.append({
-            "baseline_id": base.get("id"),
-            "baseline_target": target(base),
-            "target_id": other.get("id"),
-            "target": target(other),
-            **(result or {"speedup_median": None, "speedup_min": None, "speedup_max": None,
-                          "total_time_ratio": None}),
-            **_energy_and_cost(base, other, prices),
-        })
-    out: dict[str, Any] = {"baseline": base.get("id"), "pairs": pairs}
-    if prices:
-        out["prices"] = prices
-    if len(pairs) == 1:
-        for key in ("speedup_median", "speedup_min", "speedup_max", "total_time_ratio", "first_epoch_seconds_a",
-                    "first_epoch_seconds_b", "energy_ratio", "cost_ratio", "cost_per_epoch_a", "cost_per_epoch_b",
-                    "cost_per_run_a", "cost_per_run_b", "energy_j_per_epoch_a", "energy_j_per_epoch_b"):
-            out[key] = pairs[0].get(key)
+        pair = Pair(baseline_id=base.get("id"), baseline_target=target(base), target_id=other.get("id"),
+                    target=target(other), **(dataclasses.asdict(result) if result else {}),
+                    **_energy_and_cost(base, other, prices))
+        out.append(dataclasses.replace(pair, headline=headline(pair)))
+    return out
+
+
+def comparison(records: Sequence[Mapping[str, Any]],
+               prices: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """The ``comparison`` block of a comparison record (JSON): ``baseline`` (the first run's id), ``pairs``
+    (:func:`pairs`, each as its dict), the ``prices`` given and, for exactly two runs, the first pair's figures at
+    the top level too."""
+    found = pairs(records, prices)
+    out: dict[str, Any] = {"baseline": records[0].get("id") if records else None,
+                           "pairs": [p.to_dict() for p in found]}
+    if prices and found:
+        out["prices"] = {canonical(k): float(v) for k, v in prices.items()}
+    if len(found) == 1:
+        out.update({key: getattr(found[0], key) for key in _TOP_LEVEL})
     return out
 
 
@@ -128,45 +209,44 @@ def epoch_gflops(epoch: Epoch, info: Mapping[str, Any]) -> float | None:
     return metrics.achieved_gflops(flops, epoch.samples_per_s) if flops else None
 
 
-def headline(pair: Mapping[str, Any]) -> str:
+def headline(pair: Pair) -> str:
     """One honest sentence: 'cpu trains 3.1x faster than cpu/1 (median steady epoch; spread 2.8-3.4x; ...)', or
     'cpu/1 and cpu are about as fast (...)' when the spread crosses 1x; then the energy and cost per steady epoch
     where measured and priced, or which side's energy was not measured and why."""
-    median = pair.get("speedup_median")
-    if median is None:
+    median, spread_lo, spread_hi = pair.speedup_median, pair.speedup_min, pair.speedup_max
+    if median is None or spread_lo is None or spread_hi is None:
         return "Not enough epochs for a speed-up yet: it needs at least two epochs on each side (epoch 1 includes tracing)."
-    faster, slower, factor = pair["target"], pair["baseline_target"], median
-    spread_lo, spread_hi = pair["speedup_min"], pair["speedup_max"]
-    total = pair.get("total_time_ratio")
+    faster, slower, factor = pair.target, pair.baseline_target, median
+    total = pair.total_time_ratio
     flipped = median < 1
     if flipped:
         faster, slower, factor = slower, faster, 1 / median
-        spread_lo, spread_hi = 1 / pair["speedup_max"], 1 / pair["speedup_min"]
+        spread_lo, spread_hi = 1 / spread_hi, 1 / spread_lo
         total = 1 / total if total else total
     total_text = f"; total time ratio {total:.2f}x" if total else ""
     details = f"(median steady epoch ratio {factor:.2f}x; " if spread_lo < 1 < spread_hi else "(median steady epoch; "
     details += f"spread {spread_lo:.1f}x–{spread_hi:.1f}x{total_text})"
     if spread_lo < 1 < spread_hi:
-        speed = f"{pair['baseline_target']} and {pair['target']} are about as fast {details}"
+        speed = f"{pair.baseline_target} and {pair.target} are about as fast {details}"
     else:
         speed = f"{faster} trains {factor:.1f}x faster than {slower} {details}"
     # the energy and cost clauses speak of the side named first: the faster one (or the other one when about equal)
     subject_is_baseline = flipped and not spread_lo < 1 < spread_hi
-    subject = pair["baseline_target"] if subject_is_baseline else pair["target"]
+    subject = pair.baseline_target if subject_is_baseline else pair.target
     parts = [_ratio_clause(pair, "energy", subject_is_baseline, subject),
              _ratio_clause(pair, "cost", subject_is_baseline, subject)]
-    missing = pair.get("energy_missing") or {}
-    if pair.get("energy_ratio") is None and missing:
+    missing = pair.energy_missing
+    if pair.energy_ratio is None and missing:
         parts.append("energy not measured on " + "; on ".join(f"{d}: {why}" for d, why in missing.items()))
     extra = [p for p in parts if p]
     return speed + ("; " + "; ".join(extra) if extra else "")
 
 
-def _ratio_clause(pair: Mapping[str, Any], what: str, subject_is_baseline: bool, subject: str) -> str | None:
+def _ratio_clause(pair: Pair, what: str, subject_is_baseline: bool, subject: str) -> str | None:
     """'gpu:0 uses 4.2x less energy per epoch (310 J vs 1.3 kJ ...)' for the subject side, or None without both
     figures. The clause names its side, so that it cannot be read as the other's."""
-    key = "energy_j_per_epoch" if what == "energy" else "cost_per_epoch"
-    a, b = pair.get(f"{key}_a"), pair.get(f"{key}_b")
+    a, b = ((pair.energy_j_per_epoch_a, pair.energy_j_per_epoch_b) if what == "energy"
+            else (pair.cost_per_epoch_a, pair.cost_per_epoch_b))
     if a is None or b is None or not a or not b:
         return None
     mine, theirs = (a, b) if subject_is_baseline else (b, a)
@@ -191,16 +271,16 @@ def _money(value: float) -> str:
     return f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
 
 
-def caution(pair: Mapping[str, Any]) -> str | None:
+def caution(pair: Pair | metrics.Speedup) -> str | None:
     """A plain warning when the headline rests on too little: one steady epoch, or a spread that crosses 1x.
 
     A spread that includes 1x means some steady epochs of the "faster" side were slower than some of the other's:
     the ranking itself is not settled, so an audience should not be shown the factor without this caveat.
     """
-    if pair.get("speedup_median") is None:
+    if pair.speedup_median is None:
         return None
-    steady = min(pair.get("steady_epochs_a") or 0, pair.get("steady_epochs_b") or 0)
-    lo, hi = pair.get("speedup_min"), pair.get("speedup_max")
+    steady = min(pair.steady_epochs_a, pair.steady_epochs_b)
+    lo, hi = pair.speedup_min, pair.speedup_max
     if steady < 2:
         return ("Only one steady epoch on a side: this factor is a single measurement. "
                 "Run more epochs (3 or more) for a median and a spread.")

@@ -12,6 +12,7 @@ import bisect
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bench.readings import Epoch, Sample
@@ -125,30 +126,38 @@ def first_mean_where(windows: Sequence[Sequence[Sample]],
     return None, None
 
 
-def speedup(epochs_a: Sequence[Epoch], epochs_b: Sequence[Epoch]) -> dict[str, Any] | None:
-    """How many times faster B trains than A.
+@dataclass(frozen=True)
+class Speedup:
+    """How many times faster B trains than A, from their epochs (:func:`speedup`)."""
 
-    ``speedup_median`` = median steady epoch time of A / of B; ``speedup_min`` = slowest B against fastest A
-    (min A / max B); ``speedup_max`` = max A / min B; ``total_time_ratio`` = all epochs of A (tracing included) /
-    all epochs of B. None when either side has no steady-state epoch.
-    """
+    speedup_median: float  # median steady epoch time of A / of B
+    speedup_min: float  # slowest B against fastest A (min A / max B)
+    speedup_max: float  # max A / min B
+    total_time_ratio: float | None  # all epochs of A (tracing included) / all epochs of B
+    first_epoch_seconds_a: float | None
+    first_epoch_seconds_b: float | None
+    steady_epochs_a: int
+    steady_epochs_b: int
+
+
+def speedup(epochs_a: Sequence[Epoch], epochs_b: Sequence[Epoch]) -> Speedup | None:
+    """How many times faster B trains than A (see :class:`Speedup`); None when either side has no steady-state
+    epoch."""
     times_a, times_b = steady_epoch_times(epochs_a), steady_epoch_times(epochs_b)
     if not times_a or not times_b or min(times_b) <= 0 or min(times_a) <= 0:
         return None
     total_a = sum(finite_values(e.epoch_seconds for e in epochs_a))
     total_b = sum(finite_values(e.epoch_seconds for e in epochs_b))
-    first_a = next((e.epoch_seconds for e in epochs_a if e.includes_tracing), None)
-    first_b = next((e.epoch_seconds for e in epochs_b if e.includes_tracing), None)
-    return {
-        "speedup_median": statistics.median(times_a) / statistics.median(times_b),
-        "speedup_min": min(times_a) / max(times_b),
-        "speedup_max": max(times_a) / min(times_b),
-        "total_time_ratio": total_a / total_b if total_b > 0 else None,
-        "first_epoch_seconds_a": first_a,
-        "first_epoch_seconds_b": first_b,
-        "steady_epochs_a": len(times_a),
-        "steady_epochs_b": len(times_b),
-    }
+    return Speedup(
+        speedup_median=statistics.median(times_a) / statistics.median(times_b),
+        speedup_min=min(times_a) / max(times_b),
+        speedup_max=max(times_a) / min(times_b),
+        total_time_ratio=total_a / total_b if total_b > 0 else None,
+        first_epoch_seconds_a=next((e.epoch_seconds for e in epochs_a if e.includes_tracing), None),
+        first_epoch_seconds_b=next((e.epoch_seconds for e in epochs_b if e.includes_tracing), None),
+        steady_epochs_a=len(times_a),
+        steady_epochs_b=len(times_b),
+    )
 
 
 def achieved_gflops(flops_per_sample: float, samples_per_s: float | None) -> float | None:

@@ -14,7 +14,7 @@ from typing import Any
 from bench.analysis import diagnosis
 from bench.analysis.diagnosis import Diagnosis
 from bench.readings import (Epoch, GpuReading, Sample, as_read, check_number, epochs_of, extra_keys, fail, is_int,
-                            is_number, json_object, samples_of, show_value)
+                            json_object, samples_of, show_value)
 from bench.hardware import energy
 from bench.analysis.metrics import (finite_values, first_mean, first_mean_where, mean_gpu_util_percent, mean_or_none,
                            steady_epoch_seconds, steady_epochs, steady_samples_per_s, training_windows)

@@ -11,6 +11,7 @@ against this machine's hardware.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import html
 import io
 import json
@@ -330,10 +331,12 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
     names = _display_names(runs)
     if doc.get("schema") == COMPARISON_SCHEMA:
         comparison = doc.get("comparison") if isinstance(doc.get("comparison"), Mapping) else None
-        pairs = list((comparison or {}).get("pairs") or []) or list(compare.comparison(runs).get("pairs") or [])
+        pairs = ([compare.Pair.from_dict(p, f"comparison.pairs[{i}]")
+                  for i, p in enumerate((comparison or {}).get("pairs") or [])] or compare.pairs(runs))
         headlines = []
         for i, pair in enumerate(pairs, start=1):
-            named = {**pair, "baseline_target": names[0], "target": names[i] if i < len(names) else pair.get("target")}
+            named = dataclasses.replace(pair, baseline_target=names[0],
+                                        target=names[i] if i < len(names) else pair.target)
             headlines.append(compare.headline(named))
             caution = compare.caution(pair)
             if caution:

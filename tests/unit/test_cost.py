@@ -40,7 +40,7 @@ def test_energy_ratio_is_the_baselines_energy_per_steady_epoch_over_the_others()
     cmp = compare.comparison([CPU, GPU])
     assert cmp["energy_j_per_epoch_a"] == 2300.0 and cmp["energy_j_per_epoch_b"] == 200.0, "summed over devices"
     assert cmp["energy_ratio"] == pytest.approx(11.5)
-    head = compare.headline(cmp["pairs"][0])
+    head = compare.headline(compare.Pair.of(cmp["pairs"][0]))
     assert head.startswith("gpu:0 trains 11.5x faster than cpu (median steady epoch; spread 11.5x–11.5x")
     assert "gpu:0 uses 11.5x less energy per epoch (200 J vs 2.3 kJ per steady epoch)" in head
     assert "not measured" not in head and "costs" not in head, "no price given: no cost"
@@ -49,16 +49,16 @@ def test_energy_ratio_is_the_baselines_energy_per_steady_epoch_over_the_others()
 def test_a_side_not_measured_has_no_ratio_and_the_headline_says_why():
     cpu = run(1, "cpu", [46.0, 46.0], energy={"cpu": None}, reasons={"cpu": RAPL})
     gpu = run(2, "gpu:0", [4.0, 4.0], energy={"cpu": None, "gpu:0": 160.0}, reasons={"cpu": RAPL})
-    pair = compare.comparison([cpu, gpu])["pairs"][0]
-    assert pair["energy_ratio"] is None and pair["energy_j_per_epoch_b"] is None
-    assert pair["energy_missing"] == {"cpu": RAPL}
+    pair = compare.pairs([cpu, gpu])[0]
+    assert pair.energy_ratio is None and pair.energy_j_per_epoch_b is None
+    assert pair.energy_missing == {"cpu": RAPL}
     assert compare.headline(pair).endswith(f"; energy not measured on cpu: {RAPL}"), "named once, with its reason"
 
 
 def test_a_run_without_energy_readings_is_named_by_its_target():
-    pair = compare.comparison([run(1, "cpu/1", [2.0, 2.0]), run(2, "gpu:0", [1.0, 1.0], energy={"gpu:0": 5.0})])
-    assert pair["energy_ratio"] is None
-    assert pair["pairs"][0]["energy_missing"] == {"cpu": "no energy reading in this run"}
+    cmp = compare.comparison([run(1, "cpu/1", [2.0, 2.0]), run(2, "gpu:0", [1.0, 1.0], energy={"gpu:0": 5.0})])
+    assert cmp["energy_ratio"] is None
+    assert cmp["pairs"][0]["energy_missing"] == {"cpu": "no energy reading in this run"}
 
 
 def test_cost_per_steady_epoch_and_per_run_come_only_from_prices_given():
@@ -67,34 +67,34 @@ def test_cost_per_steady_epoch_and_per_run_come_only_from_prices_given():
     assert cmp["cost_per_epoch_b"] == pytest.approx(4.0 * 2.50 / 3600)
     assert cmp["cost_per_run_a"] == pytest.approx(200.0 * 0.40 / 3600), "the run's wall time, start-up included"
     assert cmp["cost_ratio"] == pytest.approx((46.0 * 0.40) / (4.0 * 2.50))
-    head = compare.headline(cmp["pairs"][0])
+    head = compare.headline(compare.Pair.of(cmp["pairs"][0]))
     assert f"gpu:0 costs {cmp['cost_ratio']:.1f}x less per epoch" in head
     assert cmp["prices"] == {"cpu": 0.40, "gpu:0": 2.50}
     only_one = compare.comparison([CPU, GPU], {"gpu:0": 2.50})
     assert only_one["cost_ratio"] is None and only_one["cost_per_epoch_a"] is None
     assert only_one["cost_per_epoch_b"] == pytest.approx(4.0 * 2.50 / 3600)
-    assert "costs" not in compare.headline(only_one["pairs"][0])
+    assert "costs" not in compare.headline(compare.Pair.of(only_one["pairs"][0]))
     none = compare.comparison([CPU, GPU])
     assert none["cost_ratio"] is None and none["cost_per_epoch_a"] is None, "no price is invented"
 
 
 def test_a_faster_but_dearer_side_is_said_to_cost_more():
-    pair = compare.comparison([CPU, GPU], {"cpu": 0.10, "gpu:0": 4.00})["pairs"][0]
-    assert pair["cost_ratio"] == pytest.approx((46.0 * 0.10) / (4.0 * 4.00))
-    assert f"gpu:0 costs {1 / pair['cost_ratio']:.1f}x more per epoch" in compare.headline(pair)
+    pair = compare.pairs([CPU, GPU], {"cpu": 0.10, "gpu:0": 4.00})[0]
+    assert pair.cost_ratio == pytest.approx((46.0 * 0.10) / (4.0 * 4.00))
+    assert f"gpu:0 costs {1 / pair.cost_ratio:.1f}x more per epoch" in compare.headline(pair)
 
 
 def test_sides_within_noise_are_about_as_fast():
     a = run(1, "cpu", [1.00, 1.10, 0.95])
     b = run(2, "cpu/1", [1.02, 0.98, 1.05])
-    pair = compare.comparison([a, b])["pairs"][0]
-    assert pair["speedup_min"] < 1 < pair["speedup_max"]
+    pair = compare.pairs([a, b])[0]
+    assert pair.speedup_min < 1 < pair.speedup_max
     head = compare.headline(pair)
     assert head.startswith("cpu and cpu/1 are about as fast (median steady epoch ratio ")
     assert "faster" not in head
     assert compare.caution(pair) is not None, "the caution still says why"
     # a spread entirely above 1x names the faster side
-    clear = compare.comparison([a, run(2, "cpu/1", [1.3, 1.4, 1.35])])["pairs"][0]
+    clear = compare.pairs([a, run(2, "cpu/1", [1.3, 1.4, 1.35])])[0]
     assert compare.headline(clear).startswith("cpu trains 1.4x faster than cpu/1 (median steady epoch; spread")
 
 

@@ -223,3 +223,23 @@ def test_zip_export_holds_strict_json(tmp_path: Path) -> None:
     record["epochs"][0]["loss"] = float("inf")
     with zipfile.ZipFile(io.BytesIO(report.to_csv_zip(record))) as archive:
         json.loads(archive.read("record.json"), parse_constant=lambda t: pytest.fail(f"not strict JSON: {t}"))
+
+
+@pytest.mark.parametrize(("pair_change", "field"), [
+    ({"speedup_median": "fast"}, "comparison.pairs[0].speedup_median"),
+    ({"cost_ratio": float("inf")}, "comparison.pairs[0].cost_ratio"),
+    ({"target": None}, "comparison.pairs[0].target"),
+    ({"energy_missing": {"cpu": 3}}, "comparison.pairs[0].energy_missing"),
+])
+def test_a_comparison_pair_of_the_wrong_kind_is_refused_on_import(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                   pair_change: dict[str, Any], field: str) -> None:
+    """A comparison file's pairs are read into compare.Pair, whose headline and caution do arithmetic on them: a
+    pair with text for a number, or an infinite ratio, is refused with its path before any page or export meets it."""
+    doc = records.comparison_record([a_record(id=1), a_record(id=2, config=RunConfig(device="cpu", cpu_threads=1)
+                                                              .to_dict())])
+    assert doc["comparison"]["pairs"], "the file holds a pair to spoil"
+    doc["comparison"]["pairs"][0].update(pair_change)
+    code, out = run_cli(["import", str(write(tmp_path, json.dumps(doc)))], capsys)
+    assert code == 2, out
+    assert field in out and "Traceback" not in out, out
+    assert Store().list_runs() == [], "nothing is imported"

@@ -22,12 +22,12 @@ def test_speedup_median_spread_and_total_ratio():
     cpu = [ep(1, 30.0, True), ep(2, 20.0), ep(3, 22.0), ep(4, 24.0)]
     gpu = [ep(1, 8.0, True), ep(2, 2.0), ep(3, 2.0), ep(4, 2.5)]
     result = metrics.speedup(epochs_of(cpu), epochs_of(gpu))
-    assert result["speedup_median"] == pytest.approx(22.0 / 2.0)
-    assert result["speedup_min"] == pytest.approx(20.0 / 2.5)
-    assert result["speedup_max"] == pytest.approx(24.0 / 2.0)
-    assert result["total_time_ratio"] == pytest.approx(96.0 / 14.5)
-    assert result["first_epoch_seconds_a"] == 30.0 and result["first_epoch_seconds_b"] == 8.0
-    assert result["speedup_min"] <= result["speedup_median"] <= result["speedup_max"]
+    assert result.speedup_median == pytest.approx(22.0 / 2.0)
+    assert result.speedup_min == pytest.approx(20.0 / 2.5)
+    assert result.speedup_max == pytest.approx(24.0 / 2.0)
+    assert result.total_time_ratio == pytest.approx(96.0 / 14.5)
+    assert result.first_epoch_seconds_a == 30.0 and result.first_epoch_seconds_b == 8.0
+    assert result.speedup_min <= result.speedup_median <= result.speedup_max
 
 
 def test_speedup_needs_steady_epochs_on_both_sides():
@@ -75,7 +75,7 @@ def test_caution_when_the_spread_crosses_one_or_a_side_has_one_steady_epoch():
     assert compare.caution(settled) is None
     crossing = metrics.speedup(epochs_of([ep(1, 3.0, True), ep(2, 0.2), ep(3, 0.4)]),
                                epochs_of([ep(1, 3.0, True), ep(2, 0.1), ep(3, 0.3)]))
-    assert crossing["speedup_min"] < 1 < crossing["speedup_max"]
+    assert crossing.speedup_min < 1 < crossing.speedup_max
     assert "crosses 1x" in compare.caution(crossing)
     single = metrics.speedup(epochs_of([ep(1, 30.0, True), ep(2, 20.0)]),
                              epochs_of([ep(1, 5.0, True), ep(2, 2.0), ep(3, 2.5)]))
