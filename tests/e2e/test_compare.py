@@ -29,19 +29,27 @@ def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
     set_number(page, "Epochs", 3)
     set_number(page, "Training samples (0 = all)", 6000)
     set_number(page, "Batch size", 4)  # 1,500 steps: replayed at about 1.5 s an epoch, so the group is seen live
-    page.get_by_role("button", name="Start comparison").click()
-
-    wait_for(lambda: len(page.evaluate(LIVE)["builds"]) == 2, 90, "each run's status as one live element")
-    wait_for(lambda: (live := page.evaluate(LIVE))["full"] and len(live["full"]) == 2 and all(live["full"]), 60,
-             "the live comparison charts")
-    screenshot(page, "compare-live")  # the whole page (a live element may be re-attached while it scrolls)
-    # watched until the group ends (about 10 s of 1 s header and 2 s chart refreshes): the status elements are built
-    # once and change their text in place; a chart is drawn whole only when its set of traces changes (a run's first
-    # points, the second run's lines), everything else is appended
+    # watched until the group ends (1 s header and 2 s chart refreshes): the status elements are built once and
+    # change their text in place; a chart is drawn whole only when its set of traces changes (a run's first points,
+    # the second run's lines), everything else is appended. The runs are held before their last epoch until five
+    # looks and three in-place refreshes were seen, so a slow machine cannot let the group end before it is watched.
     seen: list[dict] = []
-    while (live := page.evaluate(LIVE))["builds"]:
-        seen.append(live)
+
+    def look() -> dict:
+        seen.append(live := page.evaluate(LIVE))
+        return live
+
+    with server.holding_last_epoch():
+        page.get_by_role("button", name="Start comparison").click()
+        wait_for(lambda: len(page.evaluate(LIVE)["builds"]) == 2, 90, "each run's status as one live element")
+        wait_for(lambda: (live := page.evaluate(LIVE))["full"] and len(live["full"]) == 2 and all(live["full"]), 60,
+                 "the live comparison charts")
+        screenshot(page, "compare-live")  # the whole page (a live element may be re-attached while it scrolls)
+        wait_for(lambda: (live := look())["builds"] and len(seen) >= 5 and live["updates"][0] >= 3, 90,
+                 "five looks at the live group and three in-place refreshes", poll_s=0.3)
+    while (live := look())["builds"]:
         page.wait_for_timeout(300)
+    seen.pop()  # the last look found the group ended
     assert len(seen) >= 5 and all(s["builds"] == [1, 1] for s in seen), seen[-1]
     assert max(s["updates"][0] for s in seen) >= 3, seen[-1]  # refreshed in place, not rebuilt
     charted = [s for s in seen if len(s["full"]) == 2]
