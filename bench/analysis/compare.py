@@ -1,10 +1,8 @@
-"""Comparisons and sweeps: many runs of one base config, queued through the same JobManager, then summarised.
-
-A comparison trains one config on two or more targets (``cpu``, ``cpu/N``, ``gpu:N``, ``gpus``) on identical data,
-seed, precision and batch size; the headline is speed-up = median steady epoch time of the first target / of each
-other. A sweep trains short runs over model sizes (and optionally batch sizes) on one or more targets and turns each
-finished run into a row: parameters, steady epoch time, samples/s, achieved GFLOP/s against the measured peak, mean
-utilization.
+"""Comparisons: one config trained on two or more targets (``cpu``, ``cpu/N``, ``gpu:N``, ``gpus``) on identical
+data, seed, precision and batch size, queued through the same JobManager. Each run against the first is a
+:class:`Pair`: speed-up = median steady epoch time of the first target / of the other, with its spread, the energy
+and cost of each side (bench.analysis.pricing) and one honest headline. Also this tool's runs beside the seed
+articles' figures (:func:`reference_pairs`). Sweeps are bench.analysis.sweeps.
 """
 
 from __future__ import annotations
@@ -290,12 +288,6 @@ def caution(pair: Pair | metrics.Speedup) -> str | None:
     return None
 
 
-# -- sweeps -----------------------------------------------------------------------------------------------------------
-def _on_gpu(record: Mapping[str, Any]) -> bool:
-    found = target_of(record)
-    return found is not None and found.is_gpu
-
-
 # -- this tool's runs beside the seed articles' figures ----------------------------------------------------------------
 def reference_pairs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """This tool's runs as rows for the table of the articles' published figures, which timed whole ``fit`` calls: so
@@ -317,11 +309,11 @@ def reference_pairs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
 
 def _reference_row(runs: list[Mapping[str, Any]], cpu: Mapping[str, Any] | None,
                    gpu: Mapping[str, Any] | None) -> dict[str, Any]:
-    def figure(rec: Mapping[str, Any] | None, key: str) -> float | None:
-        return (rec.get("summary") or {}).get(key) if rec is not None else None
-
-    cpu_s, gpu_s = figure(cpu, "total_seconds"), figure(gpu, "total_seconds")
+    cpu_summary = run_summary.summary_of(cpu) if cpu is not None else None
+    gpu_summary = run_summary.summary_of(gpu) if gpu is not None else None
+    cpu_s = cpu_summary.total_seconds if cpu_summary else None
+    gpu_s = gpu_summary.total_seconds if gpu_summary else None
     return {"runs": runs, "targets": [target(r) for r in runs], "cpu_seconds": cpu_s, "gpu_seconds": gpu_s,
             "ratio": cpu_s / gpu_s if cpu_s and gpu_s else None,
-            "cpu_steady_seconds": figure(cpu, "steady_epoch_seconds"),
-            "gpu_steady_seconds": figure(gpu, "steady_epoch_seconds")}
+            "cpu_steady_seconds": cpu_summary.steady_epoch_seconds if cpu_summary else None,
+            "gpu_steady_seconds": gpu_summary.steady_epoch_seconds if gpu_summary else None}
