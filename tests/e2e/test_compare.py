@@ -47,7 +47,7 @@ def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
         screenshot(page, "compare-live")  # the whole page (a live element may be re-attached while it scrolls)
         wait_for(lambda: (live := look())["builds"] and len(seen) >= 5 and live["updates"][0] >= 3, 90,
                  "five looks at the live group and three in-place refreshes", poll_s=0.3)
-    while (live := look())["builds"]:
+    while look()["builds"]:
         page.wait_for_timeout(300)
     seen.pop()  # the last look found the group ended
     assert len(seen) >= 5 and all(s["builds"] == [1, 1] for s in seen), seen[-1]
