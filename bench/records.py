@@ -273,11 +273,6 @@ class Comparison:
                 compare.Pair.from_dict(pair, f"comparison.pairs[{i}]")
         return cls(runs=parsed, comparison=data.get("comparison"), extra=extra_keys(data, ("schema", "runs", "comparison")))
 
-    @property
-    def pairs(self) -> tuple[compare.Pair, ...]:
-        """The speed-up of each run against the first, as the file holds them (checked by ``from_dict``)."""
-        return tuple(compare.Pair.of(p) for p in (self.comparison or {}).get("pairs") or ())
-
     def to_dict(self) -> dict[str, Any]:
         return {"schema": COMPARISON_SCHEMA, "runs": [r.to_dict() for r in self.runs], "comparison": self.comparison,
                 **self.extra}
