@@ -107,8 +107,7 @@ class GpuReading:
     def from_dict(cls, data: Any, path: str = "gpu") -> GpuReading:
         gpu = json_object(data, path)
         int_within(gpu.get("index"), 0, GPU_INDEX_MAX, f"{path}.index", "a GPU index")
-        if gpu.get("name") is not None and not isinstance(gpu["name"], str):
-            raise fail(f"{path}.name", f"must be text or null, got {show_value(gpu['name'])}")
+        optional_text(gpu, "name", path)
         if "power_watts" in gpu:  # the old name of power_w: read as power_w, written back as power_w
             old = {k: v for k, v in gpu.items() if k != "power_watts"}
             gpu = {**old, "power_w": gpu["power_watts"] if gpu.get("power_w") is None else gpu["power_w"]}
@@ -117,7 +116,7 @@ class GpuReading:
                 if not is_number(value):
                     raise fail(f"{path}.{key}", f"must be a number or null, got {show_value(value)}")
                 check_number(value, key, f"{path}.{key}")
-        reasons = _optional_words(gpu, "throttle_reasons", path)
+        reasons = optional_words(gpu, "throttle_reasons", path)
         return cls(index=gpu["index"], name=gpu.get("name"), **{k: gpu.get(k) for k in _GPU_NUMBERS},
                    throttle_reasons=reasons, extra=extra_keys(gpu, ("index", "name", *_GPU_NUMBERS, "throttle_reasons")),
                    keys=tuple(gpu))
@@ -147,25 +146,46 @@ _GPU_NUMBERS = ("util_percent", "mem_util_percent", "mem_used_mib", "mem_total_m
 _GPU_KEYS = ("index", "name", *_GPU_NUMBERS, "throttle_reasons")
 
 
-def _optional_words(data: Mapping[str, Any], key: str, path: str) -> tuple[str, ...] | None:
+def _field(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def optional_text(data: Mapping[str, Any], key: str, path: str) -> str | None:
+    """``data[key]`` as text or None; RecordError naming ``path.key`` if it is anything else."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise fail(_field(path, key), f"must be text or null, got {show_value(value)}")
+    return value
+
+
+def text_map(data: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
+    """``data[key]`` as a map of devices (or names) to text, {} when absent or null."""
+    value = json_object(data.get(key) or {}, _field(path, key))
+    if not all(isinstance(v, str) for v in value.values()):
+        raise fail(_field(path, key), f"must map devices to text, got {show_value(value)}")
+    return dict(value)
+
+
+def optional_words(data: Mapping[str, Any], key: str, path: str) -> tuple[str, ...] | None:
     value = data.get(key)
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(word, str) for word in value):
-        raise fail(f"{path}.{key}", f"must be a list of text or null, got {show_value(value)}")
+        raise fail(_field(path, key), f"must be a list of text or null, got {show_value(value)}")
     return tuple(value)
 
 
-def _energy(data: Mapping[str, Any], path: str) -> dict[str, float | None] | None:
-    """An epoch's ``energy_j``: device ("cpu", "gpu:0") -> joules or null."""
-    value = data.get("energy_j")
+def energy_map(data: Mapping[str, Any], key: str, path: str) -> dict[str, float | None] | None:
+    """A map of device ("cpu", "gpu:0") -> joules or null (an epoch's ``energy_j``, a summary's energy figures),
+    each within the bounds of ``energy_j``; None when absent or null."""
+    value = data.get(key)
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise fail(f"{path}.energy_j", f"must map devices to joules or null, got {show_value(value)}")
+        raise fail(_field(path, key), f"must map devices to joules or null, got {show_value(value)}")
     for device, joules in value.items():
         if joules is not None:
-            check_number(joules, "energy_j", f"{path}.energy_j.{device}")
+            check_number(joules, "energy_j", f"{_field(path, key)}.{device}")
     return dict(value)
 
 
@@ -276,9 +296,9 @@ class Epoch:
             raise fail(f"{path}.includes_tracing", f"must be true or false, got {show_value(epoch['includes_tracing'])}")
         numbers = {k: _optional_number(epoch, k, path) for k in _EPOCH_NUMBERS}
         return cls(epoch=epoch["epoch"], epoch_seconds=seconds, includes_tracing=epoch["includes_tracing"], **numbers,
-                   energy_j=_energy(epoch, path),
-                   energy_estimated=_optional_words(epoch, "energy_estimated", path),
-                   throttle_reasons=_optional_words(epoch, "throttle_reasons", path),
+                   energy_j=energy_map(epoch, "energy_j", path),
+                   energy_estimated=optional_words(epoch, "energy_estimated", path),
+                   throttle_reasons=optional_words(epoch, "throttle_reasons", path),
                    extra=extra_keys(epoch, ("epoch", "epoch_seconds", "includes_tracing", *_EPOCH_NUMBERS, *_EPOCH_OTHERS)),
                    keys=tuple(epoch))
 

@@ -41,6 +41,7 @@ from bench.readings import (  # noqa: F401 - Epoch, Sample, GpuReading and check
     is_int,
     is_number,
     json_object,
+    optional_text,
     show_value,
     check_number,
     epochs_of,
@@ -176,8 +177,7 @@ class RunRecord:
                     raise fail(f"{prefix}{key}", f"must be epoch seconds or null, got {show_value(run[key])}")
                 check_number(run[key], key, f"{prefix}{key}")
         for key in ("label", "store_error"):
-            if run.get(key) is not None and not isinstance(run[key], str):
-                raise fail(f"{prefix}{key}", f"must be text or null, got {show_value(run[key])}")
+            optional_text(run, key, path)
         if run.get("id") is not None:
             int_within(run["id"], -ID_MAX, ID_MAX, f"{prefix}id", "a whole number")
         epochs = []

@@ -76,14 +76,15 @@ CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_s);
 _ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "owner_started": "REAL", "heartbeat_at": "REAL"}
 _JSON_COLUMNS = ("config", "hardware", "info", "error", "summary")
 
+ACTIVE_STATUSES = records.ACTIVE
+_START_TIME_SLACK_S = 1.0  # process start times are rounded by the kernel's clock ticks
+
 
 def _column(key: str, value: Any) -> Any:
     """A run column's value as SQLite holds it: the JSON columns as JSON text (a typed summary as its record form)."""
     if key not in _JSON_COLUMNS or value is None:
         return value
     return json.dumps(value.to_dict() if isinstance(value, RunSummary) else value)
-ACTIVE_STATUSES = records.ACTIVE
-_START_TIME_SLACK_S = 1.0  # process start times are rounded by the kernel's clock ticks
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from bench.analysis.run_summary import RunSummary
 from bench.config import ConfigError, RunConfig
 from bench.analysis import pricing
 from bench.target import Target, canonical, of_record, text_of_record
-from bench.readings import Epoch, check_number, epochs_of, fail, is_int, json_object, show_value
+from bench.readings import (Epoch, check_number, epochs_of, extra_keys, fail, is_int, json_object, optional_text,
+                            show_value, text_map)
 
 
 # A record's target as text (cpu, cpu/N, gpu:N, gpus) and as a Target: the rule lives in bench.target.
@@ -95,17 +96,14 @@ class Pair:
         for key in ("baseline_target", "target"):
             if not isinstance(raw.get(key), str):
                 raise fail(f"{path}.{key}", f"must be text, got {show_value(raw.get(key))}")
-        if raw.get("headline") is not None and not isinstance(raw["headline"], str):
-            raise fail(f"{path}.headline", f"must be text or null, got {show_value(raw['headline'])}")
+        optional_text(raw, "headline", path)
         for key in _PAIR_NUMBERS:
             if raw.get(key) is not None:
                 check_number(raw[key], key, f"{path}.{key}")
         for key in ("baseline_id", "target_id", "steady_epochs_a", "steady_epochs_b"):
             if raw.get(key) is not None and not is_int(raw[key]):
                 raise fail(f"{path}.{key}", f"must be a whole number or null, got {show_value(raw[key])}")
-        missing = json_object(raw.get("energy_missing") or {}, f"{path}.energy_missing")
-        if not all(isinstance(why, str) for why in missing.values()):
-            raise fail(f"{path}.energy_missing", f"must map devices to text, got {show_value(missing)}")
+        text_map(raw, "energy_missing", path)
         return cls.of(raw)
 
     @classmethod
@@ -116,7 +114,7 @@ class Pair:
                    **{k: data.get(k) for k in _PAIR_NUMBERS},
                    steady_epochs_a=data.get("steady_epochs_a") or 0, steady_epochs_b=data.get("steady_epochs_b") or 0,
                    energy_missing=dict(data.get("energy_missing") or {}), headline=data.get("headline"),
-                   extra={k: v for k, v in data.items() if k not in _PAIR_KEYS})
+                   extra=extra_keys(data, _PAIR_KEYS))
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in _PAIR_KEYS if k != "headline"}

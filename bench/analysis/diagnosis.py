@@ -29,7 +29,7 @@ from typing import Any
 
 from bench.analysis import metrics
 from bench.readings import (Epoch, Sample, as_read, check_number, epochs_of, extra_keys, fail, is_number,
-                            json_object, samples_of, show_value)
+                            json_object, optional_text, samples_of, show_value)
 
 # -- thresholds and the measurements that set them -----------------------------------------------------------------
 # NVML busy below this = the GPU sat idle most of the time. Every host-bound GPU run measured on the H100 read 2-27 %
@@ -112,8 +112,7 @@ class Diagnosis:
             raise fail(f"{path}.kind", f"must be one of {', '.join(KINDS)}, got {show_value(raw.get('kind'))}")
         if not isinstance(raw.get("verdict"), str):
             raise fail(f"{path}.verdict", f"must be text, got {show_value(raw.get('verdict'))}")
-        if raw.get("knob") is not None and not isinstance(raw["knob"], str):
-            raise fail(f"{path}.knob", f"must be text or null, got {show_value(raw['knob'])}")
+        optional_text(raw, "knob", path)
         for name, value in json_object(raw.get("evidence", {}), f"{path}.evidence").items():
             if is_number(value):
                 check_number(value, name, f"{path}.evidence.{name}")

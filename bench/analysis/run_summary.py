@@ -13,8 +13,9 @@ from typing import Any
 
 from bench.analysis import diagnosis
 from bench.analysis.diagnosis import Diagnosis
-from bench.readings import (Epoch, GpuReading, Sample, as_read, check_number, epochs_of, extra_keys, fail, is_int,
-                            json_object, samples_of, show_value)
+from bench.readings import (Epoch, GpuReading, Sample, as_read, check_number, energy_map, epochs_of, extra_keys,
+                            fail, is_int, json_object, optional_text, optional_words, samples_of, show_value,
+                            text_map)
 from bench.hardware import energy
 from bench.analysis.metrics import (finite_values, first_mean, first_mean_where, mean_gpu_util_percent, mean_or_none,
                            steady_epoch_seconds, steady_epochs, steady_samples_per_s, training_windows)
@@ -65,20 +66,13 @@ class RunSummary:
             if key in raw and not (is_int(raw[key]) and raw[key] >= 0):
                 raise fail(f"{path}.{key}", f"must be a whole number, got {show_value(raw[key])}")
         for key in _SUMMARY_TEXTS:
-            if raw.get(key) is not None and not isinstance(raw[key], str):
-                raise fail(f"{path}.{key}", f"must be text or null, got {show_value(raw[key])}")
+            optional_text(raw, key, path)
         for key in _SUMMARY_ENERGY:
-            for device, joules in (json_object(raw[key], f"{path}.{key}") if raw.get(key) is not None else {}).items():
-                if joules is not None:
-                    check_number(joules, "energy_j", f"{path}.{key}.{device}")
+            energy_map(raw, key, path)
         for key in _SUMMARY_REASONS:
-            reasons = json_object(raw.get(key) or {}, f"{path}.{key}")
-            if not all(isinstance(v, str) for v in reasons.values()):
-                raise fail(f"{path}.{key}", f"must map devices to text, got {show_value(reasons)}")
+            text_map(raw, key, path)
         for key in _SUMMARY_WORDS:
-            words = raw.get(key)
-            if words is not None and not (isinstance(words, list) and all(isinstance(w, str) for w in words)):
-                raise fail(f"{path}.{key}", f"must be a list of text or null, got {show_value(words)}")
+            optional_words(raw, key, path)
         if raw.get("diagnosis") is not None:
             Diagnosis.from_dict(raw["diagnosis"], f"{path}.diagnosis")
         return cls.of(raw)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.store import Store
+from tests.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -46,6 +47,14 @@ def sidebar(page: Any) -> Any:
 def store_of(server: Any) -> Store:
     """The server's own store, read from this process while the server writes to it."""
     return Store(server.store_path)
+
+
+def start_and_wait_running(page: Any, store: Store) -> int:
+    """Press Start on the Train page and wait until the store has the run running; its id."""
+    page.get_by_role("button", name="Start").click()
+    run_id: int = wait_for(lambda: (runs := store.list_runs()) and runs[-1]["status"] == "running" and runs[-1]["id"],
+                           60, "the run to be running")
+    return run_id
 
 
 def screenshot(page: Any, name: str) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.steps import main, new_page, open_train, screenshot, set_number, store_of
+from tests.e2e.steps import main, new_page, open_train, screenshot, set_number, start_and_wait_running, store_of
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -24,10 +24,8 @@ def test_the_live_header_takes_the_projector_views_sizes(browser, page, server):
     # 0.5 s an epoch, replayed, held before the 4th: the sizes are read while it is live, and need no pace
     set_number(page, "Batch size", 40)
     with server.holding_last_epoch():  # live until the checks below are done
-        page.get_by_role("button", name="Start").click()
         store = store_of(server)
-        run_id = wait_for(lambda: (runs := store.list_runs()) and runs[-1]["status"] == "running" and runs[-1]["id"],
-                          60, "the run to be running")
+        run_id = start_and_wait_running(page, store)
         room = new_page(browser, width=1920, height=1080, timeout_ms=90_000)
         try:
             room.goto(server.url + "/train?present=1")

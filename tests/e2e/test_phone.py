@@ -13,6 +13,7 @@ from tests.e2e.steps import (
     open_watching,
     screenshot,
     set_number,
+    start_and_wait_running,
     store_of,
 )
 from tests.polling import wait_for
@@ -42,10 +43,8 @@ def test_a_phone_joining_a_live_run_sees_it_first_and_its_names_never_overlap(br
     # stood only from about 30 s to 55 s after Start.) Held before the 40th as well, should the checks outlast it.
     set_number(page, "Batch size", 8)
     with server.holding_last_epoch():  # live until the checks below are done
-        page.get_by_role("button", name="Start").click()
         store = store_of(server)
-        run_id = wait_for(lambda: (runs := store.list_runs()) and runs[-1]["status"] == "running" and runs[-1]["id"],
-                          60, "the run to be running")
+        run_id = start_and_wait_running(page, store)
 
         phone = new_page(browser, **PHONE, timeout_ms=90_000)
         try:
