@@ -18,11 +18,10 @@ from typing import Any, Sequence
 from bench import cli_machines
 from bench import records as records_module
 from bench.analysis import metrics
-from bench.readings import epochs_of
 from bench.cli_args import EXIT_NOT_STORED, PROG, UsageError, build_parser, config_from_args
 from bench.config import ConfigError, RunConfig
 from bench.output import display
-from bench.records import Status
+from bench.records import Comparison, RunRecord, Status
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -103,10 +102,11 @@ class _ProgressLine:
         self.stream.flush()
 
 
-def _write_json(path: str, data: dict[str, Any]) -> None:
+def _write_json(path: str, data: Any) -> None:
+    """``data`` (a record, or rows of them as JSON) as strict JSON text in ``path``."""
     from bench.output import report
 
-    report.write_file(path, records_module.json_text(data))
+    report.write_file(path, records_module.json_text(data.to_dict() if hasattr(data, "to_dict") else data))
 
 
 def _check_out(path: str | None, option: str) -> None:
@@ -132,7 +132,7 @@ def _open_store() -> Any:
         return None
 
 
-def execute_run(config: RunConfig, *, manager: Any = None) -> tuple[dict[str, Any], bool]:
+def execute_run(config: RunConfig, *, manager: Any = None) -> tuple[RunRecord, bool]:
     """Run one config in the foreground with a progress line; returns its record and whether the store holds all
     of it. Ctrl-C stops it cleanly."""
     from bench.runs.jobs import JobManager
@@ -158,7 +158,7 @@ def execute_run(config: RunConfig, *, manager: Any = None) -> tuple[dict[str, An
     return snap.record(), snap.saved
 
 
-def _keep_unsaved(data: dict[str, Any], *, reason: str | None, epochs: int, json_path: str | None) -> None:
+def _keep_unsaved(data: RunRecord | Comparison, *, reason: str | None, epochs: int, json_path: str | None) -> None:
     """The store does not hold all of a run: make sure a JSON file does (the user's --json file, else a fallback
     file in the current folder or the temp folder), and say so once, with how to get it into the store later."""
     reason = reason or "the run store could not be opened."
@@ -180,27 +180,27 @@ def _keep_unsaved(data: dict[str, Any], *, reason: str | None, epochs: int, json
           f"to the store once the store works again.", file=sys.stderr)
 
 
-def _print_summary(record: dict[str, Any]) -> None:
-    s = record["summary"]
-    info = record.get("info") or {}
-    print(f"status     {record['status']}")
+def _print_summary(record: RunRecord) -> None:
+    s = record.summarized
+    info = record.info
+    print(f"status     {record.status}")
     if info.get("placement"):
         print(f"trained on {info['placement']} ({info.get('framework', '?')})")
-    print(f"steady epoch time  {metrics.format_seconds(s['steady_epoch_seconds'])} "
-          f"(first epoch, with tracing: {metrics.format_seconds(s['first_epoch_seconds'])})")
-    if s["mean_cpu_percent"] is not None:
-        print(f"mean CPU   {s['mean_cpu_percent']:.0f} %")
-    gpu = s["mean_gpu_util_percent"]
+    print(f"steady epoch time  {metrics.format_seconds(s.steady_epoch_seconds)} "
+          f"(first epoch, with tracing: {metrics.format_seconds(s.first_epoch_seconds)})")
+    if s.mean_cpu_percent is not None:
+        print(f"mean CPU   {s.mean_cpu_percent:.0f} %")
+    gpu = s.mean_gpu_util_percent
     print(f"mean GPU   {'n/a (no GPU sampled)' if gpu is None else f'{gpu:.0f} %'}")
-    steps = (record.get("config") or {}).get("steps_per_execution") or 1
+    steps = record.config.get("steps_per_execution") or 1
     if steps != 1:
         print(f"steps per execution  {steps}")
-    if record["status"] in (Status.FINISHED, Status.STOPPED):
-        from bench.analysis import diagnosis
+    if record.status in (Status.FINISHED, Status.STOPPED):
+        from bench.analysis import run_summary
 
-        print(f"diagnosis  {diagnosis.of_record(record).verdict}")
-    if record.get("error"):
-        err = record["error"]
+        print(f"diagnosis  {run_summary.diagnosis_of(record).verdict}")
+    if record.error:
+        err = record.error
         print(f"error      {err.get('message')}\nwhat to do {err.get('hint')}", file=sys.stderr)
 
 
@@ -213,10 +213,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         _write_json(args.json_path, record)
     _print_summary(record)
     if not saved:
-        _keep_unsaved(record, reason=record.get("store_error"), epochs=len(record["epochs"]),
-                      json_path=args.json_path)
+        _keep_unsaved(record, reason=record.store_error, epochs=len(record.epochs), json_path=args.json_path)
         return EXIT_NOT_STORED
-    return 0 if record["status"] == Status.FINISHED else 1
+    return 0 if record.status == Status.FINISHED else 1
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -224,26 +223,26 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     runs = Store().list_runs()
     rows = [{
-        "id": r["id"],
-        "status": r["status"],
-        "config": r["config"],
-        "epochs_done": len(r["epochs"]),
-        "steady_epoch_seconds": metrics.steady_epoch_seconds(epochs_of(r["epochs"])),
-        "created_at": r["created_at"],
-        "label": r.get("label"),
+        "id": r.id,
+        "status": str(r.status),
+        "config": r.config,
+        "epochs_done": len(r.epochs),
+        "steady_epoch_seconds": metrics.steady_epoch_seconds(r.epochs),
+        "created_at": r.created_at,
+        "label": r.label,
     } for r in runs]
     if args.json:
         print(records_module.json_text(rows))
         return 0
     if not rows:
         print("no runs stored yet: try `python -m bench run`")
-    for row in rows:
-        print(f"{row['id']:>5}  {row['status']:<11} {row['epochs_done']:>3} epochs  "
-              f"steady {metrics.format_seconds(row['steady_epoch_seconds']):>9}  {row['label'] or ''}")
+    for run in runs:
+        print(f"{run.id:>5}  {str(run.status):<11} {len(run.epochs):>3} epochs  "
+              f"steady {metrics.format_seconds(metrics.steady_epoch_seconds(run.epochs)):>9}  {run.label or ''}")
     return 0
 
 
-def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[dict[str, Any]], list[bool]]:
+def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[RunRecord], list[bool]]:
     from bench.runs.jobs import JobManager
 
     manager = manager or JobManager(_open_store())
@@ -253,23 +252,22 @@ def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[dict[
         record, ok = execute_run(config, manager=manager)
         records.append(record)
         saved.append(ok)
-        if records[-1]["status"] != Status.FINISHED:
-            print(f"   run ended {records[-1]['status']}: {(records[-1].get('error') or {}).get('message', '')}",
-                  file=sys.stderr)
+        if record.status != Status.FINISHED:
+            print(f"   run ended {record.status}: {(record.error or {}).get('message', '')}", file=sys.stderr)
     if not all(saved):
         manager.shutdown()  # a last try at writing what a failing store missed
-        snaps = [manager.snapshot(r["id"]) for r in records]
+        snaps = [manager.snapshot(r.id) for r in records]
         saved = [snap.saved if snap is not None else ok for snap, ok in zip(snaps, saved)]
     return records, saved
 
 
-def _unsaved_exit(records: list[dict[str, Any]], saved: list[bool], json_path: str | None) -> int | None:
+def _unsaved_exit(records: list[RunRecord], saved: list[bool], json_path: str | None) -> int | None:
     """After a comparison or sweep: the runs the store missed are kept in a JSON file (see _keep_unsaved)."""
     unsaved = [r for r, ok in zip(records, saved) if not ok]
     if not unsaved:
         return None
-    _keep_unsaved(records_module.comparison_record(unsaved), reason=unsaved[0].get("store_error"),
-                  epochs=sum(len(r["epochs"]) for r in unsaved), json_path=json_path)
+    _keep_unsaved(records_module.comparison_record(unsaved), reason=unsaved[0].store_error,
+                  epochs=sum(len(r.epochs) for r in unsaved), json_path=json_path)
     print(f"{len(unsaved)} of {len(records)} runs are not in the store.", file=sys.stderr)
     return EXIT_NOT_STORED
 
@@ -287,7 +285,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     result = records_module.comparison_record(records, prices)
     if args.json_path:
         _write_json(args.json_path, result)
-    for pair in map(compare.Pair.of, result["comparison"]["pairs"]):
+    for pair in map(compare.Pair.of, (result.comparison or {}).get("pairs") or []):
         print(pair.headline)
         print(f"  first epoch (includes tracing): {pair.baseline_target} "
               f"{metrics.format_seconds(pair.first_epoch_seconds_a)}, {pair.target} "
@@ -303,7 +301,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved
-    return 0 if all(r["status"] == Status.FINISHED for r in records) else 1
+    return 0 if all(r.status == Status.FINISHED for r in records) else 1
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -385,7 +383,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved
-    return 0 if all(r["status"] == Status.FINISHED for r in records) else 1
+    return 0 if all(r.status == Status.FINISHED for r in records) else 1
 
 
 def _peaks_after_runs(manager: Any, entries: dict[str, dict[str, Any] | None]
@@ -484,7 +482,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     run = Store().get_run(args.run_id)
     if run is None:
         raise UsageError(f"there is no run {args.run_id}; `python -m bench runs` lists them")
-    record = report.record_from_store(run)
+    record = run
     out = Path(args.out or f"run-{args.run_id}.{'zip' if args.format == 'csv' else args.format}")
     if args.format == "json":
         report.write_file(out, report.to_json(record))

@@ -8,8 +8,8 @@ bench.readings, shared with the monitor that takes them, and are re-exported her
 | ``bench.comparison/1`` | :func:`comparison_record` | runs plus the speed-up (and headline) of each against the first |
 | ``bench.sweep/1``   | :func:`sweep_record`      | one row per (size, batch size, target) point, peaks, the runs     |
 
-The JSON form of every record is its ``to_dict()``; the engine passes those dicts around (charts and pages read them).
-:func:`load` is the one place that checks a document read from outside (an import, a shipped result): it builds the
+Inside the engine and the pages a run is a :class:`RunRecord` (the store reads its rows into one, a live run's snapshot
+gives one); its JSON form, written to files and downloads, is its ``to_dict()``. :func:`load` is the one place that checks a document read from outside (an import, a shipped result): it builds the
 typed record field by field, and every problem raises :class:`RecordError` naming the field, what it holds and what
 to do. Unknown keys are kept (``extra``), so files from newer versions still import. An imported GPU run must import
 on a CPU-only machine, so a config is checked for shape, not validated against this machine's hardware.
@@ -17,8 +17,10 @@ on a CPU-only machine, so a config is checked for shape, not validated against t
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -194,14 +196,40 @@ class RunRecord:
             raise fail(f"{prefix}members", f"must be a list of run records, got {show_value(members)}")
         if members and path.count("members["):
             raise fail(f"{prefix}members", "a member of a multi-worker run holds no members of its own")
-        return cls(status=Status(run["status"]), config=run["config"], hardware=run["hardware"], epochs=tuple(epochs),
-                   samples=samples, id=run.get("id"), info=run.get("info") or {}, created_at=run.get("created_at"),
-                   started_at=run.get("started_at"), ended_at=run.get("ended_at"), error=run.get("error"),
+        return cls(status=Status(run["status"]), config=dict(run["config"]), hardware=dict(run["hardware"]),
+                   epochs=tuple(epochs), samples=samples, id=run.get("id"), info=dict(run.get("info") or {}),
+                   created_at=run.get("created_at"), started_at=run.get("started_at"), ended_at=run.get("ended_at"),
+                   error=dict(run["error"]) if run.get("error") else None,
                    store_error=run.get("store_error"), label=run.get("label"),
                    summary=(RunSummary.from_dict(run["summary"], f"{prefix}summary")
                             if run.get("summary") is not None else None),
                    members=tuple(RunRecord.from_dict(m, f"{prefix}members[{i}]") for i, m in enumerate(members)),
                    extra=extra_keys(run, _RUN_KEYS))
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> RunRecord:
+        """A run this project wrote (a store row with its epochs and samples, or a live run's record), typed without
+        the checks of :meth:`from_dict`: what is read from outside goes through ``from_dict``."""
+        summary = data.get("summary")
+        return cls(status=Status(data["status"]), config=dict(data.get("config") or {}),
+                   hardware=dict(data.get("hardware") or {}), epochs=epochs_of(data.get("epochs")),
+                   samples=samples_of(data.get("samples")), id=data.get("id"), info=dict(data.get("info") or {}),
+                   created_at=data.get("created_at"), started_at=data.get("started_at"), ended_at=data.get("ended_at"),
+                   error=data.get("error"), store_error=data.get("store_error"), label=data.get("label"),
+                   summary=RunSummary.of(summary) if summary else None,
+                   members=tuple(RunRecord.of(m) for m in data.get("members") or ()),
+                   extra=extra_keys(data, _RUN_KEYS))
+
+    @functools.cached_property
+    def summarized(self) -> RunSummary:
+        """The summary this run carries, else one computed from its epochs, samples, info and config (a run still
+        going, or one stored before summaries were kept): what every figure shown of a run is read from."""
+        if self.summary is not None:
+            return self.summary
+        return run_summary.summarize(self.epochs, self.samples, info=self.info, config=self.config)
+
+    def with_members(self, members: Sequence[RunRecord]) -> RunRecord:
+        return dataclasses.replace(self, members=tuple(members))
 
     def to_dict(self) -> dict[str, Any]:
         return run_record(id=self.id, status=self.status, config=self.config, hardware=self.hardware, info=self.info,
@@ -221,8 +249,8 @@ def run_record(*, id: int | None, status: str, config: Mapping[str, Any], hardwa
                epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]], label: str | None = None,
                summary: RunSummary | None = None,
                members: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-    """The one builder of a ``bench.run/1`` record, for a live run (``RunSnapshot.record``) and a stored one
-    (``report.record_from_store``) alike. The summary is computed from the epochs and samples unless given.
+    """The one writer of a ``bench.run/1`` document (the JSON form of :meth:`RunRecord.to_dict`, for a live run and a
+    stored one alike). The summary is computed from the epochs and samples unless given.
     ``members``: the other members' records of a multi-worker run this one coordinates (written only when some)."""
     epochs, samples = list(epochs), list(samples)
     out = {
@@ -274,13 +302,13 @@ class Comparison:
         return cls(runs=parsed, comparison=data.get("comparison"), extra=extra_keys(data, ("schema", "runs", "comparison")))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": COMPARISON_SCHEMA, "runs": [r.to_dict() for r in self.runs], "comparison": self.comparison,
+        return {"schema": COMPARISON_SCHEMA, "runs": [r.to_dict() for r in self.runs],
+                "comparison": copy.deepcopy(self.comparison),
                 **self.extra}
 
 
-def comparison_record(records: Sequence[Mapping[str, Any]],
-                      prices: Mapping[str, float] | None = None) -> dict[str, Any]:
-    """The one builder of a ``bench.comparison/1`` document: the runs and the speed-up of each against the first.
+def comparison_record(runs: Sequence[RunRecord], prices: Mapping[str, float] | None = None) -> Comparison:
+    """The one builder of a ``bench.comparison/1`` record: the runs and the speed-up of each against the first.
 
     ``comparison`` holds ``baseline`` (the first run's id), ``pairs`` (one per other run: baseline_id,
     baseline_target, target_id, target, speedup_median, speedup_min, speedup_max, total_time_ratio, first epoch times
@@ -288,15 +316,11 @@ def comparison_record(records: Sequence[Mapping[str, Any]],
     pair's figures at the top level too. ``prices`` (target -> hourly price, entered by the user) gives the costs.
 
     Raises:
-        RecordError: no records, or one that is not a run record.
+        RecordError: no runs.
     """
-    if isinstance(records, (str, bytes)) or not isinstance(records, Sequence) or not records:
+    if not runs:
         raise RecordError("a comparison needs a list of at least one run record; pick two runs to compare")
-    for i, record in enumerate(records):
-        if not isinstance(record, Mapping) or not isinstance(record.get("epochs", []), list):
-            raise RecordError(f"runs[{i}] is not a run record (a JSON object with an 'epochs' list); {EXPORT_HINT}")
-    runs = [dict(r) for r in records]
-    return {"schema": COMPARISON_SCHEMA, "runs": runs, "comparison": compare.comparison(runs, prices)}
+    return Comparison(runs=tuple(runs), comparison=compare.comparison(runs, prices))
 
 
 @dataclass(frozen=True)
@@ -306,7 +330,7 @@ class Sweep:
 
     rows: tuple[sweeps.SweepRow, ...]
     peaks_gflops: dict[str, float | None]
-    runs: tuple[dict[str, Any], ...]
+    runs: tuple[RunRecord, ...]
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -317,7 +341,10 @@ class Sweep:
         runs = data.get("runs") or []
         if not isinstance(runs, list):
             raise fail("runs", f"must be a list of run records, got {show_value(runs)}")
-        by_id = {r.get("id"): r for r in runs if isinstance(r, dict)}
+        # a sweep keeps its runs without their samples (written before the key was kept empty: none at all)
+        typed = tuple(RunRecord.from_dict({"samples": [], **run} if isinstance(run, dict) else run, f"runs[{i}]")
+                      for i, run in enumerate(runs))
+        by_id = {r.id: r for r in typed}
         parsed = []
         for i, row in enumerate(rows):
             row = json_object(row, f"rows[{i}]")
@@ -328,30 +355,30 @@ class Sweep:
                 if key.endswith(("_seconds", "_s", "_gflops", "_percent", "_fraction")) and value is not None \
                         and not is_number(value):
                     raise fail(f"rows[{i}].{key}", f"must be a number or null, got {show_value(value)}")
-            run = by_id.get(row.get("run_id")) or {}
+            run = by_id.get(row.get("run_id"))
             if "sample_interval_s" not in row:  # written before rows carried it: the run's config has it
-                row = {**row, "sample_interval_s": (run.get("config") or {}).get("sample_interval_s")}
+                row = {**row, "sample_interval_s": run.config.get("sample_interval_s") if run is not None else None}
             parsed.append(sweeps.SweepRow.of(row))
         peaks = data.get("peaks_gflops") or {}
         if not isinstance(peaks, dict) or any(v is not None and not is_number(v) for v in peaks.values()):
             raise fail("peaks_gflops", f"must map targets to GFLOP/s or null, got {show_value(peaks)}")
-        return cls(rows=tuple(parsed), peaks_gflops=dict(peaks), runs=tuple(runs),
+        return cls(rows=tuple(parsed), peaks_gflops=dict(peaks), runs=typed,
                    extra=extra_keys(data, ("schema", "rows", "peaks_gflops", "runs")))
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SWEEP_SCHEMA, "rows": [r.to_dict() for r in self.rows], "peaks_gflops": self.peaks_gflops,
-                "runs": list(self.runs), **self.extra}
+                "runs": [r.to_dict() for r in self.runs], **self.extra}
 
     @property
     def hardware(self) -> dict[str, Any]:
-        return next(iter(self.runs), {}).get("hardware") or {}
+        return self.runs[0].hardware if self.runs else {}
 
 
 def sweep_record(rows: Sequence[sweeps.SweepRow], peaks_gflops: Mapping[str, float | None],
-                 runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+                 runs: Sequence[RunRecord]) -> dict[str, Any]:
     """The one builder of a ``bench.sweep/1`` document (runs are kept without their samples)."""
     return {"schema": SWEEP_SCHEMA, "rows": [r.to_dict() for r in rows], "peaks_gflops": dict(peaks_gflops),
-            "runs": [{k: v for k, v in r.items() if k != "samples"} for r in runs]}
+            "runs": [dataclasses.replace(r, samples=(), summary=r.summarized).to_dict() for r in runs]}
 
 
 def load(data: Any) -> RunRecord | Comparison | Sweep:
@@ -436,7 +463,7 @@ class MachineBundle:
 
     def to_dict(self) -> dict[str, Any]:
         return bundle_record(machine=self.machine, suite_version=self.suite_version, suite_variant=self.suite_variant,
-                             runs=[r.to_dict() for r in self.runs], label=self.label, notes=self.notes,
+                             runs=self.runs, label=self.label, notes=self.notes,
                              created_at=self.created_at, prices=self.prices,
                              peaks_gflops=self.peaks_gflops) | self.extra
 
@@ -445,7 +472,7 @@ _BUNDLE_KEYS = ("schema", "machine", "suite", "runs", "label", "notes", "created
 
 
 def bundle_record(*, machine: Mapping[str, Any], suite_version: str, suite_variant: str,
-                  runs: Sequence[Mapping[str, Any]], label: str | None = None, notes: str | None = None,
+                  runs: Sequence[RunRecord], label: str | None = None, notes: str | None = None,
                   created_at: float | None = None, prices: Mapping[str, float] | None = None,
                   peaks_gflops: Mapping[str, float | None] | None = None) -> dict[str, Any]:
     """The one builder of a ``bench.bundle/1`` document (runs are kept without their samples: the summary each
@@ -453,7 +480,7 @@ def bundle_record(*, machine: Mapping[str, Any], suite_version: str, suite_varia
     return {"schema": BUNDLE_SCHEMA, "label": label, "notes": notes, "created_at": created_at,
             "machine": dict(machine), "suite": {"version": suite_version, "variant": suite_variant},
             "prices": dict(prices or {}), "peaks_gflops": dict(peaks_gflops or {}),
-            "runs": [{**r, "samples": []} for r in runs]}
+            "runs": [dataclasses.replace(r, samples=(), summary=r.summarized).to_dict() for r in runs]}
 
 
 def load_bundle(data: Any) -> MachineBundle:

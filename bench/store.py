@@ -75,6 +75,7 @@ CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_s);
 # columns added since the first schema, added to older files on open
 _ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "owner_started": "REAL", "heartbeat_at": "REAL"}
 _JSON_COLUMNS = ("config", "hardware", "info", "error", "summary")
+_OWNER_COLUMNS = ("owner_pid", "owner_host", "owner_started", "heartbeat_at")  # the store's bookkeeping
 
 ACTIVE_STATUSES = records.ACTIVE
 _START_TIME_SLACK_S = 1.0  # process start times are rounded by the kernel's clock ticks
@@ -409,14 +410,15 @@ class Store:
 
     # ------------------------------------------------------------------------------------------------------------
     @staticmethod
-    def _row_to_run(row: sqlite3.Row) -> dict[str, Any]:
-        run = dict(row)
+    def _row(row: sqlite3.Row) -> dict[str, Any]:
+        """A runs row as the record fields it holds: its JSON columns read, the owner's columns left out."""
+        run = {k: row[k] for k in row.keys() if k not in _OWNER_COLUMNS}
         for key in _JSON_COLUMNS:
             if run.get(key) is not None:
                 run[key] = json.loads(run[key])
         return run
 
-    def list_runs(self) -> list[dict[str, Any]]:
+    def list_runs(self) -> list[records.RunRecord]:
         """Every run, oldest first, with its epochs (no samples). Runs whose owner is gone are marked first."""
         try:
             self.mark_orphans_interrupted()
@@ -425,13 +427,21 @@ class Store:
             pass
         with self._op() as con:
             con.row_factory = sqlite3.Row
-            runs = [self._row_to_run(r) for r in con.execute("SELECT * FROM runs ORDER BY id")]
+            rows = [self._row(r) for r in con.execute("SELECT * FROM runs ORDER BY id")]
             epochs: dict[int, list[dict[str, Any]]] = {}
             for run_id, data in con.execute("SELECT run_id, data FROM epochs ORDER BY run_id, epoch"):
                 epochs.setdefault(run_id, []).append(json.loads(data))
-        for run in runs:
-            run["epochs"] = epochs.get(run["id"], [])
+        runs = [records.RunRecord.of(row | {"epochs": epochs.get(row["id"], []), "samples": []}) for row in rows]
         return _without_followers(runs)
+
+    def owner_of(self, run_id: int) -> Owner | None:
+        """The process that runs (or ran) ``run_id``, as its store row names it; None when no process claimed it."""
+        with self._op() as con:
+            row = con.execute("SELECT owner_pid, owner_host, owner_started FROM runs WHERE id = ?",
+                              (run_id,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return Owner(pid=int(row[0]), host=str(row[1] or "?"), started=float(row[2] or 0.0))
 
     def _is_active(self, run_id: int) -> bool:
         with self._op() as con:
@@ -448,7 +458,7 @@ class Store:
             samples = con.execute("SELECT COUNT(*) FROM samples WHERE run_id = ?", (row[0],)).fetchone()[0]
         return int(row[0]), str(row[1]), int(epochs), int(samples)
 
-    def get_run(self, run_id: int, *, with_samples: bool = True) -> dict[str, Any] | None:
+    def get_run(self, run_id: int, *, with_samples: bool = True) -> records.RunRecord | None:
         """One run with its epochs and (optionally) samples, or None. An active run whose owner is gone is marked
         interrupted first, as list_runs does: a killed CLI's run never reads as running."""
         if self._is_active(run_id):
@@ -461,37 +471,37 @@ class Store:
             row = con.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 return None
-            run = self._row_to_run(row)
+            run = self._row(row)
             run["epochs"] = self._epochs(con, run_id)
             run["samples"] = self._samples(con, run_id) if with_samples else []
-            cluster = cluster_of(run)
+            record = records.RunRecord.of(run)
+            cluster = cluster_of(record)
             if cluster is not None and cluster.get("index") == 0:
-                run["members"] = self._members(con, run_id, str(cluster["id"]), with_samples=with_samples)
-        return run
+                record = record.with_members(self._members(con, run_id, str(cluster["id"]), with_samples=with_samples))
+        return record
 
     def _members(self, con: sqlite3.Connection, run_id: int, cluster_id: str, *,
-                 with_samples: bool) -> list[dict[str, Any]]:
+                 with_samples: bool) -> list[records.RunRecord]:
         """The other members of the multi-worker run ``run_id`` coordinates: the runs recording the same cluster id
         (written here by members on this machine, or imported from theirs), in member order."""
         rows = con.execute("SELECT * FROM runs WHERE id != ? AND json_extract(info, '$.cluster.id') = ? "
                            "ORDER BY json_extract(info, '$.cluster.index'), id", (run_id, cluster_id)).fetchall()
         members = []
         for row in rows:
-            member = self._row_to_run(row)
+            member = self._row(row)
             member["epochs"] = self._epochs(con, member["id"])
             member["samples"] = self._samples(con, member["id"]) if with_samples else []
-            members.append(member)
+            members.append(records.RunRecord.of(member))
         return members
 
 
-def cluster_of(run: Mapping[str, Any]) -> dict[str, Any] | None:
+def cluster_of(run: records.RunRecord) -> dict[str, Any] | None:
     """A stored run's place in a multi-worker run (info.cluster: id, index, size, workers), or None."""
-    info = run.get("info")
-    cluster = info.get("cluster") if isinstance(info, Mapping) else None
+    cluster = run.info.get("cluster")
     return cluster if isinstance(cluster, dict) and isinstance(cluster.get("id"), str) else None
 
 
-def _without_followers(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _without_followers(runs: list[records.RunRecord]) -> list[records.RunRecord]:
     """``runs`` less the members of a multi-worker run whose coordinating member (index 0) is among them: those are
     read as part of its run (Store.get_run gives them as its ``members``)."""
     led = {c["id"] for c in map(cluster_of, runs) if c is not None and c.get("index") == 0}

@@ -157,19 +157,20 @@ class Target:
         return {"device": self.device, "cpu_threads": self.cpu_threads}
 
 
-def of_record(record: Mapping[str, Any]) -> Target | None:
-    """A record's Target; None when the device or thread count stored there is malformed (an old or foreign file)."""
+def of_config(config: Mapping[str, Any]) -> Target | None:
+    """A run's Target from its config; None when the device or thread count stored there is malformed (an old or
+    foreign file)."""
     try:
-        return Target.of(record.get("config") or {})
+        return Target.of(config)
     except (ValueError, TypeError, AttributeError):
         return None
 
 
-def text_of_record(record: Mapping[str, Any]) -> str:
-    """A record's target as text (cpu, cpu/N, gpu:N, gpus), for tables and files; its device as stored when that is
-    malformed. :func:`of_record` gives the value itself."""
-    found = of_record(record)
-    return str(found) if found is not None else str((record.get("config") or {}).get("device", "?"))
+def text_of_config(config: Mapping[str, Any]) -> str:
+    """A run's target as text (cpu, cpu/N, gpu:N, gpus), for tables and files; its device as stored when that is
+    malformed. :func:`of_config` gives the value itself."""
+    found = of_config(config)
+    return str(found) if found is not None else str(config.get("device", "?"))
 
 
 def canonical(value: Target | str) -> str:

@@ -15,9 +15,12 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.common import ROOT, cpu_seconds, wait_for
+
+if TYPE_CHECKING:
+    from bench.records import RunRecord
 
 CHROMIUM = os.environ.get("BENCH_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -214,14 +217,14 @@ def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: boo
     from bench.store import Store
 
     store = Store(server.store_path)
-    before = {r["id"] for r in store.list_runs()}
+    before = {r.id for r in store.list_runs()}
     context, page = _open_train(browser, server.url)
     try:
         _set_number(page, "Epochs", config.epochs)
         _set_number(page, "Training samples (0 = all)", config.limit_samples or 0)
         t_click = time.monotonic()
         page.get_by_role("button", name="Start", exact=True).click()
-        run_id = wait_for(lambda: max(({r["id"] for r in store.list_runs()} - before), default=None), 180,
+        run_id = wait_for(lambda: max(({r.id for r in store.list_runs()} - before), default=None), 180,
                           "the run to be stored")
         first_batch = None
         if watch:
@@ -231,7 +234,7 @@ def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: boo
                             f"run #{run_id} on the page")
             context.close()
             context = None
-        wait_for(lambda: (store.get_run(run_id, with_samples=False) or {}).get("epochs"), 300, "the first epoch", 0.25)
+        wait_for(lambda: (run := store.get_run(run_id, with_samples=False)) is not None and run.epochs, 300, "the first epoch", 0.25)
         profiler = _start_profile(context, page) if watch and profile else None
         t_a, cpu_a, chrome_a, rss_a = time.monotonic(), server.cpu_s(), chromium_cpu_s(), server.rss_mb()
         run = wait_for(lambda: _ended(store.get_run(run_id, with_samples=False)), 600, "the run to end", 0.25)
@@ -240,13 +243,13 @@ def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: boo
     finally:
         if context is not None:
             context.close()
-    if run["status"] != "finished":
-        raise RuntimeError(f"server run #{run_id} ended {run['status']}: {run.get('error')}")
-    stored = {k: v for k, v in run["config"].items() if k != "backend"}
+    if run.status != "finished":
+        raise RuntimeError(f"server run #{run_id} ended {run.status}: {run.error}")
+    stored = {k: v for k, v in run.config.items() if k != "backend"}
     wanted = {k: v for k, v in config.to_dict().items() if k != "backend"}
     chrome_s = sum(chrome_b[p] - chrome_a.get(p, 0.0) for p in chrome_b)
     return {
-        "run_id": run_id, "epochs": run["epochs"], "first_batch_s": first_batch, "window_s": t_b - t_a,
+        "run_id": run_id, "epochs": [e.to_dict() for e in run.epochs], "first_batch_s": first_batch, "window_s": t_b - t_a,
         "server_cpu_s": cpu_b - cpu_a, "chromium_cpu_s": chrome_s, "side_cpu_s": cpu_b - cpu_a + chrome_s,
         "server_rss_mb": [rss_a, rss_b], "page_profile_ms_per_s": page_profile,
         "config_matches": stored == wanted, "config_diff": {k: (stored.get(k), wanted[k]) for k in wanted
@@ -350,10 +353,10 @@ def settle(server: DashboardServer, timeout_s: float = 600.0) -> None:
     from bench.store import Store
 
     store = Store(server.store_path)
-    wait_for(lambda: all(r["status"] in TERMINAL for r in store.list_runs()), timeout_s, "the server's runs to end", 0.5)
+    wait_for(lambda: all(r.status in TERMINAL for r in store.list_runs()), timeout_s, "the server's runs to end", 0.5)
 
 
-def _ended(run: dict[str, Any] | None) -> dict[str, Any] | None:
+def _ended(run: RunRecord | None) -> RunRecord | None:
     from bench.records import TERMINAL
 
-    return run if run and run["status"] in TERMINAL else None
+    return run if run and run.status in TERMINAL else None

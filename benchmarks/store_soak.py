@@ -92,8 +92,8 @@ def child(index: int, store_path: Path, seconds: float, out: Path) -> None:
         while (snap := manager.snapshot(run_id)) is not None and snap.active:
             try:
                 for run in reader.list_runs():  # also marks runs whose owner is gone: none may be
-                    if run["status"] == "interrupted":
-                        seen_interrupted.add(run["id"])
+                    if run.status == "interrupted":
+                        seen_interrupted.add(run.id)
                 listings += 1
             except StoreError as exc:
                 list_errors.append(str(exc))
@@ -152,14 +152,14 @@ def soak(processes: int, seconds: float, folder: Path) -> dict[str, Any]:
                 problems.append(f"run {run['id']} is missing from the store")
                 lost_epochs += run["epochs"]
                 continue
-            lost_epochs += max(0, run["epochs"] - len(stored["epochs"]))
+            lost_epochs += max(0, run["epochs"] - len(stored.epochs))
             # a sample is one instant of its run: rows beyond the distinct instants are duplicates, and instants
             # the run measured but the store lacks are lost (a duplicate never hides a loss)
-            distinct = len({s["t_s"] for s in stored["samples"]})
-            duplicated_samples += len(stored["samples"]) - distinct
+            distinct = len({s.t_s for s in stored.samples})
+            duplicated_samples += len(stored.samples) - distinct
             lost_samples += max(0, run["samples"] - distinct)
-            if stored["status"] != run["status"]:
-                problems.append(f"run {run['id']}: {run['status']} in memory, {stored['status']} in the store")
+            if stored.status != run["status"]:
+                problems.append(f"run {run['id']}: {run['status']} in memory, {stored.status} in the store")
             if run["status"] != "finished":
                 error = run.get("error") or {}
                 problems.append(f"run {run['id']} ended {run['status']}"

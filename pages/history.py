@@ -5,9 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from bench.analysis import compare, metrics, run_summary
+from bench.analysis import compare, metrics
 from bench.output import display, report
-from bench.readings import epochs_of
 from bench.training import models
 from bench.runs.jobs import RunActiveError
 from ui import common, results
@@ -30,21 +29,19 @@ if not runs:
 
 rows = []
 for run in runs:
-    config = run.get("config") or {}
+    config, info = run.config, run.info
     # an active run (here or in another process) has no stored summary yet: what its epochs say so far
-    epochs = epochs_of(run["epochs"])
-    summary = run_summary.summary_of(run)
-    info = run.get("info") or {}
+    summary = run.summarized
     rows.append({
-        "id": run["id"],
-        "status": run["status"],
+        "id": run.id,
+        "status": str(run.status),
         "model": config.get("model") if config.get("model") in models.PRESETS
         else f"{config.get('model')} {config.get('size') or ''}".strip(),
         "dataset": config.get("dataset"),
         "target": compare.target(run),
         "batch": config.get("batch_size"),
-        "epochs": f"{len(run['epochs'])}/{config.get('epochs')}",
-        "steady epoch (s)": metrics.steady_epoch_seconds(epochs),
+        "epochs": f"{len(run.epochs)}/{config.get('epochs')}",
+        "steady epoch (s)": metrics.steady_epoch_seconds(run.epochs),
         "samples/s": summary.steady_samples_per_s,
         "mean CPU %": summary.mean_cpu_percent,
         "mean GPU %": summary.mean_gpu_util_percent,
@@ -52,7 +49,7 @@ for run in runs:
         "trained on": display.short_device(info.get("placement")) if info.get("placement")
         else ("imported" if info.get("imported") else display.MISSING),
         "device (full name)": info.get("placement") or display.MISSING,
-        "when": display.when(run.get("created_at")),
+        "when": display.when(run.created_at),
     })
 table = pd.DataFrame(rows)
 
@@ -84,12 +81,12 @@ selected_ids = [int(table.iloc[i]["id"]) for i in event.selection.rows] if not t
 if selected_ids:
     with common.store_errors():
         stored = [manager.store.get_run(i) for i in selected_ids]
-    records = [report.record_from_store(run) for run in stored if run is not None]  # deleted meanwhile: left out
+    records = [run for run in stored if run is not None]  # deleted meanwhile: left out
     st.subheader(f"{len(records)} run(s) selected")
     results.show_comparison(records, key="hist")
     for record in records:
-        if record.get("members"):
-            results.members_side_by_side(record, key=f"hist_members_{record['id']}")
+        if record.members:
+            results.members_side_by_side(record, key=f"hist_members_{record.id}")
     results.export_buttons(records, key="hist")
     if common.can_control():
         with st.popover("Delete", icon=":material/delete:"):

@@ -9,7 +9,6 @@ from bench.analysis import compare, sweeps
 from bench.training import models
 from bench.hardware import devices, peak_cache
 from bench.config import ConfigError
-from bench.readings import samples_of
 from ui import common, config_form, live, results
 
 common.page_setup()
@@ -90,10 +89,9 @@ def sweep_panel() -> None:
     state = (*results.group_chart_state(group, runs),
              tuple(sorted((t, p.gflops, p.stale) for t, p in group.peaks.items())))
     results.sweep_charts(finished, list(group.targets), key="swp", cache_key=state)
-    cpu_runs = [r for r in records if (t := compare.target_of(r)) is not None and t.is_cpu and r.get("samples")]
+    cpu_runs = [r for r in records if (t := compare.target_of(r)) is not None and t.is_cpu and r.samples]
     if cpu_runs:
-        st.plotly_chart(charts.per_core_heatmap(samples_of(cpu_runs[-1]["samples"]),
-                                                title=f"CPU per core, run #{cpu_runs[-1]['id']}"),
+        st.plotly_chart(charts.per_core_heatmap(cpu_runs[-1].samples, title=f"CPU per core, run #{cpu_runs[-1].id}"),
                         key="swp_heat", config=results.CHART_CONFIG)
     st.markdown(
         "**The lesson.** Small models leave a GPU mostly idle: each step is too little work to hide the launch and "

@@ -26,13 +26,14 @@ SOURCES = ("h100-seed-cifar10-mlp.json", "h100-seed-mnist-dense.json", "h100-see
 
 def main() -> int:
     devices = json.loads((RESULTS / "h100-devices.json").read_text())
-    runs = []
+    runs: list[records.RunRecord] = []
     peaks: dict[str, float | None] = {}
     for name in SOURCES:
         doc = json.loads((RESULTS / name).read_text())
         for run in doc.get("runs") or []:
             if run.get("status") == "finished":
-                runs.append({**run, "samples": run.get("samples") or [], "label": f"{name} run {run.get('id')}"})
+                runs.append(records.RunRecord.from_dict({**run, "samples": run.get("samples") or [],
+                                                         "label": f"{name} run {run.get('id')}"}))
         peaks.update({k: v for k, v in (doc.get("peaks_gflops") or {}).items() if v})
     cpu = devices["cpu"]
     machine = {
@@ -56,7 +57,7 @@ def main() -> int:
                "holds the seed presets, MLP s at batch 128 (CPU and GPU), MLP xs..xl at batch 128 (CPU and GPU) "
                "and MLP xs, m, xl at batch 32, 256 and 2048 (GPU only); no CNN or text size. Epochs held more "
                "samples than the quick suite's."),
-        created_at=max(float(r.get("ended_at") or 0) for r in runs) or None, peaks_gflops=peaks)
+        created_at=max(float(r.ended_at or 0) for r in runs) or None, peaks_gflops=peaks)
     records.load_bundle(json.loads(records.json_text(doc)))  # the one validator accepts what it ships
     out = RESULTS / "bundle-h100.json"
     report.write_file(out, records.json_text(doc))

@@ -125,8 +125,8 @@ def _rows(sweep: records.Sweep | None) -> list[SweepRow]:
 
 def _epoch_samples(sweep: records.Sweep, run_id: Any) -> int | None:
     """How many training samples an epoch of one of the sweep's runs held, as that run recorded it."""
-    run = next((r for r in sweep.runs if r.get("id") == run_id), None)
-    n = ((run or {}).get("info") or {}).get("n_train")
+    run = next((r for r in sweep.runs if r.id == run_id), None)
+    n = run.info.get("n_train") if run is not None else None
     return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
 

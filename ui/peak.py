@@ -13,8 +13,10 @@ from typing import Any
 import streamlit as st
 
 from bench.analysis import compare
+from bench.analysis.run_summary import Run
 from bench.hardware import peak_cache
 from bench.readings import Epoch
+from bench.target import of_config
 
 NOT_MEASURED = ("peak not measured yet: a Sweep measures it first, or press **Measure peak** on the System page "
                 "(or run `python -m bench.hardware.probe`)")
@@ -24,7 +26,7 @@ def peak_of(config: Mapping[str, Any] | Any) -> dict[str, Any] | None:
     """The cached best peak of a run's target (bench.hardware.peak_cache.lookup), or None: never measured, several GPUs, or a
     malformed config."""
     data = config.to_dict() if hasattr(config, "to_dict") else dict(config or {})
-    target = compare.target_of({"config": data})
+    target = of_config(data)
     if target is None or target.kind == "gpus":
         return None
     try:
@@ -56,10 +58,10 @@ def epoch_line(epochs: Sequence[Epoch], info: Mapping[str, Any], config: Any) ->
     return peak_text(compare.epoch_gflops(epochs[-1], info), peak_of(config), what=f"Epoch {epochs[-1].epoch}")
 
 
-def record_line(record: Mapping[str, Any]) -> str:
+def record_line(record: Run) -> str:
     """The peak line of a run record: its steady achieved GFLOP/s against its target's peak."""
-    return peak_text(compare.achieved_gflops(record), peak_of(record.get("config") or {}),
-                     what=f"#{record.get('id')} {compare.target(record)}, steady")
+    return peak_text(compare.achieved_gflops(record), peak_of(record.config),
+                     what=f"#{record.id} {compare.target(record)}, steady")
 
 
 def render_epoch(snap: Any) -> None:

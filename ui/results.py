@@ -11,10 +11,11 @@ import pandas as pd
 import streamlit as st
 
 from bench.output import charts, display
-from bench.analysis import compare, diagnosis, metrics, references, sweeps
+from bench.analysis import compare, metrics, references, run_summary, sweeps
+from bench.analysis.run_summary import Run
 from bench.analysis.sweeps import SweepRow
 from bench.runs.jobs import JobManager
-from bench.records import ACTIVE, Comparison, Status
+from bench.records import ACTIVE, Comparison, RunRecord, Status
 from bench.runs.run_state import RunGroup, RunSnapshot
 from ui import live, live_chart, live_header, peak, present
 from ui.safe_text import escape
@@ -176,13 +177,9 @@ def group_runs(manager: JobManager, group: RunGroup) -> list[RunSnapshot]:
     return [s for s in (manager.snapshot(i) for i in group.run_ids) if s is not None]
 
 
-def _ended(record: Mapping[str, Any]) -> bool:
-    return record.get("status") not in ACTIVE
-
-
-def run_label(record: Mapping[str, Any]) -> str:
+def run_label(record: RunRecord) -> str:
     """'#12 cpu', and for a member of a multi-worker run '#12 cpu · worker 1'."""
-    return _label(record.get("id"), compare.target(record), record.get("info"))
+    return _label(record.id, compare.target(record), record.info)
 
 
 def snapshot_label(snap: RunSnapshot) -> str:
@@ -196,17 +193,17 @@ def _label(run_id: Any, target: str, info: Any) -> str:
     return f"#{run_id} {target}{member}"
 
 
-def members_side_by_side(record: Mapping[str, Any], *, key: str) -> None:
+def members_side_by_side(record: RunRecord, *, key: str) -> None:
     """A multi-worker run's members (the run and its ``members``): each one's epochs and utilization, overlaid."""
-    members = [record, *(record.get("members") or [])]
-    cluster = (record.get("info") or {}).get("cluster") or {}
+    members = [record, *record.members]
+    cluster = record.info.get("cluster") or {}
     workers = ", ".join(escape(w, limit=80) for w in cluster.get("workers") or [])
-    st.markdown(f"**Run #{record.get('id')} trained on {len(members)} workers** ({workers}), one model through "
+    st.markdown(f"**Run #{record.id} trained on {len(members)} workers** ({workers}), one model through "
                 f"JAX's distributed runtime: each member's own epochs and utilization, side by side.")
     comparison_charts(members, key=key)
 
 
-def headline_block(records: Sequence[Mapping[str, Any]], prices: Mapping[str, float] | None = None) -> None:
+def headline_block(records: Sequence[RunRecord], prices: Mapping[str, float] | None = None) -> None:
     for pair in compare.pairs(records, prices):
         text = compare.headline(pair)
         if pair.speedup_median is not None:
@@ -220,25 +217,25 @@ def headline_block(records: Sequence[Mapping[str, Any]], prices: Mapping[str, fl
                 st.warning(warning, icon=":material/warning:")
         else:
             st.info(text)
-    ended = [r for r in records if _ended(r) and r.get("epochs")]
+    ended = [r for r in records if r.status not in ACTIVE and r.epochs]
     if ended:
         st.caption("  \n".join(peak.record_line(r) for r in ended))
     diagnosis_block(records)
 
 
-def diagnosis_block(records: Sequence[Mapping[str, Any]]) -> None:
+def diagnosis_block(records: Sequence[RunRecord]) -> None:
     """Why each ended run went at its speed (bench.analysis.diagnosis), beside the headline; explained on the System page."""
     lines = []
     for record in records:
-        if record.get("status") not in (Status.FINISHED, Status.STOPPED, Status.INTERRUPTED):
+        if record.status not in (Status.FINISHED, Status.STOPPED, Status.INTERRUPTED):
             continue
-        lines.append(f"- **{run_label(record)}**: {diagnosis.of_record(record).verdict}")
+        lines.append(f"- **{run_label(record)}**: {run_summary.diagnosis_of(record).verdict}")
     if lines:
         st.markdown("**Why this speed** (from each run's own readings; the System page explains the verdicts):\n"
                     + "\n".join(lines))
 
 
-def comparison_charts(records: Sequence[Mapping[str, Any]], *, key: str,
+def comparison_charts(records: Sequence[RunRecord], *, key: str,
                       cache_key: tuple[Any, ...] | None = None) -> None:
     """Epoch times and utilization of several runs. With ``cache_key`` (a live group's state) every viewer's
     rerun shares one pair of figures per state, as the Train page's live charts do."""
@@ -278,11 +275,11 @@ def live_comparison_charts(runs: Sequence[RunSnapshot], *, key: str, state: tupl
                 st.caption(live.NVML_NOTE)
 
 
-def reference_panel(records: Sequence[Mapping[str, Any]]) -> None:
+def reference_panel(records: Sequence[RunRecord]) -> None:
     """The seed article's published figures beside the user's own, with the hardware each came from."""
     if not records:
         return
-    model = (records[0].get("config") or {}).get("model")
+    model = records[0].config.get("model")
     refs = references.for_preset(model or "")
     if not refs:
         return
@@ -298,36 +295,36 @@ def reference_panel(records: Sequence[Mapping[str, Any]]) -> None:
                  column_config={"source": st.column_config.TextColumn(width="medium")})
 
 
-def own_reference_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+def own_reference_rows(records: Sequence[RunRecord]) -> list[dict[str, str]]:
     """This tool's runs as rows of the reference table (total time, as the articles timed it): a CPU run and a GPU run
     make one row with both times and their ratio, anything else one row per run (compare.reference_pairs)."""
-    def machine(rec: Mapping[str, Any]) -> tuple[str, str]:
-        hw = rec.get("hardware") or {}
+    def machine(rec: Run) -> tuple[str, str]:
+        hw = rec.hardware
         return (str((hw.get("cpu") or {}).get("model", "")),
                 ", ".join(g.get("name", "") for g in hw.get("gpus") or []) or "none")
 
-    def size(rec: Mapping[str, Any]) -> str:
-        return f"{(rec.get('info') or {}).get('n_train', '?')} samples, {(rec.get('config') or {}).get('epochs')} epochs"
+    def size(rec: Run) -> str:
+        return f"{rec.info.get('n_train', '?')} samples, {rec.config.get('epochs')} epochs"
 
     rows = []
     for pair in compare.reference_pairs(records):
-        first, last = pair["runs"][0], pair["runs"][-1]
-        runs = " and ".join(f"#{r.get('id')}" for r in pair["runs"])
-        if len(pair["runs"]) == 2:
-            note = (f"steady epoch {metrics.format_seconds(pair['cpu_steady_seconds'])} on the CPU, "
-                    f"{metrics.format_seconds(pair['gpu_steady_seconds'])} on the GPU")
+        first, last = pair.runs[0], pair.runs[-1]
+        runs = " and ".join(f"#{r.id}" for r in pair.runs)
+        if len(pair.runs) == 2:
+            note = (f"steady epoch {metrics.format_seconds(pair.cpu_steady_seconds)} on the CPU, "
+                    f"{metrics.format_seconds(pair.gpu_steady_seconds)} on the GPU")
         else:
-            cpu_steady, gpu_steady = pair["cpu_steady_seconds"], pair["gpu_steady_seconds"]  # one side has no run
+            cpu_steady, gpu_steady = pair.cpu_steady_seconds, pair.gpu_steady_seconds  # one side has no run
             note = f"steady epoch {metrics.format_seconds(cpu_steady if cpu_steady is not None else gpu_steady)}"
-        rows.append({"source": f"this tool, run{'s' if len(pair['runs']) == 2 else ''} {runs} ({size(first)})",
-                     "CPU": f"{pair['targets'][0]} · {machine(first)[0]}", "GPU": machine(last)[1],
-                     "CPU time": metrics.format_seconds(pair["cpu_seconds"]),
-                     "GPU time": metrics.format_seconds(pair["gpu_seconds"]),
-                     "ratio": f"{pair['ratio']:.1f}x" if pair["ratio"] else "—", "note": note})
+        rows.append({"source": f"this tool, run{'s' if len(pair.runs) == 2 else ''} {runs} ({size(first)})",
+                     "CPU": f"{pair.targets[0]} · {machine(first)[0]}", "GPU": machine(last)[1],
+                     "CPU time": metrics.format_seconds(pair.cpu_seconds),
+                     "GPU time": metrics.format_seconds(pair.gpu_seconds),
+                     "ratio": f"{pair.ratio:.1f}x" if pair.ratio else "—", "note": note})
     return rows
 
 
-def show_comparison(records: Sequence[Mapping[str, Any]], *, key: str,
+def show_comparison(records: Sequence[RunRecord], *, key: str,
                     cache_key: tuple[Any, ...] | None = None, prices: Mapping[str, float] | None = None) -> None:
     headline_block(records, prices)
     comparison_charts(records, key=key, cache_key=cache_key)
@@ -339,13 +336,13 @@ def group_chart_state(group: RunGroup, runs: Sequence[RunSnapshot]) -> tuple[Any
     return ("group", group.id, *(live.chart_state(snap) for snap in runs))
 
 
-def export_buttons(records: Sequence[Mapping[str, Any]], *, key: str, name: str | None = None) -> None:
+def export_buttons(records: Sequence[RunRecord], *, key: str, name: str | None = None) -> None:
     """JSON, HTML report and (for one run) CSV downloads; files are built only when a button is clicked."""
     from bench.output import report
 
     records = list(records)
     export = records[0] if len(records) == 1 else report.comparison_record(records)
-    ids = [str(r.get("id")) for r in records]
+    ids = [str(r.id) for r in records]
     name = name or (f"run-{ids[0]}" if len(records) == 1 else "comparison-" + "-".join(ids))
     cols = st.columns(3)
     cols[0].download_button("JSON", lambda: report.to_json(export), f"{name}.json", "application/json",
@@ -432,12 +429,11 @@ def show_imported(data: bytes, key: str = "imported") -> None:
     runs = list(payload.runs) if isinstance(payload, Comparison) else [payload]
     labels = {report.hardware_label(r.hardware) for r in runs}
     st.markdown(f"Measured on **{escape(' / '.join(sorted(labels)), limit=300)}** (imported, not measured here).")
-    records = [r.to_dict() for r in runs]  # the charts read the JSON form
-    if len(records) >= 2:
+    if len(runs) >= 2:
         prices = (payload.comparison or {}).get("prices") if isinstance(payload, Comparison) else None
-        show_comparison(records, key=key, prices=prices)
+        show_comparison(runs, key=key, prices=prices)
     else:
-        rec = records[0]
+        rec = runs[0]
         series = [charts.Series.of_record(rec, run_label(rec))]
         left, right = st.columns(2)
         left.plotly_chart(present.styled(charts.epoch_time_figure(series)), key=f"{key}_epochs", config=CHART_CONFIG)

@@ -12,18 +12,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.analysis import metrics, run_summary
-from bench.analysis.run_summary import RunSummary
+from bench.analysis import metrics
+from bench.analysis.run_summary import Run, RunSummary
 from bench.config import ConfigError, RunConfig
 from bench.analysis import pricing
-from bench.target import Target, canonical, of_record, text_of_record
-from bench.readings import (Epoch, check_number, epochs_of, extra_keys, fail, is_int, json_object, optional_text,
+from bench.target import Target, canonical, of_config, text_of_config
+from bench.readings import (Epoch, check_number, extra_keys, fail, is_int, json_object, optional_text,
                             show_value, text_map)
 
 
-# A record's target as text (cpu, cpu/N, gpu:N, gpus) and as a Target: the rule lives in bench.target.
-target = text_of_record
-target_of = of_record
+def target(run: Run) -> str:
+    """A run's target as text (cpu, cpu/N, gpu:N, gpus); the rule lives in bench.target."""
+    return text_of_config(run.config)
+
+
+def target_of(run: Run) -> Target | None:
+    """A run's target as a Target, None when its config's is malformed; the rule lives in bench.target."""
+    return of_config(run.config)
 
 
 def parse_targets(text: str | Sequence[str | Target]) -> list[Target]:
@@ -135,7 +140,7 @@ _TOP_LEVEL = ("speedup_median", "speedup_min", "speedup_max", "total_time_ratio"
               "cost_per_run_a", "cost_per_run_b", "energy_j_per_epoch_a", "energy_j_per_epoch_b")
 
 
-def pairs(records: Sequence[Mapping[str, Any]], prices: Mapping[str, float] | None = None) -> list[Pair]:
+def pairs(records: Sequence[Run], prices: Mapping[str, float] | None = None) -> list[Pair]:
     """Every run against the first (the baseline), from their epochs; with energy and cost per pair, and its
     headline. ``prices`` maps a target's text (``cpu``, ``gpu:0``) to an hourly price entered by the user; none is
     assumed."""
@@ -145,21 +150,21 @@ def pairs(records: Sequence[Mapping[str, Any]], prices: Mapping[str, float] | No
     base = records[0]
     out = []
     for other in records[1:]:
-        result = metrics.speedup(epochs_of(base.get("epochs")), epochs_of(other.get("epochs")))
-        pair = Pair(baseline_id=base.get("id"), baseline_target=target(base), target_id=other.get("id"),
+        result = metrics.speedup(base.epochs, other.epochs)
+        pair = Pair(baseline_id=base.id, baseline_target=target(base), target_id=other.id,
                     target=target(other), **(dataclasses.asdict(result) if result else {}),
                     **_energy_and_cost(base, other, prices))
         out.append(dataclasses.replace(pair, headline=headline(pair)))
     return out
 
 
-def comparison(records: Sequence[Mapping[str, Any]],
+def comparison(records: Sequence[Run],
                prices: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The ``comparison`` block of a comparison record (JSON): ``baseline`` (the first run's id), ``pairs``
     (:func:`pairs`, each as its dict), the ``prices`` given and, for exactly two runs, the first pair's figures at
     the top level too."""
     found = pairs(records, prices)
-    out: dict[str, Any] = {"baseline": records[0].get("id") if records else None,
+    out: dict[str, Any] = {"baseline": records[0].id if records else None,
                            "pairs": [p.to_dict() for p in found]}
     if prices and found:
         out["prices"] = {canonical(k): float(v) for k, v in prices.items()}
@@ -168,7 +173,7 @@ def comparison(records: Sequence[Mapping[str, Any]],
     return out
 
 
-def _energy_and_cost(base: Mapping[str, Any], other: Mapping[str, Any],
+def _energy_and_cost(base: Run, other: Run,
                      prices: Mapping[str, float]) -> dict[str, Any]:
     energy_a, missing_a = pricing.energy_per_epoch(base)
     energy_b, missing_b = pricing.energy_per_epoch(other)
@@ -184,9 +189,9 @@ def _energy_and_cost(base: Mapping[str, Any], other: Mapping[str, Any],
     }
 
 
-def achieved_gflops(record: Mapping[str, Any]) -> float | None:
+def achieved_gflops(run: Run) -> float | None:
     """A run's steady achieved GFLOP/s: its summary's figure, else FLOPs per sample x steady samples/s."""
-    return achieved_of(run_summary.summary_of(record), record.get("info"))
+    return achieved_of(run.summarized, run.info)
 
 
 def achieved_of(summary: RunSummary, info: Mapping[str, Any] | None) -> float | None:
@@ -287,31 +292,42 @@ def caution(pair: Pair | metrics.Speedup) -> str | None:
 
 
 # -- this tool's runs beside the seed articles' figures ----------------------------------------------------------------
-def reference_pairs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """This tool's runs as rows for the table of the articles' published figures, which timed whole ``fit`` calls: so
-    total times (tracing included), with the steady epoch time beside.
+@dataclass(frozen=True)
+class ReferenceRow:
+    """This tool's runs as one row of the table of the articles' published figures (whole ``fit`` calls timed):
+    total times, tracing included, with the steady epoch time beside. A side without a run or a figure is None."""
 
-    A CPU run and a GPU run (exactly two records) make one row with both times and their ratio (CPU total / GPU
-    total); any other group makes one row per run, its time on its own side and no ratio. Each row: ``runs`` (the
-    records, CPU first), ``targets`` (their text), ``cpu_seconds``, ``gpu_seconds``, ``ratio``,
-    ``cpu_steady_seconds``, ``gpu_steady_seconds`` (None where a side has no run or no figure).
-    """
+    runs: tuple[Run, ...]  # CPU first
+    targets: tuple[str, ...]
+    cpu_seconds: float | None
+    gpu_seconds: float | None
+    cpu_steady_seconds: float | None
+    gpu_steady_seconds: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        """CPU total / GPU total, where both sides have one."""
+        return self.cpu_seconds / self.gpu_seconds if self.cpu_seconds and self.gpu_seconds else None
+
+
+def reference_pairs(records: Sequence[Run]) -> list[ReferenceRow]:
+    """This tool's runs as rows for the table of the articles' published figures: a CPU run and a GPU run (exactly
+    two records) make one row with both times and their ratio; any other group makes one row per run, its time on its
+    own side and no ratio."""
     found = [target_of(r) for r in records]
     cpus = [r for r, t in zip(records, found) if t is not None and t.is_cpu]
     gpus = [r for r, t in zip(records, found) if t is not None and t.is_gpu]
     if len(records) == 2 and len(cpus) == 1 and len(gpus) == 1:
-        return [_reference_row([cpus[0], gpus[0]], cpus[0], gpus[0])]
-    return [_reference_row([rec], rec, None) if t is not None and t.is_cpu else _reference_row([rec], None, rec)
+        return [_reference_row((cpus[0], gpus[0]), cpus[0], gpus[0])]
+    return [_reference_row((rec,), rec, None) if t is not None and t.is_cpu else _reference_row((rec,), None, rec)
             for rec, t in zip(records, found)]
 
 
-def _reference_row(runs: list[Mapping[str, Any]], cpu: Mapping[str, Any] | None,
-                   gpu: Mapping[str, Any] | None) -> dict[str, Any]:
-    cpu_summary = run_summary.summary_of(cpu) if cpu is not None else None
-    gpu_summary = run_summary.summary_of(gpu) if gpu is not None else None
-    cpu_s = cpu_summary.total_seconds if cpu_summary else None
-    gpu_s = gpu_summary.total_seconds if gpu_summary else None
-    return {"runs": runs, "targets": [target(r) for r in runs], "cpu_seconds": cpu_s, "gpu_seconds": gpu_s,
-            "ratio": cpu_s / gpu_s if cpu_s and gpu_s else None,
-            "cpu_steady_seconds": cpu_summary.steady_epoch_seconds if cpu_summary else None,
-            "gpu_steady_seconds": gpu_summary.steady_epoch_seconds if gpu_summary else None}
+def _reference_row(runs: tuple[Run, ...], cpu: Run | None, gpu: Run | None) -> ReferenceRow:
+    cpu_summary = cpu.summarized if cpu is not None else None
+    gpu_summary = gpu.summarized if gpu is not None else None
+    return ReferenceRow(runs=runs, targets=tuple(target(r) for r in runs),
+                        cpu_seconds=cpu_summary.total_seconds if cpu_summary else None,
+                        gpu_seconds=gpu_summary.total_seconds if gpu_summary else None,
+                        cpu_steady_seconds=cpu_summary.steady_epoch_seconds if cpu_summary else None,
+                        gpu_steady_seconds=gpu_summary.steady_epoch_seconds if gpu_summary else None)

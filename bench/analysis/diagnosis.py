@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.analysis import metrics
-from bench.readings import (Epoch, Sample, as_read, check_number, epochs_of, extra_keys, fail, is_number,
-                            json_object, optional_text, samples_of, show_value)
+from bench.readings import (Epoch, Sample, as_read, check_number, extra_keys, fail, is_number,
+                            json_object, optional_text, show_value)
 
 # -- thresholds and the measurements that set them -----------------------------------------------------------------
 # NVML busy below this = the GPU sat idle most of the time. Every host-bound GPU run measured on the H100 read 2-27 %
@@ -315,13 +315,3 @@ def _cpu_verdict(result: Any, missing: list[str], process: float | None, machine
     if share >= CPU_THREADS_BUSY_SHARE:
         return result("compute-bound", f"{cores} ({share * 100:.0f} %) and {step_text}")
     return result("undetermined", f"{cores} ({share * 100:.0f} %), neither all of them nor one, and {step_text}")
-
-
-def of_record(record: Mapping[str, Any], peak_gflops: float | None = None) -> Diagnosis:
-    """A run record's diagnosis: the one its summary keeps, else (a record from before diagnoses were kept, or a peak
-    to weigh) computed from its epochs, samples, info and config."""
-    kept = (record.get("summary") or {}).get("diagnosis")
-    if isinstance(kept, Mapping) and kept.get("verdict") and peak_gflops is None:
-        return Diagnosis.of(kept)
-    return diagnose(epochs_of(record.get("epochs")), samples_of(record.get("samples")), record.get("info") or {},
-                    record.get("config") or {}, peak_gflops)

@@ -16,10 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.analysis import run_summary
 from bench.analysis.run_summary import RunSummary
 from bench.records import MachineBundle, RunRecord, Status
-from bench.target import canonical, text_of_record
+from bench.target import canonical, text_of_config
 from bench.training import models
 from bench.training.datasets import registry
 
@@ -97,13 +96,13 @@ class Measured:
 def _measured(machine: Machine, run: RunRecord) -> Measured | None:
     if run.status != Status.FINISHED:
         return None
-    summary = run.summary or run_summary.summarize(run.epochs, [])
+    summary = run.summarized
     rate, steady = _positive(summary.steady_samples_per_s), _positive(summary.steady_epoch_seconds)
     if rate is None or steady is None:
         return None
     config, info = run.config, run.info
     model, size, batch = str(config.get("model")), config.get("size"), int(config.get("batch_size") or 0)
-    target = canonical(text_of_record(run.to_dict()))
+    target = canonical(text_of_config(run.config))
     energy, note = target_energy(summary, info, target)
     return Measured(
         machine=machine.key, target=target, workload=workload_key(model, size, batch),

@@ -4,12 +4,11 @@ per steady epoch and per run. A figure not measured (no price, no energy reading
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from bench.analysis import run_summary
+from bench.analysis.run_summary import Run
 from bench.config import ConfigError
-from bench.target import Target, canonical, text_of_record
+from bench.target import Target, canonical, text_of_config
 
 
 PRICE_EXAMPLE = "cpu=0.40,gpu:0=2.50"
@@ -68,13 +67,13 @@ def parse_prices(text: str | None, targets: Sequence[Target | str] | None = None
     return prices
 
 
-def energy_per_epoch(record: Mapping[str, Any]) -> tuple[float | None, dict[str, str]]:
+def energy_per_epoch(run: Run) -> tuple[float | None, dict[str, str]]:
     """(joules per steady epoch summed over the run's devices, {} ) when every device was measured; else
     (None, {device: why not}) naming each unmeasured device (the run's target when the summary says nothing)."""
-    summary = run_summary.summary_of(record)
+    summary = run.summarized
     per_device, reasons = summary.energy_j_per_epoch, summary.energy_reasons
     if not per_device:
-        device = text_of_record(record).split("/")[0]
+        device = text_of_config(run.config).split("/")[0]
         return None, {device: reasons.get(device) or "no energy reading in this run"}
     measured = {d: j for d, j in per_device.items() if j is not None}
     missing = {d: reasons.get(d) or "no energy reading" for d in per_device if d not in measured}
@@ -83,15 +82,14 @@ def energy_per_epoch(record: Mapping[str, Any]) -> tuple[float | None, dict[str,
     return float(sum(measured.values())), {}
 
 
-def run_cost(record: Mapping[str, Any], price_per_hour: float | None) -> tuple[float | None, float | None]:
+def run_cost(run: Run, price_per_hour: float | None) -> tuple[float | None, float | None]:
     """(cost per steady epoch, cost per run) at an hourly price; the run is its wall time from start to end (start-up
     included), else the sum of its epochs. None where the price or the time is missing."""
     if price_per_hour is None:
         return None, None
-    summary = run_summary.summary_of(record)
+    summary = run.summarized
     steady = summary.steady_epoch_seconds
-    started, ended = record.get("started_at"), record.get("ended_at")
-    run_s = ended - started if isinstance(started, (int, float)) and isinstance(ended, (int, float)) \
-        and ended >= started else summary.total_seconds
+    started, ended = run.started_at, run.ended_at
+    run_s = ended - started if started is not None and ended is not None and ended >= started else summary.total_seconds
     return (steady * price_per_hour / 3600 if steady is not None else None,
             run_s * price_per_hour / 3600 if run_s is not None else None)

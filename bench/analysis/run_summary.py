@@ -9,12 +9,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from bench.analysis import diagnosis
 from bench.analysis.diagnosis import Diagnosis
-from bench.readings import (Epoch, GpuReading, Sample, as_read, check_number, energy_map, epochs_of, extra_keys,
-                            fail, is_int, json_object, optional_text, optional_words, samples_of, show_value,
+from bench.readings import (Epoch, GpuReading, Sample, as_read, check_number, energy_map, extra_keys,
+                            fail, is_int, json_object, optional_text, optional_words, show_value,
                             text_map)
 from bench.hardware import energy
 from bench.analysis.metrics import (finite_values, first_mean, first_mean_where, mean_gpu_util_percent, mean_or_none,
@@ -246,9 +246,38 @@ def _joules_per_1000(epoch: Epoch, device: str) -> float | None:
     return 1000.0 * joules / (rate * seconds)
 
 
-def summary_of(record: Mapping[str, Any]) -> RunSummary:
-    """A record's summary block: the one it carries, else one computed from its epochs and samples."""
-    kept = record.get("summary")
-    if kept:
-        return RunSummary.of(kept)
-    return summarize(epochs_of(record.get("epochs")), samples_of(record.get("samples")))
+class Run(Protocol):
+    """What the analysis reads of one run: ``bench.records.RunRecord`` (stored, imported, or a live run's snapshot)
+    satisfies it. A protocol, so that the analysis, which the records module builds on, need not import it."""
+
+    @property
+    def id(self) -> int | None: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+    @property
+    def info(self) -> Mapping[str, Any]: ...
+    @property
+    def hardware(self) -> Mapping[str, Any]: ...
+    @property
+    def started_at(self) -> float | None: ...
+    @property
+    def ended_at(self) -> float | None: ...
+    @property
+    def epochs(self) -> Sequence[Epoch]: ...
+    @property
+    def samples(self) -> Sequence[Sample]: ...
+    @property
+    def summarized(self) -> RunSummary:
+        """The summary the run carries, else one computed from its epochs, samples, info and config."""
+        ...
+
+
+def diagnosis_of(run: Run, peak_gflops: float | None = None) -> Diagnosis:
+    """A run's diagnosis: the one its summary keeps, else (a record from before diagnoses were kept, or a peak to
+    weigh) computed from its epochs, samples, info and config."""
+    kept = run.summarized.diagnosis
+    if kept is not None and kept.verdict and peak_gflops is None:
+        return kept
+    return diagnosis.diagnose(run.epochs, run.samples, run.info, run.config, peak_gflops)

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.analysis import compare, diagnosis, metrics, run_summary
+from bench.analysis import compare, metrics, run_summary
+from bench.analysis.run_summary import Run
 from bench.config import ConfigError, RunConfig
-from bench.target import Target, canonical, of_record, text_of_record
+from bench.target import Target, canonical, of_config, text_of_config
 from bench.training import models
 
 
@@ -130,25 +131,24 @@ def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Targe
     return configs
 
 
-def sweep_row(record: Mapping[str, Any], peak: float | Mapping[str, Any] | None) -> SweepRow:
+def sweep_row(record: Run, peak: float | Mapping[str, Any] | None) -> SweepRow:
     """One sweep point from a finished run record. ``peak`` is the target's matmul peak in GFLOP/s, or its cache
     entry (bench.hardware.probe) with ``stale``. The share of the peak is never above 1: a run that achieved more than the
     peak, or a peak flagged for a new probe, gives ``peak_fraction`` None and ``peak_stale`` True."""
-    config = record.get("config") or {}
-    info = record.get("info") or {}
-    summary = run_summary.summary_of(record)
+    config, info = record.config, record.info
+    summary = record.summarized
     achieved = compare.achieved_gflops(record)
     entry = peak if isinstance(peak, Mapping) else {}
     peak_gflops = entry.get("peak_gflops") if isinstance(peak, Mapping) else peak
     stale = bool(entry.get("stale")) or bool(achieved and peak_gflops and achieved > peak_gflops)
-    verdict = diagnosis.of_record(record, None if stale else peak_gflops)
+    verdict = run_summary.diagnosis_of(record, None if stale else peak_gflops)
     return SweepRow(
-        run_id=record.get("id"),
-        status=record.get("status"),
+        run_id=record.id,
+        status=str(record.status),
         size=config.get("size"),
         batch_size=config.get("batch_size"),
         steps_per_execution=config.get("steps_per_execution") or 1,
-        target=text_of_record(record),
+        target=text_of_config(config),
         devices=device_count(record),
         per_device_batch_size=info.get("per_device_batch_size"),
         params=info.get("params"),
@@ -172,13 +172,12 @@ def sweep_row(record: Mapping[str, Any], peak: float | Mapping[str, Any] | None)
     )
 
 
-def device_count(record: Mapping[str, Any]) -> int:
+def device_count(record: Run) -> int:
     """The devices a run trained on: the replicas its worker reported, else the count its config asked for, else 1."""
-    info = record.get("info") or {}
-    replicas = info.get("replicas")
+    replicas = record.info.get("replicas")
     if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 1:
         return replicas
-    asked = (record.get("config") or {}).get("devices")
+    asked = record.config.get("devices")
     return asked if isinstance(asked, int) and not isinstance(asked, bool) and asked >= 1 else 1
 
 
@@ -294,6 +293,6 @@ def on_gpu(row: SweepRow) -> bool:
         return False
 
 
-def _on_gpu_record(record: Mapping[str, Any]) -> bool:
-    found = of_record(record)
+def _on_gpu_record(record: Run) -> bool:
+    found = of_config(record.config)
     return found is not None and found.is_gpu

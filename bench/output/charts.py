@@ -18,10 +18,11 @@ import plotly.graph_objects as go  # figure built while another thread is half-w
 from plotly.subplots import make_subplots
 
 from bench.analysis import sweeps
+from bench.analysis.run_summary import Run
 from bench.analysis.sweeps import SweepRow, SweepSpeedup
 from bench.output import chart_style as style
 from bench.output.chart_style import PALETTE
-from bench.readings import Epoch, GpuReading, Sample, epochs_of, samples_of
+from bench.readings import Epoch, GpuReading, Sample
 
 GPU_DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
 MAX_POINTS = 1500  # per line drawn; longer histories are thinned evenly for drawing only
@@ -47,10 +48,10 @@ class Series:
     phases: Sequence[Mapping[str, Any]] | None = None
 
     @classmethod
-    def of_record(cls, record: Mapping[str, Any], label: str) -> Series:
-        """A run record's series (its ``epochs`` and ``samples`` as this project wrote them)."""
-        phases = (record.get("info") or {}).get("phases")
-        return cls(label=label, epochs=epochs_of(record.get("epochs")), samples=samples_of(record.get("samples")),
+    def of_record(cls, record: Run, label: str) -> Series:
+        """A run's series: its epochs, samples and start-up phases."""
+        phases = record.info.get("phases")
+        return cls(label=label, epochs=record.epochs, samples=record.samples,
                    phases=phases if isinstance(phases, list) else None)
 
 

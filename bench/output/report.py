@@ -1,7 +1,8 @@
 """Run records in and out: JSON, CSV and self-contained HTML exports, and validated JSON imports into the store.
 
-A run record is the JSON the CLI writes (``RunSnapshot.record()``, schema ``bench.run/1``); a comparison wraps
-several (``bench.comparison/1``: ``runs`` plus the speed-ups of each run against the first). Exports never touch the
+A run is a ``records.RunRecord`` (``RunSnapshot.record()``, ``Store.get_run``), written as JSON of schema
+``bench.run/1``; a comparison (``records.Comparison``, ``bench.comparison/1``) holds several runs plus the speed-ups
+of each against the first. Exports never touch the
 framework; imports are checked field by field (:func:`validate_record`) and every problem raises
 :class:`RecordError` whose message names the field, what it holds and what to do, never a KeyError traceback.
 An imported GPU run must import on a CPU-only machine, so an imported config is checked for shape, not validated
@@ -27,9 +28,11 @@ from bench import records
 from bench.output import charts
 from bench.analysis import compare, metrics, run_summary
 from bench.config import ConfigError, RunConfig
-from bench.readings import epochs_of, samples_of
+from bench.readings import Epoch, Sample
 from bench.records import ACTIVE as ACTIVE_STATUSES
-from bench.records import COMPARISON_SCHEMA, EXPORT_HINT, RecordError
+from bench.records import EXPORT_HINT, RecordError, RunRecord
+
+Importable = records.RunRecord | records.Comparison  # what a file or an export holds: one run, or a comparison
 
 MAX_RECORD_BYTES = 50 * 2**20
 IMPORTED_PREFIX = "imported: "
@@ -55,14 +58,6 @@ def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def _runs_of(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The runs a document holds: a comparison's runs, or a run and the members of its multi-worker run (each stored
-    as a run of its own, which the store reads back as one run by their shared cluster id)."""
-    if doc.get("schema") == COMPARISON_SCHEMA:
-        return list(doc.get("runs") or [])
-    return [doc, *(doc.get("members") or [])]
-
-
 def hardware_label(hardware: Mapping[str, Any] | None) -> str:
     """A short machine description from a record's ``hardware`` dict (``bench.hardware.devices.Hardware.to_dict()``)."""
     hw = hardware if isinstance(hardware, Mapping) else {}
@@ -83,47 +78,37 @@ def hardware_label(hardware: Mapping[str, Any] | None) -> str:
     return f"{cpu.get('model') or 'unknown CPU'}{core_text}, no GPU"
 
 
-def _config(record: Mapping[str, Any]) -> RunConfig | None:
+def _config(config: Mapping[str, Any]) -> RunConfig | None:
     try:
-        return RunConfig.from_dict(dict(record.get("config") or {}))
+        return RunConfig.from_dict(dict(config))
     except (ConfigError, TypeError, ValueError):
         return None
 
 
-def run_label(record: Mapping[str, Any]) -> str:
+def run_label(record: RunRecord) -> str:
     """The run's stored label, else its config's label, else ``run ID``."""
-    if isinstance(record.get("label"), str) and record["label"]:
-        return record["label"]
-    config = _config(record)
-    return config.label() if config is not None else f"run {record.get('id')}"
+    if record.label:
+        return record.label
+    config = _config(record.config)
+    return config.label() if config is not None else f"run {record.id}"
 
 
-
-def _display_names(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+def _display_names(runs: Sequence[RunRecord]) -> list[str]:
     """Short names for runs side by side: the target (cpu, cpu/1, gpu:0), with ``#id`` where targets repeat."""
     targets = [compare.target(r) for r in runs]
-    return [t if targets.count(t) == 1 else f"{t} #{r.get('id', i + 1)}" for i, (t, r) in enumerate(zip(targets, runs))]
+    return [t if targets.count(t) == 1 else f"{t} #{r.id if r.id is not None else i + 1}"
+            for i, (t, r) in enumerate(zip(targets, runs))]
 
 
 # -- building records -------------------------------------------------------------------------------------------------
-def record_from_store(run: Mapping[str, Any]) -> dict[str, Any]:
-    """A run from ``Store.get_run(...)`` as a ``bench.run/1`` record (built by ``records.run_record``, as a live
-    run's is). The summary is computed from the epochs and samples the run has, whatever its status."""
-    return records.run_record(
-        id=run.get("id"), status=str(run.get("status")), config=run.get("config") or {}, hardware=run.get("hardware"),
-        info=run.get("info"), created_at=run.get("created_at"), started_at=run.get("started_at"),
-        ended_at=run.get("ended_at"), error=run.get("error"), store_error=None, epochs=run.get("epochs") or [],
-        samples=run.get("samples") or [], label=run.get("label"),
-        members=[record_from_store(m) for m in run.get("members") or []])
-
-
 comparison_record = records.comparison_record
 
 
 # -- exports ----------------------------------------------------------------------------------------------------------
-def to_json(record_or_comparison: Mapping[str, Any]) -> str:
-    """Pretty, strict JSON text (a NaN loss is written as null; anything exotic becomes a string)."""
-    return records.json_text(record_or_comparison)
+def to_json(record: Importable) -> str:
+    """A run's or comparison's record as pretty, strict JSON text (a NaN loss is written as null; anything exotic
+    becomes a string)."""
+    return records.json_text(record.to_dict())
 
 
 # a cell a spreadsheet would read as a formula (OWASP "CSV injection"): text that starts with one of these
@@ -177,10 +162,10 @@ def check_writable(path: str | os.PathLike[str]) -> None:
     probe.unlink()
 
 
-def _epochs_frame(epochs: Sequence[Mapping[str, Any]]) -> Any:
+def _epochs_frame(epochs: Sequence[Epoch]) -> Any:
     import pandas as pd
 
-    rows = [_flat(e) for e in epochs]
+    rows = [_flat(e.to_dict()) for e in epochs]
     extras: list[str] = []
     for row in rows:
         extras.extend(k for k in row if k not in EPOCH_COLUMNS and k not in extras)
@@ -201,9 +186,10 @@ def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _samples_frame(samples: Sequence[Mapping[str, Any]]) -> Any:
+def _samples_frame(typed: Sequence[Sample]) -> Any:
     import pandas as pd
 
+    samples = [s.to_dict() for s in typed]
     nested = {"cpu_per_core", "gpus"}
     extras: list[str] = []
     for s in samples:
@@ -228,7 +214,7 @@ def _samples_frame(samples: Sequence[Mapping[str, Any]]) -> Any:
     return pd.DataFrame(rows, columns=columns)
 
 
-def to_csv(record: Mapping[str, Any]) -> dict[str, str]:
+def to_csv(record: Importable) -> dict[str, str]:
     """CSV text per table: ``epochs.csv`` and ``samples.csv`` (samples flattened: ``cpu_core_N``, ``gpuI_field``).
 
     A comparison gives ``comparison.csv`` plus ``N-run-ID-epochs.csv`` / ``N-run-ID-samples.csv`` per run.
@@ -236,21 +222,21 @@ def to_csv(record: Mapping[str, Any]) -> dict[str, str]:
     """
     import pandas as pd
 
-    if record.get("schema") == COMPARISON_SCHEMA:
+    if isinstance(record, records.Comparison):
         files: dict[str, str] = {}
-        pairs = (record.get("comparison") or {}).get("pairs") or []
+        pairs = (record.comparison or {}).get("pairs") or []
         files["comparison.csv"] = spreadsheet_safe(pd.DataFrame([dict(p) for p in pairs])).to_csv(index=False)
-        for i, run in enumerate(record.get("runs") or []):
+        for i, run in enumerate(record.runs):
             for name, text in to_csv(run).items():
-                files[f"{i + 1}-run-{run.get('id')}-{name}"] = text
+                files[f"{i + 1}-run-{run.id}-{name}"] = text
         return files
     return {
-        "epochs.csv": spreadsheet_safe(_epochs_frame(record.get("epochs") or [])).to_csv(index=False),
-        "samples.csv": spreadsheet_safe(_samples_frame(record.get("samples") or [])).to_csv(index=False),
+        "epochs.csv": spreadsheet_safe(_epochs_frame(record.epochs)).to_csv(index=False),
+        "samples.csv": spreadsheet_safe(_samples_frame(record.samples)).to_csv(index=False),
     }
 
 
-def to_csv_zip(record: Mapping[str, Any]) -> bytes:
+def to_csv_zip(record: Importable) -> bytes:
     """A zip holding the CSVs of :func:`to_csv` and the full JSON record (``record.json``)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -266,11 +252,11 @@ def _fmt_number(value: Any, fmt: str, unit: str = "") -> str:
     return f"{format(value, fmt)}{unit}"
 
 
-def _run_headline(record: Mapping[str, Any]) -> str:
-    epochs = epochs_of(record.get("epochs"))
-    summary = run_summary.summarize(epochs, samples_of(record.get("samples")))
+def _run_headline(record: RunRecord) -> str:
+    epochs = record.epochs
+    summary = run_summary.summarize(epochs, record.samples)
     steady, first = summary.steady_epoch_seconds, summary.first_epoch_seconds
-    where = (record.get("info") or {}).get("placement")
+    where = record.info.get("placement")
     where_text = f" on {where}" if where else ""
     if steady is None:
         return (f"No steady-state epoch yet{where_text}: it needs at least two epochs (epoch 1 includes tracing); "
@@ -280,15 +266,13 @@ def _run_headline(record: Mapping[str, Any]) -> str:
             f"{'s' if count != 1 else ''} after the first); first epoch, with tracing: {metrics.format_seconds(first)}.")
 
 
-def _run_section(record: Mapping[str, Any], name: str) -> str:
-    summary = run_summary.summarize(epochs_of(record.get("epochs")), samples_of(record.get("samples")))
-    raw_info, raw_error = record.get("info"), record.get("error")
-    info: Mapping[str, Any] = raw_info if isinstance(raw_info, Mapping) else {}
-    error: Mapping[str, Any] | None = raw_error if isinstance(raw_error, Mapping) else None
+def _run_section(record: RunRecord, name: str) -> str:
+    summary = run_summary.summarize(record.epochs, record.samples)
+    info, error = record.info, record.error
     facts: list[tuple[str, str]] = [
-        ("run", f"#{record.get('id')} · {run_label(record)}"),
-        ("status", str(record.get("status"))),
-        ("hardware", hardware_label(record.get("hardware"))),
+        ("run", f"#{record.id} · {run_label(record)}"),
+        ("status", str(record.status)),
+        ("hardware", hardware_label(record.hardware)),
         ("trained on", str(info.get("placement") or "—")),
         ("framework", str(info.get("framework") or "—")),
         ("model", str(info.get("model_description") or "—")),
@@ -307,9 +291,8 @@ def _run_section(record: Mapping[str, Any], name: str) -> str:
     if error:
         facts.append(("error", f"{error.get('message') or error.get('error_type')} — {error.get('hint') or ''}"))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
-    raw_config = record.get("config")
-    config: Mapping[str, Any] = raw_config if isinstance(raw_config, Mapping) else {}
-    config_rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e('—' if v is None else v)}</td></tr>" for k, v in config.items())
+    config_rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e('—' if v is None else v)}</td></tr>"
+                          for k, v in record.config.items())
     return (f"<section class='run'><h2>{_e(name)}</h2><p>{_e(_run_headline(record))}</p>"
             f"<table>{rows}</table><h3>Configuration</h3><table class='config'>{config_rows}</table></section>")
 
@@ -319,20 +302,18 @@ _CSS = ("<style>table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom
         "font-weight:600}.note{color:#5c6370;font-size:.9em}section.run{margin:1.5em 0}</style>")
 
 
-def to_html(record_or_comparison: Mapping[str, Any]) -> str:
+def to_html(record: Importable) -> str:
     """A self-contained HTML report (plotly.js inlined once; opens offline) for a run record or a comparison.
 
     Holds the headline (for a comparison: "B trains X.Xx faster than A (median steady epoch; spread ...; total
     time ratio ...)"), the first (tracing) epoch reported apart, hardware and configuration per run, and the charts
     of :mod:`bench.output.charts`. Every string from the record is HTML-escaped.
     """
-    doc = record_or_comparison
-    runs = _runs_of(doc)
+    runs = runs_of(record)
     names = _display_names(runs)
-    if doc.get("schema") == COMPARISON_SCHEMA:
-        comparison = doc.get("comparison") if isinstance(doc.get("comparison"), Mapping) else None
+    if isinstance(record, records.Comparison):
         pairs = ([compare.Pair.from_dict(p, f"comparison.pairs[{i}]")
-                  for i, p in enumerate((comparison or {}).get("pairs") or [])] or compare.pairs(runs))
+                  for i, p in enumerate((record.comparison or {}).get("pairs") or [])] or compare.pairs(runs))
         headlines = []
         for i, pair in enumerate(pairs, start=1):
             named = dataclasses.replace(pair, baseline_target=names[0],
@@ -343,10 +324,10 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
                 headlines.append("Caution: " + caution)
         title = "Training speed: " + " vs ".join(names)
     else:
-        headlines = [_run_headline(doc)]
-        title = f"Training run #{doc.get('id')}: {run_label(doc)}"
+        headlines = [_run_headline(record)]
+        title = f"Training run #{record.id}: {run_label(record)}"
     firsts = "; ".join(
-        f"{name} {metrics.format_seconds(run_summary.summarize(epochs_of(r.get('epochs')), []).first_epoch_seconds)}"
+        f"{name} {metrics.format_seconds(run_summary.summarize(r.epochs, []).first_epoch_seconds)}"
         for name, r in zip(names, runs))
     intro = "".join(f"<p class='headline'>{_e(h)}</p>" for h in headlines)
     intro += (f"<p>First epoch, which includes graph tracing and is left out of every steady-state figure: "
@@ -369,7 +350,6 @@ def to_html(record_or_comparison: Mapping[str, Any]) -> str:
 
 
 # -- validation and import --------------------------------------------------------------------------------------------
-Importable = records.RunRecord | records.Comparison
 
 
 def validate_record(data: Any) -> Importable:
@@ -455,9 +435,9 @@ def _partial_copy(store: Any, run: records.RunRecord) -> int | None:
     if not isinstance(run_id, int) or not _is_int(run_id) or run_id < 1 or not _is_number(run.created_at):
         return None
     stored = store.get_run(run_id, with_samples=False)
-    if stored is None or stored.get("created_at") != run.created_at or stored.get("config") != run.config:
+    if stored is None or stored.created_at != run.created_at or stored.config != run.config:
         return None
-    if len(stored.get("epochs") or []) > len(run.epochs):
+    if len(stored.epochs) > len(run.epochs):
         return None  # the store holds more of it than the file: nothing to complete
     return run_id
 
@@ -486,7 +466,7 @@ def import_into_store(store: Any, record: Importable | Mapping[str, Any]) -> lis
                               summary=run_summary.summarize(run.epochs, run.samples, info=run.info, config=run.config))
             ids.append(partial)
             continue
-        label = run_label({"label": run.label, "config": run.config, "id": run.id})  # not to_dict: no second summary
+        label = run_label(run)
         if not label.startswith(IMPORTED_PREFIX):
             label = IMPORTED_PREFIX + label
         status = str(run.status)

@@ -201,9 +201,11 @@ class JobManager:
                 raise RunActiveError(f"Run #{run_id} is still {state.status}: stop it first, then delete it.")
         if self.store is not None:
             stored = self.store.get_run(run_id, with_samples=False)
-            if stored is not None and stored["status"] in records.ACTIVE and state is None:
-                raise RunActiveError(f"Run #{run_id} is {stored['status']} in another process "
-                                     f"({stored.get('owner_pid')} on {stored.get('owner_host')}): stop it there first.")
+            if stored is not None and stored.status in records.ACTIVE and state is None:
+                owner = self.store.owner_of(run_id)
+                where = f"{owner.pid} on {owner.host}" if owner is not None else "no owner recorded"
+                raise RunActiveError(f"Run #{run_id} is {stored.status} in another process ({where}): "
+                                     "stop it there first.")
             self.store.delete_run(run_id)
         with self._lock:
             self._runs.pop(run_id, None)
@@ -249,8 +251,9 @@ class JobManager:
                 elif version != self._stored_version:
                     run = self.store.get_run(version[0])
                     owner = None
-                    if run is not None and run["status"] not in TERMINAL:
-                        owner = f"process {run.get('owner_pid')} on {run.get('owner_host')}"
+                    if run is not None and run.status not in TERMINAL:
+                        found = self.store.owner_of(version[0])
+                        owner = f"process {found.pid} on {found.host}" if found is not None else "another process"
                     snap = RunSnapshot.from_stored(run, owner=owner) if run is not None else None
                 self._stored_version = version
             except StoreError as exc:
@@ -404,8 +407,8 @@ class JobManager:
         while time.monotonic() < deadline and not self._shutdown:
             try:
                 self.store.mark_orphans_interrupted()
-                busy = [r["id"] for r in self.store.list_runs()
-                        if r["status"] in records.ACTIVE and r["id"] not in self._runs]
+                busy = [r.id for r in self.store.list_runs()
+                        if r.status in records.ACTIVE and r.id not in self._runs]
             except StoreError:
                 return
             if not busy:

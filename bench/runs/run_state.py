@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench import records
-from bench.readings import Epoch, Sample, epochs_of, samples_of
+from bench.readings import Epoch, Sample
 from bench.analysis import metrics, run_summary
 from bench.analysis.run_summary import RunSummary
 from bench.config import RunConfig
@@ -125,23 +125,23 @@ class RunSnapshot:
         return max(0.0, (epochs_total - done - in_epoch) * per_epoch)
 
     @classmethod
-    def from_stored(cls, run: dict[str, Any], *, owner: str | None = None) -> RunSnapshot:
+    def from_stored(cls, run: records.RunRecord, *, owner: str | None = None) -> RunSnapshot:
         """A run read back from the store (``Store.get_run``): after a restart, or one another process runs."""
         return cls(
-            id=int(run["id"]), config=RunConfig.from_dict(run.get("config") or {}), status=Status(run["status"]),
-            created_at=float(run.get("created_at") or 0.0), started_at=run.get("started_at"),
-            ended_at=run.get("ended_at"), phase=str(run["status"]), info=dict(run.get("info") or {}), progress={},
-            epochs=epochs_of(run.get("epochs")), samples=samples_of(run.get("samples")), error=run.get("error"),
-            store_error=None, hardware=dict(run.get("hardware") or {}), queue_position=None, saved=True, owner=owner)
+            id=int(run.id or 0), config=RunConfig.from_dict(run.config), status=run.status,
+            created_at=float(run.created_at or 0.0), started_at=run.started_at, ended_at=run.ended_at,
+            phase=str(run.status), info=dict(run.info), progress={}, epochs=run.epochs, samples=run.samples,
+            error=run.error, store_error=None, hardware=dict(run.hardware), queue_position=None, saved=True,
+            owner=owner)
 
-    def record(self) -> dict[str, Any]:
-        """The ``bench.run/1`` record the CLI writes and exports use (built by ``records.run_record``), with this
-        snapshot's own summary rather than a second one computed from the same epochs and samples."""
-        return records.run_record(
-            id=self.id, status=self.status, config=self.config.to_dict(), hardware=self.hardware, info=self.info,
-            created_at=self.created_at, started_at=self.started_at, ended_at=self.ended_at, error=self.error,
-            store_error=self.store_error, epochs=[e.to_dict() for e in self.epochs],
-            samples=[s.to_dict() for s in self.samples], summary=self.summary)
+    def record(self) -> records.RunRecord:
+        """The ``bench.run/1`` record the CLI writes and exports use, with this snapshot's own summary rather than a
+        second one computed from the same epochs and samples."""
+        return records.RunRecord(
+            id=self.id, status=Status(self.status), config=self.config.to_dict(), hardware=dict(self.hardware),
+            info=dict(self.info), created_at=self.created_at, started_at=self.started_at, ended_at=self.ended_at,
+            error=dict(self.error) if self.error else None, store_error=self.store_error, epochs=self.epochs,
+            samples=self.samples, summary=self.summary)
 
 
 @dataclass

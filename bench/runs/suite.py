@@ -146,19 +146,19 @@ def _keras_version() -> str | None:
 class SuiteResult:
     """What a suite run gave: the run records in order, whether the store holds each, and whether Ctrl-C ended it."""
 
-    runs: tuple[dict[str, Any], ...]
+    runs: tuple[records.RunRecord, ...]
     saved: tuple[bool, ...]
     interrupted: bool
     wall_s: float
 
 
-def run_suite(configs: Sequence[RunConfig], run_one: Callable[[RunConfig], tuple[dict[str, Any], bool]],
+def run_suite(configs: Sequence[RunConfig], run_one: Callable[[RunConfig], tuple[records.RunRecord, bool]],
               say: Callable[[str], None], stop_requested: Callable[[], bool] = lambda: False) -> SuiteResult:
     """Run each config with ``run_one`` (the CLI's foreground run), saying what runs and what is left before each.
     Ctrl-C ends the suite and keeps what finished before it: ``stop_requested()`` true after a run (the CLI's
     handler saw Ctrl-C; the run it cut short, stopped or failed by the same signal in its worker, is left out), a
     run that ends ``stopped``, or KeyboardInterrupt between runs."""
-    runs: list[dict[str, Any]] = []
+    runs: list[records.RunRecord] = []
     saved: list[bool] = []
     started = time.monotonic()
     interrupted = False
@@ -167,14 +167,14 @@ def run_suite(configs: Sequence[RunConfig], run_one: Callable[[RunConfig], tuple
             say(f"== suite {i}/{len(configs)}: {config.label()} · {len(configs) - i} left after it · "
                 f"{_elapsed(time.monotonic() - started)} so far")
             record, ok = run_one(config)
-            if stop_requested() or record["status"] == Status.STOPPED:
+            if stop_requested() or record.status == Status.STOPPED:
                 interrupted = True
                 say("   stopped: the suite ends here; the runs that finished are kept")
                 break
             runs.append(record)
             saved.append(ok)
-            if record["status"] != Status.FINISHED:
-                say(f"   run ended {record['status']}: {(record.get('error') or {}).get('message', '')}")
+            if record.status != Status.FINISHED:
+                say(f"   run ended {record.status}: {(record.error or {}).get('message', '')}")
     except KeyboardInterrupt:
         interrupted = True
         say("\nstopped: the suite ends here; the runs that finished are kept")
@@ -190,7 +190,7 @@ def bundle(result: SuiteResult, *, machine: Mapping[str, Any], variant: str, lab
            ) -> dict[str, Any]:
     """The suite's ``bench.bundle/1`` document: finished runs only (a failed run says nothing about the machine;
     the command reports it), the fingerprint, prices and peaks."""
-    finished = [r for r in result.runs if r["status"] == Status.FINISHED]
+    finished = [r for r in result.runs if r.status == Status.FINISHED]
     wall = f"suite wall time {_elapsed(result.wall_s)}" + (" (stopped early with Ctrl-C)" if result.interrupted else "")
     return records.bundle_record(machine=machine, suite_version=SUITE_VERSION, suite_variant=variant, runs=finished,
                                  label=label, notes="; ".join(n for n in (notes, wall) if n), created_at=time.time(),

@@ -52,7 +52,7 @@ def store_of(server: Any) -> Store:
 def start_and_wait_running(page: Any, store: Store) -> int:
     """Press Start on the Train page and wait until the store has the run running; its id."""
     page.get_by_role("button", name="Start").click()
-    run_id: int = wait_for(lambda: (runs := store.list_runs()) and runs[-1]["status"] == "running" and runs[-1]["id"],
+    run_id: int = wait_for(lambda: (runs := store.list_runs()) and runs[-1].status == "running" and runs[-1].id,
                            60, "the run to be running")
     return run_id
 
@@ -82,7 +82,7 @@ def what_the_page_shows(page: Any, server: Any) -> str:
     """For a failure message: the newest run as the store has it, the page's status and progress lines (live
     element or Streamlit's), its Stop buttons and any exception or lost connection, and a screenshot's path."""
     runs = store_of(server).list_runs()
-    run = {k: runs[-1].get(k) for k in ("id", "status", "ended_at")} if runs else None
+    run = {"id": runs[-1].id, "status": str(runs[-1].status), "ended_at": runs[-1].ended_at} if runs else None
     lines = page.evaluate("""() => [...document.querySelectorAll(
         '.bench-live-header, [data-testid="stProgress"], [data-testid="stException"], [data-testid="stStatusWidget"]')]
         .map((e) => e.innerText.replace(/\\s+/g, ' ').slice(0, 200))""")

@@ -39,5 +39,5 @@ def test_the_live_header_takes_the_projector_views_sizes(browser, page, server):
             screenshot(room, "room-live-header")
         finally:
             room.context.close()
-    wait_for(lambda: store.get_run(run_id, with_samples=False)["status"] == "finished", 240,
+    wait_for(lambda: store.get_run(run_id, with_samples=False).status == "finished", 240,
              "the run to finish")  # 120 s ran out once at load average 6

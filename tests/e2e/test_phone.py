@@ -78,7 +78,7 @@ def test_a_phone_joining_a_live_run_sees_it_first_and_its_names_never_overlap(br
                                      " || 0), live: true})")
 
             wait_for(lambda: names()["all"] >= 12, 120, "a dozen epoch names on the phone's live utilization chart")
-            assert store.get_run(run_id, with_samples=False)["status"] == "running", "checked while the run is live"
+            assert store.get_run(run_id, with_samples=False).status == "running", "checked while the run is live"
             phone.wait_for_timeout(500)  # the relayout that hides names follows the draw that added them
             boxes = util.evaluate(NAMES)
             counted = names()
@@ -90,4 +90,4 @@ def test_a_phone_joining_a_live_run_sees_it_first_and_its_names_never_overlap(br
         finally:
             phone.context.close()
         page.get_by_role("button", name="Stop").click()
-    wait_for(lambda: store.get_run(run_id, with_samples=False)["status"] == "stopped", 120, "the run to stop")
+    wait_for(lambda: store.get_run(run_id, with_samples=False).status == "stopped", 120, "the run to stop")

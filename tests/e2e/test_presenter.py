@@ -81,7 +81,7 @@ def test_presenter_starts_and_stops_viewers_only_watch(presenter, viewer, presen
     set_number(presenter, "Epochs", 200)  # long enough to be stopped midway
     set_number(presenter, "Training samples (0 = all)", 2000)
     start_button(presenter).click()
-    run_id = wait_for(lambda: (runs := store_of(presenter_server).list_runs()) and runs[-1]["id"], 30, "the run")
+    run_id = wait_for(lambda: (runs := store_of(presenter_server).list_runs()) and runs[-1].id, 30, "the run")
     wait_for(lambda: presenter.get_by_role("button", name="Stop").count() > 0, 90, "the presenter's Stop button")
     wait_for(lambda: f"Run #{run_id}: running" in sidebar(viewer).inner_text(), 180, "the viewer to see the run")
     viewer.get_by_text(f"Run #{run_id}").first.wait_for()
@@ -90,7 +90,7 @@ def test_presenter_starts_and_stops_viewers_only_watch(presenter, viewer, presen
     screenshot(viewer, "viewer-during-presenter-run")
 
     presenter.get_by_role("button", name="Stop").click()
-    wait_for(lambda: store_of(presenter_server).get_run(run_id, with_samples=False)["status"] == "stopped", 60,
+    wait_for(lambda: store_of(presenter_server).get_run(run_id, with_samples=False).status == "stopped", 60,
              "the run to stop")
     wait_for(lambda: f"Run #{run_id}: stopped" in sidebar(viewer).inner_text(), 120, "the viewer to see it stopped")
     wait_for(lambda: f"Run #{run_id} stopped" in viewer.inner_text("body"), 60, "the viewer's panel to say stopped")

@@ -46,7 +46,7 @@ def test_a_real_cpu_run_draws_both_charts_live_and_the_next_run_takes_the_presta
     assert shot.stat().st_size > 10_000
     store = store_of(training_server)
     run = store.get_run(1, with_samples=False)
-    assert run["info"]["framework"].startswith(("tensorflow", "keras")), run["info"]["framework"]
+    assert run.info["framework"].startswith(("tensorflow", "keras")), run.info["framework"]
 
     # the server now keeps the next worker with TensorFlow loaded, says so, and the next run goes to it
     wait_for(lambda: page.get_by_text("Worker ready").count() > 0, 120, "the pre-started worker to be ready")
@@ -56,10 +56,10 @@ def test_a_real_cpu_run_draws_both_charts_live_and_the_next_run_takes_the_presta
     set_number(page, "Batch size", 128)
     page.get_by_role("button", name="Start").click()
     page.get_by_text("Run #2").first.wait_for(timeout=30_000)
-    second = wait_for(lambda: (r := store.get_run(2, with_samples=False)) and r["status"] in ("finished", "failed")
+    second = wait_for(lambda: (r := store.get_run(2, with_samples=False)) and r.status in ("finished", "failed")
                       and r, 120, "the second run to end")
-    assert second["status"] == "finished", second.get("error")
-    assert second["info"]["worker_start"].startswith("pre-started"), second["info"]
+    assert second.status == "finished", second.error
+    assert second.info["worker_start"].startswith("pre-started"), second.info
 
 
 def test_stop_a_run_midway(page, server):
@@ -76,5 +76,5 @@ def test_stop_a_run_midway(page, server):
         raise AssertionError(f"{exc}; {what_the_page_shows(page, server)}") from None
     wait_for(lambda: page.get_by_role("button", name="Stop").count() == 0, 10, "the Stop button to go away")
     run = store_of(server).list_runs()[-1]
-    assert run["status"] == "stopped" and 1 <= len(store_of(server).get_run(run["id"])["epochs"]) < 200, run
+    assert run.status == "stopped" and 1 <= len(store_of(server).get_run(run.id).epochs) < 200, run
     screenshot(page, "train-stopped")

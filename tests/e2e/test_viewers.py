@@ -6,9 +6,11 @@ from __future__ import annotations
 import threading
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from bench.store import Store
-from tests.e2e.steps import bar_count, new_page, open_train, screenshot, set_number, sidebar, store_of
+from tests.e2e.steps import (bar_count, new_page, open_train, screenshot, set_number, sidebar, store_of,
+                             what_the_page_shows)
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -55,8 +57,8 @@ class StoreWatch:
     def _run(self) -> None:
         while not self._stop.is_set():
             runs = self.store.list_runs()
-            active = [r["id"] for r in runs if r["status"] in ACTIVE]
-            queued = [r["id"] for r in runs if r["status"] == "queued"]
+            active = [r.id for r in runs if r.status in ACTIVE]
+            queued = [r.id for r in runs if r.status == "queued"]
             self.max_active = max(self.max_active, len(active))
             if len(active) > 1:
                 self.active_seen.append(active)
@@ -86,8 +88,11 @@ RECORD_SIDEBAR = """() => {
 def test_five_viewers_see_the_same_run_live(viewers, server):
     for page in viewers:  # all five load at once, as a class opening the link together
         page.goto(server.url, wait_until="commit")
-    for page in viewers:
-        page.get_by_label("Epochs", exact=True).wait_for(timeout=90_000)
+    for i, page in enumerate(viewers):
+        try:  # five first script runs share two cores (beside another test process in the suite: 90 s ran out)
+            page.get_by_label("Epochs", exact=True).wait_for(timeout=150_000)
+        except PlaywrightTimeout:
+            raise AssertionError(f"viewer {i} shows no Train form: {what_the_page_shows(page, server)}") from None
         page.evaluate(RECORD_SIDEBAR)
     starter = viewers[0]
     set_number(starter, "Epochs", 3)
@@ -118,7 +123,7 @@ def test_five_viewers_see_the_same_run_live(viewers, server):
     # viewer showed while the run was still going, not by a deadline per update.
     with server.holding_last_epoch():
         starter.get_by_role("button", name="Start").click()
-        run_id = wait_for(lambda: (runs := store_of(server).list_runs()) and runs[-1]["id"], 30, "the run in the store")
+        run_id = wait_for(lambda: (runs := store_of(server).list_runs()) and runs[-1].id, 30, "the run in the store")
         try:
             wait_for(lambda: look(run_id) or all(any(s.startswith("running") for s in a) for a in active().values()),
                      180, "every viewer to show the run going", poll_s=0.2)
@@ -129,19 +134,19 @@ def test_five_viewers_see_the_same_run_live(viewers, server):
     run = store_of(server).get_run(run_id)
     for i in range(VIEWERS):
         assert shown[i], (f"viewer {i} showed the run only after it ended: {seen[i]}; all viewers: {seen}; "
-                           f"run {run['started_at']} to {run['ended_at']}")
+                           f"run {run.started_at} to {run.ended_at}")
     progress_lines = set().union(*shown.values())
     assert any(s.startswith("running") for s in progress_lines), progress_lines
     assert len(progress_lines) >= 2, f"the viewers saw the run move on, not one frozen state: {progress_lines}"
     finals = {viewers[i].get_by_text("Finished: steady epoch").first.inner_text() for i in range(VIEWERS)}
     assert len(finals) == 1, f"every viewer shows the same result: {finals}"
-    assert [r["status"] for r in store_of(server).list_runs()] == ["finished"]
+    assert [r.status for r in store_of(server).list_runs()] == ["finished"]
     screenshot(viewers[-1], "viewer-5-finished")
 
 
 def test_two_start_clicks_at_once_give_one_running_and_one_queued(viewers, server):
     store = store_of(server)
-    known = {r["id"] for r in store.list_runs()}
+    known = {r.id for r in store.list_runs()}
     a, b = viewers[1], viewers[2]  # still on the Train page, settings open (they did not press Start before)
     for page in (a, b):
         if not page.get_by_label("Epochs", exact=True).is_visible():  # this test run on its own
@@ -154,16 +159,16 @@ def test_two_start_clicks_at_once_give_one_running_and_one_queued(viewers, serve
         b.get_by_role("button", name="Start").dispatch_event("click")
 
         def two_new_runs():
-            return len([r for r in store.list_runs() if r["id"] not in known]) == 2
+            return len([r for r in store.list_runs() if r.id not in known]) == 2
 
         wait_for(two_new_runs, 60, "both clicks to create a run")  # 30 s ran out once at load average 6
-        new = lambda: [r for r in store.list_runs() if r["id"] not in known]  # noqa: E731
+        new = lambda: [r for r in store.list_runs() if r.id not in known]  # noqa: E731
         pages_said_queued = []
 
         def both_ended() -> bool:
             pages_said_queued.extend(
                 p for p in (a, b) if "more run(s) queued" in (t := p.inner_text("body")) or "Queued (position" in t)
-            return all(r["status"] not in (*ACTIVE, "queued") for r in new())
+            return all(r.status not in (*ACTIVE, "queued") for r in new())
 
         wait_for(both_ended, 180, "both runs to end", poll_s=0.3)
 
@@ -171,7 +176,7 @@ def test_two_start_clicks_at_once_give_one_running_and_one_queued(viewers, serve
     assert watch.max_active == 1, f"two runs were active at once: {watch.active_seen[:3]}"
     assert watch.queued_behind_active, "the second run waited in the queue"
     assert pages_said_queued, "a page said that a run is queued"
-    first, second = sorted(new(), key=lambda r: r["id"])
-    assert [first["status"], second["status"]] == ["finished", "finished"]
-    assert first["ended_at"] <= second["started_at"], "the second run started only after the first ended"
-    assert len(first["epochs"]) == len(second["epochs"]) == 2
+    first, second = sorted(new(), key=lambda r: r.id)
+    assert [first.status, second.status] == ["finished", "finished"]
+    assert first.ended_at <= second.started_at, "the second run started only after the first ended"
+    assert len(first.epochs) == len(second.epochs) == 2

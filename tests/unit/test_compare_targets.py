@@ -8,12 +8,22 @@ import pytest
 
 from bench.analysis import compare, sweeps
 from bench.config import ConfigError, RunConfig
+from bench.records import RunRecord
 from bench.target import Target
 
 
-def record(run_id: int, target: str, total: float | None = None, steady: float | None = None) -> dict[str, Any]:
-    return {"id": run_id, "config": RunConfig().with_target(target).to_dict(),
+def doc(run_id: int, target: str, total: float | None = None, steady: float | None = None) -> dict[str, Any]:
+    return {"id": run_id, "status": "finished", "config": RunConfig().with_target(target).to_dict(),
             "summary": {"total_seconds": total, "steady_epoch_seconds": steady}}
+
+
+def record(run_id: int, target: str, total: float | None = None, steady: float | None = None) -> RunRecord:
+    return RunRecord.of(doc(run_id, target, total, steady))
+
+
+def of_config(config: dict[str, Any]) -> RunRecord:
+    """A run holding only this config (an old or foreign file's, say)."""
+    return RunRecord.of({"status": "finished", "config": config})
 
 
 # -- parsing targets ------------------------------------------------------------------------------------------------
@@ -36,9 +46,9 @@ def test_target_configs_change_device_and_threads_only():
 def test_a_records_target_as_text():
     assert compare.target(record(1, "cpu/2")) == "cpu/2"
     assert compare.target(record(1, "gpus")) == "gpus"
-    assert compare.target({"config": {"device": "cpu", "cpu_threads": 3, "retired_field": True}}) == "cpu/3"
-    assert compare.target({"config": {"device": "tpu"}}) == "tpu", "a malformed device is shown as stored"
-    assert compare.target_of({"config": {"device": "tpu"}}) is None
+    assert compare.target(of_config({"device": "cpu", "cpu_threads": 3, "retired_field": True})) == "cpu/3"
+    assert compare.target(of_config({"device": "tpu"})) == "tpu", "a malformed device is shown as stored"
+    assert compare.target_of(of_config({"device": "tpu"})) is None
     assert compare.target_of(record(1, "gpu:1")) == Target.parse("gpu:1")
 
 
@@ -59,16 +69,17 @@ def test_sweep_targets_put_a_cpu_first_and_speedups_take_targets():
 
 def test_sweep_row_takes_the_utilization_window_of_its_side():
     summary = {"gpu_util_window": "all samples", "cpu_util_window": "steady epochs"}
-    gpu = {**record(1, "gpus"), "summary": summary}
-    cpu = {**record(2, "cpu/1"), "summary": summary}
+    gpu = RunRecord.of({**doc(1, "gpus"), "summary": summary})
+    cpu = RunRecord.of({**doc(2, "cpu/1"), "summary": summary})
     assert sweeps.sweep_row(gpu, None).utilization_window == "all samples"
     assert sweeps.sweep_row(cpu, None).utilization_window == "steady epochs"
 
 
-def _swept(achieved_rate: float, **summary: Any) -> dict[str, Any]:
+def _swept(achieved_rate: float, **summary: Any) -> RunRecord:
     """A finished CPU run whose steady rate x FLOPs per sample gives ``achieved_rate`` GFLOP/s."""
-    return {**record(4, "cpu"), "info": {"flops_per_sample": 1e6, "params": 10},
-            "summary": {"steady_samples_per_s": achieved_rate * 1e3, "steady_epoch_seconds": 1.0, **summary}}
+    return RunRecord.of({**doc(4, "cpu"), "info": {"flops_per_sample": 1e6, "params": 10},
+                         "summary": {"steady_samples_per_s": achieved_rate * 1e3, "steady_epoch_seconds": 1.0,
+                                     **summary}})
 
 
 def test_a_share_of_the_peak_is_shown_only_when_it_holds():
@@ -103,38 +114,38 @@ def test_a_sweep_row_uses_the_summarys_achieved_figure_and_gpu_activity():
 def test_a_cpu_run_and_a_gpu_run_make_one_pair_with_their_ratio():
     gpu, cpu = record(8, "gpu:0", total=40.0, steady=3.0), record(7, "cpu/4", total=485.0, steady=45.0)
     [pair] = compare.reference_pairs([gpu, cpu])
-    assert pair["runs"] == [cpu, gpu], "the CPU run first, whatever the order of the comparison"
-    assert pair["targets"] == ["cpu/4", "gpu:0"]
-    assert (pair["cpu_seconds"], pair["gpu_seconds"]) == (485.0, 40.0)
-    assert pair["ratio"] == pytest.approx(485.0 / 40.0)
-    assert (pair["cpu_steady_seconds"], pair["gpu_steady_seconds"]) == (45.0, 3.0)
+    assert pair.runs == (cpu, gpu), "the CPU run first, whatever the order of the comparison"
+    assert pair.targets == ("cpu/4", "gpu:0")
+    assert (pair.cpu_seconds, pair.gpu_seconds) == (485.0, 40.0)
+    assert pair.ratio == pytest.approx(485.0 / 40.0)
+    assert (pair.cpu_steady_seconds, pair.gpu_steady_seconds) == (45.0, 3.0)
 
 
 def test_all_gpus_count_as_the_gpu_side():
     [pair] = compare.reference_pairs([record(1, "cpu", total=10.0), record(2, "gpus", total=2.0)])
-    assert pair["ratio"] == pytest.approx(5.0)
+    assert pair.ratio == pytest.approx(5.0)
 
 
 def test_a_pair_without_a_total_has_no_ratio():
     [pair] = compare.reference_pairs([record(1, "cpu", total=10.0), record(2, "gpu:0", total=None)])
-    assert pair["ratio"] is None and pair["cpu_seconds"] == 10.0 and pair["gpu_seconds"] is None
+    assert pair.ratio is None and pair.cpu_seconds == 10.0 and pair.gpu_seconds is None
 
 
 @pytest.mark.parametrize("targets", [("cpu/1", "cpu"), ("gpu:0", "gpu:1"), ("cpu", "gpu:0", "gpus")])
 def test_other_groups_make_one_row_per_run_on_its_own_side(targets):
     records = [record(i, t, total=10.0 + i, steady=1.0 + i) for i, t in enumerate(targets)]
     rows = compare.reference_pairs(records)
-    assert [r["runs"] for r in rows] == [[r] for r in records]
+    assert [r.runs for r in rows] == [(r,) for r in records]
     for row, name in zip(rows, targets):
         on_cpu = Target.parse(name).is_cpu
-        total, steady = row["runs"][0]["summary"]["total_seconds"], row["runs"][0]["summary"]["steady_epoch_seconds"]
-        assert row["targets"] == [name] and row["ratio"] is None
-        assert (row["cpu_seconds"], row["gpu_seconds"]) == ((total, None) if on_cpu else (None, total))
-        assert (row["cpu_steady_seconds"], row["gpu_steady_seconds"]) == ((steady, None) if on_cpu else (None, steady))
+        total, steady = row.runs[0].summary.total_seconds, row.runs[0].summary.steady_epoch_seconds
+        assert row.targets == (name,) and row.ratio is None
+        assert (row.cpu_seconds, row.gpu_seconds) == ((total, None) if on_cpu else (None, total))
+        assert (row.cpu_steady_seconds, row.gpu_steady_seconds) == ((steady, None) if on_cpu else (None, steady))
 
 
 def test_a_run_whose_target_is_malformed_stands_alone():
-    odd = {"id": 3, "config": {"device": "tpu"}, "summary": {"total_seconds": 5.0}}
+    odd = RunRecord.of({"id": 3, "status": "finished", "config": {"device": "tpu"}, "summary": {"total_seconds": 5.0}})
     rows = compare.reference_pairs([record(1, "cpu", total=10.0), odd])
-    assert len(rows) == 2 and rows[1]["targets"] == ["tpu"] and rows[1]["ratio"] is None
+    assert len(rows) == 2 and rows[1].targets == ("tpu",) and rows[1].ratio is None
     assert compare.reference_pairs([]) == []

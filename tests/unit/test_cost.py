@@ -15,7 +15,7 @@ RAPL = "RAPL not readable here: /sys/class/powercap is absent"
 
 
 def run(run_id: int, target: str, times: list[float], energy: dict[str, float | None] | None = None,
-        reasons: dict[str, str] | None = None, wall: float | None = None) -> dict[str, Any]:
+        reasons: dict[str, str] | None = None, wall: float | None = None) -> records.RunRecord:
     """A run record: epoch 1 with tracing, then steady epochs of ``times``; energy per steady epoch per device."""
     epochs = [{"epoch": 1, "epoch_seconds": times[0] * 3, "includes_tracing": True, "samples_per_s": 100.0}]
     epochs += [{"epoch": i + 2, "epoch_seconds": t, "includes_tracing": False, "samples_per_s": 100.0}
@@ -29,7 +29,7 @@ def run(run_id: int, target: str, times: list[float], energy: dict[str, float | 
            "epochs": epochs, "samples": [], "summary": summary}
     if wall is not None:
         out.update(started_at=1000.0, ended_at=1000.0 + wall)
-    return out
+    return records.RunRecord.of(out)
 
 
 CPU = run(1, "cpu", [46.0, 46.0, 46.0], energy={"cpu": 2300.0}, wall=200.0)
@@ -99,7 +99,7 @@ def test_sides_within_noise_are_about_as_fast():
 
 
 def test_the_comparison_record_carries_the_ratios():
-    doc = records.comparison_record([CPU, GPU], {"cpu": 0.40, "gpu:0": 2.50})
+    doc = records.comparison_record([CPU, GPU], {"cpu": 0.40, "gpu:0": 2.50}).to_dict()
     cmp = doc["comparison"]
     assert cmp["energy_ratio"] == pytest.approx(11.5) and cmp["cost_ratio"] == pytest.approx(1.84)
     assert "less energy per epoch" in cmp["pairs"][0]["headline"]

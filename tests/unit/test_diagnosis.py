@@ -201,7 +201,7 @@ def test_summary_keeps_the_diagnosis_and_records_without_one_still_get_it():
                              samples=samples, summary=run_summary.RunSummary.of({"steady_epoch_seconds": 0.4}))
     assert "diagnosis" not in old["summary"]  # kept as it was written
     assert old["summary"] == {"steady_epoch_seconds": 0.4}
-    assert diagnosis.of_record(old).kind == "host-bound"
+    assert run_summary.diagnosis_of(records.RunRecord.of(old)).kind == "host-bound"
 
 
 def test_a_sweep_row_carries_steps_per_execution_and_the_verdict():
@@ -210,10 +210,11 @@ def test_a_sweep_row_carries_steps_per_execution_and_the_verdict():
                                 info=CPU_INFO | {"params": 100}, created_at=None, started_at=None, ended_at=None,
                                 error=None, store_error=None, epochs=epochs,
                                 samples=_samples(epochs, process=100, machine=60))
-    row = sweeps.sweep_row(record, None)
+    row = sweeps.sweep_row(records.RunRecord.of(record), None)
     assert row.steps_per_execution == 1 and row.diagnosis_kind == "host-bound"
     del record["config"]["steps_per_execution"]  # a record from before the setting
-    assert sweeps.sweep_row(record, None).steps_per_execution == 1
+    assert "steps_per_execution" not in records.RunRecord.of(record).config
+    assert sweeps.sweep_row(records.RunRecord.of(record), None).steps_per_execution == 1
 
 
 def test_thresholds_are_ordered_sensibly():

@@ -335,6 +335,10 @@ def test_a_snapshots_record_carries_the_summary_it_computed(monkeypatch) -> None
     calls = []
     real = run_summary.summarize
     monkeypatch.setattr(run_summary, "summarize", lambda *a, **k: calls.append(1) or real(*a, **k))
-    assert snap.record()["summary"] == fresh
-    assert snap.record()["summary"] == snap.summary.to_dict() and len(calls) == 1, \
+    record = snap.record()
+    assert isinstance(record, records.RunRecord) and record.summary is not None
+    assert record.summary.to_dict() == fresh
+    assert record.to_dict()["summary"] == fresh, "its JSON form writes that summary"
+    assert record.summarized is record.summary
+    assert snap.record().summary.to_dict() == snap.summary.to_dict() and len(calls) == 1, \
         "one summary for the snapshot and its records"

@@ -115,12 +115,12 @@ def test_every_sample_and_epoch_is_stored_once(isolated_store: Any) -> None:
 
     for state in states:
         stored = Store(isolated_store).get_run(state.id)
-        times = Counter(s["t_s"] for s in stored["samples"])
+        times = Counter(s.t_s for s in stored.samples)
         duplicated = {t: n for t, n in times.items() if n > 1}
         lost = sorted(set(map(float, range(SAMPLES_PER_RUN))) - set(times))
-        assert not duplicated and not lost, (f"run {state.id}: {len(stored['samples'])} rows for "
+        assert not duplicated and not lost, (f"run {state.id}: {len(stored.samples)} rows for "
                                              f"{len(times)} samples; duplicated {duplicated}, lost {lost}")
-        assert [e["epoch"] for e in stored["epochs"]] == list(range(1, EPOCHS_PER_RUN + 1))
+        assert [e.epoch for e in stored.epochs] == list(range(1, EPOCHS_PER_RUN + 1))
 
 
 class HeldStore(Store):
@@ -166,6 +166,6 @@ def test_a_run_that_ends_while_the_keeper_writes_is_stored_ended_with_every_samp
         store.release.set()
         writer.close([state])
     stored = Store(isolated_store).get_run(state.id)
-    assert stored["status"] == "finished" and stored["ended_at"] is not None, (
-        f"the store says {stored['status']!r}: an older copy landed after the outcome")
-    assert sorted(s["t_s"] for s in stored["samples"]) == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert stored.status == "finished" and stored.ended_at is not None, (
+        f"the store says {str(stored.status)!r}: an older copy landed after the outcome")
+    assert sorted(s.t_s for s in stored.samples) == [0.0, 1.0, 2.0, 3.0, 4.0]

@@ -75,11 +75,12 @@ def test_worker_sigkilled_mid_run_fails_with_reason_and_keeps_epochs_and_samples
     assert "batch size" in final.error["hint"]
     assert 1 <= len(final.epochs) < 200
     stored = store.get_run(run_id)
-    assert stored["status"] == "failed"
-    assert stored["error"]["error_type"] == "WorkerDied"
-    assert [e["epoch"] for e in stored["epochs"]] == [e.epoch for e in final.epochs], "every finished epoch is kept"
-    assert len(stored["samples"]) >= len(snap.samples) > 0, "samples taken before the kill are kept"
-    assert stored["summary"]["first_epoch_seconds"] == pytest.approx(final.epochs[0].epoch_seconds)
+    assert stored.status == "failed"
+    assert stored.error["error_type"] == "WorkerDied"
+    assert [e.epoch for e in stored.epochs] == [e.epoch for e in final.epochs], "every finished epoch is kept"
+    assert len(stored.samples) >= len(snap.samples) > 0, "samples taken before the kill are kept"
+    assert stored.summary is not None, "the outcome's summary is stored with the run"
+    assert stored.summary.first_epoch_seconds == pytest.approx(final.epochs[0].epoch_seconds)
     assert_next_run_works(jm)
 
 
@@ -103,8 +104,8 @@ def test_out_of_memory_fails_saying_what_to_lower_and_the_manager_stays_usable(s
     assert "Traceback" in (snap.error.get("traceback") or ""), "the traceback is kept for the record"
     assert len(snap.epochs) == 1
     stored = store.get_run(run_id)
-    assert stored["status"] == "failed" and stored["error"]["error_type"] == "OutOfMemory"
-    assert len(stored["epochs"]) == 1
+    assert stored.status == "failed" and stored.error["error_type"] == "OutOfMemory"
+    assert len(stored.epochs) == 1
     assert_next_run_works(jm)
 
 
@@ -144,9 +145,9 @@ def test_gpu_lost_mid_run_sampling_goes_on_with_none_not_zero(store, fake_gpus):
         for gpu in sample.gpus or ():
             for key in GPU_MEASURES:
                 assert getattr(gpu, key) is None, (key, gpu)  # a gap in the chart, never a false 0
-    stored = store.get_run(run_id)["samples"]
+    stored = store.get_run(run_id).samples
     assert len(stored) >= lost_from + 5
-    assert all(g["util_percent"] is None for s in stored[lost_from:] for g in s["gpus"])
+    assert all(g.util_percent is None for s in stored[lost_from:] for g in s.gpus)
     assert snap.summary.mean_gpu_util_percent is not None, "the readings before the loss still count"
 
 
@@ -195,32 +196,32 @@ def test_server_killed_mid_run_then_restarted_marks_it_interrupted_and_keeps_epo
     try:
         def running_with_epochs_and_samples():
             run = Store(path).get_run(1)
-            ok = run and run["status"] == "running" and len(run["epochs"]) >= 2 and run["samples"]
+            ok = run and run.status == "running" and len(run.epochs) >= 2 and run.samples
             return ok and run
 
         run = wait_for(running_with_epochs_and_samples, 60, "the server's run to store epochs and samples")
-        worker_pid = (run.get("info") or {}).get("pid")
+        worker_pid = run.info.get("pid")
         os.kill(server.pid, signal.SIGKILL)  # no cleanup at all, as a crash or a power cut
         server.wait(timeout=10)
         assert worker_pid, "the worker's pid is stored with the run"
         # an orphaned worker would go on training and skew the next run's timing (and keep the GPU's memory)
         wait_for(lambda: not pid_alive(worker_pid), 10, "the worker to end with its server")
         with sqlite3.connect(path) as con:  # the row as left (a reader through Store settles dead owners first)
-            raw_status = con.execute("SELECT status FROM runs WHERE id = ?", (run["id"],)).fetchone()[0]
+            raw_status = con.execute("SELECT status FROM runs WHERE id = ?", (run.id,)).fetchone()[0]
         assert raw_status == "running", "nobody was left to record the end"
 
         restarted = JobManager(Store(path), hardware=HW, worker_target=fake_workers.quick)
-        assert restarted.interrupted_at_start == [run["id"]]
-        after = Store(path).get_run(run["id"])
-        assert after["status"] == "interrupted"
-        assert after["error"]["error_type"] == "Interrupted"
-        assert "epochs finished before then are kept" in after["error"]["message"]
-        assert after["ended_at"] is not None
-        assert len(after["epochs"]) >= len(run["epochs"]) >= 2
-        assert len(after["samples"]) >= len(run["samples"]) > 0, "samples flushed before the crash are kept"
+        assert restarted.interrupted_at_start == [run.id]
+        after = Store(path).get_run(run.id)
+        assert after.status == "interrupted"
+        assert after.error["error_type"] == "Interrupted"
+        assert "epochs finished before then are kept" in after.error["message"]
+        assert after.ended_at is not None
+        assert len(after.epochs) >= len(run.epochs) >= 2
+        assert len(after.samples) >= len(run.samples) > 0, "samples flushed before the crash are kept"
         nxt = restarted.submit(TINY.replace(epochs=1))
         assert restarted.wait(nxt, timeout_s=30).status == "finished"
-        assert nxt != run["id"]
+        assert nxt != run.id
     finally:
         if server.poll() is None:
             server.kill()
@@ -234,7 +235,7 @@ def test_store_locked_mid_run_then_free_again_gets_everything_written(store):
     store.busy_timeout_s = 0.5  # a lock held longer than this counts as a failing store (30 s by default)
     jm = manager_with(fake_workers.quick, store)
     run_id = jm.submit(TINY.replace(epochs=6))
-    wait_for(lambda: len(store.get_run(run_id, with_samples=False)["epochs"]) >= 1, 30, "the first stored epoch")
+    wait_for(lambda: len(store.get_run(run_id, with_samples=False).epochs) >= 1, 30, "the first stored epoch")
     locker = sqlite3.connect(store.path, timeout=0.1, isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")  # another program holds the write lock
     try:
@@ -252,11 +253,11 @@ def test_store_locked_mid_run_then_free_again_gets_everything_written(store):
     assert snap.status == "finished"
     assert [e.epoch for e in snap.epochs] == [1, 2, 3, 4, 5, 6], "the run is complete in memory"
     stored = store.get_run(run_id)
-    assert stored["status"] == "finished", "the outcome reached the store once it answered"
-    assert [e["epoch"] for e in stored["epochs"]] == [1, 2, 3, 4, 5, 6], "the epochs it missed were written"
-    assert stored["summary"]["steady_epoch_seconds"] is not None
+    assert stored.status == "finished", "the outcome reached the store once it answered"
+    assert [e.epoch for e in stored.epochs] == [1, 2, 3, 4, 5, 6], "the epochs it missed were written"
+    assert stored.summary is not None and stored.summary.steady_epoch_seconds is not None
     assert jm.snapshot(run_id).store_error is None
-    assert len(stored["samples"]) == len(jm.snapshot(run_id).samples), "no sample was lost"
+    assert len(stored.samples) == len(jm.snapshot(run_id).samples), "no sample was lost"
 
 
 @pytest.mark.parametrize(("sqlite_text", "hint"), [
@@ -290,8 +291,8 @@ def test_store_failing_for_good_mid_run_keeps_every_epoch_in_memory(store, monke
     assert not snap.saved
     assert snap.store_error and "Results could not be saved" in snap.store_error
     assert sqlite_text in snap.store_error and hint in snap.store_error
-    assert snap.record()["store_error"] == snap.store_error, "exports carry the warning"
-    assert [e["epoch"] for e in store.get_run(run_id)["epochs"]] == [1]
+    assert snap.record().to_dict()["store_error"] == snap.store_error, "exports carry the warning"
+    assert [e.epoch for e in store.get_run(run_id).epochs] == [1]
 
 
 def test_a_failing_store_is_logged_once_per_outage(store, monkeypatch, caplog):
@@ -338,6 +339,6 @@ def test_worker_hanging_mid_epoch_is_ended_and_its_epochs_are_kept(store):
     assert "sent nothing" in snap.error["message"] and "BENCH_HANG_TIMEOUT_S" in snap.error["hint"]
     assert [e.epoch for e in snap.epochs] == [1, 2]
     stored = store.get_run(run_id)
-    assert stored["status"] == "failed" and [e["epoch"] for e in stored["epochs"]] == [1, 2]
+    assert stored.status == "failed" and [e.epoch for e in stored.epochs] == [1, 2]
     wait_for(lambda: not pid_alive(pid), 10, "the hung worker to be ended")
     assert_next_run_works(jm)

@@ -36,6 +36,11 @@ def a_record(**changes: Any) -> dict[str, Any]:
     return record
 
 
+def typed(record: dict[str, Any]) -> records.RunRecord:
+    """A hand-made record as the engine holds a run (exports and comparisons take a RunRecord, not its JSON)."""
+    return records.RunRecord.of(record)
+
+
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     code = cli.main(argv)
     captured = capsys.readouterr()
@@ -91,7 +96,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised() -> None:
     record = a_record(epochs=[{"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True, "note": "=1+1",
                                "=HYPERLINK(\"x\")": "@SUM(A1)", "loss": -0.5}],
                       samples=[{"t_s": 0.0, "cpu_percent": 5.0, "label": "+cmd|' /C calc'!A0", "tab": "\t=1"}])
-    files = report.to_csv(record)
+    files = report.to_csv(typed(record))
     for name, text in files.items():
         for row in csv.reader(io.StringIO(text)):
             for cell in row:
@@ -104,7 +109,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised() -> None:
 def test_json_exports_are_strict_json_with_null_for_a_diverged_loss(tmp_path: Path) -> None:
     record = a_record()
     record["epochs"][1]["loss"] = float("nan")
-    text = report.to_json(record)
+    text = report.to_json(typed(record))
 
     def refuse(token: str) -> None:
         raise ValueError(f"not strict JSON: {token}")
@@ -159,13 +164,13 @@ def test_a_file_imported_over_its_own_partial_copy_completes_it(tmp_path: Path) 
     run_id = store.create_run(config, status="running", created_at=1_764_000_000.0)
     store.add_epoch(run_id, {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True})
     full = a_record(id=run_id, config=config)
-    ids = report.import_into_store(store, report.load_record_file(report.to_json(full).encode()))
+    ids = report.import_into_store(store, report.load_record_file(report.to_json(typed(full)).encode()))
     assert ids == [run_id]
     runs = store.list_runs()
-    assert [r["id"] for r in runs] == [run_id], "one run, not the partial one beside the full one"
+    assert [r.id for r in runs] == [run_id], "one run, not the partial one beside the full one"
     stored = store.get_run(run_id)
-    assert stored["status"] == "finished" and [e["epoch"] for e in stored["epochs"]] == [1, 2]
-    assert len(stored["samples"]) == 1
+    assert stored.status == "finished" and [e.epoch for e in stored.epochs] == [1, 2]
+    assert len(stored.samples) == 1
 
 
 def test_a_killed_clis_run_is_not_read_as_running(tmp_path: Path) -> None:
@@ -176,7 +181,7 @@ def test_a_killed_clis_run_is_not_read_as_running(tmp_path: Path) -> None:
     dead = int(child.stdout)
     with store._op() as con:  # the run's owner is a process that has exited (a CLI killed with SIGKILL)
         con.execute("UPDATE runs SET owner_pid = ?, owner_started = 1.0 WHERE id = ?", (dead, run_id))
-    assert store.get_run(run_id)["status"] == "interrupted"
+    assert store.get_run(run_id).status == "interrupted"
 
 
 @pytest.mark.parametrize("command", [["runs"], ["devices"], ["export", "RUN", "--format", "html"]])
@@ -221,7 +226,7 @@ def test_strict_helper_turns_every_non_finite_number_into_null() -> None:
 def test_zip_export_holds_strict_json(tmp_path: Path) -> None:
     record = a_record()
     record["epochs"][0]["loss"] = float("inf")
-    with zipfile.ZipFile(io.BytesIO(report.to_csv_zip(record))) as archive:
+    with zipfile.ZipFile(io.BytesIO(report.to_csv_zip(typed(record)))) as archive:
         json.loads(archive.read("record.json"), parse_constant=lambda t: pytest.fail(f"not strict JSON: {t}"))
 
 
@@ -235,8 +240,9 @@ def test_a_comparison_pair_of_the_wrong_kind_is_refused_on_import(tmp_path: Path
                                                                    pair_change: dict[str, Any], field: str) -> None:
     """A comparison file's pairs are read into compare.Pair, whose headline and caution do arithmetic on them: a
     pair with text for a number, or an infinite ratio, is refused with its path before any page or export meets it."""
-    doc = records.comparison_record([a_record(id=1), a_record(id=2, config=RunConfig(device="cpu", cpu_threads=1)
-                                                              .to_dict())])
+    doc = records.comparison_record([typed(a_record(id=1)),
+                                     typed(a_record(id=2, config=RunConfig(device="cpu", cpu_threads=1).to_dict()))
+                                     ]).to_dict()
     assert doc["comparison"]["pairs"], "the file holds a pair to spoil"
     doc["comparison"]["pairs"][0].update(pair_change)
     code, out = run_cli(["import", str(write(tmp_path, json.dumps(doc)))], capsys)

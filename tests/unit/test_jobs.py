@@ -42,10 +42,11 @@ def test_fake_run_finishes_and_is_stored(store):
     assert all(e.t_end_s > e.t_start_s >= 0 for e in snap.epochs)
     assert snap.samples, "the sampler should have recorded samples while the worker ran"
     stored = store.get_run(run_id)
-    assert stored["status"] == "finished"
-    assert len(stored["epochs"]) == 3
-    assert stored["samples"], "samples must be flushed to the store"
-    assert stored["summary"]["steady_epoch_seconds"] == pytest.approx(snap.summary.steady_epoch_seconds)
+    assert stored.status == "finished"
+    assert len(stored.epochs) == 3
+    assert stored.samples, "samples must be flushed to the store"
+    assert stored.summary is not None, "the outcome's summary is stored with the run"
+    assert stored.summary.steady_epoch_seconds == pytest.approx(snap.summary.steady_epoch_seconds)
 
 
 def test_runs_execute_one_at_a_time_in_order(store):
@@ -74,7 +75,7 @@ def test_two_sessions_pressing_start_at_once_run_in_the_order_of_their_ids(store
 
     def slow_first_create(state):
         create(state)
-        if state.id == min(r["id"] for r in store.list_runs()):
+        if state.id == min(r.id for r in store.list_runs()):
             second_created.wait(1.0)  # the first session is held here while the second one submits
         else:
             second_created.set()
@@ -101,7 +102,7 @@ def test_stop_is_cooperative_and_keeps_finished_epochs(store):
     assert snap.error is None
     assert 1 <= len(snap.epochs) < 200
     assert "hard_stop" not in snap.info
-    assert store.get_run(run_id)["status"] == "stopped"
+    assert store.get_run(run_id).status == "stopped"
 
 
 def test_stop_kills_a_worker_that_ignores_it(store):
@@ -135,7 +136,7 @@ def test_killed_worker_fails_with_reason_and_keeps_epochs_then_next_run_works(st
     assert snap.status == "failed"
     assert "SIGKILL" in snap.error["message"]
     assert snap.error["hint"]
-    assert len(store.get_run(run_id)["epochs"]) == 1
+    assert len(store.get_run(run_id).epochs) == 1
     jm._worker_target = fake_workers.quick
     nxt = jm.submit(TINY.replace(epochs=1))
     assert jm.wait(nxt, timeout_s=30).status == "finished"
@@ -147,7 +148,7 @@ def test_a_worker_that_exits_0_after_stop_without_its_last_event_is_stopped_not_
     jm = manager_with(fake_workers.stops_without_a_word, store)
     run_id = jm.submit(TINY.replace(epochs=200))
     deadline = time.time() + 30
-    while not store.get_run(run_id)["epochs"] and time.time() < deadline:
+    while not store.get_run(run_id).epochs and time.time() < deadline:
         time.sleep(0.05)
     assert jm.stop(run_id)
     snap = jm.wait(run_id, timeout_s=30)
@@ -179,10 +180,10 @@ def test_runs_left_active_by_a_dead_owner_are_marked_interrupted_at_start(store)
     set_owner(store, run_id, owner_pid=dead_pid())
     jm = JobManager(store, hardware=HW)
     assert jm.interrupted_at_start == [run_id]
-    assert store.get_run(live_id)["status"] == "running"
+    assert store.get_run(live_id).status == "running"
     run = store.get_run(run_id)
-    assert run["status"] == "interrupted"
-    assert len(run["epochs"]) == 1
+    assert run.status == "interrupted"
+    assert len(run.epochs) == 1
 
 
 def test_without_store_runs_live_in_memory():
@@ -206,7 +207,7 @@ def test_real_training_run_on_cpu(store):
     assert snap.summary.steady_epoch_seconds == snap.epochs[1].epoch_seconds
     assert any(s.process_cpu_percent for s in snap.samples if s.process_cpu_percent is not None)
     # every key the real worker and the supervisor put in the record is declared by its type
-    assert undeclared(records.RunRecord.from_dict(json.loads(json.dumps(snap.record())))) == []
+    assert undeclared(records.RunRecord.from_dict(json.loads(json.dumps(snap.record().to_dict())))) == []
 
 
 @pytest.mark.parametrize(("backend", "engine"), [("tensorflow", "tf.distribute.MirroredStrategy"),
@@ -247,7 +248,7 @@ def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):
         jm.stop(long_run)
         stopped = jm.wait(long_run, timeout_s=30)
         assert stopped.status == "stopped"
-        assert stopped.epochs and store.get_run(long_run)["epochs"], "finished epochs are kept"
+        assert stopped.epochs and store.get_run(long_run).epochs, "finished epochs are kept"
 
         wait_for(lambda: jm.spare_state() is not None, 30, "a new spare after the stopped run")
         old_spare = jm.pool.spare.process

@@ -20,15 +20,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(model: str, size: str | None, batch: int, target: str, samples_per_s: float, *, flops: float | None = None,
-         backend: str = "tensorflow", energy: float | None = None, run_id: int = 1) -> dict[str, Any]:
+         backend: str = "tensorflow", energy: float | None = None, run_id: int = 1) -> records.RunRecord:
     device, _, threads = target.partition("/")
     config = {"model": model, "size": size or "s", "batch_size": batch, "device": device, "backend": backend,
               "dataset": "synthetic-mnist", "cpu_threads": int(threads) if threads else None}
-    return records.run_record(
+    return records.RunRecord.from_dict(records.run_record(
         id=run_id, status="finished", config=config, hardware={}, info={"flops_per_sample": flops, "n_train": 10000},
         created_at=None, started_at=None, ended_at=None, error=None, store_error=None, epochs=[], samples=[],
         summary=RunSummary(steady_samples_per_s=samples_per_s, steady_epoch_seconds=10000 / samples_per_s,
-                           energy_j_per_1000_samples={"cpu" if device == "cpu" else target: energy}))
+                           energy_j_per_1000_samples={"cpu" if device == "cpu" else target: energy})))
 
 
 def _flops(size: str) -> float:
@@ -37,7 +37,7 @@ def _flops(size: str) -> float:
     return value
 
 
-def _machine(key: str, runs: list[dict[str, Any]], *, backend: str = "tensorflow", label: str | None = None,
+def _machine(key: str, runs: list[records.RunRecord], *, backend: str = "tensorflow", label: str | None = None,
              prices: dict[str, float] | None = None) -> M.Machine:
     doc = records.bundle_record(machine={"cpu": {"model": "Test CPU", "logical_cores": 4}, "gpus": [],
                                          "backend": backend, "framework_version": "3.15.1"},

@@ -130,15 +130,16 @@ def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_rea
 
 def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():
     from bench.analysis import sweeps
+    from bench.records import RunRecord
 
     epochs = [{**ep(1, 2.0, True, 1.0), "t_start_s": 1.0, "t_end_s": 3.0},
               {**ep(2, 0.1, rate=1.0), "t_start_s": 3.2, "t_end_s": 3.3}]  # shorter than the sampling interval
     samples = [{"t_s": t, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": 80.0}]}
                for t in (0.5, 2.0, 3.4, 3.5, 3.6)]
 
-    def record(device: str, epochs_: list) -> dict:
-        return {"config": {"device": device, "size": "s", "batch_size": 128}, "info": {}, "epochs": epochs_,
-                "samples": samples, "status": "finished"}
+    def record(device: str, epochs_: list) -> RunRecord:
+        return RunRecord.of({"config": {"device": device, "size": "s", "batch_size": 128}, "info": {},
+                             "epochs": epochs_, "samples": samples, "status": "finished"})
 
     short = sweeps.sweep_row(record("gpu:0", epochs), None)
     assert short.utilization_window == "all epochs"

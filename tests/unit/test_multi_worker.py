@@ -58,25 +58,26 @@ def test_both_members_train_and_the_store_reads_one_run(cluster_store: Path) -> 
     store = Store(cluster_store)
     listed = store.list_runs()
     assert len(listed) == 1, "the second member's run is read as part of the first's"
-    run = store.get_run(listed[0]["id"])
-    assert run is not None and run["status"] == "finished"
-    [member] = run["members"]
-    assert member["status"] == "finished"
-    chief, other = run["info"]["cluster"], member["info"]["cluster"]
+    run = store.get_run(listed[0].id)
+    assert run is not None and run.status == "finished"
+    [member] = run.members
+    assert member.status == "finished"
+    chief, other = run.info["cluster"], member.info["cluster"]
     assert chief["id"] == other["id"] and (chief["index"], other["index"]) == (0, 1) and chief["size"] == 2
     for each in (run, member):
-        assert [e["epoch"] for e in each["epochs"]] == [1, 2, 3]
-        assert len(each["samples"]) >= 2, "each member samples its own process"
-        info = each["info"]
+        assert [e.epoch for e in each.epochs] == [1, 2, 3]
+        assert len(each.samples) >= 2, "each member samples its own process"
+        info = each.info
         assert (info["replicas"], info["global_batch_size"], info["per_device_batch_size"]) == (2, 64, 32)
         assert info["n_train"] == 256, "each member trains its half of the 512 samples"
     # one model: the members' losses agree, step by step synchronised
-    assert [e["loss"] for e in run["epochs"]] == pytest.approx([e["loss"] for e in member["epochs"]], rel=1e-5)
+    assert [e.loss for e in run.epochs] == pytest.approx([e.loss for e in member.epochs], rel=1e-5)
 
 
 def test_the_record_holds_every_member_and_imports_as_one_run(cluster_store: Path, tmp_path: Path) -> None:
     store = Store(cluster_store)
-    record = report.record_from_store(store.get_run(store.list_runs()[0]["id"]))
+    record = store.get_run(store.list_runs()[0].id)  # the store's run is the record
+    assert record is not None
     typed = records.load(json.loads(report.to_json(record)))
     assert isinstance(typed, records.RunRecord) and len(typed.members) == 1
     assert len(typed.members[0].epochs) == 3 and typed.members[0].samples
@@ -85,7 +86,7 @@ def test_the_record_holds_every_member_and_imports_as_one_run(cluster_store: Pat
     ids = report.import_into_store(elsewhere, record)
     assert len(ids) == 2
     [one] = elsewhere.list_runs()
-    assert len(elsewhere.get_run(one["id"])["members"]) == 1
+    assert len(elsewhere.get_run(one.id).members) == 1
 
 
 @pytest.mark.parametrize(("changes", "says"), [
@@ -107,9 +108,10 @@ def test_the_dashboard_draws_the_members_side_by_side(cluster_store: Path) -> No
     from streamlit.testing.v1 import AppTest
 
     store = Store(cluster_store)
-    record = report.record_from_store(store.get_run(store.list_runs()[0]["id"]))
+    record = store.get_run(store.list_runs()[0].id)  # the store's run is the record
+    assert record is not None
 
-    def page(record: dict) -> None:
+    def page(record: "records.RunRecord") -> None:
         from ui import results
 
         results.members_side_by_side(record, key="members")

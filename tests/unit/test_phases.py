@@ -39,7 +39,7 @@ def test_phases_are_recorded_stored_and_drawn(tmp_path):
                 {"phase": "training", "t_s": 7.0}]
     assert state.info["phases"] == expected, "one 'training' mark: the first step's end, not every progress event"
     writer.persist_end(state, Status.FINISHED)
-    stored = store.get_run(state.id)["info"]["phases"]
+    stored = store.get_run(state.id).info["phases"]
     assert stored == expected
     fig = charts.utilization_figure([charts.Series(label="r", epochs=state.epochs, samples=[Sample(t_s=9.0)],
                                                    phases=stored)])

@@ -71,7 +71,9 @@ def test_one_validator_names_the_field_and_what_to_do(change, message):
 def test_comparison_builder_adds_headlines_and_loads_back():
     a = minimal_run(id=1, config={"device": "cpu", "cpu_threads": 1, "epochs": 2})
     b = minimal_run(id=2, config={"device": "cpu", "epochs": 2})
-    doc = records.comparison_record([a, b])
+    comparison = records.comparison_record([RunRecord.from_dict(a), RunRecord.from_dict(b)])
+    assert isinstance(comparison, Comparison) and [r.id for r in comparison.runs] == [1, 2]
+    doc = comparison.to_dict()
     assert doc["schema"] == records.COMPARISON_SCHEMA and doc["comparison"]["pairs"][0]["headline"]
     assert isinstance(records.load(doc), Comparison)
     with pytest.raises(RecordError, match="at least one run record"):
@@ -102,10 +104,14 @@ def test_every_shipped_result_loads_and_round_trips(path):
 def test_sweep_builder_drops_samples_and_validates_rows():
     run = minimal_run()
     row = SweepRow(run_id=7, size="s", batch_size=128, target="cpu", steady_epoch_seconds=1.0)
-    doc = records.sweep_record([row], {"cpu": 200.0}, [run])
-    assert "samples" not in doc["runs"][0]
+    doc = records.sweep_record([row], {"cpu": 200.0}, [RunRecord.from_dict(run)])
+    assert run["samples"], "the run has samples to drop"
+    assert doc["runs"][0]["samples"] == [], "a sweep's run is written with its samples key kept empty"
+    assert doc["runs"][0]["epochs"] == run["epochs"], "only the samples are dropped"
+    assert doc["runs"][0]["summary"] == run["summary"], "the summary made with the samples is kept"
     sweep = records.load(doc)
     assert isinstance(sweep, Sweep) and sweep.hardware == {"cpu": {}}
+    assert sweep.runs[0].samples == ()
     assert sweep.rows == (row,), "a row written and read back is the same row"
     doc["rows"][0]["steady_epoch_seconds"] = "fast"
     with pytest.raises(RecordError, match=re.escape("rows[0].steady_epoch_seconds must be a number")):

@@ -61,13 +61,18 @@ def make_record(*, run_id: int = 7, device: str = "cpu", times: tuple[float, ...
     }
 
 
+def typed(record: dict[str, Any]) -> records.RunRecord:
+    """A hand-made record as the engine holds a run (exports and comparisons take a RunRecord, not its JSON)."""
+    return records.RunRecord.of(record)
+
+
 # -- round trip ---------------------------------------------------------------------------------------------------------
 def test_json_round_trip_through_the_store(tmp_path: Path) -> None:
     record = make_record()
-    loaded = report.load_record_file(report.to_json(record).encode())
+    loaded = report.load_record_file(report.to_json(typed(record)).encode())
     store = Store(tmp_path / "runs.sqlite3")
     [new_id] = report.import_into_store(store, loaded)
-    back = report.record_from_store(store.get_run(new_id))
+    back = store.get_run(new_id).to_dict()  # the stored run's own bench.run/1 record
 
     assert back["schema"] == "bench.run/1"
     assert back["id"] == new_id
@@ -86,12 +91,12 @@ def test_json_round_trip_through_the_store(tmp_path: Path) -> None:
     assert back["summary"]["mean_gpu_util_percent"] == 55.0
     report.validate_record(back)  # an exported import is importable again
     [again] = report.import_into_store(store, back)
-    assert store.get_run(again)["label"].count("imported: ") == 1
+    assert store.get_run(again).label.count("imported: ") == 1
 
 
 def test_import_path_and_file_object(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
-    path.write_text(report.to_json(make_record()))
+    path.write_text(report.to_json(typed(make_record())))
     assert report.load_record_file(path).id == 7
     assert report.load_record_file(str(path)).id == 7
     assert report.load_record_file(io.BytesIO(path.read_bytes())).id == 7
@@ -103,22 +108,22 @@ def test_active_run_is_imported_as_interrupted(tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.sqlite3")
     [new_id] = report.import_into_store(store, record)
     run = store.get_run(new_id)
-    assert run["status"] == "interrupted"
-    assert run["info"]["imported_status"] == "running"
+    assert run.status == "interrupted"
+    assert run.info["imported_status"] == "running"
     assert store.mark_orphans_interrupted() == []  # nothing imported looks like a live run
 
 
 def test_comparison_import_gives_one_row_per_run(tmp_path: Path) -> None:
-    doc = report.comparison_record([make_record(run_id=1), make_record(run_id=2, device="gpu:0")])
+    doc = report.comparison_record([typed(make_record(run_id=1)), typed(make_record(run_id=2, device="gpu:0"))])
     store = Store(tmp_path / "runs.sqlite3")
     ids = report.import_into_store(store, report.load_record_file(report.to_json(doc).encode()))
     assert len(ids) == 2
-    assert [store.get_run(i)["config"]["device"] for i in ids] == ["cpu", "gpu:0"]
+    assert [store.get_run(i).config["device"] for i in ids] == ["cpu", "gpu:0"]
 
 
 def test_failed_import_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = Store(tmp_path / "runs.sqlite3")
-    doc = report.comparison_record([make_record(run_id=1), make_record(run_id=2)])
+    doc = report.comparison_record([typed(make_record(run_id=1)), typed(make_record(run_id=2))])
     calls = {"n": 0}
     real = store.add_samples
 
@@ -138,7 +143,9 @@ def test_failed_import_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest
 def test_comparison_record_arithmetic() -> None:
     cpu = make_record(run_id=1, times=(30.0, 20.0, 22.0, 24.0))
     gpu = make_record(run_id=2, device="gpu:0", times=(5.0, 2.0, 2.0, 2.5))
-    doc = report.comparison_record([cpu, gpu])
+    comparison = report.comparison_record([typed(cpu), typed(gpu)])
+    assert isinstance(comparison, records.Comparison)
+    doc = comparison.to_dict()
     comp = doc["comparison"]
     assert doc["schema"] == "bench.comparison/1"
     assert doc["runs"][0]["id"] == 1
@@ -152,9 +159,10 @@ def test_comparison_record_arithmetic() -> None:
 
 
 def test_comparison_of_three_has_no_flat_keys() -> None:
-    doc = report.comparison_record([make_record(run_id=i) for i in (1, 2, 3)])
-    assert len(doc["comparison"]["pairs"]) == 2
-    assert "speedup_median" not in doc["comparison"]
+    doc = report.comparison_record([typed(make_record(run_id=i)) for i in (1, 2, 3)])
+    assert len(doc.comparison["pairs"]) == 2
+    assert "speedup_median" not in doc.comparison
+    assert "speedup_median" not in doc.to_dict()["comparison"]
 
 
 def test_comparison_record_refuses_nothing() -> None:
@@ -166,7 +174,7 @@ def test_comparison_record_refuses_nothing() -> None:
 def test_csv_columns_and_rows() -> None:
     import pandas as pd
 
-    files = report.to_csv(make_record())
+    files = report.to_csv(typed(make_record()))
     assert set(files) == {"epochs.csv", "samples.csv"}
     epochs = pd.read_csv(io.StringIO(files["epochs.csv"]))
     assert list(epochs.columns[:4]) == ["epoch", "epoch_seconds", "includes_tracing", "samples_per_s"]
@@ -190,7 +198,7 @@ def test_csv_epochs_spread_energy_over_columns_and_join_reasons() -> None:
     for epoch in record["epochs"]:
         epoch["energy_j"] = {"cpu": None, "gpu:0": 12.5}
         epoch["throttle_reasons"] = ["power cap", "thermal slowdown"]
-    epochs = pd.read_csv(io.StringIO(report.to_csv(record)["epochs.csv"]))
+    epochs = pd.read_csv(io.StringIO(report.to_csv(typed(record))["epochs.csv"]))
     assert "energy_j" not in epochs.columns
     assert epochs["energy_j_gpu:0"].tolist() == [12.5, 12.5, 12.5]
     assert epochs["energy_j_cpu"].isna().all()  # not measured is an empty cell, not 0
@@ -198,7 +206,7 @@ def test_csv_epochs_spread_energy_over_columns_and_join_reasons() -> None:
 
 
 def test_csv_zip_holds_csvs_and_json() -> None:
-    with zipfile.ZipFile(io.BytesIO(report.to_csv_zip(make_record()))) as archive:
+    with zipfile.ZipFile(io.BytesIO(report.to_csv_zip(typed(make_record())))) as archive:
         assert sorted(archive.namelist()) == ["epochs.csv", "record.json", "samples.csv"]
         assert json.loads(archive.read("record.json"))["id"] == 7
 
@@ -211,7 +219,7 @@ def test_html_comparison_headline_plotly_once_and_escaped() -> None:
         record["config"]["dataset"] = MALICIOUS
         record["info"]["placement"] = MALICIOUS
     cpu["label"] = MALICIOUS
-    page = report.to_html(report.comparison_record([cpu, gpu]))
+    page = report.to_html(report.comparison_record([typed(cpu), typed(gpu)]))
     assert "gpu:0 trains 11.0x faster than cpu (median steady epoch; spread 8.0x" in page
     assert page.count("plotly.js v") == 1  # inlined once: opens offline
     assert "<script src" not in page  # nothing fetched from a CDN
@@ -224,7 +232,7 @@ def test_html_comparison_headline_plotly_once_and_escaped() -> None:
 def test_html_single_run() -> None:
     record = make_record()
     record["config"]["dataset"] = MALICIOUS
-    page = report.to_html(record)
+    page = report.to_html(typed(record))
     assert page.startswith("<!doctype html>")
     assert "Steady epoch 2.10 s on /device:CPU:0 (median of 2 epochs after the first)" in page
     assert MALICIOUS not in page
@@ -235,7 +243,7 @@ def test_html_single_run() -> None:
 def test_html_of_a_run_without_epochs() -> None:
     record = make_record()
     record["epochs"], record["samples"] = [], []
-    page = report.to_html(record)
+    page = report.to_html(typed(record))
     assert "No steady-state epoch yet" in page
 
 
@@ -291,7 +299,7 @@ def test_validate_accepts_a_gpu_run_on_a_cpu_only_machine() -> None:
 def test_nan_loss_is_importable(tmp_path: Path) -> None:
     record = make_record()
     record["epochs"][1]["loss"] = float("nan")
-    loaded = report.load_record_file(report.to_json(record).encode())
+    loaded = report.load_record_file(report.to_json(typed(record)).encode())
     [new_id] = report.import_into_store(Store(tmp_path / "runs.sqlite3"), loaded)
     assert new_id >= 1
 
@@ -331,12 +339,14 @@ def test_the_shipped_gpu_results_import_and_their_headlines_follow_from_their_ep
     from bench.store import Store
 
     path = Path(__file__).resolve().parents[2] / "docs" / "results" / f"{name}.json"
-    doc = report.load_record_file(str(path)).to_dict()
+    loaded = report.load_record_file(str(path))
+    assert isinstance(loaded, records.Comparison)
+    doc = loaded.to_dict()
     runs = doc["runs"]
     assert [r["config"]["device"] for r in runs] == ["cpu", "gpu:0"]
     assert "H100" in report.hardware_label(runs[1]["hardware"])
     assert "cuda" in runs[1]["info"]["placement"]
-    again = compare.comparison(runs)
+    again = compare.comparison(loaded.runs)
     assert again["speedup_median"] == pytest.approx(doc["comparison"]["speedup_median"])
     assert again["total_time_ratio"] == pytest.approx(doc["comparison"]["total_time_ratio"])
     ids = report.import_into_store(Store(tmp_path / "s.sqlite3"), doc)

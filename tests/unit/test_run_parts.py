@@ -58,7 +58,7 @@ def test_writer_keeps_what_a_failing_store_missed_and_rewrites_it_when_it_answer
     assert writer.resync(state) is True
     assert state.store_error is None and not state.unsaved_samples
     stored = store.get_run(state.id)
-    assert [e["epoch"] for e in stored["epochs"]] == [1, 2, 3] and len(stored["samples"]) == 3
+    assert [e.epoch for e in stored.epochs] == [1, 2, 3] and len(stored.samples) == 3
 
 
 def test_supervisor_runs_one_worker_to_its_end_and_stores_the_outcome_first(isolated_store):
@@ -86,7 +86,7 @@ def test_supervisor_runs_one_worker_to_its_end_and_stores_the_outcome_first(isol
                stop_grace_s=5).run()
     assert state.status == Status.FINISHED and len(state.epochs) == 3
     assert samplers[0].started and samplers[0].stopped and samplers[0].pid > 0
-    assert store.get_run(state.id)["status"] == "finished"
+    assert store.get_run(state.id).status == "finished"
 
 
 def test_spare_pool_hands_over_a_matching_spare_and_ends_one_that_does_not_match(tmp_path):

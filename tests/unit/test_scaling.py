@@ -9,6 +9,7 @@ from bench.analysis import sweeps
 from bench.analysis.sweeps import SweepRow
 from bench.config import ConfigError, RunConfig
 from bench.hardware import devices
+from bench.records import RunRecord
 from tests.unit.test_config import TWO_GPUS
 
 
@@ -46,9 +47,12 @@ def test_no_one_device_row_or_no_throughput_gives_no_figure() -> None:
 
 
 def test_a_record_counts_the_replicas_its_worker_reported() -> None:
-    assert sweeps.device_count({"info": {"replicas": 4}, "config": {"devices": 2}}) == 4
-    assert sweeps.device_count({"info": {}, "config": {"devices": 2}}) == 2
-    assert sweeps.device_count({"info": {}, "config": {}}) == 1, "records made before the setting: one device"
+    def run(info: dict, config: dict) -> RunRecord:
+        return RunRecord.of({"status": "finished", "info": info, "config": config})
+
+    assert sweeps.device_count(run({"replicas": 4}, {"devices": 2})) == 4
+    assert sweeps.device_count(run({}, {"devices": 2})) == 2
+    assert sweeps.device_count(run({}, {})) == 1, "records made before the setting: one device"
 
 
 @pytest.mark.parametrize(("changes", "says"), [

@@ -17,6 +17,7 @@ from typing import Iterator
 import pytest
 
 from bench.config import RunConfig
+from bench.records import RunRecord
 from bench.runs.jobs import JobManager
 from bench.store import Store
 from tests.polling import wait_for
@@ -34,13 +35,13 @@ def start_cli(store: Path, *args: str, cwd: Path) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
-def stored(store: Path, run_id: int) -> dict:
-    return Store(store).get_run(run_id, with_samples=False) or {}
+def stored(store: Path, run_id: int) -> RunRecord | None:
+    return Store(store).get_run(run_id, with_samples=False)
 
 
-def run_with_epochs(store: Path, n: int, *, exclude: tuple[int, ...] = ()) -> dict | None:
+def run_with_epochs(store: Path, n: int, *, exclude: tuple[int, ...] = ()) -> RunRecord | None:
     for run in Store(store).list_runs():
-        if run["id"] not in exclude and run["status"] == "running" and len(run["epochs"]) >= n:
+        if run.id not in exclude and run.status == "running" and len(run.epochs) >= n:
             return run
     return None
 
@@ -61,25 +62,26 @@ def test_two_clis_and_a_dashboard_share_a_store_and_see_each_others_runs_live(is
         deadline = time.monotonic() + 180
         while short_cli.poll() is None and time.monotonic() < deadline:
             for run in Store(store).list_runs():  # every listing also marks runs whose owner is gone
-                seen.setdefault(run["id"], set()).add(run["status"])
+                seen.setdefault(run.id, set()).add(run.status)
             time.sleep(0.3)
         assert short_cli.returncode == 0, short_cli.stderr.read()
         assert dashboard.wait(own, timeout_s=60).status == "finished"
         assert all("interrupted" not in statuses for statuses in seen.values()), seen
         assert len(seen) == 3, f"three runs overlapped: {seen}"
-        assert stored(store, first["id"])["status"] == "running", "the long CLI run is still live"
+        long_run = stored(store, first.id)
+        assert long_run is not None and long_run.status == "running", "the long CLI run is still live"
         assert dashboard.current().id == own
 
         # the owner of the long run is killed: no process is left to finish it
         long_cli.send_signal(signal.SIGKILL)
         long_cli.wait(timeout=10)
         killed_at = time.monotonic()
-        wait_for(lambda: stored(store, first["id"]) and
-                 any(r["id"] == first["id"] and r["status"] == "interrupted" for r in Store(store).list_runs()),
+        wait_for(lambda: stored(store, first.id) and
+                 any(r.id == first.id and r.status == "interrupted" for r in Store(store).list_runs()),
                  30, "the killed owner's run to show as interrupted")
         assert time.monotonic() - killed_at < 30, "within the heartbeat limit"
-        after = Store(store).get_run(first["id"])
-        assert len(after["epochs"]) >= 3 and after["summary"]["steady_epoch_seconds"] is not None
+        after = Store(store).get_run(first.id)
+        assert len(after.epochs) >= 3 and after.summary is not None and after.summary.steady_epoch_seconds is not None
         dashboard.shutdown()
     finally:
         for proc in (long_cli, short_cli):
@@ -128,7 +130,7 @@ def test_store_made_unwritable_mid_run_cli_keeps_every_epoch_in_a_fallback_file_
         run = wait_for(lambda: run_with_epochs(store, 3), 120, "3 stored epochs")
         with unwritable(store.parent):
             _, err = cli.communicate(timeout=240)
-        in_store = Store(store).get_run(run["id"])
+        in_store = Store(store).get_run(run.id)
     finally:
         if cli.poll() is None:
             cli.kill()
@@ -143,7 +145,7 @@ def test_store_made_unwritable_mid_run_cli_keeps_every_epoch_in_a_fallback_file_
     record = json.loads(fallbacks[0].read_text())
     assert record["status"] == "finished"
     assert [e["epoch"] for e in record["epochs"]] == list(range(1, epochs + 1)), "every epoch is in the file"
-    assert len(in_store["epochs"]) < epochs, "the store really missed some"
+    assert len(in_store.epochs) < epochs, "the store really missed some"
     assert record["samples"], "the samples came along"
 
 

@@ -52,10 +52,11 @@ def test_a_run_with_8_steps_per_execution_finishes_and_says_so(backend):
     assert snap.status == "finished", snap.error
     assert snap.info["steps_per_execution"] == 8
     record = snap.record()
-    assert record["config"]["steps_per_execution"] == 8
-    diagnosis = record["summary"]["diagnosis"]
-    assert isinstance(diagnosis["verdict"], str) and diagnosis["verdict"]
-    assert diagnosis["evidence"]["steps_per_execution"] == 8
+    assert record.config["steps_per_execution"] == 8
+    diagnosis = record.summarized.diagnosis
+    assert diagnosis is not None
+    assert isinstance(diagnosis.verdict, str) and diagnosis.verdict
+    assert diagnosis.evidence["steps_per_execution"] == 8
     # 1000 samples / 32 = 32 batches: the epoch's last execution is partial (steps 24..31 of 32 run as 8), and the
     # progress reached the end of each epoch
     assert [e.epoch for e in snap.epochs] == [1, 2]

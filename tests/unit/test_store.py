@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from contextlib import closing
 
 import pytest
 
@@ -20,11 +21,11 @@ def test_round_trip(tmp_path):
     store.add_samples(run_id, [{"t_s": 0.5, "cpu_percent": 10.0, "gpus": []},
                                {"t_s": 1.0, "cpu_percent": None, "gpus": []}])
     run = store.get_run(run_id)
-    assert run["status"] == "running" and run["config"] == {"epochs": 2}
-    assert run["info"]["placement"] == "/device:CPU:0"
-    assert [e["epoch"] for e in run["epochs"]] == [1, 2]
-    assert run["samples"][1]["cpu_percent"] is None
-    assert [r["id"] for r in store.list_runs()] == [run_id]
+    assert run.status == "running" and run.config == {"epochs": 2}
+    assert run.info["placement"] == "/device:CPU:0"
+    assert [e.epoch for e in run.epochs] == [1, 2]
+    assert run.samples[1].carries("cpu_percent") and run.samples[1].cpu_percent is None
+    assert [r.id for r in store.list_runs()] == [run_id]
     assert store.delete_run(run_id) and store.get_run(run_id) is None
 
 
@@ -32,7 +33,7 @@ def test_list_is_oldest_first_and_visible_to_another_connection(tmp_path):
     path = tmp_path / "b.sqlite3"
     a, b = Store(path), Store(path)
     ids = [a.create_run({"n": i}) for i in range(3)]
-    assert [r["id"] for r in b.list_runs()] == ids
+    assert [r.id for r in b.list_runs()] == ids
 
 
 def test_unknown_column_is_refused(tmp_path):
@@ -99,17 +100,23 @@ def set_owner(store: Store, run_id: int, **columns) -> None:
         con.execute(f"UPDATE runs SET {cols} WHERE id = ?", (*columns.values(), run_id))
 
 
+def heartbeat_at(store: Store, run_id: int) -> float | None:
+    """The run's heartbeat, as the store's row holds it (bookkeeping kept in SQLite, not in the run's record)."""
+    with closing(sqlite3.connect(store.path)) as con:
+        return con.execute("SELECT heartbeat_at FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+
+
 def test_new_run_records_its_owner_and_a_heartbeat(tmp_path):
     import socket
 
     store = Store(tmp_path / "o.sqlite3")
     run_id = store.create_run({"epochs": 2}, status="running")
-    run = store.get_run(run_id)
-    assert run["owner_pid"] == os.getpid() and run["owner_host"] == socket.gethostname()
-    assert run["owner_started"] > 0 and run["heartbeat_at"] is not None
-    before = run["heartbeat_at"]
+    owner = store.owner_of(run_id)
+    assert owner is not None and owner.pid == os.getpid() and owner.host == socket.gethostname()
+    assert owner.started > 0 and heartbeat_at(store, run_id) is not None
+    before = heartbeat_at(store, run_id)
     store.heartbeat([run_id])
-    assert store.get_run(run_id)["heartbeat_at"] >= before
+    assert heartbeat_at(store, run_id) >= before
 
 
 def test_exporting_a_killed_owners_run_says_interrupted_without_a_listing_first(isolated_store, tmp_path, capsys):
@@ -132,7 +139,7 @@ def test_a_live_owners_run_is_never_marked_interrupted(tmp_path):
     set_owner(store, run_id, heartbeat_at=0.0)  # an old heartbeat does not matter while the process is alive here
     other = Store(store.path)
     assert other.mark_orphans_interrupted() == []
-    assert other.list_runs()[0]["status"] == "running"
+    assert other.list_runs()[0].status == "running"
 
 
 def test_a_dead_owners_run_is_marked_interrupted_with_a_summary(tmp_path):
@@ -145,9 +152,10 @@ def test_a_dead_owners_run_is_marked_interrupted_with_a_summary(tmp_path):
     set_owner(store, run_id, owner_pid=dead_pid())
     assert store.mark_orphans_interrupted() == [run_id]
     run = store.get_run(run_id)
-    assert run["status"] == "interrupted" and run["error"]["error_type"] == "Interrupted"
-    assert run["summary"]["steady_epoch_seconds"] == 1.0, "History can show what the run measured"
-    assert run["summary"]["mean_cpu_percent"] == 40.0
+    assert run.status == "interrupted" and run.error["error_type"] == "Interrupted"
+    assert run.summary is not None, "the summary is stored with the run, not computed when read"
+    assert run.summary.steady_epoch_seconds == 1.0, "History can show what the run measured"
+    assert run.summary.mean_cpu_percent == 40.0
     assert store.mark_orphans_interrupted() == [], "marked once"
 
 
@@ -175,7 +183,7 @@ def test_listing_marks_orphans_and_a_run_written_before_owners_by_its_age(tmp_pa
     old = store.create_run({}, status="running", created_at=time.time() - 3600)
     set_owner(store, old, owner_pid=None, owner_host=None, heartbeat_at=None)
     fresh = store.create_run({}, status="queued")
-    statuses = {r["id"]: r["status"] for r in store.list_runs()}
+    statuses = {r.id: r.status for r in store.list_runs()}
     assert statuses == {old: "interrupted", fresh: "queued"}
 
 
@@ -190,5 +198,6 @@ def test_a_file_from_before_owners_gets_the_new_columns(tmp_path):
         """)
     store = Store(path)
     run_id = store.create_run({}, status="running")
-    assert store.get_run(1)["status"] == "finished"
-    assert store.get_run(run_id)["owner_pid"] == os.getpid()
+    assert store.get_run(1).status == "finished"
+    owner = store.owner_of(run_id)
+    assert owner is not None and owner.pid == os.getpid()

@@ -65,8 +65,8 @@ def test_a_store_deleted_while_open_is_made_again_and_a_running_run_is_written_w
     assert writer.resync(state), state.store_error
     stored = Store(path).get_run(state.id)
     assert stored is not None, "the run's row was made again"
-    assert [e["epoch"] for e in stored["epochs"]] == [1, 2], "every epoch the run kept is written again"
-    assert [s["t_s"] for s in stored["samples"]] == [2.0]
+    assert [e.epoch for e in stored.epochs] == [1, 2], "every epoch the run kept is written again"
+    assert [s.t_s for s in stored.samples] == [2.0]
 
     later = Store(path).create_run(TINY.to_dict())  # and later runs are stored as before
     assert Store(path).get_run(later) is not None
@@ -94,4 +94,4 @@ def test_a_store_replaced_by_another_database_heals_at_the_next_try(tmp_path: Pa
     with pytest.raises(StoreError, match="no such table.*made again"):
         store.create_run(TINY.to_dict())  # the first try says what happened ...
     run_id = store.create_run(TINY.to_dict())  # ... and the next finds the tables made again
-    assert [r["id"] for r in store.list_runs()] == [run_id]
+    assert [r.id for r in store.list_runs()] == [run_id]

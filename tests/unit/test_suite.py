@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -54,10 +53,10 @@ def test_the_configs_are_validated_workload_major() -> None:
     assert [str(c.target()) for c in configs[:len(targets)]] == [str(t) for t in targets]
 
 
-def _record(config: RunConfig, status: str = "finished") -> dict[str, Any]:
-    return records.run_record(id=1, status=status, config=config.to_dict(), hardware={}, info={}, created_at=None,
+def _record(config: RunConfig, status: str = "finished") -> records.RunRecord:
+    return records.RunRecord.from_dict(records.run_record(id=1, status=status, config=config.to_dict(), hardware={}, info={}, created_at=None,
                               started_at=None, ended_at=None, error=None, store_error=None, epochs=[], samples=[],
-                              summary=RunSummary(steady_samples_per_s=1000.0, steady_epoch_seconds=1.0))
+                              summary=RunSummary(steady_samples_per_s=1000.0, steady_epoch_seconds=1.0)))
 
 
 def test_ctrl_c_keeps_what_finished_and_says_what_is_left() -> None:
@@ -77,7 +76,7 @@ def test_ctrl_c_keeps_what_finished_and_says_what_is_left() -> None:
     for key in ("cpu", "gpus", "os", "python", "framework", "framework_version", "backend", "backend_version"):
         assert key in bundle.machine
 
-    def interrupt(config: RunConfig) -> tuple[dict[str, Any], bool]:
+    def interrupt(config: RunConfig) -> tuple[records.RunRecord, bool]:
         raise KeyboardInterrupt
 
     assert suite.run_suite(configs, interrupt, said.append).interrupted
