@@ -416,6 +416,8 @@ class Store:
         for key in _JSON_COLUMNS:
             if run.get(key) is not None:
                 run[key] = json.loads(run[key])
+        if run["status"] not in records.STATUSES:
+            return _unknown_status(run)
         return run
 
     def list_runs(self) -> list[records.RunRecord]:
@@ -493,6 +495,21 @@ class Store:
             member["samples"] = self._samples(con, member["id"]) if with_samples else []
             members.append(records.RunRecord.of(member))
         return members
+
+
+def _unknown_status(run: dict[str, Any]) -> dict[str, Any]:
+    """A row whose status this version does not know (written by a newer one sharing the store, or by hand): read as
+    interrupted, as an imported active run is, since nothing here will finish it; ``info.stored_status`` keeps what
+    the row says and the error says why, so that one such row neither takes a page down nor reads as something else."""
+    stored = str(run["status"])
+    return run | {
+        "status": records.Status.INTERRUPTED.value,
+        "info": {**(run.get("info") if isinstance(run.get("info"), dict) else {}), "stored_status": stored},
+        "error": {"error_type": "UnknownStatus",
+                  "message": f"The store gives this run the status {stored!r}, which this version does not know.",
+                  "hint": "It is shown as interrupted; open the store with the version that wrote it to see it as "
+                          "it is."},
+    }
 
 
 def cluster_of(run: records.RunRecord) -> dict[str, Any] | None:

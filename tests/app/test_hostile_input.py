@@ -50,6 +50,21 @@ def test_one_run_with_an_impossible_time_does_not_take_history_down(isolated_sto
     assert "—" in set(table["when"])
 
 
+def test_one_run_with_a_status_this_version_does_not_know_does_not_take_history_down(isolated_store: Path) -> None:
+    """A newer version sharing the store wrote a status this one lacks: the page lists the run as interrupted."""
+    import sqlite3
+
+    store = Store(isolated_store)
+    good = store.create_run(RunConfig().to_dict(), status="finished")
+    odd = store.create_run(RunConfig().to_dict(), status="finished")
+    with sqlite3.connect(isolated_store) as con:
+        con.execute("UPDATE runs SET status = 'paused' WHERE id = ?", (odd,))
+    at = app("pages/history.py").run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert dict(zip(table["id"], table["status"])) == {good: "finished", odd: "interrupted"}
+
+
 def test_a_crafted_link_is_echoed_as_text_not_markdown() -> None:
     at = app("pages/train.py")
     evil = "[click](https://evil.example/x)![img](https://evil.example/p.png)"

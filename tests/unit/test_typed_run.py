@@ -101,3 +101,21 @@ def test_a_sweep_or_bundle_keeps_the_figures_its_runs_samples_gave_though_it_dro
         [kept] = doc["runs"]
         assert kept["samples"] == []
         assert kept["summary"]["mean_cpu_percent"] == run.summarized.mean_cpu_percent
+
+
+def test_a_row_with_a_status_this_version_does_not_know_reads_as_interrupted_and_says_why(tmp_path):
+    """A newer version sharing the store may write a status this one lacks: the row is read, not refused, and it
+    keeps what it said."""
+    import sqlite3
+
+    store = Store(tmp_path / "s.sqlite3")
+    odd = _stored_run(store, finished=True)
+    good = _stored_run(store, finished=True)
+    with sqlite3.connect(tmp_path / "s.sqlite3") as con:
+        con.execute("UPDATE runs SET status = 'paused' WHERE id = ?", (odd,))
+    assert [(r.id, str(r.status)) for r in store.list_runs()] == [(odd, "interrupted"), (good, "finished")]
+    run = store.get_run(odd)
+    assert run is not None and run.info["stored_status"] == "paused" and run.info["placement"] == "/device:CPU:0"
+    assert run.error is not None and "'paused'" in run.error["message"] and run.error["hint"]
+    assert len(run.epochs) == 3, "its epochs are kept"
+    assert RunRecord.from_dict(run.to_dict()) == run
