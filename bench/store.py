@@ -502,9 +502,10 @@ def _unknown_status(run: dict[str, Any]) -> dict[str, Any]:
     interrupted, as an imported active run is, since nothing here will finish it; ``info.stored_status`` keeps what
     the row says and the error says why, so that one such row neither takes a page down nor reads as something else."""
     stored = str(run["status"])
+    info = run.get("info")
     return run | {
         "status": records.Status.INTERRUPTED.value,
-        "info": {**(run.get("info") if isinstance(run.get("info"), dict) else {}), "stored_status": stored},
+        "info": {**(info if isinstance(info, dict) else {}), "stored_status": stored},
         "error": {"error_type": "UnknownStatus",
                   "message": f"The store gives this run the status {stored!r}, which this version does not know.",
                   "hint": "It is shown as interrupted; open the store with the version that wrote it to see it as "
