@@ -132,13 +132,24 @@ def _open_store() -> Any:
         return None
 
 
+def _new_manager() -> Any:
+    """The run queue of one command, on the store, with the worker stand-in BENCH_WORKER_TARGET names (as the
+    dashboard's); a bad value is bad input."""
+    from bench import settings
+    from bench.runs.jobs import JobManager
+
+    try:
+        target = settings.worker_target()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return JobManager(_open_store(), worker_target=target)
+
+
 def execute_run(config: RunConfig, *, manager: Any = None) -> tuple[RunRecord, bool]:
     """Run one config in the foreground with a progress line; returns its record and whether the store holds all
     of it. Ctrl-C stops it cleanly."""
-    from bench.runs.jobs import JobManager
-
     own_manager = manager is None
-    manager = manager or JobManager(_open_store())
+    manager = manager or _new_manager()
     run_id = manager.submit(config)
     bar = _ProgressLine()
     try:
@@ -243,9 +254,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[RunRecord], list[bool]]:
-    from bench.runs.jobs import JobManager
-
-    manager = manager or JobManager(_open_store())
+    manager = manager or _new_manager()
     records, saved = [], []
     for i, config in enumerate(configs, 1):
         print(f"== {i}/{len(configs)}: {config.label()}", file=sys.stderr)
@@ -332,9 +341,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     configs = sweeps.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches,
                                     steps_per_execution=steps, devices=counts)
     from bench.hardware import peak_cache, probe
-    from bench.runs.jobs import JobManager
-
-    manager = JobManager(_open_store())
+    manager = _new_manager()
     entries: dict[str, dict[str, Any] | None] = {}
     if not args.no_peak:
         for target in targets:  # in the run queue: a probe never overlaps a run
@@ -418,7 +425,6 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from bench.analysis import pricing
     from bench.hardware import devices, probe
     from bench.runs import suite
-    from bench.runs.jobs import JobManager
 
     variant = "quick" if args.quick else "full"
     hw = devices.discover()
@@ -429,7 +435,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     configs = suite.suite_configs(variant, targets, hw)
     print(f"suite {suite.SUITE_VERSION} ({variant}): {len(suite.workloads(variant))} workloads on "
           f"{', '.join(map(str, targets))}: {len(configs)} runs", file=sys.stderr)
-    manager = JobManager(_open_store())
+    manager = _new_manager()
     peaks: dict[str, float | None] = {}
     for target in [] if args.no_peak else targets:
         print(f"measuring the matmul peak of {target}…", file=sys.stderr)

@@ -13,8 +13,8 @@
 | BENCH_PRESTART             | 1                                 | dashboard keeps a worker with the framework         |
 |                            |                                   | loaded for the next run (0: every run cold)         |
 | KERAS_BACKEND              | tensorflow                        | tensorflow, jax or torch                            |
-| BENCH_WORKER_TARGET        | (unset: the training worker)      | module:name of a worker stand-in the dashboard runs |
-|                            |                                   | instead (the browser tests replay runs with one)    |
+| BENCH_WORKER_TARGET        | (unset: the training worker)      | module:name of a worker stand-in the dashboard and  |
+|                            |                                   | the CLI run instead (tests replay runs with one)    |
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def prestart_worker() -> bool:
 
 
 def worker_target() -> Callable[..., None] | None:
-    """The dashboard's worker stand-in named by BENCH_WORKER_TARGET ("module:name", e.g.
+    """The worker stand-in (dashboard and CLI) named by BENCH_WORKER_TARGET ("module:name", e.g.
     benchmarks.standins:PACED_WORKER, importable by a spawned process), or None for the training worker.
 
     Raises:

@@ -1,5 +1,9 @@
 """Two processes, one store: real CLI processes and a dashboard's JobManager share one SQLite file, none ever sees
-another's live run as `interrupted`, a killed owner's run is, and a store that fails mid-run loses nothing."""
+another's live run as `interrupted`, a killed owner's run is, and a store that fails mid-run loses nothing.
+
+The CLIs replay their runs (BENCH_WORKER_TARGET, the stand-in the browser tests use): what is proven here is the store
+shared by real processes, their owners, heartbeats and fallback files, none of which depends on the framework; the
+CLI's real training is proven by tests/unit/test_cli.py."""
 
 from __future__ import annotations
 
@@ -24,13 +28,14 @@ from tests.polling import wait_for
 from tests.unit import fake_workers
 
 ROOT = Path(__file__).resolve().parents[2]
+REPLAYED = "benchmarks.standins:PACED_WORKER"
 HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
 TINY_RUN = ("run", "--dataset", "synthetic-mnist", "--model", "mlp", "--size", "xs", "--batch-size", "100",
             "--sample-interval", "0.2")
 
 
 def start_cli(store: Path, *args: str, cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(store)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(store), "BENCH_WORKER_TARGET": REPLAYED}
     return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -124,7 +129,7 @@ def test_store_made_unwritable_mid_run_cli_keeps_every_epoch_in_a_fallback_file_
         isolated_store, tmp_path):
     store = isolated_store
     Store(store)
-    epochs = 30
+    epochs = 16  # 0.5 s each, replayed: the store is locked after the third, with 13 still to come
     cli = start_cli(store, *TINY_RUN, "--epochs", str(epochs), "--limit-samples", "3000", cwd=tmp_path)
     try:
         run = wait_for(lambda: run_with_epochs(store, 3), 120, "3 stored epochs")

@@ -89,3 +89,21 @@ def test_a_held_replay_waits_before_its_last_epoch_until_released_and_can_be_sto
         assert stopped.status == "stopped" and len(stopped.epochs) == 2
     finally:
         manager.shutdown()
+
+
+def test_the_cli_runs_the_stand_in_and_refuses_a_wrong_name_before_any_run(monkeypatch, capsys, tmp_path) -> None:
+    """`python -m bench run` honours the variable as the dashboard does (tests/unit/test_shared_store.py replays
+    its CLI runs with it), and a name that loads nothing is bad input: exit 2 with what to do, nothing stored."""
+    from bench import cli
+    from bench.store import Store
+
+    args = ["run", "--epochs", "2", "--limit-samples", "256", "--json", str(tmp_path / "r.json")]
+    monkeypatch.setenv("BENCH_WORKER_TARGET", "benchmarks.standins:nothing_here")
+    assert cli.main(args) == 2
+    assert "cannot be loaded" in capsys.readouterr().err
+    assert Store().list_runs() == [], "nothing started"
+
+    monkeypatch.setenv("BENCH_WORKER_TARGET", "benchmarks.standins:PACED_WORKER")
+    assert cli.main(args) == 0, capsys.readouterr().err
+    [run] = Store().list_runs()
+    assert run.status == "finished" and run.info["framework"].startswith("replayed")
