@@ -129,7 +129,14 @@ def test_pages_do_not_import_tensorflow():
     assert "clean" in out.stdout
 
 
-def test_system_page_measures_and_lists_the_matmul_peak():
+def test_system_page_measures_and_lists_the_matmul_peak(monkeypatch):
+    import functools
+
+    from bench.hardware import probe
+
+    # a real probe in its own process, kept short (one small size for 0.3 s): the page's button, queue, message and
+    # cached listing are what this shows; the probe's own figures are tests/unit/test_probe.py's
+    monkeypatch.setattr(probe, "measure_peak", functools.partial(probe.measure_peak, sizes=[256], seconds=0.3))
     at = app("pages/system.py").run()
     at.button(key="sys_peak").click().run(timeout=120)
     assert not at.exception
