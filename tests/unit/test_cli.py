@@ -202,18 +202,28 @@ def test_compare_needs_two_targets(main):
     assert out.returncode == 2 and "at least two targets" in out.stderr
 
 
-def test_sweep_rows(tmp_path):
+def test_sweep_over_device_counts_gives_scaling_rows(main, tmp_path, monkeypatch):
+    """The CLI's --devices grid and its scaling figures, on replayed runs (BENCH_WORKER_TARGET): real runs on two
+    logical CPU devices are tests/unit/test_jobs.py's, the sweep's real training test_sweep_rows's below."""
+    monkeypatch.setenv("BENCH_WORKER_TARGET", "benchmarks.standins:PACED_WORKER")
     path = tmp_path / "sweep.json"
-    out = bench("sweep", "--sizes", "xs,s", "--targets", "cpu", "--devices", "1,2", *TINY, "--json", str(path),
-                timeout=400)
+    out = main("sweep", "--sizes", "xs,s", "--targets", "cpu", "--devices", "1,2", *TINY, "--no-peak",
+               "--json", str(path))
     assert out.returncode == 0, out.stderr
     rows = json.loads(path.read_text())["rows"]
     assert [(r["size"], r["devices"]) for r in rows] == [("xs", 1), ("xs", 2), ("s", 1), ("s", 2)]
-    for one, two in (rows[0:2], rows[2:4]):  # two logical CPU devices against one, at the same global batch
+    for one, two in (rows[0:2], rows[2:4]):  # two devices against one, at the same global batch
         assert one["scaling_efficiency"] == 1.0
         assert two["scaling_efficiency"] == pytest.approx(two["samples_per_s"] / (2 * one["samples_per_s"]))
         assert two["per_device_batch_size"] * 2 == two["batch_size"]
-    rows = [r for r in rows if r["devices"] == 1]
+
+
+def test_sweep_rows(tmp_path):
+    path = tmp_path / "sweep.json"
+    out = bench("sweep", "--sizes", "xs,s", "--targets", "cpu", *TINY, "--json", str(path), timeout=400)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(path.read_text())["rows"]
+    assert [(r["size"], r["devices"]) for r in rows] == [("xs", 1), ("s", 1)]
     for row in rows:
         for key in ("params", "steady_epoch_seconds", "samples_per_s", "achieved_gflops", "peak_gflops",
                     "mean_gpu_util_percent", "mean_cpu_percent"):

@@ -217,7 +217,8 @@ def test_data_parallel_on_two_logical_cpus(store, backend, engine):
     count), trained through the framework's own data-parallel engine; the record says which, and how the batch split."""
     pytest.importorskip(backend)
     jm = JobManager(store, hardware=HW)
-    run_id = jm.submit(TINY.replace(epochs=2, limit_samples=1024, batch_size=64, devices=2, backend=backend))
+    run_id = jm.submit(TINY.replace(epochs=2, limit_samples=1024, batch_size=64, devices=2, backend=backend,
+                                    jit_compile=backend == "jax"))  # JAX with XLA, as the docs advise
     snap = jm.wait(run_id, timeout_s=180)
     assert snap.status == "finished", snap.error
     info = snap.info
