@@ -26,8 +26,9 @@ def _root() -> None:
     st.switch_page(train, query_params=st.query_params.to_dict())
 
 
+root = st.Page(_root, title="Train", url_path="start", default=True, visibility="hidden")
 pages = [
-    st.Page(_root, title="Train", url_path="start", default=True, visibility="hidden"),
+    root,
     train,
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("pages/sweep.py", title="Sweep", icon=":material/stacked_line_chart:"),
@@ -37,6 +38,12 @@ pages = [
     st.Page("pages/lesson.py", title="Lesson", icon=":material/school:", url_path="lesson"),
 ]
 page = st.navigation(pages)
+if page is root:
+    # Switch before anything is drawn: a run that is about to be replaced must send no element, least of all the
+    # sidebar's timed fragment. Drawn first, on a loaded server its timer could fire into the Train page's run and the
+    # browser's front end failed ("Bad delta path index"), leaving that viewer a blank page (1 load in 5-15 from the
+    # root with 5 viewers on 2 busy cores; none from /train).
+    page.run()
 
 
 # The sidebar line changes at an epoch's end at most (and when a run starts or ends), so it follows the charts' slower

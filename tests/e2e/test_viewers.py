@@ -27,6 +27,9 @@ def sidebar_text(page) -> str:
 def viewers(browser, server):
     """Five browser sessions (one context each, as five people's laptops), all on the Train page."""
     pages = [new_page(browser, width=1280, height=1100) for _ in range(VIEWERS)]
+    for page in pages:  # a front-end failure (e.g. "Bad delta path index") leaves a blank page: say which
+        page.front_end_errors = []
+        page.on("pageerror", lambda error, page=page: page.front_end_errors.append(str(error)[:300]))
     yield pages
     for page in pages:
         page.context.close()
@@ -86,14 +89,18 @@ RECORD_SIDEBAR = """() => {
 
 
 def test_five_viewers_see_the_same_run_live(viewers, server):
-    for page in viewers:  # all five load at once, as a class opening the link together
+    # all five load the app's root at once, as a class opening the link together: the root switches to Train, and
+    # drawing before that switch once left a viewer blank under load (app.py)
+    for page in viewers:
         page.goto(server.url, wait_until="commit")
     for i, page in enumerate(viewers):
         try:  # five first script runs share two cores (beside another test process in the suite: 90 s ran out)
             page.get_by_label("Epochs", exact=True).wait_for(timeout=150_000)
         except PlaywrightTimeout:
-            raise AssertionError(f"viewer {i} shows no Train form: {what_the_page_shows(page, server)}") from None
+            raise AssertionError(f"viewer {i} shows no Train form: {what_the_page_shows(page, server)}; "
+                                 f"front-end errors: {page.front_end_errors}") from None
         page.evaluate(RECORD_SIDEBAR)
+    assert not any(page.front_end_errors for page in viewers), [page.front_end_errors for page in viewers]
     starter = viewers[0]
     set_number(starter, "Epochs", 3)
     set_number(starter, "Training samples (0 = all)", 20000)
