@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # on an idle 2-core machine and 180 ms at load 7, so the 32 steps an epoch of 2,048 samples cost 5 to 15 s more over
 # three epochs and proved nothing more (the members' agreement, batches and halves are the same at any size).
 TINY = ["--dataset", "synthetic-mnist", "--model", "mlp", "--size", "xs", "--epochs", "3", "--batch-size", "64",
-        "--limit-samples", "512", "--sample-interval", "0.2"]
+        "--limit-samples", "512", "--sample-interval", "0.2", "--jit-compile"]  # XLA on, as the docs advise under JAX
 
 
 def free_ports(count: int) -> list[int]:
