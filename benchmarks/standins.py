@@ -137,6 +137,7 @@ class PacedWorker:
 
 
 PACED_WORKER = PacedWorker()
+PACED_WORKER_TARGET = "benchmarks.standins:PACED_WORKER"  # its name for BENCH_WORKER_TARGET (dashboard and CLI)
 HOLD_ENV = "BENCH_REPLAY_HOLD"
 
 

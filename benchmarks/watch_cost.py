@@ -29,8 +29,8 @@ from benchmarks.dashboard import (
     chromium_cpu_s,
     page_errors,
 )
+from benchmarks.standins import PACED_WORKER_TARGET
 
-REPLAYED = "benchmarks.standins:PACED_WORKER"
 LIVE = ".bench-live-chart"
 
 
@@ -70,7 +70,7 @@ def watch(browser: Any, pages: int, window_s: float, folder: Path, page_name: st
     """One server, ``pages`` pages on one live run (Train) or group (Compare): CPU in an early and a late window, then
     a profile of page 1."""
     path, button, live_charts = PAGES[page_name]
-    server = DashboardServer(folder, env={"BENCH_WORKER_TARGET": REPLAYED})
+    server = DashboardServer(folder, env={"BENCH_WORKER_TARGET": PACED_WORKER_TARGET})
     contexts = []
     try:
         server.wait_healthy()

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from benchmarks.standins import PACED_WORKER_TARGET
+
 ROOT = Path(__file__).resolve().parents[2]
-REPLAYED = "benchmarks.standins:PACED_WORKER"  # the worker stand-in (BENCH_WORKER_TARGET) for pages that only show runs
 PAGES = ["pages/train.py", "pages/compare.py", "pages/sweep.py", "pages/history.py", "pages/system.py", "pages/lesson.py",
          "pages/machines.py"]
 
@@ -74,7 +75,7 @@ def test_start_with_bad_input_shows_what_to_do_and_starts_nothing():
 
 
 def test_start_queues_a_run_and_the_panel_shows_it(monkeypatch):
-    monkeypatch.setenv("BENCH_WORKER_TARGET", REPLAYED)  # the page's wiring; real training: tests/unit/test_jobs.py
+    monkeypatch.setenv("BENCH_WORKER_TARGET", PACED_WORKER_TARGET)  # the page's wiring; real training: tests/unit/test_jobs.py
     at = app("pages/train.py").run()
     at.number_input(key="cfg_epochs").set_value(1).run()
     at.number_input(key="cfg_limit").set_value(256).run()
@@ -147,7 +148,7 @@ def test_system_page_measures_and_lists_the_matmul_peak(monkeypatch):
 
 def test_a_finished_comparison_shows_its_headline_and_export_buttons(monkeypatch):
     """The page's view of a finished comparison; its runs are replayed (a real one: tests/unit/test_cli.py)."""
-    monkeypatch.setenv("BENCH_WORKER_TARGET", REPLAYED)
+    monkeypatch.setenv("BENCH_WORKER_TARGET", PACED_WORKER_TARGET)
     from bench.analysis import compare
     from bench.config import RunConfig
     from ui.common import get_hardware, get_manager

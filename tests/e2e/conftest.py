@@ -15,10 +15,9 @@ from typing import Any
 import pytest
 
 from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, DashboardServer
-from benchmarks.standins import HOLD_ENV
+from benchmarks.standins import HOLD_ENV, PACED_WORKER_TARGET
 from tests.e2e.steps import new_page
 
-REPLAYED_WORKER = "benchmarks.standins:PACED_WORKER"
 
 
 class Server(DashboardServer):
@@ -29,7 +28,7 @@ class Server(DashboardServer):
 
     def __init__(self, folder: Path, env: dict[str, str] | None = None, *, training: bool = False):
         self.hold_path = folder / "hold"
-        worker = {} if training else {"BENCH_WORKER_TARGET": REPLAYED_WORKER, HOLD_ENV: str(self.hold_path)}
+        worker = {} if training else {"BENCH_WORKER_TARGET": PACED_WORKER_TARGET, HOLD_ENV: str(self.hold_path)}
         super().__init__(folder, prestart=training, env={**worker, **(env or {})})
         self.log = self.log_path
         self.wait_healthy()

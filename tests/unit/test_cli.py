@@ -17,6 +17,7 @@ import pytest
 
 from bench import cli
 from bench.store import Store
+from benchmarks.standins import PACED_WORKER_TARGET
 from tests.unit.test_store import dead_pid, set_owner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,7 +206,7 @@ def test_compare_needs_two_targets(main):
 def test_sweep_over_device_counts_gives_scaling_rows(main, tmp_path, monkeypatch):
     """The CLI's --devices grid and its scaling figures, on replayed runs (BENCH_WORKER_TARGET): real runs on two
     logical CPU devices are tests/unit/test_jobs.py's, the sweep's real training test_sweep_rows's below."""
-    monkeypatch.setenv("BENCH_WORKER_TARGET", "benchmarks.standins:PACED_WORKER")
+    monkeypatch.setenv("BENCH_WORKER_TARGET", PACED_WORKER_TARGET)
     path = tmp_path / "sweep.json"
     out = main("sweep", "--sizes", "xs,s", "--targets", "cpu", "--devices", "1,2", *TINY, "--no-peak",
                "--json", str(path))

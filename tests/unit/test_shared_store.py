@@ -24,18 +24,18 @@ from bench.config import RunConfig
 from bench.records import RunRecord
 from bench.runs.jobs import JobManager
 from bench.store import Store
+from benchmarks.standins import PACED_WORKER_TARGET
 from tests.polling import wait_for
 from tests.unit import fake_workers
 
 ROOT = Path(__file__).resolve().parents[2]
-REPLAYED = "benchmarks.standins:PACED_WORKER"
 HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
 TINY_RUN = ("run", "--dataset", "synthetic-mnist", "--model", "mlp", "--size", "xs", "--batch-size", "100",
             "--sample-interval", "0.2")
 
 
 def start_cli(store: Path, *args: str, cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(store), "BENCH_WORKER_TARGET": REPLAYED}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(store), "BENCH_WORKER_TARGET": PACED_WORKER_TARGET}
     return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 

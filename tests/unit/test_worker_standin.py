@@ -22,7 +22,7 @@ def test_unset_is_the_training_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_browser_tests_stand_in_is_loaded_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BENCH_WORKER_TARGET", "benchmarks.standins:PACED_WORKER")
+    monkeypatch.setenv("BENCH_WORKER_TARGET", standins.PACED_WORKER_TARGET)
     assert settings.worker_target() is standins.PACED_WORKER
 
 
@@ -103,7 +103,7 @@ def test_the_cli_runs_the_stand_in_and_refuses_a_wrong_name_before_any_run(monke
     assert "cannot be loaded" in capsys.readouterr().err
     assert Store().list_runs() == [], "nothing started"
 
-    monkeypatch.setenv("BENCH_WORKER_TARGET", "benchmarks.standins:PACED_WORKER")
+    monkeypatch.setenv("BENCH_WORKER_TARGET", standins.PACED_WORKER_TARGET)
     assert cli.main(args) == 0, capsys.readouterr().err
     [run] = Store().list_runs()
     assert run.status == "finished" and run.info["framework"].startswith("replayed")
