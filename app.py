@@ -41,8 +41,8 @@ page = st.navigation(pages)
 if page is root:
     # Switch before anything is drawn: a run that is about to be replaced must send no element, least of all the
     # sidebar's timed fragment. Drawn first, on a loaded server its timer could fire into the Train page's run and the
-    # browser's front end failed ("Bad delta path index"), leaving that viewer a blank page (1 load in 5-15 from the
-    # root with 5 viewers on 2 busy cores; none from /train).
+    # browser's front end failed ("Bad delta path index"), leaving that viewer a blank page (5 of 40 loads of the
+    # root with 5 viewers on 2 busy cores; none of 20 from /train).
     page.run()
 
 

@@ -232,24 +232,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from bench.store import Store
 
-    runs = Store().list_runs()
-    rows = [{
-        "id": r.id,
-        "status": str(r.status),
-        "config": r.config,
-        "epochs_done": len(r.epochs),
-        "steady_epoch_seconds": metrics.steady_epoch_seconds(r.epochs),
-        "created_at": r.created_at,
-        "label": r.label,
-    } for r in runs]
+    runs = [(r, metrics.steady_epoch_seconds(r.epochs)) for r in Store().list_runs()]  # each steady time once
     if args.json:
-        print(records_module.json_text(rows))
+        print(records_module.json_text([{
+            "id": r.id,
+            "status": str(r.status),
+            "config": r.config,
+            "epochs_done": len(r.epochs),
+            "steady_epoch_seconds": steady,
+            "created_at": r.created_at,
+            "label": r.label,
+        } for r, steady in runs]))
         return 0
-    if not rows:
+    if not runs:
         print("no runs stored yet: try `python -m bench run`")
-    for run in runs:
+    for run, steady in runs:
         print(f"{run.id:>5}  {str(run.status):<11} {len(run.epochs):>3} epochs  "
-              f"steady {metrics.format_seconds(metrics.steady_epoch_seconds(run.epochs)):>9}  {run.label or ''}")
+              f"steady {metrics.format_seconds(steady):>9}  {run.label or ''}")
     return 0
 
 
@@ -488,14 +487,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     run = Store().get_run(args.run_id)
     if run is None:
         raise UsageError(f"there is no run {args.run_id}; `python -m bench runs` lists them")
-    record = run
     out = Path(args.out or f"run-{args.run_id}.{'zip' if args.format == 'csv' else args.format}")
     if args.format == "json":
-        report.write_file(out, report.to_json(record))
+        report.write_file(out, report.to_json(run))
     elif args.format == "html":
-        report.write_file(out, report.to_html(record))
+        report.write_file(out, report.to_html(run))
     else:
-        report.write_file(out, report.to_csv_zip(record))
+        report.write_file(out, report.to_csv_zip(run))
     print(f"wrote {out}")
     return 0
 
