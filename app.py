@@ -13,7 +13,8 @@ from ui import common, live, present
 # Under `streamlit run` the warning can never show, so it is marked shown already.
 streamlit.delta_generator._use_warning_has_been_displayed = True
 
-st.set_page_config(page_title="CPU vs GPU training bench", page_icon=":material/speed:", layout="wide",
+# an emoji icon: Streamlit draws it in the page; a :material/...: one is fetched from fonts.gstatic.com (none offline)
+st.set_page_config(page_title="CPU vs GPU training bench", page_icon="⚡", layout="wide",
                    initial_sidebar_state="collapsed" if present.requested() else "auto")
 
 st.session_state["_via_app"] = True  # see ui.common.page_setup

@@ -70,6 +70,14 @@ def _from_link(key: str, options: list[Any], cast: Any = str) -> None:
         st.caption(f"The link's {key} {code(params[key], limit=60)} is not one of the choices here; left out.")
 
 
+def _start(key: str, options: list[Any], wanted: Any) -> int:
+    """A selectbox's start index: 0 (which Streamlit then ignores) where this session already holds one of its
+    options (from the link, or picked before), so that the widget never has both a default and a set value."""
+    if st.session_state.get(key) in options:
+        return 0
+    return options.index(wanted) if wanted in options else 0
+
+
 _from_link("mach_base", pairs)
 _from_link("mach_model", list(choices))
 _from_link("mach_size", list(models.SIZES))
@@ -105,14 +113,15 @@ prices = M.prices_of([], entered)  # as entered here: a bundle's own prices are 
 
 st.subheader("For your model")
 d1, d2, d3 = st.columns(3)
-model = d1.selectbox("Model", list(choices), key="mach_model", index=list(choices).index("mlp") if "mlp" in choices else 0,
+model = d1.selectbox("Model", list(choices), key="mach_model", index=_start("mach_model", list(choices), "mlp"),
                      format_func=lambda m: models.FAMILIES.get(m, m))
 preset = model in models.PRESETS
-size = d2.selectbox("Size", list(models.SIZES), key="mach_size", index=1, disabled=preset,
+size = d2.selectbox("Size", list(models.SIZES), key="mach_size", index=_start("mach_size", list(models.SIZES), "s"),
+                    disabled=preset,
                     help="Sizes between two measured ones are read between them; none past the measured range.")
 batches = choices.get(model) or [128]
 usual = M.usual_batch(machines, model)
-batch = d3.selectbox("Batch size", batches, key="mach_batch", index=batches.index(usual) if usual in batches else 0,
+batch = d3.selectbox("Batch size", batches, key="mach_batch", index=_start("mach_batch", batches, usual),
                      help="The first offered is the batch size the most machines measured this model at.")
 ranked = M.ranking(machines, model, None if preset else size, int(batch), prices=prices, baseline=baseline)
 

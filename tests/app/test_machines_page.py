@@ -75,6 +75,23 @@ def test_the_state_comes_from_the_link_and_goes_back_into_it() -> None:
     assert at.query_params["mach_size"] == ["m"] or at.query_params["mach_size"] == "m"
 
 
+def test_a_link_opens_the_page_without_streamlits_duplicated_state_warning(caplog, monkeypatch) -> None:
+    """A widget given both a start index and a value from the link makes Streamlit log a warning (once a process);
+    the page starts each widget from one of them."""
+    from streamlit.elements.lib import policies
+
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    at = app()
+    at.query_params.update({"mach_model": "cnn", "mach_size": "l", "mach_batch": "128"})
+    with caplog.at_level("WARNING"):
+        at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="mach_model").value == "cnn" and at.selectbox(key="mach_size").value == "l"
+    assert at.selectbox(key="mach_batch").value == 128
+    warned = [r.getMessage() for r in caplog.records if "default value" in r.getMessage()]
+    assert not warned, warned
+
+
 def test_a_price_zeroed_leaves_the_link() -> None:
     """The link never brings back a price the presenter removed; each price stays with its own machine."""
     at = app()

@@ -46,6 +46,8 @@ def test_the_readme_link_opens_train_with_its_settings_first_and_later(browser, 
     assert "/train?epochs=7&size=m" in readme, "the link this test follows is the README's"
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
+    outside: list[str] = []  # a classroom without internet: the page asks nothing of any other host
+    page.on("request", lambda r: r.url.startswith((fresh_server.url, "data:", "blob:")) or outside.append(r.url))
     try:
         first = _opens_train_with_seven_epochs(page, f"{fresh_server.url}/train?epochs=7&size=m")
         page.goto(f"{fresh_server.url}/system", wait_until="domcontentloaded", timeout=60_000)
@@ -54,5 +56,6 @@ def test_the_readme_link_opens_train_with_its_settings_first_and_later(browser, 
         root = _opens_train_with_seven_epochs(page, f"{fresh_server.url}/?epochs=7")
         assert not first and not later and not root, f"'Page not found' showed at {first} / {later} / {root} s"
         assert "/train" in page.url and "epochs=7" in page.url, "the root opens Train at its own address"
+        assert not outside, f"requests to other hosts: {outside}"
     finally:
         context.close()
