@@ -164,6 +164,8 @@ def test_two_start_clicks_at_once_give_one_running_and_one_queued(viewers, serve
         set_number(page, "Epochs", 2)
         set_number(page, "Training samples (0 = all)", 20000)
         set_number(page, "Batch size", 8)  # 2,500 steps, replayed at 2.5 s an epoch: long enough to show "queued"
+    for page in (a, b):  # Streamlit disables its widgets while a page reconnects: a click then does nothing
+        wait_for(page.get_by_role("button", name="Start").is_enabled, 60, "Start to be enabled")
     with StoreWatch(store) as watch:
         a.get_by_role("button", name="Start").dispatch_event("click")
         b.get_by_role("button", name="Start").dispatch_event("click")
