@@ -15,6 +15,8 @@ GPU_VERIFY_ARGS ?=
 
 VENV_PY     := $(VENV)/bin/python
 PIP         := $(VENV_PY) -m pip --disable-pip-version-check
+# uv for the CPU stack (seconds, not minutes), pip where an index is named or BENCH_INSTALLER=pip: scripts/installer.py
+INSTALL     := $(PY) scripts/installer.py $(VENV_PY)
 HADOLINT    ?= $(firstword $(wildcard $(VENV)/bin/hadolint) hadolint)
 
 .DEFAULT_GOAL := help
@@ -54,13 +56,13 @@ STACK_REPLACE  := $(if $(filter cuda-torch%,$(STACK)),$(if $(wildcard $(VENV_PY)
 # Stamp files: reinstall only when the requirement files or the stack change (or the venv is new).
 $(VENV)/.installed-$(STACK): requirements.txt | $(VENV_PY)
 	@$(PY) scripts/install_stack.py --explain
-	$(PIP) install -r requirements.txt $(STACK_PACKAGES)
+	$(INSTALL) -r requirements.txt $(STACK_PACKAGES)
 	$(if $(STACK_REPLACE),$(PIP) install $(STACK_REPLACE))
 	@touch $@
 
 $(VENV)/.installed-dev-$(STACK): requirements-dev.txt requirements.txt | $(VENV_PY)
 	@$(PY) scripts/install_stack.py --explain
-	$(PIP) install -r requirements-dev.txt $(STACK_PACKAGES)
+	$(INSTALL) -r requirements-dev.txt $(STACK_PACKAGES)
 	$(if $(STACK_REPLACE),$(PIP) install $(STACK_REPLACE))
 	@touch $@ $(VENV)/.installed-$(STACK)
 
