@@ -220,8 +220,9 @@ def save(prefix: str, config: RunConfig, *, fields: Sequence[str], targets: Sequ
 
 COPY_HTML = """
 <button id="copy" title="Copy this page's link, settings included"
-  style="font:600 15px 'Source Sans Pro',sans-serif;padding:7px 16px;border-radius:8px;border:1px solid #1f4fd1;
-         background:#1f4fd1;color:#fff;cursor:pointer;white-space:nowrap">Copy link</button>
+  style="font:400 16px 'Source Sans Pro','Source Sans 3',sans-serif;padding:7px 14px;border-radius:8px;
+         border:1px solid rgba(49,51,63,0.2);background:#fff;color:rgb(49,51,63);cursor:pointer;white-space:nowrap"
+  >Copy link</button>
 <script>
 const button = document.getElementById("copy");
 button.addEventListener("click", async () => {
