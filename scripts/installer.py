@@ -2,8 +2,8 @@
 
     python scripts/installer.py .venv/bin/python -r requirements-dev.txt [more pip install arguments]
 
-uv installs the CPU stack in seconds where pip takes minutes (a fresh venv of requirements-dev.txt on the 2-core test
-machine, no cache: 30 s, uv's own install included, against 168 s; README.md). Where the arguments are more than
+uv installs the CPU stack in half pip's time (a fresh venv of requirements-dev.txt on the 2-core test machine, no
+cache, bytecode compiled: 80 s, uv's own install included, against 168 s; README.md). Where the arguments are more than
 requirement files (the CUDA stacks of scripts/install_stack.py, checked on GPU machines with pip), or
 BENCH_INSTALLER=pip, pip does the install as before. uv is installed into the venv by pip first; if that or uv's
 install fails, pip installs everything, so a machine without uv only waits longer.
@@ -46,7 +46,9 @@ def pip_settings(listing: str) -> dict[str, str]:
 
 def uv_arguments(settings: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     """uv's arguments and environment for pip's settings."""
-    args: list[str] = ["--index-strategy", "unsafe-best-match"]
+    # bytecode compiled at install, as pip does: else the first imports compile TensorFlow's modules, in every
+    # process that starts before one has written them (a suite's first tests: 19 s became 33 s)
+    args: list[str] = ["--compile-bytecode", "--index-strategy", "unsafe-best-match"]
     for name, option in PIP_SETTINGS.items():
         for value in shlex.split(settings.get(name, "")):
             args += [option, value]

@@ -26,7 +26,7 @@ def test_pips_settings_reach_uv_and_an_environment_variable_wins_over_a_file() -
     settings = installer.pip_settings(LISTING)
     assert settings["find-links"] == "/srv/wheels" and settings["constraint"] == "/etc/xdg/pip/constraints.txt"
     args, env = installer.uv_arguments(settings)
-    assert args == ["--index-strategy", "unsafe-best-match", "--find-links", "/srv/wheels",
+    assert args == ["--compile-bytecode", "--index-strategy", "unsafe-best-match", "--find-links", "/srv/wheels",
                     "--extra-index-url", "file:///opt/pypi/simple", "--extra-index-url", "file:///opt/pypi-more/simple",
                     "--constraint", "/etc/xdg/pip/constraints.txt"]
     assert env == {"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt"}
@@ -63,8 +63,8 @@ def test_uv_installs_with_pips_find_links(tmp_path: Path, monkeypatch: pytest.Mo
     python, log = _fake_venv(tmp_path, uv_exit=0)
     assert installer.main([str(python), "-r", "requirements.txt"]) == 0
     calls = log.read_text().splitlines()
-    assert calls[-1].startswith(f"uv pip install --python {python} --index-strategy unsafe-best-match "
-                                "--find-links /opt/wheels -r requirements.txt"), calls
+    assert calls[-1].startswith(f"uv pip install --python {python} --compile-bytecode --index-strategy "
+                                "unsafe-best-match --find-links /opt/wheels -r requirements.txt"), calls
     assert not any("pip --disable-pip-version-check install" in c for c in calls), calls
 
 
