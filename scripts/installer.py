@@ -75,19 +75,25 @@ def _run(command: list[str], env: dict[str, str] | None = None) -> int:
         return 127
 
 
-def install(python: str, args: list[str]) -> int:
-    pip = [python, "-m", "pip", "--disable-pip-version-check"]
-    if not use_uv(args, dict(os.environ)):
-        return _run([*pip, "install", *args])
+def _uv_install(python: str, args: list[str], pip: list[str]) -> bool:
+    """Install ``args`` with the venv's uv (pip puts uv there first where it is missing); False where uv could not
+    be installed or its install failed, saying which."""
     uv = Path(python).with_name("uv")
     if not uv.exists() and (_run([*pip, "install", "--quiet", "uv"]) != 0 or not uv.exists()):
         print("installer: uv could not be installed; pip installs instead (slower)", file=sys.stderr)
-        return _run([*pip, "install", *args])
+        return False
     listing = subprocess.run([*pip, "config", "list"], capture_output=True, text=True, check=False).stdout
     extra, extra_env = uv_arguments(pip_settings(listing))
     if _run([str(uv), "pip", "install", "--python", python, *extra, *args], {**os.environ, **extra_env}) == 0:
-        return 0
+        return True
     print("installer: uv's install failed (above); pip installs instead", file=sys.stderr)
+    return False
+
+
+def install(python: str, args: list[str]) -> int:
+    pip = [python, "-m", "pip", "--disable-pip-version-check"]
+    if use_uv(args, dict(os.environ)) and _uv_install(python, args, pip):
+        return 0
     return _run([*pip, "install", *args])
 
 

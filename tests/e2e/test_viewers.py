@@ -170,17 +170,13 @@ def test_two_start_clicks_at_once_give_one_running_and_one_queued(viewers, serve
         a.get_by_role("button", name="Start").dispatch_event("click")
         b.get_by_role("button", name="Start").dispatch_event("click")
 
-        def two_new_runs():
-            return len([r for r in store.list_runs() if r.id not in known]) == 2
-
-        try:
-            wait_for(two_new_runs, 120, "both clicks to create a run")  # 60 s ran out once in CI (see above)
-        except AssertionError as timed_out:
-            made = [(r.id, str(r.status)) for r in store.list_runs() if r.id not in known]
-            raise AssertionError(f"{timed_out}; new runs {made}; page a: {what_the_page_shows(a, server)}; "
-                                 f"page b: {what_the_page_shows(b, server)}; front-end errors: "
-                                 f"{a.front_end_errors + b.front_end_errors}") from None
         new = lambda: [r for r in store.list_runs() if r.id not in known]  # noqa: E731
+        try:
+            wait_for(lambda: len(new()) == 2, 120, "both clicks to create a run")  # 60 s ran out once in CI (above)
+        except AssertionError as timed_out:
+            raise AssertionError(f"{timed_out}; new runs {[(r.id, str(r.status)) for r in new()]}; "
+                                 f"page a: {what_the_page_shows(a, server)}; page b: {what_the_page_shows(b, server)}; "
+                                 f"front-end errors: {a.front_end_errors + b.front_end_errors}") from None
         pages_said_queued = []
 
         def both_ended() -> bool:
