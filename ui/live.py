@@ -1,12 +1,14 @@
-"""The live run panel: progress, metric tiles and the side-by-side charts, redrawn from snapshots in a fragment.
+"""The live run panel: progress, metric tiles and the side-by-side charts of the current run.
 
-No thread ever calls st.*: the fragment below reruns on a timer, reads an immutable RunSnapshot from the
-JobManager and draws it. Every browser session that opens the page sees the same current run.
+While a run is live the page holds one element (``live_view``) that takes the header's words and the charts' new points
+from the stream of ui.live_feed, computed once for every viewer; the panel's fragment has no timer and reruns only
+when the run's state changes (the element asks for it). Once the run has ended its header and messages are
+Streamlit's own elements above that element. The words and figures come from the functions here, for both.
+No thread ever calls st.*.
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from typing import Any, Callable
 
@@ -17,15 +19,13 @@ from bench.output import charts, display, report
 from bench.analysis import metrics
 from bench.runs.jobs import JobManager, RunSnapshot
 from bench.records import Status
-from ui import gpu_truth, live_chart, live_header, peak, present
+from ui import gpu_truth, live_chart, live_feed, live_header, live_routes, peak, present, v2_component
 from ui.safe_text import escape
 from ui.shared_cache import SharedCache
 
+# Compare's live group and the lesson's live steps redraw on fragment timers: their status lines every REFRESH_S,
+# their (append-only, ui/live_chart.py) charts every CHART_REFRESH_S. The Train page's panel has no timer (above).
 REFRESH_S = 1.0
-# While a run is live its charts change at most this often; the progress bar and tiles still follow every REFRESH_S.
-# Redrawing whole Plotly figures was most of what watching cost (on a 2-core machine Chromium used 0.84 cores with
-# three charts redrawn every second, 0.14 with none), so the live epoch and utilization charts only append
-# (ui/live_chart.py) and the loss chart changes once an epoch.
 CHART_REFRESH_S = 2.0
 # After Start on a ready pre-started worker the page waits up to this long for the first finished batch before it
 # redraws (bench.runs.jobs.JobManager.wait_first_batch): about 0.7 s on a 2-core machine for the default run, whose data
@@ -39,11 +39,6 @@ STATUS_ICON = {Status.QUEUED: ":material/schedule:", Status.STARTING: ":material
                Status.RUNNING: ":material/directions_run:", Status.FINISHED: ":material/check_circle:",
                Status.STOPPED: ":material/stop_circle:", Status.FAILED: ":material/error:",
                Status.INTERRUPTED: ":material/warning:"}
-
-
-def _styled(build: Callable[[], Any]) -> Any:
-    """A figure from ``build`` in the page's look (the projector view's when it is on)."""
-    return present.styled(build())
 
 
 def status_parts(snap: RunSnapshot) -> list[tuple[str, bool]]:
@@ -178,45 +173,11 @@ def chart_state(snap: RunSnapshot, now: float | None = None) -> tuple[Any, ...]:
     return (snap.id, snap.created_at, snap.status, len(snap.epochs), len(snap.samples))
 
 
-def draw_chart(snap: RunSnapshot, fig_key: tuple[Any, ...], fig: go.Figure, *, key: str) -> None:
-    """One of a run's charts: an append-only ui.live_chart while the run is live (key ``<key>_live``), a normal
-    st.plotly_chart once it has ended (key ``key``)."""
-    if snap.active:
-        live_chart.live_chart(live_chart.prepared(fig_key, fig, scope=(snap.id, snap.created_at)), key=f"{key}_live")
-    else:
-        live_chart.forget(f"{key}_live")
-        st.plotly_chart(fig, key=key, config={"displaylogo": False})
-
-
 def series_of(snap: RunSnapshot, label: str | None = None) -> charts.Series:
     """A live run as its charts draw it (its epochs and samples as the snapshot holds them, not copied)."""
     phases = snap.info.get("phases")
     return charts.Series(label=label or f"#{snap.id}", epochs=snap.epochs, samples=snap.samples,
                          phases=phases if isinstance(phases, list) else None)
-
-
-def run_charts(snap: RunSnapshot, *, key: str) -> None:
-    """Time per epoch beside utilization, then loss and accuracy. While the run is live all three are append-only
-    charts (ui.live_chart): each viewer's browser draws the figure once and then only appends."""
-    series = [series_of(snap)]
-    state = chart_state(snap)
-    left, right = st.columns(2)
-    for column, name, build in ((left, "epochs", lambda: charts.epoch_time_figure(series)),
-                                (right, "util", lambda: charts.utilization_figure(series))):
-        with column:
-            # the projector view's figure is a styled copy, cached apart from the plain one
-            fig_key = (name, present.is_on(), *state)
-            draw_chart(snap, fig_key, cached_figure(fig_key, functools.partial(_styled, build)),
-                       key=f"{key}_{name}")
-            if name == "util":
-                st.caption(NVML_NOTE)
-    if snap.epochs:
-        # while live it appends too, at most once per CHART_REFRESH_S like the others (short epochs would redraw it
-        # in every watching browser at each epoch's end); once the run has ended, it changes only with the epochs
-        loss_key = ("loss", present.is_on(), *(state if snap.active else (snap.id, snap.created_at, snap.status,
-                                                                         len(snap.epochs))))
-        fig = cached_figure(loss_key, lambda: present.styled(charts.loss_accuracy_figure(snap.epochs)))
-        draw_chart(snap, loss_key, fig, key=f"{key}_loss")
 
 
 def run_messages(snap: RunSnapshot) -> None:
@@ -250,66 +211,113 @@ def run_messages(snap: RunSnapshot) -> None:
     gpu_truth.render(snap)
 
 
-def render_header(snap: RunSnapshot) -> None:
-    """Status, progress, tiles and the lines under them. While the run is live: one element (ui.live_header), mounted
-    once per page and updated in place; once it has ended, Streamlit's own elements and the run's messages."""
-    with st.container():
-        if snap.active:
-            live_header.draw(header_data(snap), key="live_header")
-            if snap.store_error:
-                st.warning(snap.store_error)
-        else:
-            st.markdown(status_line(snap))
-            progress_bar(snap)
-            metric_tiles(snap)
-            run_messages(snap)
-
-
-def render_run(snap: RunSnapshot, *, key: str = "live") -> None:
-    # Everything above the charts sits in one container, so the charts keep their place in the page whatever lines
-    # appear above them (an epoch's FLOP/s, a warning): a live chart that moved would be mounted afresh and redrawn.
-    render_header(snap)
-    run_charts(snap, key=key)
-
-
 def stop_runs(manager: JobManager, run_ids: tuple[int, ...]) -> None:
     """The Stop buttons' callback (Train's Stop, Compare's Stop comparison)."""
     for run_id in run_ids:
         manager.stop(run_id)
 
 
-def live_panel(manager: JobManager, *, can_control: bool = True,
-               pick: Callable[[JobManager], RunSnapshot | None] | None = None) -> None:
-    """The current run (or the one ``pick`` returns): its header every REFRESH_S seconds, with its Stop button, and its
-    charts every CHART_REFRESH_S (a live chart changes no more often than that; ui.live.chart_state)."""
+def sidebar_line(snap: RunSnapshot) -> dict[str, Any]:
+    """The sidebar's one line for a run: "Run #3: running · epoch 2/10" (the element draws it, the stream updates it)."""
+    text = f"Run #{snap.id}: {snap.status}"
+    if snap.active and snap.progress:
+        text += f" · epoch {min(snap.progress['epoch'], snap.config.epochs)}/{snap.config.epochs}"
+    icon = STATUS_ICON.get(Status(snap.status), "")
+    return {"icon": icon.strip(":").split("/")[-1] if icon else "", "text": text}
 
-    def current() -> RunSnapshot | None:
-        return pick(manager) if pick else manager.current()
 
-    @st.fragment(run_every=REFRESH_S)
+def _live_header(snap: Any) -> dict[str, Any] | None:
+    return header_data(snap) if snap.active else None
+
+
+def _figures(snap: Any, variant: str) -> dict[str, go.Figure]:
+    """A run's three charts as the Train page draws them (the projector view's styling for ``present``)."""
+    series = [series_of(snap)]
+    figures = {"epochs": charts.epoch_time_figure(series), "util": charts.utilization_figure(series)}
+    if snap.epochs:
+        figures["loss"] = charts.loss_accuracy_figure(snap.epochs)
+    if variant == "present":
+        figures = {name: present.style_figure(fig) for name, fig in figures.items()}
+    return figures
+
+
+def feed(manager: JobManager) -> live_feed.Publisher:
+    """The process's one publisher of the current run (ui.live_feed), made by the first page that draws."""
+    return live_feed.install(lambda: live_feed.Publisher(manager.current, header=_live_header, line=sidebar_line,
+                                                          figures=_figures))
+
+
+def published_state(manager: JobManager) -> tuple[RunSnapshot | None, live_feed.State]:
+    """The current run and the state the stream has published for it, made the same: a page that sees a newer
+    state than the stream has sent publishes it first, so its element does not ask for a rerun it already had."""
+    publisher = feed(manager)
+    snap = manager.current()
+    state = live_feed.State.of(snap)
+    published = publisher.refresh(force=state.key != publisher.state.key)
+    return snap, published
+
+
+def _element_data(publisher: live_feed.Publisher, state: live_feed.State, **extra: Any) -> dict[str, Any]:
+    return {"state": state.key, "seq": publisher.seq, "stream": live_routes.stream_url(),
+            "script": live_routes.static_url("live.js"), "plotly": live_routes.static_url("plotly.min.js"), **extra}
+
+
+def live_view(manager: JobManager, *, presenter: bool) -> None:
+    """The live panel's one element: the live header (while a run is live) and the three charts, fed by the stream;
+    it asks for this fragment's rerun (with a little random delay, so a class does not rerun at once) only when the
+    run's state changes."""
+    publisher = feed(manager)
+    variant = "present" if present.is_on() else "plain"
+    publisher.want(variant)
+    state = publisher.state
+    live_view_component(key="live_view", data=_element_data(
+        publisher, state, variant=variant, header=publisher.header, presenter=presenter, nvml_note=NVML_NOTE),
+        on_changed_change=lambda: None)
+
+
+def sidebar_status(manager: JobManager) -> None:
+    """The sidebar's line of the current run, kept current by the stream (no rerun, no timer)."""
+    publisher = feed(manager)
+    snap, state = published_state(manager)
+    line = sidebar_line(snap) if snap is not None else None
+    live_status_component(key="live_status", data=_element_data(publisher, state, line=line))
+
+
+def live_view_component(**kwargs: Any) -> Any:
+    return v2_component.component("bench_live_view", "live_view", styles=("live_header",))(**kwargs)
+
+
+def live_status_component(**kwargs: Any) -> Any:
+    return v2_component.component("bench_live_status", "live_status")(**kwargs)
+
+
+def live_panel(manager: JobManager, *, can_control: bool = True) -> None:
+    """The current run: its controls (Stop, the queue) and, once it has ended, its header and messages as Streamlit
+    elements, above the one live element (ui.live_feed's stream draws the live header and the charts). The fragment
+    has no timer: the element reruns it when the run's state changes."""
+
+    @st.fragment
     def _panel() -> None:
-        snap = current()
+        snap, _state = published_state(manager)
         if snap is None:
             st.info("No run yet. Pick the settings above and press **Start**.")
-            return
         with st.container():  # one place in the page, with or without a Stop button and a queue line
-            if snap.active and can_control and snap.owner is None:
-                # The stop is a callback: Streamlit calls it as it applies the click, before the fragment's body,
-                # so a timer rerun that preempts this body (a slow rerun on a loaded machine) cannot lose the click.
-                if st.button("Stop", key="stop_run", type="secondary", icon=":material/stop:", on_click=stop_runs,
-                             args=(manager, (snap.id,)),
-                             help="Stops after the current batch; the worker is ended if it does not stop in time."):
-                    snap = manager.snapshot(snap.id) or snap
-            queued = [i for i in manager.queued_ids() if i != snap.id]
+            if snap is not None and snap.active and can_control and snap.owner is None:
+                # The stop is a callback: Streamlit calls it as it applies the click, before the fragment's body.
+                st.button("Stop", key="stop_run", type="secondary", icon=":material/stop:", on_click=stop_runs,
+                          args=(manager, (snap.id,)),
+                          help="Stops after the current batch; the worker is ended if it does not stop in time.")
+            queued = [i for i in manager.queued_ids() if snap is None or i != snap.id]
             if queued:
                 st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i}' for i in queued)}")
-        render_header(snap)
-
-    @st.fragment(run_every=CHART_REFRESH_S)
-    def _charts() -> None:
-        snap = current()
-        if snap is not None:
-            run_charts(snap, key="live")
+        with st.container():  # the ended run's header: always this container, so the element below keeps its place
+            if snap is not None and not snap.active:
+                st.markdown(status_line(snap))
+                progress_bar(snap)
+                metric_tiles(snap)
+                run_messages(snap)
+            elif snap is not None and snap.store_error:
+                st.warning(snap.store_error)
+        live_view(manager, presenter=can_control)
 
     _panel()
-    _charts()

@@ -7,7 +7,8 @@ layout keys that changed (an epoch mark, a title). The browser calls ``Plotly.ne
 A new trace layout (a run, a GPU line appearing) draws the figure again. A browser that missed a message (a page
 left and opened again, a rerun it never drew) asks for the whole figure through the component's state.
 
-Plotly.js is sent once per browser session inside the first message (no network in a room or in tests).
+Plotly.js and the element's code are static files (ui/live_routes.py), fetched once per browser, never sent inside a
+message.
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ui import v2_component
+from ui import live_routes, v2_component
 from ui.shared_cache import SharedCache
 
 COMPONENT_NAME = "bench_live_chart"
 CONFIG = {"displaylogo": False, "responsive": True}
-PLOTLY_SENT = "_live_chart_plotly_loaded"  # session-state key: this browser session said it has Plotly.js
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,48 @@ def _whole(prep: Prepared, held: Held | None, resync: Any, last_x: list[Any]) ->
                                          layout_hashes=dict(prep.layout_hashes), resync_seen=resync)
 
 
+def _groups(prep: Prepared, last_x: list[Any]) -> list[dict[str, Any]]:
+    """The points of ``prep`` past each trace's ``last_x``, as Plotly.extendTraces updates: traces whose growing
+    arrays have the same paths share one group."""
+    groups: dict[tuple[str, ...], dict[str, Any]] = {}
+    for i, arrays in enumerate(prep.arrays):
+        if not arrays:
+            continue
+        start = _new_from(arrays["x"], last_x[i] if i < len(last_x) else None)
+        if start >= len(arrays["x"]):
+            continue
+        paths = tuple(sorted(arrays))
+        group = groups.setdefault(paths, {"traces": [], "update": {p: [] for p in paths}})
+        group["traces"].append(i)
+        for p in paths:
+            group["update"][p].append(arrays[p][start:])
+    return list(groups.values())
+
+
+def _last_x(prep: Prepared) -> list[Any]:
+    return [a["x"][-1] if a.get("x") else None for a in prep.arrays]
+
+
+def increment(before: Prepared, after: Prepared) -> dict[str, Any] | None:
+    """What turns a chart drawn from ``before`` into ``after`` (same traces): the new points (``groups``), layout
+    lists that only grew as their new items (``append``: an epoch's mark and name), other changed layout keys
+    whole (``layout``); None when nothing changed. Its size does not grow with the run's length."""
+    groups = _groups(after, _last_x(before))
+    layout: dict[str, Any] = {}
+    append: dict[str, Any] = {}
+    for key, digest in after.layout_hashes.items():
+        if before.layout_hashes.get(key) == digest:
+            continue
+        old, new = before.layout.get(key), after.layout[key]
+        if isinstance(old, list) and isinstance(new, list) and len(new) > len(old) and new[:len(old)] == old:
+            append[key] = new[len(old):]
+        else:
+            layout[key] = new
+    if not groups and not layout and not append:
+        return None
+    return {"groups": groups, "layout": layout or None, "append": append or None}
+
+
 def diff(prep: Prepared, held: Held | None, *, resync: Any = None, ack: Any = None) -> tuple[dict[str, Any], Held]:
     """The message that brings a viewer holding ``held`` to ``prep``, and what it holds after.
 
@@ -132,7 +174,7 @@ def diff(prep: Prepared, held: Held | None, *, resync: Any = None, ack: Any = No
     to the last RECENT deltas, all of which the message carries. With nothing new the message is the previous one
     again, which the browser does not even run.
     """
-    last_x = [a["x"][-1] if a.get("x") else None for a in prep.arrays]
+    last_x = _last_x(prep)
     if held is None or held.signature != prep.signature or (resync is not None and resync != held.resync_seen):
         return _whole(prep, held, resync, last_x)
     if not held.acked:
@@ -143,23 +185,12 @@ def diff(prep: Prepared, held: Held | None, *, resync: Any = None, ack: Any = No
             if unchanged:
                 return full_message(prep, held.seq), held
             return _whole(prep, held, held.resync_seen, last_x)
-    groups: dict[tuple[str, ...], dict[str, Any]] = {}
-    for i, arrays in enumerate(prep.arrays):
-        if not arrays:
-            continue
-        start = _new_from(arrays["x"], held.last_x[i] if i < len(held.last_x) else None)
-        if start >= len(arrays["x"]):
-            continue
-        paths = tuple(sorted(arrays))
-        group = groups.setdefault(paths, {"traces": [], "update": {p: [] for p in paths}})
-        group["traces"].append(i)
-        for p in paths:
-            group["update"][p].append(arrays[p][start:])
+    groups = _groups(prep, held.last_x)
     changed = {k: prep.layout[k] for k, h in prep.layout_hashes.items() if held.layout_hashes.get(k) != h}
     if not groups and not changed:
         return extend_message(held), held
     seq = held.seq + 1
-    delta = {"seq": seq, "prev": held.seq, "groups": list(groups.values()), "layout": changed or None}
+    delta = {"seq": seq, "prev": held.seq, "groups": groups, "layout": changed or None}
     kept = [x if x is not None else (held.last_x[i] if i < len(held.last_x) else None) for i, x in enumerate(last_x)]
     after = dataclasses.replace(held, seq=seq, last_x=kept, layout_hashes=dict(prep.layout_hashes),
                                 recent=[*held.recent, delta][-RECENT:])
@@ -177,19 +208,6 @@ def prepared(key: tuple[Any, ...], fig: go.Figure, scope: Any = None) -> Prepare
 
 
 # -- the Streamlit element ------------------------------------------------------------------------------------------
-_PLOTLY_JS: str | None = None
-
-
-def plotly_js() -> str:
-    """The plotly.js bundled with the plotly package (read once)."""
-    global _PLOTLY_JS
-    if _PLOTLY_JS is None:
-        from plotly.offline import get_plotlyjs
-
-        _PLOTLY_JS = get_plotlyjs()
-    return _PLOTLY_JS
-
-
 def _component() -> Any:
     return v2_component.component(COMPONENT_NAME, "live_chart")
 
@@ -206,15 +224,9 @@ def live_chart(prep: Prepared, *, key: str) -> None:
     shown: Any = state.get(key)  # the element's state from the browser: {"ack": ..., "resync": ...}
     resync = shown.get("resync") if hasattr(shown, "get") else None
     ack = shown.get("ack") if hasattr(shown, "get") else None
-    if isinstance(ack, dict) and ack.get("plotly"):
-        state[PLOTLY_SENT] = True
-    if isinstance(resync, dict) and resync.get("plotly"):
-        state[PLOTLY_SENT] = False
     message, held = diff(prep, state.get(_held_key(key)), resync=resync, ack=ack)
-    if message["op"] == "full" and not state.get(PLOTLY_SENT):
-        message = {**message, "plotly": plotly_js()}
     state[_held_key(key)] = held
-    message["name"] = key
+    message.update(name=key, script=live_routes.static_url("live.js"), plotly=live_routes.static_url("plotly.min.js"))
     _component()(key=key, data=message, on_resync_change=lambda: None, on_ack_change=lambda: None)
 
 

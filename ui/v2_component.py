@@ -13,10 +13,11 @@ _REGISTERED: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
 
-def component(name: str, asset: str) -> Any:
-    """The element ``name``, made from ui/assets/``asset``.js and .css into a ``<div class="bench-{asset}">`` the
-    first time it is asked for. Its styles are not isolated: the page's fonts, colours and the projector view's sizes
-    apply, and Plotly styles its modebar and hover labels from the document's head."""
+def component(name: str, asset: str, *, styles: tuple[str, ...] = ()) -> Any:
+    """The element ``name``, made from ui/assets/``asset``.js (a loader of ui/static/live.js) and ``asset``.css (and
+    the ``styles`` named, for parts it shares with another element) into a ``<div class="bench-{asset}">`` the first
+    time it is asked for. Its styles are not isolated: the page's fonts, colours and the projector view's sizes apply,
+    and Plotly styles its modebar and hover labels from the document's head."""
     with _LOCK:
         if name not in _REGISTERED:
             import streamlit as st
@@ -25,5 +26,6 @@ def component(name: str, asset: str) -> Any:
             _REGISTERED[name] = st.components.v2.component(
                 name, html=f'<div class="bench-{stem}"></div>',
                 js=(ASSETS / f"{asset}.js").read_text(encoding="utf-8"),
-                css=(ASSETS / f"{asset}.css").read_text(encoding="utf-8"), isolate_styles=False)
+                css="\n".join((ASSETS / f"{css}.css").read_text(encoding="utf-8") for css in (*styles, asset)),
+                isolate_styles=False)
         return _REGISTERED[name]

@@ -1,0 +1,298 @@
+"""One publisher of the current run for every viewer: what the live panel shows, computed once per change.
+
+A class of a hundred watching one run must not make the server do a hundred times the work. The publisher reads the
+current run's snapshot (at most every TICK_S), and when what a viewer would see changed it makes one event: the
+header's words, the sidebar's line, each chart's new points and marks, the number watching. Each event is encoded to
+bytes once and kept in a short ring; every subscriber of the stream (ui/live_routes.py) is handed the same bytes. A
+viewer that joins gets one snapshot (each chart's figure whole, as drawn now, encoded once per change whoever asks),
+then the increments after it. No Streamlit script runs for any of this: a page reruns only when the run's state
+(``State``: which run, its status) changes, and the page draws from the same published state as the stream.
+
+Charts come in two variants, as the pages draw them: ``plain`` and ``present`` (the projector view's styling); a
+variant is computed only while someone watches it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ui import live_chart
+
+log = logging.getLogger(__name__)
+
+TICK_S = 0.5  # how often the publisher looks at the run: the header's words change at most this often
+CHART_S = 2.0  # how often a live run's charts get their new points (each increment a few samples and an epoch mark)
+RING = 64  # increments kept; a subscriber further behind gets a snapshot instead
+VARIANTS = ("plain", "present")
+IDLE_STOP_S = 10.0  # the publisher's thread ends this long after its last subscriber left
+
+
+class Snapshot(Protocol):
+    """What the publisher reads of a run (bench.runs.run_state.RunSnapshot)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def created_at(self) -> float: ...
+
+    @property
+    def status(self) -> Any: ...
+
+    @property
+    def active(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class State:
+    """What a page's Streamlit elements depend on: which run is current and its status. A page is redrawn (its
+    fragment rerun) when this changes, never on a timer."""
+
+    run: int | None = None
+    created_at: float | None = None
+    status: str | None = None
+    active: bool = False
+
+    @property
+    def key(self) -> str:
+        """The state as a page's elements depend on it: a live run's phases (starting, running) are one state (its
+        header is the stream's); a run that is not live is drawn by its status."""
+        if self.run is None:
+            return "none"
+        return f"{self.run}@{self.created_at}:{'live' if self.active else self.status}"
+
+    @classmethod
+    def of(cls, snap: Snapshot | None) -> State:
+        if snap is None:
+            return cls()
+        return cls(run=snap.id, created_at=snap.created_at, status=str(snap.status), active=bool(snap.active))
+
+
+@dataclass
+class _Variant:
+    charts: dict[str, live_chart.Prepared] = field(default_factory=dict)  # each chart as last published
+    wanted_at: float | None = None  # when a subscriber or a page last asked for this variant
+    snapshot: tuple[int, bytes] | None = None  # (seq, encoded snapshot) for joiners
+
+
+def _encode(message: Mapping[str, Any]) -> bytes:
+    """One server-sent event: ``data: <json>`` and a blank line (JSON never holds a raw newline)."""
+    return b"data: " + json.dumps(message, separators=(",", ":"), allow_nan=False, default=str).encode() + b"\n\n"
+
+
+def _whole(prep: live_chart.Prepared) -> dict[str, Any]:
+    return {"op": "full", "sig": prep.signature, "figure": {"data": prep.data, "layout": prep.layout}}
+
+
+class Publisher:
+    """The current run as a stream of events, computed once per change for every viewer.
+
+    Args:
+        current: the run to show (the JobManager's ``current``).
+        header: the live header's words for an active run (ui.live.header_data), None for an ended one.
+        line: the sidebar's one line for a run.
+        figures: a run's charts by name for a variant ("plain" or "present").
+        clock: time source (tests).
+    """
+
+    def __init__(self, current: Callable[[], Snapshot | None], *, header: Callable[[Any], dict[str, Any] | None],
+                 line: Callable[[Any], dict[str, Any] | None], figures: Callable[[Any, str], Mapping[str, Any]],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._current = current
+        self._header = header
+        self._line = line
+        self._figures = figures
+        self._clock = clock
+        self._lock = threading.RLock()
+        self.seq = 0
+        self.state = State()
+        self._header_now: dict[str, Any] | None = None
+        self._line_now: dict[str, Any] | None = None
+        self._variants: dict[str, _Variant] = {name: _Variant() for name in VARIANTS}
+        self._ring: dict[str, deque[tuple[int, bytes]]] = {name: deque(maxlen=RING) for name in VARIANTS}
+        self._looked_at = -1e9
+        self._charted_at = -1e9
+        self._viewers = 0
+        self._viewers_sent = 0
+        self._listeners: list[Callable[[], None]] = []
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.builds = 0  # how many times the charts were built (a test's view of the sharing)
+
+    # -- reading ------------------------------------------------------------------------------------------------
+    def refresh(self, *, force: bool = False) -> State:
+        """Look at the run if TICK_S has passed (or ``force``), publish what changed; the state after."""
+        with self._lock:
+            now = self._clock()
+            if force or now - self._looked_at >= TICK_S:
+                self._looked_at = now
+                self._publish(self._current(), now)
+            return self.state
+
+    def want(self, variant: str) -> None:
+        """A page shows this variant's charts: keep it computed."""
+        with self._lock:
+            self._variants[variant].wanted_at = self._clock()
+
+    def snapshot(self, variant: str) -> tuple[int, bytes]:
+        """The whole current picture for a joining viewer: (its sequence number, the encoded event), shared by every
+        joiner until the next change."""
+        with self._lock:
+            held = self._variants[variant]
+            now = self._clock()
+            if variant not in self._live_variants(now):  # not kept up to date while nobody watched it
+                self._build_charts(variant, self._current(), fresh=True)
+            held.wanted_at = now
+            if held.snapshot is None or held.snapshot[0] != self.seq:
+                held.snapshot = (self.seq, _encode(self._snapshot_message(variant)))
+            return held.snapshot
+
+    def since(self, seq: int, variant: str) -> list[tuple[int, bytes]] | None:
+        """The encoded increments after ``seq`` with their numbers, oldest first; None when some of them are no
+        longer kept (the subscriber then takes a snapshot)."""
+        with self._lock:
+            if seq >= self.seq:
+                return []
+            ring = self._ring[variant]
+            if not ring or ring[0][0] > seq + 1:
+                return None
+            return [(n, data) for n, data in ring if n > seq]
+
+    @property
+    def header(self) -> dict[str, Any] | None:
+        """The live header's words as last published (None while no run is live)."""
+        return self._header_now
+
+    # -- subscribers --------------------------------------------------------------------------------------------
+    def subscribed(self, delta: int) -> int:
+        """A stream opened (+1) or closed (-1); the number watching after. The first starts the publisher's loop."""
+        with self._lock:
+            self._viewers = max(0, self._viewers + delta)
+            if self._viewers and (self._thread is None or not self._thread.is_alive()):
+                self._stop.clear()
+                self._thread = threading.Thread(target=self._loop, name="bench-live-feed", daemon=True)
+                self._thread.start()
+            return self._viewers
+
+    @property
+    def viewers(self) -> int:
+        return self._viewers
+
+    def on_publish(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (from the publisher's thread) after every new event."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        idle_since: float | None = None
+        while not self._stop.wait(TICK_S / 2):
+            try:
+                self.refresh()
+            except Exception:  # a failed look must not end the stream for everyone; the next tick tries again
+                log.exception("live feed: reading the current run failed")
+            if self._viewers:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = self._clock()
+            elif self._clock() - idle_since > IDLE_STOP_S:
+                with self._lock:
+                    if not self._viewers:
+                        self._thread = None
+                        return
+
+    # -- publishing ---------------------------------------------------------------------------------------------
+    def _publish(self, snap: Snapshot | None, now: float) -> None:
+        state = State.of(snap)
+        changed_state = state.key != self.state.key
+        header = self._header(snap) if snap is not None and snap.active else None
+        line = self._line(snap) if snap is not None else None
+        message: dict[str, Any] = {}
+        if changed_state:
+            message["state"] = {"key": state.key, "run": state.run, "status": state.status, "active": state.active}
+        if header != self._header_now or changed_state:
+            message["header"] = header
+        if line != self._line_now or changed_state:
+            message["line"] = line
+        if self._viewers != self._viewers_sent:
+            message["viewers"] = self._viewers
+        charts_due = changed_state or (state.active and now - self._charted_at >= CHART_S)
+        chart_changes: dict[str, dict[str, Any]] = {}
+        if charts_due:
+            self._charted_at = now
+            for variant in self._live_variants(now):
+                chart_changes[variant] = self._build_charts(variant, snap, fresh=changed_state)
+        if not message and not any(chart_changes.values()):
+            return
+        self.seq += 1
+        self.state, self._header_now, self._line_now, self._viewers_sent = state, header, line, self._viewers
+        for variant in VARIANTS:
+            full = {"kind": "tick", "seq": self.seq, "at": round(time.time(), 3), **message,
+                    "charts": chart_changes.get(variant) or {}}
+            self._ring[variant].append((self.seq, _encode(full)))
+        for listener in list(self._listeners):
+            listener()
+
+    def _live_variants(self, now: float) -> list[str]:
+        return [name for name, v in self._variants.items()
+                if name == "plain" or (v.wanted_at is not None and now - v.wanted_at <= IDLE_STOP_S)]
+
+    def _build_charts(self, variant: str, snap: Snapshot | None, *, fresh: bool) -> dict[str, Any]:
+        """Each chart of ``variant`` built from ``snap``: the changes to publish by chart name (a whole figure where
+        its traces changed or ``fresh``, else the new points and marks), and the prepared figures kept."""
+        held = self._variants[variant]
+        if snap is None:
+            dropped = {name: None for name in held.charts}
+            held.charts = {}
+            return dropped
+        self.builds += 1
+        figures = self._figures(snap, variant)
+        out: dict[str, Any] = {name: None for name in held.charts if name not in figures}
+        charts: dict[str, live_chart.Prepared] = {}
+        for name, fig in figures.items():
+            prep = live_chart.prepare(fig, scope=(snap.id, snap.created_at))
+            before = held.charts.get(name)
+            if fresh or before is None or before.signature != prep.signature:
+                out[name] = _whole(prep)
+            else:
+                step = live_chart.increment(before, prep)
+                if step is not None:
+                    out[name] = {"op": "extend", **step}
+            charts[name] = prep
+        held.charts = charts
+        return out
+
+    def _snapshot_message(self, variant: str) -> dict[str, Any]:
+        state = self.state
+        charts = {name: _whole(prep) for name, prep in self._variants[variant].charts.items()}
+        return {"kind": "snapshot", "seq": self.seq, "at": round(time.time(), 3), "viewers": self._viewers,
+                "state": {"key": state.key, "run": state.run, "status": state.status, "active": state.active},
+                "header": self._header_now, "line": self._line_now, "charts": charts, "config": live_chart.CONFIG}
+
+
+# -- the process's one publisher ------------------------------------------------------------------------------------
+_PUBLISHER: Publisher | None = None
+_INSTALL_LOCK = threading.Lock()
+
+
+def install(make: Callable[[], Publisher]) -> Publisher:
+    """The process's publisher, made by ``make`` the first time (by the first page drawn)."""
+    global _PUBLISHER
+    with _INSTALL_LOCK:
+        if _PUBLISHER is None:
+            _PUBLISHER = make()
+        return _PUBLISHER
+
+
+def installed() -> Publisher | None:
+    """The process's publisher, None until a page made it (the stream then asks the browser to retry)."""
+    return _PUBLISHER

@@ -1,0 +1,583 @@
+// The live elements' browser side, served once per browser as a static file (ui/live_routes.py) and imported by the
+// elements' small loaders (ui/assets/*.js): the live header, the append-only charts, and the live view of the Train
+// page, which takes everything it shows from one server-sent-events stream of the current run (ui/live_feed.py)
+// shared by every element of the page, and asks Streamlit for a rerun only when the run's state changes.
+// Counters for tests and measurement: data-* attributes on each element's root and window.__benchLiveCharts,
+// window.__benchFeed.
+
+// -- plotly.js: one <script> per page, from the static address (the browser keeps it for a year) ---------------------
+const PLOTLY_WAIT_MS = 60000;
+let plotlyPromise = null;
+
+function plotlyReady(url) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!plotlyPromise && url) {
+    plotlyPromise = new Promise((resolve) => {
+      const script = document.createElement("script");
+      script.src = new URL(url, window.location.href).href;
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => { plotlyPromise = null; resolve(null); };
+      document.head.appendChild(script);
+    });
+  }
+  if (!plotlyPromise) return Promise.resolve(null);
+  return Promise.race([plotlyPromise, new Promise((r) => setTimeout(() => r(null), PLOTLY_WAIT_MS))]);
+}
+
+// -- the header ------------------------------------------------------------------------------------------------------
+function el(tag, attrs = {}, text = null) {
+  const node = document.createElement(tag);
+  Object.entries(attrs).forEach(([k, v]) => node.setAttribute(k, v));
+  if (text !== null) node.textContent = text;
+  return node;
+}
+
+function inline(node, text) {
+  // The lines' own markdown, as st.caption draws it: **bold** and `code`; everything else stays text.
+  const parts = String(text).split(/(\*\*[^*]+\*\*|`[^`]+`)/);
+  node.replaceChildren(...parts.filter((p) => p).map((p) => {
+    if (p.startsWith("**") && p.endsWith("**") && p.length > 4) return el("strong", {}, p.slice(2, -2));
+    if (p.startsWith("`") && p.endsWith("`") && p.length > 2) return el("code", {}, p.slice(1, -1));
+    return document.createTextNode(p);
+  }));
+  return node;
+}
+
+function primaryColour(fallback) {
+  // the theme's primary colour as the page draws it (a viewer may switch between the light and the dark theme)
+  const button = document.querySelector('[data-testid="stBaseButton-primary"]');
+  const colour = button ? getComputedStyle(button).backgroundColor : "";
+  return colour && colour !== "rgba(0, 0, 0, 0)" ? colour : fallback;
+}
+
+function build(root) {
+  root.replaceChildren();
+  const status = el("p", { class: "blh-status", "data-testid": "stMarkdownContainer" });
+  const progress = el("div", { "data-testid": "stProgress" });
+  const progressText = el("p");
+  const track = el("div", { class: "blh-track", role: "progressbar", "aria-valuemin": "0", "aria-valuemax": "100" });
+  const fill = el("div", { class: "blh-fill" });
+  track.append(fill);
+  progress.append(progressText, track);
+  const tiles = el("div", { class: "blh-tiles" });
+  const lines = el("div", { class: "blh-lines" });
+  root.append(status, progress, tiles, lines);
+  return { status, progressText, track, fill, tiles, tileNodes: [], lines, sigs: {}, builds: 1, updates: 0, changes: 0 };
+}
+
+function setText(st, node, text) {
+  if (node.textContent !== text) { node.textContent = text; st.changes += 1; }
+}
+
+function tileNode() {
+  const tile = el("div", { "data-testid": "stMetric" });
+  const label = el("div", { "data-testid": "stMetricLabel" });
+  const labelText = el("p");
+  const name = el("span");
+  const help = el("span", { class: "blh-help" }, "help");
+  labelText.append(name, help);
+  label.append(labelText);
+  const value = el("div", { "data-testid": "stMetricValue" });
+  const note = el("div", { "data-testid": "stCaptionContainer" });
+  tile.append(label, value, note);
+  return { tile, name, help, value, note };
+}
+
+function update(st, data, root) {
+  // status line: icon, then text runs, some bold
+  const statusSig = JSON.stringify(data.status);
+  if (st.sigs.status !== statusSig) {
+    st.sigs.status = statusSig;
+    const parts = [];
+    if (data.status.icon) parts.push(el("span", { class: "blh-icon", "aria-hidden": "true" }, data.status.icon));
+    for (const [text, bold] of data.status.parts) parts.push(bold ? el("strong", {}, text) : document.createTextNode(text));
+    st.status.replaceChildren(...parts);
+    st.changes += 1;
+  }
+  setText(st, st.progressText, data.progress.text);
+  const width = `${Math.round(Math.max(0, Math.min(1, data.progress.fraction)) * 1000) / 10}%`;
+  if (st.fill.style.width !== width) { st.fill.style.width = width; st.track.setAttribute("aria-valuenow", width.slice(0, -1)); }
+  const colour = primaryColour(data.primary);
+  if (st.fill.style.background !== colour) st.fill.style.background = colour;
+  // tiles: the same four for the run's life; their words change
+  while (st.tileNodes.length < data.tiles.length) { const t = tileNode(); st.tileNodes.push(t); st.tiles.append(t.tile); }
+  data.tiles.forEach((tile, i) => {
+    const t = st.tileNodes[i];
+    setText(st, t.name, tile.label);
+    setText(st, t.value, tile.value);
+    setText(st, t.note, tile.note || "");
+    t.note.style.display = tile.note ? "" : "none";
+    t.help.style.display = tile.help ? "" : "none";
+    if (tile.help && t.help.title !== tile.help) t.help.title = tile.help;
+  });
+  const linesSig = JSON.stringify(data.lines);
+  if (st.sigs.lines !== linesSig) {
+    st.sigs.lines = linesSig;
+    st.lines.replaceChildren(...data.lines.map((line) => inline(el("div", line.kind === "warning"
+      ? { class: "blh-warning", role: "alert" } : { "data-testid": "stCaptionContainer" }), line.text)));
+    st.changes += 1;
+  }
+  st.updates += 1;
+  root.dataset.builds = String(st.builds);
+  root.dataset.updates = String(st.updates);
+  root.dataset.changes = String(st.changes);
+  root.dataset.run = String(data.run);
+}
+
+
+// -- charts ------------------------------------------------------------------------------------------------------------
+const MAX_POINTS = 3000; // per trace kept in the browser; beyond it the older two thirds are halved
+
+function nested(obj, path) {
+  return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), obj);
+}
+
+function setNested(obj, path, value) {
+  const keys = path.split(".");
+  const last = keys.pop();
+  const target = keys.reduce((o, k) => (o[k] = o[k] || {}), obj);
+  target[last] = value;
+}
+
+function appendInPlace(gd, update, traces) {
+  // What Plotly.extendTraces(gd, update, traces) appends, without its redraw: update[path][j] extends trace traces[j].
+  Object.entries(update).forEach(([path, perTrace]) => {
+    traces.forEach((t, j) => {
+      const trace = gd.data[t];
+      if (!trace) return;
+      const held = nested(trace, path);
+      if (Array.isArray(held)) held.push(...perTrace[j]);
+      else setNested(trace, path, perTrace[j].slice());
+    });
+  });
+}
+
+function thin(gd, paths) {
+  // Halve the density of a long trace's oldest two thirds (every path in step, so points stay aligned).
+  let changed = false;
+  gd.data.forEach((trace) => {
+    const n = (trace.x || []).length;
+    if (n <= MAX_POINTS) return;
+    const cut = Math.floor((n * 2) / 3);
+    for (const path of ["x", ...paths.filter((p) => p !== "x")]) {
+      const values = nested(trace, path);
+      if (!Array.isArray(values) || values.length !== n) continue;
+      setNested(trace, path, values.filter((_, i) => i >= cut || i % 2 === 0));
+    }
+    changed = true;
+  });
+  return changed;
+}
+
+function appendFrom(gd, figure) {
+  // Extend each trace with the points of ``figure``'s same trace past the last x drawn (x grows along a live trace).
+  figure.data.forEach((trace, i) => {
+    const held = gd.data[i];
+    if (!held || !Array.isArray(trace.x) || !Array.isArray(held.x)) return;
+    const last = held.x.length ? held.x[held.x.length - 1] : null;
+    const start = last === null ? 0 : trace.x.findIndex((x) => x !== null && x > last);
+    if (start < 0) return;
+    const update = {};
+    const walk = (obj, prefix) => Object.entries(obj).forEach(([k, v]) => {
+      if (Array.isArray(v) && v.length === trace.x.length) update[prefix + k] = [v.slice(start)];
+      else if (v && typeof v === "object" && !Array.isArray(v)) walk(v, `${prefix}${k}.`);
+    });
+    walk(trace, "");
+    window.Plotly.extendTraces(gd, update, [i]);
+  });
+}
+
+// Epoch and phase names (the figure's annotations, in rows shifted down from the top) are thinned to the width drawn: on
+// a phone held upright a 15-epoch run would pile "epoch 10", "epoch 11", "epoch 12" on top of each other. Going left
+// to right, a name whose box would touch a box already kept is hidden, as Plotly thins its tick labels. A name's size
+// is read from the page while it is drawn (kept by its text and font for when it is hidden), else measured.
+const NAME_GAP_PX = 6;
+let measureCtx = null;
+
+function nameSize(gd, ann, i) {
+  const sizes = (gd.__benchNameSizes = gd.__benchNameSizes || new Map());
+  const size = (ann.font && ann.font.size) || 12;
+  const key = `${size}|${ann.text}`;
+  const drawn = gd.querySelector(`.annotation[data-index="${i}"]`);
+  if (drawn) {
+    const r = drawn.getBoundingClientRect();
+    if (r.width > 0) sizes.set(key, { w: r.width, h: r.height });
+  }
+  if (!sizes.has(key)) {
+    measureCtx = measureCtx || document.createElement("canvas").getContext("2d");
+    measureCtx.font = `${size}px ${getComputedStyle(gd).fontFamily || "sans-serif"}`;
+    const w = measureCtx.measureText(String(ann.text).replace(/<[^>]*>/g, "")).width + 4;
+    return { w, h: size * 1.3 + 4 };
+  }
+  return sizes.get(key);
+}
+
+function namesToShow(gd) {
+  const anns = (gd.layout && gd.layout.annotations) || [];
+  const full = gd._fullLayout;
+  if (!anns.length || !full) return null;
+  const boxes = [];
+  anns.forEach((ann, i) => {
+    const xa = full[String(ann.xref || "x").replace(/^x(\d*)$/, "xaxis$1")];
+    const ya = full[String(ann.yref || "y").replace(/^y(\d*)$/, "yaxis$1")];
+    if (!xa || !ya || typeof xa.l2p !== "function" || ann.text == null) return;
+    const { w, h } = nameSize(gd, ann, i);
+    const x = xa._offset + xa.l2p(xa.d2l ? xa.d2l(ann.x) : ann.x);
+    const y = ya._offset + ya.l2p(ya.d2l ? ya.d2l(ann.y) : ann.y) - (ann.yshift || 0);
+    const top = ann.yanchor === "top" ? y : ann.yanchor === "bottom" ? y - h : y - h / 2;
+    boxes.push({ i, left: x - w / 2, right: x + w / 2, top, bottom: top + h });
+  });
+  const show = anns.map(() => false);
+  const kept = [];
+  boxes.sort((a, b) => a.left - b.left);
+  for (const b of boxes) {
+    const clash = kept.some((k) => b.left < k.right + NAME_GAP_PX && k.left < b.right + NAME_GAP_PX
+      && b.top < k.bottom && k.top < b.bottom);
+    if (!clash) { kept.push(b); show[b.i] = true; }
+  }
+  return show;
+}
+
+function thinNames(gd) {
+  // The names' visibility for the width drawn now, set with one relayout when it changed. The draw that relayout
+  // causes is not looked at again (a hidden name's size is an estimate, so a second look could flip it back).
+  if (gd.__benchThinning) return;
+  const show = namesToShow(gd);
+  if (!show) return;
+  const update = {};
+  show.forEach((visible, i) => {
+    if ((gd.layout.annotations[i].visible !== false) !== visible) update[`annotations[${i}].visible`] = visible;
+  });
+  gd.dataset.names = String(show.length);
+  gd.dataset.namesShown = String(show.filter(Boolean).length);
+  if (!Object.keys(update).length) return;
+  gd.__benchThinning = true;
+  Promise.resolve(window.Plotly.relayout(gd, update)).finally(() => { gd.__benchThinning = false; });
+}
+
+function watchNames(gd) {
+  // after every draw: a new figure, appended points, a resize (responsive), a zoom
+  gd.on("plotly_afterplot", () => thinNames(gd));
+  thinNames(gd);
+}
+
+function publish(gd, st, name) {
+  const points = (gd.data || []).reduce((sum, t) => sum + ((t.x || []).length), 0);
+  gd.dataset.fullRenders = String(st.full);
+  gd.dataset.extends = String(st.extend);
+  gd.dataset.points = String(points);
+  gd.dataset.seq = String(st.applied);
+  window.__benchLiveCharts = window.__benchLiveCharts || {};
+  window.__benchLiveCharts[name] = { full: st.full, extend: st.extend, thin: st.thin, resyncs: st.resyncs, reasons: st.reasons, points, seq: st.applied };
+}
+
+async function apply(st, component) {
+  const { data, parentElement, setStateValue } = component;
+  const gd = parentElement.querySelector(".bench-live-chart");
+  if (!gd) return;
+  const resync = (plotly) => {
+    if (st.resyncFor === data.seq) return; // asked once per message; the server answers with the whole figure
+    st.resyncFor = data.seq;
+    st.resyncs += 1;
+    const why = `got ${data.op} ${data.seq} (base ${data.base}), holds ${st.applied}, plotly ${!!window.Plotly}`;
+    st.reasons = [...st.reasons, why].slice(-5);
+    gd.dataset.resyncs = st.reasons.join("; ");
+    console.info(`live chart ${data.name}: asks for the whole figure: ${why}`);
+    setStateValue("resync", { seq: data.seq, plotly, at: Date.now() });
+  };
+  if (data.op === "full") {
+    if (data.seq <= st.applied) return;
+    const Plotly = await plotlyReady(data.plotly);
+    if (!Plotly) { resync(true); return; }
+    if (st.full && data.sig === st.sig) {
+      // the same chart, sent whole again before the server knew this browser had it: append what is new here
+      appendFrom(gd, data.figure);
+      await Plotly.relayout(gd, { shapes: data.figure.layout.shapes || [], title: data.figure.layout.title });
+      st.extend += 1;
+    } else {
+      // the page's own font, as st.plotly_chart's theme gives the finished run's charts
+      const layout = { ...data.figure.layout, font: { family: getComputedStyle(gd).fontFamily, ...data.figure.layout.font } };
+      await Plotly.newPlot(gd, data.figure.data, layout, data.config);
+      watchNames(gd);
+      st.full += 1;
+      st.sig = data.sig;
+    }
+    st.applied = data.seq;
+    setStateValue("ack", { seq: data.seq, plotly: true });
+  } else if (data.op === "extend") {
+    const deltas = data.deltas.filter((d) => d.seq > st.applied);
+    const gap = deltas.length ? deltas[0].prev !== st.applied : data.seq !== st.applied;
+    if (gap || !window.Plotly || !gd.data) { resync(!window.Plotly); return; }
+    // Every delta of this message goes into the figure's own data and layout first, then one redraw draws it all:
+    // Plotly.extendTraces and relayout each redraw the whole figure, and a message often holds several groups, a
+    // layout change (an epoch mark) and a thinning.
+    for (const delta of deltas) {
+      const paths = new Set();
+      for (const group of delta.groups) {
+        Object.keys(group.update).forEach((p) => paths.add(p));
+        appendInPlace(gd, group.update, group.traces);
+      }
+      if (delta.layout) Object.assign(gd.layout, delta.layout);
+      if (thin(gd, [...paths])) st.thin += 1;
+      st.extend += 1;
+      st.applied = delta.seq;
+    }
+    if (deltas.length) await window.Plotly.redraw(gd);
+  }
+  publish(gd, st, data.name);
+}
+
+// -- the elements Compare and the lesson draw on their own fragments (ui/live_header.py, ui/live_chart.py) ----------
+const headers = new WeakMap(); // parentElement -> this header's state
+const charts = new WeakMap(); // parentElement -> this chart's state
+
+export function headerElement(component) {
+  const { data, parentElement } = component;
+  const root = parentElement && parentElement.querySelector(".bench-live-header");
+  if (!data || !root) return;
+  let st = headers.get(parentElement);
+  if (!st || st.root !== root) {
+    st = build(root);
+    st.root = root;
+    headers.set(parentElement, st);
+  }
+  if (st.last === data) return; // the same message again
+  st.last = data;
+  update(st, data, root);
+}
+
+export function chartElement(component) {
+  const { data, parentElement } = component;
+  if (!data || !parentElement) return;
+  let st = charts.get(parentElement);
+  if (!st) {
+    st = { applied: -1, full: 0, extend: 0, thin: 0, resyncs: 0, reasons: [], resyncFor: null, queue: Promise.resolve() };
+    charts.set(parentElement, st);
+  }
+  st.queue = st.queue.then(() => apply(st, component)).catch((err) => console.error("live chart", err));
+}
+
+// -- the stream: one EventSource per page and address, shared by the elements that show it ----------------------------
+const feeds = new Map(); // stream address -> feed
+const REOPEN_MS = 2000;
+
+function openFeed(url) {
+  const feed = { url, listeners: new Set(), source: null, last: null, events: 0, bytes: 0, opened: 0, closer: null };
+  const open = () => {
+    if (feed.source) feed.source.close();
+    feed.opened += 1;
+    const source = new EventSource(new URL(url, window.location.href).href);
+    feed.source = source;
+    source.onmessage = (e) => {
+      feed.events += 1;
+      feed.bytes += e.data.length;
+      let msg;
+      try { msg = JSON.parse(e.data); } catch (err) { console.error("live feed", err); return; }
+      if (msg.kind === "snapshot") feed.last = { ...msg };
+      else if (feed.last) {
+        for (const k of ["state", "header", "line", "viewers"]) if (k in msg) feed.last[k] = msg[k];
+        feed.last.seq = msg.seq;
+      }
+      feed.listeners.forEach((fn) => { try { fn(msg); } catch (err) { console.error("live feed listener", err); } });
+      window.__benchFeed = { url, events: feed.events, bytes: feed.bytes, opened: feed.opened, seq: msg.seq };
+    };
+    source.onerror = () => {
+      // a dropped connection reconnects by itself; a refused one (server restarting) is closed: open it again
+      if (source.readyState === EventSource.CLOSED && feed.listeners.size) setTimeout(() => {
+        if (feed.source === source && feed.listeners.size) open();
+      }, REOPEN_MS);
+    };
+  };
+  feed.subscribe = (fn) => {
+    if (feed.closer) { clearTimeout(feed.closer); feed.closer = null; }
+    feed.listeners.add(fn);
+    // a listener that comes after the snapshot (an element mounted again) needs one: every listener gets a new one
+    if (!feed.source || feed.source.readyState === EventSource.CLOSED || feed.last) open();
+    return () => {
+      feed.listeners.delete(fn);
+      if (!feed.listeners.size) feed.closer = setTimeout(() => {
+        if (!feed.listeners.size && feed.source) { feed.source.close(); feed.source = null; feed.last = null; }
+      }, 1000);
+    };
+  };
+  feed.reopen = open;
+  return feed;
+}
+
+function feedFor(data) {
+  const url = `${data.stream}?variant=${encodeURIComponent(data.variant || "plain")}`;
+  if (!feeds.has(url)) feeds.set(url, openFeed(url));
+  return feeds.get(url);
+}
+
+function watchConnected(node, unsubscribe) {
+  // an element Streamlit removed stops listening (checked at each event; no timers per element)
+  return (fn) => (msg) => { if (!node.isConnected) { unsubscribe.current && unsubscribe.current(); return; } fn(msg); };
+}
+
+// -- the sidebar's line ------------------------------------------------------------------------------------------------
+const lines = new WeakMap();
+
+function showLine(root, line) {
+  const parts = [];
+  if (line && line.icon) parts.push(el("span", { class: "bls-icon", "aria-hidden": "true" }, line.icon));
+  parts.push(document.createTextNode(line ? line.text : "No run yet."));
+  root.replaceChildren(...parts);
+}
+
+export function statusElement(component) {
+  const { data, parentElement } = component;
+  const root = parentElement && parentElement.querySelector(".bench-live-status");
+  if (!data || !root) return;
+  let st = lines.get(parentElement);
+  if (!st || st.root !== root) {
+    st = { root, seq: -1, unsubscribe: { current: null } };
+    lines.set(parentElement, st);
+    const guard = watchConnected(root, st.unsubscribe);
+    st.unsubscribe.current = feedFor(data).subscribe(guard((msg) => {
+      if ("line" in msg && msg.seq >= st.seq) { st.seq = msg.seq; showLine(root, msg.line); }
+    }));
+  }
+  if (data.seq >= st.seq) { st.seq = data.seq; showLine(root, data.line); }
+}
+
+// -- the Train page's live view: header and charts from the stream ----------------------------------------------------
+const views = new WeakMap();
+const CHART_NAMES = ["epochs", "util", "loss"];
+// A class's reruns after a state change are spread over up to 4 s (40 ms a viewer). The first waits RERUN_AFTER_MS: the
+// page that caused the change (Start, Stop) is mid-rerun when the stream says so, and its redraw ends the wait.
+const RERUN_SPREAD_MS_PER_VIEWER = 40;
+const RERUN_SPREAD_MAX_MS = 4000;
+const RERUN_AFTER_MS = 1500;
+
+function buildView(root, data) {
+  root.replaceChildren();
+  const watching = el("p", { class: "blv-watching", "data-testid": "stCaptionContainer" });
+  const header = el("div", { class: "bench-live-header" });
+  const grid = el("div", { class: "blv-grid" });
+  const cells = {};
+  for (const name of CHART_NAMES) {
+    const cell = el("div", { class: `blv-cell blv-${name}` });
+    const gd = el("div", { class: "bench-live-chart", "data-name": name });
+    cell.append(gd);
+    if (name === "util") cell.append(el("div", { class: "blv-note", "data-testid": "stCaptionContainer" }, data.nvml_note || ""));
+    cell.style.display = "none";
+    grid.append(cell);
+    cells[name] = { cell, gd, st: { applied: 0, full: 0, extend: 0, thin: 0, resyncs: 0, reasons: [], sig: null, queue: Promise.resolve() } };
+  }
+  root.append(watching, header, grid);
+  return { root, watching, header, headerSt: null, cells, seq: -1, drawnState: data.state, pending: null, reruns: 0,
+           unsubscribe: { current: null }, data };
+}
+
+function showHeader(view, header) {
+  if (!header) { view.header.style.display = "none"; return; }
+  view.header.style.display = "";
+  if (!view.headerSt) view.headerSt = build(view.header);
+  update(view.headerSt, header, view.header);
+}
+
+function showWatching(view, viewers) {
+  const text = view.data.presenter && viewers ? `${viewers} watching` : "";
+  view.watching.textContent = text;
+  view.watching.style.display = text ? "" : "none";
+  view.root.dataset.viewers = String(viewers || 0);
+}
+
+async function applyChart(view, name, change, config) {
+  const c = view.cells[name];
+  const gd = c.gd;
+  const st = c.st;
+  if (change === null) { // the chart is gone (no run, or no epoch yet)
+    if (window.Plotly && gd.data) window.Plotly.purge(gd);
+    c.cell.style.display = "none";
+    st.sig = null;
+    return;
+  }
+  const Plotly = await plotlyReady(view.data.plotly);
+  if (!Plotly) { st.resyncs += 1; view.feed.reopen(); return; }
+  if (change.op === "full") {
+    c.cell.style.display = "";
+    const layout = { ...change.figure.layout, font: { family: getComputedStyle(gd).fontFamily, ...change.figure.layout.font } };
+    if (st.sig === change.sig && gd.data) await Plotly.react(gd, change.figure.data, layout, config);
+    else {
+      await Plotly.newPlot(gd, change.figure.data, layout, config);
+      if (!st.watching) { watchNames(gd); st.watching = true; }
+    }
+    st.full += 1;
+    st.sig = change.sig;
+  } else if (change.op === "extend") {
+    if (!gd.data) { st.resyncs += 1; view.feed.reopen(); return; }
+    const paths = new Set();
+    for (const group of change.groups || []) {
+      Object.keys(group.update).forEach((p) => paths.add(p));
+      appendInPlace(gd, group.update, group.traces);
+    }
+    if (change.layout) Object.assign(gd.layout, change.layout);
+    if (change.append) Object.entries(change.append).forEach(([k, items]) => { gd.layout[k] = [...(gd.layout[k] || []), ...items]; });
+    if (thin(gd, [...paths])) st.thin += 1;
+    st.extend += 1;
+    await Plotly.redraw(gd);
+  }
+  st.applied = view.seq;
+  publish(gd, st, `live_${name}`);
+}
+
+function askRerun(view, state, viewers) {
+  // The page's Streamlit elements (Stop, the ended run's header) follow the run's state: ask for this fragment's rerun
+  // once per new state, after a random delay that grows with the class, so a hundred pages do not rerun at once.
+  if (state.key === view.drawnState) { if (view.pending) { clearTimeout(view.pending.timer); view.pending = null; } return; }
+  if (view.pending && view.pending.key === state.key) return;
+  if (view.pending) clearTimeout(view.pending.timer);
+  const spread = Math.min(RERUN_SPREAD_MAX_MS, RERUN_SPREAD_MS_PER_VIEWER * Math.max(1, viewers || 1));
+  const key = state.key;
+  const timer = setTimeout(() => {
+    view.pending = null;
+    if (view.drawnState === key || !view.root.isConnected) return;
+    view.reruns += 1;
+    view.root.dataset.reruns = String(view.reruns);
+    view.setTriggerValue("changed", { state: key, at: Date.now() });
+  }, RERUN_AFTER_MS + Math.random() * spread);
+  view.pending = { key, timer };
+}
+
+function onFeed(view, msg) {
+  if (msg.kind === "snapshot") view.seq = msg.seq;
+  else if (msg.seq <= view.seq) return;
+  view.seq = msg.seq;
+  view.root.dataset.seq = String(msg.seq);
+  if ("header" in msg) showHeader(view, msg.header);
+  if ("viewers" in msg) { view.viewers = msg.viewers; showWatching(view, msg.viewers); }
+  if (msg.state) askRerun(view, msg.state, view.viewers);
+  if (msg.config) view.config = msg.config;
+  const changes = msg.charts || {};
+  if (msg.kind === "snapshot") for (const name of CHART_NAMES) if (!(name in changes)) changes[name] = null;
+  for (const [name, change] of Object.entries(changes)) {
+    const c = view.cells[name];
+    if (!c) continue;
+    c.st.queue = c.st.queue.then(() => applyChart(view, name, change, view.config || { displaylogo: false, responsive: true }))
+      .catch((err) => console.error("live view chart", err));
+  }
+}
+
+export function viewElement(component) {
+  const { data, parentElement, setTriggerValue } = component;
+  const root = parentElement && parentElement.querySelector(".bench-live-view");
+  if (!data || !root) return;
+  let view = views.get(parentElement);
+  if (!view || view.root !== root) {
+    view = buildView(root, data);
+    views.set(parentElement, view);
+    view.setTriggerValue = setTriggerValue;
+    view.feed = feedFor(data);
+    const guard = watchConnected(root, view.unsubscribe);
+    view.unsubscribe.current = view.feed.subscribe(guard((msg) => onFeed(view, msg)));
+  }
+  view.setTriggerValue = setTriggerValue;
+  view.data = data;
+  view.drawnState = data.state;
+  if (view.pending && view.pending.key === data.state) { clearTimeout(view.pending.timer); view.pending = null; }
+  if (data.seq > view.seq && "header" in data) showHeader(view, data.header); // drawn before the stream caught up
+  showWatching(view, view.viewers);
+  root.dataset.drawnState = data.state;
+}
