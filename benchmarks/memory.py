@@ -1,19 +1,26 @@
 """Server memory over a 30-minute run, replayed at speed through a real JobManager (its own helper process).
 
 The samples enter through JobManager's own on_sample path (thinning, store flushes) from a replay sampler, the
-events through its supervisor from a spawned worker stand-in (benchmarks.standins). Meanwhile the main thread builds
-and serialises the Train page's figures from snapshots as fast as it can, as the live panel does per refresh.
+events through its supervisor from a spawned worker stand-in (benchmarks.standins). Meanwhile the main thread does the
+live panel's server work from the manager's snapshots as fast as it can: since the panel is fed by one publisher
+(ui.live_feed.Publisher, as ui.live.feed makes it), that is one forced publisher refresh per look, each building
+those of the Train page's charts whose data changed (ui.live's figures: utilization with every sample, the epoch and
+loss charts once an epoch), preparing and diffing them and encoding the event, once for every viewer. Before
+2026-11-26 it was each viewer's panel rerun (all three figures built and serialised per refresh).
 
 Usage (as the harness runs it): ``child_main(["memory", SPEC_JSON, OUT_JSON])``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from benchmarks.stats import median
@@ -21,25 +28,54 @@ from benchmarks.standins import (SIMULATED_EPOCHS, SIMULATED_INTERVAL_S, SIMULAT
                                  SamplerChoice, replay_sampler)
 
 
-def draw(snap: Any) -> int:
-    """What the live panel builds per refresh (ui.live.render_run), with Streamlit's serialisation; returns bytes."""
-    import plotly.io as pio
+class StepClock:
+    """The publisher's clock, moved on by hand: a refresh a chart interval after the last builds the charts."""
 
-    from bench.output import charts
+    def __init__(self) -> None:
+        self.t = 0.0
 
-    series = [charts.Series(label=f"#{snap.id}", epochs=snap.epochs, samples=snap.samples)]
-    figures = [charts.epoch_time_figure(series), charts.utilization_figure(series)]
-    if snap.epochs:
-        figures.append(charts.loss_accuracy_figure(snap.epochs))
-    snap.summary, snap.eta_s()  # the tiles and the progress bar
-    return sum(len(pio.to_json(f, validate=False)) for f in figures)
+    def __call__(self) -> float:
+        return self.t
+
+
+def live_publisher(current: Callable[[], Any]) -> tuple[Any, StepClock]:
+    """The live panel's publisher exactly as ui.live.feed makes it (its header, line, charts and figures, whatever
+    they are), reading ``current``, on a clock of its own; made afresh, not installed as the process's publisher."""
+    from ui import live, live_feed
+
+    clock = StepClock()
+    install, publisher_class = live_feed.install, live_feed.Publisher
+    live_feed.install = lambda make: make()  # type: ignore[assignment]
+    live_feed.Publisher = functools.partial(publisher_class, clock=clock)  # type: ignore[misc]
+    try:
+        publisher = live.feed(SimpleNamespace(current=current))  # type: ignore[arg-type]
+    finally:
+        live_feed.install, live_feed.Publisher = install, publisher_class  # type: ignore[misc]
+    return publisher, clock
+
+
+def publish(publisher: Any, clock: StepClock, step_s: float | None = None) -> int:
+    """One look as the publisher takes it: ``Publisher.refresh(force=True)`` ``step_s`` after the last (a chart
+    interval by default, so a live run's charts whose data changed are built, prepared and diffed). Returns the
+    encoded bytes of the events it published for the plain variant (0 when nothing changed)."""
+    from ui import live_feed
+
+    clock.t += live_feed.CHART_S if step_s is None else step_s
+    seq = publisher.seq
+    publisher.refresh(force=True)
+    return sum(len(data) for _n, data in publisher.since(seq, "plain") or [])
+
+
+def snapshot_bytes(publisher: Any, variant: str = "plain") -> int:
+    """The encoded bytes of the snapshot a viewer joining now gets (every chart whole), encoded once per change."""
+    return len(publisher.snapshot(variant)[1])
 
 
 def figure_timings(snap: Any, repeats: int) -> dict[str, float | None]:
-    """Median milliseconds to build and serialise each live figure from this snapshot (where the panel's time goes)."""
-    import plotly.io as pio
-
+    """Median milliseconds to build each live figure from this snapshot and serialise it as the publisher does
+    (ui.live_chart.prepare: Plotly's JSON, split for diffing): where the publisher's time per change goes."""
     from bench.output import charts
+    from ui import live_chart
 
     series = [charts.Series(label=f"#{snap.id}", epochs=snap.epochs, samples=snap.samples)]
     no_lines = [charts.Series(label=f"#{snap.id}", samples=snap.samples)]
@@ -54,18 +90,30 @@ def figure_timings(snap: Any, repeats: int) -> dict[str, float | None]:
         times = []
         for _ in range(max(3, repeats // 2)):
             t = time.perf_counter()
-            pio.to_json(build(), validate=False)
+            live_chart.prepare(build(), scope=(snap.id, snap.created_at))
             times.append((time.perf_counter() - t) * 1000)
         out[name] = median(times)
     return out
 
 
 def memory_main(cores: int, gpus: int, real_s: float, after_s: float, trace: bool) -> dict[str, Any]:
-    """Replay a 30-minute run (3,600 samples at 0.5 s, 36 epochs) through a real JobManager and redraw its charts.
+    """Replay a 30-minute run (3,600 samples at 0.5 s, 36 epochs) through a real JobManager and publish it live.
 
-    After a short warm-up run (imports, plotly's validators, sqlite), the main thread draws the run's figures from
-    snapshots while it streams, then redraws the finished run for ``after_s`` more seconds (a browser left open).
+    After a short warm-up run (imports, plotly's validators, sqlite), the main thread publishes the run from the
+    manager's snapshots while it streams, one forced refresh after another, each building the charts; then, for
+    ``after_s`` more seconds, it keeps the publisher looking at the finished run every TICK_S and hands each look's
+    joiner a snapshot of both variants (an ended run's charts are not rebuilt: that is all an open page costs now).
     RSS (psutil) is read throughout; with ``trace`` tracemalloc measures Python allocations.
+
+    Result keys whose meaning changed with the publisher (2026-11-26): ``renders_during_stream`` counts the
+    publisher's refreshes that built charts while the run streamed (``Publisher.builds``: every viewer's work, done
+    once; a refresh builds only the charts whose data changed),
+    ``renders_after_run`` its looks at the ended run with a joiner's snapshots; ``snapshot_bytes`` (was
+    ``figure_json_bytes``, the three figures' Plotly JSON) is the encoded snapshot of the ended run a viewer joining
+    gets, ``event_bytes_median``/``event_bytes_max`` the encoded events published while it streamed (replayed at
+    speed, each spans many more samples than one real chart interval; benchmarks.render_cost's ``event_bytes`` is
+    one real interval's). The charts are the plain variant's (no viewer asks for the projector view's while it
+    streams).
     """
     import gc
     import tracemalloc
@@ -75,6 +123,7 @@ def memory_main(cores: int, gpus: int, real_s: float, after_s: float, trace: boo
     from bench.config import RunConfig
     from bench.runs.jobs import JobManager
     from bench.store import Store
+    from ui import live_feed
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-mem-"))
     proc = psutil.Process()
@@ -87,9 +136,11 @@ def memory_main(cores: int, gpus: int, real_s: float, after_s: float, trace: boo
     sampler = SamplerChoice(replay_sampler(50, cores, gpus, 0.2))
     manager = JobManager(Store(tmp / "runs.sqlite3"), worker_target=worker, sampler_factory=sampler)
     config = RunConfig(epochs=SIMULATED_EPOCHS, sample_interval_s=SIMULATED_INTERVAL_S)
+    publisher, clock = live_publisher(manager.current)
     # warm-up: a short replayed run, so imports, plotly's validators and sqlite are paid before the baseline
-    warm = manager.wait(manager.submit(config.replace(epochs=2)), timeout_s=60)
-    draw(warm)
+    manager.wait(manager.submit(config.replace(epochs=2)), timeout_s=60)
+    publish(publisher, clock)
+    snapshot_bytes(publisher)
     worker.real_s = real_s
     gc.collect()
     if trace:
@@ -97,19 +148,23 @@ def memory_main(cores: int, gpus: int, real_s: float, after_s: float, trace: boo
     rss0 = rss_mb()
     traced0 = tracemalloc.get_traced_memory()[0] if trace else 0
     peak = rss0
-    renders = 0
+    builds0 = publisher.builds
+    events: list[int] = []
     t0 = time.monotonic()
     sampler.factory = replay_sampler(count, cores, gpus, real_s)  # read when the run starts, after submit
     run_id = manager.submit(config)
     snap = manager.snapshot(run_id)
     while snap.active:
-        draw(snap)
-        renders += 1
+        sent = publish(publisher, clock)
+        if sent:
+            events.append(sent)
         peak = max(peak, rss_mb())
         snap = manager.snapshot(run_id)
+    renders = publisher.builds - builds0
     stream_s = time.monotonic() - t0
+    publish(publisher, clock)  # the run's end, as the publisher's next look sees it
     snap = manager.snapshot(run_id)
-    payload = draw(snap)
+    payload = snapshot_bytes(publisher)
     gc.collect()
     rss_after_run = rss_mb()
     checkpoints = [(0, rss_after_run)]
@@ -117,13 +172,16 @@ def memory_main(cores: int, gpus: int, real_s: float, after_s: float, trace: boo
     t_after = time.monotonic()
     next_check = t_after + after_s / 5
     while time.monotonic() - t_after < after_s:
-        draw(manager.snapshot(run_id))
+        publish(publisher, clock, live_feed.TICK_S)
+        for variant in live_feed.VARIANTS:
+            snapshot_bytes(publisher, variant)
         after_renders += 1
         peak = max(peak, rss_mb())
         if time.monotonic() >= next_check:
             gc.collect()
             checkpoints.append((after_renders, rss_mb()))
             next_check += after_s / 5
+        time.sleep(live_feed.TICK_S)
     traced = tracemalloc.get_traced_memory() if trace else (0, 0)
     if trace:
         tracemalloc.stop()
@@ -132,7 +190,8 @@ def memory_main(cores: int, gpus: int, real_s: float, after_s: float, trace: boo
     return {
         "cores": cores, "gpus": gpus, "tracemalloc": trace, "samples_fed": count, "samples_kept": len(snap.samples),
         "epochs": len(snap.epochs), "status": snap.status, "stream_real_s": stream_s, "renders_during_stream": renders,
-        "renders_after_run": after_renders, "figure_json_bytes": payload,
+        "renders_after_run": after_renders, "snapshot_bytes": payload,
+        "event_bytes_median": median(events), "event_bytes_max": max(events, default=None),
         "rss_baseline_mb": rss0, "rss_peak_mb": peak, "rss_after_run_mb": rss_after_run,
         "rss_end_mb": checkpoints[-1][1], "peak_growth_mb": peak - rss0, "retained_growth_mb": rss_after_run - rss0,
         "drift_after_run_mb": checkpoints[-1][1] - checkpoints[0][1],

@@ -38,9 +38,12 @@ with st.expander(label, expanded=started is None and joined is None and not pres
 url_state.save("cfg", config, fields=url_state.TRAIN_FIELDS)
 if not control:
     st.caption("View only: enter the presenter key in the sidebar to start or stop runs.")
-start_col, link_col, _ = st.columns([1, 3, 4], vertical_alignment="center")  # room for "Copy failed: ..."
+start_col, link_col, qr_col = st.columns([1, 3, 4], vertical_alignment="center")  # room for "Copy failed: ..."
 with link_col:
     url_state.copy_link_button()
+if present.is_on():
+    with qr_col:
+        present.share_qr()
 if start_col.button("Start", type="primary", icon=":material/play_arrow:", key="start_run", disabled=not control):
     try:
         warm = manager.spare_state() == "ready"

@@ -6,6 +6,14 @@
 It opens pages/train.py as a browser session would, picks the device, presses Start and redraws the page every half
 second until the run ends, noting what the tiles said while the run was live (GPU and CPU utilization, samples/s,
 epoch time), the status line, the charts and any exception. The record is JSON; scripts/gpu_verify.py reads it.
+
+While a run is live the page's header and charts are one element (``bench_live_view``, ui.live.live_view) that a
+browser feeds from the live stream (ui.live_feed's publisher): the live tiles and status line are read from that
+element's ``header`` data (the words the stream publishes), and its charts are those of the publisher's snapshot for
+the element's variant (what a viewer joining then draws). Once the run has ended the header is Streamlit's own
+elements again (metrics, status markdown). In the record, ``redraws``/``redraws_live`` count the page's reruns here
+(all of them / those while the run was live), ``tiles_live`` each live rerun's tile values, ``charts_max`` the most
+charts the page showed at one rerun (the element's plus any st.plotly_chart).
 Where Streamlit is not installed (a GPU machine without it: carry it as wheels, docs/GPU.md) it says so, writes
 nothing and exits 0; where the device is not offered on this machine it exits 2.
 """
@@ -29,16 +37,30 @@ TILES = ("Last epoch", "Samples/s", "CPU", "GPU")
 REDRAW_S = 0.5
 
 
+def _stream_charts(variant: str) -> int:
+    """How many charts the live element draws: those of the publisher's snapshot for its variant (ui.live_feed)."""
+    from ui import live_feed
+
+    publisher = live_feed.installed()
+    if publisher is None:
+        return 0
+    _seq, event = publisher.snapshot(variant)
+    return len(json.loads(event.decode().removeprefix("data: "))["charts"])
+
+
 def _page_state(at: Any) -> dict[str, Any]:
     """What one redraw of the page shows: the tiles' values, the status line, the charts, exceptions."""
     tiles = {m.label: m.value for m in at.metric if m.label in TILES}
     status = next((m.value for m in at.markdown if "Run #" in m.value), None)
-    for element in at.get("bidi_component"):  # a live run's header is one element (ui/live_header.py): its data
-        if element.proto.component_name == "bench_live_header":
-            header = json.loads(element.proto.json)
-            tiles.update({t["label"]: t["value"] for t in header["tiles"] if t["label"] in TILES})
-            status = "".join(text for text, _bold in header["status"]["parts"])
-    charts = len(at.get("plotly_chart")) + sum(1 for e in at.get("iframe") or [])
+    charts = len(at.get("plotly_chart"))
+    for element in at.get("bidi_component"):  # the live panel's one element (ui.live.live_view): its data
+        if element.proto.component_name == "bench_live_view":
+            view = json.loads(element.proto.json)
+            header = view.get("header")  # the live header's words, while a run is live
+            if header:
+                tiles.update({t["label"]: t["value"] for t in header["tiles"] if t["label"] in TILES})
+                status = "".join(text for text, _bold in header["status"]["parts"])
+            charts += _stream_charts(view.get("variant") or "plain")
     return {"tiles": tiles, "status": status, "charts": charts,
             "exceptions": [str(e.value)[:400] for e in at.exception]}
 

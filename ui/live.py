@@ -230,12 +230,24 @@ def _live_header(snap: Any) -> dict[str, Any] | None:
     return header_data(snap) if snap.active else None
 
 
-def _figures(snap: Any, variant: str) -> dict[str, go.Figure]:
-    """A run's three charts as the Train page draws them (the projector view's styling for ``present``)."""
-    series = [series_of(snap)]
-    figures = {"epochs": charts.epoch_time_figure(series), "util": charts.utilization_figure(series)}
+def _chart_keys(snap: Any) -> dict[str, Any]:
+    """The Train page's charts of a run, each with what it is drawn from: time per epoch and loss change once an
+    epoch (the loss chart from the first epoch on), utilization with every sample and phase."""
+    phases = snap.info.get("phases")
+    keys: dict[str, Any] = {"epochs": (len(snap.epochs), snap.status),
+                            "util": (len(snap.epochs), len(snap.samples), len(phases) if isinstance(phases, list)
+                                     else 0, snap.status)}
     if snap.epochs:
-        figures["loss"] = charts.loss_accuracy_figure(snap.epochs)
+        keys["loss"] = (len(snap.epochs), snap.status)
+    return keys
+
+
+def _figures(snap: Any, variant: str, names: set[str]) -> dict[str, go.Figure]:
+    """The named charts of a run as the Train page draws them (the projector view's styling for ``present``)."""
+    series = [series_of(snap)]
+    build = {"epochs": lambda: charts.epoch_time_figure(series), "util": lambda: charts.utilization_figure(series),
+             "loss": lambda: charts.loss_accuracy_figure(snap.epochs)}
+    figures = {name: build[name]() for name in names}
     if variant == "present":
         figures = {name: present.style_figure(fig) for name, fig in figures.items()}
     return figures
@@ -244,7 +256,7 @@ def _figures(snap: Any, variant: str) -> dict[str, go.Figure]:
 def feed(manager: JobManager) -> live_feed.Publisher:
     """The process's one publisher of the current run (ui.live_feed), made by the first page that draws."""
     return live_feed.install(lambda: live_feed.Publisher(manager.current, header=_live_header, line=sidebar_line,
-                                                          figures=_figures))
+                                                          charts=_chart_keys, figures=_figures))
 
 
 def published_state(manager: JobManager) -> tuple[RunSnapshot | None, live_feed.State]:
@@ -280,7 +292,8 @@ def sidebar_status(manager: JobManager) -> None:
     publisher = feed(manager)
     snap, state = published_state(manager)
     line = sidebar_line(snap) if snap is not None else None
-    live_status_component(key="live_status", data=_element_data(publisher, state, line=line))
+    variant = "present" if present.is_on() else "plain"  # the page's one stream: the same address as its live view's
+    live_status_component(key="live_status", data=_element_data(publisher, state, line=line, variant=variant))
 
 
 def live_view_component(**kwargs: Any) -> Any:

@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -78,6 +78,7 @@ class State:
 @dataclass
 class _Variant:
     charts: dict[str, live_chart.Prepared] = field(default_factory=dict)  # each chart as last published
+    keys: dict[str, Hashable] = field(default_factory=dict)  # what each was built from
     wanted_at: float | None = None  # when a subscriber or a page last asked for this variant
     snapshot: tuple[int, bytes] | None = None  # (seq, encoded snapshot) for joiners
 
@@ -98,16 +99,20 @@ class Publisher:
         current: the run to show (the JobManager's ``current``).
         header: the live header's words for an active run (ui.live.header_data), None for an ended one.
         line: the sidebar's one line for a run.
-        figures: a run's charts by name for a variant ("plain" or "present").
+        charts: a run's charts by name, each with the key of what it draws (a chart whose key did not change is not
+            built again: the epoch chart changes once an epoch, the utilization chart with every sample).
+        figures: the named charts of a run, built for a variant ("plain" or "present").
         clock: time source (tests).
     """
 
     def __init__(self, current: Callable[[], Snapshot | None], *, header: Callable[[Any], dict[str, Any] | None],
-                 line: Callable[[Any], dict[str, Any] | None], figures: Callable[[Any, str], Mapping[str, Any]],
+                 line: Callable[[Any], dict[str, Any] | None], charts: Callable[[Any], Mapping[str, Hashable]],
+                 figures: Callable[[Any, str, set[str]], Mapping[str, Any]],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._current = current
         self._header = header
         self._line = line
+        self._charts = charts
         self._figures = figures
         self._clock = clock
         self._lock = threading.RLock()
@@ -251,24 +256,26 @@ class Publisher:
         its traces changed or ``fresh``, else the new points and marks), and the prepared figures kept."""
         held = self._variants[variant]
         if snap is None:
-            dropped = {name: None for name in held.charts}
-            held.charts = {}
+            dropped: dict[str, Any] = {name: None for name in held.charts}
+            held.charts, held.keys = {}, {}
             return dropped
-        self.builds += 1
-        figures = self._figures(snap, variant)
-        out: dict[str, Any] = {name: None for name in held.charts if name not in figures}
-        charts: dict[str, live_chart.Prepared] = {}
-        for name, fig in figures.items():
-            prep = live_chart.prepare(fig, scope=(snap.id, snap.created_at))
-            before = held.charts.get(name)
-            if fresh or before is None or before.signature != prep.signature:
-                out[name] = _whole(prep)
-            else:
-                step = live_chart.increment(before, prep)
-                if step is not None:
-                    out[name] = {"op": "extend", **step}
-            charts[name] = prep
-        held.charts = charts
+        keys = dict(self._charts(snap))
+        due = {name for name, key in keys.items() if fresh or held.keys.get(name) != key or name not in held.charts}
+        out: dict[str, Any] = {name: None for name in held.charts if name not in keys}
+        charts = {name: prep for name, prep in held.charts.items() if name in keys}
+        if due:
+            self.builds += 1
+            for name, fig in self._figures(snap, variant, due).items():
+                prep = live_chart.prepare(fig, scope=(snap.id, snap.created_at))
+                before = held.charts.get(name)
+                if fresh or before is None or before.signature != prep.signature:
+                    out[name] = _whole(prep)
+                else:
+                    step = live_chart.increment(before, prep)
+                    if step is not None:
+                        out[name] = {"op": "extend", **step}
+                charts[name] = prep
+        held.charts, held.keys = charts, keys
         return out
 
     def _snapshot_message(self, variant: str) -> dict[str, Any]:

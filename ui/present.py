@@ -125,3 +125,30 @@ def style_figure(fig: go.Figure) -> go.Figure:
 def styled(fig: go.Figure) -> go.Figure:
     """``style_figure(fig)`` when the projector view is on, else ``fig`` itself."""
     return style_figure(fig) if is_on() else fig
+
+
+def share_link() -> str:
+    """The address a class opens: this page as this browser asked for it, with its settings, without the projector
+    switch (a student's laptop is not the projector)."""
+    from urllib.parse import urlencode
+
+    base = str(st.context.url or "").split("?", 1)[0]
+    params = {k: v for k, v in st.query_params.to_dict().items() if k != QUERY}
+    return base + (f"?{urlencode(params)}" if params else "")
+
+
+def share_qr() -> None:
+    """The share link as a QR code (segno), for the projector view: a class joins the live run in seconds."""
+    import segno
+
+    link = share_link()
+    if not link:
+        return
+    code = segno.make(link, error="m")
+    st.image(code.svg_data_uri(scale=4, border=2, dark="#0b1220", light="#ffffff"), width=140)
+    host = link.split("//", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+    if host in ("localhost", "127.0.0.1", "::1", "[::1]"):
+        st.caption("This code says localhost: open the dashboard by this machine's address on the room's network "
+                   "(docs/CLASSROOM.md) for a link the class can use.")
+    else:
+        st.caption("Scan to watch live")

@@ -22,11 +22,19 @@ def app(path: str) -> AppTest:
     return AppTest.from_file(str(ROOT / path), default_timeout=30)
 
 
+def element_data(tree, name: str) -> list[dict]:
+    """The JSON data of each custom element ``name`` (ui.v2_component) under ``tree`` (the app, or at.sidebar)."""
+    return [json.loads(e.proto.json) for e in tree.get("bidi_component") if e.proto.component_name == name]
+
+
 def test_app_navigation_renders_the_train_page():
     at = app("app.py").run()
     assert not at.exception
     assert at.title[0].value == "Train"
-    assert any("No run yet" in c.value for c in at.sidebar.caption)
+    # the sidebar's "Current run" line is one element (ui.live.sidebar_status): no run is a null line, which the
+    # browser shows as "No run yet."
+    (status,) = element_data(at.sidebar, "bench_live_status")
+    assert status["line"] is None and status["state"] == "none", status
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -82,18 +90,22 @@ def test_start_queues_a_run_and_the_panel_shows_it(monkeypatch):
     at.button(key="start_run").click().run()
     assert not at.exception
     assert not at.error
-    # a live run's header is one element (ui.live_header); its status line is in the element's data
-    headers = [json.loads(e.proto.json) for e in at.get("bidi_component")
-               if e.proto.component_name == "bench_live_header"]
-    assert len(headers) == 1, headers
-    status = "".join(text for text, _bold in headers[0]["status"]["parts"])
-    assert status.startswith("Run #") and headers[0]["progress"]["text"], headers[0]
-    assert [t["label"] for t in headers[0]["tiles"]] == ["Last epoch", "Samples/s", "CPU", "GPU"]
+    # a live run's header and charts are one element (ui.live.live_view) fed by the stream; the header's words are
+    # in the element's data, and the page holds no header element and no chart of its own
+    views = element_data(at, "bench_live_view")
+    assert len(views) == 1, views
+    assert not element_data(at, "bench_live_header") and not at.get("plotly_chart")
+    header = views[0]["header"]
+    assert header is not None, views[0]
+    status = "".join(text for text, _bold in header["status"]["parts"])
+    assert status.startswith("Run #") and header["progress"]["text"], header
+    assert [t["label"] for t in header["tiles"]] == ["Last epoch", "Samples/s", "CPU", "GPU"]
     from ui.common import get_manager
 
     manager = get_manager()
     snap = manager.current()
     assert snap is not None and snap.config.epochs == 1
+    assert header["run"] == snap.id and views[0]["state"] == f"{snap.id}@{snap.created_at}:live", views[0]
     manager.stop(snap.id)
     final = manager.wait(snap.id, timeout_s=60)
     assert final.status in ("stopped", "finished")

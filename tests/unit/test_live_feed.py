@@ -55,7 +55,8 @@ def make(run_box: list[Run | None], clock: Clock) -> live_feed.Publisher:
         lambda: run_box[0],
         header=lambda r: {"run": r.id, "epochs": r.n_epochs} if r.active else None,
         line=lambda r: {"text": f"Run #{r.id}: {r.status}"},
-        figures=lambda r, variant: {"util": util_figure(r)}, clock=clock)
+        charts=lambda r: {"util": (r.n_epochs, r.n_samples, r.status)},
+        figures=lambda r, variant, names: {"util": util_figure(r)}, clock=clock)
 
 
 def decode(data: bytes) -> dict:
@@ -156,10 +157,11 @@ def test_nothing_new_publishes_nothing_and_a_viewer_count_is_a_change():
     clock = Clock()
     pub = make(box, clock)
     pub.refresh(force=True)
-    seq = pub.seq
+    seq, builds = pub.seq, pub.builds
     clock.t += 10 * live_feed.CHART_S
     pub.refresh()
-    assert pub.seq == seq, "an ended run's figures are not rebuilt or re-sent"
+    assert pub.seq == seq, "an ended run's figures are not re-sent"
+    assert pub.builds == builds, "nor built again: what they draw did not change"
     pub._viewers = 3  # as subscribed(+1) three times would, without starting the loop
     pub.refresh(force=True)
     (event,) = pub.since(seq, "plain")

@@ -348,6 +348,43 @@ def test_the_held_replay_stays_live_until_stop():
         manager.shutdown()
 
 
+def test_the_benchmarks_publish_the_live_panel_as_the_dashboard_does(monkeypatch):
+    """The render and memory figures time the live panel's publisher as ui.live.feed makes it, on a clock of the
+    benchmark's own and never the process's; each forced refresh with a chart interval's samples more builds a chart."""
+    from bench.config import RunConfig
+    from bench.runs.jobs import JobManager
+
+    pytest.importorskip("ui.live", reason="streamlit is not installed")
+    from benchmarks import memory, render_cost
+    from ui import live_feed
+
+    monkeypatch.setattr(live_feed, "_PUBLISHER", None)
+    ours, _clock = memory.live_publisher(lambda: None)
+    assert isinstance(ours, live_feed.Publisher) and live_feed.installed() is None, "made afresh, not installed"
+    assert isinstance(live_feed.Publisher, type) and live_feed.install.__module__ == "ui.live_feed", "put back"
+
+    manager = JobManager(None, hardware=HW, worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
+                         sampler_factory=standins.replay_sampler(40, 4, 1, 0.3))
+    try:
+        run_id = manager.submit(RunConfig(epochs=2, sample_interval_s=standins.SIMULATED_INTERVAL_S))
+        wait_for(lambda: len(manager.snapshot(run_id).epochs) == 2 and len(manager.snapshot(run_id).samples) == 40,
+                 timeout_s=60, what="the replayed epochs and samples")
+        snap = manager.snapshot(run_id)
+        assert snap.active
+        costs = render_cost.publish_costs(snap, repeats=2)
+    finally:
+        manager.stop(run_id)
+        manager.wait(run_id, timeout_s=60)
+        manager.shutdown()
+    assert costs["publish_builds"] == 2, "each timed refresh (a chart interval's samples more) built a chart"
+    assert len(costs["publish_ms"]) == 2 and all(ms > 0 for ms in costs["publish_ms"])
+    assert 0 < costs["event_bytes"] < costs["first_event_bytes"], "an increment is smaller than the whole charts"
+    assert costs["snapshot_bytes"] > costs["event_bytes"]
+    times = memory.figure_timings(snap, repeats=2)
+    assert set(times) == {"epoch_time_figure", "utilization_figure", "utilization_figure_without_epoch_lines",
+                          "loss_accuracy_figure"} and all(ms is not None and ms > 0 for ms in times.values())
+
+
 @pytest.mark.slow
 def test_the_bare_baseline_trains_what_prepare_training_prepares(tmp_path):
     """The bare side runs in its own process, a plain model.fit on bench.runs.worker.prepare_training's model and data."""

@@ -457,17 +457,26 @@ function buildView(root, data) {
   const grid = el("div", { class: "blv-grid" });
   const cells = {};
   for (const name of CHART_NAMES) {
+    // a chart's div exists while the chart does (page order: time per epoch, utilization, loss from the first epoch)
     const cell = el("div", { class: `blv-cell blv-${name}` });
-    const gd = el("div", { class: "bench-live-chart", "data-name": name });
-    cell.append(gd);
     if (name === "util") cell.append(el("div", { class: "blv-note", "data-testid": "stCaptionContainer" }, data.nvml_note || ""));
     cell.style.display = "none";
     grid.append(cell);
-    cells[name] = { cell, gd, st: { applied: 0, full: 0, extend: 0, thin: 0, resyncs: 0, reasons: [], sig: null, queue: Promise.resolve() } };
+    cells[name] = { cell, gd: null, st: null };
   }
   root.append(watching, header, grid);
   return { root, watching, header, headerSt: null, cells, seq: -1, drawnState: data.state, pending: null, reruns: 0,
-           unsubscribe: { current: null }, data };
+           unsubscribe: { current: null }, data, queue: Promise.resolve() };
+}
+
+function chartDiv(c, name) {
+  if (!c.gd) {
+    c.gd = el("div", { class: "bench-live-chart", "data-name": name });
+    c.cell.prepend(c.gd);
+    c.st = { applied: 0, full: 0, extend: 0, thin: 0, resyncs: 0, reasons: [], sig: null, watching: false };
+  }
+  c.cell.style.display = "";
+  return c.gd;
 }
 
 function showHeader(view, header) {
@@ -486,18 +495,16 @@ function showWatching(view, viewers) {
 
 async function applyChart(view, name, change, config) {
   const c = view.cells[name];
-  const gd = c.gd;
-  const st = c.st;
   if (change === null) { // the chart is gone (no run, or no epoch yet)
-    if (window.Plotly && gd.data) window.Plotly.purge(gd);
+    if (c.gd) { if (window.Plotly) window.Plotly.purge(c.gd); c.gd.remove(); c.gd = null; }
     c.cell.style.display = "none";
-    st.sig = null;
     return;
   }
   const Plotly = await plotlyReady(view.data.plotly);
-  if (!Plotly) { st.resyncs += 1; view.feed.reopen(); return; }
+  if (!Plotly) { view.feed.reopen(); return; }
   if (change.op === "full") {
-    c.cell.style.display = "";
+    const gd = chartDiv(c, name);
+    const st = c.st;
     const layout = { ...change.figure.layout, font: { family: getComputedStyle(gd).fontFamily, ...change.figure.layout.font } };
     if (st.sig === change.sig && gd.data) await Plotly.react(gd, change.figure.data, layout, config);
     else {
@@ -507,7 +514,9 @@ async function applyChart(view, name, change, config) {
     st.full += 1;
     st.sig = change.sig;
   } else if (change.op === "extend") {
-    if (!gd.data) { st.resyncs += 1; view.feed.reopen(); return; }
+    const gd = c.gd;
+    if (!gd || !gd.data) { view.feed.reopen(); return; } // an increment for a chart this page never drew
+    const st = c.st;
     const paths = new Set();
     for (const group of change.groups || []) {
       Object.keys(group.update).forEach((p) => paths.add(p));
@@ -519,8 +528,7 @@ async function applyChart(view, name, change, config) {
     st.extend += 1;
     await Plotly.redraw(gd);
   }
-  st.applied = view.seq;
-  publish(gd, st, `live_${name}`);
+  if (c.gd) { c.st.applied = view.seq; publish(c.gd, c.st, `live_${name}`); }
 }
 
 function askRerun(view, state, viewers) {
@@ -552,10 +560,11 @@ function onFeed(view, msg) {
   if (msg.config) view.config = msg.config;
   const changes = msg.charts || {};
   if (msg.kind === "snapshot") for (const name of CHART_NAMES) if (!(name in changes)) changes[name] = null;
+  const config = view.config || { displaylogo: false, responsive: true };
   for (const [name, change] of Object.entries(changes)) {
-    const c = view.cells[name];
-    if (!c) continue;
-    c.st.queue = c.st.queue.then(() => applyChart(view, name, change, view.config || { displaylogo: false, responsive: true }))
+    if (!view.cells[name]) continue;
+    // one queue for the view: a chart's changes apply in the stream's order, whatever each draw's duration
+    view.queue = view.queue.then(() => applyChart(view, name, change, config))
       .catch((err) => console.error("live view chart", err));
   }
 }

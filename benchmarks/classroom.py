@@ -1,0 +1,344 @@
+"""A class watching one live run: what N viewers cost the server and the run, measured.
+
+    python -m benchmarks.classroom --viewers 1,10,30,100 [--epochs 12] [--limit 20000] [--long-epochs 200]
+
+One pass, one real dashboard server (``streamlit run app.py``, real training in its worker, prestarted as `make run`
+does) on this machine:
+
+1. **The presenter**: a real Chromium page opens the Train page from a link with the run's settings; its first load
+   gives the list of files a fresh browser fetches (what every emulated viewer fetches too).
+2. **Calibration**: during one live run, the server's CPU with K real Chromium pages watching, then with K emulated
+   viewers (benchmarks/viewers.py) watching, then with neither: the emulation is trusted as far as the two per-viewer
+   costs agree, and the pass says how far that is.
+3. **Nobody watching**: the presenter presses Start with only its own page open; the run's steady epoch time is the
+   baseline.
+4. **Per N**: N emulated viewers load the page and subscribe to the stream, then the presenter presses Start while
+   they watch; per N the server's CPU over the run (cores), the run's steady epoch time against the baseline, the
+   age of the newest update each viewer holds (p50, p95, sampled twice a second while the run is live), bytes per
+   viewer per second, reruns and disconnects.
+5. **Length** (``--long-epochs``): with the largest N watching a run of that many short epochs, the server's CPU and the
+   bytes per viewer near epoch 5 and near the last epoch: a cost that grew with the run's length would show here.
+
+Writes docs/measurements/classroom.json and prints the table that docs/CLASSROOM.md holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import ROOT, wait_for
+from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, DashboardServer, chromium_cpu_s
+
+TARGETS = {100: {"cores": 0.5, "epoch_ratio": 1.10, "age_p95_s": 2.0},
+           30: {"cores": 0.25, "epoch_ratio": 1.05, "age_p95_s": 2.0}}
+CALIBRATION_WINDOW_S = 12.0
+
+
+def _cpu(proc: Any) -> float:
+    t = proc.cpu_times()
+    return t.user + t.system
+
+
+class Pass:
+    def __init__(self, folder: Path, query: str, *, prestart: bool = True) -> None:
+        from playwright.sync_api import sync_playwright
+
+        self.server = DashboardServer(folder, prestart=prestart)
+        self.server.wait_healthy(120)
+        self.query = query
+        self._pw = sync_playwright().start()
+        self.browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        self.files: list[str] = []
+        self.presenter = self._open(record=True)
+        from bench.store import Store
+
+        self.store = Store(self.server.store_path)
+
+    def _open(self, *, record: bool = False) -> Any:
+        context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        origin = self.server.url
+        if record:
+            def seen(request: Any) -> None:
+                url = request.url
+                if url.startswith(origin) and request.resource_type not in ("websocket", "eventsource") and \
+                        "/_stcore/" not in url and "/bench/live" not in url:
+                    path = url[len(origin):]
+                    if path not in self.files:
+                        self.files.append(path)
+            page.on("request", seen)
+        page.goto(f"{origin}/train?{self.query}")
+        page.get_by_role("button", name="Start", exact=True).wait_for()
+        page.locator(".bench-live-view").wait_for(state="attached")
+        page.wait_for_timeout(1500)  # plotly.js and the element's script arrive after the first draw
+        return page
+
+    def close(self) -> None:
+        try:
+            self.browser.close()
+            self._pw.stop()
+        finally:
+            self.server.stop()
+
+    # -- runs ---------------------------------------------------------------------------------------------------------
+    def start_run(self) -> int:
+        before = {r.id for r in self.store.list_runs()}
+        self.presenter.get_by_role("button", name="Start", exact=True).click()
+        return int(wait_for(lambda: max(({r.id for r in self.store.list_runs()} - before), default=None), 120,
+                            "the run to be stored"))
+
+    def run_record(self, run_id: int) -> Any:
+        return self.store.get_run(run_id, with_samples=False)
+
+    def wait_epochs(self, run_id: int, n: int, timeout_s: float = 900) -> None:
+        def enough() -> bool:
+            run = self.run_record(run_id)
+            if run is not None and run.status in ("failed", "stopped", "interrupted"):
+                raise RuntimeError(f"run #{run_id} ended {run.status}: {run.error}")
+            return run is not None and (len(run.epochs) >= n or run.status == "finished")
+
+        wait_for(enough, timeout_s, f"epoch {n} of run #{run_id}", poll_s=0.25)
+
+    def wait_end(self, run_id: int, timeout_s: float = 900) -> Any:
+        def ended() -> Any:
+            run = self.run_record(run_id)
+            return run if run is not None and run.status not in ("queued", "starting", "running") else None
+
+        run = wait_for(ended, timeout_s, f"run #{run_id} to end", poll_s=0.25)
+        if run.status != "finished":
+            raise RuntimeError(f"run #{run_id} ended {run.status}: {run.error}")
+        return run
+
+    def worker_ready(self) -> None:
+        wait_for(lambda: self.presenter.get_by_text("Worker ready").count() > 0 or self._reload_presenter(), 300,
+                 "the pre-started worker")
+
+    def _reload_presenter(self) -> bool:
+        self.presenter.reload()
+        self.presenter.get_by_role("button", name="Start", exact=True).wait_for()
+        return False
+
+
+def steady_median(run: Any) -> float | None:
+    times = [e.epoch_seconds for e in run.epochs[1:] if e.epoch_seconds]
+    return statistics.median(times) if times else None
+
+
+class Emulated:
+    """N emulated viewers in their own process (benchmarks/viewers.py)."""
+
+    def __init__(self, url: str, n: int, files: list[str], query: str, join_over_s: float = 0.0) -> None:
+        import psutil
+
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.viewers", url, str(n), json.dumps(files),
+                                      query, str(join_over_s)], cwd=ROOT, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+        self.ps = psutil.Process(self.proc.pid)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the emulated viewers ended before they were ready")
+        self.ready = json.loads(line)["ready"]
+        self.cpu0 = _cpu(self.ps)
+
+    def bytes(self) -> int:
+        """Bytes the viewers received so far (websocket and stream), as their process last reported."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("bytes\n")
+        self.proc.stdin.flush()
+        return int(json.loads(self.proc.stdout.readline())["bytes"])
+
+    def stop(self) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        cpu = _cpu(self.ps) - self.cpu0
+        self.proc.stdin.write("stop\n")
+        self.proc.stdin.flush()
+        out = self.proc.stdout.readline()
+        self.proc.wait(timeout=60)
+        return {**json.loads(out), "emulator_cpu_s": round(cpu, 2)}
+
+
+def calibrate(p: Pass, k: int, epochs: int) -> dict[str, Any]:
+    """The emulated viewer against the browser, during one run (of ``epochs``, long enough; stopped after): the server
+    CPU of K Chromium pages joining and then watching for a window, against K emulated viewers doing the same, and
+    the websocket and stream bytes each receives while watching."""
+    p.presenter.goto(f"{p.server.url}/train?{p.query.replace('epochs=', 'old=')}&epochs={epochs}")
+    p.presenter.get_by_role("button", name="Start", exact=True).wait_for()
+    run_id = p.start_run()
+    p.wait_epochs(run_id, 2)
+    out: dict[str, Any] = {"k": k, "run_id": run_id, "window_s": CALIBRATION_WINDOW_S}
+
+    def cores_over(seconds: float) -> float:
+        a, t0 = p.server.cpu_s(), time.monotonic()
+        time.sleep(seconds)
+        return (p.server.cpu_s() - a) / (time.monotonic() - t0)
+
+    out["alone_before_cores"] = round(cores_over(CALIBRATION_WINDOW_S), 4)
+    a = p.server.cpu_s()
+    pages = [p._open() for _ in range(k)]
+    out["browser_join_cpu_s_each"] = round((p.server.cpu_s() - a) / k, 3)
+    bytes_seen = [_count_bytes(page) for page in pages]
+    before = [read() for read in bytes_seen]
+    time.sleep(2)
+    chrome0 = sum(chromium_cpu_s().values())
+    out["with_browsers_cores"] = round(cores_over(CALIBRATION_WINDOW_S), 4)
+    out["chromium_cores"] = round((sum(chromium_cpu_s().values()) - chrome0) / CALIBRATION_WINDOW_S, 3)
+    out["browser_bytes_per_s_each"] = round(sum(read() - b for read, b in zip(bytes_seen, before)) / k /
+                                            (CALIBRATION_WINDOW_S + 2))
+    for page in pages:
+        page.context.close()
+    a = p.server.cpu_s()
+    emulated = Emulated(p.server.url, k, p.files, p.query)
+    out["emulated_join_cpu_s_each"] = round((p.server.cpu_s() - a) / k, 3)
+    time.sleep(2)
+    b0 = emulated.bytes()
+    out["with_emulated_cores"] = round(cores_over(CALIBRATION_WINDOW_S), 4)
+    out["emulated_bytes_per_s_each"] = round((emulated.bytes() - b0) / k / CALIBRATION_WINDOW_S)
+    out["emulated_summary"] = emulated.stop()
+    out["alone_after_cores"] = round(cores_over(CALIBRATION_WINDOW_S), 4)
+    live = p.run_record(run_id)
+    if live is None or live.status != "running":
+        raise RuntimeError(f"the calibration run #{run_id} ended before its windows did: give it more epochs")
+    p.presenter.get_by_role("button", name="Stop").click()
+    wait_for(lambda: (r := p.run_record(run_id)) is not None and r.status not in ("running", "starting"), 120,
+             "the calibration run to stop", poll_s=0.25)
+    p.presenter.goto(f"{p.server.url}/train?{p.query}")
+    p.presenter.get_by_role("button", name="Start", exact=True).wait_for()
+    alone = (out["alone_before_cores"] + out["alone_after_cores"]) / 2
+    out["per_browser_watching_cores"] = round((out["with_browsers_cores"] - alone) / k, 4)
+    out["per_emulated_watching_cores"] = round((out["with_emulated_cores"] - alone) / k, 4)
+    return out
+
+
+def _count_bytes(page: Any) -> Callable[[], int]:
+    """Bytes the page has received over its websocket and its stream since this call, as a function to read."""
+    frames = {"bytes": 0}
+
+    def frame(payload: Any) -> None:
+        frames["bytes"] += len(payload)
+
+    page.on("websocket", lambda ws: ws.on("framereceived", frame))
+    stream0 = int(page.evaluate("() => (window.__benchFeed || {}).bytes || 0"))
+    return lambda: frames["bytes"] + int(page.evaluate("() => (window.__benchFeed || {}).bytes || 0")) - stream0
+
+
+def watched_run(p: Pass, n: int, *, long_epochs: int | None = None) -> dict[str, Any]:
+    """N emulated viewers present, the presenter presses Start, the run to its end."""
+    emulated = Emulated(p.server.url, n, p.files, p.query) if n else None
+    time.sleep(2)
+    idle_a, t_idle = p.server.cpu_s(), time.monotonic()
+    time.sleep(4)
+    idle = (p.server.cpu_s() - idle_a) / (time.monotonic() - t_idle)
+    cpu_a, t_a = p.server.cpu_s(), time.monotonic()
+    run_id = p.start_run()
+    timeline: list[tuple[float, float, int]] = []  # (t, server cpu s, epochs)
+    while True:
+        run = p.run_record(run_id)
+        timeline.append((time.monotonic() - t_a, p.server.cpu_s() - cpu_a, len(run.epochs) if run else 0))
+        if run is not None and run.status not in ("queued", "starting", "running"):
+            break
+        time.sleep(0.5)
+    run = p.wait_end(run_id)
+    cpu_b, t_b = p.server.cpu_s(), time.monotonic()
+    time.sleep(6)  # the reruns that follow the end, spread over the class
+    summary = emulated.stop() if emulated else {}
+    first = next((t for t, _c, e in timeline if e >= 1), 0.0)
+    steady_cpu = [(t, c) for t, c, e in timeline if e >= 1]
+    steady_cores = ((steady_cpu[-1][1] - steady_cpu[0][1]) / (steady_cpu[-1][0] - steady_cpu[0][0])
+                    if len(steady_cpu) > 2 and steady_cpu[-1][0] > steady_cpu[0][0] else None)
+    out = {"viewers": n, "run_id": run_id, "epochs": len(run.epochs), "steady_epoch_s": steady_median(run),
+           "run_s": round(t_b - t_a, 1), "server_cores_run": round((cpu_b - cpu_a) / (t_b - t_a), 4),
+           "server_cores_training": round(steady_cores, 4) if steady_cores is not None else None,
+           "server_cores_idle_watching": round(idle, 4), "first_epoch_at_s": round(first, 1), **summary}
+    if summary and out["run_s"]:
+        out["bytes_per_viewer_s"] = round((summary["bytes_ws"] + summary["bytes_stream"]) / max(1, n) / out["run_s"])
+    if long_epochs:
+        out["length"] = _by_length(timeline, long_epochs)
+    return out
+
+
+def _by_length(timeline: list[tuple[float, float, int]], epochs: int) -> dict[str, Any]:
+    """Server cores between epochs 3 and 10 against the last ten epochs of a long run."""
+    def cores(lo: int, hi: int) -> float | None:
+        points = [(t, c) for t, c, e in timeline if lo <= e <= hi]
+        if len(points) < 2 or points[-1][0] <= points[0][0]:
+            return None
+        return round((points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0]), 4)
+
+    return {"early_epochs": "3-10", "early_cores": cores(3, 10),
+            "late_epochs": f"{epochs - 10}-{epochs}", "late_cores": cores(epochs - 10, epochs)}
+
+
+def table(result: dict[str, Any]) -> str:
+    base = result["baseline"]["steady_epoch_s"]
+    rows = ["| viewers | server cores (whole run) | server cores (training) | epoch vs nobody | newest update age "
+            "p50 / p95 | update delay p95 | bytes/viewer/s | reruns | disconnects |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for r in result["runs"]:
+        ratio = r["steady_epoch_s"] / base if base and r["steady_epoch_s"] else None
+        rows.append(f"| {r['viewers']} | {r['server_cores_run']:.3f} | {r['server_cores_training'] or 0:.3f} | "
+                    f"{ratio:.2f}x | {r.get('age_p50_s')} / {r.get('age_p95_s')} s | {r.get('delay_p95_s')} s | "
+                    f"{r.get('bytes_per_viewer_s', '—')} | {r.get('reruns', '—')} | {r.get('disconnects', '—')} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--viewers", default="1,10,30,100")
+    parser.add_argument("--epochs", type=int, default=12)
+    parser.add_argument("--limit", type=int, default=20000)
+    parser.add_argument("--size", default="s")
+    parser.add_argument("--calibrate", type=int, default=3, help="real Chromium pages against as many emulated")
+    parser.add_argument("--long-epochs", type=int, default=0, help="a run this long watched by the largest class")
+    parser.add_argument("--long-limit", type=int, default=4096)
+    parser.add_argument("--out", default=str(ROOT / "docs" / "measurements" / "classroom.json"))
+    args = parser.parse_args(argv)
+    counts = [int(n) for n in args.viewers.split(",") if n.strip()]
+    query = f"epochs={args.epochs}&limit_samples={args.limit}&size={args.size}"
+    folder = Path(tempfile.mkdtemp(prefix="classroom-"))
+    started = time.time()
+    p = Pass(folder, query)
+    result: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "load_avg_at_start": os.getloadavg()},
+                              "config": query, "files_per_browser": p.files}
+    try:
+        p.worker_ready()
+        if args.calibrate:
+            result["calibration"] = calibrate(p, args.calibrate, 400)
+            print(json.dumps(result["calibration"]), flush=True)
+        result["baseline"] = watched_run(p, 0)
+        print(json.dumps(result["baseline"]), flush=True)
+        result["runs"] = []
+        for n in counts:
+            r = watched_run(p, n)
+            result["runs"].append(r)
+            print(json.dumps(r), flush=True)
+        result["baseline_after"] = watched_run(p, 0)
+        if args.long_epochs:
+            p.presenter.goto(f"{p.server.url}/train?epochs={args.long_epochs}&limit_samples={args.long_limit}&size={args.size}")
+            p.presenter.get_by_role("button", name="Start", exact=True).wait_for()
+            result["length"] = watched_run(p, max(counts), long_epochs=args.long_epochs)
+            print(json.dumps(result["length"]), flush=True)
+    finally:
+        p.close()
+        result["seconds"] = round(time.time() - started)
+        result["load_avg_at_end"] = os.getloadavg()
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=1), encoding="utf-8")
+    if "runs" in result:
+        print(table(result))
+
+
+if __name__ == "__main__":
+    main()
