@@ -236,8 +236,10 @@ def _count_bytes(page: Any) -> Callable[[], int]:
 
 def watched_run(p: Pass, n: int, *, long_epochs: int | None = None) -> dict[str, Any]:
     """N emulated viewers present, the presenter presses Start, the run to its end."""
+    rss_before = p.server.rss_mb()
     emulated = Emulated(p.server.url, n, p.files, p.query) if n else None
     time.sleep(2)
+    rss_joined = p.server.rss_mb()
     idle_a, t_idle = p.server.cpu_s(), time.monotonic()
     time.sleep(4)
     idle = (p.server.cpu_s() - idle_a) / (time.monotonic() - t_idle)
@@ -261,7 +263,8 @@ def watched_run(p: Pass, n: int, *, long_epochs: int | None = None) -> dict[str,
     out = {"viewers": n, "run_id": run_id, "epochs": len(run.epochs), "steady_epoch_s": steady_median(run),
            "run_s": round(t_b - t_a, 1), "server_cores_run": round((cpu_b - cpu_a) / (t_b - t_a), 4),
            "server_cores_training": round(steady_cores, 4) if steady_cores is not None else None,
-           "server_cores_idle_watching": round(idle, 4), "first_epoch_at_s": round(first, 1), **summary}
+           "server_cores_idle_watching": round(idle, 4), "first_epoch_at_s": round(first, 1),
+           "server_rss_mb": [round(rss_before), round(rss_joined)], **summary}
     if summary and out["run_s"]:
         out["bytes_per_viewer_s"] = round((summary["bytes_ws"] + summary["bytes_stream"]) / max(1, n) / out["run_s"])
     if long_epochs:

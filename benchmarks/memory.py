@@ -13,7 +13,6 @@ Usage (as the harness runs it): ``child_main(["memory", SPEC_JSON, OUT_JSON])``.
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 import tempfile
@@ -41,17 +40,10 @@ class StepClock:
 def live_publisher(current: Callable[[], Any]) -> tuple[Any, StepClock]:
     """The live panel's publisher exactly as ui.live.feed makes it (its header, line, charts and figures, whatever
     they are), reading ``current``, on a clock of its own; made afresh, not installed as the process's publisher."""
-    from ui import live, live_feed
+    from ui import live
 
     clock = StepClock()
-    install, publisher_class = live_feed.install, live_feed.Publisher
-    live_feed.install = lambda make: make()  # type: ignore[assignment]
-    live_feed.Publisher = functools.partial(publisher_class, clock=clock)  # type: ignore[misc]
-    try:
-        publisher = live.feed(SimpleNamespace(current=current))  # type: ignore[arg-type]
-    finally:
-        live_feed.install, live_feed.Publisher = install, publisher_class  # type: ignore[misc]
-    return publisher, clock
+    return live.make_publisher(SimpleNamespace(current=current), clock=clock), clock
 
 
 def publish(publisher: Any, clock: StepClock, step_s: float | None = None) -> int:

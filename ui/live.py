@@ -19,7 +19,7 @@ from bench.output import charts, display, report
 from bench.analysis import metrics
 from bench.runs.jobs import JobManager, RunSnapshot
 from bench.records import Status
-from ui import gpu_truth, live_chart, live_feed, live_header, live_routes, peak, present, v2_component
+from ui import gpu_truth, live_chart, live_feed, live_header, peak, present, static_files, v2_component
 from ui.safe_text import escape
 from ui.shared_cache import SharedCache
 
@@ -253,10 +253,16 @@ def _figures(snap: Any, variant: str, names: set[str]) -> dict[str, go.Figure]:
     return figures
 
 
+def make_publisher(manager: Any, *, clock: Callable[[], float] = time.monotonic) -> live_feed.Publisher:
+    """A publisher of ``manager``'s current run with the Train page's words and charts (benchmarks make their own,
+    on a clock of theirs)."""
+    return live_feed.Publisher(manager.current, header=_live_header, line=sidebar_line, charts=_chart_keys,
+                               figures=_figures, clock=clock)
+
+
 def feed(manager: JobManager) -> live_feed.Publisher:
     """The process's one publisher of the current run (ui.live_feed), made by the first page that draws."""
-    return live_feed.install(lambda: live_feed.Publisher(manager.current, header=_live_header, line=sidebar_line,
-                                                          charts=_chart_keys, figures=_figures))
+    return live_feed.install(manager, lambda: make_publisher(manager))
 
 
 def published_state(manager: JobManager) -> tuple[RunSnapshot | None, live_feed.State]:
@@ -270,8 +276,8 @@ def published_state(manager: JobManager) -> tuple[RunSnapshot | None, live_feed.
 
 
 def _element_data(publisher: live_feed.Publisher, state: live_feed.State, **extra: Any) -> dict[str, Any]:
-    return {"state": state.key, "seq": publisher.seq, "stream": live_routes.stream_url(),
-            "script": live_routes.static_url("live.js"), "plotly": live_routes.static_url("plotly.min.js"), **extra}
+    return {"state": state.key, "seq": publisher.seq, "stream": static_files.stream_url(),
+            "script": static_files.static_url("live.js"), "plotly": static_files.static_url("plotly.min.js"), **extra}
 
 
 def live_view(manager: JobManager, *, presenter: bool) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ui import live_routes, v2_component
+from ui import static_files, v2_component
 from ui.shared_cache import SharedCache
 
 COMPONENT_NAME = "bench_live_chart"
@@ -226,7 +226,7 @@ def live_chart(prep: Prepared, *, key: str) -> None:
     ack = shown.get("ack") if hasattr(shown, "get") else None
     message, held = diff(prep, state.get(_held_key(key)), resync=resync, ack=ack)
     state[_held_key(key)] = held
-    message.update(name=key, script=live_routes.static_url("live.js"), plotly=live_routes.static_url("plotly.min.js"))
+    message.update(name=key, script=static_files.static_url("live.js"), plotly=static_files.static_url("plotly.min.js"))
     _component()(key=key, data=message, on_resync_change=lambda: None, on_ack_change=lambda: None)
 
 

@@ -288,15 +288,19 @@ class Publisher:
 
 # -- the process's one publisher ------------------------------------------------------------------------------------
 _PUBLISHER: Publisher | None = None
+_OWNER: object | None = None
 _INSTALL_LOCK = threading.Lock()
 
 
-def install(make: Callable[[], Publisher]) -> Publisher:
-    """The process's publisher, made by ``make`` the first time (by the first page drawn)."""
-    global _PUBLISHER
+def install(owner: object, make: Callable[[], Publisher]) -> Publisher:
+    """The process's publisher of ``owner``'s runs (the server's JobManager), made by ``make`` the first time a page
+    draws; a new owner (a server's resources made again) gets a new publisher, and the old one stops."""
+    global _PUBLISHER, _OWNER
     with _INSTALL_LOCK:
-        if _PUBLISHER is None:
-            _PUBLISHER = make()
+        if _PUBLISHER is None or _OWNER is not owner:
+            if _PUBLISHER is not None:
+                _PUBLISHER.close()
+            _PUBLISHER, _OWNER = make(), owner
         return _PUBLISHER
 
 

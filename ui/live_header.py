@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ui import live_routes, v2_component
+from ui import static_files, v2_component
 
 COMPONENT_NAME = "bench_live_header"
 
@@ -25,4 +25,4 @@ def _component() -> Any:
 
 def draw(data: dict[str, Any], *, key: str) -> None:
     """The header for ``data`` (ui.live.header_data): mounted once per page under ``key``, updated in place after."""
-    _component()(key=key, data={**data, "script": live_routes.static_url("live.js")})
+    _component()(key=key, data={**data, "script": static_files.static_url("live.js")})

@@ -10,69 +10,16 @@
 from __future__ import annotations
 
 import asyncio
-import gzip
-import hashlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from ui import live_feed
+from ui.static_files import base_path, static_file
 
 log = logging.getLogger(__name__)
-STATIC = Path(__file__).with_name("static")
 KEEPALIVE_S = 15.0  # a comment line this often keeps proxies from closing a quiet stream
 RETRY_MS = 2000  # what the browser waits before it reconnects a dropped stream
-
-
-@dataclass(frozen=True)
-class StaticFile:
-    body: bytes
-    gzipped: bytes
-    etag: str
-    media_type: str
-
-
-def _plotly_path() -> Path:
-    import plotly
-
-    return Path(plotly.__file__).with_name("package_data") / "plotly.min.js"
-
-
-def _sources() -> dict[str, Path]:
-    return {"plotly.min.js": _plotly_path(), "live.js": STATIC / "live.js"}
-
-
-@cache
-def static_file(name: str) -> StaticFile | None:
-    """A static file by name, read and compressed once per process; None for a name not served."""
-    path = _sources().get(name)
-    if path is None:
-        return None
-    body = path.read_bytes()
-    media = "text/javascript; charset=utf-8" if name.endswith(".js") else "application/octet-stream"
-    return StaticFile(body, gzip.compress(body, 6), hashlib.blake2b(body, digest_size=8).hexdigest(), media)
-
-
-def base_path() -> str:
-    """Streamlit's server.baseUrlPath as a path prefix ("" or "/prefix")."""
-    from streamlit import config
-
-    base = str(config.get_option("server.baseUrlPath") or "").strip("/")
-    return f"/{base}" if base else ""
-
-
-def static_url(name: str) -> str:
-    """Where a browser fetches ``name``: its content hash in the query, so a changed file is a new address."""
-    found = static_file(name)
-    version = found.etag if found else "missing"
-    return f"{base_path()}/bench/static/{name}?v={version}"
-
-
-def stream_url() -> str:
-    return f"{base_path()}/bench/live"
 
 
 # -- handlers -------------------------------------------------------------------------------------------------------
@@ -147,9 +94,25 @@ async def events(publisher: live_feed.Publisher, variant: str) -> AsyncIterator[
         publisher.subscribed(-1)
 
 
+def host_allowed(host: str | None) -> bool:
+    """The stream follows the rule Streamlit's websocket follows: with ``server.allowedHosts`` set, only those hosts
+    (ports ignored, ``*.example.org`` for subdomains, ``*`` for any)."""
+    from streamlit import config
+
+    allowed = [str(h).strip().lower().rstrip(".") for h in (config.get_option("server.allowedHosts") or [])]
+    if not allowed or "*" in allowed:
+        return True
+    name = (host or "").strip().lower()
+    name = name[1:name.index("]")] if name.startswith("[") and "]" in name else name.rsplit(":", 1)[0]
+    name = name.rstrip(".")
+    return any(name == h or (h.startswith("*.") and name.endswith(h[1:])) for h in allowed)
+
+
 async def stream(request: Any) -> Any:
     from starlette.responses import PlainTextResponse, StreamingResponse
 
+    if not host_allowed(request.headers.get("host")):
+        return PlainTextResponse("This host is not in server.allowedHosts.", status_code=403)
     publisher = live_feed.installed()
     variant = request.query_params.get("variant", "plain")
     if variant not in live_feed.VARIANTS:

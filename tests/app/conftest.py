@@ -9,12 +9,10 @@ import streamlit as st
 
 @pytest.fixture(autouse=True)
 def fresh_server_resources(monkeypatch: pytest.MonkeyPatch):
-    """A fresh JobManager and a fresh live publisher (ui.live_feed: one per process, bound to the manager of the
-    first page drawn; a test's publisher would otherwise read an earlier test's manager)."""
+    """A fresh JobManager, and with it a fresh live publisher (ui.live_feed.install makes one per manager)."""
     from ui import live_feed
 
     st.cache_resource.clear()
-    monkeypatch.setattr(live_feed, "_PUBLISHER", None)
     yield
     publisher = live_feed.installed()
     if publisher is not None:

@@ -1,0 +1,61 @@
+"""The files the browser keeps: plotly.js and the live elements' script (ui/static/live.js), each read and compressed
+once per process and named with its content's hash, so a browser fetches it once and keeps it (ui/live_routes.py
+serves them; the elements' data carries their addresses)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+STATIC = Path(__file__).with_name("static")
+
+
+@dataclass(frozen=True)
+class StaticFile:
+    body: bytes
+    gzipped: bytes
+    etag: str
+    media_type: str
+
+
+def _plotly_path() -> Path:
+    import plotly
+
+    return Path(plotly.__file__).with_name("package_data") / "plotly.min.js"
+
+
+def _sources() -> dict[str, Path]:
+    return {"plotly.min.js": _plotly_path(), "live.js": STATIC / "live.js"}
+
+
+@cache
+def static_file(name: str) -> StaticFile | None:
+    """A static file by name, read and compressed once per process; None for a name not served."""
+    path = _sources().get(name)
+    if path is None:
+        return None
+    body = path.read_bytes()
+    media = "text/javascript; charset=utf-8" if name.endswith(".js") else "application/octet-stream"
+    return StaticFile(body, gzip.compress(body, 6), hashlib.blake2b(body, digest_size=8).hexdigest(), media)
+
+
+def base_path() -> str:
+    """Streamlit's server.baseUrlPath as a path prefix ("" or "/prefix")."""
+    from streamlit import config
+
+    base = str(config.get_option("server.baseUrlPath") or "").strip("/")
+    return f"/{base}" if base else ""
+
+
+def static_url(name: str) -> str:
+    """Where a browser fetches ``name``: its content hash in the query, so a changed file is a new address."""
+    found = static_file(name)
+    version = found.etag if found else "missing"
+    return f"{base_path()}/bench/static/{name}?v={version}"
+
+
+def stream_url() -> str:
+    return f"{base_path()}/bench/live"
