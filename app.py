@@ -52,12 +52,7 @@ def page_view() -> None:
     with st.sidebar:
         present.sidebar_toggle()
         st.markdown("**Current run**")
-        manager = common.get_manager()
-        live.sidebar_status(manager)
-        snap = manager.current()
-        if (snap is None or not snap.active) and manager.spare_state() == "ready":
-            st.caption(":material/bolt: Worker ready: the next run like the last starts without loading the "
-                       "framework.")
+        live.sidebar_status(common.get_manager())
         common.presenter_sidebar()
 
     page.run()

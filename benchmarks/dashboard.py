@@ -285,7 +285,8 @@ def _first_batch_shown(page: Any, store: Any, run_id: int, t_click: float) -> fl
     return time.monotonic() - t_click
 
 
-# where the watching page's main thread spends its time, from V8's sampling profiler (self time per call frame)
+# where the watching page's main thread spends its time, from V8's sampling profiler (self time per call frame);
+# "plotly" is the live elements' code and plotly.js, whatever serves them
 PROFILE_PARTS = ("plotly", "streamlit", "dom", "native", "gc")
 
 
@@ -299,9 +300,11 @@ def _profile_part(frame: dict[str, Any]) -> str | None:
         return "gc"
     if not url:
         return "dom"  # built-ins called from JavaScript: getBoundingClientRect, setAttribute, ...
+    if "/bench/static/" in url:
+        return "plotly"  # the dashboard's static files (ui/static_files.py): plotly.js and the live elements' live.js
     if "/static/" in url:
         return "streamlit"  # Streamlit's front end: React, its styles, the elements
-    return "plotly"  # the live charts' component module, with Plotly.js inlined (ui/live_chart.py)
+    return "plotly"  # the live elements' components-v2 modules (ui/assets/*.js, loaders of live.js)
 
 
 def _start_profile(context: Any, page: Any) -> Any:

@@ -5,13 +5,15 @@ Every figure compares our path with a minimal one IN THE SAME PASS, alternating 
 drifts: a bare ``model.fit`` (benchmarks.baseline, on what ``bench.runs.worker.prepare_training`` prepares) against our
 worker run through :class:`bench.runs.jobs.JobManager`, against the same run started from a real dashboard server watched
 live by headless Chromium (benchmarks.dashboard), and against our worker with the sampler switched off. Beside those:
-how long a cold server takes to show the Train page, how long a Start click takes to a first finished batch, what one
-live-panel refresh costs the server (benchmarks.render_cost) and how far memory grows over a 30-minute run
+how long a cold server takes to show the Train page, how long a Start click takes to a first finished batch, what the
+live panel costs the server (its CPU while a page watches; benchmarks.render_cost: the publisher's work per change,
+done once for every viewer, and a Train page rerun) and how far memory grows over a 30-minute run published live
 (benchmarks.memory). How each figure is measured: docs/PERFORMANCE-METHOD.md.
 
 The result goes to the terminal, to a JSON file with ``--json PATH``, and to docs/PERFORMANCE.md only when asked
 (``--write-doc``); ``--from-json PATH`` renders the doc from a saved result without measuring. Nothing here imports
-TensorFlow or Streamlit in this process: the bare fit, the memory replay and the AppTest timing each run in their own.
+TensorFlow or Streamlit in this process: the bare fit, the memory replay and the publisher and AppTest timings each run
+in their own.
 """
 
 from __future__ import annotations
@@ -273,7 +275,7 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
         if playwright is not None:
             playwright.stop()
 
-    say("memory: replaying a 30-minute run (3,600 samples, 36 epochs) through JobManager and the charts")
+    say("memory: replaying a 30-minute run (3,600 samples, 36 epochs) through JobManager, published live")
     memory = []
     scenarios = ((32, 2, False),) if plan.quick else ((2, 0, False), (32, 2, False), (32, 2, True))
     for cores, gpus, trace in scenarios:
@@ -285,13 +287,17 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
         memory.append(json.loads(out.read_text(encoding="utf-8")))
         m = memory[-1]
         say(f"memory {cores} cores {gpus} GPUs{' (tracemalloc)' if trace else ''}: peak +{m['peak_growth_mb']:.1f} MB, "
-            f"retained +{m['retained_growth_mb']:.1f} MB, {m['renders_during_stream']} renders")
-    say("render: AppTest of the Train page with a live 30-minute run")
+            f"retained +{m['retained_growth_mb']:.1f} MB, the publisher built charts {m['renders_during_stream']} "
+            f"times while it streamed")
+    say("render: the live panel's publisher and the Train page (AppTest) with a live 30-minute run")
     out = tmp / "render.json"
     run_child("benchmarks.render_cost",
               ["render", json.dumps({"real_s": plan.memory_real_s, "repeats": plan.render_repeats}), str(out)],
               timeout_s=900, log_path=tmp / "render.log")
     render = json.loads(out.read_text(encoding="utf-8"))
+    publish_ms, page_ms = median(render.get("publish_ms") or []), median(render.get("page_ms") or [])
+    say(f"render: the publisher {publish_ms or 0:.1f} ms per change (once for every viewer), an event of "
+        f"{render.get('event_bytes') or 0:,.0f} bytes; the Train page rerun {page_ms or 0:.0f} ms")
     shutil.rmtree(tmp, ignore_errors=True)
     result = result_from(plan, config.to_dict(), machine(), runs, extra, memory, render)
     result["duration_s"] = time.monotonic() - t_start
@@ -303,7 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m bench overhead",
         description="What the dashboard costs a training run on this machine: our engine, a watched page and the "
-                    "sampler against a bare Keras model.fit, page and first-batch latency, rerun cost, memory. Prints "
+                    "sampler against a bare Keras model.fit, page and first-batch latency, the live panel's server "
+                    "cost, memory. Prints "
                     "every figure against its target; docs/PERFORMANCE.md is rewritten only when asked (--write-doc).")
     p.add_argument("--quick", action="store_true", help="a short pass (~4 minutes) instead of the full one (~12)")
     p.add_argument("--rounds", type=int, default=None, help="alternation rounds (default 3 quick, 4 full; at least 3)")

@@ -1,6 +1,11 @@
 """docs/PERFORMANCE.md, written from a result of the overhead pass: its figures, their verdicts, a diagnosis of each
 miss and the raw runs. Every number comes from the result; how the figures are measured and what would close a miss
 are hand-written in docs/PERFORMANCE-METHOD.md, which the generated doc links to.
+
+A result measured before the live panel was fed by one publisher (2026-11-26; docs/overhead.json is one) timed the
+panel as it was then, each viewer's session rerunning it every second; it holds that panel's keys
+(``rerun_panel_wall_ms``, ``rerun_server_cpu_ms_per_tick``, ...), and is rendered as what it measured, in the past
+tense and under a note that says so, never as a measure of the publisher.
 """
 
 from __future__ import annotations
@@ -15,6 +20,21 @@ from benchmarks.stats import FIGURES, TARGETS, median, verdict
 
 DEFAULT_REPORT = ROOT / "docs" / "PERFORMANCE.md"
 METHOD = "PERFORMANCE-METHOD.md"  # beside the report
+CLASSROOM = "CLASSROOM.md"  # the publisher with many viewers (benchmarks.classroom), beside the report
+PUBLISHER_SINCE = "2026-11-26"
+
+# a result measured before the publisher: its keys -> the names the report reads today, where they mean the same
+# (the server's CPU per refresh was per second: the panel reran once a second)
+LEGACY_KEYS = {
+    "rerun_server_cpu_ms_per_tick": "server_cpu_ms_per_s_watched",
+    "rerun_server_cpu_ms_per_tick_unwatched": "server_cpu_ms_per_s_unwatched",
+    "rerun_server_cpu_ms_per_tick_net": "server_cpu_ms_per_s_watching_adds",
+    "rerun_chromium_cpu_share": "watch_chromium_cpu_share",
+    "rerun_server_cpu_share": "watch_server_cpu_share",
+    "rerun_page_wall_ms": "train_page_rerun_wall_ms",
+}
+LEGACY_WHAT = {"rerun_ms": "server cost of one live-panel refresh while a run streams (worst of CPU and wall), "
+                           "each viewer's panel rerunning every second as it did then"}
 
 SIDE_LABELS = {
     "engine": "our worker via JobManager, sampling every 0.5 s (this process: supervisor, sampler)",
@@ -56,11 +76,37 @@ def _seconds(values: Any) -> str:
     return ", ".join(f"{s:.2f} s" for s in values or [] if s)
 
 
+def _bytes(value: Any) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "—"
+    return f"{value / 1e6:.2f} MB" if value >= 1e6 else f"{value / 1e3:.1f} kB"
+
+
+# -- which panel a result measured ----------------------------------------------------------------------------------
+def measured_before_publisher(details: Mapping[str, Any]) -> bool:
+    """Whether a result's details come from the panel before the publisher (each viewer's rerun every second)."""
+    return "rerun_panel_wall_ms" in details or "rerun_server_cpu_ms_per_tick" in details
+
+
+def details_of(result: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """A result's details under today's names, and whether it was measured before the publisher (its own names
+    mapped where they mean the same; what only that panel had, its rerun's wall time, keeps its name)."""
+    d = dict(result.get("details") or {})
+    legacy = measured_before_publisher(d)
+    if legacy:
+        for old, new in LEGACY_KEYS.items():
+            if old in d and new not in d:
+                d[new] = d[old]
+    return d, legacy
+
+
 # -- pieces of the report -------------------------------------------------------------------------------------------
 def figure_lines(result: Mapping[str, Any]) -> list[str]:
     """The table rows: figure, measured, target, verdict."""
+    _, legacy = details_of(result)
     lines = ["| figure | measured | target | result | what |", "|---|---|---|---|---|"]
     for name, (target, unit, what) in TARGETS.items():
+        what = LEGACY_WHAT.get(name, what) if legacy else what
         value = result.get(name)
         lines.append(f"| `{name}` | {_fmt(value, unit)} | ≤ {_fmt(target, unit)} | {verdict(name, value)} | {what} |")
     return lines
@@ -105,29 +151,34 @@ def cpu_note(kind: str, d: Mapping[str, Any]) -> str:
 # -- a miss: why (the measured numbers) and a diagnosis (which of them dominates) ----------------------------------
 def diagnose(name: str, r: Mapping[str, Any]) -> tuple[str, str]:
     """(why it missed, what the numbers point at) for a missed figure, from the measured details only."""
-    d = r.get("details") or {}
+    d, legacy = details_of(r)
     if name in ("engine_vs_bare_ratio", "watched_vs_bare_ratio", "sampling_ratio"):
         why, diagnosis = _diagnose_ratio(name, r, d)
         kind = {"engine_vs_bare_ratio": "engine", "watched_vs_bare_ratio": "watched", "sampling_ratio": "engine"}[name]
         profiled = profile_note(d) if name == "watched_vs_bare_ratio" else ""
         return why + noise_note(r.get(name), d.get("bare_spread")) + cpu_note(kind, d) + profiled, diagnosis
     if name in ("page_ready_s", "first_batch_s"):
-        return _diagnose_latency(name, d)
+        return _diagnose_latency(name, d, legacy)
     if name == "first_batch_warm_s":
+        shown = ("the page's next refresh showing it (the panel then reran every second)" if legacy else
+                 "the page's redraw after the click, or the stream's next update, showing it")
         return (f"with the pre-started worker ready, Start-to-first-batch measured "
                 f"{_seconds(d.get('first_batch_prestarted_runs_s'))} (cold: {_seconds(d.get('first_batch_runs_s'))}).",
-                "what remains after the framework import is building the data and model, tracing the first step and "
-                "the page's next refresh showing it.")
+                f"what remains after the framework import is building the data and model, tracing the first step and "
+                f"{shown}.")
     if name == "watch_cores":
-        chromium, server = d.get("rerun_chromium_cpu_share"), d.get("rerun_server_cpu_share")
+        chromium, server = d.get("watch_chromium_cpu_share"), d.get("watch_server_cpu_share")
         why = f"while one page watched a run the server used {_share(server)} of a core and Chromium {_share(chromium)}."
-        part = "the browser drawing the page" if (chromium or 0) >= (server or 0) else "the server's refreshes"
+        part = ("the browser drawing the page" if (chromium or 0) >= (server or 0) else
+                "the server's refreshes" if legacy else "the server")
         return why + profile_note(d), f"most of it is {part}."
-    return _diagnose_server(name, r, d)
+    return _diagnose_server(name, r, d, legacy)
 
 
-PROFILE_NAMES = {"streamlit": "Streamlit's front end redrawing the panel each refresh (React, its styles)",
-                 "native": "the renderer's style, layout and paint", "plotly": "Plotly redrawing the live charts",
+# the watching page's profile, by benchmarks.dashboard.PROFILE_PARTS
+PROFILE_NAMES = {"streamlit": "Streamlit's front end (React, its styles, its elements)",
+                 "native": "the renderer's style, layout and paint",
+                 "plotly": "the live elements' code and Plotly drawing the header and charts",
                  "dom": "DOM calls from both", "gc": "garbage collection"}
 
 
@@ -165,7 +216,7 @@ def _diagnose_ratio(name: str, r: Mapping[str, Any], d: Mapping[str, Any]) -> tu
         cores = (r.get("machine") or {}).get("logical_cores")
         threads = (r.get("config") or {}).get("cpu_threads")
         uses = "all of which the training also uses" if not threads else f"of which the training uses {threads}"
-        chromium, server = d.get("rerun_chromium_cpu_share"), d.get("rerun_server_cpu_share")
+        chromium, server = d.get("watch_chromium_cpu_share"), d.get("watch_server_cpu_share")
         why = (f"while the page was watched the server used {_share(server)} of a core and "
                f"Chromium {_share(chromium)} of a core on a machine with {cores} cores, {uses}, "
                "and a training step waits for its slowest thread, so a thread that loses its core stalls the step "
@@ -210,7 +261,7 @@ def page_steps(marks: Mapping[str, Any]) -> list[tuple[str, float]]:
     return [(name, points[i + 1] - points[i]) for i, name in enumerate(names)]
 
 
-def _diagnose_latency(name: str, d: Mapping[str, Any]) -> tuple[str, str]:
+def _diagnose_latency(name: str, d: Mapping[str, Any], legacy: bool = False) -> tuple[str, str]:
     if name == "page_ready_s":
         ready, healthy = d.get("page_ready_runs_s") or [], d.get("server_healthy_runs_s") or []
         why = (f"server starts measured {', '.join(f'{s:.2f} s' for s in ready)}; the server answered its health "
@@ -233,8 +284,10 @@ def _diagnose_latency(name: str, d: Mapping[str, Any]) -> tuple[str, str]:
     startup = (d.get("startup_wall_s") or {}).get("bare")
     why = (f"Start-to-first-batch measured {_seconds(d.get('first_batch_runs_s'))}; "
            "these are cold starts (the measuring server runs with BENCH_PRESTART=0), so each run pays a spawned "
-           "interpreter importing TensorFlow, the data generation and the first traced step, and the panel shows "
-           "it at its next 1 s refresh"
+           "interpreter importing TensorFlow, the data generation and the first traced step, and "
+           + ("the panel showed it at its next 1 s refresh (it then reran every second)" if legacy else
+              "the live view shows it once the publisher has looked at the run again (every 0.5 s) and the stream "
+              "has brought it")
            + (f" (a bare script's wall time beyond its training epochs, i.e. start-up, validation and exit, was "
               f"{startup:.1f} s here)" if startup is not None else "") + ".")
     warm = d.get("first_batch_prestarted_s")
@@ -245,40 +298,80 @@ def _diagnose_latency(name: str, d: Mapping[str, Any]) -> tuple[str, str]:
     return why, diagnosis
 
 
-def _diagnose_server(name: str, r: Mapping[str, Any], d: Mapping[str, Any]) -> tuple[str, str]:
+def _diagnose_server(name: str, r: Mapping[str, Any], d: Mapping[str, Any], legacy: bool = False) -> tuple[str, str]:
     if name == "rerun_ms":
-        render = d.get("render") or {}
-        figs = render.get("figure_ms") or {}
-        util, bare_util = figs.get("utilization_figure"), figs.get("utilization_figure_without_epoch_lines")
-        lines_ms = util - bare_util if util is not None and bare_util is not None else None
-        split = ""
-        if figs:
-            split = (f" Of the panel, building and serialising the utilization chart took {_fmt(util, 'ms')} "
-                     f"({_fmt(bare_util, 'ms')} without its {render.get('epochs')} epoch lines), the "
-                     f"epoch chart {_fmt(figs.get('epoch_time_figure'), 'ms')}, loss/accuracy "
-                     f"{_fmt(figs.get('loss_accuracy_figure'), 'ms')}.")
-        unwatched = d.get("rerun_server_cpu_ms_per_tick_unwatched")
-        why = (f"server CPU {_fmt(d.get('rerun_server_cpu_ms_per_tick'), 'ms')} per refresh while watched"
-               + (f" ({_fmt(unwatched, 'ms')} per second of the same run unwatched)" if unwatched is not None else "")
-               + f"; AppTest wall time of the live panel with a 30-minute history {_fmt(d.get('rerun_panel_wall_ms'), 'ms')}, "
-               f"of the whole Train page {_fmt(d.get('rerun_page_wall_ms'), 'ms')}.{split}")
-        panel, server = d.get("rerun_panel_wall_ms"), d.get("rerun_server_cpu_ms_per_tick")
-        parts = []
-        if lines_ms is not None and isinstance(panel, (int, float)) and panel > 0 and lines_ms > 0.5 * panel:
-            parts.append("the utilization chart's epoch lines are most of the panel's own time")
-        if panel is not None and server is not None and server > 3 * panel:
-            parts.append("our panel code is a small part of the server's cost per refresh: the rest is Streamlit "
-                         "delivering whole figures to the browser every refresh")
-        else:
-            parts.append("drawing the panel's figures is a large part of the server's cost per refresh")
-        return why, "; ".join(parts) + "."
+        return _diagnose_rerun_before_publisher(d) if legacy else _diagnose_rerun(d)
+    after = ("while the finished run was redrawn" if legacy else
+             "while the publisher kept looking at the finished run and handing joiners its snapshot")
     why = (f"peak RSS growth {_fmt(r.get(name), 'MB')}, retained after the run {_fmt(d.get('memory_retained_mb'), 'MB')}, "
-           f"and {_fmt(d.get('memory_drift_after_run_mb'), 'MB')} more while the finished run was redrawn.")
+           f"and {_fmt(d.get('memory_drift_after_run_mb'), 'MB')} more {after}.")
     drift = d.get("memory_drift_after_run_mb")
-    diagnosis = ("memory keeps growing while the finished run is redrawn: something is kept per redraw."
+    kept = ("memory keeps growing while the finished run is redrawn: something is kept per redraw." if legacy else
+            "memory keeps growing while the publisher looks at the finished run: something is kept per look.")
+    diagnosis = (kept
                  if drift is not None and drift > 1.0 else
                  "memory stops growing once the run ends: what grows is what a run keeps in memory while it streams.")
     return why, diagnosis
+
+
+def _figure_split(render: Mapping[str, Any], legacy: bool) -> tuple[str, float | None]:
+    """Where the chart building goes (each figure built and serialised), and what the epoch lines add."""
+    figs = render.get("figure_ms") or {}
+    util, bare_util = figs.get("utilization_figure"), figs.get("utilization_figure_without_epoch_lines")
+    lines_ms = util - bare_util if util is not None and bare_util is not None else None
+    if not figs:
+        return "", lines_ms
+    if legacy:
+        return (f" Of the panel, building and serialising the utilization chart took {_fmt(util, 'ms')} "
+                f"({_fmt(bare_util, 'ms')} without its {render.get('epochs')} epoch lines), the "
+                f"epoch chart {_fmt(figs.get('epoch_time_figure'), 'ms')}, loss/accuracy "
+                f"{_fmt(figs.get('loss_accuracy_figure'), 'ms')}."), lines_ms
+    return (f" Of a change's work, building and serialising the utilization chart took {_fmt(util, 'ms')} "
+            f"({_fmt(bare_util, 'ms')} without its {render.get('epochs')} epoch lines); the epoch chart "
+            f"({_fmt(figs.get('epoch_time_figure'), 'ms')}) and loss/accuracy "
+            f"({_fmt(figs.get('loss_accuracy_figure'), 'ms')}) are built only when an epoch ends."), lines_ms
+
+
+def _diagnose_rerun(d: Mapping[str, Any]) -> tuple[str, str]:
+    """rerun_ms of a result measured with the publisher: the server's CPU while watched, the publisher's work."""
+    split, lines_ms = _figure_split(d.get("render") or {}, legacy=False)
+    unwatched = d.get("server_cpu_ms_per_s_unwatched")
+    publish, server = d.get("publish_wall_ms"), d.get("server_cpu_ms_per_s_watched")
+    why = (f"server CPU {_fmt(server, 'ms')} per second while one page watched"
+           + (f" ({_fmt(unwatched, 'ms')} per second of the same run unwatched)" if unwatched is not None else "")
+           + f"; the live panel's publisher, with a 30-minute history, {_fmt(publish, 'ms')} of wall time per change, "
+           f"done once for every viewer; a viewer's whole Train page rerun {_fmt(d.get('train_page_rerun_wall_ms'), 'ms')}"
+           f", which happens only when the run's state changes.{split}")
+    parts = []
+    if lines_ms is not None and isinstance(publish, (int, float)) and publish > 0 and lines_ms > 0.5 * publish:
+        parts.append("the utilization chart's epoch lines are most of the publisher's work per change")
+    if publish is not None and server is not None and server > 3 * publish:
+        parts.append("the publisher's work is a small part of the server's CPU while watched: the rest is the "
+                     "server's other work while a run streams (the run's supervision, measured unwatched, and the "
+                     "page's session and stream)")
+    else:
+        parts.append("the publisher building the charts is a large part of the server's cost while watched")
+    return why, "; ".join(parts) + "."
+
+
+def _diagnose_rerun_before_publisher(d: Mapping[str, Any]) -> tuple[str, str]:
+    """rerun_ms of a result measured before the publisher, as that panel was: a rerun per viewer every second."""
+    split, lines_ms = _figure_split(d.get("render") or {}, legacy=True)
+    unwatched = d.get("server_cpu_ms_per_s_unwatched")
+    why = (f"server CPU {_fmt(d.get('server_cpu_ms_per_s_watched'), 'ms')} per refresh while watched"
+           + (f", against {_fmt(unwatched, 'ms')} per second of the same run unwatched" if unwatched is not None else "")
+           + f", the panel then rerunning every second; AppTest wall time of the live panel with a 30-minute history {_fmt(d.get('rerun_panel_wall_ms'), 'ms')}, "
+           f"of the whole Train page {_fmt(d.get('train_page_rerun_wall_ms'), 'ms')}.{split}")
+    panel, server = d.get("rerun_panel_wall_ms"), d.get("server_cpu_ms_per_s_watched")
+    parts = []
+    if lines_ms is not None and isinstance(panel, (int, float)) and panel > 0 and lines_ms > 0.5 * panel:
+        parts.append("the utilization chart's epoch lines were most of the panel's own time")
+    if panel is not None and server is not None and server > 3 * panel:
+        parts.append("that panel's code was a small part of the server's cost per refresh: the rest was Streamlit "
+                     "delivering whole figures to the browser every refresh")
+    else:
+        parts.append("drawing the panel's figures was a large part of the server's cost per refresh")
+    return why, "; ".join(parts) + "."
 
 
 # -- the report -----------------------------------------------------------------------------------------------------
@@ -287,7 +380,7 @@ def render_markdown(r: Mapping[str, Any]) -> str:
     m = r.get("machine") or {}
     c = r.get("config") or {}
     p = r.get("plan") or {}
-    d = r.get("details") or {}
+    d, legacy = details_of(r)
     threads = c.get("cpu_threads") or f"all {m.get('logical_cores')}"
     gpu = ", ".join(m.get("gpus") or []) or f"none ({m.get('gpu_reason') or 'no GPU found'})"
     runs = r.get("runs") or []
@@ -312,6 +405,7 @@ def render_markdown(r: Mapping[str, Any]) -> str:
         f"jit_compile={c.get('jit_compile')}, {c.get('optimizer')}, seed {c.get('seed')}; "
         f"{p.get('rounds')} rounds, runs per side: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
         "",
+        *([before_publisher_note(r), ""] if legacy else []),
         *figure_lines(r),
         "",
         f"Also measured: sampling every 0.1 s / off = {_fmt(d.get('sampling_0_1_ratio'), 'x')}; "
@@ -353,12 +447,79 @@ def render_markdown(r: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def before_publisher_note(r: Mapping[str, Any]) -> str:
+    """What a result measured before the publisher measured, said above its figures."""
+    return (f"> Measured on {str(r.get('date') or '?')[:10]}, before the live panel was fed by one publisher "
+            f"({PUBLISHER_SINCE}). Then each watching session reran the Train page's live panel every second, and a "
+            "viewer's first chart messages carried plotly.js (4.6 MB). Since then one publisher per server computes each change of the live run once for every viewer "
+            "and streams it to the browsers, and plotly.js is a static file each browser fetches once. So "
+            "`watched_vs_bare_ratio`, `watch_cores`, `rerun_ms`, the page profile and the memory replay below describe "
+            "that earlier panel; they have not been measured again with the publisher. The publisher with one and "
+            f"with many viewers: [{CLASSROOM}]({CLASSROOM}).")
+
+
+def _rerun_line(d: Mapping[str, Any], legacy: bool) -> str:
+    """The rerun_ms bullet of "Measured in detail"."""
+    unwatched = d.get("server_cpu_ms_per_s_unwatched")
+    cpu = (f"- **`rerun_ms`**: (1) server CPU while one Chromium page watched: "
+           f"{_fmt(d.get('server_cpu_ms_per_s_watched'), 'ms')} per {'refresh' if legacy else 'second'}"
+           + (" (the panel then reran once a second)" if legacy else "")
+           + (f"; the same run unwatched cost the server {_fmt(unwatched, 'ms')} per second (supervisor, sampler, "
+              f"store), so watching adds {_fmt(d.get('server_cpu_ms_per_s_watching_adds'), 'ms')}"
+              if unwatched is not None else "") + ". ")
+    shares = (f"Chromium meanwhile used {_share(d.get('watch_chromium_cpu_share'))} of a core, the server "
+              f"{_share(d.get('watch_server_cpu_share'))}.")
+    if legacy:
+        first_ms = d.get("rerun_panel_first_wall_ms")  # measured once the harness timed a viewer holding Plotly.js
+        return (cpu + "(2) AppTest wall time of the live panel's body with a live run holding a 30-minute history"
+                + (", for a viewer whose browser held Plotly.js (then every viewer after its first message)"
+                   if first_ms else "")
+                + f": {_fmt(d.get('rerun_panel_wall_ms'), 'ms')} median; the whole Train page "
+                f"{_fmt(d.get('train_page_rerun_wall_ms'), 'ms')}"
+                + (f"; a viewer's first refresh, whose chart messages then carried Plotly.js (4.6 MB), "
+                   f"{_fmt(first_ms, 'ms')}" if first_ms else "")
+                + ". " + shares)
+    builds, timed = d.get("publish_builds"), d.get("publish_changes_timed")
+    return (cpu + "(2) The live panel's publisher, with a live run holding a 30-minute history: "
+            f"{_fmt(d.get('publish_wall_ms'), 'ms')} median per change"
+            + (f" ({builds} of {timed} timed changes built a chart)" if builds is not None and timed else "")
+            + ", the header's words, the sidebar's line and the charts whose data changed built, diffed and encoded "
+            "once for every viewer, no viewer's session rerunning for it; each change an event of "
+            f"{_bytes(d.get('publish_event_bytes'))} to every viewer. Its first publish of the run (every chart whole) "
+            f"{_fmt(d.get('publish_first_wall_ms'), 'ms')}, an event of {_bytes(d.get('publish_first_event_bytes'))}; "
+            f"a joining viewer's snapshot {_bytes(d.get('snapshot_bytes'))}, encoded in "
+            f"{_fmt(d.get('snapshot_wall_ms'), 'ms')} once per change whoever joins. A viewer's whole Train page rerun "
+            f"(AppTest), which happens only when the run's state changes, {_fmt(d.get('train_page_rerun_wall_ms'), 'ms')}"
+            f" median, its first run {_fmt(d.get('train_page_first_run_wall_ms'), 'ms')}. plotly.js is a static file "
+            "each browser fetches once; no event carries it. " + shares)
+
+
+def _memory_table(mem: list[Mapping[str, Any]], legacy: bool) -> list[str]:
+    if not mem:
+        return []
+    if legacy:
+        out = ["", "| memory replay | samples kept | redraws (during + after) | peak growth | retained after the run | "
+               "growth while redrawn after | tracemalloc peak |", "|---|---|---|---|---|---|---|"]
+    else:
+        out = ["", "| memory replay | samples kept | publisher's chart builds + looks after the run | events while it "
+               "streamed, median (max) | the ended run's snapshot | peak growth | retained after the run | growth "
+               "while looked at after | tracemalloc peak |", "|---|---|---|---|---|---|---|---|---|"]
+    for x in mem:
+        published = ("" if legacy else
+                     f"{_bytes(x.get('event_bytes_median'))} ({_bytes(x.get('event_bytes_max'))}) | "
+                     f"{_bytes(x.get('snapshot_bytes'))} | ")
+        out.append(f"| {x['cores']} cores, {x['gpus']} GPUs{' (tracemalloc on)' if x['tracemalloc'] else ''} | "
+                   f"{x['samples_kept']:,} | {x['renders_during_stream']} + {x['renders_after_run']} | {published}"
+                   f"{_fmt(x['peak_growth_mb'], 'MB')} | {_fmt(x['retained_growth_mb'], 'MB')} | "
+                   f"{_fmt(x['drift_after_run_mb'], 'MB')} | {_fmt(x.get('traced_peak_growth_mb'), 'MB')} |")
+    return out
+
+
 def detail_lines(r: Mapping[str, Any]) -> list[str]:
     """The per-figure measurements behind the table (how they are taken: docs/PERFORMANCE-METHOD.md)."""
-    d = r.get("details") or {}
+    d, legacy = details_of(r)
     p = r.get("plan") or {}
     prestarted = _seconds(d.get("first_batch_prestarted_runs_s")) or "not measured"
-    first_ms = d.get("rerun_panel_first_wall_ms")  # measured since the harness times a viewer holding Plotly.js
     if d.get("first_batch_prestarted_s") is not None:
         prestarted += f", median {d['first_batch_prestarted_s']:.2f} s"
     out = [
@@ -371,36 +532,15 @@ def detail_lines(r: Mapping[str, Any]) -> list[str]:
         + "".join(f"; {what} {sec:.2f} s" for what, sec in page_steps(d.get("page_marks") or {})) + ".",
         f"- **`first_batch_s`**: cold starts (BENCH_PRESTART=0): {_seconds(d.get('first_batch_runs_s')) or '—'}. "
         f"With the dashboard's default pre-started worker (a second server, BENCH_PRESTART=1): {prestarted}.",
-        f"- **`rerun_ms`**: (1) server CPU while one Chromium page watched: "
-        f"{_fmt(d.get('rerun_server_cpu_ms_per_tick'), 'ms')} per refresh"
-        + (f"; the same run unwatched cost the server {_fmt(d.get('rerun_server_cpu_ms_per_tick_unwatched'), 'ms')} per "
-           f"second (supervisor, sampler, store), so watching adds {_fmt(d.get('rerun_server_cpu_ms_per_tick_net'), 'ms')}"
-           if d.get("rerun_server_cpu_ms_per_tick_unwatched") is not None else "")
-        + ". (2) AppTest wall time of the live panel's body with a live run holding a 30-minute history"
-        + (", for a viewer whose browser holds Plotly.js (every viewer after its first message)" if first_ms else "")
-        + f": {_fmt(d.get('rerun_panel_wall_ms'), 'ms')} median; the whole Train page "
-        f"{_fmt(d.get('rerun_page_wall_ms'), 'ms')}"
-        + (f"; a viewer's first refresh, whose chart messages carry Plotly.js (4.6 MB), {_fmt(first_ms, 'ms')}"
-           if first_ms else "")
-        + ". "
-        f"Chromium meanwhile used {_share(d.get('rerun_chromium_cpu_share'))} of a core, the server "
-        f"{_share(d.get('rerun_server_cpu_share'))}.",
-        f"- **`memory_growth_mb`**: a 30-minute run replayed in {(p.get('memory_real_s') or 0):.0f} s; the figure is "
-        "the worst of the machines replayed in the table below. Streamlit's own per-session state is not in it; the "
-        f"real server's RSS went from {_fmt(d.get('server_rss_start_mb'), 'MB')} to "
+        _rerun_line(d, legacy),
+        f"- **`memory_growth_mb`**: a 30-minute run replayed in {(p.get('memory_real_s') or 0):.0f} s"
+        + ("" if legacy else ", published as fast as the publisher can while it streams (each replayed event spans "
+                             "more samples than one real chart interval)")
+        + "; the figure is the worst of the machines replayed in the table below. Streamlit's own per-session state "
+        f"is not in it; the real server's RSS went from {_fmt(d.get('server_rss_start_mb'), 'MB')} to "
         f"{_fmt(d.get('server_rss_end_mb'), 'MB')} over this pass's server runs.",
     ]
-    mem = d.get("memory") or []
-    if mem:
-        out += ["", "| memory replay | samples kept | redraws (during + after) | peak growth | retained after the run | "
-                "growth while redrawn after | "
-                "tracemalloc peak |", "|---|---|---|---|---|---|---|"]
-        for x in mem:
-            out.append(f"| {x['cores']} cores, {x['gpus']} GPUs{' (tracemalloc on)' if x['tracemalloc'] else ''} | "
-                       f"{x['samples_kept']:,} | {x['renders_during_stream']} + {x['renders_after_run']} | "
-                       f"{_fmt(x['peak_growth_mb'], 'MB')} | {_fmt(x['retained_growth_mb'], 'MB')} | "
-                       f"{_fmt(x['drift_after_run_mb'], 'MB')} | {_fmt(x.get('traced_peak_growth_mb'), 'MB')} |")
-    return out
+    return out + _memory_table(d.get("memory") or [], legacy)
 
 
 def write_outputs(result: Mapping[str, Any], *, report_path: str | Path | None = None,

@@ -6,7 +6,11 @@ cost per second must not grow with the run's length), and where the first page's
     python -m benchmarks.watch_cost --pages 1 --pages 5 --json out.json
     python -m benchmarks.watch_cost --page compare --pages 1     # a live comparison (cpu/1 then cpu) instead
 
-Used to choose how the live panel is drawn (docs/PERFORMANCE.md): run it from two checkouts to compare two ways.
+Used to choose how the live panel is drawn and fed (docs/LIVE-PANEL.md): run it from two checkouts to compare two
+ways. On the Train page the header and charts come from the publisher's stream (ui/live_feed.py, ui/static/live.js),
+with no timed rerun; each row records what the first page's live element counted: the header's builds and updates,
+and the live view's reruns asked for (one per change of the run's state) and the last event applied. Many viewers of
+the stream, emulated without a browser each: benchmarks/classroom.py (docs/CLASSROOM.md).
 """
 
 from __future__ import annotations
@@ -99,7 +103,10 @@ def watch(browser: Any, pages: int, window_s: float, folder: Path, page_name: st
         profile = _profile(*contexts[0], min(window_s, 10))
         header = first.evaluate("""() => { const h = document.querySelector('.bench-live-header');
             return h ? {builds: Number(h.dataset.builds), updates: Number(h.dataset.updates)} : null; }""")
-        return {"page": page_name, "pages": pages, "early": early, "late": late, "profile_ms_per_s": profile, "header": header}
+        view = first.evaluate("""() => { const v = document.querySelector('.bench-live-view');
+            return v ? {reruns: Number(v.dataset.reruns || 0), seq: Number(v.dataset.seq || 0)} : null; }""")
+        return {"page": page_name, "pages": pages, "early": early, "late": late, "profile_ms_per_s": profile,
+                "header": header, "view": view}
     finally:
         for context, _ in contexts:
             try:
@@ -130,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{n} page(s) #{r + 1}: early server {e['server_cores']:.3f} chromium {e['chromium_cores']:.3f}"
                       f" | late server {la['server_cores']:.3f} chromium {la['chromium_cores']:.3f} cores; profile "
                       + ", ".join(f"{k} {v:.0f}" for k, v in sorted(row["profile_ms_per_s"].items())) + " ms/s; "
-                      f"header {row['header']}", file=sys.stderr, flush=True)
+                      f"header {row['header']}, view {row['view']}", file=sys.stderr, flush=True)
         browser.close()
     for n in sorted({r["pages"] for r in out}):
         rows = [r for r in out if r["pages"] == n]

@@ -217,13 +217,20 @@ def stop_runs(manager: JobManager, run_ids: tuple[int, ...]) -> None:
         manager.stop(run_id)
 
 
-def sidebar_line(snap: RunSnapshot) -> dict[str, Any]:
-    """The sidebar's one line for a run: "Run #3: running · epoch 2/10" (the element draws it, the stream updates it)."""
+WORKER_READY = ":material/bolt: Worker ready: the next run like the last starts without loading the framework."
+
+
+def sidebar_line(snap: RunSnapshot | None, spare: str | None = None) -> dict[str, Any]:
+    """The sidebar's line for the current run ("Run #3: running · epoch 2/10", "No run yet.") and, while no run is
+    live and the pre-started worker is ready, a note that says so (the element draws it, the stream updates it)."""
+    note = WORKER_READY.split(" ", 1)[1] if (snap is None or not snap.active) and spare == "ready" else None
+    if snap is None:
+        return {"icon": "", "text": "No run yet.", "note": note}
     text = f"Run #{snap.id}: {snap.status}"
     if snap.active and snap.progress:
         text += f" · epoch {min(snap.progress['epoch'], snap.config.epochs)}/{snap.config.epochs}"
     icon = STATUS_ICON.get(Status(snap.status), "")
-    return {"icon": icon.strip(":").split("/")[-1] if icon else "", "text": text}
+    return {"icon": icon.strip(":").split("/")[-1] if icon else "", "text": text, "note": note}
 
 
 def _live_header(snap: Any) -> dict[str, Any] | None:
@@ -256,23 +263,27 @@ def _figures(snap: Any, variant: str, names: set[str]) -> dict[str, go.Figure]:
 def make_publisher(manager: Any, *, clock: Callable[[], float] = time.monotonic) -> live_feed.Publisher:
     """A publisher of ``manager``'s current run with the Train page's words and charts (benchmarks make their own,
     on a clock of theirs)."""
-    return live_feed.Publisher(manager.current, header=_live_header, line=sidebar_line, charts=_chart_keys,
+    return live_feed.Publisher(manager.current, header=_live_header,
+                               line=lambda snap: sidebar_line(snap, manager.spare_state()), charts=_chart_keys,
                                figures=_figures, clock=clock)
 
 
 def feed(manager: JobManager) -> live_feed.Publisher:
     """The process's one publisher of the current run (ui.live_feed), made by the first page that draws."""
-    return live_feed.install(manager, lambda: make_publisher(manager))
+    return live_feed.install("train", manager, lambda: make_publisher(manager))
 
 
 def published_state(manager: JobManager) -> tuple[RunSnapshot | None, live_feed.State]:
-    """The current run and the state the stream has published for it, made the same: a page that sees a newer
-    state than the stream has sent publishes it first, so its element does not ask for a rerun it already had."""
-    publisher = feed(manager)
+    """The current run and the state the stream has published for it, made the same (:func:`in_step`)."""
     snap = manager.current()
+    return snap, in_step(feed(manager), snap)
+
+
+def in_step(publisher: live_feed.Publisher, snap: Any) -> live_feed.State:
+    """The state ``publisher`` has published, made ``snap``'s: a page that sees a newer state than the stream has
+    sent publishes it first, so its element does not ask for a rerun it already had."""
     state = live_feed.State.of(snap)
-    published = publisher.refresh(force=state.key != publisher.state.key)
-    return snap, published
+    return publisher.refresh(force=state.key != publisher.state.key)
 
 
 def _element_data(publisher: live_feed.Publisher, state: live_feed.State, **extra: Any) -> dict[str, Any]:
@@ -280,26 +291,34 @@ def _element_data(publisher: live_feed.Publisher, state: live_feed.State, **extr
             "script": static_files.static_url("live.js"), "plotly": static_files.static_url("plotly.min.js"), **extra}
 
 
-def live_view(manager: JobManager, *, presenter: bool) -> None:
-    """The live panel's one element: the live header (while a run is live) and the three charts, fed by the stream;
-    it asks for this fragment's rerun (with a little random delay, so a class does not rerun at once) only when the
-    run's state changes."""
-    publisher = feed(manager)
+RUN_LAYOUT = {"headers": "one", "charts": ["epochs", "util", "loss"], "note": "util", "wide": ["loss"]}
+
+
+def view(publisher: live_feed.Publisher, *, feed: str, key: str, presenter: bool,
+         layout: dict[str, Any] | None = None) -> None:
+    """A live view element on ``feed``'s stream: its header(s) and charts, fed by the stream; it asks for the
+    fragment around it to rerun (with a little random delay, so a class does not rerun at once) only when the state
+    changes (a run starts or ends)."""
     variant = "present" if present.is_on() else "plain"
     publisher.want(variant)
-    state = publisher.state
-    live_view_component(key="live_view", data=_element_data(
-        publisher, state, variant=variant, header=publisher.header, presenter=presenter, nvml_note=NVML_NOTE),
-        on_changed_change=lambda: None)
+    live_view_component(key=key, data=_element_data(
+        publisher, publisher.state, feed=feed, variant=variant, header=publisher.header, presenter=presenter,
+        nvml_note=NVML_NOTE, layout=layout or RUN_LAYOUT), on_changed_change=lambda: None)
+
+
+def live_view(manager: JobManager, *, presenter: bool) -> None:
+    """The Train page's live view: the live header (while a run is live) and the run's three charts."""
+    view(feed(manager), feed="train", key="live_view", presenter=presenter)
 
 
 def sidebar_status(manager: JobManager) -> None:
     """The sidebar's line of the current run, kept current by the stream (no rerun, no timer)."""
     publisher = feed(manager)
     snap, state = published_state(manager)
-    line = sidebar_line(snap) if snap is not None else None
+    line = sidebar_line(snap, manager.spare_state())
     variant = "present" if present.is_on() else "plain"  # the page's one stream: the same address as its live view's
-    live_status_component(key="live_status", data=_element_data(publisher, state, line=line, variant=variant))
+    live_status_component(key="live_status", data=_element_data(publisher, state, line=line, variant=variant,
+                                                                 feed="train"))
 
 
 def live_view_component(**kwargs: Any) -> Any:

@@ -59,6 +59,7 @@ class State:
     created_at: float | None = None
     status: str | None = None
     active: bool = False
+    stage: str = ""  # a group's runs ended so far ("1/2"): its headline, drawn by the page, changes with each
 
     @property
     def key(self) -> str:
@@ -66,13 +67,15 @@ class State:
         header is the stream's); a run that is not live is drawn by its status."""
         if self.run is None:
             return "none"
-        return f"{self.run}@{self.created_at}:{'live' if self.active else self.status}"
+        stage = f"+{self.stage}" if self.stage else ""
+        return f"{self.run}@{self.created_at}:{'live' if self.active else self.status}{stage}"
 
     @classmethod
     def of(cls, snap: Snapshot | None) -> State:
         if snap is None:
             return cls()
-        return cls(run=snap.id, created_at=snap.created_at, status=str(snap.status), active=bool(snap.active))
+        return cls(run=snap.id, created_at=snap.created_at, status=str(snap.status), active=bool(snap.active),
+                   stage=str(getattr(snap, "stage", "") or ""))
 
 
 @dataclass
@@ -98,7 +101,7 @@ class Publisher:
     Args:
         current: the run to show (the JobManager's ``current``).
         header: the live header's words for an active run (ui.live.header_data), None for an ended one.
-        line: the sidebar's one line for a run.
+        line: the sidebar's line for a run or for none (None: nothing to say).
         charts: a run's charts by name, each with the key of what it draws (a chart whose key did not change is not
             built again: the epoch chart changes once an epoch, the utilization chart with every sample).
         figures: the named charts of a run, built for a variant ("plain" or "present").
@@ -220,7 +223,7 @@ class Publisher:
         state = State.of(snap)
         changed_state = state.key != self.state.key
         header = self._header(snap) if snap is not None and snap.active else None
-        line = self._line(snap) if snap is not None else None
+        line = self._line(snap)
         message: dict[str, Any] = {}
         if changed_state:
             message["state"] = {"key": state.key, "run": state.run, "status": state.status, "active": state.active}
@@ -286,24 +289,25 @@ class Publisher:
                 "header": self._header_now, "line": self._line_now, "charts": charts, "config": live_chart.CONFIG}
 
 
-# -- the process's one publisher ------------------------------------------------------------------------------------
-_PUBLISHER: Publisher | None = None
-_OWNER: object | None = None
+# -- the process's publishers: one per feed ("train": the current run; "compare": the latest comparison) ----------
+FEEDS = ("train", "compare")
+_PUBLISHERS: dict[str, tuple[object, Publisher]] = {}
 _INSTALL_LOCK = threading.Lock()
 
 
-def install(owner: object, make: Callable[[], Publisher]) -> Publisher:
-    """The process's publisher of ``owner``'s runs (the server's JobManager), made by ``make`` the first time a page
-    draws; a new owner (a server's resources made again) gets a new publisher, and the old one stops."""
-    global _PUBLISHER, _OWNER
+def install(feed: str, owner: object, make: Callable[[], Publisher]) -> Publisher:
+    """The process's publisher of ``feed`` for ``owner``'s runs (the server's JobManager), made by ``make`` the first
+    time a page draws it; a new owner (a server's resources made again) gets a new publisher, and the old one stops."""
     with _INSTALL_LOCK:
-        if _PUBLISHER is None or _OWNER is not owner:
-            if _PUBLISHER is not None:
-                _PUBLISHER.close()
-            _PUBLISHER, _OWNER = make(), owner
-        return _PUBLISHER
+        held = _PUBLISHERS.get(feed)
+        if held is None or held[0] is not owner:
+            if held is not None:
+                held[1].close()
+            held = _PUBLISHERS[feed] = (owner, make())
+        return held[1]
 
 
-def installed() -> Publisher | None:
-    """The process's publisher, None until a page made it (the stream then asks the browser to retry)."""
-    return _PUBLISHER
+def installed(feed: str = "train") -> Publisher | None:
+    """The process's publisher of ``feed``, None until a page made it (the stream then asks the browser to retry)."""
+    held = _PUBLISHERS.get(feed)
+    return held[1] if held is not None else None

@@ -1,7 +1,7 @@
 """The routes served beside Streamlit's own (app.py hands them to ``st.App``): the live stream and the static files.
 
-- ``GET {base}/bench/live?variant=plain|present``: the current run as server-sent events (ui.live_feed): one snapshot,
-  then the increments every viewer shares. Read-only: it takes no input but the variant, and says nothing a viewer's
+- ``GET {base}/bench/live?feed=train|compare&variant=plain|present``: the current run (or the latest comparison) as
+  server-sent events (ui.live_feed): one snapshot, then the increments every viewer shares. Read-only: it takes no input but the variant, and says nothing a viewer's
   page does not show already.
 - ``GET {base}/bench/static/<name>``: plotly.js and the live elements' script, each named with its content's hash so
   a browser keeps it for a year and fetches it once (gzip-compressed when the browser accepts it).
@@ -54,14 +54,14 @@ class _Waker:
         self.event = asyncio.Event()
 
 
-_WAKERS: dict[int, _Waker] = {}
+_WAKERS: dict[tuple[int, int], _Waker] = {}  # (event loop, publisher) -> its waker
 
 
 def _waker(publisher: live_feed.Publisher) -> _Waker:
     loop = asyncio.get_running_loop()
-    waker = _WAKERS.get(id(loop))
+    waker = _WAKERS.get((id(loop), id(publisher)))
     if waker is None:
-        waker = _WAKERS[id(loop)] = _Waker(loop)
+        waker = _WAKERS[(id(loop), id(publisher))] = _Waker(loop)
         publisher.on_publish(waker.poke)
     return waker
 
@@ -113,10 +113,13 @@ async def stream(request: Any) -> Any:
 
     if not host_allowed(request.headers.get("host")):
         return PlainTextResponse("This host is not in server.allowedHosts.", status_code=403)
-    publisher = live_feed.installed()
+    feed = request.query_params.get("feed", "train")
     variant = request.query_params.get("variant", "plain")
+    if feed not in live_feed.FEEDS:
+        return PlainTextResponse(f"feed must be one of {', '.join(live_feed.FEEDS)}", status_code=400)
     if variant not in live_feed.VARIANTS:
         return PlainTextResponse(f"variant must be one of {', '.join(live_feed.VARIANTS)}", status_code=400)
+    publisher = live_feed.installed(feed)
     if publisher is None:  # no page drawn yet in this process (a restarted server): the browser retries
         return PlainTextResponse("The dashboard is starting; open a page first.", status_code=503,
                                  headers={"Retry-After": "2"})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import functools
+from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from bench.analysis.sweeps import SweepRow
 from bench.runs.jobs import JobManager
 from bench.records import ACTIVE, Comparison, RunRecord, Status
 from bench.runs.run_state import RunGroup, RunSnapshot
-from ui import live, live_chart, live_header, peak, present
+from ui import live, live_chart, live_feed, live_header, peak, present
 from ui.safe_text import escape
 
 CHART_CONFIG = {"displaylogo": False}
@@ -254,27 +254,6 @@ def comparison_charts(records: Sequence[RunRecord], *, key: str,
         st.caption(live.NVML_NOTE)
 
 
-def _styled_figure(build: Callable[[], Any]) -> Any:
-    return present.styled(build())
-
-
-def live_comparison_charts(runs: Sequence[RunSnapshot], *, key: str, state: tuple[Any, ...], scope: Any) -> None:
-    """:func:`comparison_charts` while a group is live: the same two figures, each an append-only chart
-    (ui.live_chart) that every viewer's browser draws once and then extends; :func:`comparison_charts` takes over,
-    under its own keys, once every run has ended. The series hold the snapshots' own readings (no record built)."""
-    series = [live.series_of(snap, snapshot_label(snap)) for snap in runs]
-    builds: dict[str, Callable[[], Any]] = {
-        "cmp_epochs": lambda: charts.epoch_time_figure(series),
-        "cmp_util": lambda: charts.utilization_figure(series, title="Utilization, overlaid")}
-    for column, (name, build) in zip(st.columns(2), builds.items(), strict=True):
-        with column:
-            fig_key = (name, present.is_on(), *state)
-            fig = live.cached_figure(fig_key, functools.partial(_styled_figure, build))
-            live_chart.live_chart(live_chart.prepared(fig_key, fig, scope=scope), key=f"{key}_{name}_live")
-            if name == "cmp_util":
-                st.caption(live.NVML_NOTE)
-
-
 def reference_panel(records: Sequence[RunRecord]) -> None:
     """The seed article's published figures beside the user's own, with the hardware each came from."""
     if not records:
@@ -369,46 +348,104 @@ def group_status(runs: Sequence[RunSnapshot], *, key: str | None = None) -> None
             st.error(f"{escape(snap.error.get('message'), limit=600)} — {escape(snap.error.get('hint'), limit=600)}")
 
 
+@dataclass(frozen=True)
+class GroupSnapshot:
+    """The latest comparison as its live feed reads it: the group, its runs now, and whether any is live."""
+
+    group: RunGroup
+    runs: tuple[RunSnapshot, ...]
+
+    @property
+    def id(self) -> int:
+        return self.group.id
+
+    @property
+    def created_at(self) -> float:
+        return self.group.created_at
+
+    @property
+    def active(self) -> bool:
+        return any(snap.active for snap in self.runs)
+
+    @property
+    def status(self) -> str:
+        return "live" if self.active else "ended"
+
+    @property
+    def stage(self) -> str:
+        """How many of its runs have ended: the page's headline (Streamlit's elements) is drawn again at each."""
+        return f"{sum(not snap.active for snap in self.runs)}/{len(self.runs)}"
+
+
+GROUP_LAYOUT = {"headers": "many", "charts": ["cmp_epochs", "cmp_util"], "note": "cmp_util", "wide": []}
+
+
+def group_snapshot(manager: JobManager, kind: str) -> GroupSnapshot | None:
+    group = manager.latest_group(kind)
+    return GroupSnapshot(group, tuple(group_runs(manager, group))) if group is not None else None
+
+
+def _group_header(gs: GroupSnapshot) -> dict[str, Any] | None:
+    """While the group is live: each run's status line and bar, and each pair's headline so far."""
+    if not gs.active:
+        return None
+    lines = [{"kind": "caption", "text": f"**{compare.headline(pair)}**"}
+             for pair in compare.pairs([snap.record() for snap in gs.runs], gs.group.prices)]
+    return {"runs": [live.status_data(snap) for snap in gs.runs], "lines": lines}
+
+
+def _group_chart_keys(gs: GroupSnapshot) -> dict[str, Any]:
+    runs = tuple((snap.id, len(snap.epochs), len(snap.samples), str(snap.status)) for snap in gs.runs)
+    return {"cmp_epochs": tuple(r[:2] + r[3:] for r in runs), "cmp_util": runs}
+
+
+def _group_figures(gs: GroupSnapshot, variant: str, names: set[str]) -> dict[str, Any]:
+    series = [live.series_of(snap, snapshot_label(snap)) for snap in gs.runs]
+    build = {"cmp_epochs": lambda: charts.epoch_time_figure(series),
+             "cmp_util": lambda: charts.utilization_figure(series, title="Utilization, overlaid")}
+    figures = {name: build[name]() for name in names}
+    if variant == "present":
+        figures = {name: present.style_figure(fig) for name, fig in figures.items()}
+    return figures
+
+
+def group_feed(manager: JobManager, kind: str) -> live_feed.Publisher:
+    """The process's publisher of the latest ``kind`` group (one feed: "compare")."""
+    return live_feed.install(kind, manager, lambda: live_feed.Publisher(
+        lambda: group_snapshot(manager, kind), header=_group_header, line=lambda gs: None,
+        charts=_group_chart_keys, figures=_group_figures))
+
+
 def live_group(manager: JobManager, kind: str) -> None:
-    """The latest comparison (shared by every viewer), redrawn live: the runs' status lines and the headline every
-    REFRESH_S, the charts every CHART_REFRESH_S, appending in place while a run is live (ui.live_chart), as the Train
-    page's panel does."""
+    """The latest comparison (shared by every viewer). While it is live, its runs' status lines, the headline so far
+    and the two charts come from its stream (ui.live_feed), computed once for every viewer; the fragment has no timer
+    and reruns when a run of the group ends (the element asks), drawing the headline, the reference table and the
+    exports as Streamlit's elements."""
+    publisher = group_feed(manager, kind)
 
-    def current() -> tuple[RunGroup | None, list[RunSnapshot]]:
-        group = manager.latest_group(kind)
-        return group, (group_runs(manager, group) if group is not None else [])
-
-    @st.fragment(run_every=live.REFRESH_S)
+    @st.fragment
     def _panel() -> None:
-        group, runs = current()
-        if group is None:
+        gs = group_snapshot(manager, kind)
+        live.in_step(publisher, gs)
+        if gs is None:
             st.info("No comparison yet: pick a preset or settings and targets, then press **Start comparison**.")
-            return
-        group_status(runs, key=f"{kind}_live")
-        if any(snap.active for snap in runs) and common_can_control():
-            # A callback, as the Train page's Stop (ui.live.live_panel): a preempted fragment body cannot lose it.
-            st.button("Stop comparison", key=f"stop_{kind}", icon=":material/stop:", on_click=live.stop_runs,
-                      args=(manager, tuple(snap.id for snap in runs)))
-        headline_block([snap.record() for snap in runs], group.prices)
-
-    @st.fragment(run_every=live.CHART_REFRESH_S)
-    def _charts() -> None:
-        group, runs = current()
-        if group is None:
-            return
-        if any(snap.active for snap in runs):
-            live_comparison_charts(runs, key=f"{kind}_live", state=group_chart_state(group, runs),
-                                   scope=("group", group.id))
-            return
-        records = [snap.record() for snap in runs]
-        for name in ("cmp_epochs", "cmp_util"):
-            live_chart.forget(f"{kind}_live_{name}_live")
-        comparison_charts(records, key=f"{kind}_live", cache_key=group_chart_state(group, runs))
-        reference_panel(records)
-        export_buttons(records, key=kind)
+        else:
+            if gs.active and common_can_control():
+                # A callback, as the Train page's Stop (ui.live.live_panel): it cannot be lost to a rerun.
+                st.button("Stop comparison", key=f"stop_{kind}", icon=":material/stop:", on_click=live.stop_runs,
+                          args=(manager, tuple(snap.id for snap in gs.runs)))
+        with st.container():  # the ended runs' lines and the headline: always here, so the element keeps its place
+            if gs is not None:
+                records = [snap.record() for snap in gs.runs]
+                if not gs.active:  # while live, the lines and the headline so far are the stream's
+                    group_status(list(gs.runs))
+                    headline_block(records, gs.group.prices)
+        live.view(publisher, feed=kind, key=f"{kind}_view", presenter=common_can_control(), layout=GROUP_LAYOUT)
+        if gs is not None and not gs.active:
+            reference_panel(records)
+            export_buttons(records, key=kind)
 
     _panel()
-    _charts()
 
 
 def common_can_control() -> bool:

@@ -39,9 +39,10 @@ def test_only_the_named_files_are_served(client, name):
 
 
 def test_the_stream_is_read_only_and_checks_its_one_parameter(client, monkeypatch):
-    monkeypatch.setattr(live_feed, "_PUBLISHER", None)
+    monkeypatch.setattr(live_feed, "_PUBLISHERS", {})
     assert client.post("/bench/live").status_code == 405
     assert client.get("/bench/live?variant=<script>").status_code == 400
+    assert client.get("/bench/live?feed=history").status_code == 400
     starting = client.get("/bench/live")
     assert starting.status_code == 503 and starting.headers["retry-after"] == "2"
 
@@ -49,7 +50,7 @@ def test_the_stream_is_read_only_and_checks_its_one_parameter(client, monkeypatc
 def test_the_stream_sends_a_snapshot_first(client, monkeypatch):
     pub = live_feed.Publisher(lambda: None, header=lambda r: None, line=lambda r: None, charts=lambda r: {},
                               figures=lambda r, v, n: {})
-    monkeypatch.setattr(live_feed, "_PUBLISHER", pub)
+    monkeypatch.setattr(live_feed, "_PUBLISHERS", {"train": (object(), pub)})
     with client.stream("GET", "/bench/live") as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         lines = response.iter_lines()

@@ -61,17 +61,18 @@ def test_min_ratio_and_spread():
     assert stats.spread(base[:1]) is None
 
 
-def test_per_tick_cpu_and_verdicts():
-    assert stats.per_tick_ms(cpu_s=3.0, window_s=30.0, refresh_s=1.0) == pytest.approx(100.0)
-    assert stats.per_tick_ms(cpu_s=1.0, window_s=0.0) is None
+def test_cpu_per_second_and_verdicts():
+    assert stats.cpu_ms_per_s(cpu_s=3.0, window_s=30.0) == pytest.approx(100.0)
+    assert stats.cpu_ms_per_s(cpu_s=1.0, window_s=0.0) is None
     assert stats.verdict("engine_vs_bare_ratio", 1.03) == "pass"
     assert stats.verdict("engine_vs_bare_ratio", 1.031) == "miss"
     assert stats.verdict("page_ready_s", None) == "not measured"
 
 
-def test_refresh_matches_the_live_panel():
-    live = pytest.importorskip("ui.live", reason="streamlit is not installed")
-    assert stats.REFRESH_S == live.REFRESH_S
+def test_the_publishers_cadence_matches_the_live_feed():
+    """The notes and the report say how often the publisher looks and charts; they must be the feed's."""
+    live_feed = pytest.importorskip("ui.live_feed", reason="streamlit is not installed")
+    assert (stats.PUBLISH_TICK_S, stats.PUBLISH_CHART_S) == (live_feed.TICK_S, live_feed.CHART_S)
 
 
 def test_schedule_alternates_every_kind_each_round_with_a_rotated_order():
@@ -101,8 +102,12 @@ def fake_result(extra: dict | None = None) -> dict:
                      chromium_cpu_s=2.0, side_cpu_s=2.8)]
     memory = [{"cores": 32, "gpus": 2, "tracemalloc": False, "samples_kept": 3600, "renders_during_stream": 10,
                "renders_after_run": 5, "peak_growth_mb": 20.0, "retained_growth_mb": 19.0, "drift_after_run_mb": 0.1,
-               "traced_peak_growth_mb": None}]
-    render = {"page_ms": [400.0, 420.0], "panel_ms": [90.0, 110.0], "epochs": 36,
+               "traced_peak_growth_mb": None, "snapshot_bytes": 210_000, "event_bytes_median": 9_000,
+               "event_bytes_max": 40_000}]
+    # benchmarks.render_cost's keys: the publisher's work per change (once for every viewer), the Train page's rerun
+    render = {"page_ms": [400.0, 420.0], "page_first_ms": [900.0], "publish_ms": [90.0, 110.0],
+              "publish_first_ms": [300.0], "first_event_bytes": 250_000, "event_bytes": 1_200, "snapshot_ms": [4.0],
+              "snapshot_bytes": 260_000, "publish_builds": 2, "epochs": 36,
               "figure_ms": {"utilization_figure": 60.0, "utilization_figure_without_epoch_lines": 20.0,
                             "epoch_time_figure": 10.0, "loss_accuracy_figure": 5.0}}
     machine = {"cpu_model": "Test CPU 9000", "logical_cores": 2, "physical_cores": 2, "ram_total_gib": 8.0,
@@ -121,12 +126,62 @@ def test_result_holds_every_figure_the_machine_and_the_raw_runs():
     assert result["watched_vs_bare_ratio"] == pytest.approx(1.11 / 1.01)
     assert result["page_ready_s"] == 1.8
     assert result["first_batch_s"] == 6.5
-    assert result["rerun_ms"] == pytest.approx(100.0)  # worse of 80 ms server CPU per tick and 100 ms panel wall
+    assert result["rerun_ms"] == pytest.approx(100.0)  # worse of 80 ms server CPU a second and 100 ms per change
     assert result["memory_growth_mb"] == 20.0
     assert result["figures"]["watched_vs_bare_ratio"]["verdict"] == "miss"
     assert result["figures"]["page_ready_s"]["machine"] == "Test CPU 9000 (2 cores), no GPU"
     assert all("epochs" in r for r in result["runs"])
     json.dumps(result)  # JSON-ready
+
+
+def test_the_live_panels_cost_is_the_publishers_work_per_change_not_a_viewers_rerun():
+    d = fake_result()["details"]
+    assert d["server_cpu_ms_per_s_watched"] == pytest.approx(80.0)  # 0.8 s of server CPU over a 10 s window
+    assert d["publish_wall_ms"] == pytest.approx(100.0) and d["publish_first_wall_ms"] == pytest.approx(300.0)
+    assert (d["publish_changes_timed"], d["publish_builds"]) == (2, 2)
+    assert (d["publish_event_bytes"], d["publish_first_event_bytes"]) == (1_200, 250_000)
+    assert (d["snapshot_wall_ms"], d["snapshot_bytes"]) == (4.0, 260_000)
+    assert (d["train_page_rerun_wall_ms"], d["train_page_first_run_wall_ms"]) == (410.0, 900.0)
+    assert not [key for key in d if "panel" in key or "per_tick" in key], "no name of the panel's old rerun"
+
+
+def test_the_report_says_the_publisher_works_once_for_every_viewer_and_sends_no_plotly_js():
+    text = report.render_markdown(every_figure_missed())
+    detail = text.split("- **`rerun_ms`**:")[1].split("\n")[0]
+    assert "80 ms per second" in detail and "100 ms median per change (2 of 2 timed changes built a chart)" in detail
+    assert "once for every viewer" in detail and "an event of 1.2 kB" in detail
+    assert "first publish of the run (every chart whole) 300 ms, an event of 250.0 kB" in detail
+    assert "snapshot 260.0 kB, encoded in 4 ms" in detail
+    assert "only when the run's state changes, 410 ms median, its first run 900 ms" in detail
+    assert "no event carries it" in detail
+    for said in ("reran", "per refresh", "carry Plotly.js", "carried Plotly.js", "before the live panel was fed"):
+        assert said not in text, said
+    miss = text.split("- **`rerun_ms`**")[1].split("\n")[0]
+    assert "100 ms of wall time per change, done once for every viewer" in miss
+    diagnosis = miss.split("Diagnosis:")[1]
+    assert "epoch lines" not in diagnosis  # 40 ms of the publisher's 100: not most of it
+    assert "the publisher building the charts is a large part of the server's cost while watched" in diagnosis
+    table = text.split("| memory replay |")[1]
+    assert "| 10 + 5 | 9.0 kB (40.0 kB) | 210.0 kB | 20.0 MB |" in table
+
+
+def test_a_result_from_before_the_publisher_is_rendered_as_what_it_measured():
+    """docs/overhead.json timed the panel as it was (a rerun per viewer every second): said so, never as the
+    publisher's cost."""
+    result = json.loads((ROOT / "docs" / "overhead.json").read_text())
+    assert report.measured_before_publisher(result["details"])
+    assert not report.measured_before_publisher(fake_result()["details"])
+    text = report.render_markdown(result)
+    assert text.count("before the live panel was fed by one publisher") == 1
+    assert "[CLASSROOM.md](CLASSROOM.md)" in text
+    detail = text.split("- **`rerun_ms`**:")[1].split("\n")[0]
+    assert "51 ms per refresh (the panel then reran once a second)" in detail
+    assert "whose chart messages then carried Plotly.js (4.6 MB), 270 ms" in detail
+    assert "publisher" not in detail and "per change" not in detail
+    assert "| `rerun_ms` | 51 ms | ≤ 50 ms | miss | server cost of one live-panel refresh" in text
+    assert "| memory replay | samples kept | redraws (during + after) |" in text
+    d, legacy = report.details_of(result)
+    assert legacy and d["server_cpu_ms_per_s_watched"] == result["details"]["rerun_server_cpu_ms_per_tick"]
 
 
 def test_prestarted_first_batch_is_reported_beside_the_cold_one():
@@ -201,7 +256,7 @@ def every_figure_missed() -> dict:
 
 INTERNALS = ("bench.runs.jobs.Sampler", "fake_long_worker", "prepare_environment", "_tf_datasets", "bare_fit",
              "overhead.py", "CHART_REFRESH_S", "MAX_LIVE_SAMPLES", "MAX_POINTS", "add_vline", "extendTraces",
-             "psutil reads", "render_run")
+             "psutil reads", "render_run", "publish_ms", "panel_ms", "PLOTLY_SENT", "live_feed")
 
 
 def test_the_generated_doc_names_no_internals_and_links_the_method_page_for_each_miss():
@@ -425,7 +480,10 @@ def test_the_pass_alternates_every_side_and_switches_the_sampler_per_run(monkeyp
                                        "retained_growth_mb": 4.0, "drift_after_run_mb": 0.0,
                                        "traced_peak_growth_mb": None}))
         else:
-            out.write_text(json.dumps({"page_ms": [40.0], "panel_ms": [30.0], "figure_ms": {}, "epochs": 36}))
+            out.write_text(json.dumps({"page_ms": [40.0], "page_first_ms": [90.0], "publish_ms": [30.0, 34.0],
+                                       "publish_first_ms": [60.0], "first_event_bytes": 9000, "event_bytes": 800,
+                                       "snapshot_ms": [2.0], "snapshot_bytes": 9500, "publish_builds": 2,
+                                       "figure_ms": {}, "epochs": 36}))
 
     monkeypatch.setattr(overhead, "bare_run", lambda config, tmp, rnd: epochs(3.0, 1.0, 1.0))
     monkeypatch.setattr(overhead, "engine_run", fake_engine_run)
@@ -442,6 +500,8 @@ def test_the_pass_alternates_every_side_and_switches_the_sampler_per_run(monkeyp
     assert [(r["round"], r["kind"]) for r in result["runs"]] == stats.schedule(
         ["bare", "engine", "sampling_off", "sampling_0.1"], 3)
     assert result["engine_vs_bare_ratio"] == 1.0 and result["memory_growth_mb"] == 5.0
+    assert result["rerun_ms"] == 32.0, "no watched run: the figure is the publisher's work per change alone"
+    assert result["details"]["train_page_rerun_wall_ms"] == 40.0
     assert result["details"]["notes"] == ["Browser figures not measured: --no-browser."]
     assert factories["null_sampler"] == {standins.null_sampler}
     assert factories["default_sampler"] == {default_sampler}
@@ -468,6 +528,9 @@ def test_the_page_profile_sorts_each_frame_into_its_part_and_names_the_largest_f
     assert part({"functionName": "getBoundingClientRect", "url": ""}) == "dom"
     assert part({"functionName": "Ul", "url": "http://localhost:8501/static/js/react-dom.js"}) == "streamlit"
     assert part({"functionName": "redraw", "url": "f385e0ce-4331-4d5c-8a9e-7a65c082b778"}) == "plotly"
+    # plotly.js and live.js are the dashboard's own static files, under /bench/static/: not Streamlit's front end
+    assert part({"functionName": "newPlot", "url": "http://localhost:8501/bench/static/plotly.min.js?v=1a2b"}) == "plotly"
+    assert part({"functionName": "onFeed", "url": "http://localhost:8501/app/bench/static/live.js?v=3c4d"}) == "plotly"
     note = report.profile_note({"page_profile_ms_per_s": {"plotly": 50.0, "streamlit": 80.0, "native": 10.0},
                                 "page_profile_chromium_cpu_share": 0.25})
     assert note.index("Streamlit's front end") < note.index("Plotly") < note.index("style, layout and paint")

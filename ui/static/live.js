@@ -405,7 +405,7 @@ function openFeed(url) {
 }
 
 function feedFor(data) {
-  const url = `${data.stream}?variant=${encodeURIComponent(data.variant || "plain")}`;
+  const url = `${data.stream}?feed=${encodeURIComponent(data.feed || "train")}&variant=${encodeURIComponent(data.variant || "plain")}`;
   if (!feeds.has(url)) feeds.set(url, openFeed(url));
   return feeds.get(url);
 }
@@ -419,9 +419,15 @@ function watchConnected(node, unsubscribe) {
 const lines = new WeakMap();
 
 function showLine(root, line) {
-  const parts = [];
-  if (line && line.icon) parts.push(el("span", { class: "bls-icon", "aria-hidden": "true" }, line.icon));
-  parts.push(document.createTextNode(line ? line.text : "No run yet."));
+  const status = el("p", { class: "bls-line" });
+  if (line && line.icon) status.append(el("span", { class: "bls-icon", "aria-hidden": "true" }, line.icon));
+  status.append(document.createTextNode(line ? line.text : "No run yet."));
+  const parts = [status];
+  if (line && line.note) {
+    const note = el("p", { class: "bls-note" });
+    note.append(el("span", { class: "bls-icon", "aria-hidden": "true" }, "bolt"), document.createTextNode(line.note));
+    parts.push(note);
+  }
   root.replaceChildren(...parts);
 }
 
@@ -443,7 +449,9 @@ export function statusElement(component) {
 
 // -- the Train page's live view: header and charts from the stream ----------------------------------------------------
 const views = new WeakMap();
-const CHART_NAMES = ["epochs", "util", "loss"];
+// What a view holds: the Train page's run (one header with tiles; time per epoch, utilization, loss) or Compare's group
+// (a status line per run; the two comparison charts). The server names it in the element's data (``layout``).
+const RUN_LAYOUT = { headers: "one", charts: ["epochs", "util", "loss"], note: "util", wide: ["loss"] };
 // A class's reruns after a state change are spread over up to 4 s (40 ms a viewer). The first waits RERUN_AFTER_MS: the
 // page that caused the change (Start, Stop) is mid-rerun when the stream says so, and its redraw ends the wait.
 const RERUN_SPREAD_MS_PER_VIEWER = 40;
@@ -452,21 +460,22 @@ const RERUN_AFTER_MS = 1500;
 
 function buildView(root, data) {
   root.replaceChildren();
+  const layout = data.layout || RUN_LAYOUT;
   const watching = el("p", { class: "blv-watching", "data-testid": "stCaptionContainer" });
-  const header = el("div", { class: "bench-live-header" });
+  const header = el("div", { class: "blv-headers" });
   const grid = el("div", { class: "blv-grid" });
   const cells = {};
-  for (const name of CHART_NAMES) {
-    // a chart's div exists while the chart does (page order: time per epoch, utilization, loss from the first epoch)
-    const cell = el("div", { class: `blv-cell blv-${name}` });
-    if (name === "util") cell.append(el("div", { class: "blv-note", "data-testid": "stCaptionContainer" }, data.nvml_note || ""));
+  for (const name of layout.charts) {
+    // a chart's div exists while the chart does (in the layout's order; the loss chart from the first epoch)
+    const cell = el("div", { class: `blv-cell blv-${name}${(layout.wide || []).includes(name) ? " blv-wide" : ""}` });
+    if (name === layout.note) cell.append(el("div", { class: "blv-note", "data-testid": "stCaptionContainer" }, data.nvml_note || ""));
     cell.style.display = "none";
     grid.append(cell);
     cells[name] = { cell, gd: null, st: null };
   }
   root.append(watching, header, grid);
-  return { root, watching, header, headerSt: null, cells, seq: -1, drawnState: data.state, pending: null, reruns: 0,
-           unsubscribe: { current: null }, data, queue: Promise.resolve() };
+  return { root, layout, watching, header, headerSts: [], cells, seq: -1, drawnState: data.state, pending: null,
+           reruns: 0, unsubscribe: { current: null }, data, queue: Promise.resolve() };
 }
 
 function chartDiv(c, name) {
@@ -480,10 +489,17 @@ function chartDiv(c, name) {
 }
 
 function showHeader(view, header) {
-  if (!header) { view.header.style.display = "none"; return; }
-  view.header.style.display = "";
-  if (!view.headerSt) view.headerSt = build(view.header);
-  update(view.headerSt, header, view.header);
+  // one header with tiles (a run), or one status line and bar per run (a group: header.runs)
+  const parts = !header ? [] : view.layout.headers === "many" ? header.runs || [] : [header];
+  while (view.headerSts.length > parts.length) view.headerSts.pop().root.remove();
+  while (view.headerSts.length < parts.length) {
+    const root = el("div", { class: "bench-live-header" });
+    view.header.append(root);
+    const st = build(root);
+    st.root = root;
+    view.headerSts.push(st);
+  }
+  parts.forEach((part, i) => update(view.headerSts[i], part, view.headerSts[i].root));
 }
 
 function showWatching(view, viewers) {
@@ -559,7 +575,7 @@ function onFeed(view, msg) {
   if (msg.state) askRerun(view, msg.state, view.viewers);
   if (msg.config) view.config = msg.config;
   const changes = msg.charts || {};
-  if (msg.kind === "snapshot") for (const name of CHART_NAMES) if (!(name in changes)) changes[name] = null;
+  if (msg.kind === "snapshot") for (const name of view.layout.charts) if (!(name in changes)) changes[name] = null;
   const config = view.config || { displaylogo: false, responsive: true };
   for (const [name, change] of Object.entries(changes)) {
     if (!view.cells[name]) continue;
