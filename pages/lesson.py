@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from bench.config import ConfigError
-from ui import common, lesson, live
+from ui import common, lesson
 
 common.page_setup()
 manager = common.get_manager()
@@ -46,7 +46,7 @@ if not control:
     st.caption("View only: the presenter starts the steps.")
 
 
-@st.fragment(run_every=live.REFRESH_S)
+@st.fragment  # no timer: the group's stream reruns it when a run of the step ends
 def live_panel() -> None:
     lesson.show_live(manager, step)
 

@@ -59,13 +59,14 @@ if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:"
 st.divider()
 
 
-@st.fragment(run_every=live.REFRESH_S)
+@st.fragment  # no timer: the sweep's stream shows the live point and reruns this when a point ends
 def sweep_panel() -> None:
-    group = manager.latest_group("sweep")
-    if group is None:
+    publisher, gs = results.live_lines(manager, "sweep")
+    results.lines_view(publisher, "sweep")
+    if gs is None:
         st.info("No sweep yet: pick sizes and targets, then press **Start sweep**.")
         return
-    runs = results.group_runs(manager, group)
+    group, runs = gs.group, list(gs.runs)
     for target, peak in group.peaks.items():
         if peak.error:
             st.warning(f"Peak of {target} not measured: {peak.error}")

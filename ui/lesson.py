@@ -245,15 +245,18 @@ def start_step(manager: JobManager, step: Step, hardware: devices.Hardware) -> i
 
 
 def show_live(manager: JobManager, step: Step) -> None:
-    """The latest live run of ``step`` on this machine: progress, then its figures."""
-    group = manager.latest_group(GROUP_PREFIX + step.key)
-    if group is None:
+    """The latest live run of ``step`` on this machine: its runs' lines (live from the group's stream), then its
+    figures once it has ended. Drawn in a fragment without a timer: the stream reruns it when a run ends."""
+    kind = GROUP_PREFIX + step.key
+    publisher, gs = results.live_lines(manager, kind)
+    if gs is not None:
+        st.markdown("**Live on this machine:**")
+        if not gs.active:
+            results.group_status(list(gs.runs))
+    results.lines_view(publisher, kind)
+    if gs is None or gs.active:
         return
-    runs = results.group_runs(manager, group)
-    st.markdown("**Live on this machine:**")
-    results.group_status(runs, key=f"lesson_{step.key}")
-    if any(snap.active for snap in runs):
-        return
+    group, runs = gs.group, list(gs.runs)
     clean = [snap.record() for snap in runs]
     if step.kind == "speedup" and len(clean) >= 2:
         pair = compare.pairs(clean)[0]

@@ -19,13 +19,11 @@ from bench.output import charts, display, report
 from bench.analysis import metrics
 from bench.runs.jobs import JobManager, RunSnapshot
 from bench.records import Status
-from ui import gpu_truth, live_chart, live_feed, live_header, peak, present, static_files, v2_component
+from ui import gpu_truth, live_feed, peak, present, static_files, v2_component
 from ui.safe_text import escape
 from ui.shared_cache import SharedCache
 
-# Compare's live group and the lesson's live steps redraw on fragment timers: their status lines every REFRESH_S,
-# their (append-only, ui/live_chart.py) charts every CHART_REFRESH_S. The Train page's panel has no timer (above).
-REFRESH_S = 1.0
+# A live group's figures on the Sweep page are cached under a key that changes at most this often (chart_state).
 CHART_REFRESH_S = 2.0
 # After Start on a ready pre-started worker the page waits up to this long for the first finished batch before it
 # redraws (bench.runs.jobs.JobManager.wait_first_batch): about 0.7 s on a 2-core machine for the default run, whose data
@@ -129,7 +127,8 @@ def progress_bar(snap: RunSnapshot) -> None:
 
 
 def header_data(snap: RunSnapshot) -> dict[str, Any]:
-    """What ui.live_header draws for a live run: the same words as the Streamlit elements of an ended run's header."""
+    """What the live view's header shows for a live run: the same words as the Streamlit elements of an ended run's
+    header."""
     icon = STATUS_ICON.get(Status(snap.status), "")
     frac, text = progress_of(snap)
     lines = [{"kind": "caption", "text": line} for line in (peak.epoch_line(snap.epochs, snap.info, snap.config),)
@@ -252,7 +251,8 @@ def _chart_keys(snap: Any) -> dict[str, Any]:
 def _figures(snap: Any, variant: str, names: set[str]) -> dict[str, go.Figure]:
     """The named charts of a run as the Train page draws them (the projector view's styling for ``present``)."""
     series = [series_of(snap)]
-    build = {"epochs": lambda: charts.epoch_time_figure(series), "util": lambda: charts.utilization_figure(series),
+    build = {"epochs": lambda: charts.epoch_time_figure(series),
+             "util": lambda: charts.utilization_figure(series, growing=snap.active),
              "loss": lambda: charts.loss_accuracy_figure(snap.epochs)}
     figures = {name: build[name]() for name in names}
     if variant == "present":

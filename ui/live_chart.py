@@ -1,30 +1,22 @@
-"""Append-only live charts: a components-v2 element that draws a Plotly figure once per viewer and then appends.
+"""Append-only live charts: a Plotly figure split into what only grows and the rest, and the increment between two.
 
-The server builds the whole figure (bench.output.charts) once per chart refresh for every viewer of a run; this module
-turns it into what one viewer's browser lacks: the points of each trace past the last x that browser holds, and the
-layout keys that changed (an epoch mark, a title). The browser calls ``Plotly.newPlot`` once and
-``Plotly.extendTraces`` / ``Plotly.relayout`` after, keeping the viewer's zoom, and thins its oldest points itself.
-A new trace layout (a run, a GPU line appearing) draws the figure again. A browser that missed a message (a page
-left and opened again, a rerun it never drew) asks for the whole figure through the component's state.
-
-Plotly.js and the element's code are static files (ui/live_routes.py), fetched once per browser, never sent inside a
-message.
+The live feed (ui.live_feed) builds a run's figures (bench.output.charts) when what they draw changed, once for every
+viewer; this module turns two successive figures into what a browser holding the first lacks: the points of each
+trace past its last x, the layout lists that only grew (an epoch's mark and name) as their new items, and the other
+layout keys that changed. The browser (ui/static/live.js) appends them to the figure's own data and redraws once,
+keeping the viewer's zoom, and thins its oldest points itself. A new trace layout (a run, a GPU line appearing) is
+sent whole.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
 
-from ui import static_files, v2_component
-from ui.shared_cache import SharedCache
-
-COMPONENT_NAME = "bench_live_chart"
 CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -37,23 +29,6 @@ class Prepared:
     signature: str  # hash of the traces without their growing arrays, and of the scope (the run)
     arrays: list[dict[str, list[Any]]]  # per trace: dotted attribute path -> values, one per point
     layout_hashes: dict[str, str]
-
-
-@dataclass
-class Held:
-    """What one viewer's chart holds, as far as the server knows, and the last deltas sent to it."""
-
-    seq: int  # the latest message's sequence number
-    base: int  # the sequence number of the last whole figure sent
-    signature: str
-    last_x: list[Any]
-    layout_hashes: dict[str, str]
-    recent: list[dict[str, Any]] = field(default_factory=list)  # the last RECENT deltas, oldest first
-    resync_seen: Any = None
-    acked: bool = False  # the browser said it drew the whole figure ``base`` (until then every message is whole)
-
-
-RECENT = 10  # deltas repeated in every message: a browser that skipped a few catches up without the whole figure
 
 
 def _hash(value: Any) -> str:
@@ -107,21 +82,6 @@ def _new_from(xs: list[Any], last: Any) -> int:
     return i
 
 
-def full_message(prep: Prepared, seq: int) -> dict[str, Any]:
-    return {"op": "full", "seq": seq, "sig": prep.signature, "figure": {"data": prep.data, "layout": prep.layout},
-            "config": CONFIG}
-
-
-def extend_message(held: Held) -> dict[str, Any]:
-    return {"op": "extend", "seq": held.seq, "base": held.base, "deltas": list(held.recent)}
-
-
-def _whole(prep: Prepared, held: Held | None, resync: Any, last_x: list[Any]) -> tuple[dict[str, Any], Held]:
-    seq = (held.seq + 1) if held else 1
-    return full_message(prep, seq), Held(seq=seq, base=seq, signature=prep.signature, last_x=last_x,
-                                         layout_hashes=dict(prep.layout_hashes), resync_seen=resync)
-
-
 def _groups(prep: Prepared, last_x: list[Any]) -> list[dict[str, Any]]:
     """The points of ``prep`` past each trace's ``last_x``, as Plotly.extendTraces updates: traces whose growing
     arrays have the same paths share one group."""
@@ -162,76 +122,3 @@ def increment(before: Prepared, after: Prepared) -> dict[str, Any] | None:
     if not groups and not layout and not append:
         return None
     return {"groups": groups, "layout": layout or None, "append": append or None}
-
-
-def diff(prep: Prepared, held: Held | None, *, resync: Any = None, ack: Any = None) -> tuple[dict[str, Any], Held]:
-    """The message that brings a viewer holding ``held`` to ``prep``, and what it holds after.
-
-    A first view, a changed trace layout or a resync request (a new ``resync`` value from the browser) gives the
-    whole figure, and so does every message until the browser acknowledges one (``ack``: the sequence number of
-    the whole figure it drew; a browser mounts the element only once its code has loaded, and sees only the latest
-    message then). After that a delta (the points past each trace's last held x, the changed layout keys) is added
-    to the last RECENT deltas, all of which the message carries. With nothing new the message is the previous one
-    again, which the browser does not even run.
-    """
-    last_x = _last_x(prep)
-    if held is None or held.signature != prep.signature or (resync is not None and resync != held.resync_seen):
-        return _whole(prep, held, resync, last_x)
-    if not held.acked:
-        if isinstance(ack, dict) and ack.get("seq") == held.base:
-            held = dataclasses.replace(held, acked=True)
-        else:
-            unchanged = last_x == held.last_x and prep.layout_hashes == held.layout_hashes
-            if unchanged:
-                return full_message(prep, held.seq), held
-            return _whole(prep, held, held.resync_seen, last_x)
-    groups = _groups(prep, held.last_x)
-    changed = {k: prep.layout[k] for k, h in prep.layout_hashes.items() if held.layout_hashes.get(k) != h}
-    if not groups and not changed:
-        return extend_message(held), held
-    seq = held.seq + 1
-    delta = {"seq": seq, "prev": held.seq, "groups": groups, "layout": changed or None}
-    kept = [x if x is not None else (held.last_x[i] if i < len(held.last_x) else None) for i, x in enumerate(last_x)]
-    after = dataclasses.replace(held, seq=seq, last_x=kept, layout_hashes=dict(prep.layout_hashes),
-                                recent=[*held.recent, delta][-RECENT:])
-    return extend_message(after), after
-
-
-# -- shared preparation: one per figure, whatever the number of viewers ------------------------------------------------
-_PREPARED_MAX = 24
-_PREPARED: SharedCache[Prepared] = SharedCache(_PREPARED_MAX)
-
-
-def prepared(key: tuple[Any, ...], fig: go.Figure, scope: Any = None) -> Prepared:
-    """``prepare(fig)`` once per cache key (the figure's own cache key): every viewer's diff starts from it."""
-    return _PREPARED.get(key, lambda: prepare(fig, scope))
-
-
-# -- the Streamlit element ------------------------------------------------------------------------------------------
-def _component() -> Any:
-    return v2_component.component(COMPONENT_NAME, "live_chart")
-
-
-def _held_key(key: str) -> str:
-    return f"_live_chart_held_{key}"
-
-
-def live_chart(prep: Prepared, *, key: str) -> None:
-    """Draw ``prep`` for this viewer: the whole figure until the browser has drawn it, what is new after."""
-    import streamlit as st
-
-    state = st.session_state
-    shown: Any = state.get(key)  # the element's state from the browser: {"ack": ..., "resync": ...}
-    resync = shown.get("resync") if hasattr(shown, "get") else None
-    ack = shown.get("ack") if hasattr(shown, "get") else None
-    message, held = diff(prep, state.get(_held_key(key)), resync=resync, ack=ack)
-    state[_held_key(key)] = held
-    message.update(name=key, script=static_files.static_url("live.js"), plotly=static_files.static_url("plotly.min.js"))
-    _component()(key=key, data=message, on_resync_change=lambda: None, on_ack_change=lambda: None)
-
-
-def forget(key: str) -> None:
-    """This viewer's chart ``key`` is no longer shown: the next live chart under that key starts whole."""
-    import streamlit as st
-
-    st.session_state.pop(_held_key(key), None)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections import deque
@@ -289,8 +290,8 @@ class Publisher:
                 "header": self._header_now, "line": self._line_now, "charts": charts, "config": live_chart.CONFIG}
 
 
-# -- the process's publishers: one per feed ("train": the current run; "compare": the latest comparison) ----------
-FEEDS = ("train", "compare")
+# -- the process's publishers: one per feed ("train": the current run; a group kind: its latest group) -------------
+FEED_NAME = re.compile(r"^[a-z0-9_:-]{1,40}$")  # what a feed's name may be (it comes back in the stream's address)
 _PUBLISHERS: dict[str, tuple[object, Publisher]] = {}
 _INSTALL_LOCK = threading.Lock()
 

@@ -1,7 +1,8 @@
 """The routes served beside Streamlit's own (app.py hands them to ``st.App``): the live stream and the static files.
 
-- ``GET {base}/bench/live?feed=train|compare&variant=plain|present``: the current run (or the latest comparison) as
-  server-sent events (ui.live_feed): one snapshot, then the increments every viewer shares. Read-only: it takes no input but the variant, and says nothing a viewer's
+- ``GET {base}/bench/live?feed=train|compare|sweep|lesson:<step>&variant=plain|present``: the current run (or the
+  latest group of that kind) as server-sent events (ui.live_feed): one snapshot, then the increments every viewer
+  shares. Read-only: it takes no input but the variant, and says nothing a viewer's
   page does not show already.
 - ``GET {base}/bench/static/<name>``: plotly.js and the live elements' script, each named with its content's hash so
   a browser keeps it for a year and fetches it once (gzip-compressed when the browser accepts it).
@@ -115,12 +116,12 @@ async def stream(request: Any) -> Any:
         return PlainTextResponse("This host is not in server.allowedHosts.", status_code=403)
     feed = request.query_params.get("feed", "train")
     variant = request.query_params.get("variant", "plain")
-    if feed not in live_feed.FEEDS:
-        return PlainTextResponse(f"feed must be one of {', '.join(live_feed.FEEDS)}", status_code=400)
+    if not live_feed.FEED_NAME.match(feed):
+        return PlainTextResponse("feed must be a feed's name: train, compare, sweep, lesson:<step>", status_code=400)
     if variant not in live_feed.VARIANTS:
         return PlainTextResponse(f"variant must be one of {', '.join(live_feed.VARIANTS)}", status_code=400)
     publisher = live_feed.installed(feed)
-    if publisher is None:  # no page drawn yet in this process (a restarted server): the browser retries
+    if publisher is None:  # no page has drawn this feed yet in this process (a restarted server): the browser retries
         return PlainTextResponse("The dashboard is starting; open a page first.", status_code=503,
                                  headers={"Retry-After": "2"})
     return StreamingResponse(events(publisher, variant), media_type="text/event-stream",

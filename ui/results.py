@@ -17,7 +17,7 @@ from bench.analysis.sweeps import SweepRow
 from bench.runs.jobs import JobManager
 from bench.records import ACTIVE, Comparison, RunRecord, Status
 from bench.runs.run_state import RunGroup, RunSnapshot
-from ui import live, live_chart, live_feed, live_header, peak, present
+from ui import live, live_feed, peak, present
 from ui.safe_text import escape
 
 CHART_CONFIG = {"displaylogo": False}
@@ -333,17 +333,12 @@ def export_buttons(records: Sequence[RunRecord], *, key: str, name: str | None =
                                 icon=":material/download:", key=f"{key}_csv", on_click="ignore")
 
 
-def group_status(runs: Sequence[RunSnapshot], *, key: str | None = None) -> None:
-    """One line per run of a group (from :func:`group_runs`): its status, its progress, its error. With ``key``, while
-    the group is live, each run's line and bar are one element (ui.live_header, without tiles) mounted once and
-    updated in place, as the Train page's header is; otherwise Streamlit's own elements, in the same words."""
-    live_now = key is not None and any(snap.active for snap in runs)
-    for i, snap in enumerate(runs):
-        if live_now:
-            live_header.draw(live.status_data(snap), key=f"{key}_status_{i}")
-        else:  # stacked as the live element is, so the lines do not move when the group ends
-            st.markdown(live.status_line(snap))
-            live.progress_bar(snap)
+def group_status(runs: Sequence[RunSnapshot]) -> None:
+    """One line per run of a group (from :func:`group_runs`) once it has ended: its status, its progress, its error,
+    in the words of the live lines its stream showed (ui.live.status_data)."""
+    for snap in runs:
+        st.markdown(live.status_line(snap))
+        live.progress_bar(snap)
         if snap.error:
             st.error(f"{escape(snap.error.get('message'), limit=600)} — {escape(snap.error.get('hint'), limit=600)}")
 
@@ -378,6 +373,7 @@ class GroupSnapshot:
 
 
 GROUP_LAYOUT = {"headers": "many", "charts": ["cmp_epochs", "cmp_util"], "note": "cmp_util", "wide": []}
+LINES_LAYOUT: dict[str, Any] = {"headers": "many", "charts": [], "note": None, "wide": []}  # status lines alone (sweep, lesson)
 
 
 def group_snapshot(manager: JobManager, kind: str) -> GroupSnapshot | None:
@@ -386,12 +382,18 @@ def group_snapshot(manager: JobManager, kind: str) -> GroupSnapshot | None:
 
 
 def _group_header(gs: GroupSnapshot) -> dict[str, Any] | None:
-    """While the group is live: each run's status line and bar, and each pair's headline so far."""
+    """While a comparison is live: each run's status line and bar, and each pair's headline so far."""
     if not gs.active:
         return None
     lines = [{"kind": "caption", "text": f"**{compare.headline(pair)}**"}
              for pair in compare.pairs([snap.record() for snap in gs.runs], gs.group.prices)]
     return {"runs": [live.status_data(snap) for snap in gs.runs], "lines": lines}
+
+
+def _active_lines(gs: GroupSnapshot) -> dict[str, Any] | None:
+    """While a sweep or a lesson step is live: the status line and bar of each run that is live now."""
+    active = [live.status_data(snap) for snap in gs.runs if snap.active]
+    return {"runs": active} if active else None
 
 
 def _group_chart_keys(gs: GroupSnapshot) -> dict[str, Any]:
@@ -409,11 +411,27 @@ def _group_figures(gs: GroupSnapshot, variant: str, names: set[str]) -> dict[str
     return figures
 
 
-def group_feed(manager: JobManager, kind: str) -> live_feed.Publisher:
-    """The process's publisher of the latest ``kind`` group (one feed: "compare")."""
+def group_feed(manager: JobManager, kind: str, *, comparison: bool = True) -> live_feed.Publisher:
+    """The process's publisher of the latest ``kind`` group: a comparison's lines, headline and two charts, or
+    (``comparison`` False: a sweep, a lesson step) the live runs' lines alone."""
     return live_feed.install(kind, manager, lambda: live_feed.Publisher(
-        lambda: group_snapshot(manager, kind), header=_group_header, line=lambda gs: None,
-        charts=_group_chart_keys, figures=_group_figures))
+        lambda: group_snapshot(manager, kind), header=_group_header if comparison else _active_lines,
+        line=lambda gs: None, charts=_group_chart_keys if comparison else (lambda gs: {}), figures=_group_figures))
+
+
+def live_lines(manager: JobManager, kind: str) -> tuple[live_feed.Publisher, GroupSnapshot | None]:
+    """For a fragment without a timer (Sweep, the lesson): the latest ``kind`` group as the page draws it, in step
+    with its stream; draw :func:`lines_view` with the publisher where its live lines belong."""
+    publisher = group_feed(manager, kind, comparison=False)
+    gs = group_snapshot(manager, kind)
+    live.in_step(publisher, gs)
+    return publisher, gs
+
+
+def lines_view(publisher: live_feed.Publisher, kind: str) -> None:
+    """The live runs' lines of the group, fed by its stream; it reruns the fragment around it when a run of the
+    group ends or a new group starts (drawn even with no group yet, to hear of one)."""
+    live.view(publisher, feed=kind, key=f"{kind.replace(':', '_')}_lines", presenter=False, layout=LINES_LAYOUT)
 
 
 def live_group(manager: JobManager, kind: str) -> None:

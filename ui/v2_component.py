@@ -1,4 +1,4 @@
-"""The components-v2 elements of the live panel (ui.live_header, ui.live_chart), each registered once per process
+"""The components-v2 elements of the live panels (the live view and the sidebar's line, ui.live), each registered once per process
 from its script and style in ui/assets/."""
 
 from __future__ import annotations

@@ -130,9 +130,11 @@ def phase_bands(phases: Sequence[Mapping[str, Any]] | None, epochs: Sequence[Epo
     return bands
 
 
-def _marks(fig: go.Figure, s: Series, t_max: float) -> None:
+def _marks(fig: go.Figure, s: Series, t_max: float, *, growing: bool = False) -> None:
     """One run's start-up phases shaded and named, its epochs' ends dotted and each epoch named; names that would
-    overlap another are left out (chart_style.place_labels)."""
+    overlap another are left out (chart_style.place_labels). ``growing`` (a live run's figure, sent to browsers as
+    increments): every name is kept, each in a row by its place in the list, so the marks and names of a longer run
+    only add to those before; the browser hides names that would overlap at the width it draws."""
     epochs = s.epochs
     bands = phase_bands(s.phases, epochs, t_max)
     shapes: list[dict[str, Any]] = [
@@ -152,18 +154,24 @@ def _marks(fig: go.Figure, s: Series, t_max: float) -> None:
         start = end
     names = [{"x": x, "y": UTIL_TOP, "xref": "x", "yref": "y", "yanchor": "top", "yshift": -row * (style.LABEL_PX + 6),
               "text": text, "showarrow": False, "font": {"size": style.LABEL_PX, "color": "#374151"}}
-             for x, text, row in style.place_labels(labels, (0.0, t_max), rows=3)]
+             for x, text, row in (_stable_rows(labels) if growing else
+                                  style.place_labels(labels, (0.0, t_max), rows=3))]
     # one layout update for all marks and names: add_vline or add_annotation each re-checks every mark before it
     # (about 8 ms a name with a 36-epoch run), and this figure is built again at every live refresh
     if shapes or names:
         fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *names])
 
 
+def _stable_rows(labels: Sequence[tuple[float, str]], rows: int = 3) -> list[tuple[float, str, int]]:
+    return [(x, text, i % rows) for i, (x, text) in enumerate(labels)]
+
+
 def utilization_figure(series: Sequence[Series], *, title: str = "Utilization while training",
-                       show_process: bool = True) -> go.Figure:
+                       show_process: bool = True, growing: bool = False) -> go.Figure:
     """The whole machine's CPU % and each GPU's NVML utilization % (with SM and tensor-core activity where NVML GPM
     reports them) over time; with ``show_process``, the training process's CPU in cores (right axis) and, in a
-    second row, its memory beside the machine's. One run: its start-up phases shaded and named, its epochs named."""
+    second row, its memory beside the machine's. One run: its start-up phases shaded and named, its epochs named
+    (``growing``: every name kept, for a live run's increments; see _marks)."""
     many = len(series) > 1
     runs = [(s, thin(s.samples)) for s in series]
     # drawn from the first sample that carries the reading, even while its value is still None (psutil's first
@@ -229,7 +237,7 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
     if not many and series:
         # last: every layout update after them would copy and re-check all the marks and names again (about half of
         # this figure's build time when they came first)
-        _marks(fig, series[0], t_max)
+        _marks(fig, series[0], t_max, growing=growing)
     return fig
 
 

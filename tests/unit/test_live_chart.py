@@ -1,6 +1,8 @@
-"""ui.live_chart's diffing: what one viewer's browser is sent as a live run's figures grow."""
+"""ui.live_chart's increments: what a browser holding a live run's figure is sent as the figure grows."""
 
 from __future__ import annotations
+
+import json
 
 from bench.output import charts
 from bench.readings import epochs_of, samples_of
@@ -17,92 +19,61 @@ def epochs(n: int) -> list[dict]:
             for e in range(1, n + 1)]
 
 
-def util(n: int, k: int = 0, gpus: int = 0, run: int = 1) -> lc.Prepared:
+def util(n: int, k: int = 0, gpus: int = 0, run: int = 1, growing: bool = True) -> lc.Prepared:
+    """The utilization figure as the live feed builds it for a live run (growing: every epoch's name kept)."""
     series = [charts.Series(f"#{run}", epochs_of(epochs(k)), samples_of(samples(n, gpus)))]
-    return lc.prepare(charts.utilization_figure(series), scope=run)
+    return lc.prepare(charts.utilization_figure(series, growing=growing), scope=run)
 
 
 def bars(k: int) -> lc.Prepared:
     return lc.prepare(charts.epoch_time_figure([charts.Series("#1", epochs_of(epochs(k)), ())]), scope=1)
 
 
-def acked(prep: lc.Prepared) -> lc.Held:
-    """What a viewer holds once its browser has drawn ``prep`` whole."""
-    message, held = lc.diff(prep, None)
-    assert message["op"] == "full"
-    _, held = lc.diff(prep, held, ack={"seq": message["seq"]})
-    assert held.acked
-    return held
-
-
-def test_a_first_view_gets_the_whole_figure_and_keeps_getting_it_until_the_browser_acknowledges():
-    first, held = lc.diff(util(10), None)
-    assert first["op"] == "full" and first["figure"]["data"][0]["x"] == [i * 0.5 for i in range(10)]
-    again, held = lc.diff(util(10), held)
-    assert again == first, "nothing new: the same message, which the browser does not run again"
-    grown, held = lc.diff(util(14), held, ack={"seq": first["seq"] - 1})  # an ack of an older figure
-    assert grown["op"] == "full" and grown["seq"] == first["seq"] + 1 and len(grown["figure"]["data"][0]["x"]) == 14
-    _, held = lc.diff(util(14), held, ack={"seq": grown["seq"]})
-    assert held.acked
-
-
-def test_after_the_ack_only_the_new_points_are_sent():
-    held = acked(util(10))
-    message, held = lc.diff(util(13), held)
-    assert message["op"] == "extend"
-    (delta,) = message["deltas"]
-    (group,) = delta["groups"]
+def test_only_the_new_points_are_sent():
+    step = lc.increment(util(10), util(13))
+    assert step is not None
+    (group,) = step["groups"]
     assert group["traces"] == [0]
     assert group["update"]["x"] == [[5.0, 5.5, 6.0]] and group["update"]["y"] == [[10.0, 11.0, 12.0]]
-    same, held2 = lc.diff(util(13), held)
-    assert same == message and held2 == held
+    assert lc.increment(util(13), util(13)) is None, "nothing new: nothing to send"
 
 
 def test_bars_send_their_hover_data_and_hatching_with_each_new_epoch():
-    held = acked(bars(1))
-    message, _ = lc.diff(bars(2), held)
-    update = message["deltas"][0]["groups"][0]["update"]
+    step = lc.increment(bars(1), bars(2))
+    assert step is not None
+    update = step["groups"][0]["update"]
     assert update["x"] == [[2]] and update["y"] == [[2.0]]
     assert update["customdata"] == [[["steady", 10.0]]] and update["marker.pattern.shape"] == [[""]]
 
 
-def test_an_epoch_mark_is_a_layout_change_beside_the_points():
-    held = acked(util(10, k=1))
-    message, _ = lc.diff(util(12, k=2), held)
-    delta = message["deltas"][0]
-    assert set(delta["layout"]) == {"shapes", "annotations"}, "the new epoch's band and its name; nothing else"
-    assert len(delta["layout"]["shapes"]) == 2
-    assert [a["text"] for a in delta["layout"]["annotations"]][-1] == "epoch 2"
+def test_an_epoch_mark_is_appended_beside_the_points():
+    before, after = util(10, k=1), util(12, k=2)
+    step = lc.increment(before, after)
+    assert step is not None and step["layout"] is None, "nothing but the new epoch's band and name"
+    assert set(step["append"]) == {"shapes", "annotations"}
+    assert before.layout["shapes"] + step["append"]["shapes"] == after.layout["shapes"]
+    assert [a["text"] for a in step["append"]["annotations"]][-1] == "epoch 2"
 
 
-def test_recent_deltas_ride_along_so_a_browser_that_skipped_some_catches_up():
-    held = acked(util(4))
-    for n in range(5, 5 + lc.RECENT + 3):
-        message, held = lc.diff(util(n), held)
-    assert len(message["deltas"]) == lc.RECENT
-    seqs = [d["seq"] for d in message["deltas"]]
-    assert seqs == list(range(seqs[0], seqs[0] + lc.RECENT)) and message["seq"] == seqs[-1]
-    assert all(d["prev"] == d["seq"] - 1 for d in message["deltas"])
+def test_the_increment_does_not_grow_with_the_runs_length():
+    early = lc.increment(util(40, k=4), util(44, k=5))
+    late = lc.increment(util(800, k=199), util(804, k=200))
+    assert early is not None and late is not None and late["layout"] is None, "the names appended, none re-sent"
+    assert len(json.dumps(late)) < 1.5 * len(json.dumps(early)), (early, late)
+    # an ended run's figure (sent whole once) keeps only the names that fit
+    assert len(util(800, k=200, growing=False).layout["annotations"]) < len(util(800, k=200).layout["annotations"])
 
 
-def test_a_new_trace_layout_or_another_run_or_a_resync_draws_the_figure_whole():
-    held = acked(util(10))
-    assert lc.diff(util(11, gpus=1), held)[0]["op"] == "full", "a GPU line appeared"
-    assert lc.diff(util(11, run=2), held)[0]["op"] == "full", "another run"
-    message, after = lc.diff(util(11), held, resync={"seq": 3, "at": 1})
-    assert message["op"] == "full" and not after.acked
-    _, after = lc.diff(util(11), after, ack={"seq": message["seq"]})
-    assert lc.diff(util(12), after, resync={"seq": 3, "at": 1})[0]["op"] == "extend", "an old request is answered"
+def test_a_new_trace_layout_or_another_run_changes_the_signature():
+    base = util(10)
+    assert util(11, gpus=1).signature != base.signature, "a GPU line appeared: the figure goes whole"
+    assert util(11, run=2).signature != base.signature, "another run"
+    assert util(11).signature == base.signature
 
 
 def test_a_history_thinned_for_drawing_still_gives_only_later_points():
     n = charts.MAX_POINTS + 400
-    held = acked(util(n))
-    message, _ = lc.diff(util(n + 7), held)
-    xs = message["deltas"][0]["groups"][0]["update"]["x"][0]
+    step = lc.increment(util(n), util(n + 7))
+    assert step is not None
+    xs = step["groups"][0]["update"]["x"][0]
     assert xs and all(x > (n - 1) * 0.5 for x in xs) and xs[-1] == (n + 6) * 0.5
-
-
-def test_prepared_is_shared_by_cache_key():
-    fig = charts.utilization_figure([charts.Series("#1", (), samples_of(samples(3)))])
-    assert lc.prepared(("util", "t-1"), fig, 1) is lc.prepared(("util", "t-1"), fig, 1)

@@ -1,7 +1,8 @@
 // The live elements' browser side, served once per browser as a static file (ui/live_routes.py) and imported by the
-// elements' small loaders (ui/assets/*.js): the live header, the append-only charts, and the live view of the Train
-// page, which takes everything it shows from one server-sent-events stream of the current run (ui/live_feed.py)
-// shared by every element of the page, and asks Streamlit for a rerun only when the run's state changes.
+// elements' small loaders (ui/assets/live_view.js, live_status.js): the live view (a run's header and charts on
+// Train, a group's lines and charts on Compare, the live lines on Sweep and the lesson) and the sidebar's line. Each
+// takes what it shows from a server-sent-events stream (ui/live_feed.py), one EventSource per page and feed shared by
+// the elements that show it, and asks Streamlit for a rerun only when the state changes (a run starts or ends).
 // Counters for tests and measurement: data-* attributes on each element's root and window.__benchLiveCharts,
 // window.__benchFeed.
 
@@ -169,24 +170,6 @@ function thin(gd, paths) {
   return changed;
 }
 
-function appendFrom(gd, figure) {
-  // Extend each trace with the points of ``figure``'s same trace past the last x drawn (x grows along a live trace).
-  figure.data.forEach((trace, i) => {
-    const held = gd.data[i];
-    if (!held || !Array.isArray(trace.x) || !Array.isArray(held.x)) return;
-    const last = held.x.length ? held.x[held.x.length - 1] : null;
-    const start = last === null ? 0 : trace.x.findIndex((x) => x !== null && x > last);
-    if (start < 0) return;
-    const update = {};
-    const walk = (obj, prefix) => Object.entries(obj).forEach(([k, v]) => {
-      if (Array.isArray(v) && v.length === trace.x.length) update[prefix + k] = [v.slice(start)];
-      else if (v && typeof v === "object" && !Array.isArray(v)) walk(v, `${prefix}${k}.`);
-    });
-    walk(trace, "");
-    window.Plotly.extendTraces(gd, update, [i]);
-  });
-}
-
 // Epoch and phase names (the figure's annotations, in rows shifted down from the top) are thinned to the width drawn: on
 // a phone held upright a 15-epoch run would pile "epoch 10", "epoch 11", "epoch 12" on top of each other. Going left
 // to right, a name whose box would touch a box already kept is hidden, as Plotly thins its tick labels. A name's size
@@ -269,92 +252,6 @@ function publish(gd, st, name) {
   gd.dataset.seq = String(st.applied);
   window.__benchLiveCharts = window.__benchLiveCharts || {};
   window.__benchLiveCharts[name] = { full: st.full, extend: st.extend, thin: st.thin, resyncs: st.resyncs, reasons: st.reasons, points, seq: st.applied };
-}
-
-async function apply(st, component) {
-  const { data, parentElement, setStateValue } = component;
-  const gd = parentElement.querySelector(".bench-live-chart");
-  if (!gd) return;
-  const resync = (plotly) => {
-    if (st.resyncFor === data.seq) return; // asked once per message; the server answers with the whole figure
-    st.resyncFor = data.seq;
-    st.resyncs += 1;
-    const why = `got ${data.op} ${data.seq} (base ${data.base}), holds ${st.applied}, plotly ${!!window.Plotly}`;
-    st.reasons = [...st.reasons, why].slice(-5);
-    gd.dataset.resyncs = st.reasons.join("; ");
-    console.info(`live chart ${data.name}: asks for the whole figure: ${why}`);
-    setStateValue("resync", { seq: data.seq, plotly, at: Date.now() });
-  };
-  if (data.op === "full") {
-    if (data.seq <= st.applied) return;
-    const Plotly = await plotlyReady(data.plotly);
-    if (!Plotly) { resync(true); return; }
-    if (st.full && data.sig === st.sig) {
-      // the same chart, sent whole again before the server knew this browser had it: append what is new here
-      appendFrom(gd, data.figure);
-      await Plotly.relayout(gd, { shapes: data.figure.layout.shapes || [], title: data.figure.layout.title });
-      st.extend += 1;
-    } else {
-      // the page's own font, as st.plotly_chart's theme gives the finished run's charts
-      const layout = { ...data.figure.layout, font: { family: getComputedStyle(gd).fontFamily, ...data.figure.layout.font } };
-      await Plotly.newPlot(gd, data.figure.data, layout, data.config);
-      watchNames(gd);
-      st.full += 1;
-      st.sig = data.sig;
-    }
-    st.applied = data.seq;
-    setStateValue("ack", { seq: data.seq, plotly: true });
-  } else if (data.op === "extend") {
-    const deltas = data.deltas.filter((d) => d.seq > st.applied);
-    const gap = deltas.length ? deltas[0].prev !== st.applied : data.seq !== st.applied;
-    if (gap || !window.Plotly || !gd.data) { resync(!window.Plotly); return; }
-    // Every delta of this message goes into the figure's own data and layout first, then one redraw draws it all:
-    // Plotly.extendTraces and relayout each redraw the whole figure, and a message often holds several groups, a
-    // layout change (an epoch mark) and a thinning.
-    for (const delta of deltas) {
-      const paths = new Set();
-      for (const group of delta.groups) {
-        Object.keys(group.update).forEach((p) => paths.add(p));
-        appendInPlace(gd, group.update, group.traces);
-      }
-      if (delta.layout) Object.assign(gd.layout, delta.layout);
-      if (thin(gd, [...paths])) st.thin += 1;
-      st.extend += 1;
-      st.applied = delta.seq;
-    }
-    if (deltas.length) await window.Plotly.redraw(gd);
-  }
-  publish(gd, st, data.name);
-}
-
-// -- the elements Compare and the lesson draw on their own fragments (ui/live_header.py, ui/live_chart.py) ----------
-const headers = new WeakMap(); // parentElement -> this header's state
-const charts = new WeakMap(); // parentElement -> this chart's state
-
-export function headerElement(component) {
-  const { data, parentElement } = component;
-  const root = parentElement && parentElement.querySelector(".bench-live-header");
-  if (!data || !root) return;
-  let st = headers.get(parentElement);
-  if (!st || st.root !== root) {
-    st = build(root);
-    st.root = root;
-    headers.set(parentElement, st);
-  }
-  if (st.last === data) return; // the same message again
-  st.last = data;
-  update(st, data, root);
-}
-
-export function chartElement(component) {
-  const { data, parentElement } = component;
-  if (!data || !parentElement) return;
-  let st = charts.get(parentElement);
-  if (!st) {
-    st = { applied: -1, full: 0, extend: 0, thin: 0, resyncs: 0, reasons: [], resyncFor: null, queue: Promise.resolve() };
-    charts.set(parentElement, st);
-  }
-  st.queue = st.queue.then(() => apply(st, component)).catch((err) => console.error("live chart", err));
 }
 
 // -- the stream: one EventSource per page and address, shared by the elements that show it ----------------------------
@@ -500,6 +397,11 @@ function showHeader(view, header) {
     view.headerSts.push(st);
   }
   parts.forEach((part, i) => update(view.headerSts[i], part, view.headerSts[i].root));
+  if (view.layout.headers === "many") { // a group's lines under its runs (the headline so far)
+    if (!view.groupLines) { view.groupLines = el("div", { class: "blv-lines" }); view.header.after(view.groupLines); }
+    const lines = (header && header.lines) || [];
+    view.groupLines.replaceChildren(...lines.map((line) => inline(el("p", { class: "blv-line" }), line.text)));
+  }
 }
 
 function showWatching(view, viewers) {
