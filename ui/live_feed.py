@@ -239,7 +239,8 @@ class Publisher:
         if charts_due:
             self._charted_at = now
             for variant in self._live_variants(now):
-                chart_changes[variant] = self._build_charts(variant, snap, fresh=changed_state)
+                # a new run's figures differ in their signature (its id is in it): they go whole without forcing
+                chart_changes[variant] = self._build_charts(variant, snap, fresh=False)
         if not message and not any(chart_changes.values()):
             return
         self.seq += 1

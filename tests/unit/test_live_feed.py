@@ -150,7 +150,9 @@ def test_the_end_of_a_run_is_a_state_change_with_its_final_charts_and_no_header(
     (event,) = pub.since(before, "plain")
     msg = decode(event[1])
     assert msg["state"]["active"] is False and msg["header"] is None
-    assert msg["charts"]["util"]["op"] == "full", "the final charts whole, without waiting for the chart window"
+    change = msg["charts"]["util"]
+    assert change["op"] == "extend", "the same run's chart: its last points, not the whole figure again"
+    assert change["groups"], "the final charts' last points in the event of the end, not a chart window later"
 
 
 def test_nothing_new_publishes_nothing_and_a_viewer_count_is_a_change():

@@ -258,11 +258,17 @@ function publish(gd, st, name) {
 const feeds = new Map(); // stream address -> feed
 const REOPEN_MS = 2000;
 
+const LOG_MAX = 600; // events kept after the last snapshot, for an element that subscribes later on the same page
+
 function openFeed(url) {
-  const feed = { url, listeners: new Set(), source: null, last: null, events: 0, bytes: 0, opened: 0, closer: null };
+  // ``log``: the last snapshot and every event after it, replayed to a listener that subscribes later (the live view
+  // mounted after the sidebar's line opened the stream), so it draws without a second snapshot; past LOG_MAX events
+  // it is dropped and a late listener reopens the stream instead.
+  const feed = { url, listeners: new Set(), source: null, log: null, events: 0, bytes: 0, opened: 0, closer: null };
   const open = () => {
     if (feed.source) feed.source.close();
     feed.opened += 1;
+    feed.log = null;
     const source = new EventSource(new URL(url, window.location.href).href);
     feed.source = source;
     source.onmessage = (e) => {
@@ -270,11 +276,8 @@ function openFeed(url) {
       feed.bytes += e.data.length;
       let msg;
       try { msg = JSON.parse(e.data); } catch (err) { console.error("live feed", err); return; }
-      if (msg.kind === "snapshot") feed.last = { ...msg };
-      else if (feed.last) {
-        for (const k of ["state", "header", "line", "viewers"]) if (k in msg) feed.last[k] = msg[k];
-        feed.last.seq = msg.seq;
-      }
+      if (msg.kind === "snapshot") feed.log = [msg];
+      else if (feed.log) { feed.log.push(msg); if (feed.log.length > LOG_MAX) feed.log = false; }
       feed.listeners.forEach((fn) => { try { fn(msg); } catch (err) { console.error("live feed listener", err); } });
       window.__benchFeed = { url, events: feed.events, bytes: feed.bytes, opened: feed.opened, seq: msg.seq };
     };
@@ -288,12 +291,12 @@ function openFeed(url) {
   feed.subscribe = (fn) => {
     if (feed.closer) { clearTimeout(feed.closer); feed.closer = null; }
     feed.listeners.add(fn);
-    // a listener that comes after the snapshot (an element mounted again) needs one: every listener gets a new one
-    if (!feed.source || feed.source.readyState === EventSource.CLOSED || feed.last) open();
+    if (!feed.source || feed.source.readyState === EventSource.CLOSED || feed.log === false) open();
+    else if (feed.log) feed.log.forEach((msg) => { try { fn(msg); } catch (err) { console.error("live feed replay", err); } });
     return () => {
       feed.listeners.delete(fn);
       if (!feed.listeners.size) feed.closer = setTimeout(() => {
-        if (!feed.listeners.size && feed.source) { feed.source.close(); feed.source = null; feed.last = null; }
+        if (!feed.listeners.size && feed.source) { feed.source.close(); feed.source = null; feed.log = null; }
       }, 1000);
     };
   };
