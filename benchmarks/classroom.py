@@ -42,6 +42,7 @@ from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, DashboardServer, chrom
 TARGETS = {100: {"cores": 0.5, "epoch_ratio": 1.10, "age_p95_s": 2.0},
            30: {"cores": 0.25, "epoch_ratio": 1.05, "age_p95_s": 2.0}}
 CALIBRATION_WINDOW_S = 12.0
+VIEWER_LOG = Path(tempfile.gettempdir()) / "classroom-viewers.log"  # the emulated viewers' stderr
 
 
 def _cpu(proc: Any) -> float:
@@ -143,7 +144,7 @@ class Emulated:
 
         self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.viewers", url, str(n), json.dumps(files),
                                       query, str(join_over_s)], cwd=ROOT, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     stdout=subprocess.PIPE, stderr=(VIEWER_LOG.open("a")), text=True,
                                      env={**os.environ, "PYTHONPATH": str(ROOT)})
         self.ps = psutil.Process(self.proc.pid)
         assert self.proc.stdout is not None
@@ -186,9 +187,10 @@ def calibrate(p: Pass, k: int, epochs: int) -> dict[str, Any]:
         return (p.server.cpu_s() - a) / (time.monotonic() - t0)
 
     out["alone_before_cores"] = round(cores_over(CALIBRATION_WINDOW_S), 4)
-    a = p.server.cpu_s()
+    background = out["alone_before_cores"]  # the run's own cost on the server, taken out of each join below
+    a, t0 = p.server.cpu_s(), time.monotonic()
     pages = [p._open() for _ in range(k)]
-    out["browser_join_cpu_s_each"] = round((p.server.cpu_s() - a) / k, 3)
+    out["browser_join_cpu_s_each"] = round((p.server.cpu_s() - a - background * (time.monotonic() - t0)) / k, 3)
     bytes_seen = [_count_bytes(page) for page in pages]
     before = [read() for read in bytes_seen]
     time.sleep(2)
@@ -199,9 +201,9 @@ def calibrate(p: Pass, k: int, epochs: int) -> dict[str, Any]:
                                             (CALIBRATION_WINDOW_S + 2))
     for page in pages:
         page.context.close()
-    a = p.server.cpu_s()
+    a, t0 = p.server.cpu_s(), time.monotonic()
     emulated = Emulated(p.server.url, k, p.files, p.query)
-    out["emulated_join_cpu_s_each"] = round((p.server.cpu_s() - a) / k, 3)
+    out["emulated_join_cpu_s_each"] = round((p.server.cpu_s() - a - background * (time.monotonic() - t0)) / k, 3)
     time.sleep(2)
     b0 = emulated.bytes()
     out["with_emulated_cores"] = round(cores_over(CALIBRATION_WINDOW_S), 4)
@@ -284,6 +286,19 @@ def _by_length(timeline: list[tuple[float, float, int]], epochs: int) -> dict[st
             "late_epochs": f"{epochs - 10}-{epochs}", "late_cores": cores(epochs - 10, epochs)}
 
 
+def _median_pass(passes: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row per class size: the median of each figure over its passes (and their spread for the epoch time)."""
+    row = dict(passes[-1])
+    for key in ("steady_epoch_s", "server_cores_run", "server_cores_training", "age_p50_s", "age_p95_s",
+                "delay_p95_s", "bytes_per_viewer_s"):
+        values = [p[key] for p in passes if p.get(key) is not None]
+        row[key] = statistics.median(values) if values else None
+    row["steady_epoch_s_all"] = [p["steady_epoch_s"] for p in passes]
+    row["disconnects"] = sum(p.get("disconnects", 0) for p in passes)
+    row["reruns"] = sum(p.get("reruns", 0) for p in passes)
+    return row
+
+
 def table(result: dict[str, Any]) -> str:
     base = result["baseline"]["steady_epoch_s"]
     rows = ["| viewers | server cores (whole run) | server cores (training) | epoch vs nobody | newest update age "
@@ -291,8 +306,10 @@ def table(result: dict[str, Any]) -> str:
             "|---|---|---|---|---|---|---|---|---|"]
     for r in result["runs"]:
         ratio = r["steady_epoch_s"] / base if base and r["steady_epoch_s"] else None
+        each = [t / base for t in r.get("steady_epoch_s_all") or [] if t and base]
+        spread = f" ({min(each):.2f}-{max(each):.2f})" if len(each) > 1 else ""
         rows.append(f"| {r['viewers']} | {r['server_cores_run']:.3f} | {r['server_cores_training'] or 0:.3f} | "
-                    f"{ratio:.2f}x | {r.get('age_p50_s')} / {r.get('age_p95_s')} s | {r.get('delay_p95_s')} s | "
+                    f"{ratio:.2f}x{spread} | {r.get('age_p50_s')} / {r.get('age_p95_s')} s | {r.get('delay_p95_s')} s | "
                     f"{r.get('bytes_per_viewer_s', '—')} | {r.get('reruns', '—')} | {r.get('disconnects', '—')} |")
     return "\n".join(rows)
 
@@ -306,6 +323,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calibrate", type=int, default=3, help="real Chromium pages against as many emulated")
     parser.add_argument("--long-epochs", type=int, default=0, help="a run this long watched by the largest class")
     parser.add_argument("--long-limit", type=int, default=4096)
+    parser.add_argument("--repeat", type=int, default=1, help="the sequence nobody, N..., nobody this many times")
     parser.add_argument("--out", default=str(ROOT / "docs" / "measurements" / "classroom.json"))
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.viewers.split(",") if n.strip()]
@@ -320,14 +338,18 @@ def main(argv: list[str] | None = None) -> None:
         if args.calibrate:
             result["calibration"] = calibrate(p, args.calibrate, 400)
             print(json.dumps(result["calibration"]), flush=True)
-        result["baseline"] = watched_run(p, 0)
-        print(json.dumps(result["baseline"]), flush=True)
-        result["runs"] = []
-        for n in counts:
-            r = watched_run(p, n)
-            result["runs"].append(r)
-            print(json.dumps(r), flush=True)
-        result["baseline_after"] = watched_run(p, 0)
+        result["baselines"], result["passes"] = [], []
+        for _ in range(args.repeat):  # nobody, each class, nobody again: the machine's drift shows in the baselines
+            result["baselines"].append(watched_run(p, 0))
+            print(json.dumps(result["baselines"][-1]), flush=True)
+            for n in counts:
+                r = watched_run(p, n)
+                result["passes"].append(r)
+                print(json.dumps(r), flush=True)
+        result["baselines"].append(watched_run(p, 0))
+        result["baseline"] = {"steady_epoch_s": statistics.median(
+            b["steady_epoch_s"] for b in result["baselines"] if b["steady_epoch_s"])}
+        result["runs"] = [_median_pass([r for r in result["passes"] if r["viewers"] == n]) for n in counts]
         if args.long_epochs:
             p.presenter.goto(f"{p.server.url}/train?epochs={args.long_epochs}&limit_samples={args.long_limit}&size={args.size}")
             p.presenter.get_by_role("button", name="Start", exact=True).wait_for()

@@ -286,7 +286,7 @@ def _diagnose_latency(name: str, d: Mapping[str, Any], legacy: bool = False) -> 
            "these are cold starts (the measuring server runs with BENCH_PRESTART=0), so each run pays a spawned "
            "interpreter importing TensorFlow, the data generation and the first traced step, and "
            + ("the panel showed it at its next 1 s refresh (it then reran every second)" if legacy else
-              "the live view shows it once the publisher has looked at the run again (every 0.5 s) and the stream "
+              "the live view shows it once the publisher has looked at the run again (every 1 s) and the stream "
               "has brought it")
            + (f" (a bare script's wall time beyond its training epochs, i.e. start-up, validation and exit, was "
               f"{startup:.1f} s here)" if startup is not None else "") + ".")

@@ -21,7 +21,7 @@ SCHEMA = "bench.overhead/1"
 # the current run every TICK_S and gives a live run's charts their new points every CHART_S, once for every viewer,
 # and the browsers take each change from a server-sent-events stream. The server's CPU while a page watches is
 # therefore counted per second of watching, not per refresh.
-PUBLISH_TICK_S = 0.5  # ui.live_feed.TICK_S: how often the publisher looks at the run (the header's words)
+PUBLISH_TICK_S = 1.0  # ui.live_feed.TICK_S: how often the publisher looks at the run (the header's words)
 PUBLISH_CHART_S = 2.0  # ui.live_feed.CHART_S: how often a live run's charts get their new points
 
 # name -> (target, unit, what it is). Every target is an upper bound.

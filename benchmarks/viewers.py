@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import statistics
 import sys
@@ -32,9 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RERUN_AFTER_S = 1.5  # as ui/static/live.js: RERUN_AFTER_MS, RERUN_SPREAD_MS_PER_VIEWER, RERUN_SPREAD_MAX_MS
-RERUN_SPREAD_S_PER_VIEWER = 0.04
-RERUN_SPREAD_MAX_S = 4.0
+RERUN_SPREAD_S_PER_VIEWER = 0.1
+RERUN_SPREAD_MAX_S = 10.0
 AGE_SAMPLE_S = 0.5
+READY_WAIT_S = 120.0  # after its page loaded, a viewer that has no snapshot of the stream by then is counted out
+HTTP_TIMEOUT_S = 120.0
 
 
 @dataclass
@@ -49,6 +52,7 @@ class Viewer:
     disconnects: int = 0
     errors: list[str] = field(default_factory=list)
     loaded_s: float | None = None
+    stage: str = "new"  # where the viewer is (a viewer that never gets ready says where it stopped)
     ready: bool = False
     newest_at: float | None = None
     live: bool = False
@@ -63,8 +67,8 @@ async def http_get(host: str, port: int, path: str, headers: dict[str, str]) -> 
         head = "".join(f"{k}: {v}\r\n" for k, v in {"Host": f"{host}:{port}", "Connection": "close", **headers}.items())
         writer.write(f"GET {path} HTTP/1.1\r\n{head}\r\n".encode())
         await writer.drain()
-        status, found = await _read_head(reader)
-        body = await reader.read()
+        status, found = await asyncio.wait_for(_read_head(reader), HTTP_TIMEOUT_S)
+        body = await asyncio.wait_for(reader.read(), HTTP_TIMEOUT_S)
         if "chunked" in ",".join(found.get("transfer-encoding", [])):
             body = _dechunk(body)
         return status, found, body
@@ -114,6 +118,13 @@ class Session:
         self.pending: asyncio.Task[None] | None = None
         self.spread_of = spread_of
         self.script_done = asyncio.Event()
+        self.tasks: set[asyncio.Task[Any]] = set()  # the loop keeps only weak references to its tasks
+
+    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
 
     def _headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         headers = {"User-Agent": "bench-emulated-viewer", "Accept-Encoding": "gzip, deflate"}
@@ -133,12 +144,17 @@ class Session:
 
     async def load(self) -> None:
         started = time.monotonic()
+        self.v.stage = "files"
         await asyncio.gather(*(self.get(path) for path in self.files))
+        self.v.stage = "health"
         await self.get("/_stcore/health")
         await self.get("/_stcore/host-config")
+        self.v.stage = "websocket"
         await self.connect()
+        self.v.stage = "first run"
         await self.rerun(first=True)
-        asyncio.create_task(self.read_stream())
+        self.v.stage = "stream"
+        self.spawn(self.read_stream())
         self.v.loaded_s = time.monotonic() - started
 
     async def connect(self) -> None:
@@ -148,7 +164,7 @@ class Session:
         self.ws = await connect(f"ws://{self.host}:{self.port}/_stcore/stream", subprotocols=["streamlit", token],
                                 origin=self.origin, additional_headers={"Cookie": self._headers()["Cookie"]},
                                 max_size=None, compression=None)
-        asyncio.create_task(self.read_ws())
+        self.spawn(self.read_ws())
 
     async def read_ws(self) -> None:
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -195,7 +211,7 @@ class Session:
         info.color_scheme = "light"
         self.script_done.clear()
         await self.ws.send(msg.SerializeToString())
-        await asyncio.wait_for(self.script_done.wait(), 300)
+        await asyncio.wait_for(self.script_done.wait(), HTTP_TIMEOUT_S)
 
     async def read_stream(self) -> None:
         while True:
@@ -240,8 +256,9 @@ class Session:
             self.v.live = bool(state.get("active"))
             if msg.get("kind") == "snapshot":
                 self.v.ready = True
+                self.v.stage = "watching"
             if state["key"] != self.v.drawn_state and (self.pending is None or self.pending.done()):
-                self.pending = asyncio.create_task(self._rerun_later(state["key"]))
+                self.pending = self.spawn(self._rerun_later(state["key"]))
 
     async def _rerun_later(self, key: str) -> None:
         spread = min(RERUN_SPREAD_MAX_S, RERUN_SPREAD_S_PER_VIEWER * max(1, self.v.viewers_seen))
@@ -285,11 +302,17 @@ async def run_viewers(url: str, n: int, files: list[str], *, page: str = "train"
                 if v.live and v.newest_at is not None:
                     v.ages_s.append(now - v.newest_at)
 
-    asyncio.create_task(sample_ages())
+    sampler = asyncio.create_task(sample_ages())  # kept: the loop holds tasks weakly
     loads = [asyncio.create_task(start(i, s)) for i, s in enumerate(sessions)]
     await asyncio.gather(*loads)
-    while not all(v.ready or v.errors for v in viewers):
+    deadline = time.monotonic() + READY_WAIT_S
+    while not all(v.ready or v.errors for v in viewers) and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
+    for v in viewers:
+        if not v.ready and not v.errors:
+            v.errors.append(f"not ready after {READY_WAIT_S:.0f} s: stopped at {v.stage}")
+    print(json.dumps({"stages": {v.stage: sum(w.stage == v.stage for w in viewers) for v in viewers}}),
+          file=sys.stderr, flush=True)
     print(json.dumps({"ready": sum(v.ready for v in viewers)}), flush=True)
     loop = asyncio.get_running_loop()
     while (line := await loop.run_in_executor(None, sys.stdin.readline)).strip() == "bytes":
@@ -320,6 +343,9 @@ def summary(viewers: list[Viewer]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> None:
+    # In a room the viewers' browsers are other machines; here they share the server's two cores, so they take only
+    # what the server and the training leave (their own CPU is reported apart: emulator_cpu_s).
+    os.nice(19)
     url, n = argv[0], int(argv[1])
     files = json.loads(argv[2]) if len(argv) > 2 else []
     query = argv[3] if len(argv) > 3 else ""

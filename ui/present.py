@@ -138,17 +138,23 @@ def share_link() -> str:
 
 
 def share_qr() -> None:
-    """The share link as a QR code (segno), for the projector view: a class joins the live run in seconds."""
-    import segno
-
+    """The share link as a QR code (segno) and as text, for the projector view: a class joins the live run in
+    seconds."""
     link = share_link()
     if not link:
         return
-    code = segno.make(link, error="m")
-    st.image(code.svg_data_uri(scale=4, border=2, dark="#0b1220", light="#ffffff"), width=140)
-    host = link.split("//", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-    if host in ("localhost", "127.0.0.1", "::1", "[::1]"):
+    st.image(qr_data_uri(link), width=140)
+    host = link.split("//", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
+    if host in ("localhost", "127.0.0.1", "[::1]"):
         st.caption("This code says localhost: open the dashboard by this machine's address on the room's network "
                    "(docs/CLASSROOM.md) for a link the class can use.")
     else:
-        st.caption("Scan to watch live")
+        st.caption("Scan to watch live, or open:")
+    st.code(link, language=None, wrap_lines=True)
+
+
+def qr_data_uri(link: str) -> str:
+    """``link`` as a QR code: an SVG data URI, dark on white (a projector washes out light-on-dark codes)."""
+    import segno
+
+    return str(segno.make(link, error="m").svg_data_uri(scale=4, border=2, dark="#0b1220", light="#ffffff"))

@@ -154,3 +154,28 @@ def test_two_pages_and_a_subscriber_see_the_same_epochs_without_timer_reruns(bro
         subscriber.stop()
         presenter.context.close()
         student.context.close()
+
+
+def test_the_projector_view_shows_the_share_link_as_a_qr_code_and_the_room(browser, server):
+    """The projector view's QR code is the link shown beside it (the page's address and settings, without the
+    projector switch); the presenter's screen says how many are watching."""
+    from ui.present import qr_data_uri
+
+    projector = new_page(browser, timeout_ms=90_000)
+    student = new_page(browser, timeout_ms=90_000)
+    try:
+        projector.goto(f"{server.url}/train?present=1&epochs=3")
+        projector.get_by_role("heading", name="Train").wait_for()
+        code = main(projector).locator('img[src^="data:image/svg+xml"]').first
+        code.wait_for()
+        link = main(projector).locator('[data-testid="stCode"] code').first.inner_text().strip()
+        assert link.startswith(f"{server.url}/train?") and "epochs=3" in link and "present" not in link, link
+        assert code.get_attribute("src") == qr_data_uri(link), "the code is the link shown beside it"
+        assert projector.get_by_text("This code says localhost").count() == 1  # served on localhost here
+        open_train(student, link)  # the link opens the same settings, without the projector view
+        assert student.get_by_label("Epochs", exact=True).input_value() == "3"
+        wait_for(lambda: projector.evaluate(VIEW).get("viewers") == "2", 30, "the projector to count two watching")
+        assert main(projector).get_by_text("2 watching").count() == 1
+    finally:
+        projector.context.close()
+        student.context.close()

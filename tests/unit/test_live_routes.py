@@ -74,3 +74,22 @@ def test_the_streams_host_rule_is_streamlits(monkeypatch, allowed, host, ok):
 def test_gzip_copy_is_the_file(client):
     found = static_files.static_file("live.js")
     assert found is not None and gzip.decompress(found.gzipped) == found.body
+
+
+def test_the_emulated_viewers_wait_as_the_browser_does():
+    """benchmarks/viewers.py reruns after a state change with the delays ui/static/live.js uses (one home: the
+    script; the emulation reads the same numbers or the class it measures is not the one the browser makes)."""
+    import re
+
+    from benchmarks import viewers
+
+    script = (static_files.STATIC / "live.js").read_text(encoding="utf-8")
+
+    def const(name: str) -> float:
+        found = re.search(rf"const {name} = (\d+);", script)
+        assert found, name
+        return int(found.group(1)) / 1000
+
+    assert viewers.RERUN_AFTER_S == const("RERUN_AFTER_MS")
+    assert viewers.RERUN_SPREAD_S_PER_VIEWER == const("RERUN_SPREAD_MS_PER_VIEWER")
+    assert viewers.RERUN_SPREAD_MAX_S == const("RERUN_SPREAD_MAX_MS")

@@ -352,10 +352,10 @@ const views = new WeakMap();
 // What a view holds: the Train page's run (one header with tiles; time per epoch, utilization, loss) or Compare's group
 // (a status line per run; the two comparison charts). The server names it in the element's data (``layout``).
 const RUN_LAYOUT = { headers: "one", charts: ["epochs", "util", "loss"], note: "util", wide: ["loss"] };
-// A class's reruns after a state change are spread over up to 4 s (40 ms a viewer). The first waits RERUN_AFTER_MS: the
+// A class's reruns after a state change are spread over up to 10 s (100 ms a viewer). The first waits RERUN_AFTER_MS: the
 // page that caused the change (Start, Stop) is mid-rerun when the stream says so, and its redraw ends the wait.
-const RERUN_SPREAD_MS_PER_VIEWER = 40;
-const RERUN_SPREAD_MAX_MS = 4000;
+const RERUN_SPREAD_MS_PER_VIEWER = 100;
+const RERUN_SPREAD_MAX_MS = 10000;
 const RERUN_AFTER_MS = 1500;
 
 function buildView(root, data) {
