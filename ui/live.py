@@ -216,13 +216,13 @@ def stop_runs(manager: JobManager, run_ids: tuple[int, ...]) -> None:
         manager.stop(run_id)
 
 
-WORKER_READY = ":material/bolt: Worker ready: the next run like the last starts without loading the framework."
+WORKER_READY = "Worker ready: the next run like the last starts without loading the framework."
 
 
 def sidebar_line(snap: RunSnapshot | None, spare: str | None = None) -> dict[str, Any]:
     """The sidebar's line for the current run ("Run #3: running · epoch 2/10", "No run yet.") and, while no run is
     live and the pre-started worker is ready, a note that says so (the element draws it, the stream updates it)."""
-    note = WORKER_READY.split(" ", 1)[1] if (snap is None or not snap.active) and spare == "ready" else None
+    note = WORKER_READY if (snap is None or not snap.active) and spare == "ready" else None
     if snap is None:
         return {"icon": "", "text": "No run yet.", "note": note}
     text = f"Run #{snap.id}: {snap.status}"
