@@ -302,7 +302,7 @@ async def run_viewers(url: str, n: int, files: list[str], *, page: str = "train"
                 if v.live and v.newest_at is not None:
                     v.ages_s.append(now - v.newest_at)
 
-    sampler = asyncio.create_task(sample_ages())  # kept: the loop holds tasks weakly
+    tasks = [asyncio.create_task(sample_ages())]  # kept: the loop holds tasks weakly
     loads = [asyncio.create_task(start(i, s)) for i, s in enumerate(sessions)]
     await asyncio.gather(*loads)
     deadline = time.monotonic() + READY_WAIT_S
@@ -315,8 +315,9 @@ async def run_viewers(url: str, n: int, files: list[str], *, page: str = "train"
           file=sys.stderr, flush=True)
     print(json.dumps({"ready": sum(v.ready for v in viewers)}), flush=True)
     loop = asyncio.get_running_loop()
-    while (line := await loop.run_in_executor(None, sys.stdin.readline)).strip() == "bytes":
+    while (await loop.run_in_executor(None, sys.stdin.readline)).strip() == "bytes":
         print(json.dumps({"bytes": sum(v.bytes_ws + v.bytes_stream for v in viewers)}), flush=True)
+    tasks[0].cancel()
     return summary(viewers)
 
 

@@ -9,7 +9,7 @@ from bench.analysis import compare, sweeps
 from bench.training import models
 from bench.hardware import devices, peak_cache
 from bench.config import ConfigError
-from ui import common, config_form, live, results
+from ui import common, config_form, results
 
 common.page_setup()
 manager = common.get_manager()
