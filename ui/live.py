@@ -126,10 +126,28 @@ def progress_bar(snap: RunSnapshot) -> None:
     st.progress(frac, text=text)
 
 
+def icon_name(status: str) -> str:
+    """The Material Symbols name of a status's icon (``:material/check_circle:`` -> ``check_circle``), for the
+    browser elements, which draw it with the icon font."""
+    icon = STATUS_ICON.get(Status(status), "")
+    return icon.strip(":").split("/")[-1] if icon else ""
+
+
+def variant() -> str:
+    """This session's chart variant on a stream: the projector view's styling or the plain one."""
+    return "present" if present.is_on() else "plain"
+
+
+def styled_for(variant: str, figures: dict[str, go.Figure]) -> dict[str, go.Figure]:
+    """``figures`` in the variant's look (ui.present.style_figure for the projector view)."""
+    if variant == "present":
+        return {name: present.style_figure(fig) for name, fig in figures.items()}
+    return figures
+
+
 def header_data(snap: RunSnapshot) -> dict[str, Any]:
     """What the live view's header shows for a live run: the same words as the Streamlit elements of an ended run's
     header."""
-    icon = STATUS_ICON.get(Status(snap.status), "")
     frac, text = progress_of(snap)
     lines = [{"kind": "caption", "text": line} for line in (peak.epoch_line(snap.epochs, snap.info, snap.config),)
              if line]
@@ -139,8 +157,7 @@ def header_data(snap: RunSnapshot) -> dict[str, Any]:
     energy = gpu_truth.energy_text(snap.energy())
     if energy:
         lines.append({"kind": "caption", "text": energy})
-    return {"run": snap.id, "status": {"icon": icon.strip(":").split("/")[-1] if icon else "",
-                                       "parts": status_parts(snap)},
+    return {"run": snap.id, "status": {"icon": icon_name(snap.status), "parts": status_parts(snap)},
             "progress": {"fraction": frac, "text": text}, "tiles": tile_values(snap), "lines": lines,
             "primary": st.get_option("theme.primaryColor") or "#1f4fd1"}
 
@@ -228,8 +245,7 @@ def sidebar_line(snap: RunSnapshot | None, spare: str | None = None) -> dict[str
     text = f"Run #{snap.id}: {snap.status}"
     if snap.active and snap.progress:
         text += f" · epoch {min(snap.progress['epoch'], snap.config.epochs)}/{snap.config.epochs}"
-    icon = STATUS_ICON.get(Status(snap.status), "")
-    return {"icon": icon.strip(":").split("/")[-1] if icon else "", "text": text, "note": note}
+    return {"icon": icon_name(snap.status), "text": text, "note": note}
 
 
 def _live_header(snap: Any) -> dict[str, Any] | None:
@@ -254,10 +270,7 @@ def _figures(snap: Any, variant: str, names: set[str]) -> dict[str, go.Figure]:
     build = {"epochs": lambda: charts.epoch_time_figure(series),
              "util": lambda: charts.utilization_figure(series, growing=snap.active),
              "loss": lambda: charts.loss_accuracy_figure(snap.epochs)}
-    figures = {name: build[name]() for name in names}
-    if variant == "present":
-        figures = {name: present.style_figure(fig) for name, fig in figures.items()}
-    return figures
+    return styled_for(variant, {name: build[name]() for name in names})
 
 
 def make_publisher(manager: Any, *, clock: Callable[[], float] = time.monotonic) -> live_feed.Publisher:
@@ -299,10 +312,10 @@ def view(publisher: live_feed.Publisher, *, feed: str, key: str, presenter: bool
     """A live view element on ``feed``'s stream: its header(s) and charts, fed by the stream; it asks for the
     fragment around it to rerun (with a little random delay, so a class does not rerun at once) only when the state
     changes (a run starts or ends)."""
-    variant = "present" if present.is_on() else "plain"
-    publisher.want(variant)
+    chosen = variant()
+    publisher.want(chosen)
     live_view_component(key=key, data=_element_data(
-        publisher, publisher.state, feed=feed, variant=variant, header=publisher.header, presenter=presenter,
+        publisher, publisher.state, feed=feed, variant=chosen, header=publisher.header, presenter=presenter,
         nvml_note=NVML_NOTE, layout=layout or RUN_LAYOUT), on_changed_change=lambda: None)
 
 
@@ -316,8 +329,8 @@ def sidebar_status(manager: JobManager) -> None:
     publisher = feed(manager)
     snap, state = published_state(manager)
     line = sidebar_line(snap, manager.spare_state())
-    variant = "present" if present.is_on() else "plain"  # the page's one stream: the same address as its live view's
-    live_status_component(key="live_status", data=_element_data(publisher, state, line=line, variant=variant,
+    # variant(): the page's one stream, at the same address as its live view's
+    live_status_component(key="live_status", data=_element_data(publisher, state, line=line, variant=variant(),
                                                                  feed="train"))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -55,14 +56,18 @@ class _Waker:
         self.event = asyncio.Event()
 
 
-_WAKERS: dict[tuple[int, int], _Waker] = {}  # (event loop, publisher) -> its waker
+# publisher -> its wakers by event loop; held weakly, so a publisher replaced (a new JobManager) takes its wakers
+# with it, and a new one never finds a waker that was registered with another
+_WAKERS: weakref.WeakKeyDictionary[live_feed.Publisher, dict[asyncio.AbstractEventLoop, _Waker]] = \
+    weakref.WeakKeyDictionary()
 
 
 def _waker(publisher: live_feed.Publisher) -> _Waker:
     loop = asyncio.get_running_loop()
-    waker = _WAKERS.get((id(loop), id(publisher)))
+    wakers = _WAKERS.setdefault(publisher, {})
+    waker = wakers.get(loop)
     if waker is None:
-        waker = _WAKERS[(id(loop), id(publisher))] = _Waker(loop)
+        waker = wakers[loop] = _Waker(loop)
         publisher.on_publish(waker.poke)
     return waker
 

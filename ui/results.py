@@ -405,10 +405,7 @@ def _group_figures(gs: GroupSnapshot, variant: str, names: set[str]) -> dict[str
     series = [live.series_of(snap, snapshot_label(snap)) for snap in gs.runs]
     build = {"cmp_epochs": lambda: charts.epoch_time_figure(series),
              "cmp_util": lambda: charts.utilization_figure(series, title="Utilization, overlaid")}
-    figures = {name: build[name]() for name in names}
-    if variant == "present":
-        figures = {name: present.style_figure(fig) for name, fig in figures.items()}
-    return figures
+    return live.styled_for(variant, {name: build[name]() for name in names})
 
 
 def group_feed(manager: JobManager, kind: str, *, comparison: bool = True) -> live_feed.Publisher:
