@@ -21,13 +21,14 @@ INSTALL     := $(PY) scripts/installer.py $(VENV_PY)
 HADOLINT    ?= $(firstword $(wildcard $(VENV)/bin/hadolint) hadolint)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv install install-dev run test typecheck gpu-verify bench lint-docker image-check clean distclean
+.PHONY: help venv install install-dev run test test-fast typecheck gpu-verify bench lint-docker image-check clean distclean
 
 help:
 	@echo "Targets:"
 	@echo "  make run          install runtime deps into $(VENV) and serve the dashboard (PORT=$(PORT), ADDRESS=...)"
 	@echo "                    (the CUDA build of the framework where an NVIDIA driver answers; GPU=1 / GPU=0 force it)"
 	@echo "  make test         install dev deps and run all tests: unit, app, e2e (TEST_WORKERS=2, PYTEST_ARGS=...)"
+	@echo "  make test-fast    unit and app tests that train no model, load no framework, open no browser (~75 s)"
 	@echo "  make typecheck    mypy over bench/ (every definition typed) and ui/ (also run by make test)"
 	@echo "  make gpu-verify   check every GPU claim on this machine's GPU (each step 'skipped: no GPU' without one)"
 	@echo "  make bench        run the headless engine: python -m bench \$$ARGS (e.g. ARGS='--help')"
@@ -76,6 +77,11 @@ run: install
 
 test: install-dev typecheck
 	$(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The tests a change can be checked with in a minute: no `slow` test (a real model trained, a real worker started, the
+# framework loaded) and no browser. tests/duration_guard.py fails a run whose unmarked tests grow slow: docs/TESTING.md
+test-fast: install-dev
+	$(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow and not e2e" tests/unit tests/app $(PYTEST_ARGS)
 
 typecheck: install-dev
 	$(VENV_PY) -m mypy

@@ -8,18 +8,12 @@ that import only builds the server, with the live stream and the static files be
 from __future__ import annotations
 
 import streamlit as st
-import streamlit.delta_generator
 
 from ui import common, live, live_routes, present
 
 
 def page_view() -> None:
     """One page view: the navigation, the sidebar, the page."""
-    # Streamlit's first element of a process checks whether it runs in a REPL, to warn those who do not use
-    # `streamlit run`; the check walks every loaded module's file (0.10 s of the 2-core server's first page,
-    # docs/PERFORMANCE.md). Under `streamlit run` the warning can never show, so it is marked shown already.
-    streamlit.delta_generator._use_warning_has_been_displayed = True
-
     # an emoji icon: Streamlit draws it in the page; a :material/...: one is fetched from fonts.gstatic.com
     st.set_page_config(page_title="CPU vs GPU training bench", page_icon="⚡", layout="wide",
                        initial_sidebar_state="collapsed" if present.requested() else "auto")

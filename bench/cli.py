@@ -13,13 +13,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TextIO, cast
 
 from bench import cli_machines
 from bench import records as records_module
+from bench import safe_text
+from bench import target as target_module
 from bench.analysis import metrics
 from bench.cli_args import EXIT_NOT_STORED, PROG, UsageError, build_parser, config_from_args
-from bench.config import ConfigError, RunConfig
+from bench.config import ConfigError, Machine, RunConfig
 from bench.output import display
 from bench.records import Comparison, RunRecord, Status
 
@@ -43,12 +45,12 @@ def cmd_devices(args: argparse.Namespace) -> int:
         print(records_module.json_text(data))
         return 0
     cpu = hw.cpu
-    print(f"CPU   {cpu.model} · {cpu.logical_cores} logical cores ({cpu.physical_cores or '?'} physical) · "
+    print(f"CPU   {safe_text.terminal(cpu.model)} · {cpu.logical_cores} logical cores ({cpu.physical_cores or '?'} physical) · "
           f"{cpu.ram_total_mib / 1024:.1f} GiB RAM")
     if hw.gpus:
         for g in hw.gpus:
             mem = f"{g.mem_total_mib / 1024:.0f} GiB" if g.mem_total_mib else "? GiB"
-            print(f"GPU {g.index} {g.name} · {mem} · driver {g.driver or '?'} · CUDA {g.cuda_driver_version or '?'}")
+            print(f"GPU {g.index} {safe_text.terminal(g.name)} · {mem} · driver {g.driver or '?'} · CUDA {g.cuda_driver_version or '?'}")
     else:
         print(f"GPU   none usable: {hw.gpu_reason}")
     cuda = {True: "built with CUDA", False: "built without CUDA", None: "CUDA support unknown"}[hw.framework_cuda]
@@ -95,8 +97,12 @@ class _ProgressLine:
             self._line(f"[{snap.status}] {snap.phase}…")
 
     def _line(self, text: str, final: bool = False) -> None:
-        if self.tty:
-            self.stream.write("\r\033[K" + text + ("\n" if final else ""))
+        if self.tty:  # the line's own CR and erase go out as they are; its text, through the stream's escaping
+            if isinstance(self.stream, safe_text.TerminalStream):
+                self.stream.control("\r\033[K")
+            else:
+                self.stream.write("\r\033[K")
+            self.stream.write(text + ("\n" if final else ""))
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
@@ -215,9 +221,16 @@ def _print_summary(record: RunRecord) -> None:
         print(f"error      {err.get('message')}\nwhat to do {err.get('hint')}", file=sys.stderr)
 
 
+def _this_machine() -> Machine:
+    """This machine's hardware, the one a config from the terminal is checked against."""
+    from bench.hardware import devices
+
+    return devices.discover()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    config.validate()
+    config.validate(_this_machine())
     _check_out(args.json_path, "--json")
     record, saved = execute_run(config)
     if args.json_path:
@@ -248,7 +261,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print("no runs stored yet: try `python -m bench run`")
     for run, steady in runs:
         print(f"{run.id:>5}  {str(run.status):<11} {len(run.epochs):>3} epochs  "
-              f"steady {metrics.format_seconds(steady):>9}  {run.label or ''}")
+              f"steady {metrics.format_seconds(steady):>9}  {safe_text.terminal(run.label or '')}")
     return 0
 
 
@@ -256,7 +269,7 @@ def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[RunRe
     manager = manager or _new_manager()
     records, saved = [], []
     for i, config in enumerate(configs, 1):
-        print(f"== {i}/{len(configs)}: {config.label()}", file=sys.stderr)
+        print(f"== {i}/{len(configs)}: {safe_text.terminal(config.label())}", file=sys.stderr)
         record, ok = execute_run(config, manager=manager)
         records.append(record)
         saved.append(ok)
@@ -286,9 +299,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     targets = compare.parse_targets(args.targets)
     if len(targets) < 2:
         raise UsageError("compare needs at least two targets, e.g. --targets cpu/1,cpu")
+    hardware = _this_machine()
+    target_module.refuse_duplicates(targets, hardware)
     _check_out(args.json_path, "--json")
     prices = pricing.parse_prices(args.price, targets)
-    configs = compare.target_configs(config_from_args(args, device="cpu"), targets)
+    configs = compare.target_configs(config_from_args(args, device="cpu"), targets, hardware)
     records, saved = _run_many(configs)
     result = records_module.comparison_record(records, prices)
     if args.json_path:
@@ -337,8 +352,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         except ValueError:
             raise UsageError(f"--devices {args.devices!r}: give whole numbers of devices, e.g. 1,2,4") from None
     targets = compare.parse_targets(args.targets)
+    hardware = _this_machine()
+    target_module.refuse_duplicates(targets, hardware)
     configs = sweeps.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches,
-                                    steps_per_execution=steps, devices=counts)
+                                    hardware, steps_per_execution=steps, devices=counts)
     from bench.hardware import peak_cache, probe
     manager = _new_manager()
     entries: dict[str, dict[str, Any] | None] = {}
@@ -347,7 +364,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"measuring the matmul peak of {target} (best of several sizes, or the cached best)…",
                   file=sys.stderr)
             try:
-                entries[str(target)] = manager.queue_peak(target.device, cpu_threads=target.cpu_threads).result()
+                entries[str(target)] = manager.peaks.queue(target.device, cpu_threads=target.cpu_threads).result()
             except (ValueError, probe.ProbeError) as exc:
                 print(f"   no peak for {target}: {exc}", file=sys.stderr)
                 entries[str(target)] = None
@@ -398,7 +415,7 @@ def _peaks_after_runs(manager: Any, entries: dict[str, dict[str, Any] | None]
     target's peak from the cache as it now stands (its best, or still stale when a probe failed)."""
     from bench.hardware import peak_cache
 
-    pending = manager.pending_peaks()
+    pending = manager.peaks.pending()
     if pending:
         print(f"a run beat a measured peak: measuring it again ({len(pending)} probe(s))…", file=sys.stderr)
     for future in pending:
@@ -439,7 +456,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     for target in [] if args.no_peak else targets:
         print(f"measuring the matmul peak of {target}…", file=sys.stderr)
         try:
-            peaks[str(target)] = manager.queue_peak(target.device, cpu_threads=target.cpu_threads).result().get(
+            peaks[str(target)] = manager.peaks.queue(target.device, cpu_threads=target.cpu_threads).result().get(
                 "peak_gflops")
         except (ValueError, probe.ProbeError) as exc:
             print(f"   no peak for {target}: {exc}", file=sys.stderr)
@@ -542,7 +559,19 @@ def _tolerant_output() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Carry out one command; everything it prints (listings, errors, argparse's usage) goes through
+    :class:`bench.safe_text.TerminalStream`, so outside text never reaches the terminal as a control sequence."""
     _tolerant_output()
+    streams = sys.stdout, sys.stderr
+    sys.stdout = cast(TextIO, safe_text.TerminalStream(sys.stdout))
+    sys.stderr = cast(TextIO, safe_text.TerminalStream(sys.stderr))
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)

@@ -7,8 +7,9 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
+from bench import limits
 from bench import records as records_module
-from bench.config import OPTIMIZERS, RunConfig, preset_training
+from bench.config import OPTIMIZERS, ConfigError, RunConfig, preset_training
 
 
 def _run_id(text: str) -> int:
@@ -32,6 +33,42 @@ def _positive_int(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     return value
+
+
+def _bounded(key: str, convert: Any) -> Any:
+    """An argparse type: ``convert`` the text, then refuse a value outside ``bench.limits.ENTERED[key]``, the bound
+    named."""
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        problem = limits.entered_problem(value, key)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+    parse.__name__ = key  # argparse names the type in its messages
+    return parse
+
+
+_timeout_s = _bounded("timeout_s", float)
+_batch_size = _bounded("batch_size", int)
+
+
+def _prices(text: str) -> str:
+    """``--price TARGET=PRICE,...`` checked where it is read: each a target and a price within
+    ``bench.limits.ENTERED["price_per_hour"]``; the text itself is kept (the command matches it to its targets)."""
+    from bench.analysis import pricing
+
+    try:
+        prices = pricing.parse_prices(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError("; ".join(exc.errors)) from None
+    problems = [f"{name}: {problem}" for name, value in prices.items()
+                if (problem := limits.entered_problem(value, "price_per_hour")) is not None]
+    if problems:
+        raise argparse.ArgumentTypeError("; ".join(problems))
+    return text
 
 
 def _number(text: str) -> float:
@@ -126,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="what the GPU story needs on this machine: a checklist with fixes "
                                       "(exit 0 when a GPU run is possible here, 1 when not)")
     p.add_argument("--json", action="store_true", help='print {"gpu_ready": bool, "checks": [...]}')
-    p.add_argument("--timeout", type=_positive_int, default=60,
+    p.add_argument("--timeout", type=_timeout_s, default=60.0,
                    help="seconds the framework may take to list its devices in a child process (default 60)")
     p = sub.add_parser("run", help="train one model, live progress, JSON record")
     add_run_options(p)
@@ -143,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="one config on several targets, one after the other; speed-up headline")
     add_run_options(p, with_device=False)
     p.add_argument("--targets", required=True, help="comma list of cpu, cpu/N, gpu:N, gpus (first = baseline)")
-    p.add_argument("--price", default=None, help="hourly price per target for the cost per epoch and per run, "
+    p.add_argument("--price", type=_prices, default=None, help="hourly price per target for the cost per epoch and per run, "
                    "e.g. cpu=0.40,gpu:0=2.50 (no price is assumed for a target left out)")
     p.add_argument("--json", dest="json_path", default=None, help="write runs + comparison to this file")
 
@@ -158,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("suite", help="the fixed machine suite on every target of this machine: one machine bundle "
                                      "for the Machines page (docs/MACHINES.md)")
     p.add_argument("--quick", action="store_true", help="fewer samples and sizes: within 10 minutes on 2 cores")
-    p.add_argument("--price", default=None, help="hourly price per target of this machine, e.g. cpu=0.40,gpu:0=2.50")
+    p.add_argument("--price", type=_prices, default=None, help="hourly price per target of this machine, e.g. cpu=0.40,gpu:0=2.50")
     p.add_argument("--label", default=None, help='what to call this machine, e.g. "team workstation"')
     p.add_argument("--out", default=None, help="bundle file (default bench-bundle-DATE.json in the current folder)")
     p.add_argument("--no-peak", action="store_true", help="skip the matmul peak probe")
@@ -166,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("machines", help="the machine bundles (stored and shipped) and the ranking for one model")
     p.add_argument("--model", default="mlp", help="a family (mlp, cnn, text) or a seed preset (default mlp)")
     p.add_argument("--size", default="s", help="xs, s, m, l, xl (default s; ignored by presets)")
-    p.add_argument("--batch-size", type=_positive_int, default=128, help="default 128")
+    p.add_argument("--batch-size", type=_batch_size, default=128, help="default 128")
     p.add_argument("--price", default=None, help="hourly prices, MACHINE:TARGET=PRICE comma list (MACHINE as "
                                                  "listed), e.g. 1:gpu:0=2.50,2:cpu=0.10")
     p.add_argument("--baseline", default=None, help="MACHINE:TARGET the speed-ups are against, e.g. 2:cpu")

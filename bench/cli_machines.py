@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench import records
+from bench import limits, records
 from bench.cli_args import PROG, UsageError
 from bench.config import ConfigError
 from bench.output import display
+from bench.safe_text import terminal
 
 
 def import_bundle(path: str) -> int:
@@ -77,7 +78,7 @@ def cmd_machines(args: argparse.Namespace, store: Any) -> int:
             "ranking": ranked.to_dict()}))
         return 0
     for i, m in enumerate(gallery_machines, 1):
-        print(f"{i:>3}  {m.name}  [{m.source}, suite {m.suite}, {len(m.bundle.runs)} runs, "
+        print(f"{i:>3}  {terminal(m.name)}  [{m.source}, suite {m.suite}, {len(m.bundle.runs)} runs, "
               f"targets {', '.join(machines.targets_of(m))}]")
     point = args.model if ranked.size is None else f"{args.model} {ranked.size}"
     print(f"\nfor {point} at batch {args.batch_size}, fastest first (seconds per 1,000 training samples):")
@@ -85,14 +86,14 @@ def cmd_machines(args: argparse.Namespace, store: Any) -> int:
         cost = f" · {display.cost(row.cost_per_1k)} per 1,000" if row.cost_per_1k is not None else ""
         speedup = f" · {row.speedup:.2f}x the baseline" if row.speedup is not None else ""
         flags = f" · unequal: {'; '.join(row.flags)}" if row.flags else ""
-        print(f"  {row.seconds_per_1k:9.4f} s  {row.machine_name} · {row.target}{cost}{speedup}  ({row.how}: "
-              f"{row.note}){flags}")
+        print(f"  {row.seconds_per_1k:9.4f} s  {terminal(row.machine_name)} · {row.target}{cost}{speedup}  ({row.how}: "
+              f"{terminal(row.note)}){flags}")
     for row in ranked.unranked:
-        print(f"  {'—':>11}  {row.machine_name} · {row.target}: {row.note}")
+        print(f"  {'—':>11}  {terminal(row.machine_name)} · {row.target}: {terminal(row.note)}")
     print("\ncheapest first (cost per 1,000 training samples at the hourly prices entered):" if ranked.by_cost
           else "\nno cost ranking: no measured machine has an hourly price (--price 1:gpu:0=2.50)")
     for row in ranked.by_cost:
-        print(f"  {display.cost(row.cost_per_1k):>9}  {row.machine_name} · {row.target} at {row.price_per_hour:g} per hour")
+        print(f"  {display.cost(row.cost_per_1k):>9}  {terminal(row.machine_name)} · {row.target} at {row.price_per_hour:g} per hour")
     return 0
 
 
@@ -123,5 +124,8 @@ def _machine_prices(text: str | None, keys: dict[str, Any]) -> dict[tuple[str, s
         value = pricing.price_value(price, f"--price {part.strip()}")
         if value is None:
             raise UsageError(f"--price {part.strip()!r} has no price; e.g. 1:gpu:0=2.50")
+        problem = limits.entered_problem(value, "price_per_hour")
+        if problem is not None:
+            raise UsageError(f"--price {part.strip()!r}: {problem}")
         out[(keys[number].key, name)] = value
     return out

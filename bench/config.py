@@ -1,19 +1,22 @@
 """RunConfig: what one training run is, and the one place its input is checked.
 
-Every page and the CLI build a RunConfig and call ``validate()``; the worker trusts what it receives. A bad value
-raises ConfigError whose message says what is allowed, so the UI and CLI can show it as is.
+Every page and the CLI build a RunConfig and call ``validate(hardware)`` with the hardware they hold; the worker trusts
+what it receives. A bad value raises ConfigError whose message says what is allowed, so the UI and CLI can show it as
+is. This module discovers nothing: what the machine has comes in as a :class:`Machine` (``bench.hardware.devices.
+Hardware`` is one), so the vocabulary of a run sits below the hardware layer that finds devices.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from bench import settings
 from bench.training import datasets, models
-from bench.hardware import devices
 from bench.errors import ConfigError as ConfigError  # raised by validate(); callers catch it from here
+from bench.readings import is_int
 from bench.target import Target
 
 EPOCHS_MAX = 1000
@@ -33,9 +36,22 @@ MULTI_WORKER_BACKENDS = ("jax",)
 WORKERS_MAX = 64
 INTERVAL_MIN_S = 0.1
 INTERVAL_MAX_S = 10.0
+LEARNING_RATE_MAX = 10.0
 OPTIMIZERS = ("adam", "sgd", "rmsprop", "adamw")
 PRECISIONS = ("float32", "mixed_float16")
 DEFAULT_LEARNING_RATE = {"adam": 1e-3, "sgd": 1e-2, "rmsprop": 1e-3, "adamw": 1e-3}
+
+
+class Machine(Protocol):
+    """What validation checks a config against: ``bench.hardware.devices.Hardware`` is one (tests build their own)."""
+
+    @property
+    def gpus(self) -> Sequence[Any]: ...  # the targetable GPUs
+    @property
+    def gpu_reason(self) -> str | None: ...  # why no GPU is usable; None when one is
+    @property
+    def cores(self) -> int: ...  # the cores this process may run on: what "all cores" means for a CPU run
+    def device_choices(self) -> list[str]: ...  # "cpu" and each usable "gpu:N"
 
 
 def preset_training(model: str) -> dict[str, Any]:
@@ -79,9 +95,10 @@ class RunConfig:
     def effective_learning_rate(self) -> float:
         return self.learning_rate if self.learning_rate is not None else DEFAULT_LEARNING_RATE.get(self.optimizer, 1e-3)
 
-    def threads(self) -> int:
-        """CPU threads the worker will use."""
-        return self.cpu_threads or devices.all_cores()
+    def threads(self, cores: int) -> int:
+        """CPU threads the worker will use on a machine whose process may run on ``cores`` cores: the pinned count,
+        else every core (the one rule of "all cores")."""
+        return self.cpu_threads if isinstance(self.cpu_threads, int) and self.cpu_threads > 0 else cores
 
     def target(self) -> Target:
         """Where this run trains (device and threads as one value; ``str()`` gives cpu, cpu/N, gpu:N or gpus).
@@ -125,20 +142,16 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
     # ----------------------------------------------------------------------------------------------------------------
-    def validate(self, hardware: Any | None = None) -> RunConfig:
-        """Check every field; return self when valid.
+    def validate(self, hardware: Machine) -> RunConfig:
+        """Check every field against ``hardware``; return self when valid.
 
         Args:
-            hardware: a ``bench.hardware.devices.Hardware``; discovered when None (needed for GPU devices).
+            hardware: what this machine has (``bench.hardware.devices.Hardware``, as the caller already holds it).
 
         Raises:
             ConfigError: listing every problem found, each with what is allowed.
         """
         errors: list[str] = []
-
-        def is_int(value: Any) -> bool:
-            return isinstance(value, int) and not isinstance(value, bool)
-
         if not is_int(self.epochs) or not 1 <= self.epochs <= EPOCHS_MAX:
             errors.append(f"epochs must be a whole number from 1 to {EPOCHS_MAX} (got {self.epochs!r})")
         if not is_int(self.seed) or not 0 <= self.seed < 2**31:
@@ -155,9 +168,10 @@ class RunConfig:
         if self.learning_rate is not None and (
             isinstance(self.learning_rate, bool)
             or not isinstance(self.learning_rate, (int, float))
-            or not 0 < self.learning_rate <= 10
+            or not 0 < self.learning_rate <= LEARNING_RATE_MAX
         ):
-            errors.append(f"learning rate must be > 0 and <= 10, or empty for the default (got {self.learning_rate!r})")
+            errors.append(f"learning rate must be > 0 and <= {LEARNING_RATE_MAX:g}, or empty for the default "
+                          f"(got {self.learning_rate!r})")
         if self.precision not in PRECISIONS:
             errors.append(f"precision {self.precision!r} is unknown; pick one of {', '.join(PRECISIONS)}")
         if not isinstance(self.jit_compile, bool):
@@ -171,7 +185,7 @@ class RunConfig:
                           f"call under {self.backend}; set it to 1, or set KERAS_BACKEND to tensorflow or jax")
         if self.backend not in settings.BACKENDS:
             errors.append(f"Keras backend {self.backend!r} is unknown; set KERAS_BACKEND to one of {', '.join(settings.BACKENDS)}")
-        cores = devices.all_cores()
+        cores = hardware.cores
         if self.cpu_threads is not None and (not is_int(self.cpu_threads) or not 1 <= self.cpu_threads <= cores):
             errors.append(f"CPU threads must be from 1 to {cores} on this machine, or empty for all (got {self.cpu_threads!r})")
         if self.limit_samples is not None and (not is_int(self.limit_samples) or self.limit_samples < 1):
@@ -213,7 +227,7 @@ class RunConfig:
             raise ConfigError(errors)
         return self
 
-    def _data_parallel_errors(self, hardware: Any | None) -> list[str]:
+    def _data_parallel_errors(self, hardware: Machine) -> list[str]:
         """``devices``: a whole number within what the target's kind has here, on a backend that trains data-parallel,
         splitting the batch evenly."""
         n = self.devices
@@ -236,13 +250,12 @@ class RunConfig:
         if target.kind == "gpu":
             errors.append(f"{self.device} is one GPU; to train on {n} GPUs pick the target 'gpus' with devices {n}")
         elif target.is_cpu:
-            cores = self.cpu_threads if isinstance(self.cpu_threads, int) and self.cpu_threads else devices.all_cores()
+            cores = self.threads(hardware.cores)
             if n > cores:
                 errors.append(f"devices {n} is more than the {cores} CPU core(s) this run has: each logical CPU "
                               f"device needs a core; pick at most {cores}")
         else:
-            hw = hardware if hardware is not None else devices.discover()
-            count = len(hw.gpus)
+            count = len(hardware.gpus)
             if n > count:
                 errors.append(f"devices {n} is more than the {count} GPU(s) this machine has; pick at most {count}")
         if isinstance(self.batch_size, int) and self.batch_size % n:
@@ -285,16 +298,15 @@ class RunConfig:
                           f"multiple of {len(members)} (each member trains batch size / {len(members)} a step)")
         return errors
 
-    def device_count(self, hardware: Any | None = None) -> int:
-        """How many devices this run trains on: ``devices``, else one (every GPU for 'gpus')."""
+    def device_count(self, hardware: Machine) -> int:
+        """How many devices this run trains on: ``devices``, else one (every GPU of ``hardware`` for 'gpus')."""
         if self.devices is not None:
             return self.devices
         if self.device == "gpus":
-            hw = hardware if hardware is not None else devices.discover()
-            return max(1, len(hw.gpus))
+            return max(1, len(hardware.gpus))
         return 1
 
-    def _device_errors(self, hardware: Any | None) -> list[str]:
+    def _device_errors(self, hardware: Machine) -> list[str]:
         if not isinstance(self.device, str):
             return [f"device must be text like 'cpu' or 'gpu:0' (got {self.device!r})"]
         try:
@@ -303,10 +315,9 @@ class RunConfig:
             return [f"{exc} (or 'gpus' for all GPUs)"]
         if target.is_cpu:
             return []
-        hw = hardware if hardware is not None else devices.discover()
-        choices = devices.device_choices(hw)
+        choices = hardware.device_choices()
         if choices == ["cpu"]:
-            reason = hw.gpu_reason or "no GPU was found."
+            reason = hardware.gpu_reason or "no GPU was found."
             return [f"device {self.device!r} asks for a GPU, but none is usable here: {reason} Pick 'cpu'."]
         if target.kind == "gpu" and self.device not in choices:
             return [f"device {self.device!r} does not exist here; pick one of {', '.join(choices)}"]

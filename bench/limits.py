@@ -1,6 +1,7 @@
 """The bounds of every number a record carries, declared once: a number outside its bounds (or not finite) is
 refused on import with its path, so that no page, export or store write meets an Infinity, a NaN, a date past any
-calendar or an integer SQLite cannot hold. bench.records applies them."""
+calendar or an integer SQLite cannot hold. bench.records applies them. What a user may ask of a run (epochs, batch
+size, sampling interval, ...) is another set of limits, declared once in bench.config and read by the forms."""
 
 from __future__ import annotations
 
@@ -47,4 +48,26 @@ def problem(value: Any, key: str) -> str | None:
     low, high = BOUNDS.get(key, _ANY)
     if not math.isfinite(value) or not low <= value <= high:
         return f"must be a finite number from {low:g} to {high:g}, got {value!r:.60}"
+    return None
+
+
+# -- what a user enters where no run config checks it ----------------------------------------------------------------
+# (name, unit) -> (low, high): a value must be finite, above low and at most high. The forms and the CLI's parsers
+# apply them through entered(); a run's own settings (epochs, batch size, ...) are bench.config's.
+PRICE_PER_HOUR_MAX = 1e6  # any real machine costs less an hour; more is a typo that prints costs of inf
+TIMEOUT_MAX_S = 86400.0  # a day
+ENTERED: dict[str, tuple[float, float, str]] = {
+    "price_per_hour": (0.0, PRICE_PER_HOUR_MAX, "an hourly price"),
+    "timeout_s": (0.0, TIMEOUT_MAX_S, "a timeout in seconds"),
+    "batch_size": (0.0, 1_000_000.0, "a batch size"),
+}
+
+
+def entered_problem(value: Any, key: str) -> str | None:
+    """What is wrong with ``value`` entered as ``key`` of ENTERED (not a number, not finite, outside its bounds),
+    naming the bounds; None when it may be used."""
+    low, high, what = ENTERED[key]
+    if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
+            or not low < value <= high):
+        return f"{what} must be a finite number above {low:g} and at most {high:g} (got {value!r:.60})"
     return None

@@ -1,6 +1,9 @@
 """The records this project writes and reads, defined once: run status, run record, comparison and sweep, each a
 frozen dataclass with one constructor and one validator. The readings a run holds (epoch, sample, GPU reading) live in
-bench.readings, shared with the monitor that takes them, and are re-exported here.
+bench.readings, shared with the monitor that takes them, and are re-exported here; the typed parts a document carries
+(a run's summary and diagnosis, a comparison's pairs, a sweep's rows) live in bench.record_types, below the analysis
+that fills them. This module sits above that analysis: a document without its summary gets one computed
+(``run_summary.summarize``), and a comparison's block is ``compare.comparison``.
 
 | schema              | built by                  | what it holds                                                     |
 |---------------------|---------------------------|-------------------------------------------------------------------|
@@ -27,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.analysis import compare, run_summary, sweeps
-from bench.analysis.run_summary import RunSummary
+from bench.analysis import compare, run_summary  # the arithmetic that fills a document (summaries, comparisons)
+from bench.record_types import Pair, RunSummary, SweepRow
 from bench.config import ConfigError, RunConfig
 from bench.errors import RecordError
 from bench.limits import ID_MAX
@@ -298,7 +301,7 @@ class Comparison:
             if not isinstance(pairs, list):
                 raise fail("comparison.pairs", f"must be a list of pairs, got {show_value(pairs)}")
             for i, pair in enumerate(pairs):
-                compare.Pair.from_dict(pair, f"comparison.pairs[{i}]")
+                Pair.from_dict(pair, f"comparison.pairs[{i}]")
         return cls(runs=parsed, comparison=data.get("comparison"), extra=extra_keys(data, ("schema", "runs", "comparison")))
 
     def to_dict(self) -> dict[str, Any]:
@@ -328,7 +331,7 @@ class Sweep:
     """Model size (and batch size) against speed and utilization (``bench.sweep/1``): one row per point
     (``sweeps.sweep_row``), the matmul peak per target, and the runs (without their samples)."""
 
-    rows: tuple[sweeps.SweepRow, ...]
+    rows: tuple[SweepRow, ...]
     peaks_gflops: dict[str, float | None]
     runs: tuple[RunRecord, ...]
     extra: dict[str, Any] = field(default_factory=dict)
@@ -358,7 +361,7 @@ class Sweep:
             run = by_id.get(row.get("run_id"))
             if "sample_interval_s" not in row:  # written before rows carried it: the run's config has it
                 row = {**row, "sample_interval_s": run.config.get("sample_interval_s") if run is not None else None}
-            parsed.append(sweeps.SweepRow.of(row))
+            parsed.append(SweepRow.of(row))
         peaks = data.get("peaks_gflops") or {}
         if not isinstance(peaks, dict) or any(v is not None and not is_number(v) for v in peaks.values()):
             raise fail("peaks_gflops", f"must map targets to GFLOP/s or null, got {show_value(peaks)}")
@@ -374,7 +377,7 @@ class Sweep:
         return self.runs[0].hardware if self.runs else {}
 
 
-def sweep_record(rows: Sequence[sweeps.SweepRow], peaks_gflops: Mapping[str, float | None],
+def sweep_record(rows: Sequence[SweepRow], peaks_gflops: Mapping[str, float | None],
                  runs: Sequence[RunRecord]) -> dict[str, Any]:
     """The one builder of a ``bench.sweep/1`` document (runs are kept without their samples)."""
     return {"schema": SWEEP_SCHEMA, "rows": [r.to_dict() for r in rows], "peaks_gflops": dict(peaks_gflops),

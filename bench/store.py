@@ -3,7 +3,8 @@
 One short-lived connection per operation, WAL journal and a busy timeout, so the Streamlit server, its supervisor
 threads and any number of CLI processes can read and write the same file. Every epoch is written as it arrives;
 samples in small batches. A failing store raises StoreError; callers keep the run in memory, retry, and tell the user
-(see jobs.py).
+(see jobs.py). A run is its id and its creation stamp together (RunKey): its writer's writes check both, so a store
+file put back from an older copy, holding another run under the same id, is never written into.
 
 Runs have owners. Each active run records the process that runs it (pid, host, the process's start time) and a
 heartbeat the owner renews every few seconds. A process marks a run ``interrupted`` only when its owner is gone: on
@@ -126,6 +127,39 @@ class StoreError(RuntimeError):
     """The store could not be read or written; the message says why and what to do."""
 
 
+class RunLost(StoreError):
+    """The store has no row for the run being written (its file was deleted, or replaced by one without it): the
+    writer writes the run again whole."""
+
+
+class RunReplaced(StoreError):
+    """The row under the run's id holds another run (created at another time): the store file was replaced, by an
+    older copy say, whose run under that id is not this one. Nothing was written into it."""
+
+
+_SAME_STAMP_S = 1e-6  # created_at goes to a REAL column and back unchanged; this only absorbs a decimal round trip
+
+
+class RunKey(int):
+    """A run's id together with its creation stamp: a run is both, since a store file put back from a copy can hold
+    another run under the same id. It is the id (every call that takes a run id takes it), and the store's writes of
+    a run's progress given one check, in the write's transaction, that the row under the id is this run's: RunLost
+    when there is none, RunReplaced when it is another run's."""
+
+    created_at: float
+
+    def __new__(cls, run_id: int, created_at: float) -> RunKey:
+        key = super().__new__(cls, run_id)
+        key.created_at = float(created_at)
+        return key
+
+    def __getnewargs__(self) -> tuple[int, float]:  # type: ignore[override]  # a copy or pickle keeps the stamp
+        return int(self), self.created_at
+
+    def __repr__(self) -> str:
+        return f"RunKey({int(self)}, created_at={self.created_at!r})"
+
+
 class Store:
     """Runs, epochs and samples in one SQLite file."""
 
@@ -209,6 +243,23 @@ class Store:
                 self._heal()
             raise StoreError(self._explain(exc)) from exc
 
+    def _check_run(self, con: sqlite3.Connection, run_id: int) -> None:
+        """For a RunKey, that the row under its id is this run's, in the transaction of the write that follows (taken
+        now, so no other writer comes between): RunLost when there is no row, RunReplaced when it is another run's.
+        A plain id (imports, the CLI's own paths) is written as it is."""
+        if not isinstance(run_id, RunKey):
+            return
+        if not con.in_transaction:
+            con.execute("BEGIN IMMEDIATE")
+        row = con.execute("SELECT created_at FROM runs WHERE id = ?", (int(run_id),)).fetchone()
+        if row is None:
+            raise RunLost(f"The run store at {self.path} no longer holds run {int(run_id)} (the file was deleted or "
+                          f"replaced while the run went on): the run is written again whole.")
+        if abs(float(row[0]) - run_id.created_at) > _SAME_STAMP_S:
+            raise RunReplaced(f"The run store at {self.path} holds another run under id {int(run_id)} (created at "
+                              f"{float(row[0]):.6f}, this run at {run_id.created_at:.6f}): the file was replaced, by "
+                              f"an older copy perhaps; that run is left as it is.")
+
     def _heal(self) -> None:
         try:
             with self._lock, closing(sqlite3.connect(self.path, timeout=self.busy_timeout_s)) as con, con:
@@ -232,7 +283,12 @@ class Store:
             return int(cur.lastrowid)
 
     def update_run(self, run_id: int, **fields: Any) -> None:
-        """Set columns of a run: status, started_at, ended_at, hardware, info, error, summary, label."""
+        """Set columns of a run: status, started_at, ended_at, hardware, info, error, summary, label.
+
+        Raises:
+            RunLost, RunReplaced: ``run_id`` is a RunKey and the row under its id is not this run's (see RunKey).
+            StoreError: the store failed, or a plain ``run_id`` has no row.
+        """
         allowed = {"status", "started_at", "ended_at", "hardware", "info", "error", "summary", "label", "config"}
         bad = set(fields) - allowed
         if bad:
@@ -242,58 +298,81 @@ class Store:
         values = [_column(k, v) for k, v in fields.items()]
         cols = ", ".join(f"{k} = ?" for k in fields)
         with self._op() as con:
-            if con.execute(f"UPDATE runs SET {cols} WHERE id = ?", (*values, run_id)).rowcount == 0:
-                raise sqlite3.OperationalError(f"run {run_id} is not in the store (the file was replaced or the run "
-                                               f"deleted)")
+            self._check_run(con, run_id)
+            if con.execute(f"UPDATE runs SET {cols} WHERE id = ?", (*values, int(run_id))).rowcount == 0:
+                raise sqlite3.OperationalError(f"run {int(run_id)} is not in the store (the file was replaced or the "
+                                               f"run deleted)")
 
-    def ensure_run(self, run_id: int, config: dict[str, Any], *, created_at: float, label: str | None) -> None:
-        """Give run ``run_id`` its row again if the store lost it (a store file deleted and made anew while the run
-        went on); a row that is there is left as it is."""
+    def ensure_run(self, run_id: int, config: dict[str, Any], *, created_at: float, label: str | None) -> bool:
+        """Give run ``run_id`` (created at ``created_at``) its row again if the store lost it (a store file deleted
+        and made anew while the run went on); its row, when there, is left as it is.
+
+        Returns:
+            True when the row was made again (the store holds nothing of the run: write it whole).
+        Raises:
+            RunReplaced: the row under ``run_id`` is another run's (see RunKey); it is left as it is.
+        """
         now = time.time()
         with self._op() as con:
+            try:
+                self._check_run(con, RunKey(run_id, created_at))
+                return False
+            except RunLost:
+                pass
             con.execute(
-                "INSERT OR IGNORE INTO runs (id, created_at, status, config, label, owner_pid, owner_host, "
+                "INSERT INTO runs (id, created_at, status, config, label, owner_pid, owner_host, "
                 "owner_started, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, created_at, records.Status.RUNNING.value, json.dumps(config), label, self.owner.pid,
+                (int(run_id), created_at, records.Status.RUNNING.value, json.dumps(config), label, self.owner.pid,
                  self.owner.host, self.owner.started, now))
+            return True
 
     def heartbeat(self, run_ids: Sequence[int]) -> None:
-        """The owner says it is still running these runs."""
+        """The owner says it is still running these runs. A RunKey's row is renewed only when it is this run's (a
+        restored store's run under the same id is not kept alive by this process)."""
         if not run_ids:
             return
+        now = time.time()
         with self._op() as con:
-            con.execute(f"UPDATE runs SET heartbeat_at = ? WHERE id IN ({','.join('?' * len(run_ids))})",
-                        (time.time(), *run_ids))
+            con.executemany(
+                "UPDATE runs SET heartbeat_at = ? WHERE id = ? AND (? IS NULL OR abs(created_at - ?) <= ?)",
+                [(now, int(r), stamp, stamp, _SAME_STAMP_S)
+                 for r in run_ids for stamp in [r.created_at if isinstance(r, RunKey) else None]])
 
     def add_epoch(self, run_id: int, epoch: dict[str, Any]) -> None:
+        """Write (or rewrite) one epoch. A RunKey is checked first (see RunKey)."""
         with self._op() as con:
+            self._check_run(con, run_id)
             con.execute(
                 "INSERT OR REPLACE INTO epochs (run_id, epoch, data) VALUES (?, ?, ?)",
-                (run_id, int(epoch["epoch"]), json.dumps(epoch)),
+                (int(run_id), int(epoch["epoch"]), json.dumps(epoch)),
             )
 
     def add_samples(self, run_id: int, samples: Sequence[dict[str, Any]],
                     seqs: Sequence[int] | None = None) -> None:
         """Append samples. With ``seqs`` (each sample's number in its run) a sample already stored under its number
-        is left as it is, so a write retried after it landed stores nothing twice."""
+        is left as it is, so a write retried after it landed stores nothing twice. A RunKey is checked first (see
+        RunKey)."""
         if not samples:
             return
         numbers: Sequence[int | None] = seqs if seqs is not None else [None] * len(samples)
         if len(numbers) != len(samples):
             raise ValueError(f"{len(samples)} samples but {len(numbers)} sequence numbers")
         with self._op() as con:
+            self._check_run(con, run_id)
             con.executemany(
                 "INSERT OR IGNORE INTO samples (run_id, t_s, data, seq) VALUES (?, ?, ?, ?)",
-                [(run_id, float(s["t_s"]), json.dumps(s), n) for s, n in zip(samples, numbers)],
+                [(int(run_id), float(s["t_s"]), json.dumps(s), n) for s, n in zip(samples, numbers)],
             )
 
     def add_epochs(self, run_id: int, epochs: Sequence[dict[str, Any]]) -> None:
-        """Write (or rewrite) several epochs at once: what a run kept in memory while the store failed."""
+        """Write (or rewrite) several epochs at once: what a run kept in memory while the store failed. A RunKey is
+        checked first (see RunKey)."""
         if not epochs:
             return
         with self._op() as con:
+            self._check_run(con, run_id)
             con.executemany("INSERT OR REPLACE INTO epochs (run_id, epoch, data) VALUES (?, ?, ?)",
-                            [(run_id, int(e["epoch"]), json.dumps(e)) for e in epochs])
+                            [(int(run_id), int(e["epoch"]), json.dumps(e)) for e in epochs])
 
     def replace_run(self, run_id: int, *, epochs: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]],
                     **fields: Any) -> None:

@@ -9,11 +9,12 @@ views, compares by value and is hashable, so the engine, the pages and the chart
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench.errors import ConfigError
+from bench.readings import is_int
 
 KINDS = ("cpu", "gpu", "gpus")
 FORMS = "cpu, cpu/N, gpu:N, gpus"
@@ -32,9 +33,9 @@ class Target:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"target kind {self.kind!r} is unknown; one of {', '.join(KINDS)}")
-        if (self.kind == "gpu") != (isinstance(self.index, int) and _whole(self.index) and self.index >= 0):
+        if (self.kind == "gpu") != (isinstance(self.index, int) and is_int(self.index) and self.index >= 0):
             raise ValueError(f"a GPU index >= 0 belongs to kind 'gpu' only (got {self.kind!r}, {self.index!r})")
-        if self.threads is not None and (self.kind != "cpu" or not _whole(self.threads) or self.threads < 1):
+        if self.threads is not None and (self.kind != "cpu" or not is_int(self.threads) or self.threads < 1):
             raise ValueError(f"a thread count >= 1 belongs to kind 'cpu' only (got {self.kind!r}, {self.threads!r})")
 
     # -- building ------------------------------------------------------------------------------------------------------
@@ -68,7 +69,7 @@ class Target:
                              "e.g. 'gpu:0'.")
         target = cls._from_match(match)
         if target.is_cpu and cpu_threads:
-            if not _whole(cpu_threads) or cpu_threads < 1:
+            if not is_int(cpu_threads) or cpu_threads < 1:
                 raise ValueError(f"CPU threads must be a whole number >= 1, or empty for all (got {cpu_threads!r})")
             return cls("cpu", threads=cpu_threads)
         return target
@@ -157,13 +158,81 @@ class Target:
         return {"device": self.device, "cpu_threads": self.cpu_threads}
 
 
-def of_config(config: Mapping[str, Any]) -> Target | None:
-    """A run's Target from its config; None when the device or thread count stored there is malformed (an old or
+class Resolved(NamedTuple):
+    """What a target trains on, on one machine: two targets that resolve alike are one target there."""
+
+    kind: str  # "cpu" or "gpu"
+    devices: tuple[int, ...]  # the GPUs' NVML indices; () on the CPU
+    threads: int | None  # CPU threads; None on a GPU
+
+    def describe(self) -> str:
+        """"the CPU with 2 threads", "GPU 0", "GPUs 0, 1"."""
+        if self.kind == "cpu":
+            return f"the CPU with {self.threads} thread{'s' if self.threads != 1 else ''}"
+        return f"GPU{'s' if len(self.devices) != 1 else ''} {', '.join(map(str, self.devices)) or '(none)'}"
+
+
+def resolve(target: Target, hardware: Any) -> Resolved:
+    """What ``target`` trains on on ``hardware`` (a ``bench.hardware.devices.Hardware``): ``cpu`` is every core this
+    process may use (``hardware.cores``), ``gpus`` every usable GPU."""
+    if target.is_cpu:
+        return Resolved("cpu", (), target.threads if target.threads is not None else hardware.cores)
+    if target.kind == "gpus":
+        return Resolved("gpu", tuple(gpu.index for gpu in hardware.gpus), None)
+    return Resolved("gpu", (target.index,) if target.index is not None else (), None)
+
+
+def duplicates(targets: Sequence[Target], hardware: Any) -> list[str]:
+    """One message per target that trains on what an earlier one does on ``hardware`` (``cpu`` and ``cpu/2`` on a
+    2-core machine, ``gpu:0`` and ``gpus`` on a one-GPU machine): the one rule for the CLI and the pages. Empty
+    when every target is its own."""
+    first: dict[Resolved, Target] = {}
+    found = []
+    for target in targets:
+        resolved = resolve(target, hardware)
+        earlier = first.setdefault(resolved, target)
+        if earlier is not target:
+            found.append(f"targets {earlier} and {target} are one target on this machine: both train on "
+                         f"{resolved.describe()}; name it once")
+    return found
+
+
+def distinct(targets: Sequence[Target], hardware: Any) -> list[Target]:
+    """``targets`` less each one that trains on what an earlier one does (see :func:`duplicates`)."""
+    seen: set[Resolved] = set()
+    out = []
+    for target in targets:
+        resolved = resolve(target, hardware)
+        if resolved not in seen:
+            seen.add(resolved)
+            out.append(target)
+    return out
+
+
+def refuse_duplicates(targets: Sequence[Target], hardware: Any) -> None:
+    """Raise ConfigError naming every pair of :func:`duplicates`."""
+    found = duplicates(targets, hardware)
+    if found:
+        raise ConfigError(found)
+
+
+def of_config(config: Mapping[str, Any] | Any) -> Target | None:
+    """A run's Target from its config (a RunConfig, a config dict or a run record); None when the device or thread count stored there is malformed (an old or
     foreign file)."""
     try:
         return Target.of(config)
     except (ValueError, TypeError, AttributeError):
         return None
+
+
+def on_gpu(target: Target | None, placement: Any = None) -> bool | None:
+    """Whether a run trains (or trained) on a GPU, one or all of them: the one rule, for the diagnosis, the sweep rows
+    and the charts. Its target says (``target``, None when its config holds none this version reads); else where its
+    first variable was placed (``info.placement``: a GPU or CUDA device); None when neither tells."""
+    if target is not None:
+        return target.is_gpu
+    text = str(placement or "").lower()
+    return ("gpu" in text or "cuda" in text) if text else None
 
 
 def text_of_config(config: Mapping[str, Any]) -> str:
@@ -181,7 +250,3 @@ def canonical(value: Target | str) -> str:
         return str(Target.parse(value))
     except ConfigError:
         return str(value)
-
-
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -173,6 +173,7 @@ def machine() -> dict[str, Any]:
 
 def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Measure every figure on this machine; returns the result dict (see ``result_from`` for its keys)."""
+    from bench.hardware import devices
     from bench.runs.jobs import JobManager, default_sampler
     from bench.store import Store
 
@@ -181,7 +182,7 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
     def say(message: str) -> None:
         log(f"[{time.monotonic() - t_start:6.0f} s] {message}")
 
-    config = plan.config().validate()
+    config = plan.config().validate(devices.discover())
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
     runs: list[dict[str, Any]] = []
     extra: dict[str, Any] = {"page_ready_s": [], "notes": []}

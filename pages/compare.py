@@ -65,7 +65,7 @@ if st.button("Start comparison", type="primary", icon=":material/compare_arrows:
                 prices[name] = value
         if price_errors:
             raise ConfigError(price_errors)
-        group = manager.submit_group("compare", configs, targets=targets, prices=prices)
+        group = manager.groups.submit("compare", configs, targets=targets, prices=prices)
         st.toast(f"Comparison queued: {len(configs)} runs")
     except ConfigError as exc:
         st.error("This comparison cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))

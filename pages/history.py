@@ -8,7 +8,7 @@ import streamlit as st
 from bench.analysis import compare, metrics
 from bench.output import display, report
 from bench.training import models
-from bench.runs.jobs import RunActiveError
+from bench.errors import RunActiveError
 from ui import common, results
 from ui.safe_text import escape
 

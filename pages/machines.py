@@ -11,9 +11,11 @@ import streamlit as st
 from bench.analysis import machines as M
 from bench.errors import RecordError
 from bench.output import gallery
+from bench.output import ranking as R
 from bench.store import StoreError
 from bench.training import models
-from ui import common
+from ui import common, present
+from ui.results import CHART_CONFIG
 from ui.safe_text import code, escape
 
 common.page_setup()
@@ -126,33 +128,46 @@ batch = d3.selectbox("Batch size", batches, key="mach_batch", index=_start("mach
 ranked = M.ranking(machines, model, None if preset else size, int(batch), prices=prices, baseline=baseline)
 
 
-def _cell(value: float | None, fmt: str, why: str) -> str:
-    return format(value, fmt) if value is not None else f"— ({why})"
-
-
-def _table(rows: tuple[M.Row, ...] | list[M.Row]) -> pd.DataFrame:
+def _table(rows: tuple[M.Row, ...] | list[M.Row], notes: R.TableNotes) -> pd.DataFrame:
+    """The rows as a table: a missing figure is "—" and a caveat a mark, their words said once under it (_notes)."""
     return pd.DataFrame([{
         "machine": r.machine_name, "target": r.target,
         "figure": r.how_text,
         "how": r.note,
-        "s per 1,000 samples": _cell(r.seconds_per_1k, ".4g", M.NOT_MEASURED),
-        "samples/s": _cell(r.samples_per_s, ",.0f", M.NOT_MEASURED),
-        "energy J per 1,000": _cell(r.energy_j_per_1k, ".3g", r.energy_why)
-        + (f" ({r.energy_beside})" if r.energy_beside else ""),
-        "cost per 1,000": _cell(r.cost_per_1k, ".3g", r.cost_why),
-        "speed-up vs baseline": _cell(r.speedup, ".2f", r.speedup_why),
-        "unequal to the baseline": "; ".join(r.flags)} for r in rows])
+        "s per 1,000 samples": R.cell(r.seconds_per_1k, ".4g"),
+        "samples/s": R.cell(r.samples_per_s, ",.0f"),
+        "energy J per 1,000": R.cell(r.energy_j_per_1k, ".3g", notes.energy_mark(r)),
+        "cost per 1,000": R.cell(r.cost_per_1k, ".3g"),
+        "speed-up vs baseline": R.cell(r.speedup, ".2f"),
+        "unequal to the baseline": notes.caveats(r)} for r in rows])
+
+
+def _notes(notes: R.TableNotes) -> None:
+    """Under a table, once each: why figures are missing (and where), then the notes its marks point at."""
+    lines = [f"**{m.figure}** {escape(m.text.removeprefix(m.figure), limit=700)}" for m in notes.missing]
+    lines += [f"{mark} {escape(text, limit=300)}" for mark, text in notes.notes]
+    if lines:
+        st.caption("  \n".join(lines))
+
+
+def _ranked_table(rows: tuple[M.Row, ...]) -> None:
+    notes = R.table_notes(rows)
+    st.table(_table(rows, notes))
+    _notes(notes)
 
 
 point = model if preset else f"{model} {size}"
+if ranked.by_time:
+    st.plotly_chart(present.styled(R.ranking_figure(ranked, baseline=baseline)), key="mach_ranking_chart",
+                    config=CHART_CONFIG)
 st.markdown(f"**By time**: {escape(point)} at batch {int(batch)}, fastest first")
 if ranked.by_time:
-    st.table(_table(ranked.by_time))
+    _ranked_table(ranked.by_time)
 else:
     st.info("No machine has a figure for this model: pick another size or batch size.")
 st.markdown("**By cost**, cheapest first")
 if ranked.by_cost:
-    st.table(_table(ranked.by_cost))
+    _ranked_table(ranked.by_cost)
 else:
     st.caption("No measured machine has an hourly price: enter prices above.")
 for row in ranked.unranked:
@@ -163,14 +178,23 @@ workloads = M.workloads_of(machines)
 _from_link("mach_workload", workloads)
 workload = st.selectbox("Workload", workloads, key="mach_workload")
 rows = M.workload_rows(machines, workload, prices=prices, baseline=baseline)
-table = _table(rows).drop(columns=["figure", "how"])
-table.insert(2, "steady epoch", [_cell(r.steady_epoch_seconds, ".3g", "not measured") + " s"
-                                 + (f" ({r.epoch_samples:,} samples)" if r.epoch_samples else "") for r in rows])
+workload_notes = R.table_notes(rows)
+table = _table(rows, workload_notes).drop(columns=["figure", "how"])
+table.insert(2, "steady epoch", [
+    R.MISSING if r.steady_epoch_seconds is None
+    else f"{r.steady_epoch_seconds:.3g} s" + (f" ({r.epoch_samples:,} samples)" if r.epoch_samples else "")
+    for r in rows])
 st.table(table)
+_notes(workload_notes)
 
-html = gallery.to_html(machines, ranked, {w: M.workload_rows(machines, w, prices=prices, baseline=baseline)
-                                          for w in workloads}, baseline=baseline)
-st.download_button("Download the gallery (HTML report)", data=html, file_name="machines.html", mime="text/html",
+
+def _report() -> str:
+    """The HTML report, made when the button is clicked (it carries plotly.js, a few MiB)."""
+    return gallery.to_html(machines, ranked, {w: M.workload_rows(machines, w, prices=prices, baseline=baseline)
+                                              for w in workloads}, baseline=baseline)
+
+
+st.download_button("Download the gallery (HTML report)", data=_report, file_name="machines.html", mime="text/html",
                    key="mach_html", icon=":material/download:")
 
 # the page's state in its link: a presenter sends "this is what each machine does for our model"

@@ -7,9 +7,8 @@ import streamlit as st
 from bench.output import charts
 from bench.analysis import compare, sweeps
 from bench.training import models
-from bench.hardware import devices, peak_cache
 from bench.config import ConfigError
-from ui import common, config_form, results
+from ui import common, config_form, machine, results
 
 common.page_setup()
 manager = common.get_manager()
@@ -36,7 +35,7 @@ steps = c3.multiselect("Steps per execution (empty = the one above)", [1, 2, 4, 
                        "call spread the per-step host work over more batches: the test of a host-bound run.")
 options = common.target_options(hardware)
 targets = c4.multiselect("Targets", options, default=["cpu"], key="swp_targets")
-most = max(devices.all_cores(), len(hardware.gpus))
+most = machine.most_devices(hardware)
 device_counts = c5.multiselect(
     "Devices (data-parallel; empty = one)", [n for n in (1, 2, 4, 8, 16) if n <= most], key="swp_devices_axis",
     help="Train each point on the first N devices of its target at the same global batch: cpu split into N logical "
@@ -51,7 +50,7 @@ if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:"
                                         steps_per_execution=steps or None, devices=device_counts or None)
         # each target's matmul peak is probed in the queue, before the sweep's runs and never during a run
         peaks = {str(t): next(c for c in configs if c.target() == t) for t in chosen}
-        manager.submit_group("sweep", configs, targets=targets, peaks=peaks)
+        manager.groups.submit("sweep", configs, targets=targets, peaks=peaks)
         st.toast(f"Sweep queued: {len(chosen)} peak probe(s), then {len(configs)} runs")
     except ConfigError as exc:
         st.error("This sweep cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))
@@ -83,7 +82,7 @@ def sweep_panel() -> None:
         if peak.entry and peak.gflops:
             measured = ("peak being re-measured: a run achieved more than it" if peak.stale
                         else f"{peak.gflops:,.1f} GFLOP/s")
-            st.caption(f"Peak of {target}: {measured} ({peak_cache.describe(peak.entry)}).")
+            st.caption(f"Peak of {target}: {measured} ({machine.peak_source(peak.entry)}).")
     finished = [r for r in rows if r.steady_epoch_seconds is not None]
     if not finished:
         return

@@ -7,9 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from bench.analysis import diagnosis
-from bench.hardware import doctor, peak_cache, probe
 from bench.target import Target
-from ui import common, live
+from ui import common, live, machine
 from ui.safe_text import escape
 
 common.page_setup()
@@ -19,15 +18,7 @@ cpu = hardware.cpu
 
 st.title("System")
 
-
-@st.cache_resource(show_spinner="Checking what a GPU run needs here (the framework lists its devices)…", ttl=600)
-def gpu_checklist() -> doctor.Report:
-    """`python -m bench doctor`'s checklist, once per server process every ten minutes (asking the framework takes
-    seconds)."""
-    return doctor.diagnose()
-
-
-report = gpu_checklist()
+report = machine.gpu_checklist()
 st.subheader("Can this machine train on a GPU?")
 st.caption("The same checklist as `python -m bench doctor`: each item with what was found and, where missing, the "
            "command that fixes it.")
@@ -35,10 +26,8 @@ st.caption("The same checklist as `python -m bench doctor`: each item with what 
     "Yes: a GPU run is possible here." if report.gpu_ready
     else "No GPU run is possible here yet: the items marked missing below say why and what fixes them.",
     icon=":material/check_circle:" if report.gpu_ready else ":material/report:")
-DOCTOR_ICONS = {doctor.OK: ":material/check_circle:", doctor.MISSING: ":material/cancel:",
-                doctor.UNKNOWN: ":material/help:"}
 for check in report.checks:  # one line each, the fix in full beneath: a table would cut the commands off
-    st.markdown(f"{DOCTOR_ICONS[check.status]} **{check.name}** ({check.status}): {escape(check.detail, limit=400)}")
+    st.markdown(f"{machine.CHECKLIST_ICONS[check.status]} **{check.name}** ({check.status}): {escape(check.detail, limit=400)}")
     if check.fix:
         st.caption(f"Fix: {check.fix}")
 
@@ -124,7 +113,7 @@ st.subheader("Measured matmul peak")
 st.caption("A short float32 matrix-multiply probe per device, in a separate process; the ceiling Sweep compares "
            "achieved training GFLOP/s against. Cached per device and thread count.")
 
-peaks = peak_cache.known_peaks()
+peaks = machine.known_peaks()
 if peaks:
     st.table([{"device": p.get("device"), "threads": p.get("threads"), "size": p.get("size"),
                "peak GFLOP/s": round(p.get("peak_gflops", 0.0), 1), "framework": p.get("framework"),
@@ -139,7 +128,7 @@ if c2.button("Measure peak", key="sys_peak", icon=":material/speed:", disabled=n
     waiting = f", after run(s) {', '.join(f'#{i}' for i in busy)}: a probe never runs beside a run" if busy else ""
     with st.spinner(f"Measuring {target} (a few seconds{waiting})…"):
         try:
-            result = manager.queue_peak(chosen.device, cpu_threads=chosen.cpu_threads, refresh=True).result()
+            result = manager.peaks.queue(chosen.device, cpu_threads=chosen.cpu_threads, refresh=True).result()
             st.success(f"{target}: {result['peak_gflops']:,.1f} GFLOP/s (float32 matmul {result['size']}²)")
-        except (ValueError, probe.ProbeError) as exc:
+        except (ValueError, machine.ProbeError) as exc:
             st.error(f"The probe failed: {exc}")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bench.hardware import devices
 from bench.config import ConfigError
-from ui import common, config_form, live, present, url_state
+from ui import common, config_form, live, machine, present, url_state
 
 common.page_setup()
 manager = common.get_manager()
@@ -31,20 +30,24 @@ elif joined is not None:
     label = f"Run settings (run #{joined} was live when you came; open to change)"
 else:
     label = "Run settings"
-device_choices = devices.offered_devices(hardware)
+device_choices = machine.offered_devices(hardware)
 url_state.load("cfg", fields=url_state.TRAIN_FIELDS, hardware=hardware, devices=device_choices)
 with st.expander(label, expanded=started is None and joined is None and not present.is_on(), icon=":material/tune:"):
     config = config_form.config_form(hardware, disabled=not control)
 url_state.save("cfg", config, fields=url_state.TRAIN_FIELDS)
 if not control:
     st.caption("View only: enter the presenter key in the sidebar to start or stop runs.")
-start_col, link_col, qr_col = st.columns([1, 3, 4], vertical_alignment="center")  # room for "Copy failed: ..."
-with link_col:
+# the controls as one row, side by side (the Copy link's frame stretches: room for "Copy failed: ..."); in the projector
+# view the join code stands beside them
+controls_col, qr_col = st.columns(2) if present.is_on() else (st.container(), None)
+controls = controls_col.container(horizontal=True, vertical_alignment="center", gap="small", key="train_controls")
+start = controls.button("Start", type="primary", icon=":material/play_arrow:", key="start_run", disabled=not control)
+with controls:
     url_state.copy_link_button()
-if present.is_on():
+if qr_col is not None:
     with qr_col:
         present.share_qr()
-if start_col.button("Start", type="primary", icon=":material/play_arrow:", key="start_run", disabled=not control):
+if start:
     try:
         warm = manager.spare_state() == "ready"
         run_id = manager.submit(config)

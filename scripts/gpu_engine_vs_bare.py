@@ -14,6 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bench/ and benchmarks/
 
 from bench.config import RunConfig  # noqa: E402
+from bench.hardware import devices  # noqa: E402
 from bench.runs.jobs import JobManager  # noqa: E402
 from bench.settings import default_backend as backend  # noqa: E402
 from bench.store import Store  # noqa: E402
@@ -24,7 +25,7 @@ from benchmarks.overhead import bare_run, engine_run, machine  # noqa: E402
 def main(out: str, rounds: int = 3) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="gpu-overhead-"))
     config = RunConfig(model="mlp", size="s", epochs=6, batch_size=128, limit_samples=40000, device="gpu:0",
-                       backend=backend(), jit_compile=backend() == "jax").validate()
+                       backend=backend(), jit_compile=backend() == "jax").validate(devices.discover())
     manager = JobManager(Store(tmp / "engine.sqlite3"))
     runs: list[dict] = []
     for rnd, kind in stats.schedule(["bare", "engine"], rounds):

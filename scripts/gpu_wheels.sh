@@ -16,6 +16,6 @@ done
 python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version "$py" --implementation cp \
     "${platforms[@]}" -d "$dest" \
     keras namex optree plotly narwhals orjson \
-    streamlit altair pydeck starlette uvicorn python-multipart websockets itsdangerous watchdog \
+    "streamlit>=1.67,<1.68" altair pydeck starlette uvicorn python-multipart websockets itsdangerous watchdog \
     jsonschema jsonschema-specifications referencing rpds-py "protobuf<7"
 du -sh "$dest"

@@ -1,4 +1,5 @@
-"""Shared fixtures: every test gets its own store file and upload folder, never the user's."""
+"""Shared fixtures: every test gets its own store file and upload folder, never the user's; and the guard on
+unmarked slow tests (tests/duration_guard.py). The shared run config and machine are in tests/fixtures.py."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import duration_guard
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -16,6 +19,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # In-process managers (AppTest pages) start every run cold: a pre-started worker would load TensorFlow in the
 # background of later tests. The real-browser servers run the product default (tests/e2e/conftest.py).
 os.environ.setdefault("BENCH_PRESTART", "0")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    duration_guard.register(config)
 
 
 @pytest.fixture(autouse=True)

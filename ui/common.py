@@ -7,16 +7,20 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import streamlit as st
 
-from bench import settings
+from bench import settings, target
+from bench.target import Target
 from bench.output import charts
 from bench.hardware import devices
 from bench.runs.jobs import JobManager
 from bench.store import Store, StoreError
 from ui import present
 from ui.safe_text import escape
+
+PAGES_DIR = Path(__file__).resolve().parents[1] / "pages"  # the page scripts app.py navigates
 
 
 @st.cache_resource(show_spinner=False)
@@ -109,28 +113,28 @@ def presenter_sidebar() -> None:
 def target_options(hardware: devices.Hardware) -> list[str]:
     """Compare/Sweep targets on this machine: cpu/1 .. cpu/N-1, cpu (all cores), each GPU, and gpus."""
     cores = hardware.cpu.logical_cores
-    options = [f"cpu/{n}" for n in sorted({1, max(1, cores // 2)}) if n < cores] + ["cpu"]
-    return options + [c for c in devices.offered_devices(hardware) if c != "cpu"]
+    offered = [Target.parse(c) for c in devices.offered_devices(hardware)]
+    candidates = [Target("cpu", threads=n) for n in sorted({1, max(1, cores // 2)})] + offered
+    # each what it trains on once (bench.target.duplicates): "cpu" and "gpus" win over their equals, e.g. cpu/2 on 2
+    kept = set(target.distinct(sorted(candidates, key=lambda t: t.threads is not None or t.kind == "gpu"), hardware))
+    return [str(t) for t in candidates if t in kept]
 
 
 def page_setup() -> None:
     """First call of every page.
 
-    When a page URL (e.g. /compare) is the first request after a server start, Streamlit sees the pages/ folder and
-    runs in its legacy folder mode, executing page scripts directly and never app.py (so no navigation, no sidebar
-    status, no presenter box) until someone opens the root URL. app.py marks every run it makes; a page reached
-    without that mark switches the server to app.py's st.navigation (the flag st.navigation itself clears) and
-    reruns once. Also applies the projector view (ui.present) to the page.
+    Streamlit ignores the pages/ folder once any session has called st.navigation (st.navigation's documented
+    behaviour), but a page URL (e.g. /compare?epochs=3) that is the first request after a server start comes before
+    any: Streamlit then runs the page script directly in its folder mode, never app.py (no navigation, no sidebar
+    status, no presenter box). app.py marks every run it makes; a page reached without that mark calls st.navigation
+    itself, hidden and over the same pages/ scripts the folder mode offers (so the requested page is found), which
+    ends the folder mode for every session, and reruns once: the rerun keeps the page and its query parameters and
+    goes through app.py. Also applies the projector view (ui.present) to the page.
     """
     present.sync()
     present.inject_css()
     if st.session_state.get("_via_app") or st.session_state.get("_setup_rerun"):
         return
     st.session_state["_setup_rerun"] = True
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-
-        PagesManager.uses_pages_directory = False
-    except (ImportError, AttributeError):  # pragma: no cover - a Streamlit without the legacy mode
-        pass
+    st.navigation([st.Page(path) for path in sorted(PAGES_DIR.glob("*.py"))], position="hidden")
     st.rerun()

@@ -10,10 +10,10 @@ from typing import Any
 import streamlit as st
 
 from bench.training import datasets, models
-from bench.hardware import devices
-from bench.config import (EPOCHS_MAX, OPTIMIZERS, PRECISIONS, STEPS_PER_EXECUTION_BACKENDS, STEPS_PER_EXECUTION_MAX,
-                          RunConfig, preset_training)
+from bench.config import (BATCH_MAX, EPOCHS_MAX, INTERVAL_MAX_S, INTERVAL_MIN_S, LEARNING_RATE_MAX, OPTIMIZERS,
+                          PRECISIONS, STEPS_PER_EXECUTION_BACKENDS, STEPS_PER_EXECUTION_MAX, RunConfig)
 from bench.target import Target
+from ui import form_values, machine
 from ui.safe_text import escape
 
 def upload_dir() -> Path:
@@ -41,45 +41,22 @@ def _save_upload(uploaded: Any) -> str:
     return str(path)
 
 
-PRESET_DEMO_LIMIT = 5000
-
-
-def preset_dataset(name: str) -> str:
-    """The preset's real dataset when it is cached here, else its synthetic twin of the same shape."""
-    real = models.PRESETS[name].dataset
-    if datasets.find_cache(real):
-        return real
-    twin = {"cifar10": "synthetic-cifar10", "mnist": "synthetic-mnist", "imdb": "synthetic-imdb"}.get(real)
-    return twin or real
-
-
 def apply_preset(name: str, prefix: str = "cfg") -> None:
     """Set the form's widgets to a seed preset (model, dataset, epochs, batch, optimizer) with a demo-sized limit."""
-    preset = models.PRESETS[name]
-    st.session_state[f"{prefix}_model"] = name
-    st.session_state[f"{prefix}_dataset"] = preset_dataset(name)
-    st.session_state[f"{prefix}_limit"] = PRESET_DEMO_LIMIT
-    st.session_state[f"{prefix}_epochs"] = preset.epochs
-    st.session_state[f"{prefix}_batch"] = preset.batch_size
-    training = preset_training(name)
-    st.session_state[f"{prefix}_optimizer"] = training["optimizer"]
-    st.session_state[f"{prefix}_lr"] = float(training["learning_rate"])
+    st.session_state.update(form_values.preset_widgets(name, prefix))
 
 
-def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device: bool = True,
+def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device: bool = True,
                 with_devices: bool = True, disabled: bool = False) -> RunConfig:
     """Render the settings; return the RunConfig they describe (call .validate() before running it).
     ``with_devices``: offer the data-parallel device count (a page that sweeps over it offers its own axis)."""
     defaults = RunConfig()
     ss = st.session_state
-    cores = hardware.cpu.logical_cores
-    initial = {"dataset": defaults.dataset, "model": defaults.model, "size": defaults.size, "epochs": defaults.epochs,
-               "batch": defaults.batch_size, "limit": defaults.limit_samples or 0, "threads": cores,
-               "seed": defaults.seed, "precision": defaults.precision, "jit": defaults.jit_compile,
-               "optimizer": defaults.optimizer, "lr": 0.0, "interval": defaults.sample_interval_s,
-               "steps": defaults.steps_per_execution, "devices": 1}
-    for name, value in initial.items():  # widgets take their values from session state only (presets write there)
-        ss.setdefault(f"{prefix}_{name}", value)
+    cores = hardware.cores  # what validation checks CPU threads against (the cores this process may use)
+    initial = {name: value for name, value in form_values.form_values().items() if name != "device"}
+    # widgets take their values from session state only (presets and links write there)
+    for key, value in {**form_values.widget_values(initial, prefix), f"{prefix}_threads": cores}.items():
+        ss.setdefault(key, value)
 
     c1, c2 = st.columns(2)
     with c1:
@@ -122,7 +99,7 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
         epochs = int(st.number_input("Epochs", min_value=1, max_value=EPOCHS_MAX, step=1,
                                      key=f"{prefix}_epochs", disabled=disabled))
     with c4:
-        batch_size = int(st.number_input("Batch size", min_value=1, max_value=65536,
+        batch_size = int(st.number_input("Batch size", min_value=1, max_value=BATCH_MAX,
                                          step=32, key=f"{prefix}_batch", disabled=disabled))
     with c5:
         limit = int(st.number_input("Training samples (0 = all)", min_value=0,
@@ -131,7 +108,7 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
 
     target = Target("cpu")
     if with_device:
-        choices = devices.offered_devices(hardware)
+        choices = machine.offered_devices(hardware)
         device = st.radio("Device", choices, horizontal=True, key=f"{prefix}_device", disabled=disabled,
                           format_func=lambda d: Target.parse(d).label_on(hardware))
         target = Target.parse(device)
@@ -149,7 +126,7 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
                                        disabled=disabled))
             count = 1
             if with_devices:
-                most = max(devices.all_cores(), len(hardware.gpus))
+                most = machine.most_devices(hardware)
                 count = int(st.number_input(
                     "Devices (data-parallel)", min_value=1, max_value=max(1, most), step=1, key=f"{prefix}_devices",
                     disabled=disabled or most < 2,
@@ -170,9 +147,9 @@ def config_form(hardware: devices.Hardware, *, prefix: str = "cfg", with_device:
                      + ("" if steps_ok else f"Keras runs one step per call under {defaults.backend}.")))
         with a3:
             optimizer = st.selectbox("Optimizer", OPTIMIZERS, key=f"{prefix}_optimizer", disabled=disabled)
-            lr = st.number_input("Learning rate (0 = optimizer default)", min_value=0.0, max_value=10.0,
+            lr = st.number_input("Learning rate (0 = optimizer default)", min_value=0.0, max_value=LEARNING_RATE_MAX,
                                  format="%.4f", key=f"{prefix}_lr", disabled=disabled)
-            interval = st.slider("Sampling interval (s)", 0.1, 10.0, step=0.1,
+            interval = st.slider("Sampling interval (s)", INTERVAL_MIN_S, INTERVAL_MAX_S, step=0.1,
                                  key=f"{prefix}_interval", disabled=disabled)
 
     return RunConfig(

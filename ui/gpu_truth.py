@@ -35,7 +35,7 @@ def throttle_text(epochs: Sequence[Epoch]) -> str | None:
 
 def energy_text(summary: RunSummary | None) -> str | None:
     """One line per device: joules per steady epoch and per 1,000 samples, "not measured: <reason>" otherwise.
-    None for a summary written before energy was measured."""
+    None for a summary without energy figures (a record from a version that did not keep them)."""
     if summary is None or summary.energy_j_per_epoch is None:
         return None
     per_1000 = summary.energy_j_per_1000_samples or {}

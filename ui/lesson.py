@@ -148,7 +148,7 @@ def shipped_speedup(size: str) -> dict[str, Any] | None:
 
 
 def speedup_text(factor: float | None, baseline: str, other: str) -> str:
-    """'3.1x faster' or '2.7x slower' of ``other`` against ``baseline``, for a headline."""
+    """'<other> is Nx faster than <baseline>' (or 'Nx slower'), for a headline; '—' without a factor."""
     if factor is None:
         return "—"
     if factor >= 1:
@@ -240,8 +240,8 @@ def start_step(manager: JobManager, step: Step, hardware: devices.Hardware) -> i
     gpu = gpu_target(hardware)
     # the utilization step sets achieved GFLOP/s against the GPU's measured peak (probed before the runs, never during)
     peaks = {gpu: configs[0]} if step.key == "utilization" and gpu else None
-    return manager.submit_group(GROUP_PREFIX + step.key, configs, targets=[str(c.target()) for c in configs],
-                                peaks=peaks)
+    return manager.groups.submit(GROUP_PREFIX + step.key, configs, targets=[str(c.target()) for c in configs],
+                                 peaks=peaks)
 
 
 def show_live(manager: JobManager, step: Step) -> None:

@@ -104,21 +104,15 @@ def progress_of(snap: RunSnapshot) -> tuple[float, str]:
         return 0.0, f"Queued (position {(snap.queue_position or 0) + 1})"
     if not prog and snap.active and snap.owner is None:
         return 0.0, f"{starting_text(snap.phase)}…"
-    if not prog:  # a run read back from the store (ended, or another process's): its epochs are all there is
-        done = len(snap.epochs)
-        text = (f"{done} of {total} epochs done (run by another process)" if snap.active
-                else f"{snap.status.capitalize()} after {done} of {total} epochs")
-        return (1.0 if snap.status == Status.FINISHED else min(1.0, done / max(total, 1))), text
     done = len(snap.epochs)
-    batches = max(prog.get("batches") or 1, 1)
-    in_epoch = prog["batch"] / batches if prog.get("epoch") == done + 1 else 0.0
-    frac = min(1.0, (done + in_epoch) / total) if snap.active else (1.0 if snap.status == Status.FINISHED else done / total)
+    if not snap.active:
+        return snap.fraction_done(), f"{snap.status.capitalize()} after {done} of {total} epochs"
+    if not prog:  # another process's run, read back from the store: its epochs are all there is
+        return snap.fraction_done(), f"{done} of {total} epochs done (run by another process)"
     eta = snap.eta_s()
     eta_text = f" · ETA {metrics.format_seconds(eta)}" if eta is not None else ""
-    text = f"Epoch {min(prog['epoch'], total)}/{total} · batch {prog['batch']}/{batches}{eta_text}"
-    if not snap.active:
-        text = f"{snap.status.capitalize()} after {done} of {total} epochs"
-    return frac, text
+    text = f"Epoch {snap.current_epoch()}/{total} · batch {prog.get('batch')}/{max(prog.get('batches') or 1, 1)}{eta_text}"
+    return snap.fraction_done(), text
 
 
 def progress_bar(snap: RunSnapshot) -> None:
@@ -243,8 +237,9 @@ def sidebar_line(snap: RunSnapshot | None, spare: str | None = None) -> dict[str
     if snap is None:
         return {"icon": "", "text": "No run yet.", "note": note}
     text = f"Run #{snap.id}: {snap.status}"
-    if snap.active and snap.progress:
-        text += f" · epoch {min(snap.progress['epoch'], snap.config.epochs)}/{snap.config.epochs}"
+    epoch = snap.current_epoch() if snap.active else None
+    if epoch is not None:
+        text += f" · epoch {epoch}/{snap.config.epochs}"
     return {"icon": icon_name(snap.status), "text": text, "note": note}
 
 
@@ -268,7 +263,9 @@ def _figures(snap: Any, variant: str, names: set[str]) -> dict[str, go.Figure]:
     """The named charts of a run as the Train page draws them (the projector view's styling for ``present``)."""
     series = [series_of(snap)]
     build = {"epochs": lambda: charts.epoch_time_figure(series),
-             "util": lambda: charts.utilization_figure(series, growing=snap.active),
+             # the names for the element's script, which hides those that would touch another at the width drawn,
+             # ended or not: the run's end changes no name
+             "util": lambda: charts.utilization_figure(series, growing=True),
              "loss": lambda: charts.loss_accuracy_figure(snap.epochs)}
     return styled_for(variant, {name: build[name]() for name in names})
 
@@ -308,20 +305,27 @@ RUN_LAYOUT = {"headers": "one", "charts": ["epochs", "util", "loss"], "note": "u
 
 
 def view(publisher: live_feed.Publisher, *, feed: str, key: str, presenter: bool,
-         layout: dict[str, Any] | None = None) -> None:
+         layout: dict[str, Any] | None = None, ended_slot: str | None = None) -> None:
     """A live view element on ``feed``'s stream: its header(s) and charts, fed by the stream; it asks for the
     fragment around it to rerun (with a little random delay, so a class does not rerun at once) only when the state
-    changes (a run starts or ends)."""
+    changes (a run starts or ends). With ``ended_slot`` (the key of the container where the page draws an ended
+    run's header), a run's live header stays until that container is drawn whole (ui/static/live.js holdHeader)."""
     chosen = variant()
     publisher.want(chosen)
     live_view_component(key=key, data=_element_data(
         publisher, publisher.state, feed=feed, variant=chosen, header=publisher.header, presenter=presenter,
-        nvml_note=NVML_NOTE, layout=layout or RUN_LAYOUT), on_changed_change=lambda: None)
+        nvml_note=NVML_NOTE, layout=layout or RUN_LAYOUT, ended_slot=ended_slot), on_changed_change=lambda: None)
+
+
+# The container of the Train page's ended run's header; ui/assets/live_view.css hides it by this key (its class
+# st-key-bench_ended_header) while the live header stands in for it.
+ENDED_SLOT = "bench_ended_header"
 
 
 def live_view(manager: JobManager, *, presenter: bool) -> None:
-    """The Train page's live view: the live header (while a run is live) and the run's three charts."""
-    view(feed(manager), feed="train", key="live_view", presenter=presenter)
+    """The Train page's live view: the live header (while a run is live, and after it until the page has drawn the
+    ended run's header) and the run's three charts."""
+    view(feed(manager), feed="train", key="live_view", presenter=presenter, ended_slot=ENDED_SLOT)
 
 
 def sidebar_status(manager: JobManager) -> None:
@@ -361,7 +365,9 @@ def live_panel(manager: JobManager, *, can_control: bool = True) -> None:
             queued = [i for i in manager.queued_ids() if snap is None or i != snap.id]
             if queued:
                 st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i}' for i in queued)}")
-        with st.container():  # the ended run's header: always this container, so the element below keeps its place
+        # the ended run's header: always this container, so the element below keeps its place; its key names it to
+        # the element, which keeps the live header until it is drawn
+        with st.container(key=ENDED_SLOT):
             if snap is not None and not snap.active:
                 st.markdown(status_line(snap))
                 progress_bar(snap)

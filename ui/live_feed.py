@@ -29,7 +29,7 @@ from ui import live_chart
 log = logging.getLogger(__name__)
 
 TICK_S = 1.0  # how often the publisher looks at the run: the header's words change at most this often (each look
-# that finds a change is one event for every viewer: at 0.5 s, a class of 100 made the server write 200 events a second)
+# that finds a change is one event for every viewer, so the tick sets a class's event rate: docs/CLASSROOM.md)
 CHART_S = 2.0  # how often a live run's charts get their new points (each increment a few samples and an epoch mark)
 RING = 64  # increments kept; a subscriber further behind gets a snapshot instead
 VARIANTS = ("plain", "present")

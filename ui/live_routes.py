@@ -103,9 +103,9 @@ async def events(publisher: live_feed.Publisher, variant: str) -> AsyncIterator[
 def host_allowed(host: str | None) -> bool:
     """The stream follows the rule Streamlit's websocket follows: with ``server.allowedHosts`` set, only those hosts
     (ports ignored, ``*.example.org`` for subdomains, ``*`` for any)."""
-    from streamlit import config
+    import streamlit as st
 
-    allowed = [str(h).strip().lower().rstrip(".") for h in (config.get_option("server.allowedHosts") or [])]
+    allowed = [str(h).strip().lower().rstrip(".") for h in (st.get_option("server.allowedHosts") or [])]
     if not allowed or "*" in allowed:
         return True
     name = (host or "").strip().lower()

@@ -36,8 +36,9 @@ def peak_of(config: Mapping[str, Any] | Any) -> dict[str, Any] | None:
 
 
 def peak_text(achieved: float | None, peak: Mapping[str, Any] | None, *, what: str = "Last epoch") -> str:
-    """'Last epoch: 41.2 GFLOP/s, 39 % of the measured matmul peak (105.1 GFLOP/s; best of ...)', or the figure with
-    'peak not measured yet' / 'peak being re-measured'; '—' for the figure when it is unknown."""
+    """'<what>: <achieved> GFLOP/s, <share> of the measured matmul peak of <peak> GFLOP/s (<where it came from>)', or
+    the figure with 'peak not measured yet' / 'peak being re-measured' where no share can be true; '—' for the figure
+    when it is unknown."""
     figure = f"{achieved:,.1f} GFLOP/s" if achieved is not None else "— GFLOP/s"
     if peak is None or not peak_cache.is_plausible(dict(peak)):
         return f"{what}: {figure}; {NOT_MEASURED}."

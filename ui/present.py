@@ -24,10 +24,13 @@ LEGEND_PX = 18
 AXIS_TITLE_PX = 20
 FIGURE_HEIGHT_PX = 500
 
+# Streamlit's header (the sidebar's button, the toolbar) is fixed over the page's top: 3.75rem high in Streamlit 1.67
+# (71 px at this view's 19 px rem), opaque. The main block starts below it, or the header hides the title's top.
+HEADER_REM = 3.75
 CSS = """
 <style>
 html { font-size: 19px; }
-[data-testid="stMainBlockContainer"] { max-width: none; padding: 1.2rem 2.5rem 2rem 2.5rem; }
+[data-testid="stMainBlockContainer"] { max-width: none; padding: calc(HEADER_REMrem + 1rem) 2.5rem 2rem 2.5rem; }
 [data-testid="stMetricValue"] { font-size: 3.2rem; font-weight: 700; line-height: 1.1; }
 [data-testid="stMetricLabel"] p { font-size: 1.4rem; font-weight: 600; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 1rem; }
@@ -37,7 +40,7 @@ h1 { font-size: 2.6rem !important; }
 [data-testid="stRadio"] label p, [data-testid="stExpander"] summary p { font-size: 1.1rem; }
 [data-testid="stDecoration"], .modebar-container { display: none !important; }
 </style>
-"""
+""".replace("HEADER_REM", str(HEADER_REM))
 
 
 def requested() -> bool:
@@ -118,7 +121,10 @@ def style_figure(fig: go.Figure) -> go.Figure:
     out.update_xaxes(**axes)
     out.update_yaxes(**axes)
     for ann in out.layout.annotations or ():
+        before = getattr(getattr(ann, "font", None), "size", None)
         ann.update(font=_font(ann, LEGEND_PX, at_least=True))
+        if ann.yshift and before:  # a name in a row (the utilization chart's): its row grows with its font
+            ann.update(yshift=ann.yshift * ann.font.size / before)
     return out
 
 

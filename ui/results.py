@@ -377,7 +377,7 @@ LINES_LAYOUT: dict[str, Any] = {"headers": "many", "charts": [], "note": None, "
 
 
 def group_snapshot(manager: JobManager, kind: str) -> GroupSnapshot | None:
-    group = manager.latest_group(kind)
+    group = manager.groups.latest(kind)
     return GroupSnapshot(group, tuple(group_runs(manager, group))) if group is not None else None
 
 

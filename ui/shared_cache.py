@@ -1,9 +1,9 @@
 """A small LRU cache shared by every browser session of the server, that builds each value once (single flight).
 
-Five viewers of one live run rerun their panels at about the same moment; with a plain cache each of them missed
-the new chart window's figure and built it (three Plotly figures, ~0.2 s of the server's one interpreter each), so
-the server fell seconds behind with five viewers on two cores. Here the first caller builds, the others wait for its
-value. A build that raises is not cached: the waiters try again themselves.
+Viewers of one live run rerun their panels at about the same moment; with a plain cache each of them misses the
+new chart window's figure and builds it again, and the server's one interpreter falls behind
+(docs/PERFORMANCE-METHOD.md, 'Many viewers of one run'). Here the first caller builds, the others wait for its value.
+A build that raises is not cached: the waiters try again themselves.
 
 Streamlit's ``st.cache_resource`` also locks per key, but it hashes its arguments, needs a script run around it for
 its messages, and keeps its entries out of sight; this one is plain Python, tested without a server.

@@ -44,9 +44,9 @@ def static_file(name: str) -> StaticFile | None:
 
 def base_path() -> str:
     """Streamlit's server.baseUrlPath as a path prefix ("" or "/prefix")."""
-    from streamlit import config
+    import streamlit as st
 
-    base = str(config.get_option("server.baseUrlPath") or "").strip("/")
+    base = str(st.get_option("server.baseUrlPath") or "").strip("/")
     return f"/{base}" if base else ""
 
 

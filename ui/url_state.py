@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.training import models
-from bench.config import ConfigError, RunConfig
+from bench.config import ConfigError, Machine, RunConfig
+from ui import form_values
 from ui.safe_text import code, escape
 
 # URL field -> the form's widget key suffix (ui.config_form)
-FORM_KEYS: dict[str, str] = {"dataset": "dataset", "model": "model", "size": "size", "epochs": "epochs",
-                             "batch_size": "batch", "device": "device", "limit_samples": "limit", "seed": "seed"}
+FORM_KEYS: dict[str, str] = {name: form_values.WIDGET_KEYS[name] for name in
+                             ("dataset", "model", "size", "epochs", "batch_size", "device", "limit_samples", "seed")}
 INT_FIELDS = ("epochs", "batch_size", "limit_samples", "seed")
 TRAIN_FIELDS = tuple(FORM_KEYS)
 COMPARE_FIELDS = tuple(f for f in FORM_KEYS if f != "device")
@@ -41,18 +42,10 @@ class LinkState:
 
 
 def form_base(preset: str | None) -> dict[str, Any]:
-    """The form's values before a link changes anything: RunConfig's defaults, or those a preset sets."""
-    from ui import config_form
-
-    defaults = RunConfig()
-    base = {"dataset": defaults.dataset, "model": defaults.model, "size": defaults.size, "epochs": defaults.epochs,
-            "batch_size": defaults.batch_size, "device": defaults.device,
-            "limit_samples": defaults.limit_samples or 0, "seed": defaults.seed}
-    if preset:
-        p = models.PRESETS[preset]
-        base.update(model=preset, dataset=config_form.preset_dataset(preset), epochs=p.epochs,
-                    batch_size=p.batch_size, limit_samples=config_form.PRESET_DEMO_LIMIT)
-    return base
+    """The form's values before a link changes anything (ui.form_values): RunConfig's defaults, or those a preset
+    sets."""
+    values = form_values.form_values(preset)
+    return {name: values[name] for name in FORM_KEYS}
 
 
 def _base_config(base: Mapping[str, Any]) -> RunConfig:
@@ -62,7 +55,7 @@ def _base_config(base: Mapping[str, Any]) -> RunConfig:
                      batch_size=base["batch_size"], device=base["device"], limit_samples=limit, seed=base["seed"])
 
 
-def _check(base: RunConfig, name: str, value: Any, hardware: Any) -> str | None:
+def _check(base: RunConfig, name: str, value: Any, hardware: Machine) -> str | None:
     """RunConfig's own message when ``name=value`` on top of ``base`` is invalid, else None."""
     changes = {name: (value or None) if name == "limit_samples" else value}
     if name == "model" and value in models.PRESETS:
@@ -74,7 +67,7 @@ def _check(base: RunConfig, name: str, value: Any, hardware: Any) -> str | None:
     return None
 
 
-def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Any | None = None,
+def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Machine,
           devices: Sequence[str] | None = None, target_options: Sequence[str] | None = None) -> LinkState:
     """Read a page's query parameters into checked form values.
 
@@ -171,20 +164,18 @@ def _applied_key(prefix: str) -> str:
     return f"_url_written_{prefix}"
 
 
-def load(prefix: str, *, fields: Sequence[str], hardware: Any, devices: Sequence[str] | None = None,
+def load(prefix: str, *, fields: Sequence[str], hardware: Machine, devices: Sequence[str] | None = None,
          target_options: Sequence[str] | None = None) -> None:
     """Before the form is drawn: when the URL is not the one this session last wrote (a link was opened), set the
     form's widgets from it; show the notes of the last link read."""
     import streamlit as st
-
-    from ui import config_form
 
     ss = st.session_state
     params = st.query_params.to_dict()
     if params != ss.get(_applied_key(prefix)):
         state = parse(params, fields=fields, hardware=hardware, devices=devices, target_options=target_options)
         if state.preset:
-            config_form.apply_preset(state.preset, prefix)
+            ss.update(form_values.preset_widgets(state.preset, prefix))
         for name, value in state.values.items():
             ss[f"{prefix}_{FORM_KEYS[name]}"] = value
         if state.targets is not None:
@@ -206,9 +197,7 @@ def save(prefix: str, config: RunConfig, *, fields: Sequence[str], targets: Sequ
     from ui import present
 
     ss = st.session_state
-    values = {"dataset": config.dataset, "model": config.model, "size": config.size, "epochs": config.epochs,
-              "batch_size": config.batch_size, "device": config.device,
-              "limit_samples": config.limit_samples or 0, "seed": config.seed}
+    values = {name: value for name, value in form_values.config_values(config).items() if name in FORM_KEYS}
     params = to_params(values, fields=fields, targets=targets, default_targets=default_targets)
     params.update(present.query_value())
     if not ss.pop(f"_url_fresh_{prefix}", False) and params != ss.get(_applied_key(prefix)):

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from bench.analysis import metrics
-from bench.analysis.run_summary import Run, RunSummary
-from bench.config import ConfigError, RunConfig
+from bench.analysis.run_summary import Run
+from bench.config import ConfigError, Machine, RunConfig
 from bench.analysis import pricing
 from bench.target import Target, canonical, of_config, text_of_config
-from bench.readings import (Epoch, check_number, extra_keys, fail, is_int, json_object, optional_text,
-                            show_value, text_map)
+from bench.readings import Epoch
+from bench.record_types import RunSummary
+from bench.record_types import Pair as Pair  # the type this module fills; compare.Pair at call sites
 
 
 def target(run: Run) -> str:
@@ -45,7 +46,7 @@ def parse_targets(text: str | Sequence[str | Target]) -> list[Target]:
     return targets
 
 
-def target_configs(base: RunConfig, targets: Sequence[Target | str], hardware: Any | None = None) -> list[RunConfig]:
+def target_configs(base: RunConfig, targets: Sequence[Target | str], hardware: Machine) -> list[RunConfig]:
     """One validated config per target; everything but device and threads is identical across them."""
     configs = [base.with_target(t) for t in targets]
     errors: list[str] = []
@@ -59,81 +60,6 @@ def target_configs(base: RunConfig, targets: Sequence[Target | str], hardware: A
     return configs
 
 
-@dataclass(frozen=True)
-class Pair:
-    """One run against the baseline (the first run of a comparison): the speed-up (:class:`metrics.Speedup`'s
-    figures, None without a steady epoch on both sides), the energy per steady epoch of each side (``_a`` the
-    baseline, ``_b`` the other; None where not measured, with each unmeasured device and why in
-    ``energy_missing``), ``energy_ratio`` (the baseline's energy per steady epoch / the other's), the hourly prices
-    the user gave, the cost per steady epoch and per run at them, and ``cost_ratio``; ``headline``, the sentence a
-    comparison record keeps beside its figures."""
-
-    baseline_target: str
-    target: str
-    baseline_id: int | None = None
-    target_id: int | None = None
-    speedup_median: float | None = None
-    speedup_min: float | None = None
-    speedup_max: float | None = None
-    total_time_ratio: float | None = None
-    first_epoch_seconds_a: float | None = None
-    first_epoch_seconds_b: float | None = None
-    steady_epochs_a: int = 0
-    steady_epochs_b: int = 0
-    energy_j_per_epoch_a: float | None = None
-    energy_j_per_epoch_b: float | None = None
-    energy_ratio: float | None = None
-    energy_missing: dict[str, str] = field(default_factory=dict)
-    price_per_hour_a: float | None = None
-    price_per_hour_b: float | None = None
-    cost_per_epoch_a: float | None = None
-    cost_per_epoch_b: float | None = None
-    cost_per_run_a: float | None = None
-    cost_per_run_b: float | None = None
-    cost_ratio: float | None = None
-    headline: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # keys added by later versions, kept as they are
-
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "pair") -> Pair:
-        """A pair from a comparison file, checked: text where text belongs, finite numbers of sane size elsewhere."""
-        raw = json_object(data, path)
-        for key in ("baseline_target", "target"):
-            if not isinstance(raw.get(key), str):
-                raise fail(f"{path}.{key}", f"must be text, got {show_value(raw.get(key))}")
-        optional_text(raw, "headline", path)
-        for key in _PAIR_NUMBERS:
-            if raw.get(key) is not None:
-                check_number(raw[key], key, f"{path}.{key}")
-        for key in ("baseline_id", "target_id", "steady_epochs_a", "steady_epochs_b"):
-            if raw.get(key) is not None and not is_int(raw[key]):
-                raise fail(f"{path}.{key}", f"must be a whole number or null, got {show_value(raw[key])}")
-        text_map(raw, "energy_missing", path)
-        return cls.of(raw)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> Pair:
-        """A pair this project wrote, taken as it is (``from_dict`` is for files)."""
-        return cls(baseline_target=data["baseline_target"], target=data["target"],
-                   baseline_id=data.get("baseline_id"), target_id=data.get("target_id"),
-                   **{k: data.get(k) for k in _PAIR_NUMBERS},
-                   steady_epochs_a=data.get("steady_epochs_a") or 0, steady_epochs_b=data.get("steady_epochs_b") or 0,
-                   energy_missing=dict(data.get("energy_missing") or {}), headline=data.get("headline"),
-                   extra=extra_keys(data, _PAIR_KEYS))
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in _PAIR_KEYS if k != "headline"}
-        if self.headline is not None:
-            out["headline"] = self.headline
-        return {**out, "energy_missing": dict(self.energy_missing), **self.extra}
-
-
-_PAIR_NUMBERS = ("speedup_median", "speedup_min", "speedup_max", "total_time_ratio", "first_epoch_seconds_a",
-                 "first_epoch_seconds_b", "energy_j_per_epoch_a", "energy_j_per_epoch_b", "energy_ratio",
-                 "price_per_hour_a", "price_per_hour_b", "cost_per_epoch_a", "cost_per_epoch_b", "cost_per_run_a",
-                 "cost_per_run_b", "cost_ratio")
-_PAIR_KEYS = ("baseline_id", "baseline_target", "target_id", "target", *_PAIR_NUMBERS[:6], "steady_epochs_a",
-              "steady_epochs_b", *_PAIR_NUMBERS[6:], "energy_missing", "headline")
 # for exactly two runs, the first pair's figures are also given at the top level of a comparison
 _TOP_LEVEL = ("speedup_median", "speedup_min", "speedup_max", "total_time_ratio", "first_epoch_seconds_a",
               "first_epoch_seconds_b", "energy_ratio", "cost_ratio", "cost_per_epoch_a", "cost_per_epoch_b",
@@ -211,9 +137,10 @@ def epoch_gflops(epoch: Epoch, info: Mapping[str, Any]) -> float | None:
 
 
 def headline(pair: Pair) -> str:
-    """One honest sentence: 'cpu trains 3.1x faster than cpu/1 (median steady epoch; spread 2.8-3.4x; ...)', or
-    'cpu/1 and cpu are about as fast (...)' when the spread crosses 1x; then the energy and cost per steady epoch
-    where measured and priced, or which side's energy was not measured and why."""
+    """The comparison's sentence: '<faster> trains Nx faster than <slower> (median steady epoch; spread ...)', or
+    '<baseline> and <other> are about as fast (...)' when the spread crosses 1x, since then the ranking itself is not
+    settled; then the energy and cost per steady epoch where measured and priced, or which side's energy is missing
+    and why."""
     median, spread_lo, spread_hi = pair.speedup_median, pair.speedup_min, pair.speedup_max
     if median is None or spread_lo is None or spread_hi is None:
         return "Not enough epochs for a speed-up yet: it needs at least two epochs on each side (epoch 1 includes tracing)."
@@ -244,8 +171,8 @@ def headline(pair: Pair) -> str:
 
 
 def _ratio_clause(pair: Pair, what: str, subject_is_baseline: bool, subject: str) -> str | None:
-    """'gpu:0 uses 4.2x less energy per epoch (310 J vs 1.3 kJ ...)' for the subject side, or None without both
-    figures. The clause names its side, so that it cannot be read as the other's."""
+    """'<subject> uses Nx less energy per epoch (<its joules> vs <the other's> per steady epoch)', or the same for
+    cost; None without both figures. The clause names its side, so that it cannot be read as the other's."""
     a, b = ((pair.energy_j_per_epoch_a, pair.energy_j_per_epoch_b) if what == "energy"
             else (pair.cost_per_epoch_a, pair.cost_per_epoch_b))
     if a is None or b is None or not a or not b:

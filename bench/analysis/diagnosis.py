@@ -13,74 +13,57 @@ summary as ``{"verdict", "kind", "knob", "evidence", "missing"}``):
   data in memory and prefetch more; the synthetic dataset of the same shapes tests it.
 - ``undetermined``: the evidence is missing or contradicts itself; the sentence says what is missing.
 
-The thresholds below are set from measurements this project made (docs/GPU.md, docs/MEASUREMENTS.md); the comment
-at each says which. NVML's "GPU utilization" is the share of time any kernel ran, not how much of the chip worked,
-so it can show that a GPU *waited* (low), never that its arithmetic was the limit (high); for that the diagnosis
-needs SM/tensor activity (``sm_active_percent`` / ``tensor_active_percent`` in the GPU readings, when sampled) or
-the achieved share of the measured peak.
+The thresholds below are set from runs this project measured; docs/GPU.md, 'The diagnosis thresholds and the
+figures that set them', lists each with its runs. NVML's "GPU utilization" is the share of time any kernel ran, not
+how much of the chip worked, so it can show that a GPU *waited* (low), never that its arithmetic was the limit
+(high); for that the diagnosis needs SM/tensor activity (``sm_active_percent`` / ``tensor_active_percent`` in the GPU
+readings, when sampled) or the achieved share of the measured peak.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from bench.analysis import metrics
-from bench.readings import (Epoch, Sample, as_read, check_number, extra_keys, fail, is_number,
-                            json_object, optional_text, show_value)
+from bench.readings import Epoch, Sample
+from bench.target import of_config, on_gpu
+from bench.record_types import Diagnosis
 
-# -- thresholds and the measurements that set them -----------------------------------------------------------------
-# NVML busy below this = the GPU sat idle most of the time. Every host-bound GPU run measured on the H100 read 2-27 %
-# (seed presets 2-15 %, MLP xs..xl at batch 128 2-24 %, batch 32 2-27 %), while its steps took 1.2-2.3 ms whatever
-# the model size (docs/GPU.md).
+# -- thresholds (each with the runs that set it: docs/GPU.md, 'The diagnosis thresholds and the figures that set them')
+# NVML busy below this = the GPU sat idle most of the time.
 GPU_WAITING_PERCENT = 30.0
-# The training process using at least this much of one core = its thread was busy issuing steps. The H100's host-bound
-# GPU runs read 99-143 % (mean process CPU over their steady epochs: the seed presets 122-133 %, the sweeps' points
-# 99-143 %, docs/results/h100-*.json).
+# The training process using at least this much of one core = its thread was busy issuing steps.
 ONE_CORE_BUSY_PERCENT = 70.0
 # Below this share of one core, the training process mostly waited (for data, or the disk): input-bound.
 PROCESS_IDLE_PERCENT = 35.0
 # Achieved training GFLOP/s at or above this share of the device's matmul peak, with steps of HOST_STEP_MS or more,
-# = compute-bound. The compute-bound points measured: MLP l and xl on 16 Xeon cores 35 % and 27 % (steps of 9 and
-# 76 ms); every host-bound point on the H100 machine stayed at or below 15.2 % (CPU MLP m 15.2 %, H100 MLP xl at batch
-# 256 12.3 %, the rest at most 9.2 %).
+# = compute-bound.
 PEAK_FRACTION_COMPUTE = 0.25
-# At or above this share the run is compute-bound whatever its step time: MLP xl at batch 2048 on the H100 reached
-# 51 % in 5 ms steps; MLP s at batch 32 on the 2-core VM 50 % at 8 steps per execution, and 32 gained nothing more.
-# Between the two a short step is not enough: the same MLP s read 28 % at 2.3 ms a step with one step per execution
-# and still ran 1.8x faster at 8 (docs/MEASUREMENTS.md), so it was host-bound.
-# The H100 percentages here are of the first pass's peak (173,325 GFLOP/s, a 4096² matmul). The probe now takes the
-# best of three sizes and measured 372,678 on the same GPU (2026-11-25), against which MLP xl at batch 2048 read 35 %
-# in 3.5 ms steps; which side of these thresholds that point belongs waits for its SM activity (docs/GPU.md).
+# At or above this share the run is compute-bound whatever its step time. Between the two a short step is not enough:
+# a middling share in short steps can still be host-bound (more steps per execution then shorten the epoch).
 PEAK_FRACTION_ALONE = 0.45
 # SM activity (share of cycles with a warp resident) and tensor-pipe activity at or above these = compute-bound.
-# Not yet measured on hardware by this project (SM activity is not sampled yet): provisional, from NVIDIA's DCGM
-# guidance that SM activity under 50 % leaves most of the chip idle.
+# Provisional (not yet measured on hardware), from NVIDIA's DCGM guidance that SM activity under 50 % leaves most of
+# the chip idle.
 SM_ACTIVE_COMPUTE_PERCENT = 50.0
 TENSOR_ACTIVE_COMPUTE_PERCENT = 30.0
-# A CPU run whose process kept this share of its threads busy was limited by its cores' arithmetic. On 16 cores the
-# compute-bound MLP l/xl kept 55-58 % of the machine busy, the host-bound MNIST dense 13 % (docs/GPU.md).
+# A CPU run whose process kept this share of its threads busy was limited by its cores' arithmetic.
 CPU_THREADS_BUSY_SHARE = 0.5
-# A step shorter than this is in the range where per-step host work is the floor: 1.2-2.3 ms a step on the H100 for
-# every model size, 0.6-1.8 ms for the small models on 16 CPU cores; compute-bound CPU steps took 9-76 ms.
+# A step shorter than this is in the range where per-step host work is the floor.
 HOST_STEP_MS = 5.0
 # Training GFLOP/s below this per busy core cannot be a CPU limited by its arithmetic, whatever share of its threads the
-# process kept busy: one core of the 2-core VM measured 30-100 GFLOP/s of matmul, one of the H100 machine's Xeon cores
-# 85 (docs/MEASUREMENTS.md, docs/GPU.md), and compute-bound runs reached 25 % of the peak or more. Keras on JAX without
-# XLA on the 2-core VM kept 1.1 of 2 cores busy at 0.8 GFLOP/s (docs/measurements/scaling-jax.json): dispatching ops
-# one by one, not arithmetic. Applied only where no measured peak gives the share.
+# process kept busy (busy cores doing little arithmetic are dispatching ops one by one). Applied only where no measured
+# peak gives the share.
 CPU_CORE_FLOOR_GFLOPS = 5.0
 # Utilization read from fewer samples than this inside the steady epochs is not a verdict: a process CPU sample covers
-# the interval before it, so with 0.2 s epochs and 0.5 s sampling (the CPU steps-per-execution sweep in
-# docs/MEASUREMENTS.md) a single sample read 32 % of one core for a run whose epochs were all training. The same floor
-# decides whether a utilization mean may be called the steady epochs' (metrics.MIN_WINDOW_SAMPLES, its one home).
+# the interval before it, so one sample can misread a short epoch. The same floor decides whether a utilization mean
+# may be called the steady epochs' (metrics.MIN_WINDOW_SAMPLES, its one home).
 MIN_STEADY_SAMPLES = metrics.MIN_WINDOW_SAMPLES
 # Whole-machine CPU at or above this while the run's own process was not = other work competed for the cores.
 MACHINE_BUSY_PERCENT = 90.0
 
-KINDS = ("host-bound", "compute-bound", "input-bound", "undetermined")
 KNOBS = {
     "host-bound": "try a larger batch or more steps per execution",
     "compute-bound": ("try a faster device or mixed_float16 precision; a larger batch or more steps per execution "
@@ -91,52 +74,6 @@ KNOBS = {
 }
 
 
-@dataclass(frozen=True)
-class Diagnosis:
-    """One run's verdict: ``kind`` (one of KINDS), the sentence that says why (``verdict``, which ends with the knob),
-    the knob alone, the figures it weighed (``evidence``: name -> number, text or None) and what it lacked."""
-
-    kind: str
-    verdict: str
-    knob: str | None = None
-    evidence: dict[str, Any] = field(default_factory=dict)
-    missing: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)  # keys added by later versions, kept as they are
-    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
-
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "diagnosis") -> Diagnosis:
-        """A diagnosis from a record file, checked: a wrong type or a number out of its bounds is refused."""
-        raw = json_object(data, path)
-        if raw.get("kind") not in KINDS:
-            raise fail(f"{path}.kind", f"must be one of {', '.join(KINDS)}, got {show_value(raw.get('kind'))}")
-        if not isinstance(raw.get("verdict"), str):
-            raise fail(f"{path}.verdict", f"must be text, got {show_value(raw.get('verdict'))}")
-        optional_text(raw, "knob", path)
-        for name, value in json_object(raw.get("evidence", {}), f"{path}.evidence").items():
-            if is_number(value):
-                check_number(value, name, f"{path}.evidence.{name}")
-            elif value is not None and not isinstance(value, str):
-                raise fail(f"{path}.evidence.{name}", f"must be a number, text or null, got {show_value(value)}")
-        missing = raw.get("missing", [])
-        if not isinstance(missing, list) or not all(isinstance(m, str) for m in missing):
-            raise fail(f"{path}.missing", f"must be a list of text, got {show_value(missing)}")
-        return cls.of(raw)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> Diagnosis:
-        """A diagnosis this project wrote (a stored summary), taken as it is (``from_dict`` is for files)."""
-        return cls(kind=data["kind"], verdict=data["verdict"], knob=data.get("knob"),
-                   evidence=dict(data.get("evidence") or {}), missing=tuple(data.get("missing") or ()),
-                   extra=extra_keys(data, _DIAGNOSIS_KEYS), keys=tuple(data))
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {"verdict": self.verdict, "kind": self.kind, "knob": self.knob, "evidence": dict(self.evidence),
-               "missing": list(self.missing), **self.extra}
-        return as_read(out, self.keys)
-
-
-_DIAGNOSIS_KEYS = ("verdict", "kind", "knob", "evidence", "missing")
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -158,13 +95,10 @@ def _gpu_mean(samples: Sequence[Sample], key: str) -> float | None:
 
 
 def _on_gpu(config: Any, info: Mapping[str, Any]) -> bool | None:
-    device = _get(config, "device")
-    if isinstance(device, str):
-        return device != "cpu"
-    placement = str(info.get("placement") or "").lower()
-    if placement:
-        return "gpu" in placement or "cuda" in placement
-    return None
+    """bench.target.on_gpu of a run's config (a RunConfig or its dict; no target when it names no device) and
+    placement."""
+    target = of_config(config) if isinstance(_get(config, "device"), str) else None
+    return on_gpu(target, info.get("placement"))
 
 
 def _pct(value: float | None) -> str:

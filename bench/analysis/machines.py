@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.analysis.run_summary import RunSummary
+from bench.record_types import RunSummary
 from bench.records import MachineBundle, RunRecord, Status
 from bench.target import canonical, text_of_config
 from bench.training import models
@@ -339,7 +339,8 @@ def model_flops(model: str, size: str, dataset: str) -> float | None:
 def estimate(machine: Machine, target: str, model: str, size: str | None, batch_size: int, *,
              price_per_hour: float | None = None) -> Row:
     """The figure of one machine and target for a model: measured at that size, else read between the two nearest
-    measured sizes (same family, batch size and target), else not measured and why. Never extrapolated."""
+    measured sizes (same family, batch size and target), else not measured and why. Never extrapolated: beyond the
+    measured sizes nothing says where a device's time per sample bends (docs/MACHINES.md)."""
     target = canonical(target)
     here = [m for m in measurements(machine) if m.target == target]
     key = workload_key(model, size, batch_size)

@@ -55,8 +55,8 @@ def mean_gpu_util_percent(samples: Sequence[Sample]) -> float | None:
 def steady_samples_per_s(epochs: Sequence[Epoch]) -> float | None:
     """Samples per epoch / median steady epoch time: the rate that matches the steady epoch time shown beside it.
 
-    (A median of per-epoch rates would not: with two steady epochs of 0.2 s and 0.6 s it gives 33,000 samples/s for
-    10,000 samples while the median epoch time, 0.4 s, means 25,000.)
+    A median of per-epoch rates would not: rates weight short epochs more than times do, so it reads faster than
+    the median epoch time it is shown beside.
     """
     steady = steady_epochs(epochs)
     seconds = steady_epoch_seconds(epochs)
@@ -103,9 +103,9 @@ def in_spans(t: float, spans: tuple[list[float], list[float]]) -> bool:
 # What each of training_windows' sets is called in a summary's ``*_window`` fields.
 WINDOW_NAMES: tuple[str, ...] = ("steady epochs", "all epochs", "whole run")
 # A mean over the steady epochs needs this many samples inside them; with fewer it is not called theirs and the next,
-# wider window is taken (it holds the same samples and more, and is named as such). A GPU run of 0.16 s steady epochs
-# sampled every 0.5 s held one sample between two epochs and gave "0 % over steady epochs" (H100, docs/GPU.md);
-# a process CPU reading covers the interval before it, so one sample can read 32 % for epochs that trained throughout.
+# wider window is taken (it holds the same samples and more, and is named as such). One sample can fall between two
+# short epochs, and a process CPU reading covers the interval before it, so one sample misreads short epochs
+# (docs/GPU.md, 'The diagnosis thresholds and the figures that set them', MIN_STEADY_SAMPLES).
 MIN_WINDOW_SAMPLES = 3
 
 

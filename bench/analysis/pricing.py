@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 
 from bench.analysis.run_summary import Run
+from bench import limits
 from bench.config import ConfigError
 from bench.target import Target, canonical, text_of_config
 
@@ -27,6 +28,9 @@ def price_value(text: str, where: str) -> float | None:
     if not math.isfinite(value) or value <= 0:
         raise ConfigError([f"{where}: an hourly price must be above 0 (got {text!r}); leave a target out to give it "
                            "no price"])
+    problem = limits.entered_problem(value, "price_per_hour")
+    if problem:
+        raise ConfigError([f"{where}: {problem}"])
     return value
 
 

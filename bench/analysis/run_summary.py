@@ -1,4 +1,4 @@
-"""A run's ``summary`` block: the steady-state figures of bench.analysis.metrics, the diagnosis of bench.analysis.diagnosis and what
+"""A run's ``summary`` block (its type: bench.record_types.RunSummary): the steady-state figures of bench.analysis.metrics, the diagnosis of bench.analysis.diagnosis and what
 the devices really did (energy, GPM activity, throttle reasons), from the run's epochs, samples, info and config.
 
 It sits above both: metrics is arithmetic that knows no verdicts, and the diagnosis reads metrics.
@@ -8,132 +8,17 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 from bench.analysis import diagnosis
-from bench.analysis.diagnosis import Diagnosis
-from bench.readings import (Epoch, GpuReading, Sample, as_read, check_number, energy_map, extra_keys,
-                            fail, is_int, json_object, optional_text, optional_words, show_value,
-                            text_map)
+from bench.readings import Epoch, GpuReading, Sample
+from bench.record_types import Diagnosis
+from bench.record_types import RunSummary as RunSummary  # the type this module fills; run_summary.RunSummary at call sites
 from bench.hardware import energy
 from bench.analysis.metrics import (finite_values, first_mean, first_mean_where, mean_gpu_util_percent, mean_or_none,
                            steady_epoch_seconds, steady_epochs, steady_samples_per_s, training_windows)
 
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """A run's ``summary`` block, typed. Every figure is None where it was not measured; a map's value is None for a
-    device whose figure was not measured, with the reason in the matching ``*_reasons``. Read from a stored record,
-    it keeps the keys it was written with (an older summary lacks the later figures, which read as None)."""
-
-    steady_epoch_seconds: float | None = None  # median of epochs 2..N
-    steady_samples_per_s: float | None = None
-    first_epoch_seconds: float | None = None  # includes tracing
-    total_seconds: float | None = None
-    epochs_done: int = 0
-    mean_cpu_percent: float | None = None  # whole machine
-    mean_process_cpu_percent: float | None = None  # the training process, 100 % a core
-    mean_gpu_util_percent: float | None = None  # NVML, the GPUs the run used
-    # which samples those means cover: "steady epochs" unless they held too few samples (shorter than the sampling
-    # interval), when a wider window that includes tracing or start-up stands in and reads low
-    cpu_util_window: str | None = None
-    gpu_util_window: str | None = None
-    steady_samples: int = 0
-    peak_process_rss_mib: float | None = None
-    diagnosis: Diagnosis | None = None  # None: written before diagnoses were kept
-    energy_j_per_epoch: dict[str, float | None] | None = None  # device -> median J a steady epoch; None: not kept
-    energy_j_per_1000_samples: dict[str, float | None] | None = None
-    energy_estimated: tuple[str, ...] = ()  # devices whose joules were integrated from power draw
-    energy_reasons: dict[str, str] = field(default_factory=dict)
-    sm_active_percent: float | None = None  # GPM, the GPUs the run trained on
-    tensor_active_percent: float | None = None
-    gpm_reasons: dict[str, str] = field(default_factory=dict)
-    throttle_reasons: tuple[str, ...] | None = None  # seen while training; () none; None unknown
-    achieved_gflops: float | None = None  # steady median
-    extra: dict[str, Any] = field(default_factory=dict)  # figures added by later versions, kept as they are
-    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
-
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "summary") -> RunSummary:
-        """A summary from a record file, checked: each figure of its declared kind and within its bounds."""
-        raw = json_object(data, path)
-        for key, bound in _SUMMARY_NUMBERS.items():
-            if raw.get(key) is not None:
-                check_number(raw[key], bound, f"{path}.{key}")
-        for key in _SUMMARY_COUNTS:
-            if key in raw and not (is_int(raw[key]) and raw[key] >= 0):
-                raise fail(f"{path}.{key}", f"must be a whole number, got {show_value(raw[key])}")
-        for key in _SUMMARY_TEXTS:
-            optional_text(raw, key, path)
-        for key in _SUMMARY_ENERGY:
-            energy_map(raw, key, path)
-        for key in _SUMMARY_REASONS:
-            text_map(raw, key, path)
-        for key in _SUMMARY_WORDS:
-            optional_words(raw, key, path)
-        if raw.get("diagnosis") is not None:
-            Diagnosis.from_dict(raw["diagnosis"], f"{path}.diagnosis")
-        return cls.of(raw)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> RunSummary:
-        """A summary this project wrote (a stored record), taken as it is (``from_dict`` is for files)."""
-        kept, throttled = data.get("diagnosis"), data.get("throttle_reasons")
-        per_epoch, per_1000 = data.get("energy_j_per_epoch"), data.get("energy_j_per_1000_samples")
-        return cls(steady_epoch_seconds=data.get("steady_epoch_seconds"),
-                   steady_samples_per_s=data.get("steady_samples_per_s"),
-                   first_epoch_seconds=data.get("first_epoch_seconds"), total_seconds=data.get("total_seconds"),
-                   epochs_done=data.get("epochs_done") or 0, mean_cpu_percent=data.get("mean_cpu_percent"),
-                   mean_process_cpu_percent=data.get("mean_process_cpu_percent"),
-                   mean_gpu_util_percent=data.get("mean_gpu_util_percent"),
-                   cpu_util_window=data.get("cpu_util_window"), gpu_util_window=data.get("gpu_util_window"),
-                   steady_samples=data.get("steady_samples") or 0,
-                   peak_process_rss_mib=data.get("peak_process_rss_mib"),
-                   diagnosis=Diagnosis.of(kept) if kept else None,
-                   energy_j_per_epoch=dict(per_epoch) if per_epoch is not None else None,
-                   energy_j_per_1000_samples=dict(per_1000) if per_1000 is not None else None,
-                   energy_estimated=tuple(data.get("energy_estimated") or ()),
-                   energy_reasons=dict(data.get("energy_reasons") or {}),
-                   sm_active_percent=data.get("sm_active_percent"),
-                   tensor_active_percent=data.get("tensor_active_percent"),
-                   gpm_reasons=dict(data.get("gpm_reasons") or {}),
-                   throttle_reasons=tuple(throttled) if throttled is not None else None,
-                   achieved_gflops=data.get("achieved_gflops"),
-                   extra=extra_keys(data, _SUMMARY_KEYS), keys=tuple(data))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The summary as a record holds it (JSON)."""
-        out: dict[str, Any] = {
-            **{k: getattr(self, k) for k in _SUMMARY_KEYS if k not in ("diagnosis", "energy_estimated",
-                                                                          "throttle_reasons")},
-            "diagnosis": self.diagnosis.to_dict() if self.diagnosis else None,
-            "energy_estimated": list(self.energy_estimated),
-            "throttle_reasons": list(self.throttle_reasons) if self.throttle_reasons is not None else None,
-            **self.extra,
-        }
-        return as_read(out, self.keys)
-
-
-# each number's bounds are those of the reading it is made of (bench.limits.BOUNDS)
-_SUMMARY_NUMBERS = {
-    "steady_epoch_seconds": "epoch_seconds", "steady_samples_per_s": "samples_per_s",
-    "first_epoch_seconds": "epoch_seconds", "total_seconds": "epoch_seconds", "mean_cpu_percent": "cpu_percent",
-    "mean_process_cpu_percent": "process_cpu_percent", "mean_gpu_util_percent": "util_percent",
-    "peak_process_rss_mib": "process_rss_mib", "sm_active_percent": "sm_active_percent",
-    "tensor_active_percent": "tensor_active_percent", "achieved_gflops": "achieved_gflops",
-}
-_SUMMARY_COUNTS = ("epochs_done", "steady_samples")
-_SUMMARY_TEXTS = ("cpu_util_window", "gpu_util_window")
-_SUMMARY_ENERGY = ("energy_j_per_epoch", "energy_j_per_1000_samples")
-_SUMMARY_REASONS = ("energy_reasons", "gpm_reasons")
-_SUMMARY_WORDS = ("energy_estimated", "throttle_reasons")
-_SUMMARY_KEYS = ("steady_epoch_seconds", "steady_samples_per_s", "first_epoch_seconds", "total_seconds",
-                 "epochs_done", "mean_cpu_percent", "mean_process_cpu_percent", "mean_gpu_util_percent",
-                 "cpu_util_window", "gpu_util_window", "steady_samples", "peak_process_rss_mib", "diagnosis",
-                 "energy_j_per_epoch", "energy_j_per_1000_samples", "energy_estimated", "energy_reasons",
-                 "sm_active_percent", "tensor_active_percent", "gpm_reasons", "throttle_reasons", "achieved_gflops")
 
 
 def summarize(epochs: Sequence[Epoch], samples: Sequence[Sample], *,

@@ -8,89 +8,19 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from bench.analysis import compare, metrics, run_summary
 from bench.analysis.run_summary import Run
-from bench.config import ConfigError, RunConfig
+from bench.config import ConfigError, Machine, RunConfig
+from bench.record_types import SweepRow as SweepRow, SweepSpeedup as SweepSpeedup  # the types this module fills
 from bench.target import Target, canonical, of_config, text_of_config
+from bench.target import on_gpu as on_gpu_rule
 from bench.training import models
 
 
-@dataclass(frozen=True)
-class SweepRow:
-    """One sweep point: a finished run's settings, speed, arithmetic against the measured peak, utilization and
-    verdict (:func:`sweep_row`), with its scaling over one device once :func:`with_scaling` has seen every point. A
-    dict only in a ``bench.sweep/1`` file and in a page's table (``to_dict``)."""
-
-    size: str | None
-    batch_size: int | None
-    target: str
-    run_id: int | None = None
-    status: str | None = None
-    steps_per_execution: int = 1  # 1 in records made before the setting
-    devices: int = 1
-    per_device_batch_size: int | None = None
-    params: int | None = None
-    flops_per_sample: float | None = None
-    steady_epoch_seconds: float | None = None
-    samples_per_s: float | None = None
-    achieved_gflops: float | None = None
-    peak_gflops: float | None = None
-    peak_fraction: float | None = None
-    peak_stale: bool = False
-    mean_gpu_util_percent: float | None = None
-    sm_active_percent: float | None = None
-    tensor_active_percent: float | None = None
-    mean_cpu_percent: float | None = None
-    mean_process_cpu_percent: float | None = None
-    # the samples the utilization means cover (metrics.WINDOW_NAMES); not "steady epochs" = read with care
-    sample_interval_s: float | None = None
-    utilization_window: str | None = None
-    diagnosis: str | None = None
-    diagnosis_kind: str | None = None
-    speedup_over_one_device: float | None = None
-    scaling_efficiency: float | None = None
-    scaling_diagnosis: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # keys of later versions, kept as they are
-    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> SweepRow:
-        """A row this project wrote (a sweep file, after ``records.Sweep.from_dict`` checked its numbers), typed
-        without further checks; written back by ``to_dict`` with the keys it had."""
-        known = {f.name for f in dataclasses.fields(cls)} - {"extra", "keys"}
-        values = {k: v for k, v in data.items() if k in known and v is not None}
-        values.setdefault("target", str(data.get("target")))
-        return cls(size=values.pop("size", None), batch_size=values.pop("batch_size", None),
-                   target=values.pop("target"), **values,
-                   extra={k: v for k, v in data.items() if k not in known}, keys=tuple(data))
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "keys")}
-        out.update(self.extra)
-        return out if self.keys is None else {k: out[k] for k in self.keys}
-
-    def point(self) -> tuple[Any, ...]:
-        """(size, batch size, steps per execution, device count): what one point of a sweep varies."""
-        return self.size, self.batch_size, self.steps_per_execution, self.devices
-
-
-@dataclass(frozen=True)
-class SweepSpeedup:
-    """The speed-up of one target over another at one sweep point (:func:`sweep_speedups`)."""
-
-    size: str | None
-    batch_size: int | None
-    steps_per_execution: int
-    devices: int
-    params: int | None
-    speedup: float
-
-
 def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Target | str],
-                  batch_sizes: Sequence[int] | None = None, hardware: Any | None = None, *,
+                  batch_sizes: Sequence[int] | None, hardware: Machine, *,
                   steps_per_execution: Sequence[int] | None = None,
                   devices: Sequence[int] | None = None) -> list[RunConfig]:
     """Every (size, batch size, steps per execution, device count, target) point as a validated config, in run order
@@ -286,13 +216,15 @@ def sweep_targets(rows: Sequence[SweepRow]) -> list[str]:
 
 
 def on_gpu(row: SweepRow) -> bool:
-    """Whether a sweep row's target is a GPU (or all of them); a row whose target is no target counts as CPU."""
+    """Whether a sweep row's target is a GPU (or all of them), by bench.target.on_gpu; a row whose target is no target
+    counts as CPU."""
     try:
-        return Target.parse(row.target).is_gpu
+        target: Target | None = Target.parse(row.target)
     except ValueError:
-        return False
+        target = None
+    return on_gpu_rule(target) is True
 
 
 def _on_gpu_record(record: Run) -> bool:
-    found = of_config(record.config)
-    return found is not None and found.is_gpu
+    """Whether a finished run trained on a GPU, by bench.target.on_gpu of its config and placement."""
+    return on_gpu_rule(of_config(record.config), record.info.get("placement")) is True

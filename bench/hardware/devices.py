@@ -101,6 +101,15 @@ class Hardware:
         """JSON-ready nested dict."""
         return asdict(self)
 
+    @property
+    def cores(self) -> int:
+        """The cores this process may run on (:func:`all_cores`): what a config's "all cores" is checked against."""
+        return all_cores()
+
+    def device_choices(self) -> list[str]:
+        """:func:`device_choices` of this machine (what ``bench.config.RunConfig.validate`` checks a device against)."""
+        return device_choices(self)
+
     def label(self) -> str:
         """Short description, e.g. ``"AMD EPYC (2 cores), no GPU"`` or ``"NVIDIA H100 80GB HBM3 x1"``."""
         if self.gpus and self.gpu_reason is None:

@@ -109,8 +109,8 @@ def mark_stale(device: str, achieved_gflops: float, *, cpu_threads: int | None =
 
 
 def describe(entry: Mapping[str, Any]) -> str:
-    """Where a peak came from, in words: 'best of 1024², 2048², 4096² × 3 repeats, measured 2025-06-01 14:02 while
-    other processes used 4 % of the CPU'."""
+    """Where a peak came from, in words: 'best of <sizes>² × <repeats> repeats, measured <date time> while other
+    processes used <share> of the CPU', so a reader can judge how far the figure holds."""
     sizes = entry.get("sizes") or ([entry["size"]] if entry.get("size") else [])
     what = f"best of {', '.join(f'{s}²' for s in sizes)}" if sizes else "matmul"
     if entry.get("repeats"):

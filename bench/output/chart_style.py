@@ -21,8 +21,8 @@ PALETTE = ("#1f4fd1", "#e4572e", "#17a398", "#f3a712", "#7b2cbf", "#5c6370", "#c
 AXIS_GREY = "#6b7280"
 TEMPLATE = "plotly_white"
 # Every new figure starts from this template instead of Plotly's own, which it would then replace: applying a
-# template is a deep copy and a validation of it (about 20 ms each on a 2-core machine; the live panel builds three
-# figures per chart refresh).
+# template is a deep copy and a validation of it, paid for every figure of every chart refresh
+# (docs/PERFORMANCE-METHOD.md, 'Many viewers of one run').
 pio.templates.default = TEMPLATE
 
 

@@ -28,7 +28,16 @@ GPU_DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
 MAX_POINTS = 1500  # per line drawn; longer histories are thinned evenly for drawing only
 MIB_PER_GIB = 1024.0
 UTIL_TICKS = [0, 20, 40, 60, 80, 100]
-UTIL_TOP = 142.0  # the % axis ends above 100 so the phase and epoch names have three rows of their own
+UTIL_TOP = 150.0  # the % axis ends above 100 so the phase and epoch names have three rows of their own
+# Where the phase and epoch names go: the phases' names in the top row, the epochs' in the two rows under it, so a
+# phase's name never sits on an epoch's. A row is a name's height and a gap (a name's box is about 1.4 times its font
+# size high): ui.present.style_figure scales the rows with the font.
+PHASE_ROWS = (0,)
+EPOCH_ROWS = (1, 2)
+LABEL_ROW_PX = round(style.LABEL_PX * 1.4 + 4)
+# A figure drawn as built (st.plotly_chart, exported reports) keeps the names that fit a plot this narrow (a phone
+# held upright: about 240 px of plot at 390 px), in its names' font: at any wider plot they stand further apart.
+LABEL_MIN_PLOT_PX = 240
 PHASE_NAMES = {"loading data": "data", "building model": "model"}  # worker phase -> name on the chart
 PHASE_FILLS = ("#e6ebf3", "#f3ece0")
 # GPM activity per GPU beside NVML utilization (None where the GPU has no GPM: no line then)
@@ -131,16 +140,21 @@ def phase_bands(phases: Sequence[Mapping[str, Any]] | None, epochs: Sequence[Epo
 
 
 def _marks(fig: go.Figure, s: Series, t_max: float, *, growing: bool = False) -> None:
-    """One run's start-up phases shaded and named, its epochs' ends dotted and each epoch named; names that would
-    overlap another are left out (chart_style.place_labels). ``growing`` (a live run's figure, sent to browsers as
-    increments): every name is kept, each in a row by its place in the list, so the marks and names of a longer run
-    only add to those before; the browser hides names that would overlap at the width it draws."""
+    """One run's start-up phases shaded and named, its epochs' ends dotted and its epochs named, the phases' names in
+    their row and the epochs' in theirs (PHASE_ROWS, EPOCH_ROWS).
+
+    As built (``growing`` False: a figure drawn as it is) only the names that fit a plot LABEL_MIN_PLOT_PX wide are
+    kept (chart_style.place_labels), so no two overlap at any wider one. ``growing`` (the live view's figure, sent to
+    browsers as increments, whose script hides a name that would touch another at the width it draws): every phase
+    and the epochs of :func:`named_epoch`, each in a row by its place, so a longer run's marks and names only add to
+    those before."""
     epochs = s.epochs
     bands = phase_bands(s.phases, epochs, t_max)
     shapes: list[dict[str, Any]] = [
         {"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1, "layer": "below",
          "fillcolor": PHASE_FILLS[k % len(PHASE_FILLS)], "line": {"width": 0}} for k, (_, x0, x1) in enumerate(bands)]
-    labels = [((x0 + x1) / 2, name) for name, x0, x1 in bands]
+    phase_names = [((x0 + x1) / 2, name) for name, x0, x1 in bands]
+    epoch_names = []
     start = bands[-1][2] if bands else None
     for e in epochs:
         end = e.t_end_s
@@ -150,20 +164,51 @@ def _marks(fig: go.Figure, s: Series, t_max: float, *, growing: bool = False) ->
                        "line": {"color": "#9aa3b2", "dash": "dot", "width": 1}})
         begin = e.t_start_s if e.t_start_s is not None else start
         name = f"epoch {e.epoch}" + (" (tracing)" if e.includes_tracing else "")
-        labels.append(((begin + end) / 2 if begin is not None else end, name))
+        epoch_names.append((e.epoch, (begin + end) / 2 if begin is not None else end, name))
         start = end
-    names = [{"x": x, "y": UTIL_TOP, "xref": "x", "yref": "y", "yanchor": "top", "yshift": -row * (style.LABEL_PX + 6),
+    if growing:
+        placed = [*_in_rows(phase_names, PHASE_ROWS),
+                  *_in_rows([(x, text) for epoch, x, text in epoch_names if named_epoch(epoch)], EPOCH_ROWS)]
+    else:
+        placed = [*_fitting(phase_names, PHASE_ROWS, t_max), *_fitting(_round_first(epoch_names), EPOCH_ROWS, t_max)]
+    names = [{"x": x, "y": UTIL_TOP, "xref": "x", "yref": "y", "yanchor": "top", "yshift": -row * LABEL_ROW_PX,
               "text": text, "showarrow": False, "font": {"size": style.LABEL_PX, "color": "#374151"}}
-             for x, text, row in (_stable_rows(labels) if growing else
-                                  style.place_labels(labels, (0.0, t_max), rows=3))]
+             for x, text, row in placed]
     # one layout update for all marks and names: add_vline or add_annotation each re-checks every mark before it
     # (about 8 ms a name with a 36-epoch run), and this figure is built again at every live refresh
     if shapes or names:
         fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *names])
 
 
-def _stable_rows(labels: Sequence[tuple[float, str]], rows: int = 3) -> list[tuple[float, str, int]]:
-    return [(x, text, i % rows) for i, (x, text) in enumerate(labels)]
+def named_epoch(epoch: int) -> bool:
+    """Whether a live chart carries ``epoch``'s name: every epoch to 9, then every 5th to 95, every 50th to 950, ...
+    (about 18 names a decade), so a 500-epoch run carries 36 names, not 500, and each epoch's answer never changes
+    as the run grows."""
+    if epoch < 10:
+        return True
+    step = 10 ** (len(str(epoch)) - 1) // 2
+    return epoch % step == 0
+
+
+def _in_rows(labels: Sequence[tuple[float, str]], rows: Sequence[int]) -> list[tuple[float, str, int]]:
+    return [(x, text, rows[i % len(rows)]) for i, (x, text) in enumerate(labels)]
+
+
+def _round_first(names: Sequence[tuple[int, float, str]]) -> list[tuple[float, str]]:
+    """The epochs' names for place_labels, the first epoch's and then round ones first (every 10th of 40, every 50th
+    of 200: about as many as fit LABEL_MIN_PLOT_PX), the rest after them, for the space left."""
+    if not names:
+        return []
+    last = max(epoch for epoch, _, _ in names)
+    width_px = len(f"epoch {last}") * style.CHAR_PX * style.LABEL_PX + 8
+    step = max(1, int(style.nice_step(last, max(1, int(len(EPOCH_ROWS) * LABEL_MIN_PLOT_PX / width_px)))))
+    first = [(x, text) for epoch, x, text in names if epoch == 1 or epoch % step == 0]
+    return first + [(x, text) for epoch, x, text in names if not (epoch == 1 or epoch % step == 0)]
+
+
+def _fitting(labels: Sequence[tuple[float, str]], rows: Sequence[int], t_max: float) -> list[tuple[float, str, int]]:
+    placed = style.place_labels(labels, (0.0, t_max), rows=len(rows), width_px=LABEL_MIN_PLOT_PX)
+    return [(x, text, rows[row]) for x, text, row in placed]
 
 
 def utilization_figure(series: Sequence[Series], *, title: str = "Utilization while training",
@@ -171,7 +216,8 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
     """The whole machine's CPU % and each GPU's NVML utilization % (with SM and tensor-core activity where NVML GPM
     reports them) over time; with ``show_process``, the training process's CPU in cores (right axis) and, in a
     second row, its memory beside the machine's. One run: its start-up phases shaded and named, its epochs named
-    (``growing``: every name kept, for a live run's increments; see _marks)."""
+    (``growing``: the names for a browser that thins them to the width it draws, a live run's increments; see
+    _marks)."""
     many = len(series) > 1
     runs = [(s, thin(s.samples)) for s in series]
     # drawn from the first sample that carries the reading, even while its value is still None (psutil's first

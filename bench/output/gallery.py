@@ -16,6 +16,7 @@ from bench import records
 from bench.analysis import machines as M
 from bench.errors import RecordError
 from bench.output import charts
+from bench.output import ranking as ranking_chart
 from bench.output.report import MAX_RECORD_BYTES
 
 SHIPPED_DIR = Path(__file__).resolve().parents[2] / "docs" / "results"
@@ -96,18 +97,29 @@ def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def _num(value: float | None, fmt: str, why: str = M.NOT_MEASURED) -> str:
-    return _e(format(value, fmt)) if value is not None else f"<span class='na'>— ({_e(why)})</span>"
+def _num(value: float | None, fmt: str, marks: str = "") -> str:
+    """A figure's cell: the number with its notes' marks, or "—" (its reason is said once under the table)."""
+    if value is None:
+        return f"<span class='na'>{ranking_chart.MISSING}</span>"
+    return _e(format(value, fmt)) + (f" <sup>{_e(marks)}</sup>" if marks else "")
 
 
-def _row_cells(row: M.Row) -> str:
-    beside = f"<br><small>{_e(row.energy_beside)}</small>" if row.energy_beside else ""
+def _row_cells(row: M.Row, notes: ranking_chart.TableNotes) -> str:
     return (f"<td>{_e(row.machine_name)}</td><td>{_e(row.target)}</td><td class='how-{_e(row.how.replace(' ', '-'))}'>"
             f"{_e(row.how_text)}<br><small>{_e(row.note)}</small></td>"
             f"<td>{_num(row.seconds_per_1k, '.4g')}</td><td>{_num(row.samples_per_s, ',.0f')}</td>"
-            f"<td>{_num(row.energy_j_per_1k, '.3g', row.energy_why)}{beside}</td>"
-            f"<td>{_num(row.cost_per_1k, '.3g', row.cost_why)}</td><td>{_num(row.speedup, '.2f', row.speedup_why)}</td>"
-            f"<td>{_e('; '.join(row.flags))}</td>")
+            f"<td>{_num(row.energy_j_per_1k, '.3g', notes.energy_mark(row))}</td>"
+            f"<td>{_num(row.cost_per_1k, '.3g')}</td><td>{_num(row.speedup, '.2f')}</td>"
+            f"<td>{_e(notes.caveats(row))}</td>")
+
+
+def _table(rows: Sequence[M.Row]) -> str:
+    """A table of rows, then once each: why figures are missing (and where) and the notes its marks point at."""
+    notes = ranking_chart.table_notes(rows)
+    lines = [f"<b>{_e(m.figure)}</b>{_e(m.text.removeprefix(m.figure))}" for m in notes.missing]
+    lines += [f"{_e(mark)} {_e(text)}" for mark, text in notes.notes]
+    said = f"<p class='note'>{'<br>'.join(lines)}</p>" if lines else ""
+    return f"<table>{_HEAD}" + "".join(f"<tr>{_row_cells(r, notes)}</tr>" for r in rows) + "</table>" + said
 
 
 _HEAD = ("<tr><th>machine</th><th>target</th><th>how</th><th>s per 1,000 samples</th><th>samples/s</th>"
@@ -140,21 +152,21 @@ def to_html(machines: Sequence[M.Machine], ranking: M.Ranking, workload_tables: 
                      f"{_e(fp.get('framework_version'))}, Python {_e(fp.get('python'))}</td><td>{_e(m.suite)}</td>"
                      f"<td class='note'>{_e(m.bundle.notes)}</td></tr>")
     parts.append("</table>")
-    parts.append(f"<h2>For {_e(point)} at batch {ranking.batch_size}: by time</h2><table>{_HEAD}")
-    parts += [f"<tr>{_row_cells(r)}</tr>" for r in ranking.by_time]
-    parts.append("</table>")
-    parts.append(f"<h2>By cost</h2><table>{_HEAD}")
-    parts += [f"<tr>{_row_cells(r)}</tr>" for r in ranking.by_cost]
-    parts.append("</table>" if ranking.by_cost else "</table><p class='note'>No machine has an hourly price.</p>")
+    parts.append(f"<h2>For {_e(point)} at batch {ranking.batch_size}</h2>")
+    if ranking.by_time:  # plotly.js inlined once, as the comparison export does: the page fetches nothing
+        figure = ranking_chart.ranking_figure(ranking, baseline=baseline)
+        parts.append("<div class='fig'>" + figure.to_html(full_html=False, include_plotlyjs=True,
+                                                          config={"displaylogo": False}) + "</div>")
+    parts.append("<h3>By time</h3>" + _table(ranking.by_time))
+    parts.append("<h3>By cost</h3>" + (_table(ranking.by_cost) if ranking.by_cost
+                                       else "<p class='note'>No machine has an hourly price.</p>"))
     if ranking.unranked:
         parts.append("<h3>No figure</h3><ul>")
         parts += [f"<li>{_e(r.machine_name)} · {_e(r.target)}: {_e(r.note)}</li>" for r in ranking.unranked]
         parts.append("</ul>")
     parts.append("<h2>Every workload</h2>")
     for workload, rows in workload_tables.items():
-        parts.append(f"<h3>{_e(workload)}</h3><table>{_HEAD}")
-        parts += [f"<tr>{_row_cells(r)}</tr>" for r in rows]
-        parts.append("</table>")
+        parts.append(f"<h3>{_e(workload)}</h3>" + _table(rows))
     parts.append("<p class='note'>Times are steady-state (the first epoch, with tracing, left out), per 1,000 training "
                  "samples. A figure read between sizes is interpolated between the two nearest measured sizes of "
                  "the same family, batch size and target; nothing is extrapolated past the measured range. "

@@ -12,6 +12,7 @@ against this machine's hardware.
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
 import html
 import io
@@ -24,11 +25,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import records
+from bench import records, safe_text
 from bench.output import charts
 from bench.analysis import compare, metrics, run_summary
 from bench.config import ConfigError, RunConfig
-from bench.readings import Epoch, Sample
+from bench.readings import Epoch, Sample, is_int, is_number
 from bench.records import ACTIVE as ACTIVE_STATUSES
 from bench.records import EXPORT_HINT, RecordError, RunRecord
 
@@ -45,14 +46,6 @@ GPU_FIELDS = ("name", "util_percent", "mem_util_percent", "mem_used_mib", "mem_t
 
 
 # -- small helpers ----------------------------------------------------------------------------------------------------
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _e(value: Any) -> str:
     """HTML-escape anything shown in a report (every user-provided string goes through here)."""
     return html.escape("" if value is None else str(value), quote=True)
@@ -111,20 +104,27 @@ def to_json(record: Importable) -> str:
     return records.json_text(record.to_dict())
 
 
-# a cell a spreadsheet would read as a formula (OWASP "CSV injection"): text that starts with one of these
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
 def _safe_cell(value: Any) -> Any:
-    """Text that a spreadsheet would run as a formula, prefixed with a quote (shown as text); numbers unchanged."""
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-        return "'" + value
-    return value
+    """A cell no spreadsheet runs as a formula (bench.safe_text.spreadsheet_cell: the one rule)."""
+    return safe_text.spreadsheet_cell(value)
 
 
-def spreadsheet_safe(frame: Any) -> Any:
-    """A copy of ``frame`` whose text cells and column names no spreadsheet runs as formulas (every CSV the project
-    writes goes through here: records may come from anywhere)."""
+@dataclasses.dataclass(frozen=True)
+class SpreadsheetTable:
+    """A table ready for a spreadsheet: no text cell or column name is a formula, and its CSV (RFC 4180: lines end
+    in CRLF, so a cell holding a quote, comma, CR or LF is quoted) splits no cell into rows. Only its ``to_csv``
+    writes it."""
+
+    frame: Any  # a pandas DataFrame whose cells went through _safe_cell
+
+    def to_csv(self, *, index: bool = False) -> str:
+        return str(self.frame.to_csv(index=index, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL))
+
+
+def spreadsheet_safe(frame: Any) -> SpreadsheetTable:
+    """``frame`` as a :class:`SpreadsheetTable`: its text cells and column names no spreadsheet runs as formulas, its
+    CSV quoted where a cell holds a line break (every CSV the project writes goes through here: records may come
+    from anywhere)."""
     from pandas.api.types import is_numeric_dtype
 
     safe = frame.copy()
@@ -132,7 +132,7 @@ def spreadsheet_safe(frame: Any) -> Any:
         if not is_numeric_dtype(safe[column]):  # text, mixed, or pandas' own string dtype
             safe[column] = safe[column].map(_safe_cell)
     safe.columns = [_safe_cell(str(c)) for c in safe.columns]
-    return safe
+    return SpreadsheetTable(safe)
 
 
 def write_file(path: str | os.PathLike[str], content: str | bytes) -> Path:
@@ -195,7 +195,7 @@ def _samples_frame(typed: Sequence[Sample]) -> Any:
     for s in samples:
         extras.extend(k for k in s if k not in SAMPLE_COLUMNS and k not in nested and k not in extras)
     cores = max((len(s.get("cpu_per_core") or []) for s in samples), default=0)
-    gpu_indices = sorted({g.get("index") for s in samples for g in (s.get("gpus") or []) if _is_int(g.get("index"))})
+    gpu_indices = sorted({g.get("index") for s in samples for g in (s.get("gpus") or []) if is_int(g.get("index"))})
     gpu_fields = list(GPU_FIELDS)
     for s in samples:
         for g in s.get("gpus") or []:
@@ -247,7 +247,7 @@ def to_csv_zip(record: Importable) -> bytes:
 
 
 def _fmt_number(value: Any, fmt: str, unit: str = "") -> str:
-    if not _is_number(value) or not math.isfinite(value):
+    if not is_number(value) or not math.isfinite(value):
         return "—"
     return f"{format(value, fmt)}{unit}"
 
@@ -277,7 +277,7 @@ def _run_section(record: RunRecord, name: str) -> str:
         ("framework", str(info.get("framework") or "—")),
         ("model", str(info.get("model_description") or "—")),
         ("dataset", str(info.get("dataset_description") or "—")),
-        ("parameters", _fmt_number(info.get("params"), ",d") if _is_int(info.get("params")) else "—"),
+        ("parameters", _fmt_number(info.get("params"), ",d") if is_int(info.get("params")) else "—"),
         ("steady epoch (median, epochs 2..N)", metrics.format_seconds(summary.steady_epoch_seconds)),
         ("first epoch (includes tracing)", metrics.format_seconds(summary.first_epoch_seconds)),
         ("all epochs", metrics.format_seconds(summary.total_seconds)),
@@ -432,7 +432,7 @@ def _partial_copy(store: Any, run: records.RunRecord) -> int | None:
     """The id of this run's own copy in ``store`` when the store holds one (the same id, creation time and config:
     a run whose store failed mid-way, and whose whole record the CLI kept in a file), else None."""
     run_id = run.id
-    if not isinstance(run_id, int) or not _is_int(run_id) or run_id < 1 or not _is_number(run.created_at):
+    if not isinstance(run_id, int) or not is_int(run_id) or run_id < 1 or not is_number(run.created_at):
         return None
     stored = store.get_run(run_id, with_samples=False)
     if stored is None or stored.created_at != run.created_at or stored.config != run.config:

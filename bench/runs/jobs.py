@@ -1,31 +1,34 @@
-"""The run queue: runs (and matmul peak probes) executed one at a time, with thread-safe live snapshots.
+"""The run queue: runs (and the peak probes between them) executed one at a time, with thread-safe live snapshots.
 
 A JobManager owns a FIFO and one dispatcher thread. Each run is handed to a Supervisor (bench/runs/supervisor.py), which
 spawns its worker, samples it and folds its events into the run's state; writes to the store go through a RunWriter
 (bench/runs/run_writer.py), which survives a failing store; with ``prestart=True`` (the dashboard's default) a SparePool
-(bench/runs/prestart.py) keeps a worker with the framework loaded for the next run. A peak probe is queued like a run, so
-it never overlaps a measured epoch. Pages and the CLI act only through this class and read immutable RunSnapshot copies.
+(bench/runs/prestart.py) keeps a worker with the framework loaded for the next run. Beside the runs it holds the two
+owners that share its queue: ``peaks``, the peak-probe queue (bench/runs/peaks.py: a probe waits its turn like a run, so
+it never overlaps a measured epoch), and ``groups``, the registry of comparison and sweep groups (bench/runs/groups.py).
+Pages and the CLI act only through these and read immutable RunSnapshot copies.
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping
-import concurrent.futures
 import logging
 import multiprocessing as mp
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from bench import records, settings
+from bench.errors import RunActiveError
 from bench.config import RunConfig
+from bench.hardware import devices
+from bench.runs.groups import GroupRegistry
+from bench.runs.peaks import PeakQueue
 from bench.runs.prestart import PRESTART_DELAY_S, SparePool
 from bench.records import Status
-from bench.runs.run_state import TERMINAL, GroupPeak, RunGroup, RunSnapshot, RunState, finish, snapshot_of
+from bench.runs.run_state import TERMINAL, RunSnapshot, RunState, finish, snapshot_of
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
 from bench.runs.supervisor import SamplerFactory, Supervisor, default_sampler
@@ -35,28 +38,12 @@ __all__ = ["JobManager", "RunActiveError", "RunSnapshot", "TERMINAL", "default_s
            "PRESTART_DELAY_S"]
 log = logging.getLogger(__name__)
 STORED_REFRESH_S = 2.0  # a run of another process, shown from the store, is re-read at most this often
-PEAK_WAIT_S = 600.0  # a peak probe waits at most this long for another process's run to end
-
-
-class RunActiveError(ValueError):
-    """A run cannot be deleted (or changed) while it is active; the message says what to do."""
-
-
-@dataclass
-class _PeakJob:
-    """A matmul peak probe waiting in the queue (see bench.hardware.probe.cached_peak)."""
-
-    device: str
-    cpu_threads: int | None
-    refresh: bool
-    future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
-    group_id: int | None = None
-    target: str | None = None
 
 
 class JobManager:
-    """Queue of runs and probes, executed one at a time by a dispatcher thread.
+    """Queue of runs (and tasks between them: peak probes), executed one at a time by a dispatcher thread.
 
+    ``peaks`` (a PeakQueue) queues peak probes here; ``groups`` (a GroupRegistry) queues comparisons and sweeps.
     ``store`` None keeps runs in memory only; ``store_error`` then says why (the StoreError of opening it: what went
     wrong and what to do), for pages that tell the user.
     """
@@ -87,19 +74,20 @@ class JobManager:
         # order of the ids, and a group's runs follow one another, when several sessions press Start at once.
         self._submit_lock = threading.RLock()
         self._runs: dict[int, RunState] = {}
-        self._queue: collections.deque[int | _PeakJob] = collections.deque()
-        self._probing: list[_PeakJob] = []
+        self._queue: collections.deque[int | Callable[[], None]] = collections.deque()  # run ids, tasks between runs
         self._stop_events: dict[int, Any] = {}
         self._next_memory_id = -1
         self._shutdown = False
         self._dispatcher: threading.Thread | None = None
         self._ctx = mp.get_context("spawn")
         self.interrupted_at_start: list[int] = []
-        self._groups: list[RunGroup] = []
         self._stored_view: tuple[float, RunSnapshot | None] | None = None  # (read at, latest stored run)
         self._stored_version: tuple[int, str, int, int] | None = None
         self.writer = RunWriter(store, self._lock)
         self.pool = SparePool(self._ctx, self._log_path)
+        self.peaks = PeakQueue(store, enqueue=self._enqueue_task, own_runs=self._runs,
+                               stopping=lambda: self._shutdown, state_lock=self._lock)
+        self.groups = GroupRegistry(submit=self.submit, peaks=self.peaks, order_lock=self._submit_lock)
         if self.prestart:  # the server's first run, too, should not wait for the framework import
             self.pool.prestart_later(PRESTART_DELAY_S)
         if store is not None:
@@ -113,14 +101,12 @@ class JobManager:
     @property
     def hardware(self) -> dict[str, Any]:
         if self._hardware is None:
-            from bench.hardware import devices
-
             self._hardware = devices.discover().to_dict()
         return self._hardware
 
     def submit(self, config: RunConfig) -> int:
         """Queue a validated run; returns its id. Raises ConfigError for bad input."""
-        config.validate()
+        config.validate(devices.discover())
         state = RunState(id=0, config=config, created_at=time.time(), hardware=self.hardware)
         with self._submit_lock:
             self.writer.create(state)
@@ -134,46 +120,6 @@ class JobManager:
                 self._ensure_dispatcher()
                 self._wake.notify_all()
         return state.id
-
-    def submit_group(self, kind: str, configs: list[RunConfig], *, targets: list[str] | tuple[str, ...],
-                     prices: Mapping[str, float] | None = None, peaks: dict[str, RunConfig] | None = None) -> int:
-        """Queue several runs as one comparison or sweep (all validated before any is queued); returns the group id.
-
-        ``targets`` are the group's targets as the user named them; ``prices`` their hourly prices, where entered.
-        ``peaks`` maps a target to a config on it: its matmul peak is probed first, in the queue, and lands in the
-        group's ``peaks[target]`` (a GroupPeak: the figure, or the reason the probe failed).
-        """
-        for config in configs:
-            config.validate()
-        with self._submit_lock:
-            with self._lock:
-                group = RunGroup(id=len(self._groups) + 1, kind=kind, targets=tuple(targets), created_at=time.time(),
-                                 prices=dict(prices) if prices is not None else None,
-                                 peaks={target: GroupPeak() for target in peaks or {}})
-                self._groups.append(group)
-            for target, config in (peaks or {}).items():
-                self._queue_peak(_PeakJob(config.device, config.cpu_threads, False, group_id=group.id, target=target))
-            run_ids = tuple(self.submit(config) for config in configs)
-        self._replace_group(group.id, lambda g: replace(g, run_ids=run_ids))
-        return group.id
-
-    def queue_peak(self, device: str, *, cpu_threads: int | None = None,
-                   refresh: bool = False) -> concurrent.futures.Future:
-        """Probe a device's matmul peak in the queue, after the runs before it and never during one. The future
-        gives ``probe.cached_peak``'s result, or raises its error."""
-        return self._queue_peak(_PeakJob(device, cpu_threads, refresh)).future
-
-    def latest_group(self, kind: str) -> RunGroup | None:
-        """The most recent group of this kind (shared by every browser session), or None."""
-        with self._lock:
-            return next((group for group in reversed(self._groups) if group.kind == kind), None)
-
-    def _replace_group(self, group_id: int, change: Callable[[RunGroup], RunGroup]) -> None:
-        with self._lock:
-            for i, group in enumerate(self._groups):
-                if group.id == group_id:
-                    self._groups[i] = change(group)
-                    return
 
     def stop(self, run_id: int) -> bool:
         """Ask a run to stop: a queued run is dropped, a running one stops within a batch (killed after the grace)."""
@@ -200,13 +146,15 @@ class JobManager:
             if state is not None and state.status not in TERMINAL:
                 raise RunActiveError(f"Run #{run_id} is still {state.status}: stop it first, then delete it.")
         if self.store is not None:
-            stored = self.store.get_run(run_id, with_samples=False)
+            # a run moved to another row (RunState.store_id) leaves the run now under its id alone
+            row = state.store_id if state is not None and state.store_id is not None else run_id
+            stored = self.store.get_run(row, with_samples=False)
             if stored is not None and stored.status in records.ACTIVE and state is None:
-                owner = self.store.owner_of(run_id)
+                owner = self.store.owner_of(row)
                 where = f"{owner.pid} on {owner.host}" if owner is not None else "no owner recorded"
                 raise RunActiveError(f"Run #{run_id} is {stored.status} in another process ({where}): "
                                      "stop it there first.")
-            self.store.delete_run(run_id)
+            self.store.delete_run(row)
         with self._lock:
             self._runs.pop(run_id, None)
             self._stop_events.pop(run_id, None)
@@ -307,10 +255,7 @@ class JobManager:
             self._wake.notify_all()
         if self._dispatcher is not None:
             self._dispatcher.join(timeout_s)
-        with self._lock:
-            probes = [q for q in self._queue if isinstance(q, _PeakJob)]
-        for job in probes:
-            job.future.cancel()
+        self.peaks.cancel()
         self.writer.close(self._all_states(), timeout_s)
         self.pool.close()
 
@@ -328,12 +273,12 @@ class JobManager:
         position = queued.index(state.id) if state.id in queued else None
         return snapshot_of(state, queue_position=position, store_attached=self.store is not None)
 
-    def _queue_peak(self, job: _PeakJob) -> _PeakJob:
+    def _enqueue_task(self, task: Callable[[], None]) -> None:
+        """Queue a task between runs (a peak probe): the dispatcher calls it in its turn."""
         with self._lock:
-            self._queue.append(job)
+            self._queue.append(task)
             self._ensure_dispatcher()
             self._wake.notify_all()
-        return job
 
     def _ensure_dispatcher(self) -> None:
         if self._dispatcher is None or not self._dispatcher.is_alive():
@@ -348,14 +293,8 @@ class JobManager:
                 if self._shutdown:
                     return
                 item = self._queue.popleft()
-            if isinstance(item, _PeakJob):
-                with self._lock:
-                    self._probing.append(item)
-                try:
-                    self._run_peak(item)
-                finally:
-                    with self._lock:
-                        self._probing.remove(item)
+            if not isinstance(item, int):
+                item()
                 continue
             with self._lock:
                 state = self._runs[item]
@@ -373,83 +312,17 @@ class JobManager:
                         finish(state, Status.FAILED)
                 self.writer.persist_end(state)
             try:
-                self._check_peak(state)
+                self._recheck_peak(state)
             except Exception:  # noqa: BLE001 - a peak check must never stop the queue
                 log.exception("checking run %s against its peak failed", item)
             self._prestart_after(state.config)
 
-    def _run_peak(self, job: _PeakJob) -> None:
-        from bench.hardware import probe
-
-        if not job.future.set_running_or_notify_cancel():
-            return
-        self._wait_for_other_processes()
-        try:
-            result = probe.cached_peak(job.device, cpu_threads=job.cpu_threads, refresh=job.refresh)
-        except Exception as exc:  # noqa: BLE001 - a failed probe is reported, the queue goes on
-            job.future.set_exception(exc)
-            self._peak_into_group(job, None, str(exc))
-            return
-        job.future.set_result(result)
-        self._peak_into_group(job, result.get("peak_gflops"), None, result)
-
-    def _peak_into_group(self, job: _PeakJob, peak: float | None, error: str | None,
-                         entry: dict[str, Any] | None = None) -> None:
-        if job.group_id is not None and job.target is not None:
-            target = job.target
-            self._replace_group(job.group_id, lambda g: g.with_peak(target, peak, entry, error))
-
-    def _wait_for_other_processes(self) -> None:
-        """A probe measures an idle device: wait (up to PEAK_WAIT_S) while another process's run is active."""
-        if self.store is None:
-            return
-        deadline = time.monotonic() + PEAK_WAIT_S
-        while time.monotonic() < deadline and not self._shutdown:
-            try:
-                self.store.mark_orphans_interrupted()
-                busy = [r.id for r in self.store.list_runs()
-                        if r.status in records.ACTIVE and r.id not in self._runs]
-            except StoreError:
-                return
-            if not busy:
-                return
-            time.sleep(1.0)
-
-    def _check_peak(self, state: RunState) -> None:
-        """A finished run that achieved more than its target's cached peak flags that peak stale and queues a new
-        probe behind the queued runs; a group holding the run shows the figure flagged until the probe lands."""
-        from bench.analysis import compare, run_summary
-        from bench.hardware import peak_cache
-
-        target = state.config.target()
-        if state.status != Status.FINISHED or target.kind == "gpus":
-            return
-        with self._lock:
-            epochs, info = tuple(state.epochs), dict(state.info)
-        achieved = compare.achieved_of(run_summary.summarize(epochs, (), info=info, config=state.config), info)
-        try:
-            flagged = achieved is not None and peak_cache.mark_stale(
-                state.config.device, achieved, cpu_threads=state.config.cpu_threads,
-                backend=state.config.backend, run_id=state.id)
-        except (ValueError, OSError) as exc:
-            log.warning("could not check run %s against its peak: %s", state.id, exc)
-            return
-        if not flagged:
-            return
-        with self._lock:
-            group = next((g for g in reversed(self._groups) if state.id in g.run_ids), None)
-        if group is not None:
-            self._replace_group(group.id, lambda g: g.with_stale_peak(str(target)))
-        job = _PeakJob(state.config.device, state.config.cpu_threads, True,
-                       group_id=group.id if group else None, target=str(target))
-        self._queue_peak(job)
-        log.info("run %s achieved %.1f GFLOP/s, more than the measured peak of %s: probing it again", state.id,
-                 achieved, target)
-
-    def pending_peaks(self) -> list[concurrent.futures.Future]:
-        """The futures of the peak probes still queued or running (e.g. re-probes after a run beat a peak)."""
-        with self._lock:
-            return [q.future for q in [*self._queue, *self._probing] if isinstance(q, _PeakJob)]
+    def _recheck_peak(self, state: RunState) -> None:
+        """A finished run that beat its target's measured peak queues a new probe (PeakQueue.recheck); the group
+        holding the run shows the figure flagged until the probe lands."""
+        future = self.peaks.recheck(state)
+        if future is not None:
+            self.groups.reprobing(state.id, str(state.config.target()), future)
 
     def _prestart_after(self, config: RunConfig) -> None:
         """Keep a worker for the next run ready, like the one that just ended, when nothing else is queued."""

@@ -12,7 +12,7 @@ from typing import Any
 from bench import records
 from bench.readings import Epoch, Sample
 from bench.analysis import metrics, run_summary
-from bench.analysis.run_summary import RunSummary
+from bench.record_types import RunSummary
 from bench.config import RunConfig
 from bench.records import Status
 
@@ -111,18 +111,37 @@ class RunSnapshot:
         end = self.ended_at if self.ended_at is not None else (now or time.time())
         return end - self.started_at
 
+    # -- progress: the one home of its arithmetic (the live header, the sidebar and the ETA read it) ---------------
+    def epoch_fraction(self) -> float:
+        """How much of the epoch under way its finished batches make: 0 between epochs, before the first batch, or
+        when the worker has not said how many batches an epoch has."""
+        batches = self.progress.get("batches") or 0
+        if not batches or self.progress.get("epoch") != len(self.epochs) + 1:
+            return 0.0
+        return min(1.0, (self.progress.get("batch") or 0) / batches)
+
+    def current_epoch(self) -> int | None:
+        """The epoch under way as "epoch N of total" counts it (never past the total); None before the first batch
+        (or for a run read from the store, which has no progress)."""
+        epoch = self.progress.get("epoch")
+        return min(epoch, self.config.epochs) if isinstance(epoch, int) else None
+
+    def fraction_done(self) -> float:
+        """How much of the run is done, 0..1: the epochs done and the share of the one under way; 1 once finished; an
+        ended run that did not finish stays where it stopped."""
+        if self.status == Status.FINISHED:
+            return 1.0
+        in_epoch = self.epoch_fraction() if self.active else 0.0
+        return min(1.0, (len(self.epochs) + in_epoch) / max(self.config.epochs, 1))
+
     def eta_s(self) -> float | None:
         """Seconds left, from the steady epoch time (or the first epoch) and the batch progress."""
-        epochs_total = self.config.epochs
         per_epoch = metrics.steady_epoch_seconds(self.epochs) or (
             self.epochs[-1].epoch_seconds if self.epochs else None
         )
         if per_epoch is None or not self.active:
             return None
-        done = len(self.epochs)
-        batches = self.progress.get("batches") or 0
-        in_epoch = (self.progress.get("batch", 0) / batches) if batches and self.progress.get("epoch") == done + 1 else 0
-        return max(0.0, (epochs_total - done - in_epoch) * per_epoch)
+        return max(0.0, (self.config.epochs - len(self.epochs) - self.epoch_fraction()) * per_epoch)
 
     @classmethod
     def from_stored(cls, run: records.RunRecord, *, owner: str | None = None) -> RunSnapshot:
@@ -171,6 +190,11 @@ class RunState:
     unsaved_samples: list[tuple[int, Sample]] = field(default_factory=list)
     samples_in_flight: int = 0  # taken out of unsaved_samples by a write that has not returned yet
     next_sample_seq: int = 0
+    # each of ``samples``' number in the run, thinned with it (Supervisor._on_sample): a run whose row the store lost
+    # writes every sample it still holds again, each under its number
+    sample_seqs: list[int] = field(default_factory=list)
+    rewrite_whole: bool = False  # the store lost the run's row: the next re-write writes every sample held in memory
+    store_id: int | None = None  # the run's row when it is not ``id`` (its row came to hold another run: RunWriter)
 
 
 

@@ -5,6 +5,12 @@ later writes wait (nothing is dropped: the run keeps every epoch, and the sample
 told once, and a keeper thread retries every few seconds by rewriting the whole run (its row, every epoch, the unsaved
 samples). When that succeeds, the store holds everything measured and writes go on as before. The same thread renews
 the heartbeat of this process's active runs (see store.Owner).
+
+Every write names the run by its store.RunKey (its row's id and its creation stamp), so the store tells a row it lost
+(the file deleted, or replaced by one without the run: the row is made again and every sample the run still holds is
+written again, under its number) from a row that now holds another run (an older copy of the file put back: that run is
+left alone, and this one gets a new row, ``RunState.store_id``, and goes on there; its id in memory, which the pages
+show, stays as it was, and ``store_error`` says where it went).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from bench.analysis import run_summary
 from bench.analysis.run_summary import RunSummary
 from bench.readings import Epoch, Sample
 from bench.runs.run_state import TERMINAL, RunState
-from bench.store import Store, StoreError
+from bench.store import RunKey, RunReplaced, Store, StoreError
 
 log = logging.getLogger("bench.runs.jobs")
 SAMPLE_FLUSH_S = 2.0
@@ -50,7 +56,7 @@ class RunWriter:
                                  f"(or use --json) to keep it.")
             return
         state.stored = True
-        self.write(state, self.store.update_run, state.id, hardware=state.hardware)
+        self.update(state, hardware=state.hardware)
 
     # -- writes -----------------------------------------------------------------------------------------------------
     def write(self, state: RunState, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -68,18 +74,21 @@ class RunWriter:
 
     def update(self, state: RunState, **fields: Any) -> None:
         if self.store is not None:
-            self.write(state, self.store.update_run, state.id, **fields)
+            self.write(state, self.store.update_run, _key(state), **fields)
 
     def add_epoch(self, state: RunState, epoch: Epoch) -> None:
         if self.store is not None:
-            self.write(state, self.store.add_epoch, state.id, epoch.to_dict())
+            self.write(state, self.store.add_epoch, _key(state), epoch.to_dict())
 
-    def keep_sample(self, state: RunState, sample: Sample) -> None:
-        """Hold a sample, numbered in its run, for the next flush (call under the lock)."""
+    def keep_sample(self, state: RunState, sample: Sample) -> int:
+        """Number a sample in its run and hold it for the next flush (call under the lock). Returns its number, which
+        the run keeps beside the sample (RunState.sample_seqs) for a re-write of the whole run."""
+        seq = state.next_sample_seq
+        state.next_sample_seq += 1
         if self.store is not None and state.stored:
-            state.unsaved_samples.append((state.next_sample_seq, sample))
-            state.next_sample_seq += 1
+            state.unsaved_samples.append((seq, sample))
             _trim(state)
+        return seq
 
     def flush_samples(self, state: RunState) -> None:
         """Write the samples the store has not got; while it fails they wait for resync()."""
@@ -89,8 +98,9 @@ class RunWriter:
             if state.dirty or not state.unsaved_samples:
                 return
             batch = _take_samples(state)
+            key = _key(state)
         try:
-            _write_samples(self.store, state.id, batch)
+            _write_samples(self.store, key, batch)
         except StoreError as exc:
             with self._lock:
                 _return_samples(state, batch)
@@ -123,7 +133,9 @@ class RunWriter:
 
     # -- recovery ---------------------------------------------------------------------------------------------------
     def resync(self, state: RunState) -> bool:
-        """Rewrite a run whose writes failed: its row, every epoch and the samples the store has not got.
+        """Rewrite a run whose writes failed: its row, every epoch and the samples the store has not got; every
+        sample held in memory too when the store lost the row (made again) or the row came to hold another run (the
+        run moves to a new row, see _move).
         Returns True when the store now holds everything measured so far."""
         if self.store is None or not state.stored:
             return False
@@ -138,12 +150,22 @@ class RunWriter:
                     fields["summary"] = _summary(state)
                 epochs = list(state.epochs)
                 samples = _take_samples(state)
+                held = list(zip(state.sample_seqs, state.samples))
+                key = _key(state)
             try:
-                self.store.ensure_run(state.id, state.config.to_dict(), created_at=state.created_at,
-                                      label=state.config.label())
-                self.store.update_run(state.id, **fields)
-                self.store.add_epochs(state.id, [e.to_dict() for e in epochs])
-                _write_samples(self.store, state.id, samples)
+                try:
+                    made = self.store.ensure_run(key, state.config.to_dict(), created_at=state.created_at,
+                                                 label=state.config.label())
+                except RunReplaced as exc:
+                    key, made = self._move(state, exc), True
+                if made:
+                    with self._lock:
+                        state.rewrite_whole = True  # until a re-write has written it all, even if this one fails
+                with self._lock:
+                    whole = state.rewrite_whole
+                self.store.update_run(key, **fields)
+                self.store.add_epochs(key, [e.to_dict() for e in epochs])
+                _write_samples(self.store, key, _union(samples, held) if whole else samples)
             except StoreError as exc:
                 with self._lock:
                     _return_samples(state, samples)
@@ -151,11 +173,25 @@ class RunWriter:
                 return False
             with self._lock:
                 state.samples_in_flight -= len(samples)
+                if whole:
+                    state.rewrite_whole = False
                 if state.dirty and state.dirty_mark == mark:
                     state.dirty = False
-                    state.store_error = None
+                    state.store_error = moved_note(state)
                     log.info("run %s: the store answers again; everything measured so far is written", state.id)
                 return not state.dirty
+
+    def _move(self, state: RunState, exc: RunReplaced) -> RunKey:
+        """Give a run whose row came to hold another run (``exc``) a new row, and write there from now on; the other
+        run's row is left as it is. Returns the new row's key."""
+        assert self.store is not None  # a run is moved only by resync, with a store
+        new_id = self.store.create_run(state.config.to_dict(), status=state.status, label=state.config.label(),
+                                       created_at=state.created_at)
+        with self._lock:
+            state.store_id = new_id
+            note = moved_note(state)
+        log.warning("run %s: %s (%s)", state.id, note, exc)
+        return _key(state)
 
     def start_keeper(self, runs: Callable[[], Iterable[RunState]]) -> None:
         """Every few seconds: renew the heartbeat of the active runs of ``runs()``, and retry the dirty ones (only
@@ -186,7 +222,7 @@ class RunWriter:
         while not self._keeper_stop.wait(interval):
             current = list(runs())
             with self._lock:
-                ids = [s.id for s in current if s.stored and s.status not in TERMINAL]
+                ids = [_key(s) for s in current if s.stored and s.status not in TERMINAL]
             try:
                 assert self.store is not None  # the keeper starts only with a store
                 self.store.heartbeat(ids)
@@ -200,6 +236,24 @@ class RunWriter:
                 except Exception:  # noqa: BLE001
                     log.exception("store retry failed for run %s", state.id)
 
+
+
+def moved_note(state: RunState) -> str | None:
+    """What the user is told of a run written under another row than its id (see RunWriter._move); None if not."""
+    if state.store_id is None or state.store_id == state.id:
+        return None
+    return (f"Run #{state.id}'s row in the store now belongs to another run (a restored or replaced store file): "
+            f"this run goes on as run #{state.store_id} in the store.")
+
+
+def _key(state: RunState) -> RunKey:
+    """The run's row as its writes name it: its id there and its creation stamp (see store.RunKey)."""
+    return RunKey(state.store_id if state.store_id is not None else state.id, state.created_at)
+
+
+def _union(unsaved: list[tuple[int, Sample]], held: list[tuple[int, Sample]]) -> list[tuple[int, Sample]]:
+    """The samples the store has not got and those held in memory, once each, in order of their numbers."""
+    return sorted({seq: sample for seq, sample in [*held, *unsaved]}.items(), key=lambda pair: pair[0])
 
 
 def _take_samples(state: RunState) -> list[tuple[int, Sample]]:

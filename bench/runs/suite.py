@@ -95,7 +95,7 @@ def suite_targets(hw: devices.Hardware) -> list[Target]:
     return found
 
 
-def suite_configs(variant: str, targets: Sequence[Target], hw: Any | None = None) -> list[RunConfig]:
+def suite_configs(variant: str, targets: Sequence[Target], hw: devices.Hardware) -> list[RunConfig]:
     """Every (workload, target) of the suite as a validated config, workload-major (a workload's targets run back
     to back, so noise hits every side of a speed-up alike).
 

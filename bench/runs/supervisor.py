@@ -110,14 +110,17 @@ class Supervisor:
         return _Worker(process=process, events=events, sampler=sampler, t0_wall=time.time())
 
     def _on_sample(self, sample: Sample) -> None:
-        """Keep one sample in memory (older halves thinned 2:1 past MAX_LIVE_SAMPLES) and for the store."""
+        """Keep one sample in memory with its number in the run (older halves thinned 2:1 past MAX_LIVE_SAMPLES) and
+        for the store."""
         state = self.state
         with self._lock:
+            seq = self.writer.keep_sample(state, sample)
             state.samples.append(sample)
+            state.sample_seqs.append(seq)
             if len(state.samples) > MAX_LIVE_SAMPLES:
                 half = len(state.samples) // 2
                 state.samples[:half] = state.samples[:half:2]
-            self.writer.keep_sample(state, sample)
+                state.sample_seqs[:half] = state.sample_seqs[:half:2]
 
     def _loop(self, worker: _Worker, outcome: _Outcome) -> None:
         """Fold the worker's events into the run until it ends: by its own last event, by exiting, by a Stop past

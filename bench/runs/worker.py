@@ -18,11 +18,13 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from bench.hardware import devices
 from bench.runs import events
 from bench.training.parallel import (
     EVEN_SPLIT_BACKENDS,
     Cluster,
     Parallel,
+    gpus_taken,
     logical_cpus,
     parallel_of,
     requested_devices,
@@ -46,14 +48,12 @@ def prepare_environment(config: dict[str, Any]) -> dict[str, str]:
             kept = [f for f in os.environ.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f]
             changes["XLA_FLAGS"] = " ".join([*kept, f"--xla_force_host_platform_device_count={parallel}"])
     else:  # gpu:N or gpus: name GPUs by UUID so CUDA's numbering cannot pick a different card than NVML's
-        from bench.hardware import devices
-
         hw = devices.discover()
         changes["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         if device == "gpus":  # every GPU, or the first N of them (config "devices")
             gpus = [d for d in devices.device_choices(hw) if d != "cpu"]
             changes["CUDA_VISIBLE_DEVICES"] = ",".join(
-                devices.cuda_visible_devices_for(d, hw) for d in (gpus[:parallel] if config.get("devices") else gpus))
+                devices.cuda_visible_devices_for(d, hw) for d in gpus_taken(gpus, config))
         else:
             changes["CUDA_VISIBLE_DEVICES"] = devices.cuda_visible_devices_for(device, hw)
         # Allocate GPU memory as the model needs it: JAX would take 75 % and TensorFlow all of it at start, so NVML's
@@ -175,10 +175,10 @@ def _make_callback(queue: Any, stop_event: Any, n_train: int, batch_size: int, e
 
         ``async_safe``: under JAX and torch Keras then runs ``on_train_batch_end`` in a thread pool. A callback
         without it makes Keras convert every step's loss to a Python float on the training thread, which waits for
-        each step to finish before the next is dispatched: a GPU sat idle between steps (measured on an H100: 2 ms a
-        step for every MLP size, GPU busy 3-27 %). So what must happen in step order (Stop, progress) is in
-        ``on_train_batch_begin``, which Keras always calls on the training thread, and ``on_train_batch_end`` only
-        stops the clock after the last batch; ``on_epoch_end`` runs after Keras has waited for those calls.
+        each step to finish before the next is dispatched, so a GPU idles between steps (docs/GPU.md, 'A finding
+        these runs led to'). So what must happen in step order (Stop, progress) is in ``on_train_batch_begin``,
+        which Keras always calls on the training thread, and ``on_train_batch_end`` only stops the clock after the
+        last batch; ``on_epoch_end`` runs after Keras has waited for those calls.
 
         With ``steps_per_execution`` N, Keras calls the batch hooks once per execution of N steps: ``batch`` is the
         execution's first step in ``on_train_batch_begin`` (0, N, 2N, ...: the batches done so far, so progress and
@@ -260,10 +260,10 @@ def _tf_datasets(x_train: Any, y_train: Any, x_test: Any, y_test: Any, batch_siz
     """Training and validation tf.data pipelines with tf.data's autotuning switched off.
 
     Given NumPy arrays, Keras builds an autotuned tf.data pipeline; on small CPU machines its tuning pauses the
-    training loop for 0.2-1.5 s at a time with no core busy (measured on a 2-core VM: epochs of MLP-l 4.0-5.1 s at a
-    mean 155 % process CPU with autotuning, 3.5-4.1 s at 179 % without), which would make steady epochs noisy and
-    CPU numbers unfairly slow. A fixed prefetch of two batches keeps the device fed without the tuner. Same
-    shuffle-every-epoch semantics as fit(shuffle=True), seeded, and the same partial last batch.
+    training loop with no core busy, which makes steady epochs noisy and CPU numbers unfairly slow
+    (docs/MEASUREMENTS.md, 'A finding: tf.data's autotuner stalls small CPUs'). A fixed prefetch of two batches keeps
+    the device fed without the tuner. Same shuffle-every-epoch semantics as fit(shuffle=True), seeded, and the same
+    partial last batch.
     """
     import tensorflow as tf
 
@@ -424,7 +424,7 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bo
         precision=cfg.precision,
         jit_compile=cfg.jit_compile,
         steps_per_execution=int(getattr(model, "steps_per_execution", cfg.steps_per_execution) or 1),
-        threads=cfg.threads() if cfg.device == "cpu" else None,
+        threads=cfg.threads(devices.all_cores()) if cfg.device == "cpu" else None,
         input_pipeline=INPUT_PIPELINES.get(cfg.backend, "NumPy arrays"),
         worker_start="pre-started (framework loaded before Start)" if prestarted else "cold (spawned at Start)",
     )

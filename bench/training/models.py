@@ -239,9 +239,10 @@ MODELS: tuple[str, ...] = (*FAMILIES, *PRESETS)
 class ModelPlan:
     """A pure description of one concrete model for one input shape; `build()` turns it into a Keras model.
 
-    `params` is the trainable + non-trainable parameter count, exactly what Keras `count_params()` reports.
-    `flops_per_sample` is TRAINING FLOPs per sample: 2 FLOPs per multiply-add of Dense/Conv2D kernels, 1 per bias add,
-    1 per element read by pooling, and backward = 2x forward, so training = 3x forward (see the module docstring).
+    Pure data, so the dashboard shows a model's size and cost without importing Keras. `params` is the trainable +
+    non-trainable parameter count, exactly what Keras `count_params()` reports. `flops_per_sample` is TRAINING FLOPs
+    per sample (forward + backward) by the module docstring's FLOP convention: the figure a run's achieved GFLOP/s is
+    computed from.
     """
 
     name: str  # e.g. "mlp-s" or "seed-cifar10-mlp"

@@ -7,13 +7,23 @@ only, after its environment is set; the frameworks are imported inside the funct
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
-def requested_devices(config: dict[str, Any]) -> int:
+def requested_devices(config: Mapping[str, Any]) -> int:
     """The devices a run asked to train data-parallel on (config "devices"); 1 when it named none."""
     value = config.get("devices")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
+
+
+def gpus_taken(gpus: Sequence[T], config: Mapping[str, Any]) -> list[T]:
+    """The GPUs a 'gpus' run trains on, of those listed in order: the first N when it names devices N, every one when
+    it names none. The one rule of what 'gpus' means, applied when the worker narrows CUDA_VISIBLE_DEVICES and again
+    when Keras's DataParallel picks its devices under JAX."""
+    return list(gpus[:requested_devices(config)]) if config.get("devices") else list(gpus)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +70,7 @@ def _keras_data_parallel(cfg: Any, count: int) -> Parallel:
     import keras
 
     visible = jax.devices()
-    chosen = visible if cfg.device == "gpus" and not cfg.devices else visible[:count]
+    chosen = gpus_taken(visible, cfg.to_dict()) if cfg.device == "gpus" else visible[:count]
     distribution = keras.distribution.DataParallel(devices=chosen)
     return Parallel("keras.distribution.DataParallel", distribution, [str(d) for d in chosen])
 

@@ -28,6 +28,7 @@ from bench import cli
 from bench.training import datasets
 from bench.training.datasets.registry import DOWNLOAD_SOCKET_TIMEOUT_S
 from bench.output import report
+from bench.hardware import devices
 from bench.config import ConfigError, RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,14 +87,14 @@ WRONG_TYPES = [
 def test_wrong_types_from_a_dict_are_refused_with_what_is_allowed(changes, message):
     config = RunConfig.from_dict({**RunConfig().to_dict(), **changes})
     with pytest.raises(ConfigError, match=message):  # a ConfigError, never a TypeError from deep inside
-        config.validate()
+        config.validate(devices.discover())
 
 
 def test_every_wrong_type_is_listed_at_once():
     config = RunConfig.from_dict({**RunConfig().to_dict(), "epochs": "5", "batch_size": None, "seed": 1.5,
                                   "jit_compile": "no"})
     with pytest.raises(ConfigError) as caught:
-        config.validate()
+        config.validate(devices.discover())
     assert len(caught.value.errors) == 4, caught.value.errors
 
 
@@ -359,7 +360,8 @@ def test_npz_labels_far_beyond_the_sample_count_are_refused(tmp_path, labels):
     path = tmp_path / "mine.npz"
     path.write_bytes(npz_bytes(y_train=labels))
     with pytest.raises((datasets.DatasetError, ConfigError), match=r"(?i)label|class"):
-        RunConfig(dataset="npz", npz_path=str(path), batch_size=8, limit_samples=None, size="xs").validate()
+        RunConfig(dataset="npz", npz_path=str(path), batch_size=8, limit_samples=None,
+                  size="xs").validate(devices.discover())
 
 
 def test_cli_refuses_a_forged_npz_header_with_exit_2_before_allocating(tmp_path):
@@ -406,6 +408,7 @@ NO_NETWORK = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_download_with_no_network_fails_fast_naming_the_cache_file_and_the_synthetic_set(tmp_path):
     offline = tmp_path / "offline"
     offline.mkdir()

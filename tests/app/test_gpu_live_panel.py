@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.hardware import devices
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,6 +25,7 @@ def _live(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           env=env, capture_output=True, text=True, timeout=240)
 
 
+@pytest.mark.slow
 def test_a_real_cpu_run_watched_on_the_train_page_gives_the_record_the_kit_reads(tmp_path: Path) -> None:
     done = _live(tmp_path, "--device", "cpu", "--epochs", "2", "--limit", "4096")
     assert done.returncode == 0, done.stderr[-2000:]

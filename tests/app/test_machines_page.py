@@ -40,6 +40,26 @@ def test_the_shipped_machines_and_a_figure_read_between_sizes() -> None:
     assert at.get("download_button")
 
 
+def test_the_ranking_is_drawn_and_each_reason_is_said_once_under_its_table() -> None:
+    at = app()
+    at.query_params.update({"mach_base": f"{CPU}|cpu", "mach_model": "mlp", "mach_size": "s", "mach_batch": "2048"})
+    at.run()
+    assert not at.exception, at.exception
+    chart = at.get("plotly_chart")
+    assert len(chart) == 1
+    figure = json.loads(chart[0].proto.spec)
+    assert "Which machine for mlp s at batch 2048?" in figure["layout"]["title"]["text"]
+    rows = _ranking_rows(at)
+    cpu = next(r for r in rows if r["target"] == "cpu" and "AMD" in r["machine"])
+    h100 = next(r for r in rows if r["target"] == "gpu:0")
+    assert cpu["energy J per 1,000"] == "—" and cpu["unequal to the baseline"] == ""
+    assert h100["unequal to the baseline"] == "¹ ² ³"  # backend, suite and XLA: marks, their words once below
+    assert not any("RAPL" in str(v) or "baseline tensorflow" in str(v) for r in rows for v in r.values())
+    notes = next(c.value for c in at.caption if "RAPL not readable" in c.value)
+    assert notes.count("RAPL not readable") == 1 and "cpu, cpu/1" in notes  # one reason, the targets it holds for
+    assert "¹ backend jax" in notes and "² suite" in notes
+
+
 def test_a_size_past_the_measured_range_has_no_figure() -> None:
     at = app().run()
     at.selectbox(key="mach_model").set_value("mlp").run()

@@ -125,6 +125,7 @@ def test_start_on_a_ready_spare_waits_for_the_first_batch_before_redrawing(monke
     assert waits == ([(41, live.FIRST_BATCH_WAIT_S)] if spare == "ready" else [])
 
 
+@pytest.mark.slow  # every page in a fresh interpreter: seconds each
 def test_pages_do_not_import_tensorflow():
     code = (
         "import sys; from streamlit.testing.v1 import AppTest\n"
@@ -141,6 +142,7 @@ def test_pages_do_not_import_tensorflow():
     assert "clean" in out.stdout
 
 
+@pytest.mark.slow
 def test_system_page_measures_and_lists_the_matmul_peak(monkeypatch):
     import functools
 
@@ -167,8 +169,8 @@ def test_a_finished_comparison_shows_its_headline_and_export_buttons(monkeypatch
     manager = get_manager()
     base = RunConfig(epochs=2, limit_samples=512, batch_size=128, size="xs")
     configs = compare.target_configs(base, ["cpu/1", "cpu"], get_hardware())
-    manager.submit_group("compare", configs, targets=["cpu/1", "cpu"])
-    group = manager.latest_group("compare")
+    manager.groups.submit("compare", configs, targets=["cpu/1", "cpu"])
+    group = manager.groups.latest("compare")
     for run_id in group.run_ids:
         assert manager.wait(run_id, timeout_s=120).status == "finished"
 
@@ -263,8 +265,8 @@ def test_compare_figures_are_built_once_for_every_viewer(monkeypatch):
         manager = common.get_manager()
         manager._worker_target = fake_workers.quick
         base = RunConfig(size="xs", epochs=3, limit_samples=512, sample_interval_s=0.2)
-        gid = manager.submit_group("compare", [base.replace(cpu_threads=1), base], targets=["cpu/1", "cpu"])
-        for run_id in manager.latest_group("compare").run_ids:
+        gid = manager.groups.submit("compare", [base.replace(cpu_threads=1), base], targets=["cpu/1", "cpu"])
+        for run_id in manager.groups.latest("compare").run_ids:
             assert manager.wait(run_id, timeout_s=60).status == "finished"
         built = []
         real = charts.epoch_time_figure
@@ -273,7 +275,7 @@ def test_compare_figures_are_built_once_for_every_viewer(monkeypatch):
         for at in viewers:
             assert not at.exception, at.exception
             assert any("faster than" in s.value or "as fast" in s.value for s in at.success), "the headline shows"
-        assert manager.latest_group("compare").id == gid
+        assert manager.groups.latest("compare").id == gid
         assert len(built) == 1, f"the comparison's epoch figure was built {len(built)} times for two viewers"
     finally:
         st.cache_resource.clear()

@@ -8,15 +8,16 @@ import pytest
 
 from bench.config import RunConfig
 from bench.runs.jobs import JobManager
+from tests.fixtures import NO_GPU
 
-HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
+pytestmark = pytest.mark.slow  # every test here trains a real model
 
 
 @pytest.mark.parametrize(("backend", "jit"), [("jax", True), ("torch", False), ("tensorflow", True)])
 def test_run_under_each_backend(backend, jit):
     if importlib.util.find_spec(backend) is None:
         pytest.skip(f"{backend} is not installed (requirements-dev.txt installs it)")
-    manager = JobManager(None, hardware=HW)
+    manager = JobManager(None, hardware=NO_GPU.to_dict())
     config = RunConfig(model="mlp", size="xs", epochs=2, batch_size=64, limit_samples=1024, backend=backend,
                        jit_compile=jit, sample_interval_s=0.2)
     snap = manager.wait(manager.submit(config), timeout_s=240)

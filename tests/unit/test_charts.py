@@ -199,11 +199,18 @@ def test_start_up_phases_are_shaded_and_named_and_epochs_named():
     fig = charts.utilization_figure([series("r", timed, process_samples(30, 2), PHASES)])
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
     assert [(r.x0, r.x1) for r in rects] == [(0.2, 4.0), (4.0, 5.0), (5.0, 6.0), (6.0, 6.8)]
-    names = [a.text for a in fig.layout.annotations]
+    # as built, the names that fit the narrowest plot; the live view's figure (its script thins them) carries all
+    live = charts.utilization_figure([series("r", timed, process_samples(30, 2), PHASES)], growing=True)
+    names = [a.text for a in live.layout.annotations]
     for phase in ("framework", "data", "model", "first step"):
         assert phase in names, names
     assert "epoch 1 (tracing)" in names and "epoch 2" in names and "training" not in names
     assert names[:4] == ["framework", "data", "model", "first step"], "the phases' names come first"
+    for figure in (fig, live):  # a phase's name and an epoch's are never in the same row
+        rows = {a.text: -a.yshift // charts.LABEL_ROW_PX for a in figure.layout.annotations}
+        assert {r for t, r in rows.items() if not t.startswith("epoch")} <= set(charts.PHASE_ROWS), rows
+        assert {r for t, r in rows.items() if t.startswith("epoch")} <= set(charts.EPOCH_ROWS), rows
+    assert {"framework", "epoch 1 (tracing)"} <= {a.text for a in fig.layout.annotations}
 
 
 def test_phase_bands_end_at_the_first_epoch_without_a_training_mark():

@@ -62,6 +62,7 @@ def test_devices_text(main):
     assert "CPU" in out.stdout and "cpu" in out.stdout
 
 
+@pytest.mark.slow
 def test_run_writes_the_json_record_and_lists_it(tmp_path):
     path = tmp_path / "out" / "run.json"
     out = bench("run", "--dataset", "synthetic-mnist", "--model", "mlp", "--size", "xs", "--epochs", "2",
@@ -143,6 +144,7 @@ TINY = ["--dataset", "synthetic-mnist", "--model", "mlp", "--epochs", "2", "--ba
         "--limit-samples", "1024", "--sample-interval", "0.2"]
 
 
+@pytest.mark.slow
 def test_compare_writes_runs_and_the_comparison(main, tmp_path):
     path = tmp_path / "cmp.json"
     out = bench("compare", "--targets", "cpu/1,cpu", "--size", "xs", *TINY, "--price", "cpu=0.40,cpu/1=0.10",
@@ -219,6 +221,7 @@ def test_sweep_over_device_counts_gives_scaling_rows(main, tmp_path, monkeypatch
         assert two["per_device_batch_size"] * 2 == two["batch_size"]
 
 
+@pytest.mark.slow
 def test_sweep_rows(tmp_path):
     path = tmp_path / "sweep.json"
     out = bench("sweep", "--sizes", "xs,s", "--targets", "cpu", *TINY, "--json", str(path), timeout=400)

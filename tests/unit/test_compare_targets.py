@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from bench.analysis import compare, sweeps
+from bench.hardware import devices
 from bench.config import ConfigError, RunConfig
 from bench.records import RunRecord
 from bench.target import Target
@@ -38,7 +39,7 @@ def test_parse_targets_gives_targets_parsed_once():
 
 def test_target_configs_change_device_and_threads_only():
     base = RunConfig(epochs=2, size="xs", limit_samples=256)
-    configs = compare.target_configs(base, compare.parse_targets("cpu/1,cpu"))
+    configs = compare.target_configs(base, compare.parse_targets("cpu/1,cpu"), devices.discover())
     assert [c.target() for c in configs] == [Target.parse("cpu/1"), Target.parse("cpu")]
     assert {c.replace(cpu_threads=None) for c in configs} == {base}
 

@@ -201,6 +201,7 @@ def keras_module() -> Any:
     return keras
 
 
+@pytest.mark.slow
 def test_synthetic_mnist_is_learnable_by_a_small_mlp(keras_module: Any) -> None:
     keras = keras_module
     ds = d.load("synthetic-mnist", seed=1, limit_samples=3000)
@@ -220,6 +221,7 @@ def test_synthetic_mnist_is_learnable_by_a_small_mlp(keras_module: Any) -> None:
     assert history.history["val_accuracy"][-1] > 0.5  # chance is 0.1
 
 
+@pytest.mark.slow
 def test_synthetic_imdb_is_learnable_by_embedding_average(keras_module: Any) -> None:
     keras = keras_module
     ds = d.load("synthetic-imdb", seed=1, limit_samples=3000)
@@ -780,6 +782,7 @@ def test_npz_bad_contents(tmp_path: Path, overrides: dict[str, Any], message: st
 # Parity with keras' own loaders (keras reads our tiny files through a patched get_file)
 
 
+@pytest.mark.slow
 def test_cached_parsers_match_keras_load_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("keras", reason="parity with keras.datasets needs keras")
     try:

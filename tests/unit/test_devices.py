@@ -233,6 +233,7 @@ def test_framework_has_cuda_reads_build_files(tmp_path: Path, monkeypatch: pytes
 
 
 # --------------------------------------------------------------------------------------------------- probing
+@pytest.mark.slow
 def test_probe_framework_tensorflow_sees_a_cpu() -> None:
     if not HAS_TENSORFLOW:
         pytest.skip("tensorflow is not installed here")

@@ -28,6 +28,7 @@ def _fresh_nvml() -> Iterator[None]:
     nvml.reset()
 
 
+@pytest.mark.slow
 def test_doctor_on_this_machine_without_a_gpu_says_what_is_missing_and_exits_1() -> None:
     """The real command, as a user runs it: the framework is asked in a child process."""
     done = subprocess.run([sys.executable, "-m", "bench", "doctor", "--json"], cwd=ROOT, capture_output=True,

@@ -12,13 +12,11 @@ from collections import Counter
 from typing import Any
 
 from bench.readings import Epoch, Sample
-from bench.config import RunConfig
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
+from tests.fixtures import TINY
 
-TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
-                 sample_interval_s=0.2)
 RUNS = 4
 SAMPLES_PER_RUN = 150
 EPOCHS_PER_RUN = 6

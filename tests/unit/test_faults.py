@@ -17,17 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import RunConfig
 from bench.runs.jobs import JobManager
 from bench.hardware.monitor import nvml
 from bench.store import Store, StoreError
+from tests.fixtures import NO_GPU, TINY
 from tests.polling import wait_for
 from tests.unit import fake_nvml, fake_workers
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
-                 sample_interval_s=0.2)
-HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
 
 
 @pytest.fixture
@@ -36,7 +33,7 @@ def store(isolated_store) -> Store:
 
 
 def manager_with(target, store: Store | None, **kwargs) -> JobManager:
-    return JobManager(store, hardware=HW, worker_target=target, **kwargs)
+    return JobManager(store, hardware=NO_GPU.to_dict(), worker_target=target, **kwargs)
 
 
 def pid_alive(pid: int) -> bool:
@@ -172,15 +169,13 @@ def test_nvml_call_not_supported_mid_run_gives_none_for_that_reading_only(store,
 # -- the server restarted mid-run ---------------------------------------------------------------------------------------
 SERVER_SCRIPT = textwrap.dedent("""
     import sys, time
-    from bench.config import RunConfig
     from bench.runs.jobs import JobManager
     from bench.store import Store
+    from tests.fixtures import NO_GPU, TINY
     from tests.unit import fake_workers
 
-    jm = JobManager(Store(sys.argv[1]), hardware={"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"},
-                    worker_target=fake_workers.real_worker_slow)
-    jm.submit(RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=300, batch_size=64,
-                        limit_samples=512, sample_interval_s=0.2))
+    jm = JobManager(Store(sys.argv[1]), hardware=NO_GPU.to_dict(), worker_target=fake_workers.real_worker_slow)
+    jm.submit(TINY.replace(epochs=300))
     print("submitted", flush=True)
     time.sleep(600)
 """)
@@ -210,7 +205,7 @@ def test_server_killed_mid_run_then_restarted_marks_it_interrupted_and_keeps_epo
             raw_status = con.execute("SELECT status FROM runs WHERE id = ?", (run.id,)).fetchone()[0]
         assert raw_status == "running", "nobody was left to record the end"
 
-        restarted = JobManager(Store(path), hardware=HW, worker_target=fake_workers.quick)
+        restarted = JobManager(Store(path), hardware=NO_GPU.to_dict(), worker_target=fake_workers.quick)
         assert restarted.interrupted_at_start == [run.id]
         after = Store(path).get_run(run.id)
         assert after.status == "interrupted"

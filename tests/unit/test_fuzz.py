@@ -211,8 +211,8 @@ def monkeypatch_session() -> Any:
     patch.setattr(cli, "execute_run", stop)
     patch.setattr(cli, "_run_many", stop)
     patch.setattr(cli, "_write_json", stop)
-    from bench.runs.jobs import JobManager
+    from bench.runs.peaks import PeakQueue
 
-    patch.setattr(JobManager, "queue_peak", stop)
+    patch.setattr(PeakQueue, "queue", stop)
     yield patch
     patch.undo()

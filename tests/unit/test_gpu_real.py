@@ -14,6 +14,8 @@ from bench.hardware import devices
 from bench.config import RunConfig
 from bench.runs.jobs import JobManager
 
+pytestmark = pytest.mark.slow  # every test here trains a real model
+
 
 @pytest.fixture(scope="module")
 def gpu_hardware() -> devices.Hardware:

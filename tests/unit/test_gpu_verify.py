@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import gpu_verify  # noqa: E402  (a script of the checkout)
 
 
+@pytest.mark.slow  # the kit loads the framework to find there is no GPU
 def test_without_a_gpu_every_step_is_skipped_and_the_kit_exits_0(tmp_path: Path) -> None:
     if nvml.available()[0]:
         pytest.skip("this machine has an NVIDIA driver: the kit would measure, not skip")

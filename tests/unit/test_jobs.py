@@ -14,13 +14,12 @@ from bench import records
 from bench.config import RunConfig
 from bench.runs.jobs import JobManager
 from bench.store import Store
+from tests.fixtures import NO_GPU, TINY
 from tests.polling import wait_for
 from tests.unit import fake_workers
 from tests.unit.test_record_keys import undeclared
 
-TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
-                 sample_interval_s=0.2)
-HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
+HW = NO_GPU.to_dict()
 
 
 @pytest.fixture
@@ -193,6 +192,7 @@ def test_without_store_runs_live_in_memory():
     assert jm.wait(run_id, timeout_s=30).status == "finished"
 
 
+@pytest.mark.slow
 def test_real_training_run_on_cpu(store):
     """The real worker: TensorFlow (or the configured backend) trains a tiny MLP in a spawned process."""
     jm = JobManager(store, hardware=HW)
@@ -210,6 +210,7 @@ def test_real_training_run_on_cpu(store):
     assert undeclared(records.RunRecord.from_dict(json.loads(json.dumps(snap.record().to_dict())))) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("backend", "engine"), [("tensorflow", "tf.distribute.MirroredStrategy"),
                                                   ("jax", "keras.distribution.DataParallel")])
 def test_data_parallel_on_two_logical_cpus(store, backend, engine):
@@ -229,6 +230,7 @@ def test_data_parallel_on_two_logical_cpus(store, backend, engine):
     assert jm.snapshot(run_id).config.devices == 2
 
 
+@pytest.mark.slow
 def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):
     """After a run, a spare worker loads the framework; the next run with the same environment goes to it (same
     process, no spawn), Stop reaches it, and a run for another environment discards it and starts cold."""

@@ -3,11 +3,13 @@ words, progress text and tiles, built by the same functions."""
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 from bench.analysis.run_summary import RunSummary
 from bench.config import RunConfig
 from bench.readings import epochs_of, samples_of
+from bench.runs.run_state import RunSnapshot
 from ui import live
 
 
@@ -24,6 +26,8 @@ def snap(**over):
     base["epochs"], base["samples"] = epochs_of(base["epochs"]), samples_of(base["samples"])
     s = SimpleNamespace(**base)
     s.eta_s = lambda: 7.0
+    for name in ("epoch_fraction", "current_epoch", "fraction_done"):  # the progress arithmetic: RunSnapshot's own
+        setattr(s, name, functools.partial(getattr(RunSnapshot, name), s))
     s.energy = lambda: s.summary  # the energy keys of the summary (RunSnapshot.energy)
     return s
 

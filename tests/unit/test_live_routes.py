@@ -65,9 +65,9 @@ def test_the_stream_sends_a_snapshot_first(client, monkeypatch):
     (["class.example.org"], "evil.example", False), (["*.example.org"], "room1.example.org", True),
     (["*.example.org"], "example.org.evil", False), (["localhost"], "[::1]:8501", False)])
 def test_the_streams_host_rule_is_streamlits(monkeypatch, allowed, host, ok):
-    from streamlit import config
+    import streamlit as st
 
-    monkeypatch.setattr(config, "get_option", lambda name: allowed if name == "server.allowedHosts" else None)
+    monkeypatch.setattr(st, "get_option", lambda name: allowed if name == "server.allowedHosts" else None)
     assert live_routes.host_allowed(host) is ok
 
 

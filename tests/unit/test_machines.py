@@ -206,7 +206,27 @@ def test_a_rows_words_are_the_same_on_the_page_and_in_the_report() -> None:
         "read between sizes", "no RAPL counter readable", None, "no price entered")
     assert (integrated.how_text, integrated.energy_beside, integrated.cost_why) == (
         "measured", "integrated from power", M.NOT_MEASURED)
-    cells = gallery._row_cells(missing) + gallery._row_cells(integrated)
+    table = gallery._table([missing, integrated])
     for words in ("read between sizes", "no RAPL counter readable", "no price entered", "integrated from power",
                   missing.speedup_why):
-        assert words in cells, words
+        assert table.count(words) == 1, words  # said once, under the table, not in a cell
+
+
+def test_the_html_report_draws_the_ranking_and_says_each_reason_once_per_table() -> None:
+    """The report holds the ranking chart (plotly.js inlined: nothing fetched) above its tables, and a missing
+    figure is a "—" in its cell with its reason said once under each table, never in every cell."""
+    from bench.output import gallery
+
+    machines, problems = gallery.shipped_machines()
+    assert not problems and len(machines) >= 2
+    base = (machines[0].key, "cpu")
+    ranked = M.ranking(machines, "mlp", "s", 2048, prices={}, baseline=base)
+    workloads = {w: M.workload_rows(machines, w, prices={}, baseline=base) for w in M.workloads_of(machines)}
+    page = gallery.to_html(machines, ranked, workloads, baseline=base)
+    assert "Plotly.newPlot" in page and "<script src" not in page
+    assert page.index("Plotly.newPlot") < page.index("<h3>By time</h3>")
+    rapl = "RAPL not readable here"
+    tables_with_rapl = sum(any(r.energy_note and rapl in r.energy_note and r.energy_j_per_1k is None for r in rows)
+                           for rows in (ranked.by_time, *workloads.values()))
+    assert tables_with_rapl >= 2 and page.count(rapl) == tables_with_rapl
+    assert "— (" not in page and "backend jax (baseline tensorflow)</td>" not in page

@@ -69,7 +69,7 @@ def test_a_peak_probe_waits_for_the_run_before_it_and_the_run_after_waits_for_it
 
     monkeypatch.setattr(probe, "cached_peak", fake_peak)
     before = manager.submit(TINY.replace(epochs=3))
-    future = manager.queue_peak("cpu", cpu_threads=1)
+    future = manager.peaks.queue("cpu", cpu_threads=1)
     after = manager.submit(TINY.replace(epochs=1))
     assert future.result(timeout=60)["peak_gflops"] == 123.0
     a, b = manager.wait(before, timeout_s=30), manager.wait(after, timeout_s=30)
@@ -88,13 +88,13 @@ def test_a_sweep_group_probes_its_targets_first_and_records_the_peaks(manager, m
 
     monkeypatch.setattr(probe, "cached_peak", fake_peak)
     configs = [TINY.replace(epochs=1), TINY.replace(epochs=1, cpu_threads=1)]
-    gid = manager.submit_group("sweep", configs, targets=["cpu", "cpu/1"],
-                               peaks={"cpu": configs[0], "cpu/1": configs[1]})
-    group = manager.latest_group("sweep")
+    gid = manager.groups.submit("sweep", configs, targets=["cpu", "cpu/1"],
+                                peaks={"cpu": configs[0], "cpu/1": configs[1]})
+    group = manager.groups.latest("sweep")
     assert group.id == gid and group.targets == ("cpu", "cpu/1")
     for run_id in group.run_ids:
         manager.wait(run_id, timeout_s=30)
-    group = manager.latest_group("sweep")
+    group = manager.groups.latest("sweep")
     assert {t: p.gflops for t, p in group.peaks.items()} == {"cpu": 99.0, "cpu/1": None}
     assert "no timer" in group.peaks["cpu/1"].error and group.peaks["cpu"].error is None
 

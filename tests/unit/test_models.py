@@ -283,23 +283,27 @@ def _assert_build_matches(keras_module, p: ModelPlan) -> None:  # type: ignore[n
     keras_module.backend.clear_session()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_build_param_count_matches_plan(keras_module, family: str, size: str) -> None:  # type: ignore[no-untyped-def]
     _assert_build_matches(keras_module, _family_plan(family, size))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_build_preset_param_count_matches_plan(keras_module, name: str) -> None:  # type: ignore[no-untyped-def]
     _assert_build_matches(keras_module, _preset_plan(name))
 
 
+@pytest.mark.slow
 def test_build_small_odd_shapes(keras_module) -> None:  # type: ignore[no-untyped-def]
     # Pooling is skipped once the map is below 2x2; the plan's shapes must still match Keras exactly.
     _assert_build_matches(keras_module, plan("cnn", "l", (5, 3, 2), 4))
     _assert_build_matches(keras_module, plan("mlp", "xs", (4,), 3))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["mlp", "cnn", "text", "seed-text", "seed-cifar10-mlp"])
 def test_built_model_compiles_and_fits_one_step(keras_module, model: str) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(0)
@@ -324,6 +328,7 @@ def test_built_model_compiles_and_fits_one_step(keras_module, model: str) -> Non
     keras_module.backend.clear_session()
 
 
+@pytest.mark.slow
 def test_build_loss_matches_plan(keras_module) -> None:  # type: ignore[no-untyped-def]
     loss = keras_build.build_loss(_preset_plan("seed-cifar10-mlp"))
     assert isinstance(loss, keras_module.losses.CategoricalCrossentropy)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench import records
+from bench.hardware import devices
 from bench.config import ConfigError, RunConfig
 from bench.output import report
 from bench.store import Store
@@ -54,6 +55,7 @@ def cluster_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return store
 
 
+@pytest.mark.slow
 def test_both_members_train_and_the_store_reads_one_run(cluster_store: Path) -> None:
     store = Store(cluster_store)
     listed = store.list_runs()
@@ -74,6 +76,7 @@ def test_both_members_train_and_the_store_reads_one_run(cluster_store: Path) -> 
     assert [e.loss for e in run.epochs] == pytest.approx([e.loss for e in member.epochs], rel=1e-5)
 
 
+@pytest.mark.slow
 def test_the_record_holds_every_member_and_imports_as_one_run(cluster_store: Path, tmp_path: Path) -> None:
     store = Store(cluster_store)
     record = store.get_run(store.list_runs()[0].id)  # the store's run is the record
@@ -100,10 +103,11 @@ def test_the_record_holds_every_member_and_imports_as_one_run(cluster_store: Pat
 ])
 def test_bad_cluster_settings_say_what_to_do(changes: dict, says: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        RunConfig(**{"backend": "jax", **changes}).validate()
+        RunConfig(**{"backend": "jax", **changes}).validate(devices.discover())
     assert any(says in e for e in caught.value.errors), caught.value.errors
 
 
+@pytest.mark.slow
 def test_the_dashboard_draws_the_members_side_by_side(cluster_store: Path) -> None:
     from streamlit.testing.v1 import AppTest
 

@@ -15,6 +15,7 @@ import pytest
 
 from bench import cli
 from benchmarks import overhead, report, standins, stats
+from tests.fixtures import NO_GPU
 from tests.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +88,7 @@ def test_plans_keep_three_runs_per_side():
     assert quick.epochs >= 2, "a steady epoch needs a second epoch"
     assert "watched" in full.kinds() and "watched" not in stats.plan_for(False, browser=False).kinds()
     cfg = full.config()
-    assert cfg.validate() is cfg
+    assert cfg.validate(NO_GPU) is cfg
     assert (cfg.model, cfg.size, cfg.batch_size, cfg.sample_interval_s) == ("mlp", "s", 128, 0.5)
 
 
@@ -366,15 +367,12 @@ def test_an_engine_without_the_harness_beside_it_says_so(tmp_path):
 
 
 # -- the stand-ins, through JobManager's own arguments -------------------------------------------------------------
-HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
-
-
 def test_the_replayed_run_reaches_jobmanager_through_its_worker_target_and_sampler_factory():
     from bench.config import RunConfig
     from bench.runs.jobs import JobManager
 
     sampler = standins.SamplerChoice(standins.replay_sampler(40, 4, 1, 0.3))
-    manager = JobManager(None, hardware=HW, worker_target=standins.ReplayedWorker(real_s=0.5), sampler_factory=sampler)
+    manager = JobManager(None, hardware=NO_GPU.to_dict(), worker_target=standins.ReplayedWorker(real_s=0.5), sampler_factory=sampler)
     try:
         snap = manager.wait(manager.submit(RunConfig(epochs=3)), timeout_s=60)
         assert snap.status == "finished", snap.error
@@ -391,7 +389,7 @@ def test_the_held_replay_stays_live_until_stop():
     from bench.config import RunConfig
     from bench.runs.jobs import JobManager
 
-    manager = JobManager(None, hardware=HW, worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
+    manager = JobManager(None, hardware=NO_GPU.to_dict(), worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
                          sampler_factory=standins.null_sampler)
     try:
         run_id = manager.submit(RunConfig(epochs=2))
@@ -417,7 +415,7 @@ def test_the_benchmarks_publish_the_live_panel_as_the_dashboard_does(monkeypatch
     ours, _clock = memory.live_publisher(lambda: None)
     assert isinstance(ours, live_feed.Publisher) and live_feed.installed() is installed, "made afresh, not installed"
 
-    manager = JobManager(None, hardware=HW, worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
+    manager = JobManager(None, hardware=NO_GPU.to_dict(), worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
                          sampler_factory=standins.replay_sampler(40, 4, 1, 0.3))
     try:
         run_id = manager.submit(RunConfig(epochs=2, sample_interval_s=standins.SIMULATED_INTERVAL_S))
@@ -446,7 +444,7 @@ def test_the_bare_baseline_trains_what_prepare_training_prepares(tmp_path):
 
     from bench.config import RunConfig
 
-    config = RunConfig(model="mlp", size="xs", epochs=2, batch_size=64, limit_samples=512, cpu_threads=1).validate()
+    config = RunConfig(model="mlp", size="xs", epochs=2, batch_size=64, limit_samples=512, cpu_threads=1).validate(NO_GPU)
     (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
     run_child("benchmarks.baseline", ["bare", str(tmp_path / "config.json"), str(tmp_path / "out.json")],
               timeout_s=240, log_path=tmp_path / "bare.log")

@@ -11,22 +11,21 @@ import pytest
 from bench.analysis import compare
 from bench.hardware import peak_cache, probe
 from bench.readings import epochs_of
-from bench.config import RunConfig
 from bench.runs.jobs import JobManager
 from bench.store import Store
+from tests import fixtures
+from tests.fixtures import NO_GPU
 from tests.unit import fake_workers
 from ui import peak
 
-HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
-TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=2, batch_size=64, limit_samples=512,
-                 sample_interval_s=0.2)
+TINY = fixtures.TINY.replace(epochs=2)
 MEASURED = {"device": "cpu", "peak_gflops": 105.1, "measured_at": 1.75e9, "sizes": [1024, 2048, 4096],
             "repeats": 3, "conditions": {"others_cpu_percent": 41.0}}
 
 
 @pytest.fixture
 def manager(isolated_store):
-    jm = JobManager(Store(isolated_store), hardware=HW, worker_target=fake_workers.quick)
+    jm = JobManager(Store(isolated_store), hardware=NO_GPU.to_dict(), worker_target=fake_workers.quick)
     yield jm
     jm.shutdown()
 
@@ -49,19 +48,19 @@ def cached(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 def test_a_run_that_beats_the_peak_flags_it_and_a_probe_follows_the_runs(manager, cached, monkeypatch):
     monkeypatch.setattr(compare, "achieved_of", lambda summary, info: 128.6)
-    gid = manager.submit_group("sweep", [TINY, TINY], targets=["cpu"])
-    group = manager.latest_group("sweep")
+    gid = manager.groups.submit("sweep", [TINY, TINY], targets=["cpu"])
+    group = manager.groups.latest("sweep")
     first, second = group.run_ids
     manager.wait(first, timeout_s=30)
     manager.wait(second, timeout_s=30)
-    pending = manager.pending_peaks()
+    pending = manager.peaks.pending()
     for future in pending:
         assert future.result(timeout=30)["peak_gflops"] == 204.0
     assert len(cached) == 1, "flagged once: the second run found it already flagged"
     assert cached[0]["at"] >= manager.snapshot(second).ended_at, "the new probe waited for the run queued before it"
     assert {k: cached[0][k] for k in ("device", "refresh", "stale_before")} == {
         "device": "cpu", "refresh": True, "stale_before": True}
-    group = manager.latest_group("sweep")
+    group = manager.groups.latest("sweep")
     peak = group.peaks["cpu"]
     assert peak.gflops == 204.0 and peak.entry["peak_gflops"] == 204.0 and not peak.stale
     assert group.id == gid
@@ -70,7 +69,7 @@ def test_a_run_that_beats_the_peak_flags_it_and_a_probe_follows_the_runs(manager
 def test_a_run_below_the_peak_changes_nothing(manager, cached, monkeypatch):
     monkeypatch.setattr(compare, "achieved_of", lambda summary, info: 52.0)
     manager.wait(manager.submit(TINY), timeout_s=30)
-    assert manager.pending_peaks() == [] and cached == []
+    assert manager.peaks.pending() == [] and cached == []
     assert peak_cache.lookup("cpu", backend=TINY.backend)["stale"] is False
 
 

@@ -12,15 +12,11 @@ from typing import Any
 import pytest
 
 from bench import records
-from bench.config import RunConfig
 from bench.runs.jobs import JobManager
 from bench.hardware.monitor import Sampler, nvml
 from bench.store import Store
+from tests.fixtures import NO_GPU, TINY
 from tests.unit import fake_nvml, fake_workers
-
-TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
-                 sample_interval_s=0.2)
-HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
 
 
 def undeclared(record: records.RunRecord | records.Sample) -> list[str]:
@@ -76,7 +72,7 @@ def test_a_sample_with_every_gpu_reading_is_declared(hopper: None) -> None:
 
 def test_live_and_stored_run_records_are_declared(isolated_store: Any) -> None:
     store = Store(isolated_store)
-    manager = JobManager(store, hardware=HW, worker_target=fake_workers.quick)
+    manager = JobManager(store, hardware=NO_GPU.to_dict(), worker_target=fake_workers.quick)
     try:
         run_id = manager.submit(TINY)
         snap = manager.wait(run_id, timeout_s=60)

@@ -7,17 +7,17 @@ import multiprocessing as mp
 import sqlite3
 import threading
 
-from bench.config import RunConfig
+import pytest
+
 from bench.readings import Epoch, Sample
 from bench.records import Status
 from bench.runs.run_state import RunState, snapshot_of
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
 from bench.runs.supervisor import Supervisor
+from tests.fixtures import TINY
 from tests.unit import fake_workers
 
-TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
-                 sample_interval_s=0.2)
 
 
 class FlakyStore(Store):
@@ -89,6 +89,7 @@ def test_supervisor_runs_one_worker_to_its_end_and_stores_the_outcome_first(isol
     assert store.get_run(state.id).status == "finished"
 
 
+@pytest.mark.slow
 def test_spare_pool_hands_over_a_matching_spare_and_ends_one_that_does_not_match(tmp_path):
     from bench.runs.prestart import SparePool
 

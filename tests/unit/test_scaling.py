@@ -72,8 +72,8 @@ def test_bad_device_counts_say_what_to_do(changes: dict, says: str) -> None:
 def test_more_logical_cpu_devices_than_cores_is_refused() -> None:
     cores = devices.all_cores()
     with pytest.raises(ConfigError, match=f"more than the {cores} CPU core"):
-        RunConfig(devices=cores + 1, batch_size=(cores + 1) * 8).validate()
-    assert RunConfig(devices=2, device="gpus").validate(TWO_GPUS).device_count() == 2
+        RunConfig(devices=cores + 1, batch_size=(cores + 1) * 8).validate(devices.discover())
+    assert RunConfig(devices=2, device="gpus").validate(TWO_GPUS).device_count(TWO_GPUS) == 2
     assert RunConfig(device="gpus").device_count(TWO_GPUS) == 2, "gpus alone: every GPU"
 
 

@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 import threading
-import time
+import types
 
 import pytest
 
+from ui import shared_cache
 from ui.shared_cache import SharedCache
 
 
-def test_concurrent_callers_of_one_key_get_one_build():
+@pytest.fixture
+def waiting(monkeypatch: pytest.MonkeyPatch) -> threading.Semaphore:
+    """Released once by each caller that starts waiting for a build under way, so a test knows a caller is blocked
+    there instead of guessing with a sleep (the cache's in-flight marker is an Event; this one reports its waits)."""
+    waits = threading.Semaphore(0)
+
+    class ReportedEvent(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.release()
+            return super().wait(timeout)
+
+    monkeypatch.setattr(shared_cache, "threading", types.SimpleNamespace(Lock=threading.Lock, Event=ReportedEvent))
+    return waits
+
+
+def test_concurrent_callers_of_one_key_get_one_build(waiting: threading.Semaphore):
     cache: SharedCache[object] = SharedCache(4)
     calls, gate = [], threading.Event()
 
@@ -24,7 +40,8 @@ def test_concurrent_callers_of_one_key_get_one_build():
                for i in range(5)]
     for t in threads:
         t.start()
-    time.sleep(0.2)
+    for _ in range(4):  # every caller but the builder waits for its build
+        assert waiting.acquire(timeout=5), "a caller did not wait for the build under way"
     gate.set()
     for t in threads:
         t.join(5)
@@ -43,7 +60,7 @@ def test_different_keys_build_apart_and_the_oldest_is_dropped():
     assert 2 not in cache and cache.get(1, lambda: -1) == 10
 
 
-def test_a_failed_build_is_not_cached_and_a_waiter_builds_again():
+def test_a_failed_build_is_not_cached_and_a_waiter_builds_again(waiting: threading.Semaphore):
     cache: SharedCache[str] = SharedCache(2)
     started, release = threading.Event(), threading.Event()
 
@@ -66,8 +83,8 @@ def test_a_failed_build_is_not_cached_and_a_waiter_builds_again():
     waiter: list[str] = []
     w = threading.Thread(target=lambda: waiter.append(cache.get("k", lambda: "built by the waiter")))
     w.start()
-    time.sleep(0.1)
-    assert not waiter, "the waiter waits for the build under way"
+    assert waiting.acquire(timeout=5), "the second caller did not wait for the build under way"
+    assert w.is_alive() and not waiter, "the waiter waits for the build under way"
     release.set()
     t.join(5)
     w.join(5)

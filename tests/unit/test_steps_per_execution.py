@@ -12,10 +12,9 @@ import pytest
 
 from bench.config import ConfigError, RunConfig
 from bench.runs.jobs import JobManager
+from tests.fixtures import NO_GPU
 
 from . import fake_workers
-
-HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
 
 
 def test_default_is_one_and_old_configs_load():
@@ -29,14 +28,14 @@ def test_default_is_one_and_old_configs_load():
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "8", 100000])
 def test_bad_values_are_refused_with_the_range(bad):
     with pytest.raises(ConfigError, match="steps per execution must be a whole number from 1"):
-        RunConfig(steps_per_execution=bad, backend="tensorflow").validate(HW)
+        RunConfig(steps_per_execution=bad, backend="tensorflow").validate(NO_GPU)
 
 
 def test_torch_refuses_more_than_one_step_per_execution():
     with pytest.raises(ConfigError, match="needs the TensorFlow or JAX backend.*under torch"):
-        RunConfig(steps_per_execution=8, backend="torch").validate(HW)
-    RunConfig(steps_per_execution=1, backend="torch").validate(HW)
-    RunConfig(steps_per_execution=8, backend="jax").validate(HW)
+        RunConfig(steps_per_execution=8, backend="torch").validate(NO_GPU)
+    RunConfig(steps_per_execution=1, backend="torch").validate(NO_GPU)
+    RunConfig(steps_per_execution=8, backend="jax").validate(NO_GPU)
 
 
 def _need(backend: str) -> None:
@@ -45,9 +44,10 @@ def _need(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+@pytest.mark.slow
 def test_a_run_with_8_steps_per_execution_finishes_and_says_so(backend):
     _need(backend)
-    manager = JobManager(None, hardware=HW)
+    manager = JobManager(None, hardware=NO_GPU.to_dict())
     config = RunConfig(model="mlp", size="xs", epochs=2, batch_size=32, limit_samples=1000, backend=backend,
                        steps_per_execution=8, sample_interval_s=0.2, jit_compile=backend == "jax")
     snap = manager.wait(manager.submit(config), timeout_s=240)
@@ -65,6 +65,7 @@ def test_a_run_with_8_steps_per_execution_finishes_and_says_so(backend):
 
 
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+@pytest.mark.slow
 def test_stop_ends_the_run_within_one_execution(backend):
     """Stop read at the third execution's start: that execution is the last, so exactly 3 x N steps ran."""
     _need(backend)

@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 
 from bench.readings import Epoch, Sample
-from bench.config import RunConfig
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
+from tests.fixtures import TINY
 
-TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512)
 
 
 @pytest.mark.parametrize("damage", [b"this is not a database at all" * 100, "truncated"])

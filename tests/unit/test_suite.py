@@ -47,8 +47,9 @@ def test_every_cpu_configuration_and_each_gpu_is_a_target() -> None:
 
 
 def test_the_configs_are_validated_workload_major() -> None:
-    targets = suite.suite_targets(devices.discover())
-    configs = suite.suite_configs("quick", targets)
+    hardware = devices.discover()
+    targets = suite.suite_targets(hardware)
+    configs = suite.suite_configs("quick", targets, hardware)
     assert len(configs) == len(suite.workloads("quick")) * len(targets)
     assert [str(c.target()) for c in configs[:len(targets)]] == [str(t) for t in targets]
 
@@ -60,7 +61,8 @@ def _record(config: RunConfig, status: str = "finished") -> records.RunRecord:
 
 
 def test_ctrl_c_keeps_what_finished_and_says_what_is_left() -> None:
-    configs = suite.suite_configs("quick", suite.suite_targets(devices.discover()))[:4]
+    hardware = devices.discover()
+    configs = suite.suite_configs("quick", suite.suite_targets(hardware), hardware)[:4]
     said: list[str] = []
     calls = iter([lambda c: (_record(c), True), lambda c: (_record(c, "failed"), True),
                   lambda c: (_record(c, "stopped"), True)])

@@ -9,9 +9,8 @@ from bench import settings
 from bench.config import RunConfig
 from bench.runs.jobs import JobManager
 from benchmarks import standins
+from tests.fixtures import NO_GPU
 from tests.polling import wait_for
-
-HW = {"cpu": {"logical_cores": 2}, "gpus": []}
 
 
 def test_unset_is_the_training_worker(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,7 +40,7 @@ def test_a_wrong_name_is_refused_with_what_to_do(monkeypatch: pytest.MonkeyPatch
 
 def test_a_replayed_run_finishes_with_its_own_epoch_times_and_stops_on_request() -> None:
     worker = standins.PacedWorker(step_s=0.001, min_epoch_s=0.2, max_epoch_s=0.3)
-    manager = JobManager(None, hardware=HW, worker_target=worker, prestart=True)
+    manager = JobManager(None, hardware=NO_GPU.to_dict(), worker_target=worker, prestart=True)
     assert manager.prestart is False, "a stand-in worker has no spare to pre-start"
     try:
         config = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=128,
@@ -70,7 +69,7 @@ def test_a_held_replay_waits_before_its_last_epoch_until_released_and_can_be_sto
     monkeypatch.setenv(standins.HOLD_ENV, str(hold))  # the spawned worker inherits it
     hold.touch()
     worker = standins.PacedWorker(step_s=0.001, min_epoch_s=0.2, max_epoch_s=0.3)
-    manager = JobManager(None, hardware=HW, worker_target=worker)
+    manager = JobManager(None, hardware=NO_GPU.to_dict(), worker_target=worker)
     try:
         config = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=128,
                            limit_samples=2000, sample_interval_s=0.2)

@@ -221,10 +221,18 @@ function namesToShow(gd) {
   return show;
 }
 
+function namesDrawn(gd) {
+  // what the names' places depend on: how many there are, the figure's width and the time axis' range
+  const full = gd._fullLayout || {};
+  const range = (full.xaxis && full.xaxis.range) || [];
+  return `${((gd.layout && gd.layout.annotations) || []).length}|${full.width}|${range.join(",")}`;
+}
+
 function thinNames(gd) {
   // The names' visibility for the width drawn now, set with one relayout when it changed. The draw that relayout
-  // causes is not looked at again (a hidden name's size is an estimate, so a second look could flip it back).
-  if (gd.__benchThinning) return;
+  // causes is not looked at again (a hidden name's size is an estimate, so a second look could flip it back), but a
+  // draw of new names, a new width or a longer time axis during the relayout is: thinned once it is done.
+  if (gd.__benchThinning) { gd.__benchThinAgain = true; return; }
   const show = namesToShow(gd);
   if (!show) return;
   const update = {};
@@ -235,7 +243,13 @@ function thinNames(gd) {
   gd.dataset.namesShown = String(show.filter(Boolean).length);
   if (!Object.keys(update).length) return;
   gd.__benchThinning = true;
-  Promise.resolve(window.Plotly.relayout(gd, update)).finally(() => { gd.__benchThinning = false; });
+  gd.__benchThinAgain = false;
+  const drawn = namesDrawn(gd);
+  Promise.resolve(window.Plotly.relayout(gd, update)).finally(() => {
+    gd.__benchThinning = false;
+    if (gd.__benchThinAgain && namesDrawn(gd) !== drawn) thinNames(gd);
+    gd.__benchThinAgain = false;
+  });
 }
 
 function watchNames(gd) {
@@ -475,7 +489,11 @@ function onFeed(view, msg) {
   else if (msg.seq <= view.seq) return;
   view.seq = msg.seq;
   view.root.dataset.seq = String(msg.seq);
-  if ("header" in msg) showHeader(view, msg.header);
+  if (msg.state) view.streamState = msg.state.key;
+  if ("header" in msg) {
+    if (msg.header === null && view.headerSts.length && view.data.ended_slot) holdHeader(view);
+    else { unhold(view); showHeader(view, msg.header); }
+  }
   if ("viewers" in msg) { view.viewers = msg.viewers; showWatching(view, msg.viewers); }
   if (msg.state) askRerun(view, msg.state, view.viewers);
   if (msg.config) view.config = msg.config;
@@ -507,7 +525,51 @@ export function viewElement(component) {
   view.data = data;
   view.drawnState = data.state;
   if (view.pending && view.pending.key === data.state) { clearTimeout(view.pending.timer); view.pending = null; }
-  if (data.seq > view.seq && "header" in data) showHeader(view, data.header); // drawn before the stream caught up
+  if (data.seq > view.seq && "header" in data) { // drawn before the stream caught up
+    if (data.header === null && view.headerSts.length && data.ended_slot) { view.streamState = data.state; holdHeader(view); }
+    else { unhold(view); showHeader(view, data.header); }
+  }
   showWatching(view, view.viewers);
   root.dataset.drawnState = data.state;
+  releaseHeader(view);
+}
+
+// A run that ends leaves its live header where it is until the page has drawn the ended run's header (Streamlit's
+// elements, in the container named by ``ended_slot``) whole: while the page has not rerun, and while an element of it
+// still waits for its code (Streamlit draws a grey box, stSkeleton, meanwhile; on a busy machine for seconds), that
+// container is hidden (ui/assets/live_view.css, on data-holding) and the live header stays. Both change in one task:
+// the page never shows the two headers, nor none, nor grey boxes.
+const HOLD_MAX_MS = 60000;
+
+function holdHeader(view) {
+  if (!view.holding) {
+    view.holding = { since: Date.now(), observer: null };
+    view.root.dataset.holding = "1";
+  }
+  view.holding.key = view.streamState;
+  releaseHeader(view);
+}
+
+function unhold(view) {
+  if (!view.holding) return;
+  if (view.holding.observer) view.holding.observer.disconnect();
+  view.holding = null;
+  delete view.root.dataset.holding;
+}
+
+function releaseHeader(view) {
+  const hold = view.holding;
+  if (!hold || view.drawnState !== hold.key) return; // the page has not drawn the ended run yet
+  const slot = document.querySelector(`.st-key-${view.data.ended_slot}`);
+  const ready = !slot || (!slot.querySelector('[data-testid="stSkeleton"]') && slot.textContent.trim() !== "");
+  if (ready || Date.now() - hold.since > HOLD_MAX_MS || !view.root.isConnected) {
+    unhold(view);
+    showHeader(view, null);
+    return;
+  }
+  if (!hold.observer) {
+    hold.observer = new MutationObserver(() => releaseHeader(view));
+    hold.observer.observe(slot.parentElement || slot, { childList: true, subtree: true, characterData: true });
+    setTimeout(() => releaseHeader(view), HOLD_MAX_MS + 100);
+  }
 }

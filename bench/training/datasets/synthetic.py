@@ -70,7 +70,8 @@ def _synthetic_images(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Class prototype (random shift and intensity) + a faint prototype of another class + noise, clipped to [0, 1].
 
-    The noise is uniform with standard deviation ``noise``, drawn as uint8 (5x faster than gaussian float32 here).
+    The noise is uniform with standard deviation ``noise``, drawn as uint8: several times faster than gaussian
+    float32, and the set's shape and learnability need no more.
     """
     num_classes = len(bank) // n_shifts
     y = rng.integers(0, num_classes, size=n).astype(np.int32)
