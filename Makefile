@@ -75,8 +75,9 @@ install-dev: $(VENV)/.installed-dev-$(STACK)
 run: install
 	$(VENV)/bin/streamlit run app.py --server.port $(PORT) $(if $(ADDRESS),--server.address $(ADDRESS))
 
+# The whole suite; its duration guard allows 15 s a test here (browsers and servers share the cores: docs/TESTING.md)
 test: install-dev typecheck
-	$(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	BENCH_FAST_TEST_BOUND_S=$${BENCH_FAST_TEST_BOUND_S:-15} $(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The tests a change can be checked with in a minute: no `slow` test (a real model trained, a real worker started, the
 # framework loaded) and no browser. tests/duration_guard.py fails a run whose unmarked tests grow slow: docs/TESTING.md

@@ -1,5 +1,6 @@
 """The engine's errors a user meets, a leaf every module may import: ConfigError (one message per problem),
-RecordError (a record or file that cannot be read) and RunActiveError (an action refused while a run is active)."""
+RecordError (a record or file that cannot be read), RunActiveError (an action refused while a run is active) and the
+store's StoreError with its two kinds of a run's row gone (RunLost) or taken by another run (RunReplaced)."""
 
 from __future__ import annotations
 
@@ -18,3 +19,17 @@ class RecordError(ValueError):
 
 class RunActiveError(ValueError):
     """A run cannot be deleted (or changed) while it is active; the message says what to do."""
+
+
+class StoreError(RuntimeError):
+    """The store could not be read or written; the message says why and what to do."""
+
+
+class RunLost(StoreError):
+    """The store has no row for the run being written (its file was deleted, or replaced by one without it): the
+    writer writes the run again whole."""
+
+
+class RunReplaced(StoreError):
+    """The row under the run's id holds another run (created at another time): the store file was replaced, by an
+    older copy say, whose run under that id is not this one. Nothing was written into it."""

@@ -30,6 +30,7 @@ from typing import Any
 import psutil
 
 from bench import records, settings
+from bench.errors import RunLost, RunReplaced, StoreError  # noqa: F401 - raised here; callers catch them from here
 from bench.analysis import run_summary
 from bench.analysis.run_summary import RunSummary
 from bench.readings import epochs_of, samples_of
@@ -121,20 +122,6 @@ def _process_start(pid: int) -> float | None:
         return proc.create_time()
     except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
         return None
-
-
-class StoreError(RuntimeError):
-    """The store could not be read or written; the message says why and what to do."""
-
-
-class RunLost(StoreError):
-    """The store has no row for the run being written (its file was deleted, or replaced by one without it): the
-    writer writes the run again whole."""
-
-
-class RunReplaced(StoreError):
-    """The row under the run's id holds another run (created at another time): the store file was replaced, by an
-    older copy say, whose run under that id is not this one. Nothing was written into it."""
 
 
 _SAME_STAMP_S = 1e-6  # created_at goes to a REAL column and back unchanged; this only absorbs a decimal round trip

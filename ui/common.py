@@ -136,5 +136,12 @@ def page_setup() -> None:
     if st.session_state.get("_via_app") or st.session_state.get("_setup_rerun"):
         return
     st.session_state["_setup_rerun"] = True
-    st.navigation([st.Page(path) for path in sorted(PAGES_DIR.glob("*.py"))], position="hidden")
+    # st.navigation serves its default page at the root alone ("" its address): a page of pages/ made the default
+    # would not be found under its own name and Streamlit would say "Page not found"; a stand-in takes that place
+    pages = [st.Page(_switching, title="Start", url_path="start", default=True)]
+    st.navigation(pages + [st.Page(path) for path in sorted(PAGES_DIR.glob("*.py"))], position="hidden")
     st.rerun()
+
+
+def _switching() -> None:
+    """The default page of page_setup's navigation: never run (the root goes through app.py), named for clarity."""

@@ -1,10 +1,18 @@
-"""What the real-browser tests do on a page, written once: open a page, set a number box, count the bars drawn, read
-the sidebar, read the server's own store, keep a screenshot."""
+"""What the real-browser tests do on a page, written once: open a page, set a number box, wait for a rerun or for a
+condition over the page's counters, count the bars drawn, read the sidebar, read the server's own store, keep a
+screenshot."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from google.protobuf.message import DecodeError
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from bench.store import Store
 from tests.polling import wait_for
@@ -17,7 +25,15 @@ def new_page(browser: Any, *, width: int = 1400, height: int = 1300, timeout_ms:
     """A page in a browser context of its own (a person of their own: no shared cookies or session)."""
     page = browser.new_context(viewport={"width": width, "height": height}).new_page()
     page.set_default_timeout(timeout_ms)
+    page.on("websocket", lambda socket: _follow(page, socket))
     return page
+
+
+def _follow(page: Any, socket: Any) -> None:
+    """Keep the page's current Streamlit websocket as ``page.bench_socket`` (a visit opens a new one): rerun_ends
+    waits on it."""
+    if socket.url.endswith("/_stcore/stream"):
+        page.bench_socket = socket
 
 
 def open_train(page: Any, url: str, *, timeout_ms: int = 60_000) -> None:
@@ -27,17 +43,75 @@ def open_train(page: Any, url: str, *, timeout_ms: int = 60_000) -> None:
     page.get_by_label("Epochs", exact=True).wait_for(timeout=timeout_ms)
 
 
-def set_number(page: Any, label: str, value: int) -> None:
-    """Type ``value`` into the number box labelled ``label`` and press Enter, as a person does."""
+def set_number(page: Any, label: str, value: int, *, timeout_ms: int = 60_000) -> None:
+    """Type ``value`` into the number box labelled ``label`` and press Enter, as a person does; return once the box
+    holds it committed ("Press Enter to apply" gone) and the rerun that Enter started has ended."""
     box = page.get_by_label(label, exact=True)
+    changed = box.input_value() != str(value)  # the same value typed again commits nothing and starts no rerun
     box.fill(str(value))
-    box.press("Enter")
-    page.wait_for_timeout(400)
+    with rerun_ends(page, f"the rerun after setting {label}", timeout_ms=timeout_ms, rerun=changed):
+        box.press("Enter")
+    expect(box, f"{label} to hold {value}").to_have_value(str(value), timeout=timeout_ms)
+    widget = page.get_by_test_id("stNumberInput").filter(has=box)
+    expect(widget.get_by_test_id("InputInstructions"), f"{label} committed").not_to_contain_text(
+        "Enter", timeout=timeout_ms)
+
+
+def _script_finished(payload: str | bytes) -> bool:
+    """Whether a message from the server over Streamlit's websocket says a script run has finished."""
+    data = payload if isinstance(payload, bytes) else payload.encode()
+    try:
+        return ForwardMsg.FromString(data).WhichOneof("type") == "script_finished"
+    except DecodeError:
+        return False
+
+
+@contextmanager
+def rerun_ends(page: Any, what: str, *, timeout_ms: int = 60_000, rerun: bool = True) -> Iterator[None]:
+    """Do, inside the block, what reruns the page's script (a widget changed); leaving it waits until the server says a
+    script run finished (on the page's websocket, as new_page follows it) and none is under way on the page.
+
+    ``rerun=False``: the block starts no rerun; only wait until none is under way."""
+    socket = getattr(page, "bench_socket", None)
+    if not rerun or socket is None:  # a page not from new_page: only what the page says
+        yield
+    else:
+        try:
+            with socket.expect_event("framereceived", predicate=_script_finished, timeout=timeout_ms):
+                yield
+        except PlaywrightTimeout:
+            raise AssertionError(f"timed out after {timeout_ms / 1000:g} s waiting for {what} to end") from None
+    settled(page, timeout_ms=timeout_ms)
+
+
+def settled(page: Any, *, timeout_ms: int = 60_000) -> None:
+    """Wait until no script run is under way on ``page`` (Streamlit's app root says "notRunning")."""
+    expect(page.get_by_test_id("stApp"), "the page's script run to end").to_have_attribute(
+        "data-test-script-state", "notRunning", timeout=timeout_ms)
+
+
+def wait_for_js(page: Any, js: str, what: str | Callable[[], str], *, arg: Any = None, timeout_ms: int = 30_000,
+                poll_ms: int = 100) -> Any:
+    """Wait until the function ``js`` (of ``arg``), run in ``page`` every ``poll_ms``, returns a truthy value; return
+    that value. A timeout fails the test with ``what`` (a callable is asked only then, to say what the page held).
+
+    For conditions over a page's counters and chart data, which no locator expresses; Playwright polls them in the page
+    (page.wait_for_function)."""
+    try:
+        return page.wait_for_function(js, arg=arg, timeout=timeout_ms, polling=poll_ms).json_value()
+    except PlaywrightTimeout:
+        said = what() if callable(what) else what
+        raise AssertionError(f"timed out after {timeout_ms / 1000:g} s waiting for {said}") from None
+
+
+def bars(page: Any) -> Any:
+    """The bars drawn in the first Plotly chart (time per epoch)."""
+    return page.locator(".js-plotly-plot").first.locator(".barlayer .point")
 
 
 def bar_count(page: Any) -> int:
     """Bars drawn in the first Plotly chart (time per epoch)."""
-    return page.locator(".js-plotly-plot").first.locator(".barlayer .point").count()
+    return bars(page).count()
 
 
 def sidebar(page: Any) -> Any:

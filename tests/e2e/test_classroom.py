@@ -14,8 +14,9 @@ import urllib.request
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
-from tests.e2e.steps import main, new_page, open_train, store_of, what_the_page_shows
+from tests.e2e.steps import main, new_page, open_train, store_of, wait_for_js, what_the_page_shows
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -23,6 +24,10 @@ pytestmark = pytest.mark.e2e
 EPOCHS = """() => { const gd = document.querySelector('.bench-live-chart[data-name="epochs"]');
     return gd && gd.data ? gd.data.flatMap((t) => (t.x || []).filter((x) => x !== null)) : null; }"""
 VIEW = "() => ({...(document.querySelector('.bench-live-view') || {dataset: {}}).dataset})"
+SHOWS_EPOCHS = f"""(want) => {{ const got = ({EPOCHS})();
+    return got !== null && got.length === want.length && got.every((x, i) => x === want[i]); }}"""
+WATCHING_AT_LEAST = f"(n) => Number(({VIEW})().viewers || 0) >= n"
+WATCHING_AT_MOST = f"(n) => Number(({VIEW})().viewers || 0) <= n"
 PLOTLY_SIGNATURE = b"plotly.js v"  # the first line of every plotly.min.js bundle
 
 
@@ -114,17 +119,18 @@ def test_two_pages_and_a_subscriber_see_the_same_epochs_without_timer_reruns(bro
                                 60, "the stream to say the run is live")
             # each page has drawn the live state: the presenter from its Start, the student after its one rerun
             for page in (presenter, student):
-                wait_for(lambda page=page: page.evaluate(VIEW).get("drawnState") == live_key, 60,
-                         f"the page drawn with {live_key}")
+                expect(page.locator(".bench-live-view").first, f"the page drawn with {live_key}").to_have_attribute(
+                    "data-drawn-state", live_key, timeout=60_000)
             wait_for(lambda: len(store.get_run(run_id, with_samples=False).epochs) >= 1, 60, "the first epoch")
             quiet_from = time.monotonic()
             reruns_before = {name: len(s["reruns"]) for name, s in sockets.items()}
-            wait_for(lambda: len(store.get_run(run_id, with_samples=False).epochs) >= 3, 60, "epoch 3")
-            time.sleep(3)  # the publisher's next chart window carries epoch 3 to every viewer
+            # epoch 4 of 5: the run waits at the hold after it, so the epochs stand still while the pages catch up
+            wait_for(lambda: len(store.get_run(run_id, with_samples=False).epochs) >= 4, 90, "epoch 4, the held one")
             done = [e.epoch for e in store.get_run(run_id, with_samples=False).epochs]
             for name, page in (("presenter", presenter), ("student", student)):
-                wait_for(lambda page=page: page.evaluate(EPOCHS) == done, 20,
-                         f"the {name}'s epoch chart to show epochs {done}, it shows {page.evaluate(EPOCHS)}")
+                wait_for_js(page, SHOWS_EPOCHS, lambda name=name, page=page: (
+                    f"the {name}'s epoch chart to show epochs {done}, it shows {page.evaluate(EPOCHS)}"),
+                    arg=done, timeout_ms=20_000)
             wait_for(lambda: subscriber.epochs == done, 20, f"the subscriber to hold epochs {done}: "
                                                            f"{subscriber.epochs}")
             quiet_s = time.monotonic() - quiet_from
@@ -143,7 +149,7 @@ def test_two_pages_and_a_subscriber_see_the_same_epochs_without_timer_reruns(bro
         # a reload is a new document; the browser keeps plotly.js (cache headers: immutable, a year)
         student.reload()
         student.locator(".bench-live-view").wait_for(state="attached")
-        wait_for(lambda: student.evaluate(EPOCHS) is not None, 60, "the charts again after the reload")
+        wait_for_js(student, f"() => ({EPOCHS})() !== null", "the charts again after the reload", timeout_ms=60_000)
         transferred = student.evaluate("""() => performance.getEntriesByType('resource')
             .filter((e) => e.name.includes('plotly.min.js')).map((e) => e.transferSize)""")
         assert transferred and all(size == 0 for size in transferred), (
@@ -183,12 +189,12 @@ def test_the_projector_view_shows_the_share_link_as_a_qr_code_and_the_room(brows
         def watching() -> int:
             return int(projector.evaluate(VIEW).get("viewers") or 0)
 
-        wait_for(lambda: watching() >= 2, 30, "the projector to count itself and the student")
+        wait_for_js(projector, WATCHING_AT_LEAST, "the projector to count itself and the student", arg=2)
         assert main(projector).get_by_text(f"{watching()} watching").count() == 1
         # the count follows the room: the student leaves, one fewer (a page of an earlier test may leave too)
         with_student = watching()
         student.context.close()
-        wait_for(lambda: watching() <= with_student - 1, 30, f"the count to drop from {with_student}")
+        wait_for_js(projector, WATCHING_AT_MOST, f"the count to drop from {with_student}", arg=with_student - 1)
     finally:
         projector.context.close()
         if student.context.pages:

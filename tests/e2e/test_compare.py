@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
-from tests.e2e.steps import screenshot, set_number
-from tests.polling import wait_for
+from tests.e2e.steps import screenshot, set_number, wait_for_js
 
 pytestmark = pytest.mark.e2e
 
@@ -21,6 +21,10 @@ LIVE = """() => ({
     traces: [...document.querySelectorAll('.bench-live-chart')].map((gd) => (gd.data || []).length),
     resyncs: [...document.querySelectorAll('.bench-live-chart')].map(
         (gd) => (gd.dataset.resyncs || '').split('; ').filter(Boolean).length)})"""
+CHARTS_DRAWN = f"() => {{ const live = ({LIVE})(); return live.full.length === 2 && live.full.every(Boolean); }}"
+# one look at the live group, kept in the page (window.__benchLooks) with every look before it
+LOOK = f"""() => {{ const live = ({LIVE})();
+    (window.__benchLooks = window.__benchLooks || []).push(live); return live; }}"""
 
 
 def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
@@ -34,22 +38,18 @@ def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
     # change their text in place; a chart is drawn whole only when its set of traces changes (a run's first points,
     # the second run's lines), everything else is appended. The runs are held before their last epoch until five
     # looks and three in-place refreshes were seen, so a slow machine cannot let the group end before it is watched.
-    seen: list[dict] = []
-
-    def look() -> dict:
-        seen.append(live := page.evaluate(LIVE))
-        return live
-
     with server.holding_last_epoch():
         page.get_by_role("button", name="Start comparison").click()
-        wait_for(lambda: len(page.evaluate(LIVE)["builds"]) == 2, 90, "each run's status as one live element")
-        wait_for(lambda: (live := page.evaluate(LIVE))["full"] and len(live["full"]) == 2 and all(live["full"]), 60,
-                 "the live comparison charts")
+        wait_for_js(page, f"() => ({LIVE})().builds.length === 2", "each run's status as one live element",
+                    timeout_ms=90_000)
+        wait_for_js(page, CHARTS_DRAWN, "the live comparison charts", timeout_ms=60_000)
         screenshot(page, "compare-live")  # the whole page (a live element may be re-attached while it scrolls)
-        wait_for(lambda: (live := look())["builds"] and len(seen) >= 5 and live["updates"][0] >= 3, 90,
-                 "five looks at the live group and three in-place refreshes", poll_s=0.3)
-    while look()["builds"]:
-        page.wait_for_timeout(300)
+        wait_for_js(page, f"""() => {{ const live = ({LOOK})();
+                        return live.builds.length > 0 && window.__benchLooks.length >= 5 && live.updates[0] >= 3; }}""",
+                    "five looks at the live group and three in-place refreshes", timeout_ms=90_000, poll_ms=300)
+    wait_for_js(page, f"() => ({LOOK})().builds.length === 0", "the live group to end", timeout_ms=180_000,
+                poll_ms=300)
+    seen: list[dict] = page.evaluate("() => window.__benchLooks")
     seen.pop()  # the last look found the group ended
     assert len(seen) >= 5 and all(s["builds"] == [1, 1] for s in seen), seen[-1]
     assert max(s["updates"][0] for s in seen) >= 3, seen[-1]  # refreshed in place, not rebuilt
@@ -64,15 +64,16 @@ def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
     assert max(s["extends"][1] for s in charted) >= 1, charted[-1]  # the utilization chart appended
 
     headline = page.get_by_text(re.compile(r"trains \d+\.\dx faster than|are about as fast"))
-    wait_for(lambda: headline.count() > 0 and page.get_by_role("button", name="HTML report").count() > 0, 180,
-             "the comparison headline and its export buttons")
+    expect(headline.first, "the comparison headline").to_be_visible(timeout=180_000)
+    expect(page.get_by_role("button", name="HTML report"), "the comparison's export buttons").to_be_visible(
+        timeout=180_000)
     text = headline.first.inner_text()
     assert "cpu/1" in text and "cpu" in text.replace("cpu/1", "")
     assert re.search(r"spread \d+\.\dx–\d+\.\dx", text)
     assert page.get_by_text("First epoch, with tracing, reported apart").count() > 0
     # ended: the lines and the headline are Streamlit's own elements; the two charts stay where they were, complete
-    wait_for(lambda: not page.evaluate(LIVE)["builds"], 30, "the live status lines gone")
-    wait_for(lambda: page.locator(".js-plotly-plot").count() >= 2, 30, "the ended comparison's two charts")
+    expect(page.locator(".bench-live-header"), "the live status lines gone").to_have_count(0, timeout=30_000)
+    expect(page.locator(".js-plotly-plot").nth(1), "the ended comparison's two charts").to_be_attached(timeout=30_000)
     assert page.locator(".bench-live-chart").first.locator(".barlayer .point").count() == 6, "3 epochs x 2 runs"
     headline.first.scroll_into_view_if_needed()
     screenshot(page, "compare-cpu1-vs-cpu")

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.conftest import Server
 
@@ -29,13 +30,11 @@ def _opens_train_with_seven_epochs(page, url: str) -> list[float]:
     while time.monotonic() - t0 < 8:  # the first seconds, where the dialog showed
         if "page not found" in page.inner_text("body").lower():
             not_found.append(round(time.monotonic() - t0, 2))
-        time.sleep(0.2)
+        time.sleep(0.2)  # a window, not a wait: the dialog is looked for all through it, and must never show
     page.get_by_role("heading", name="Train").wait_for(timeout=30_000)
     # the page may still be drawing its first run under load (the heading comes before the form): wait for the form
-    deadline, value = time.monotonic() + 15, None
-    while time.monotonic() < deadline and (value := page.get_by_label("Epochs").input_value()) != "7":
-        time.sleep(0.2)
-    assert value == "7", f"the link's settings are applied (Epochs shows {value!r})"
+    expect(page.get_by_label("Epochs"), "the link's settings are applied (Epochs 7)").to_have_value(
+        "7", timeout=15_000)
     return not_found
 
 

@@ -27,6 +27,8 @@ def _expect_navigation_and_sidebar(page: Any, *, current: str) -> None:
         if title != current:
             expect(nav.get_by_role("link", name=title, exact=True)).to_be_visible(timeout=WAIT_MS)
     expect(sidebar(page).get_by_text("Current run", exact=True)).to_be_visible(timeout=WAIT_MS)
+    # the page is found under its own name: Streamlit's "Page not found" dialog (which stays until closed) never came
+    expect(page.get_by_text("Page not found"), "Streamlit's page-not-found dialog").to_have_count(0)
 
 
 def test_a_compare_link_as_the_servers_first_request(browser: Any, server: Any) -> None:

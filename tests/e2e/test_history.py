@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from bench.output import report
 from bench.store import Store
 from tests.e2e.conftest import Server
-from tests.e2e.steps import ROOT, screenshot
-from tests.polling import wait_for
+from tests.e2e.steps import ROOT, rerun_ends, screenshot
 
 pytestmark = pytest.mark.e2e
 MEASURED = ROOT / "docs" / "measurements" / "cmp-text.json"  # a real comparison measured with this tool
@@ -29,12 +29,13 @@ def server(tmp_path_factory: pytest.TempPathFactory):
 
 
 def click_row(page, row: int) -> None:
-    """Tick a row's selection box: the grid is drawn on a canvas, so click where the box is drawn."""
+    """Tick a row's selection box: the grid is drawn on a canvas, so click where the box is drawn; return once the
+    rerun the selection starts has ended."""
     grid = page.locator('[data-testid="stDataFrame"]').first
     box = grid.bounding_box()
     header, height = 35, 35
-    page.mouse.click(box["x"] + 16, box["y"] + header + height * row + height / 2)
-    page.wait_for_timeout(500)
+    with rerun_ends(page, f"the rerun after selecting row {row}"):
+        page.mouse.click(box["x"] + 16, box["y"] + header + height * row + height / 2)
 
 
 def test_overlay_two_runs_and_export_them(page, server, tmp_path: Path):
@@ -43,7 +44,7 @@ def test_overlay_two_runs_and_export_them(page, server, tmp_path: Path):
     page.locator('[data-testid="stDataFrame"]').first.wait_for()
     click_row(page, 0)
     click_row(page, 1)
-    wait_for(lambda: page.get_by_text("2 run(s) selected").count() > 0, 30, "the two selected runs")
+    expect(page.get_by_text("2 run(s) selected").first, "the two selected runs").to_be_visible(timeout=30_000)
     headline = page.get_by_text("trains").filter(has_text="faster than").first
     headline.wait_for(timeout=30_000)
     assert "cpu/1" in headline.inner_text()

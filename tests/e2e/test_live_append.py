@@ -6,9 +6,9 @@ utilization, and from the first epoch on loss and accuracy."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
-from tests.e2e.steps import open_train, open_watching, set_number
-from tests.polling import wait_for
+from tests.e2e.steps import bars, open_train, open_watching, set_number, wait_for_js
 
 pytestmark = pytest.mark.e2e
 
@@ -19,6 +19,7 @@ STATE = """() => [...document.querySelectorAll('.bench-live-chart')].map((gd) =>
     bars: gd.querySelectorAll('.barlayer .point').length, resyncs: gd.dataset.resyncs || ''}))"""
 
 
+# the live header's counters, and how many distinct header and tile nodes this page has held so far
 HEADER = """() => { const h = document.querySelector('.bench-live-header');
     if (!h) return null;
     window.__benchHeaderNodes = window.__benchHeaderNodes || new Set();
@@ -31,15 +32,24 @@ HEADER = """() => { const h = document.querySelector('.bench-live-header');
             progress: h.querySelector('[data-testid="stProgress"] p').textContent}; }"""
 
 
-def header(page) -> dict | None:
-    """The live header's counters, and how many distinct header and tile nodes this page has held so far."""
-    return page.evaluate(HEADER)
+# Conditions for wait_for_js, over the counters above: every live chart drawn (and how many there are), a chart's
+# counter at least a value, a chart's first trace at least so many points long, the header refreshed so many times.
+ALL_DRAWN = f"(n) => document.querySelectorAll('{CHART}').length === n && ({STATE})().every((c) => c.full)"
+AT_LEAST = f"([i, key, n]) => {{ const c = ({STATE})()[i]; return !!c && c[key] >= n; }}"
+TRACE_AT_LEAST = f"([i, n]) => {{ const c = ({STATE})()[i]; return !!c && c.x.length > 0 && c.x[0].length >= n; }}"
+HEADER_UPDATES = f"(n) => {{ const h = ({HEADER})(); return !!h && h.updates >= n && h; }}"
 
 
 def charts(page) -> list[dict]:
     """[time per epoch, utilization, loss and accuracy (from the first epoch)]: each live chart's render counters and
     its traces' x values."""
     return page.evaluate(STATE)
+
+
+def drawn(page) -> str:
+    """For a failure message: how many live charts the page holds and their counters."""
+    keys = ("full", "extends", "points", "bars", "resyncs")
+    return f"{page.locator(CHART).count()} live chart(s): {[{k: c[k] for k in keys} for c in charts(page)]}"
 
 
 def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, page, server):
@@ -55,24 +65,24 @@ def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, pa
     set_number(page, "Batch size", 4)
     with server.holding_last_epoch():  # live until the checks below are done
         page.get_by_role("button", name="Start").click()
-        wait_for(lambda: page.locator(CHART).count() == 2 and all(c["full"] for c in charts(page)), 90,
-                 "both live charts drawn")
-        wait_for(lambda: charts(page)[1]["points"] >= 4, 60, "utilization points")
-        first_header = wait_for(lambda: header(page), 30, "the live header")
+        wait_for_js(page, ALL_DRAWN, lambda: f"both live charts drawn; {drawn(page)}", arg=2, timeout_ms=90_000)
+        wait_for_js(page, AT_LEAST, "utilization points", arg=[1, "points", 4], timeout_ms=60_000)
+        first_header = wait_for_js(page, HEADER, "the live header", timeout_ms=30_000)
         before = charts(page)
-        wait_for(lambda: charts(page)[1]["points"] >= before[1]["points"] + 6, 60, "the utilization chart to grow")
-        wait_for(lambda: (live := charts(page)) and live[0]["bars"] >= 1, 120, "the first epoch bar on the live chart")
-        wait_for(lambda: page.locator(CHART).count() == 3 and charts(page)[2]["full"], 30, "the live loss chart")
+        wait_for_js(page, AT_LEAST, "the utilization chart to grow", arg=[1, "points", before[1]["points"] + 6],
+                    timeout_ms=60_000)
+        wait_for_js(page, AT_LEAST, "the first epoch bar on the live chart", arg=[0, "bars", 1], timeout_ms=120_000)
+        wait_for_js(page, ALL_DRAWN, lambda: f"the live loss chart; {drawn(page)}", arg=3, timeout_ms=30_000)
         # the utilization chart is appended at every 2 s chart refresh, epoch or not: wait for three appends (the first
         # epoch, however long, can end two refreshes after the page's first draw, and then the check below failed)
-        wait_for(lambda: charts(page)[1]["extends"] >= 3, 30, "three appends to the utilization chart")
+        wait_for_js(page, AT_LEAST, "three appends to the utilization chart", arg=[1, "extends", 3], timeout_ms=30_000)
         grown = charts(page)
         assert [c["full"] for c in grown] == [1, 1, 1], grown  # drawn whole once each; everything after was appended
         assert grown[1]["extends"] >= 3 and grown[1]["points"] > before[1]["points"]
         assert len(grown[1]["x"][0]) > len(before[1]["x"][0])
         # the header: built once, the same DOM nodes throughout, its text changed in place at each refresh
-        later = wait_for(lambda: (h := header(page)) and h["updates"] >= first_header["updates"] + 5 and h, 60,
-                         "the header to refresh")
+        later = wait_for_js(page, HEADER_UPDATES, "the header to refresh", arg=first_header["updates"] + 5,
+                            timeout_ms=60_000)
         assert later["builds"] == 1 and later["nodes"] == 1 and later["tileNodes"] == 4, later
         assert later["changes"] > first_header["changes"] and later["progress"] != first_header["progress"], later
         assert grown[1]["x"][0][: len(before[1]["x"][0])] == before[1]["x"][0], "appending keeps the earlier points"
@@ -82,21 +92,21 @@ def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, pa
         try:
             open_watching(late, server.url)  # the run is live: its panel first, the settings folded
             assert not late.get_by_label("Epochs", exact=True).is_visible()
-            wait_for(lambda: late.locator(CHART).count() == 3 and all(c["full"] for c in charts(late)), 90,
-                     "the late viewer's live charts")
+            wait_for_js(late, ALL_DRAWN, lambda: f"the late viewer's live charts; {drawn(late)}", arg=3,
+                        timeout_ms=90_000)
             first = charts(late)
             seen = charts(page)
             assert first[1]["x"][0][0] == seen[1]["x"][0][0], "the late viewer's line starts where the run started"
             assert len(first[1]["x"][0]) >= len(grown[1]["x"][0]), (first[1]["points"], grown[1]["points"])
             assert first[0]["bars"] >= grown[0]["bars"] >= 1
-            wait_for(lambda: charts(late)[1]["points"] > first[1]["points"], 60, "the late viewer's chart to grow")
+            wait_for_js(late, AT_LEAST, "the late viewer's chart to grow", arg=[1, "points", first[1]["points"] + 1],
+                        timeout_ms=60_000)
             assert [c["full"] for c in charts(late)] == [1, 1, 1]
         finally:
             late.context.close()
         # the next epoch reaches the loss chart as an append as well
-        wait_for(lambda: len(charts(page)[2]["x"][0]) >= 2, 120, "the second epoch on the live loss chart")
+        wait_for_js(page, TRACE_AT_LEAST, "the second epoch on the live loss chart", arg=[2, 2], timeout_ms=120_000)
         assert charts(page)[2]["full"] == 1 and charts(page)[2]["extends"] >= 1, charts(page)[2]
-    wait_for(lambda: page.get_by_text("Finished: steady epoch").count() > 0, 180, "the run to finish")
+    expect(page.get_by_text("Finished: steady epoch").first, "the run to finish").to_be_visible(timeout=180_000)
     # the finished run's charts are ordinary Plotly charts with every epoch
-    wait_for(lambda: page.locator(".js-plotly-plot").first.locator(".barlayer .point").count() == 4, 30,
-             "the final epoch chart")
+    expect(bars(page), "the final epoch chart").to_have_count(4, timeout=30_000)

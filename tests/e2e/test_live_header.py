@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.steps import main, new_page, open_train, screenshot, set_number, start_and_wait_running, store_of
+from tests.e2e.steps import (main, new_page, open_train, screenshot, set_number, start_and_wait_running, store_of,
+                             wait_for_js)
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -30,9 +31,9 @@ def test_the_live_header_takes_the_projector_views_sizes(browser, page, server):
         try:
             room.goto(server.url + "/train?present=1")
             main(room).get_by_text(f"Run #{run_id}").first.wait_for()
-            plain = wait_for(lambda: page.evaluate(SIZES), 30, "the header on the plain page")
+            plain = wait_for_js(page, SIZES, "the header on the plain page", timeout_ms=30_000)
             # the room's page mounts its header element after its status line; 30 s ran out once at load average 6
-            big = wait_for(lambda: room.evaluate(SIZES), 90, "the header in the projector view")
+            big = wait_for_js(room, SIZES, "the header in the projector view", timeout_ms=90_000)
             assert big["root"] == 19, big  # ui/present.py: html { font-size: 19px }
             assert big["value"] >= 3.2 * 19 - 0.5, (big, plain)  # [data-testid="stMetricValue"] { font-size: 3.2rem }
             assert big["progress"] >= 1.3 * 19 - 0.5, (big, plain)

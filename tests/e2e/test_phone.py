@@ -5,6 +5,7 @@ phase names on the utilization chart drawn over each other."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.steps import (
     main,
@@ -15,6 +16,7 @@ from tests.e2e.steps import (
     set_number,
     start_and_wait_running,
     store_of,
+    wait_for_js,
 )
 from tests.polling import wait_for
 
@@ -26,6 +28,13 @@ NAMES = """(gd) => [...gd.querySelectorAll('.annotation')].map((a) => {
     const r = a.getBoundingClientRect();
     return {text: a.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom};
 }).filter((r) => r.right > r.left)"""
+# the phone's live utilization chart (the second in the main area): its drawn names and its name counters, once the
+# relayout that hides names has followed the draw that added them (as many drawn as it counts shown); else false
+UTIL = "document.querySelectorAll('[data-testid=\"stMain\"] .bench-live-chart')[1]"
+NAMES_SETTLED = f"""() => {{ const gd = {UTIL}; if (!gd) return false;
+    const boxes = ({NAMES})(gd), all = Number(gd.dataset.names || 0), shown = Number(gd.dataset.namesShown || 0);
+    return boxes.length === shown && {{boxes, all, shown}}; }}"""
+NAMES_AT_LEAST = f"(n) => {{ const gd = {UTIL}; return !!gd && Number(gd.dataset.names || 0) >= n; }}"
 
 
 def overlapping(boxes: list[dict]) -> list[tuple[str, str]]:
@@ -51,7 +60,7 @@ def test_a_phone_joining_a_live_run_sees_it_first_and_its_names_never_overlap(br
             open_watching(phone, server.url)
             status = main(phone).get_by_text(f"Run #{run_id}").first
             progress = main(phone).locator('[data-testid="stProgress"]').first
-            wait_for(lambda: progress.count() and "Epoch" in progress.inner_text(), 60, "the run's progress")
+            expect(progress, "the run's progress").to_contain_text("Epoch", use_inner_text=True, timeout=60_000)
             assert phone.evaluate("() => window.scrollY") == 0
             for what, element in (("status line", status), ("progress", progress)):
                 box = element.bounding_box()
@@ -61,27 +70,23 @@ def test_a_phone_joining_a_live_run_sees_it_first_and_its_names_never_overlap(br
 
             # tiles and charts one under the other
             tiles = main(phone).locator('[data-testid="stMetric"]')
-            wait_for(lambda: tiles.count() >= 4, 30, "the tiles")
+            expect(tiles.nth(3), "the tiles").to_be_attached(timeout=30_000)
             lefts = {round(tiles.nth(i).bounding_box()["x"]) for i in range(4)}
             assert len(lefts) == 1, f"the tiles stand one under the other: {lefts}"
             charts = main(phone).locator(".bench-live-chart")
-            wait_for(lambda: charts.count() >= 2, 60, "the live charts")
+            expect(charts.nth(1), "the live charts").to_be_attached(timeout=60_000)
             first, second = charts.nth(0).bounding_box(), charts.nth(1).bounding_box()
             assert second["y"] >= first["y"] + first["height"] - 1, (first, second)
             assert second["width"] <= PHONE["width"], second
 
             # the epoch names pile up as the run goes on; each drawn one stays clear of the others
             util = charts.nth(1)
-
-            def names() -> dict:
-                return util.evaluate("(gd) => ({all: Number(gd.dataset.names || 0), shown: Number(gd.dataset.namesShown"
-                                     " || 0), live: true})")
-
-            wait_for(lambda: names()["all"] >= 12, 120, "a dozen epoch names on the phone's live utilization chart")
+            wait_for_js(phone, NAMES_AT_LEAST, "a dozen epoch names on the phone's live utilization chart", arg=12,
+                        timeout_ms=120_000)
             assert store.get_run(run_id, with_samples=False).status == "running", "checked while the run is live"
-            phone.wait_for_timeout(500)  # the relayout that hides names follows the draw that added them
-            boxes = util.evaluate(NAMES)
-            counted = names()
+            drawn = wait_for_js(phone, NAMES_SETTLED, lambda: f"the names drawn to be those counted shown: "
+                                f"{util.evaluate(NAMES)}, {util.evaluate('(gd) => ({...gd.dataset})')}")
+            boxes, counted = drawn["boxes"], {"all": drawn["all"], "shown": drawn["shown"]}
             assert len(boxes) == counted["shown"] >= 2, (boxes, counted)
             assert counted["shown"] < counted["all"], f"at 390 px some names are thinned: {counted}"
             assert overlapping(boxes) == [], overlapping(boxes)

@@ -9,9 +9,10 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.conftest import Server
-from tests.e2e.steps import new_page, open_train, screenshot, set_number, sidebar, store_of
+from tests.e2e.steps import new_page, open_train, screenshot, set_number, settled, sidebar, store_of
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -45,11 +46,12 @@ def start_button(page):
     return page.get_by_role("button", name="Start")
 
 
-def settled_start_enabled(page) -> bool:
+def expect_start_enabled(page) -> None:
     """Start is enabled once the rerun after unlocking has settled: while it runs, the old (disabled) button can
     still be on the page beside the new one."""
-    buttons = start_button(page)
-    return buttons.count() == 1 and buttons.is_enabled()
+    settled(page, timeout_ms=30_000)
+    expect(start_button(page), "one Start button once the rerun has settled").to_have_count(1, timeout=30_000)
+    expect(start_button(page), "Start to be enabled for the presenter").to_be_enabled(timeout=30_000)
 
 
 def unlock(page, key: str) -> None:
@@ -75,15 +77,17 @@ def test_a_wrong_key_is_refused_and_start_stays_disabled(viewer):
 def test_presenter_starts_and_stops_viewers_only_watch(presenter, viewer, presenter_server):
     unlock(presenter, KEY)
     sidebar(presenter).get_by_text("Presenter controls unlocked").wait_for()
-    wait_for(lambda: settled_start_enabled(presenter), 30, "Start to be enabled for the presenter")
+    expect_start_enabled(presenter)
     assert start_button(viewer).is_disabled(), "unlocking one session unlocks no other"
 
     set_number(presenter, "Epochs", 200)  # long enough to be stopped midway
     set_number(presenter, "Training samples (0 = all)", 2000)
     start_button(presenter).click()
     run_id = wait_for(lambda: (runs := store_of(presenter_server).list_runs()) and runs[-1].id, 30, "the run")
-    wait_for(lambda: presenter.get_by_role("button", name="Stop").count() > 0, 90, "the presenter's Stop button")
-    wait_for(lambda: f"Run #{run_id}: running" in sidebar(viewer).inner_text(), 180, "the viewer to see the run")
+    expect(presenter.get_by_role("button", name="Stop").first, "the presenter's Stop button").to_be_visible(
+        timeout=90_000)
+    expect(sidebar(viewer), "the viewer to see the run").to_contain_text(f"Run #{run_id}: running",
+                                                                           use_inner_text=True, timeout=180_000)
     viewer.get_by_text(f"Run #{run_id}").first.wait_for()
     assert viewer.get_by_role("button", name="Stop").count() == 0, "a viewer cannot stop the presenter's run"
     assert start_button(viewer).is_disabled()
@@ -92,8 +96,10 @@ def test_presenter_starts_and_stops_viewers_only_watch(presenter, viewer, presen
     presenter.get_by_role("button", name="Stop").click()
     wait_for(lambda: store_of(presenter_server).get_run(run_id, with_samples=False).status == "stopped", 60,
              "the run to stop")
-    wait_for(lambda: f"Run #{run_id}: stopped" in sidebar(viewer).inner_text(), 120, "the viewer to see it stopped")
-    wait_for(lambda: f"Run #{run_id} stopped" in viewer.inner_text("body"), 60, "the viewer's panel to say stopped")
+    expect(sidebar(viewer), "the viewer to see it stopped").to_contain_text(f"Run #{run_id}: stopped",
+                                                                              use_inner_text=True, timeout=120_000)
+    expect(viewer.locator("body"), "the viewer's panel to say stopped").to_contain_text(
+        f"Run #{run_id} stopped", use_inner_text=True, timeout=60_000)
     assert viewer.get_by_role("button", name="Stop").count() == 0
 
 

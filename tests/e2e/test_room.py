@@ -7,17 +7,17 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from bench.config import RunConfig
 from tests.e2e.steps import screenshot
-from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 
 
-def chosen_targets(page) -> list[str]:
-    box = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Targets")
-    return [line.strip() for line in box.inner_text().splitlines()[1:] if line.strip()]
+def target_tags(page):
+    """The targets chosen in the Targets box, one tag each, in their order."""
+    return page.locator('[data-testid="stMultiSelect"]').filter(has_text="Targets").locator("[data-tag]")
 
 
 def test_compare_link_opens_the_preset_with_those_targets(page, server):
@@ -25,23 +25,23 @@ def test_compare_link_opens_the_preset_with_those_targets(page, server):
     page.goto(server.url + "/compare?preset=seed-cifar10-mlp&targets=cpu/1,cpu")
     page.get_by_role("heading", name="Compare").wait_for()
     model = page.get_by_role("combobox", name="Model", exact=True)
-    wait_for(lambda: "CIFAR-10 MLP" in model.input_value(), 30, "the preset in the Model box")
-    batch = page.get_by_label("Batch size", exact=True)
-    wait_for(lambda: batch.input_value() == "32", 30, "the preset's batch size 32")
-    assert chosen_targets(page) == ["cpu/1", "cpu"]
+    expect(model, "the preset in the Model box").to_have_value(re.compile("CIFAR-10 MLP"), timeout=30_000)
+    expect(page.get_by_label("Batch size", exact=True), "the preset's batch size 32").to_have_value(
+        "32", timeout=30_000)
+    expect(target_tags(page), "the link's targets").to_have_text(["cpu/1", "cpu"])
     assert page.get_by_text("were left out").count() == 0
     assert "preset=seed-cifar10-mlp" in page.url
 
     page.frame_locator("iframe").first.get_by_role("button", name="Copy link").click()
     button = page.frame_locator("iframe").first.locator("#copy")
-    wait_for(lambda: "copied" in button.inner_text().lower(), 10, "the copy confirmation")
+    expect(button, "the copy confirmation").to_contain_text("copied", ignore_case=True, timeout=10_000)
     copied = page.evaluate("navigator.clipboard.readText()")
     assert "/compare?" in copied and "preset=seed-cifar10-mlp" in copied
 
     # cpu/1,cpu is also this 2-core machine's default order: the reverse shows the link is what sets it
     page.goto(server.url + "/compare?preset=seed-text&targets=cpu,cpu/1")
     page.get_by_role("heading", name="Compare").wait_for()
-    wait_for(lambda: chosen_targets(page) == ["cpu", "cpu/1"], 30, "the targets in the link's order")
+    expect(target_tags(page), "the targets in the link's order").to_have_text(["cpu", "cpu/1"], timeout=30_000)
     assert "IMDB" in page.get_by_role("combobox", name="Model", exact=True).input_value()
 
 
@@ -49,7 +49,7 @@ def test_train_link_opens_the_projector_view_with_those_settings(page, server):
     page.goto(server.url + "/train?epochs=7&size=m&present=1")
     page.get_by_role("heading", name="Train").wait_for()
     epochs = page.get_by_label("Epochs", exact=True)
-    wait_for(lambda: epochs.input_value() == "7", 30, "epochs 7 from the link")
+    expect(epochs, "epochs 7 from the link").to_have_value("7", timeout=30_000)
     assert page.get_by_text(re.compile("669,706 params")).count() > 0, "the parameter count of size m"
     assert not epochs.is_visible(), "the settings are folded away in the projector view"
     assert page.get_by_role("switch", name="Projector view").is_checked()
@@ -65,8 +65,8 @@ def test_bad_parameter_shows_a_note_and_the_default(page, server):
     page.get_by_text("Some settings in this link were left out").wait_for()
     assert page.get_by_text(re.compile(r"epochs=-3.*from 1 to 1000")).count() > 0
     # the default (no run has been made on this module's server yet); the box settles after the first render
-    box = page.get_by_label("Epochs", exact=True)
-    wait_for(lambda: box.input_value() == str(RunConfig().epochs), 15, "the default epochs in the box")
+    expect(page.get_by_label("Epochs", exact=True), "the default epochs in the box").to_have_value(
+        str(RunConfig().epochs), timeout=15_000)
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
@@ -93,6 +93,6 @@ def test_lesson_step_runs_live(page, server):
     page.get_by_role("heading", name=re.compile("A small model")).wait_for()
     page.get_by_role("button", name=re.compile("^Run ")).click()
     result = page.get_by_text(re.compile(r"^Live: \S+ vs \S+"))
-    wait_for(lambda: result.count() > 0, 240, "the step's live speed-up")
+    expect(result.first, "the step's live speed-up").to_be_visible(timeout=240_000)
     assert page.get_by_text(re.compile(r"is \d+\.\dx (faster|slower) than")).count() >= 1
     screenshot(page, "room-lesson-step")

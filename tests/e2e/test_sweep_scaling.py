@@ -4,9 +4,9 @@ N x one device, per model size) and says where the exchange between devices sets
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.steps import screenshot
-from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -27,18 +27,19 @@ def test_a_sweep_over_one_and_two_devices_draws_the_scaling_chart(page, server):
     page.get_by_role("button", name="Start sweep").click()
 
     chart = page.locator(".js-plotly-plot").filter(has_text="Scaling over devices")
-    wait_for(lambda: chart.count() > 0, 240, "the scaling chart")
-    wait_for(lambda: chart.first.locator(".scatterlayer .trace").count() >= 3, 120, "one line per model size")
-    done = page.get_by_text("6 of 6 points done")
-    wait_for(lambda: done.count() > 0, 240, "all six points")
-    # the chart is drawn again at its next refresh after the last point: wait for that drawing, not the first one
+    expect(chart.first, "the scaling chart").to_be_attached(timeout=240_000)
     lines = chart.first.locator(".scatterlayer .trace")
-    wait_for(lambda: lines.count() == 3 and lines.first.locator(".point").count() == 2, 60,
-             "xs, s and m: one line each, each with 1 and 2 devices")
+    expect(lines.nth(2), "one line per model size").to_be_attached(timeout=120_000)
+    expect(page.get_by_text("6 of 6 points done").first, "all six points").to_be_visible(timeout=240_000)
+    # the chart is drawn again at its next refresh after the last point: wait for that drawing, not the first one
+    each_line = "xs, s and m: one line each, each with 1 and 2 devices"
+    expect(lines.first.locator(".point"), each_line).to_have_count(2, timeout=60_000)
+    expect(lines, each_line).to_have_count(3, timeout=60_000)
     # waited for, not asserted at once: on a loaded machine the chart may be between two drawings at that instant
-    wait_for(lambda: chart.first.get_by_text("throughput with N / (N × one device), %").count() > 0, 30,
-             "the scaling axis title")
+    expect(chart.first.get_by_text("throughput with N / (N × one device), %").first,
+           "the scaling axis title").to_be_attached(timeout=30_000)
     # a replayed run keeps its pace on any device count: two devices give half of 2x, which the page diagnoses
-    wait_for(lambda: page.get_by_text("exchange between devices").count() > 0, 30, "the exchange-bound note")
+    expect(page.get_by_text("exchange between devices").first, "the exchange-bound note").to_be_visible(
+        timeout=30_000)
     assert page.get_by_text("exchange between devices").count() == 1, "one note for every such point"
     screenshot(page, "sweep-scaling")

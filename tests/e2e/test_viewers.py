@@ -4,12 +4,14 @@ give one run running and one queued, never two at once (checked in the server's 
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 from bench.store import Store
-from tests.e2e.steps import (bar_count, new_page, open_train, screenshot, set_number, sidebar, store_of,
+from tests.e2e.steps import (bars, new_page, open_train, screenshot, set_number, sidebar, store_of, wait_for_js,
                              what_the_page_shows)
 from tests.polling import wait_for
 
@@ -86,6 +88,11 @@ RECORD_SIDEBAR = """() => {
         if (text.includes("Current run")) window.__seen.add(text.split("Current run")[1].trim().split("\\n")[0]);
     }, 100);
 }"""
+# whether this page displayed the line "Run #<id>: <status>" (recorded by RECORD_SIDEBAR), [id, status] its argument
+SHOWED = """([id, status]) => [...window.__seen].some((line) => line.includes(`Run #${id}:`)
+    && line.split(`Run #${id}:`)[1].trim() === status)"""
+SHOWED_FINISHED = """(id) => [...window.__seen].some((line) => line.includes(`Run #${id}:`)
+    && line.split(`Run #${id}:`)[1].trim().startsWith("finished"))"""
 
 
 def test_five_viewers_see_the_same_run_live(viewers, server):
@@ -119,11 +126,8 @@ def test_five_viewers_see_the_same_run_live(viewers, server):
     def active() -> dict[int, set[str]]:
         return {i: {s for s in seen[i] if s.startswith(("starting", "running"))} for i in range(VIEWERS)}
 
-    def all_finished(run_id: int) -> bool:
-        """True once every viewer shows the finished run with its three epochs."""
-        look(run_id)
-        return all(any(s.startswith("finished") for s in seen[i]) and bar_count(page) == 3
-                   and page.get_by_text("Finished: steady epoch").count() > 0 for i, page in enumerate(viewers))
+    def left_ms(deadline: float) -> int:
+        return max(1, int((deadline - time.monotonic()) * 1000))
 
     # Five browsers, the server and the training share two cores here: a viewer may lag the run by many seconds, so
     # the run is held before its last epoch until every viewer has shown it there ("epoch 2/3", which it keeps while
@@ -134,12 +138,19 @@ def test_five_viewers_see_the_same_run_live(viewers, server):
     with server.holding_last_epoch():
         starter.get_by_role("button", name="Start").click()
         run_id = wait_for(lambda: (runs := store_of(server).list_runs()) and runs[-1].id, 30, "the run in the store")
-        try:
-            wait_for(lambda: look(run_id) or all(held_line in a for a in active().values()),
-                     180, f"every viewer to show the held run ({held_line!r})", poll_s=0.2)
-        except AssertionError as timed_out:
-            raise AssertionError(f"{timed_out}; each viewer showed {seen}") from None
-    wait_for(lambda: all_finished(run_id), 240, "every viewer to show the finished run", poll_s=0.2)
+        # each page keeps every line it showed: waiting on one page after another is waiting on all five at once
+        deadline = time.monotonic() + 180
+        for i, page in enumerate(viewers):
+            wait_for_js(page, SHOWED, lambda i=i: (look(run_id) or f"viewer {i} to show the held run ({held_line!r}); "
+                                                                  f"each viewer showed {seen}"),
+                        arg=[run_id, held_line], timeout_ms=left_ms(deadline), poll_ms=200)
+    deadline = time.monotonic() + 240  # the finished run stays as it is: one page after another again
+    for i, page in enumerate(viewers):
+        finished = f"viewer {i} to show the finished run"
+        wait_for_js(page, SHOWED_FINISHED, finished, arg=run_id, timeout_ms=left_ms(deadline), poll_ms=200)
+        expect(bars(page), f"{finished} with its three epochs").to_have_count(3, timeout=left_ms(deadline))
+        expect(page.get_by_text("Finished: steady epoch").first, finished).to_be_attached(timeout=left_ms(deadline))
+    look(run_id)
     shown = active()
     run = store_of(server).get_run(run_id)
     for i in range(VIEWERS):
@@ -168,7 +179,7 @@ def test_two_start_clicks_at_once_give_one_running_and_one_queued(viewers, serve
         set_number(page, "Training samples (0 = all)", 20000)
         set_number(page, "Batch size", 8)  # 2,500 steps, replayed at 2.5 s an epoch: long enough to show "queued"
     for page in (a, b):  # Streamlit disables its widgets while a page reconnects: a click then does nothing
-        wait_for(page.get_by_role("button", name="Start").is_enabled, 60, "Start to be enabled")
+        expect(page.get_by_role("button", name="Start"), "Start to be enabled").to_be_enabled(timeout=60_000)
     with StoreWatch(store) as watch:
         a.get_by_role("button", name="Start").dispatch_event("click")
         b.get_by_role("button", name="Start").dispatch_event("click")

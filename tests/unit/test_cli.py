@@ -205,6 +205,7 @@ def test_compare_needs_two_targets(main):
     assert out.returncode == 2 and "at least two targets" in out.stderr
 
 
+@pytest.mark.slow  # several processes started and run to their end
 def test_sweep_over_device_counts_gives_scaling_rows(main, tmp_path, monkeypatch):
     """The CLI's --devices grid and its scaling figures, on replayed runs (BENCH_WORKER_TARGET): real runs on two
     logical CPU devices are tests/unit/test_jobs.py's, the sweep's real training test_sweep_rows's below."""

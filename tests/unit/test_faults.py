@@ -181,6 +181,7 @@ SERVER_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # several processes started and run to their end
 def test_server_killed_mid_run_then_restarted_marks_it_interrupted_and_keeps_epochs(isolated_store):
     path = isolated_store
     Store(path)

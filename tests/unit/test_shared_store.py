@@ -51,6 +51,7 @@ def run_with_epochs(store: Path, n: int, *, exclude: tuple[int, ...] = ()) -> Ru
     return None
 
 
+@pytest.mark.slow  # several processes started and run to their end
 def test_two_clis_and_a_dashboard_share_a_store_and_see_each_others_runs_live(isolated_store, tmp_path):
     store = isolated_store
     Store(store)
@@ -125,6 +126,7 @@ def unwritable(folder: Path) -> Iterator[None]:
             folder.chmod(folder_mode)
 
 
+@pytest.mark.slow  # several processes started and run to their end
 def test_store_made_unwritable_mid_run_cli_keeps_every_epoch_in_a_fallback_file_and_exits_nonzero(
         isolated_store, tmp_path):
     store = isolated_store
@@ -165,6 +167,7 @@ def test_cli_without_any_store_keeps_the_run_in_a_file(tmp_path):
     assert len(json.loads(fallbacks[0].read_text())["epochs"]) == 2
 
 
+@pytest.mark.slow  # several processes started and run to their end
 def test_short_soak_three_writers_lose_nothing(tmp_path):
     from benchmarks import store_soak
 
