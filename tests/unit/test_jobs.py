@@ -316,6 +316,7 @@ def test_wait_first_batch_returns_once_the_first_batch_is_reported(store):
         jm.shutdown()
 
 
+@pytest.mark.slow  # waits out its timeout
 def test_wait_first_batch_gives_up_after_its_timeout(store):
     jm = manager_with(fake_workers.silent, store)
     try:
