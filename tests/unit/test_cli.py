@@ -11,11 +11,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from bench import cli
 from bench.store import Store
 from benchmarks.standins import PACED_WORKER_TARGET
 from tests.unit.test_store import dead_pid, set_owner
@@ -28,22 +26,6 @@ def bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
-
-
-@pytest.fixture
-def main(capsys: pytest.CaptureFixture[str]):
-    """``bench.cli.main(ARGS)`` in this process, with what it printed: (returncode, stdout, stderr), as ``bench``
-    returns them (argparse's refusals exit through SystemExit, as they do from the entry point)."""
-    def call(*args: str) -> SimpleNamespace:
-        capsys.readouterr()
-        try:
-            code = cli.main(list(args))
-        except SystemExit as exc:
-            code = exc.code
-        out = capsys.readouterr()
-        return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
-
-    return call
 
 
 def test_devices_json():

@@ -3,11 +3,10 @@ there (bench.target.duplicates), refused by the CLI; prices and timeouts are bou
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import pytest
 
-from bench import cli, target
+from bench import target
 from bench.hardware import devices
 from bench.hardware.devices import CpuInfo, GpuInfo, Hardware
 from bench.target import Target
@@ -50,20 +49,6 @@ def test_the_pages_offer_each_target_once(monkeypatch: pytest.MonkeyPatch) -> No
     options = target_options(hw)
     assert target.duplicates([Target.parse(o) for o in options], hw) == []
     assert "cpu" in options and "cpu/2" not in options
-
-
-@pytest.fixture
-def main(capsys: pytest.CaptureFixture[str]):
-    def call(*args: str) -> SimpleNamespace:
-        capsys.readouterr()
-        try:
-            code = cli.main(list(args))
-        except SystemExit as exc:
-            code = exc.code
-        out = capsys.readouterr()
-        return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
-
-    return call
 
 
 def test_compare_refuses_cpu_against_itself(main) -> None:
