@@ -182,31 +182,25 @@ def resolve(target: Target, hardware: Any) -> Resolved:
     return Resolved("gpu", (target.index,) if target.index is not None else (), None)
 
 
+def _first_alike(targets: Sequence[Target], hardware: Any) -> list[int]:
+    """For each of ``targets``, the index of the first one that trains on what it does on ``hardware`` (its own
+    index when none before it does)."""
+    first: dict[Resolved, int] = {}
+    return [first.setdefault(resolve(target, hardware), i) for i, target in enumerate(targets)]
+
+
 def duplicates(targets: Sequence[Target], hardware: Any) -> list[str]:
     """One message per target that trains on what an earlier one does on ``hardware`` (``cpu`` and ``cpu/2`` on a
     2-core machine, ``gpu:0`` and ``gpus`` on a one-GPU machine): the one rule for the CLI and the pages. Empty
     when every target is its own."""
-    first: dict[Resolved, Target] = {}
-    found = []
-    for target in targets:
-        resolved = resolve(target, hardware)
-        earlier = first.setdefault(resolved, target)
-        if earlier is not target:
-            found.append(f"targets {earlier} and {target} are one target on this machine: both train on "
-                         f"{resolved.describe()}; name it once")
-    return found
+    return [f"targets {targets[j]} and {targets[i]} are one target on this machine: both train on "
+            f"{resolve(targets[i], hardware).describe()}; name it once"
+            for i, j in enumerate(_first_alike(targets, hardware)) if j != i]
 
 
 def distinct(targets: Sequence[Target], hardware: Any) -> list[Target]:
     """``targets`` less each one that trains on what an earlier one does (see :func:`duplicates`)."""
-    seen: set[Resolved] = set()
-    out = []
-    for target in targets:
-        resolved = resolve(target, hardware)
-        if resolved not in seen:
-            seen.add(resolved)
-            out.append(target)
-    return out
+    return [target for i, (target, j) in enumerate(zip(targets, _first_alike(targets, hardware))) if j == i]
 
 
 def refuse_duplicates(targets: Sequence[Target], hardware: Any) -> None:

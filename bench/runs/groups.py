@@ -49,8 +49,9 @@ class GroupRegistry:
         Raises:
             ConfigError: for the first config that is not valid; nothing is queued then.
         """
+        hardware = devices.discover()
         for config in configs:
-            config.validate(devices.discover())
+            config.validate(hardware)
         with self._order_lock:
             with self._lock:
                 group = RunGroup(id=len(self._groups) + 1, kind=kind, targets=tuple(targets), created_at=time.time(),
