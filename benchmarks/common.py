@@ -30,6 +30,11 @@ def cpu_seconds(proc: Any) -> float:
     return times.user + times.system
 
 
+def checkout_python_path() -> str:
+    """The checkout first, then any PYTHONPATH this process was given (a GPU machine's carried wheels live there)."""
+    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+
+
 def run_child(module: str, args: Sequence[str], *, timeout_s: float, log_path: Path) -> None:
     """Run ``module.child_main(args)`` in a fresh interpreter from the checkout; its output goes to log_path.
 
@@ -39,7 +44,7 @@ def run_child(module: str, args: Sequence[str], *, timeout_s: float, log_path: P
     code = f"import sys; from {module} import child_main; child_main(sys.argv[1:])"
     with log_path.open("w", encoding="utf-8") as log:
         proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=timeout_s)
+                              env={**os.environ, "PYTHONPATH": checkout_python_path()}, timeout=timeout_s)
     if proc.returncode != 0:
         tail = log_path.read_text(encoding="utf-8")[-1500:]
         raise RuntimeError(f"overhead child {module} {args[0] if args else ''} exited {proc.returncode}: {tail}")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import checkout_python_path
 from bench.hardware import doctor  # run from the checkout: `PYTHONPATH=. python3 scripts/gpu_verify.py` (make does)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,6 +122,30 @@ def _diagnosis(doc: Any) -> tuple[bool, str]:
     return small == "host-bound" and large == "compute-bound", f"xs@32: {small}; xl@2048: {large}"
 
 
+def _activity(doc: Any) -> tuple[bool, str]:
+    """SM and tensor activity of the sweep's compute-bound point against the diagnosis's provisional thresholds."""
+    from bench.analysis.diagnosis import SM_ACTIVE_COMPUTE_PERCENT as SM, TENSOR_ACTIVE_COMPUTE_PERCENT as TENSOR
+
+    row = next((r for r in doc.get("rows") or [] if r.get("target") == "gpu:0" and r.get("size") == "xl"
+                and r.get("batch_size") == 2048), None)
+    if row is None or row.get("sm_active_percent") is None:
+        return False, "no MLP xl at batch 2048 with SM activity in the record"
+    sm, tensor = row["sm_active_percent"], row.get("tensor_active_percent") or 0.0
+    share = row.get("peak_fraction") or 0.0
+    return sm >= SM or tensor >= TENSOR, (f"MLP xl at batch 2048 ({share:.0%} of the peak, {row.get('diagnosis_kind')}): "
+                                          f"SM active {sm:.1f} % (threshold {SM:.0f}), tensor {tensor:.1f} % "
+                                          f"(threshold {TENSOR:.0f})")
+
+
+def _overhead(doc: Any) -> tuple[bool, str]:
+    """The engine's median steady epoch against a bare model.fit's, alternating (scripts/gpu_engine_vs_bare.py)."""
+    ratio, spread = doc["engine_vs_bare_ratio"], doc.get("bare_spread") or 0.0
+    bound = 1.0 + max(0.05, spread)
+    return ratio <= bound, (f"engine {doc['engine_steady_s']:.3f} s against bare {doc['bare_steady_s']:.3f} s a steady "
+                            f"epoch: ratio {ratio:.3f} (paired {doc.get('paired_ratio', float('nan')):.3f}; bound "
+                            f"{bound:.3f}, the bare runs' spread {spread:.1%})")
+
+
 def _steps(doc: Any) -> tuple[bool, str]:
     rows = {r.get("steps_per_execution"): r.get("steady_epoch_seconds") for r in doc.get("rows") or []
             if r.get("target") == "gpu:0" and r.get("size") == "xs"}
@@ -172,6 +197,10 @@ CLAIMS = (
     Claim("Achieved GFLOP/s never above the measured peak", "no point above its peak", "sweep.json", _below_peak),
     Claim("Diagnosis thresholds (provisional until this row is checked)",
           "MLP xs at batch 32 host-bound, MLP xl at batch 2048 compute-bound", "sweep_batch.json", _diagnosis),
+    Claim("SM and tensor activity of a compute-bound run (the diagnosis's provisional thresholds)",
+          "MLP xl at batch 2048: SM or tensor activity at or above its threshold", "sweep_batch.json", _activity),
+    Claim("The engine's overhead over a bare model.fit on the GPU (MLP s, batch 128, alternating)",
+          "median steady epoch within 5 % or the bare runs' spread", "evb_jax.json", _overhead),
     Claim("Steps per execution lift the per-step floor", "MLP xs: 32 steps per call faster than 1",
           "sweep_steps.json", _steps),
     Claim("The torch backend trains on the GPU", "placement on the GPU", "torch_issue2.json", _torch),
@@ -214,11 +243,6 @@ def write_table(doc_path: Path, rows: list[tuple[str, str, str, str]], when: str
     doc_path.write_text(text, encoding="utf-8")
 
 
-def _python_path() -> str:
-    """The checkout first, then any PYTHONPATH given (carried wheels on a GPU machine without TensorFlow)."""
-    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-
-
 def run_step(step: str, out: Path, report: doctor.Report, limit_s: float = STEP_LIMIT_S) -> None:
     if step == "doctor":
         (out / "doctor.json").write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
@@ -231,7 +255,7 @@ def run_step(step: str, out: Path, report: doctor.Report, limit_s: float = STEP_
     started = time.monotonic()
     try:
         done = subprocess.run(command, cwd=ROOT, timeout=limit_s, check=False,
-                              env={**os.environ, "PYTHONPATH": _python_path()})
+                              env={**os.environ, "PYTHONPATH": checkout_python_path()})
     except subprocess.TimeoutExpired:
         print(f"{step}: stopped at its limit of {limit_s:.0f} s; the records it finished are kept", flush=True)
         return

@@ -161,10 +161,42 @@ def test_gpu_md_has_a_row_for_every_claim_and_none_is_a_guess() -> None:
         assert measured == gpu_verify.NOT_CHECKED or (checked and (ROOT / record.rstrip(" |")).is_file()), claim
 
 
-def test_a_step_keeps_the_pythonpath_it_was_given(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keras and Streamlit carried as wheels (/tmp/site on PYTHONPATH) stay importable in every step, behind the
-    checkout; replacing PYTHONPATH with the checkout alone hid them."""
+def test_a_step_and_a_benchmark_child_keep_the_pythonpath_they_were_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keras and Streamlit carried as wheels (/tmp/site on PYTHONPATH) stay importable in every step and in the bare
+    baseline's child, behind the checkout; replacing PYTHONPATH with the checkout alone hid them (the H100's engine-vs-
+    bare run failed so, 2026-11-26)."""
+    from benchmarks.common import checkout_python_path
+
     monkeypatch.setenv("PYTHONPATH", "/tmp/site")
-    assert gpu_verify._python_path().split(":") == [str(ROOT), "/tmp/site"]
+    assert checkout_python_path().split(":") == [str(ROOT), "/tmp/site"]
     monkeypatch.delenv("PYTHONPATH")
-    assert gpu_verify._python_path() == str(ROOT)
+    assert checkout_python_path() == str(ROOT)
+
+
+def _batch_row(size: str, batch: int, **values: object) -> dict:
+    return {"target": "gpu:0", "size": size, "batch_size": batch, "diagnosis_kind": "compute-bound",
+            "peak_fraction": 0.57, **values}
+
+
+@pytest.mark.parametrize(("sm", "tensor", "holds"), [(49.4, 25.4, False), (55.0, 10.0, True), (20.0, 31.0, True),
+                                                     (None, None, False)])
+def test_the_activity_claim_reads_the_compute_bound_points_sm_and_tensor_activity(tmp_path: Path, sm, tensor,
+                                                                                   holds: bool) -> None:
+    rows = [_batch_row("xs", 32, sm_active_percent=90.0), _batch_row("xl", 2048, sm_active_percent=sm,
+                                                                       tensor_active_percent=tensor)]
+    (tmp_path / "sweep_batch.json").write_text(json.dumps({"rows": rows}), encoding="utf-8")
+    rows_by_claim = {claim: measured for claim, _e, measured, _r in gpu_verify.claim_rows(tmp_path)}
+    measured = next(m for c, m in rows_by_claim.items() if c.startswith("SM and tensor activity"))
+    assert measured.startswith("holds" if holds else "DOES NOT HOLD"), measured
+
+
+@pytest.mark.parametrize(("engine", "spread", "holds"), [(0.303, 0.058, True), (0.330, 0.02, False),
+                                                          (0.330, 0.12, True)])
+def test_the_overhead_claim_allows_five_percent_or_the_bare_runs_spread(tmp_path: Path, engine: float,
+                                                                        spread: float, holds: bool) -> None:
+    record = {"engine_vs_bare_ratio": engine / 0.3, "paired_ratio": 1.0, "bare_steady_s": 0.3,
+              "engine_steady_s": engine, "bare_spread": spread}
+    (tmp_path / "evb_jax.json").write_text(json.dumps(record), encoding="utf-8")
+    rows_by_claim = {claim: measured for claim, _e, measured, _r in gpu_verify.claim_rows(tmp_path)}
+    measured = next(m for c, m in rows_by_claim.items() if c.startswith("The engine's overhead"))
+    assert measured.startswith("holds" if holds else "DOES NOT HOLD"), measured
