@@ -201,8 +201,8 @@ def _print_summary(record: RunRecord) -> None:
     s = record.summarized
     info = record.info
     print(f"status     {record.status}")
-    if info.get("placement"):
-        print(f"trained on {info['placement']} ({info.get('framework', '?')})")
+    if info.placement:
+        print(f"trained on {info.placement} ({info.framework or '?'})")
     print(f"steady epoch time  {metrics.format_seconds(s.steady_epoch_seconds)} "
           f"(first epoch, with tracing: {metrics.format_seconds(s.first_epoch_seconds)})")
     if s.mean_cpu_percent is not None:
@@ -218,7 +218,7 @@ def _print_summary(record: RunRecord) -> None:
         print(f"diagnosis  {run_summary.diagnosis_of(record).verdict}")
     if record.error:
         err = record.error
-        print(f"error      {err.get('message')}\nwhat to do {err.get('hint')}", file=sys.stderr)
+        print(f"error      {err.headline}\nwhat to do {err.hint}", file=sys.stderr)
 
 
 def _this_machine() -> Machine:
@@ -245,7 +245,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from bench.store import Store
 
-    runs = [(r, metrics.steady_epoch_seconds(r.epochs)) for r in Store().list_runs()]  # each steady time once
+    listing = Store().listing()
+    runs = [(r, metrics.steady_epoch_seconds(r.epochs)) for r in listing.runs]  # each steady time once
     if args.json:
         print(records_module.json_text([{
             "id": r.id,
@@ -256,12 +257,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
             "created_at": r.created_at,
             "label": r.label,
         } for r, steady in runs]))
+        for odd in listing.unreadable:  # stdout stays a list of runs; each unreadable one is said apart
+            print(safe_text.terminal(odd.message), file=sys.stderr)
         return 0
-    if not runs:
+    if not runs and not listing.unreadable:
         print("no runs stored yet: try `python -m bench run`")
     for run, steady in runs:
         print(f"{run.id:>5}  {str(run.status):<11} {len(run.epochs):>3} epochs  "
               f"steady {metrics.format_seconds(steady):>9}  {safe_text.terminal(run.label or '')}")
+    for odd in listing.unreadable:
+        print(safe_text.terminal(odd.message))
     return 0
 
 
@@ -274,7 +279,7 @@ def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[RunRe
         records.append(record)
         saved.append(ok)
         if record.status != Status.FINISHED:
-            print(f"   run ended {record.status}: {(record.error or {}).get('message', '')}", file=sys.stderr)
+            print(f"   run ended {record.status}: {record.error.headline if record.error else ''}", file=sys.stderr)
     if not all(saved):
         manager.shutdown()  # a last try at writing what a failing store missed
         snaps = [manager.snapshot(r.id) for r in records]
@@ -308,7 +313,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     result = records_module.comparison_record(records, prices)
     if args.json_path:
         _write_json(args.json_path, result)
-    for pair in map(compare.Pair.of, (result.comparison or {}).get("pairs") or []):
+    for pair in result.comparison.pairs if result.comparison is not None else ():
         print(pair.headline)
         print(f"  first epoch (includes tracing): {pair.baseline_target} "
               f"{metrics.format_seconds(pair.first_epoch_seconds_a)}, {pair.target} "
@@ -501,7 +506,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     from bench.output import report
     from bench.store import Store
 
-    run = Store().get_run(args.run_id)
+    if args.raw:
+        return _export_raw(args)
+    run = Store().get_run(args.run_id)  # a run this version cannot read: RunUnreadable, exit 2 with what to do
     if run is None:
         raise UsageError(f"there is no run {args.run_id}; `python -m bench runs` lists them")
     out = Path(args.out or f"run-{args.run_id}.{'zip' if args.format == 'csv' else args.format}")
@@ -511,6 +518,22 @@ def cmd_export(args: argparse.Namespace) -> int:
         report.write_file(out, report.to_html(run))
     else:
         report.write_file(out, report.to_csv_zip(run))
+    print(f"wrote {out}")
+    return 0
+
+
+def _export_raw(args: argparse.Namespace) -> int:
+    """``export N --raw``: the run's rows as the store holds them (store_rows.RawRun), read or not, as JSON."""
+    from bench.output import report
+    from bench.store import Store
+
+    if args.format != "json":
+        raise UsageError(f"--raw writes the stored rows as JSON; leave out --format {args.format}")
+    raw = Store().raw_run(args.run_id)
+    if raw is None:
+        raise UsageError(f"there is no run {args.run_id}; `python -m bench runs` lists them")
+    out = Path(args.out or f"run-{args.run_id}.raw.json")
+    report.write_file(out, records_module.json_text(raw.to_dict()))
     print(f"wrote {out}")
     return 0
 

@@ -213,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", type=_run_id)
     p.add_argument("--format", choices=("json", "csv", "html"), default="json")
     p.add_argument("--out", default=None, help="output file (default run-ID.FORMAT in the current folder)")
+    p.add_argument("--raw", action="store_true", help="the run's rows as the store holds them, as JSON (default "
+                                                      "file run-ID.raw.json): for a run this version cannot read")
 
     p = sub.add_parser("import", help="import a JSON run, comparison or machine bundle measured elsewhere into "
                                       "the store")

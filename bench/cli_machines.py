@@ -73,7 +73,7 @@ def cmd_machines(args: argparse.Namespace, store: Any) -> int:
     if args.json:
         print(records.json_text({
             "machines": [{"number": i, "key": m.key, "source": m.source, "name": m.name, "suite": m.suite,
-                          "targets": machines.targets_of(m), "machine": m.bundle.machine, "notes": m.bundle.notes,
+                          "targets": machines.targets_of(m), "machine": m.bundle.machine.to_dict(), "notes": m.bundle.notes,
                           "runs": len(m.bundle.runs)} for i, m in enumerate(gallery_machines, 1)],
             "ranking": ranked.to_dict()}))
         return 0

@@ -1,6 +1,7 @@
 """The engine's errors a user meets, a leaf every module may import: ConfigError (one message per problem),
 RecordError (a record or file that cannot be read), RunActiveError (an action refused while a run is active) and the
-store's StoreError with its two kinds of a run's row gone (RunLost) or taken by another run (RunReplaced)."""
+store's StoreError with its kinds: a run's row gone (RunLost), taken by another run (RunReplaced) or not readable here
+(RunUnreadable)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,9 @@ class RunLost(StoreError):
 class RunReplaced(StoreError):
     """The row under the run's id holds another run (created at another time): the store file was replaced, by an
     older copy say, whose run under that id is not this one. Nothing was written into it."""
+
+
+class RunUnreadable(StoreError):
+    """A stored run's rows hold what this version cannot read (a column that is not JSON, a field of the wrong kind,
+    a table from another version): the message names the run, the field and what it held, and how to export the raw
+    rows or delete the run (bench.store_rows.UnreadableRun.error)."""

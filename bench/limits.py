@@ -30,7 +30,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "process_rss_mib": (0.0, 1e10), "ram_used_mib": (0.0, 1e10), "mem_used_mib": (0.0, 1e10),
     "mem_total_mib": (0.0, 1e10),
     "power_w": (0.0, 1e6), "power_limit_w": (0.0, 1e6), "temp_c": (-273.0, 1000.0), "sm_clock_mhz": (0.0, 1e6),
-    "energy_j": (0.0, 1e18), "cpu_energy_j": (0.0, 1e18),
+    "energy_j": (0.0, 1e18), "count": (0.0, 1e12), "id": (-ID_MAX, ID_MAX), "epoch": (1.0, EPOCH_MAX), "gpu_index": (0.0, GPU_INDEX_MAX), "cpu_energy_j": (0.0, 1e18),
 }
 
 

@@ -20,7 +20,6 @@ on a CPU-only machine, so a config is checked for shape, not validated against t
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import enum
 import functools
@@ -28,10 +27,13 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from bench.analysis import compare, run_summary  # the arithmetic that fills a document (summaries, comparisons)
-from bench.record_types import Pair, RunSummary, SweepRow
+from bench.record_types import Fingerprint, Pair, RecordedHardware, RunSummary, SweepRow
+from bench import typed
+from bench.typed import JsonValue
+from bench.run_info import RunError, RunInfo
 from bench.config import ConfigError, RunConfig
 from bench.errors import RecordError
 from bench.limits import ID_MAX
@@ -53,7 +55,7 @@ from bench.readings import (  # noqa: F401 - Epoch, Sample, GpuReading and check
     samples_of,
 )
 
-RUN_SCHEMA = "bench.run/1"
+RUN_SCHEMA: Literal["bench.run/1"] = "bench.run/1"
 COMPARISON_SCHEMA = "bench.comparison/1"
 SWEEP_SCHEMA = "bench.sweep/1"
 SCHEMAS = (RUN_SCHEMA, COMPARISON_SCHEMA)  # what an import into the store reads; a sweep is shown, not imported
@@ -132,96 +134,58 @@ def check_config(config: Any, path: str) -> None:
 
 
 # -- the records ------------------------------------------------------------------------------------------------------
+@typed.record
 @dataclass(frozen=True)
 class RunRecord:
     """One run (``bench.run/1``): what was asked (config), where (hardware, info.placement), what happened."""
 
+    NOUN: ClassVar[str] = "run record"
+
     status: Status
-    config: dict[str, Any]
-    hardware: dict[str, Any]
-    epochs: tuple[Epoch, ...]
-    samples: tuple[Sample, ...]
-    id: int | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any]  # a RunConfig's settings, checked by check_config when read from outside
+    hardware: RecordedHardware = field(default_factory=RecordedHardware)
+    epochs: tuple[Epoch, ...] = ()
+    samples: tuple[Sample, ...] = ()
+    id: int | None = typed.bound("id", default=None)
+    info: RunInfo = field(default_factory=RunInfo)
     created_at: float | None = None
     started_at: float | None = None
     ended_at: float | None = None
-    error: dict[str, Any] | None = None
+    error: RunError | None = None
     store_error: str | None = None
     summary: RunSummary | None = None
     label: str | None = None
     members: tuple[RunRecord, ...] = ()  # a multi-worker run: the other members' own records (info.cluster)
-    extra: dict[str, Any] = field(default_factory=dict)
+    schema: Literal["bench.run/1"] = RUN_SCHEMA
+    extra: dict[str, JsonValue] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "") -> RunRecord:
-        prefix = f"{path}." if path else ""
-        if not isinstance(data, dict):
-            raise fail(path or "the record", f"must be a JSON object, got {type(data).__name__}")
-        run = data
-        if path and run.get("schema", RUN_SCHEMA) != RUN_SCHEMA:
-            raise fail(f"{prefix}schema", f"must be {RUN_SCHEMA!r}, got {show_value(run.get('schema'))}")
-        for key in ("status", "config", "hardware", "epochs", "samples"):
-            if key not in run:
-                raise fail(f"{prefix}{key}", "is missing")
-        if not isinstance(run["status"], str) or run["status"] not in STATUSES:
-            raise fail(f"{prefix}status", f"must be one of {', '.join(STATUSES)}, got {show_value(run['status'])}")
-        check_config(run["config"], f"{prefix}config")
-        if not isinstance(run["hardware"], dict):
-            raise fail(f"{prefix}hardware", f"must be a JSON object, got {show_value(run['hardware'])}")
-        if not isinstance(run["epochs"], list):
-            raise fail(f"{prefix}epochs", f"must be a list of epochs, got {show_value(run['epochs'])}")
-        if not isinstance(run["samples"], list):
-            raise fail(f"{prefix}samples", f"must be a list of samples, got {show_value(run['samples'])}")
-        for key in ("info", "error"):
-            if run.get(key) is not None and not isinstance(run[key], dict):
-                raise fail(f"{prefix}{key}", f"must be a JSON object or null, got {show_value(run[key])}")
-        for key in ("created_at", "started_at", "ended_at"):
-            if run.get(key) is not None:
-                if not is_number(run[key]):
-                    raise fail(f"{prefix}{key}", f"must be epoch seconds or null, got {show_value(run[key])}")
-                check_number(run[key], key, f"{prefix}{key}")
-        for key in ("label", "store_error"):
-            optional_text(run, key, path)
-        if run.get("id") is not None:
-            int_within(run["id"], -ID_MAX, ID_MAX, f"{prefix}id", "a whole number")
-        epochs = []
+        """A run read from outside (a file, a store row): every field checked, RecordError naming the first problem.
+        A run's epochs are numbered once each; a member of a multi-worker run holds no members of its own."""
+        raw = json_object(data, path or "the record")
+        for key in ("hardware", "epochs", "samples"):  # a record file holds each, if only empty
+            if key not in raw:
+                raise fail(f"{path}.{key}" if path else key, "is missing")
+        if raw.get("error") == {}:  # written as an empty object by early versions: no error
+            raw = {**raw, "error": None}
+        run = typed.checked(cls, raw, path)
+        check_config(raw["config"], f"{path}.config" if path else "config")
         seen: dict[int, int] = {}
-        for i, raw in enumerate(run["epochs"]):
-            epoch = Epoch.from_dict(raw, f"{prefix}epochs[{i}]")
+        for i, epoch in enumerate(run.epochs):
             if epoch.epoch in seen:
-                raise fail(f"{prefix}epochs[{i}].epoch", f"{epoch.epoch} appears twice (also at index {seen[epoch.epoch]})")
+                where = f"{path}.epochs[{i}].epoch" if path else f"epochs[{i}].epoch"
+                raise fail(where, f"{epoch.epoch} appears twice (also at index {seen[epoch.epoch]})")
             seen[epoch.epoch] = i
-            epochs.append(epoch)
-        samples = tuple(Sample.from_dict(s, f"{prefix}samples[{i}]") for i, s in enumerate(run["samples"]))
-        members = run.get("members") or []
-        if not isinstance(members, list):
-            raise fail(f"{prefix}members", f"must be a list of run records, got {show_value(members)}")
-        if members and path.count("members["):
-            raise fail(f"{prefix}members", "a member of a multi-worker run holds no members of its own")
-        return cls(status=Status(run["status"]), config=dict(run["config"]), hardware=dict(run["hardware"]),
-                   epochs=tuple(epochs), samples=samples, id=run.get("id"), info=dict(run.get("info") or {}),
-                   created_at=run.get("created_at"), started_at=run.get("started_at"), ended_at=run.get("ended_at"),
-                   error=dict(run["error"]) if run.get("error") else None,
-                   store_error=run.get("store_error"), label=run.get("label"),
-                   summary=(RunSummary.from_dict(run["summary"], f"{prefix}summary")
-                            if run.get("summary") is not None else None),
-                   members=tuple(RunRecord.from_dict(m, f"{prefix}members[{i}]") for i, m in enumerate(members)),
-                   extra=extra_keys(run, _RUN_KEYS))
+        if run.members and path.count("members["):
+            raise fail(f"{path}.members", "a member of a multi-worker run holds no members of its own")
+        return run
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> RunRecord:
-        """A run this project wrote (a store row with its epochs and samples, or a live run's record), typed without
-        the checks of :meth:`from_dict`: what is read from outside goes through ``from_dict``."""
-        summary = data.get("summary")
-        return cls(status=Status(data["status"]), config=dict(data.get("config") or {}),
-                   hardware=dict(data.get("hardware") or {}), epochs=epochs_of(data.get("epochs")),
-                   samples=samples_of(data.get("samples")), id=data.get("id"), info=dict(data.get("info") or {}),
-                   created_at=data.get("created_at"), started_at=data.get("started_at"), ended_at=data.get("ended_at"),
-                   error=data.get("error"), store_error=data.get("store_error"), label=data.get("label"),
-                   summary=RunSummary.of(summary) if summary else None,
-                   members=tuple(RunRecord.of(m) for m in data.get("members") or ()),
-                   extra=extra_keys(data, _RUN_KEYS))
+        """A run this project wrote (a live run's record, its own file), typed without the checks of
+        :meth:`from_dict`."""
+        return typed.trusted(cls, data)
 
     @functools.cached_property
     def summarized(self) -> RunSummary:
@@ -242,13 +206,17 @@ class RunRecord:
                           summary=self.summary, members=[m.to_dict() for m in self.members]) | self.extra
 
 
-_RUN_KEYS = ("schema", "id", "status", "config", "hardware", "info", "created_at", "started_at", "ended_at", "error",
-             "store_error", "epochs", "samples", "summary", "label", "members")
+def _json_of(part: Any) -> dict[str, Any] | None:
+    """A typed part of a record as its JSON (a part given as a dict, by a test or a tool, as it is)."""
+    if part is None:
+        return None
+    return part.to_dict() if hasattr(part, "to_dict") else dict(part)
 
 
-def run_record(*, id: int | None, status: str, config: Mapping[str, Any], hardware: Mapping[str, Any] | None,
-               info: Mapping[str, Any] | None, created_at: float | None, started_at: float | None,
-               ended_at: float | None, error: Mapping[str, Any] | None, store_error: str | None,
+def run_record(*, id: int | None, status: str, config: Mapping[str, Any],
+               hardware: RecordedHardware | Mapping[str, Any] | None, info: RunInfo | Mapping[str, Any] | None,
+               created_at: float | None, started_at: float | None, ended_at: float | None,
+               error: RunError | Mapping[str, Any] | None, store_error: str | None,
                epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]], label: str | None = None,
                summary: RunSummary | None = None,
                members: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
@@ -256,17 +224,18 @@ def run_record(*, id: int | None, status: str, config: Mapping[str, Any], hardwa
     stored one alike). The summary is computed from the epochs and samples unless given.
     ``members``: the other members' records of a multi-worker run this one coordinates (written only when some)."""
     epochs, samples = list(epochs), list(samples)
+    info = info if isinstance(info, RunInfo) else RunInfo.of(info)  # the typed parts as their JSON; a dict as it is
     out = {
         "schema": RUN_SCHEMA,
         "id": id,
         "status": str(status),
         "config": dict(config),
-        "hardware": dict(hardware or {}),
-        "info": dict(info or {}),
+        "hardware": _json_of(hardware) or {},
+        "info": info.to_dict(),
         "created_at": created_at,
         "started_at": started_at,
         "ended_at": ended_at,
-        "error": dict(error) if error else None,
+        "error": _json_of(error) or None,
         "store_error": store_error,
         "epochs": epochs,
         "samples": samples,
@@ -281,33 +250,42 @@ def run_record(*, id: int | None, status: str, config: Mapping[str, Any], hardwa
     return out
 
 
+@typed.record
+@dataclass(frozen=True)
+class ComparisonBlock:
+    """A comparison's figures (``compare.comparison``): the baseline's run id, one pair per other run, the hourly
+    prices entered; with exactly two runs the first pair's figures also stand at the top level (kept as they are)."""
+
+    pairs: tuple[Pair, ...] = ()
+    baseline: int | None = typed.bound("id", default=None)
+    prices: dict[str, float] | None = typed.bound("price_per_hour", default=None)
+    extra: dict[str, JsonValue] = field(default_factory=dict)
+    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return typed.dump(self)
+
+
+@typed.record
 @dataclass(frozen=True)
 class Comparison:
     """Several runs of one config on different targets (``bench.comparison/1``): the runs, and ``comparison`` with
     the speed-up of each against the first (``compare.comparison``, each pair with its ``headline``)."""
 
     runs: tuple[RunRecord, ...]
-    comparison: dict[str, Any] | None
-    extra: dict[str, Any] = field(default_factory=dict)
+    comparison: ComparisonBlock | None = None
+    schema: Literal["bench.comparison/1"] = "bench.comparison/1"
+    extra: dict[str, JsonValue] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: Any) -> Comparison:
-        runs = data.get("runs")
-        if not isinstance(runs, list) or not runs:
-            raise fail("runs", f"must be a non-empty list of run records, got {show_value(runs)}")
-        parsed = tuple(RunRecord.from_dict(run, f"runs[{i}]") for i, run in enumerate(runs))
-        if data.get("comparison") is not None:
-            pairs = json_object(data["comparison"], "comparison").get("pairs", [])
-            if not isinstance(pairs, list):
-                raise fail("comparison.pairs", f"must be a list of pairs, got {show_value(pairs)}")
-            for i, pair in enumerate(pairs):
-                Pair.from_dict(pair, f"comparison.pairs[{i}]")
-        return cls(runs=parsed, comparison=data.get("comparison"), extra=extra_keys(data, ("schema", "runs", "comparison")))
+        if not (isinstance(data, Mapping) and isinstance(data.get("runs"), list) and data["runs"]):
+            raise fail("runs", f"must be a non-empty list of run records, got {show_value(data.get('runs'))}")
+        return typed.checked(cls, data, "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": COMPARISON_SCHEMA, "runs": [r.to_dict() for r in self.runs],
-                "comparison": copy.deepcopy(self.comparison),
-                **self.extra}
+                "comparison": self.comparison.to_dict() if self.comparison is not None else None, **self.extra}
 
 
 def comparison_record(runs: Sequence[RunRecord], prices: Mapping[str, float] | None = None) -> Comparison:
@@ -323,58 +301,47 @@ def comparison_record(runs: Sequence[RunRecord], prices: Mapping[str, float] | N
     """
     if not runs:
         raise RecordError("a comparison needs a list of at least one run record; pick two runs to compare")
-    return Comparison(runs=tuple(runs), comparison=compare.comparison(runs, prices))
+    return Comparison(runs=tuple(runs), comparison=typed.trusted(ComparisonBlock, compare.comparison(runs, prices)))
 
 
+@typed.record
 @dataclass(frozen=True)
 class Sweep:
     """Model size (and batch size) against speed and utilization (``bench.sweep/1``): one row per point
     (``sweeps.sweep_row``), the matmul peak per target, and the runs (without their samples)."""
 
     rows: tuple[SweepRow, ...]
-    peaks_gflops: dict[str, float | None]
-    runs: tuple[RunRecord, ...]
-    extra: dict[str, Any] = field(default_factory=dict)
+    peaks_gflops: dict[str, float | None] = typed.bound("achieved_gflops", default_factory=dict)
+    runs: tuple[RunRecord, ...] = ()
+    schema: Literal["bench.sweep/1"] = "bench.sweep/1"
+    extra: dict[str, JsonValue] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: Any) -> Sweep:
-        rows = data.get("rows")
-        if not isinstance(rows, list) or not rows:
-            raise fail("rows", f"must be a non-empty list of sweep points, got {show_value(rows)}")
-        runs = data.get("runs") or []
-        if not isinstance(runs, list):
-            raise fail("runs", f"must be a list of run records, got {show_value(runs)}")
+        if not (isinstance(data, Mapping) and isinstance(data.get("rows"), list) and data["rows"]):
+            raise fail("rows", f"must be a non-empty list of sweep points, got {show_value(data.get('rows'))}")
         # a sweep keeps its runs without their samples (written before the key was kept empty: none at all)
-        typed = tuple(RunRecord.from_dict({"samples": [], **run} if isinstance(run, dict) else run, f"runs[{i}]")
-                      for i, run in enumerate(runs))
-        by_id = {r.id: r for r in typed}
-        parsed = []
-        for i, row in enumerate(rows):
-            row = json_object(row, f"rows[{i}]")
-            for key in ("size", "batch_size", "target"):
-                if key not in row:
-                    raise fail(f"rows[{i}].{key}", "is missing")
-            for key, value in row.items():
-                if key.endswith(("_seconds", "_s", "_gflops", "_percent", "_fraction")) and value is not None \
-                        and not is_number(value):
-                    raise fail(f"rows[{i}].{key}", f"must be a number or null, got {show_value(value)}")
-            run = by_id.get(row.get("run_id"))
-            if "sample_interval_s" not in row:  # written before rows carried it: the run's config has it
-                row = {**row, "sample_interval_s": run.config.get("sample_interval_s") if run is not None else None}
-            parsed.append(SweepRow.of(row))
-        peaks = data.get("peaks_gflops") or {}
-        if not isinstance(peaks, dict) or any(v is not None and not is_number(v) for v in peaks.values()):
-            raise fail("peaks_gflops", f"must map targets to GFLOP/s or null, got {show_value(peaks)}")
-        return cls(rows=tuple(parsed), peaks_gflops=dict(peaks), runs=typed,
-                   extra=extra_keys(data, ("schema", "rows", "peaks_gflops", "runs")))
+        runs = data.get("runs")
+        if isinstance(runs, list):
+            data = {**data, "runs": [{"samples": [], **run} if isinstance(run, dict) else run for run in runs]}
+        sweep = typed.checked(cls, data, "")
+        by_id = {r.id: r for r in sweep.runs}
+        rows = []
+        for raw, row in zip(data["rows"], sweep.rows):
+            run = by_id.get(row.run_id)
+            if "sample_interval_s" not in raw and run is not None:  # written before rows carried it: its run's
+                row = dataclasses.replace(row, sample_interval_s=run.config.get("sample_interval_s"),
+                                          keys=(*(row.keys or ()), "sample_interval_s"))
+            rows.append(row)
+        return dataclasses.replace(sweep, rows=tuple(rows))
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SWEEP_SCHEMA, "rows": [r.to_dict() for r in self.rows], "peaks_gflops": self.peaks_gflops,
                 "runs": [r.to_dict() for r in self.runs], **self.extra}
 
     @property
-    def hardware(self) -> dict[str, Any]:
-        return self.runs[0].hardware if self.runs else {}
+    def hardware(self) -> RecordedHardware | None:
+        return self.runs[0].hardware if self.runs else None
 
 
 def sweep_record(rows: Sequence[SweepRow], peaks_gflops: Mapping[str, float | None],
@@ -407,62 +374,55 @@ def load(data: Any) -> RunRecord | Comparison | Sweep:
 
 
 BUNDLE_SCHEMA = "bench.bundle/1"
-_FINGERPRINT_TEXT = ("os", "python", "framework", "framework_version", "backend")
 
 
+@typed.record
+@dataclass(frozen=True)
+class SuiteSpec:
+    """Which suite measured a machine: its version (bumped whenever a workload changes) and variant."""
+
+    version: str
+    variant: str
+    extra: dict[str, JsonValue] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return typed.dump(self)
+
+
+@typed.record
 @dataclass(frozen=True)
 class MachineBundle:
     """One machine measured by the fixed suite (``bench.bundle/1``, built by ``bench suite``): the machine's
     fingerprint (CPU, RAM, GPUs, OS, Python, framework and backend), the suite's version and variant, the user's label,
     hourly prices per target as entered, each target's matmul peak, and every run of the suite (without samples)."""
 
-    machine: dict[str, Any]
-    suite_version: str
-    suite_variant: str
+    machine: Fingerprint
+    suite: SuiteSpec
     runs: tuple[RunRecord, ...]
     label: str | None = None
     notes: str | None = None
     created_at: float | None = None
-    prices: dict[str, float] = field(default_factory=dict)
-    peaks_gflops: dict[str, float | None] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    prices: dict[str, float] = typed.bound("price_per_hour", default_factory=dict)
+    peaks_gflops: dict[str, float | None] = typed.bound("achieved_gflops", default_factory=dict)
+    schema: Literal["bench.bundle/1"] = "bench.bundle/1"
+    extra: dict[str, JsonValue] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: Any) -> MachineBundle:
-        machine = data.get("machine")
-        if not isinstance(machine, dict):
-            raise fail("machine", f"must be a JSON object (the machine's fingerprint), got {show_value(machine)}")
-        if not isinstance(machine.get("cpu"), dict):
-            raise fail("machine.cpu", f"must be a JSON object (model, cores, RAM), got {show_value(machine.get('cpu'))}")
-        if not isinstance(machine.get("gpus", []), list):
-            raise fail("machine.gpus", f"must be a list of GPUs, got {show_value(machine.get('gpus'))}")
-        for key in _FINGERPRINT_TEXT:
-            if machine.get(key) is not None and not isinstance(machine[key], str):
-                raise fail(f"machine.{key}", f"must be text or null, got {show_value(machine[key])}")
-        suite = data.get("suite")
-        if not isinstance(suite, dict) or not isinstance(suite.get("version"), str) \
-                or not isinstance(suite.get("variant"), str):
-            raise fail("suite", f"must be {{'version': text, 'variant': text}}, got {show_value(suite)}")
-        runs = data.get("runs")
-        if not isinstance(runs, list) or not runs:
-            raise fail("runs", f"must be a non-empty list of run records, got {show_value(runs)}")
-        parsed = tuple(RunRecord.from_dict(run, f"runs[{i}]") for i, run in enumerate(runs))
-        for key in ("label", "notes"):
-            if data.get(key) is not None and not isinstance(data[key], str):
-                raise fail(key, f"must be text or null, got {show_value(data[key])}")
-        if data.get("created_at") is not None:
-            check_number(data["created_at"], "created_at", "created_at")
-        prices = data.get("prices") or {}
-        if not isinstance(prices, dict) or any(not is_number(v) or not math.isfinite(v) or v <= 0
-                                               for v in prices.values()):
-            raise fail("prices", f"must map targets to hourly prices above 0, got {show_value(prices)}")
-        peaks = data.get("peaks_gflops") or {}
-        if not isinstance(peaks, dict) or any(v is not None and not is_number(v) for v in peaks.values()):
-            raise fail("peaks_gflops", f"must map targets to GFLOP/s or null, got {show_value(peaks)}")
-        return cls(machine=machine, suite_version=suite["version"], suite_variant=suite["variant"], runs=parsed,
-                   label=data.get("label"), notes=data.get("notes"), created_at=data.get("created_at"),
-                   prices={str(k): float(v) for k, v in prices.items()}, peaks_gflops=dict(peaks),
-                   extra=extra_keys(data, _BUNDLE_KEYS))
+        if not (isinstance(data, Mapping) and isinstance(data.get("runs"), list) and data["runs"]):
+            raise fail("runs", f"must be a non-empty list of run records, got {show_value(data.get('runs'))}")
+        bundle = typed.checked(cls, data, "")
+        if any(not v > 0 for v in bundle.prices.values()):
+            raise fail("prices", f"must map targets to hourly prices above 0, got {show_value(bundle.prices)}")
+        return bundle
+
+    @property
+    def suite_version(self) -> str:
+        return self.suite.version
+
+    @property
+    def suite_variant(self) -> str:
+        return self.suite.variant
 
     def to_dict(self) -> dict[str, Any]:
         return bundle_record(machine=self.machine, suite_version=self.suite_version, suite_variant=self.suite_variant,
@@ -471,17 +431,15 @@ class MachineBundle:
                              peaks_gflops=self.peaks_gflops) | self.extra
 
 
-_BUNDLE_KEYS = ("schema", "machine", "suite", "runs", "label", "notes", "created_at", "prices", "peaks_gflops")
 
-
-def bundle_record(*, machine: Mapping[str, Any], suite_version: str, suite_variant: str,
+def bundle_record(*, machine: Fingerprint, suite_version: str, suite_variant: str,
                   runs: Sequence[RunRecord], label: str | None = None, notes: str | None = None,
                   created_at: float | None = None, prices: Mapping[str, float] | None = None,
                   peaks_gflops: Mapping[str, float | None] | None = None) -> dict[str, Any]:
     """The one builder of a ``bench.bundle/1`` document (runs are kept without their samples: the summary each
     carries holds what the gallery reads)."""
     return {"schema": BUNDLE_SCHEMA, "label": label, "notes": notes, "created_at": created_at,
-            "machine": dict(machine), "suite": {"version": suite_version, "variant": suite_variant},
+            "machine": machine.to_dict(), "suite": {"version": suite_version, "variant": suite_variant},
             "prices": dict(prices or {}), "peaks_gflops": dict(peaks_gflops or {}),
             "runs": [dataclasses.replace(r, samples=(), summary=r.summarized).to_dict() for r in runs]}
 

@@ -15,6 +15,7 @@ manager and whenever it lists runs, so a dashboard opened beside a CLI run sees 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -30,10 +31,9 @@ from typing import Any
 import psutil
 
 from bench import records, settings
-from bench.errors import RunLost, RunReplaced, StoreError  # noqa: F401 - raised here; callers catch them from here
-from bench.analysis import run_summary
-from bench.analysis.run_summary import RunSummary
-from bench.readings import epochs_of, samples_of
+from bench.errors import RunLost, RunReplaced, RunUnreadable, StoreError  # noqa: F401 - callers catch them from here
+from bench.readings import is_int, is_number
+from bench.store_rows import JSON_COLUMNS, ListingReader, RawRun, RunListing, UnreadableRun, raw_run, read_run
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -76,8 +76,6 @@ CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_s);
 
 # columns added since the first schema, added to older files on open
 _ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "owner_started": "REAL", "heartbeat_at": "REAL"}
-_JSON_COLUMNS = ("config", "hardware", "info", "error", "summary")
-_OWNER_COLUMNS = ("owner_pid", "owner_host", "owner_started", "heartbeat_at")  # the store's bookkeeping
 
 ACTIVE_STATUSES = records.ACTIVE
 _START_TIME_SLACK_S = 1.0  # process start times are rounded by the kernel's clock ticks
@@ -85,9 +83,9 @@ _START_TIME_SLACK_S = 1.0  # process start times are rounded by the kernel's clo
 
 def _column(key: str, value: Any) -> Any:
     """A run column's value as SQLite holds it: the JSON columns as JSON text (a typed summary as its record form)."""
-    if key not in _JSON_COLUMNS or value is None:
+    if key not in JSON_COLUMNS or value is None:
         return value
-    return json.dumps(value.to_dict() if isinstance(value, RunSummary) else value)
+    return json.dumps(value.to_dict() if hasattr(value, "to_dict") else value)  # a typed block as its record form
 
 
 @dataclass(frozen=True)
@@ -159,6 +157,7 @@ class Store:
         if self.busy_timeout_s <= 0:
             raise StoreError(f"busy_timeout_s={busy_timeout_s!r} must be > 0 seconds")
         self._lock = threading.Lock()
+        self._listed = ListingReader()  # the last listing's readings, kept while a row is unchanged
         self.owner = Owner.current()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -395,10 +394,11 @@ class Store:
                 f"FROM runs WHERE status IN ({marks})", ACTIVE_STATUSES).fetchall()
             orphans = []
             for run_id, pid, host, started, beat, started_at, created_at in rows:
-                if pid is not None and host is not None:
-                    gone = Owner(int(pid), str(host), float(started or 0.0)).gone(now, beat, limit)
+                beat = _seconds(beat)  # the owner's columns are read, not trusted: a damaged one is not there
+                if is_int(pid) and 0 < pid < 2**31 and isinstance(host, str):
+                    gone = Owner(pid, host, _seconds(started) or 0.0).gone(now, beat, limit)
                 else:
-                    last = beat or started_at or created_at
+                    last = beat or _seconds(started_at) or _seconds(created_at)
                     gone = last is None or now - last > limit
                 if gone:
                     orphans.append(run_id)
@@ -411,7 +411,7 @@ class Store:
                 "hint": "Start the run again.",
             })
             for run_id in orphans:
-                summary = json.dumps(self._summary(con, run_id))
+                summary = self._summary(con, run_id)  # None: the run cannot be read (it lists as unreadable)
                 con.execute(
                     f"UPDATE runs SET status = ?, error = ?, summary = ?, "
                     f"ended_at = COALESCE(ended_at, heartbeat_at, ?) WHERE id = ? AND status IN ({marks})",
@@ -426,25 +426,34 @@ class Store:
             ids = [r[0] for r in con.execute(
                 f"SELECT id FROM runs WHERE summary IS NULL AND status NOT IN ({marks})", ACTIVE_STATUSES)]
             for run_id in ids:
-                con.execute("UPDATE runs SET summary = ? WHERE id = ?", (json.dumps(self._summary(con, run_id)), run_id))
+                summary = self._summary(con, run_id)
+                if summary is not None:  # one that cannot be read keeps none (it lists as unreadable)
+                    con.execute("UPDATE runs SET summary = ? WHERE id = ?", (summary, run_id))
 
     @staticmethod
-    def _epochs(con: sqlite3.Connection, run_id: int) -> list[dict[str, Any]]:
-        return [json.loads(d) for (d,) in con.execute(
-            "SELECT data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))]
+    def _rows(con: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """The rows of a query, each as column -> value."""
+        cur = con.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur]
 
-    @staticmethod
-    def _samples(con: sqlite3.Connection, run_id: int) -> list[dict[str, Any]]:
-        return [json.loads(d) for (d,) in con.execute(
-            "SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))]
+    def _read(self, con: sqlite3.Connection, row: dict[str, Any], *,
+              with_samples: bool) -> records.RunRecord | UnreadableRun:
+        """A runs row with its epochs (and samples) read into a record, or an UnreadableRun (store_rows.read_run)."""
+        run_id = row["id"]
+        epochs = [d for (d,) in con.execute("SELECT data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))]
+        samples = [d for (d,) in con.execute("SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))
+                   ] if with_samples else []
+        return read_run(row, epochs, samples)
 
-    def _summary(self, con: sqlite3.Connection, run_id: int) -> dict[str, Any]:
-        """A run's summary from what the store holds of it (epochs, samples, info and config, for its diagnosis), as
-        the store writes it."""
-        info, config = con.execute("SELECT info, config FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return run_summary.summarize(epochs_of(self._epochs(con, run_id)), samples_of(self._samples(con, run_id)),
-                                     info=json.loads(info) if info else None,
-                                     config=json.loads(config) if config else None).to_dict()
+    def _summary(self, con: sqlite3.Connection, run_id: int) -> str | None:
+        """A run's summary computed from what the store holds of it (epochs, samples, info and config, for its
+        diagnosis), as the JSON text the store writes; None when the run cannot be read."""
+        [row] = self._rows(con, "SELECT * FROM runs WHERE id = ?", (run_id,))
+        run = self._read(con, row, with_samples=True)
+        if isinstance(run, UnreadableRun):
+            return None
+        return json.dumps(dataclasses.replace(run, summary=None).summarized.to_dict())
 
     def delete_run(self, run_id: int) -> bool:
         with self._op() as con:
@@ -475,41 +484,50 @@ class Store:
             return con.execute("DELETE FROM bundles WHERE id = ?", (bundle_id,)).rowcount > 0
 
     # ------------------------------------------------------------------------------------------------------------
-    @staticmethod
-    def _row(row: sqlite3.Row) -> dict[str, Any]:
-        """A runs row as the record fields it holds: its JSON columns read, the owner's columns left out."""
-        run = {k: row[k] for k in row.keys() if k not in _OWNER_COLUMNS}
-        for key in _JSON_COLUMNS:
-            if run.get(key) is not None:
-                run[key] = json.loads(run[key])
-        if run["status"] not in records.STATUSES:
-            return _unknown_status(run)
-        return run
-
-    def list_runs(self) -> list[records.RunRecord]:
-        """Every run, oldest first, with its epochs (no samples). Runs whose owner is gone are marked first."""
+    def listing(self) -> RunListing:
+        """Every run, oldest first, with its epochs (no samples), and apart the runs this version cannot read (each
+        row is read by store_rows.read_run: one odd row never takes the listing down). Runs whose owner is gone are
+        marked first."""
         try:
             self.mark_orphans_interrupted()
             self._backfill_summaries()
         except StoreError:  # a read-only store can still be listed
             pass
         with self._op() as con:
-            con.row_factory = sqlite3.Row
-            rows = [self._row(r) for r in con.execute("SELECT * FROM runs ORDER BY id")]
-            epochs: dict[int, list[dict[str, Any]]] = {}
+            rows = self._rows(con, "SELECT * FROM runs ORDER BY id")
+            epochs: dict[int, list[Any]] = {}
             for run_id, data in con.execute("SELECT run_id, data FROM epochs ORDER BY run_id, epoch"):
-                epochs.setdefault(run_id, []).append(json.loads(data))
-        runs = [records.RunRecord.of(row | {"epochs": epochs.get(row["id"], []), "samples": []}) for row in rows]
-        return _without_followers(runs)
+                epochs.setdefault(run_id, []).append(data)
+        read = self._listed.read(rows, epochs)
+        return RunListing(runs=_without_followers([r for r in read if isinstance(r, records.RunRecord)]),
+                          unreadable=[r for r in read if isinstance(r, UnreadableRun)])
+
+    def list_runs(self) -> list[records.RunRecord]:
+        """The runs of :meth:`listing` that can be read."""
+        return self.listing().runs
+
+    def unreadable_runs(self) -> list[UnreadableRun]:
+        """The runs of :meth:`listing` that this version cannot read, each with why."""
+        return self.listing().unreadable
+
+    def raw_run(self, run_id: int) -> RawRun | None:
+        """A run's rows as stored, every value untouched (for a raw export of a run that cannot be read), or None."""
+        with self._op() as con:
+            rows = self._rows(con, "SELECT * FROM runs WHERE id = ?", (run_id,))
+            if not rows:
+                return None
+            epochs = self._rows(con, "SELECT epoch, data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))
+            samples = self._rows(con, "SELECT t_s, seq, data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))
+        return raw_run(rows[0], epochs, samples)
 
     def owner_of(self, run_id: int) -> Owner | None:
         """The process that runs (or ran) ``run_id``, as its store row names it; None when no process claimed it."""
         with self._op() as con:
             row = con.execute("SELECT owner_pid, owner_host, owner_started FROM runs WHERE id = ?",
                               (run_id,)).fetchone()
-        if row is None or row[0] is None:
+        if row is None or not is_int(row[0]):
             return None
-        return Owner(pid=int(row[0]), host=str(row[1] or "?"), started=float(row[2] or 0.0))
+        return Owner(pid=row[0], host=str(row[1] or "?"), started=_seconds(row[2]) or 0.0)
 
     def _is_active(self, run_id: int) -> bool:
         with self._op() as con:
@@ -528,61 +546,50 @@ class Store:
 
     def get_run(self, run_id: int, *, with_samples: bool = True) -> records.RunRecord | None:
         """One run with its epochs and (optionally) samples, or None. An active run whose owner is gone is marked
-        interrupted first, as list_runs does: a killed CLI's run never reads as running."""
+        interrupted first, as list_runs does: a killed CLI's run never reads as running.
+
+        Raises:
+            RunUnreadable: the run's rows hold what this version cannot read (the message names the field and what
+                to do).
+        """
         if self._is_active(run_id):
             try:
                 self.mark_orphans_interrupted()
             except StoreError:  # a read-only store can still be read
                 pass
         with self._op() as con:
-            con.row_factory = sqlite3.Row
-            row = con.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is None:
+            rows = self._rows(con, "SELECT * FROM runs WHERE id = ?", (run_id,))
+            if not rows:
                 return None
-            run = self._row(row)
-            run["epochs"] = self._epochs(con, run_id)
-            run["samples"] = self._samples(con, run_id) if with_samples else []
-            record = records.RunRecord.of(run)
-            cluster = cluster_of(record)
-            if cluster is not None and cluster.get("index") == 0:
-                record = record.with_members(self._members(con, run_id, str(cluster["id"]), with_samples=with_samples))
-        return record
+            run = self._read(con, rows[0], with_samples=with_samples)
+            cluster = cluster_of(run) if isinstance(run, records.RunRecord) else None
+            if isinstance(run, records.RunRecord) and cluster is not None and cluster.get("index") == 0:
+                run = run.with_members(self._members(con, run_id, str(cluster["id"]), with_samples=with_samples))
+        if isinstance(run, UnreadableRun):
+            raise run.error()
+        return run
 
     def _members(self, con: sqlite3.Connection, run_id: int, cluster_id: str, *,
                  with_samples: bool) -> list[records.RunRecord]:
         """The other members of the multi-worker run ``run_id`` coordinates: the runs recording the same cluster id
-        (written here by members on this machine, or imported from theirs), in member order."""
-        rows = con.execute("SELECT * FROM runs WHERE id != ? AND json_extract(info, '$.cluster.id') = ? "
-                           "ORDER BY json_extract(info, '$.cluster.index'), id", (run_id, cluster_id)).fetchall()
-        members = []
-        for row in rows:
-            member = self._row(row)
-            member["epochs"] = self._epochs(con, member["id"])
-            member["samples"] = self._samples(con, member["id"]) if with_samples else []
-            members.append(records.RunRecord.of(member))
-        return members
+        (written here by members on this machine, or imported from theirs), in member order. A member that cannot
+        be read is left out (it lists as unreadable)."""
+        cluster = "CASE WHEN json_valid(info) THEN json_extract(info, '$.cluster.{}') END"  # a row's info may be odd
+        rows = self._rows(con, f"SELECT * FROM runs WHERE id != ? AND {cluster.format('id')} = ? "
+                               f"ORDER BY {cluster.format('index')}, id", (run_id, cluster_id))
+        members = [self._read(con, row, with_samples=with_samples) for row in rows]
+        return [m for m in members if isinstance(m, records.RunRecord)]
 
 
-def _unknown_status(run: dict[str, Any]) -> dict[str, Any]:
-    """A row whose status this version does not know (written by a newer one sharing the store, or by hand): read as
-    interrupted, as an imported active run is, since nothing here will finish it; ``info.stored_status`` keeps what
-    the row says and the error says why, so that one such row neither takes a page down nor reads as something else."""
-    stored = str(run["status"])
-    info = run.get("info")
-    return run | {
-        "status": records.Status.INTERRUPTED.value,
-        "info": {**(info if isinstance(info, dict) else {}), "stored_status": stored},
-        "error": {"error_type": "UnknownStatus",
-                  "message": f"The store gives this run the status {stored!r}, which this version does not know.",
-                  "hint": "It is shown as interrupted; open the store with the version that wrote it to see it as "
-                          "it is."},
-    }
+def _seconds(value: Any) -> float | None:
+    """A time column of the owner's bookkeeping as a number, None where it holds none."""
+    return float(value) if is_number(value) else None
 
 
 def cluster_of(run: records.RunRecord) -> dict[str, Any] | None:
     """A stored run's place in a multi-worker run (info.cluster: id, index, size, workers), or None."""
-    cluster = run.info.get("cluster")
-    return cluster if isinstance(cluster, dict) and isinstance(cluster.get("id"), str) else None
+    cluster = run.info.cluster
+    return cluster.to_dict() if cluster is not None else None
 
 
 def _without_followers(runs: list[records.RunRecord]) -> list[records.RunRecord]:

@@ -70,14 +70,16 @@ def _timed_store(path: Path, latencies: list[float]) -> Any:
 def child(index: int, store_path: Path, seconds: float, out: Path) -> None:
     """One writing process: runs back to back until ``seconds`` pass, listing the store all the while."""
     from bench.config import RunConfig
+    from bench.hardware import devices
     from bench.runs.jobs import JobManager
     from bench.store import Store, StoreError
     # by its importable name: under `python -m` this module is __main__, which a spawned worker cannot import
     from benchmarks.store_soak import soak_worker
 
     latencies: list[float] = []
-    manager = JobManager(_timed_store(store_path, latencies), hardware={"cpu": {"logical_cores": os.cpu_count()},
-                                                                        "gpus": [], "gpu_reason": "soak"},
+    manager = JobManager(_timed_store(store_path, latencies), hardware=devices.Hardware(
+        cpu=devices.CpuInfo(model="soak", physical_cores=None, logical_cores=os.cpu_count() or 1, ram_total_mib=0.0),
+        gpu_reason="soak"),
                          worker_target=soak_worker)
     reader = Store(store_path)
     config = RunConfig(epochs=EPOCHS_PER_RUN, limit_samples=512, sample_interval_s=SAMPLE_INTERVAL_S)

@@ -8,6 +8,7 @@ from bench.analysis import compare, pricing
 from bench.training import models
 from bench.config import ConfigError
 from ui import common, config_form, present, results, url_state
+from ui.safe_text import escape
 
 common.page_setup()
 manager = common.get_manager()
@@ -21,8 +22,8 @@ common.store_warning()
 st.markdown("**Seed presets**: the articles' own models, one click each.")
 cols = st.columns(len(models.PRESETS))
 for col, (name, preset) in zip(cols, models.PRESETS.items()):
-    col.button(preset.title, key=f"preset_{name}", on_click=config_form.apply_preset, args=(name, "cmp"),
-               help=preset.description, width="stretch")
+    col.button(escape(preset.title), key=f"preset_{name}", on_click=config_form.apply_preset, args=(name, "cmp"),
+               help=escape(preset.description, limit=400), width="stretch")
 
 options = common.target_options(hardware)
 default = ["cpu", "gpu:0"] if "gpu:0" in options else [options[0], "cpu"]
@@ -30,22 +31,22 @@ url_state.load("cmp", fields=url_state.COMPARE_FIELDS, hardware=hardware, target
 with st.expander("Settings", expanded=not present.is_on(), icon=":material/tune:"):
     config = config_form.config_form(hardware, prefix="cmp", with_device=False, disabled=not common.can_control())
 if config.model in models.PRESETS and config.dataset != models.PRESETS[config.model].dataset:
-    st.caption(f"{models.PRESETS[config.model].dataset} is not cached here, so its synthetic twin of the same shape "
-               "is used: training time depends on the shapes, not on the pixel values.")
+    st.caption(f"{escape(models.PRESETS[config.model].dataset)} is not cached here, so its synthetic twin of the same "
+               "shape is used: training time depends on the shapes, not on the pixel values.")
 
 st.session_state.setdefault("cmp_targets", default)
 targets = st.multiselect("Targets (the first is the baseline)", options, key="cmp_targets",
                          help="cpu = all cores, cpu/N = N threads pinned to N cores, gpu:N = one GPU, gpus = all GPUs")
 if not hardware.gpus:
-    st.info(f"No GPU target is offered: {hardware.gpu_reason} Compare CPU threads here, or load a result saved on a "
-            "GPU machine below.", icon=":material/info:")
+    st.info(f"No GPU target is offered: {escape(hardware.gpu_reason, limit=400)} Compare CPU threads here, or load a "
+            "result saved on a GPU machine below.", icon=":material/info:")
 url_state.save("cmp", config, fields=url_state.COMPARE_FIELDS, targets=targets, default_targets=default)
 url_state.copy_link_button()
 
 st.caption("Hourly price per target (optional): with a price, the headline gives the cost per steady epoch and per run; "
            "blank means no price, and none is assumed.")
 price_cols = st.columns(max(len(targets), 1))
-price_texts = {t: col.text_input(f"Price per hour, {t}", key=f"cmp_price_{t}", placeholder="e.g. 2.50")
+price_texts = {t: col.text_input(f"Price per hour, {escape(t)}", key=f"cmp_price_{t}", placeholder="e.g. 2.50")
                for t, col in zip(targets, price_cols)}
 
 if st.button("Start comparison", type="primary", icon=":material/compare_arrows:", key="start_compare",
@@ -68,7 +69,7 @@ if st.button("Start comparison", type="primary", icon=":material/compare_arrows:
         group = manager.groups.submit("compare", configs, targets=targets, prices=prices)
         st.toast(f"Comparison queued: {len(configs)} runs")
     except ConfigError as exc:
-        st.error("This comparison cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))
+        st.error("This comparison cannot start:\n\n" + "\n".join(f"- {escape(e, limit=400)}" for e in exc.errors))
 
 st.divider()
 results.live_group(manager, "compare")

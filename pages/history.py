@@ -8,8 +8,8 @@ import streamlit as st
 from bench.analysis import compare, metrics
 from bench.output import display, report
 from bench.training import models
-from bench.errors import RunActiveError
-from ui import common, results
+from bench.errors import RunActiveError, RunUnreadable
+from ui import common, results, unreadable_runs
 from ui.safe_text import escape
 
 common.page_setup()
@@ -23,8 +23,9 @@ if manager.store is None:
     st.stop()
 
 with common.store_errors():
-    runs = manager.store.list_runs()
-if not runs:
+    listing = manager.store.listing()  # the runs, and apart those this version cannot read
+runs = listing.runs
+if not runs and not listing.unreadable:
     st.info("No runs stored yet. Start one on the Train page, or import a JSON result below.")
 
 rows = []
@@ -45,10 +46,10 @@ for run in runs:
         "samples/s": summary.steady_samples_per_s,
         "mean CPU %": summary.mean_cpu_percent,
         "mean GPU %": summary.mean_gpu_util_percent,
-        "workers": (info.get("cluster") or {}).get("size") or 1,
-        "trained on": display.short_device(info.get("placement")) if info.get("placement")
-        else ("imported" if info.get("imported") else display.MISSING),
-        "device (full name)": info.get("placement") or display.MISSING,
+        "workers": info.cluster.size if info.cluster else 1,
+        "trained on": display.short_device(info.placement) if info.placement
+        else ("imported" if info.imported else display.MISSING),
+        "device (full name)": info.placement or display.MISSING,
         "when": display.when(run.created_at),
     })
 table = pd.DataFrame(rows)
@@ -77,10 +78,16 @@ if not table.empty:
 event = st.dataframe(shown, hide_index=True, width="stretch", on_select="rerun", selection_mode="multi-row",
                      key="hist_table", column_config=columns)
 selected_ids = [int(table.iloc[i]["id"]) for i in event.selection.rows] if not table.empty else []
+unreadable_runs.show(manager.store, listing.unreadable, key="hist_unreadable")
 
 if selected_ids:
+    stored = []
     with common.store_errors():
-        stored = [manager.store.get_run(i) for i in selected_ids]
+        for run_id in selected_ids:
+            try:
+                stored.append(manager.store.get_run(run_id))
+            except RunUnreadable as exc:  # its samples, read only now, hold what this version cannot read
+                st.error(escape(exc, limit=800))
     records = [run for run in stored if run is not None]  # deleted meanwhile: left out
     st.subheader(f"{len(records)} run(s) selected")
     results.show_comparison(records, key="hist")
@@ -90,7 +97,7 @@ if selected_ids:
     results.export_buttons(records, key="hist")
     if common.can_control():
         with st.popover("Delete", icon=":material/delete:"):
-            st.write(f"Delete run(s) {', '.join(f'#{i}' for i in selected_ids)} for good?")
+            st.write(f"Delete run(s) {', '.join(f'#{i:d}' for i in selected_ids)} for good?")
             if st.button("Yes, delete", type="primary", key="hist_delete_confirm"):
                 refused = []
                 for run_id in selected_ids:
@@ -103,7 +110,7 @@ if selected_ids:
                     st.session_state["hist_refused"] = refused
                 st.rerun()
 for message in st.session_state.pop("hist_refused", []):
-    st.error(message)
+    st.error(escape(message, limit=600))
 
 st.divider()
 st.subheader("Import a result")
@@ -113,6 +120,6 @@ if uploaded is not None and st.button("Import", key="hist_import_go"):
     try:
         with common.store_errors():
             ids = report.import_into_store(manager.store, report.load_record_file(uploaded.getvalue()))
-        st.success(f"Imported as {', '.join(f'#{i}' for i in ids)}")
+        st.success(f"Imported as {', '.join(f'#{i:d}' for i in ids)}")
     except report.RecordError as exc:
         st.error(f"Not imported: {escape(exc, limit=600)}")

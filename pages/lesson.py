@@ -6,6 +6,7 @@ import streamlit as st
 
 from bench.config import ConfigError
 from ui import common, lesson
+from ui.safe_text import escape
 
 common.page_setup()
 manager = common.get_manager()
@@ -33,7 +34,7 @@ if not gpu:
     lesson.show_shipped(step)
     st.divider()
 
-runs = ", ".join(c.label() for c in lesson.step_configs(step, hardware))
+runs = ", ".join(escape(c.label(), limit=200) for c in lesson.step_configs(step, hardware))
 control = common.can_control()
 if st.button("Run this step live" if gpu else "Run the CPU side live here", key=f"lesson_run_{step.key}",
              type="primary", icon=":material/play_arrow:", disabled=not control,
@@ -41,7 +42,7 @@ if st.button("Run this step live" if gpu else "Run the CPU side live here", key=
     try:
         lesson.start_step(manager, step, hardware)
     except ConfigError as exc:
-        st.error("This step cannot start here:\n\n" + "\n".join(f"- {e}" for e in exc.errors))
+        st.error("This step cannot start here:\n\n" + "\n".join(f"- {escape(e, limit=400)}" for e in exc.errors))
 if not control:
     st.caption("View only: the presenter starts the steps.")
 

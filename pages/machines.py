@@ -37,7 +37,7 @@ with st.expander("Add a machine bundle", icon=":material/upload_file:"):
                 with common.store_errors():
                     manager.store.add_bundle(bundle.to_dict())
                     st.session_state["mach_uploaded"] = upload.file_id
-                    st.toast(f"Added {M.machine_name(bundle)}")
+                    st.toast(f"Added {escape(M.machine_name(bundle), limit=200)}")
         except RecordError as exc:
             st.error(f"This file is not a machine bundle: {escape(exc, limit=600)}")
 
@@ -69,7 +69,7 @@ def _from_link(key: str, options: list[Any], cast: Any = str) -> None:
     if value in options:
         st.session_state[key] = value
     else:
-        st.caption(f"The link's {key} {code(params[key], limit=60)} is not one of the choices here; left out.")
+        st.caption(f"The link's {code(key)} {code(params[key], limit=60)} is not one of the choices here; left out.")
 
 
 def _start(key: str, options: list[Any], wanted: Any) -> int:
@@ -86,10 +86,11 @@ _from_link("mach_size", list(models.SIZES))
 _from_link("mach_batch", sorted({b for v in choices.values() for b in v}), int)
 
 st.subheader("The machines")
-st.table(pd.DataFrame([{
-    "machine": m.name, "from": m.source, "suite": m.suite, "backend": m.bundle.machine.get("backend") or "?",
-    "targets": ", ".join(M.targets_of(m)), "runs": len(m.bundle.runs),
-    "notes": (m.bundle.notes or "")[:160]} for m in machines]))
+st.table(pd.DataFrame([{  # a table's cells are markdown: a bundle's words are shown escaped
+    "machine": escape(m.name, limit=200), "from": escape(m.source, limit=200), "suite": escape(m.suite),
+    "backend": escape(m.bundle.machine.backend or "?"),
+    "targets": ", ".join(escape(t) for t in M.targets_of(m)), "runs": len(m.bundle.runs),
+    "notes": escape(m.bundle.notes or "", limit=160)} for m in machines]))
 
 c1, c2 = st.columns([2, 3])
 baseline_text = c1.selectbox("Baseline (the speed-ups are against it, e.g. your laptop)", pairs, key="mach_base",
@@ -107,8 +108,8 @@ with c2.expander("Hourly prices (for the cost per 1,000 samples)", icon=":materi
                 st.session_state[key] = max(0.0, float(link_prices.get(pair, "") or own.get((machine_key, target), 0.0)))
             except ValueError:
                 st.session_state[key] = 0.0
-        value = st.number_input(f"{names[machine_key]} · {target} (0 = no price)", min_value=0.0, step=0.1, key=key,
-                                format="%.2f")
+        value = st.number_input(f"{escape(names[machine_key], limit=200)} · {escape(target)} (0 = no price)",
+                                min_value=0.0, step=0.1, key=key, format="%.2f")
         if value > 0:
             entered[(machine_key, target)] = float(value)
 prices = M.prices_of([], entered)  # as entered here: a bundle's own prices are the inputs' first values
@@ -131,21 +132,21 @@ ranked = M.ranking(machines, model, None if preset else size, int(batch), prices
 def _table(rows: tuple[M.Row, ...] | list[M.Row], notes: R.TableNotes) -> pd.DataFrame:
     """The rows as a table: a missing figure is "—" and a caveat a mark, their words said once under it (_notes)."""
     return pd.DataFrame([{
-        "machine": r.machine_name, "target": r.target,
-        "figure": r.how_text,
-        "how": r.note,
+        "machine": escape(r.machine_name, limit=200), "target": escape(r.target),
+        "figure": escape(r.how_text, limit=300),
+        "how": escape(r.note, limit=600),
         "s per 1,000 samples": R.cell(r.seconds_per_1k, ".4g"),
         "samples/s": R.cell(r.samples_per_s, ",.0f"),
         "energy J per 1,000": R.cell(r.energy_j_per_1k, ".3g", notes.energy_mark(r)),
         "cost per 1,000": R.cell(r.cost_per_1k, ".3g"),
         "speed-up vs baseline": R.cell(r.speedup, ".2f"),
-        "unequal to the baseline": notes.caveats(r)} for r in rows])
+        "unequal to the baseline": escape(notes.caveats(r))} for r in rows])
 
 
 def _notes(notes: R.TableNotes) -> None:
     """Under a table, once each: why figures are missing (and where), then the notes its marks point at."""
-    lines = [f"**{m.figure}** {escape(m.text.removeprefix(m.figure), limit=700)}" for m in notes.missing]
-    lines += [f"{mark} {escape(text, limit=300)}" for mark, text in notes.notes]
+    lines = [f"**{escape(m.figure)}** {escape(m.text.removeprefix(m.figure), limit=700)}" for m in notes.missing]
+    lines += [f"{escape(mark)} {escape(text, limit=300)}" for mark, text in notes.notes]
     if lines:
         st.caption("  \n".join(lines))
 

@@ -9,6 +9,7 @@ from bench.analysis import compare, sweeps
 from bench.training import models
 from bench.config import ConfigError
 from ui import common, config_form, machine, results
+from ui.safe_text import escape
 
 common.page_setup()
 manager = common.get_manager()
@@ -53,7 +54,7 @@ if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:"
         manager.groups.submit("sweep", configs, targets=targets, peaks=peaks)
         st.toast(f"Sweep queued: {len(chosen)} peak probe(s), then {len(configs)} runs")
     except ConfigError as exc:
-        st.error("This sweep cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))
+        st.error("This sweep cannot start:\n\n" + "\n".join(f"- {escape(e, limit=400)}" for e in exc.errors))
 
 st.divider()
 
@@ -68,7 +69,7 @@ def sweep_panel() -> None:
     group, runs = gs.group, list(gs.runs)
     for target, peak in group.peaks.items():
         if peak.error:
-            st.warning(f"Peak of {target} not measured: {peak.error}")
+            st.warning(f"Peak of {escape(target)} not measured: {escape(peak.error, limit=600)}")
     done = sum(not snap.active for snap in runs)
     st.progress(done / len(runs), text=f"{done} of {len(runs)} points done")
     records = [snap.record() for snap in runs]
@@ -82,7 +83,7 @@ def sweep_panel() -> None:
         if peak.entry and peak.gflops:
             measured = ("peak being re-measured: a run achieved more than it" if peak.stale
                         else f"{peak.gflops:,.1f} GFLOP/s")
-            st.caption(f"Peak of {target}: {measured} ({machine.peak_source(peak.entry)}).")
+            st.caption(f"Peak of {escape(target)}: {measured} ({escape(machine.peak_source(peak.entry), limit=300)}).")
     finished = [r for r in rows if r.steady_epoch_seconds is not None]
     if not finished:
         return

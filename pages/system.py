@@ -27,27 +27,30 @@ st.caption("The same checklist as `python -m bench doctor`: each item with what 
     else "No GPU run is possible here yet: the items marked missing below say why and what fixes them.",
     icon=":material/check_circle:" if report.gpu_ready else ":material/report:")
 for check in report.checks:  # one line each, the fix in full beneath: a table would cut the commands off
-    st.markdown(f"{machine.CHECKLIST_ICONS[check.status]} **{check.name}** ({check.status}): {escape(check.detail, limit=400)}")
+    st.markdown(f"{machine.CHECKLIST_ICONS[check.status]} **{escape(check.name)}** ({escape(check.status)}): "
+                f"{escape(check.detail, limit=400)}")
     if check.fix:
         st.caption(f"Fix: {check.fix}")
 
 c1, c2, c3 = st.columns(3)
-c1.metric("CPU", f"{cpu.logical_cores} logical cores", help=cpu.model)
-c1.caption(cpu.model)
+c1.metric("CPU", f"{cpu.logical_cores:d} logical cores", help=escape(cpu.model, limit=200))
+c1.caption(escape(cpu.model, limit=200))
 c2.metric("RAM", f"{cpu.ram_total_mib / 1024:.1f} GiB")
 c3.metric("GPUs", str(len(hardware.gpus)))
 
 st.subheader("GPUs")
 if hardware.gpus:
-    st.table([{"index": g.index, "name": g.name,
+    st.table([{"index": int(g.index), "name": escape(g.name, limit=200),  # a table's cells are markdown
                "memory (GiB)": round(g.mem_total_mib / 1024, 1) if g.mem_total_mib else None,
-               "driver": g.driver, "CUDA (driver)": g.cuda_driver_version} for g in hardware.gpus])
+               "driver": escape(g.driver or ""), "CUDA (driver)": escape(g.cuda_driver_version or "")}
+              for g in hardware.gpus])
 else:
-    st.info(f"No GPU is usable here: {hardware.gpu_reason}")
+    st.info(f"No GPU is usable here: {escape(hardware.gpu_reason, limit=400)}")
 
 st.subheader("Framework")
 cuda = {True: "built with CUDA", False: "built without CUDA", None: "CUDA support unknown"}[hardware.framework_cuda]
-st.markdown(f"Keras backend **{hardware.framework}** {hardware.framework_version or '(not installed)'}, {cuda}.")
+st.markdown(f"Keras backend **{escape(hardware.framework)}** "
+            f"{escape(hardware.framework_version or '(not installed)')}, {cuda}.")
 
 st.subheader("What “GPU utilization” means")
 st.markdown(live.NVML_NOTE + " Time per epoch and samples per second are the honest speed figures; "
@@ -115,9 +118,10 @@ st.caption("A short float32 matrix-multiply probe per device, in a separate proc
 
 peaks = machine.known_peaks()
 if peaks:
-    st.table([{"device": p.get("device"), "threads": p.get("threads"), "size": p.get("size"),
-               "peak GFLOP/s": round(p.get("peak_gflops", 0.0), 1), "framework": p.get("framework"),
-               "measured": pd.to_datetime(p.get("measured_at"), unit="s").strftime("%Y-%m-%d %H:%M")}
+    st.table([{"device": escape(p.get("device") or ""), "threads": escape(p.get("threads") or ""),
+               "size": escape(p.get("size") or ""),
+               "peak GFLOP/s": round(p.get("peak_gflops", 0.0), 1), "framework": escape(p.get("framework") or ""),
+               "measured": escape(pd.to_datetime(p.get("measured_at"), unit="s").strftime("%Y-%m-%d %H:%M"))}
               for p in peaks])
 choices = common.target_options(hardware)
 c1, c2 = st.columns([2, 1])
@@ -125,10 +129,11 @@ target = c1.selectbox("Device", choices, index=choices.index("cpu"), key="sys_pe
 if c2.button("Measure peak", key="sys_peak", icon=":material/speed:", disabled=not common.can_control()):
     chosen = Target.parse(target)
     busy = [s.id for s in manager.snapshots() if s.active]
-    waiting = f", after run(s) {', '.join(f'#{i}' for i in busy)}: a probe never runs beside a run" if busy else ""
-    with st.spinner(f"Measuring {target} (a few seconds{waiting})…"):
+    waiting = f", after run(s) {', '.join(f'#{i:d}' for i in busy)}: a probe never runs beside a run" if busy else ""
+    with st.spinner(f"Measuring {escape(target)} (a few seconds{waiting})…"):
         try:
             result = manager.peaks.queue(chosen.device, cpu_threads=chosen.cpu_threads, refresh=True).result()
-            st.success(f"{target}: {result['peak_gflops']:,.1f} GFLOP/s (float32 matmul {result['size']}²)")
+            st.success(f"{escape(target)}: {result['peak_gflops']:,.1f} GFLOP/s "
+                       f"(float32 matmul {escape(result['size'])}²)")
         except (ValueError, machine.ProbeError) as exc:
-            st.error(f"The probe failed: {exc}")
+            st.error(f"The probe failed: {escape(exc, limit=600)}")

@@ -6,6 +6,7 @@ import streamlit as st
 
 from bench.config import ConfigError
 from ui import common, config_form, live, machine, present, url_state
+from ui.safe_text import escape
 
 common.page_setup()
 manager = common.get_manager()
@@ -25,9 +26,9 @@ joined = st.session_state["train_joined_live"]
 # A viewer who opens the page (or a link) while a run is live meets them folded too, the run's panel on the first
 # screen, as the presenter does after Start; the label stays the same for the session, so the page never jumps.
 if started:
-    label = f"Run settings (run #{started} started; open to change)"
+    label = f"Run settings (run #{started:d} started; open to change)"
 elif joined is not None:
-    label = f"Run settings (run #{joined} was live when you came; open to change)"
+    label = f"Run settings (run #{joined:d} was live when you came; open to change)"
 else:
     label = "Run settings"
 device_choices = machine.offered_devices(hardware)
@@ -57,9 +58,9 @@ if start:
         st.session_state["train_started"] = run_id
         st.rerun()
     except ConfigError as exc:
-        st.error("This run cannot start:\n\n" + "\n".join(f"- {e}" for e in exc.errors))
+        st.error("This run cannot start:\n\n" + "\n".join(f"- {escape(e, limit=400)}" for e in exc.errors))
 if "train_started" in st.session_state:
-    st.toast(f"Run #{st.session_state.pop('train_started')} queued")
+    st.toast(f"Run #{st.session_state.pop('train_started'):d} queued")
 
 st.divider()
 live.live_panel(manager, can_control=control)

@@ -98,7 +98,7 @@ def watch(device: str, epochs: int, limit: int, timeout_s: float) -> dict[str, A
     final = manager.wait(snap.id, timeout_s=120)
     during = [r for r in redraws if r["active"]]
     return {"device": device, "run_id": snap.id, "status": str(final.status),
-            "placement": final.info.get("placement"), "epochs_done": len(final.epochs),
+            "placement": final.info.placement, "epochs_done": len(final.epochs),
             "seconds": round(time.monotonic() - started, 1), "redraws": len(redraws), "redraws_live": len(during),
             "tiles_live": {name: [r["tiles"].get(name) for r in during] for name in TILES},
             "charts_max": max((r["charts"] for r in redraws), default=0),

@@ -32,7 +32,7 @@ def get_manager() -> JobManager:
     except StoreError as exc:
         store, store_error = None, str(exc)
     threading.Thread(target=charts.warm_up, name="bench-chart-warmup", daemon=True).start()
-    return JobManager(store, hardware=get_hardware().to_dict(), prestart=settings.prestart_worker(),
+    return JobManager(store, hardware=get_hardware(), prestart=settings.prestart_worker(),
                       store_error=store_error, worker_target=settings.worker_target())
 
 

@@ -65,7 +65,7 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
             format_func=lambda n: datasets.DATASETS[n].title,
         )
         info = datasets.DATASETS[dataset]
-        st.caption(info.description)
+        st.caption(escape(info.description, limit=400))
         npz_path = None
         if dataset == "npz":
             uploaded = st.file_uploader("Your .npz (x_train, y_train, x_test, y_test)", type=["npz"],
@@ -74,7 +74,7 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
                 npz_path = _save_upload(uploaded)
                 try:
                     info = datasets.get_info("npz", npz_path=npz_path)
-                    st.caption(info.description)
+                    st.caption(escape(info.description, limit=400))
                 except datasets.DatasetError as exc:
                     Path(npz_path).unlink(missing_ok=True)  # a refused upload is not kept
                     npz_path = None
@@ -90,9 +90,9 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
             try:
                 plan = models.plan(model, None if is_preset else size, info.input_shape, info.num_classes,
                                    info.vocab_size)
-                st.caption(plan.describe())
+                st.caption(escape(plan.describe(), limit=400))
             except models.ModelError as exc:
-                st.warning(str(exc))
+                st.warning(escape(exc, limit=600))
 
     c3, c4, c5 = st.columns(3)
     with c3:
@@ -110,11 +110,11 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
     if with_device:
         choices = machine.offered_devices(hardware)
         device = st.radio("Device", choices, horizontal=True, key=f"{prefix}_device", disabled=disabled,
-                          format_func=lambda d: Target.parse(d).label_on(hardware))
+                          format_func=lambda d: escape(Target.parse(d).label_on(hardware), limit=200))
         target = Target.parse(device)
         if choices == ["cpu"]:
-            st.info(f"No GPU is offered: {hardware.gpu_reason} The CPU path works fully. What a GPU run needs "
-                    f"here, with the fix for each missing item: the checklist on the [System](/system) page "
+            st.info(f"No GPU is offered: {escape(hardware.gpu_reason, limit=400)} The CPU path works fully. What a GPU "
+                    f"run needs here, with the fix for each missing item: the checklist on the [System](/system) page "
                     f"(or `python -m bench doctor`).", icon=":material/info:")
 
     with st.expander("Advanced: threads, devices, precision, XLA, steps per execution, sampling"):
@@ -144,7 +144,7 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
                 help="Training steps per call of the compiled train function. More steps per call spread the "
                      "per-step host work (Python, callbacks, launching the step) over more batches: the test of a "
                      "host-bound run. Progress, ETA and Stop then move one call at a time. "
-                     + ("" if steps_ok else f"Keras runs one step per call under {defaults.backend}.")))
+                     + ("" if steps_ok else f"Keras runs one step per call under {escape(defaults.backend)}.")))
         with a3:
             optimizer = st.selectbox("Optimizer", OPTIMIZERS, key=f"{prefix}_optimizer", disabled=disabled)
             lr = st.number_input("Learning rate (0 = optimizer default)", min_value=0.0, max_value=LEARNING_RATE_MAX,

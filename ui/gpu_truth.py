@@ -13,6 +13,7 @@ import streamlit as st
 from bench.analysis.run_summary import RunSummary
 from bench.readings import Epoch
 from bench.runs.run_state import RunSnapshot
+from ui.safe_text import escape
 
 __all__ = ["energy_line", "energy_text", "render", "throttle_note", "throttle_text"]
 
@@ -58,14 +59,14 @@ def throttle_note(snap: RunSnapshot) -> None:
     """A warning beside the epoch times when any epoch ran with its GPU clocks held back."""
     text = throttle_text(snap.epochs)
     if text:
-        st.warning(text, icon=":material/thermostat:")
+        st.warning(escape(text, limit=600), icon=":material/thermostat:")  # its reasons are the record's words
 
 
 def energy_line(snap: RunSnapshot) -> None:
     """The run's energy per device, as a caption."""
     text = energy_text(snap.summary)
     if text:
-        st.caption(text)
+        st.caption(escape(text, limit=1200))  # its devices and reasons are the record's words
 
 
 def render(snap: RunSnapshot) -> None:

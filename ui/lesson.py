@@ -25,6 +25,7 @@ from bench.hardware import devices
 from bench.config import RunConfig
 from bench.runs.jobs import JobManager
 from ui import present, results
+from ui.safe_text import escape
 
 SHIPPED_LABEL = "Measured on an NVIDIA H100 by this project, not live"
 SWEEP_SIZES = "h100-sweep-sizes.json"
@@ -126,8 +127,8 @@ def _rows(sweep: records.Sweep | None) -> list[SweepRow]:
 def _epoch_samples(sweep: records.Sweep, run_id: Any) -> int | None:
     """How many training samples an epoch of one of the sweep's runs held, as that run recorded it."""
     run = next((r for r in sweep.runs if r.id == run_id), None)
-    n = run.info.get("n_train") if run is not None else None
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+    n = run.info.n_train if run is not None else None
+    return n if n is not None and n > 0 else None
 
 
 def _pick(rows: Sequence[SweepRow], **match: Any) -> list[SweepRow]:
@@ -152,8 +153,8 @@ def speedup_text(factor: float | None, baseline: str, other: str) -> str:
     if factor is None:
         return "—"
     if factor >= 1:
-        return f"{other} is {factor:.1f}x faster than {baseline}"
-    return f"{other} is {1 / factor:.1f}x slower than {baseline}"
+        return f"{escape(other)} is {factor:.1f}x faster than {escape(baseline)}"
+    return f"{escape(other)} is {1 / factor:.1f}x slower than {escape(baseline)}"
 
 
 def _fmt(value: float | None, fmt: str) -> str:
@@ -223,7 +224,7 @@ def show_shipped(step: Step) -> None:
         for col, row in zip(cols, rows):
             share = (row.achieved_gflops / row.peak_gflops * 100
                      if row.achieved_gflops and row.peak_gflops else None)
-            col.metric(f"MLP {row.size}, batch {row.batch_size}",
+            col.metric(f"MLP {escape(row.size)}, batch {escape(row.batch_size)}",
                        f"{_fmt(row.mean_gpu_util_percent, '.0f')} % busy",
                        help="NVML utilization, averaged over the run")
             col.caption(f"…while doing {_fmt(share, '.2f')} % of the measured matmul peak "
@@ -262,9 +263,11 @@ def show_live(manager: JobManager, step: Step) -> None:
         pair = compare.pairs(clean)[0]
         factor = pair.speedup_median
         c1, c2 = st.columns([1, 3])
-        c1.metric(f"Live: {pair.target} vs {pair.baseline_target}", f"{factor:.2f}x" if factor else "—")
+        c1.metric(f"Live: {escape(pair.target)} vs {escape(pair.baseline_target)}",
+                  f"{factor:.2f}x" if factor else "—")
         # the comparison's own headline: it says "about as fast" when the spread crosses 1x, as the pages do
-        c2.markdown(f"**{compare.headline(pair).rstrip('.')}**; epoch 1, with tracing, left out.")
+        # the engine's sentence names the targets: escaped whole (its own words have no markdown)
+        c2.markdown(f"**{escape(compare.headline(pair).rstrip('.'), limit=1000)}**; epoch 1, with tracing, left out.")
         note = compare.caution(pair)
         if note:
             c2.caption(note)

@@ -42,7 +42,7 @@ STATUS_ICON = {Status.QUEUED: ":material/schedule:", Status.STARTING: ":material
 def status_parts(snap: RunSnapshot) -> list[tuple[str, bool]]:
     """The status line as runs of text, each bold or not: "Run #3 **running** · mlp s · ... · trained on **CPU:0**"."""
     parts = [(f"Run #{snap.id} ", False), (str(snap.status), True), (f" · {snap.config.label()}", False)]
-    where = snap.info.get("placement")
+    where = snap.info.placement
     if where:  # the full name: History
         parts += [(" · trained on ", False), (display.short_device(where), True)]
     if snap.owner:
@@ -51,8 +51,18 @@ def status_parts(snap: RunSnapshot) -> list[tuple[str, bool]]:
 
 
 def status_line(snap: RunSnapshot) -> str:
+    """:func:`status_parts` as markdown, each part escaped (a run's label, device and owner may be an imported
+    record's words); the live view draws the parts as text."""
     icon = STATUS_ICON.get(Status(snap.status), "")
-    return f"{icon} " + "".join(f"**{text}**" if bold else text for text, bold in status_parts(snap))
+    return f"{icon} " + "".join(_markdown_part(text, bold) for text, bold in status_parts(snap))
+
+
+def _markdown_part(text: str, bold: bool) -> str:
+    """One part of the status line, escaped, bold or not, with the spaces at its ends kept (escape trims them)."""
+    shown = escape(text, limit=300)
+    lead = " " if text[:1].isspace() else ""
+    trail = " " if text[-1:].isspace() else ""
+    return lead + (f"**{shown}**" if bold and shown else shown) + trail
 
 
 def tile_values(snap: RunSnapshot) -> list[dict[str, str | None]]:
@@ -78,9 +88,11 @@ def tile_values(snap: RunSnapshot) -> list[dict[str, str | None]]:
 
 def metric_tiles(snap: RunSnapshot) -> None:
     for column, tile in zip(st.columns(4), tile_values(snap)):
-        column.metric(str(tile["label"]), str(tile["value"]), help=tile["help"])
+        help_text = tile["help"]
+        column.metric(escape(tile["label"]), escape(tile["value"]),
+                      help=escape(help_text, limit=400) if help_text else None)
         if tile["note"]:
-            column.caption(tile["note"])
+            column.caption(escape(tile["note"], limit=300))
     peak.render_epoch(snap)
 
 
@@ -117,7 +129,7 @@ def progress_of(snap: RunSnapshot) -> tuple[float, str]:
 
 def progress_bar(snap: RunSnapshot) -> None:
     frac, text = progress_of(snap)
-    st.progress(frac, text=text)
+    st.progress(frac, text=escape(text, limit=300))
 
 
 def icon_name(status: str) -> str:
@@ -185,18 +197,17 @@ def chart_state(snap: RunSnapshot, now: float | None = None) -> tuple[Any, ...]:
 
 def series_of(snap: RunSnapshot, label: str | None = None) -> charts.Series:
     """A live run as its charts draw it (its epochs and samples as the snapshot holds them, not copied)."""
-    phases = snap.info.get("phases")
     return charts.Series(label=label or f"#{snap.id}", epochs=snap.epochs, samples=snap.samples,
-                         phases=phases if isinstance(phases, list) else None)
+                         phases=snap.info.phases)
 
 
 def run_messages(snap: RunSnapshot) -> None:
     if snap.error:
         # an error may come from an imported record: shown as text, never as markdown
-        st.error(f"**{escape(snap.error.get('error_type'))}**: {escape(snap.error.get('message'), limit=600)}\n\n"
-                 f"What to do: {escape(snap.error.get('hint'), limit=600)}")
+        st.error(f"**{escape(snap.error.error_type)}**: {escape(snap.error.message, limit=600)}\n\n"
+                 f"What to do: {escape(snap.error.hint, limit=600)}")
     if snap.store_error:
-        st.warning(snap.store_error)
+        st.warning(escape(snap.store_error, limit=600))
         if not snap.saved and not snap.active:
             st.download_button("Download this run (JSON)", data=report.to_json(snap.record()),
                                file_name=f"run-{abs(snap.id)}-unsaved.json", mime="application/json",
@@ -208,15 +219,16 @@ def run_messages(snap: RunSnapshot) -> None:
         steady = metrics.format_seconds(s.steady_epoch_seconds)
         first = metrics.format_seconds(s.first_epoch_seconds)
         steps = snap.config.steps_per_execution
-        steps_text = f" · {steps} steps per execution" if steps != 1 else ""
+        steps_text = f" · {escape(steps)} steps per execution" if steps != 1 else ""
         st.success(f"Finished: steady epoch {steady} (first epoch, with tracing: {first}) · "
-                   f"trained on {display.short_device(snap.info.get('placement'))} with {snap.info.get('framework', '?')}{steps_text}")
+                   f"trained on {escape(display.short_device(snap.info.placement))} with {escape(snap.info.framework or '?')}{steps_text}")
     if snap.status in (Status.FINISHED, Status.STOPPED):
         verdict = snap.summary.diagnosis
         icons = {"host-bound": ":material/hourglass_top:", "compute-bound": ":material/memory:",
                  "input-bound": ":material/input:", "undetermined": ":material/help:"}
         if verdict is not None:
-            st.info(f"**Why this speed**: {verdict.verdict}", icon=icons.get(verdict.kind, ":material/help:"))
+            st.info(f"**Why this speed**: {escape(verdict.verdict, limit=1000)}",
+                    icon=icons.get(verdict.kind, ":material/help:"))
         st.caption("From this run's own readings; the System page explains each verdict and its thresholds.")
     gpu_truth.render(snap)
 
@@ -250,10 +262,9 @@ def _live_header(snap: Any) -> dict[str, Any] | None:
 def _chart_keys(snap: Any) -> dict[str, Any]:
     """The Train page's charts of a run, each with what it is drawn from: time per epoch and loss change once an
     epoch (the loss chart from the first epoch on), utilization with every sample and phase."""
-    phases = snap.info.get("phases")
+    phases = snap.info.phases
     keys: dict[str, Any] = {"epochs": (len(snap.epochs), snap.status),
-                            "util": (len(snap.epochs), len(snap.samples), len(phases) if isinstance(phases, list)
-                                     else 0, snap.status)}
+                            "util": (len(snap.epochs), len(snap.samples), len(phases or ()), snap.status)}
     if snap.epochs:
         keys["loss"] = (len(snap.epochs), snap.status)
     return keys
@@ -364,7 +375,7 @@ def live_panel(manager: JobManager, *, can_control: bool = True) -> None:
                           help="Stops after the current batch; the worker is ended if it does not stop in time.")
             queued = [i for i in manager.queued_ids() if snap is None or i != snap.id]
             if queued:
-                st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i}' for i in queued)}")
+                st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i:d}' for i in queued)}")
         # the ended run's header: always this container, so the element below keeps its place; its key names it to
         # the element, which keeps the live header until it is drawn
         with st.container(key=ENDED_SLOT):
@@ -374,7 +385,7 @@ def live_panel(manager: JobManager, *, can_control: bool = True) -> None:
                 metric_tiles(snap)
                 run_messages(snap)
             elif snap is not None and snap.store_error:
-                st.warning(snap.store_error)
+                st.warning(escape(snap.store_error, limit=600))
         live_view(manager, presenter=can_control)
 
     _panel()

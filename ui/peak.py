@@ -16,10 +16,13 @@ from bench.analysis import compare
 from bench.analysis.run_summary import Run
 from bench.hardware import peak_cache
 from bench.readings import Epoch
+from bench.run_info import RunInfo
 from bench.target import of_config
+from ui.safe_text import escape
 
-NOT_MEASURED = ("peak not measured yet: a Sweep measures it first, or press **Measure peak** on the System page "
-                "(or run `python -m bench.hardware.probe`)")
+# plain words: the line is drawn escaped (it names the run's target), and as text by the live view
+NOT_MEASURED = ("peak not measured yet: a Sweep measures it first, or press Measure peak on the System page "
+                "(or run python -m bench.hardware.probe)")
 
 
 def peak_of(config: Mapping[str, Any] | Any) -> dict[str, Any] | None:
@@ -52,7 +55,7 @@ def peak_text(achieved: float | None, peak: Mapping[str, Any] | None, *, what: s
     return f"{what}: {figure}, {achieved / value:.0%} of the measured matmul peak of {value:,.1f} GFLOP/s ({source})."
 
 
-def epoch_line(epochs: Sequence[Epoch], info: Mapping[str, Any], config: Any) -> str | None:
+def epoch_line(epochs: Sequence[Epoch], info: RunInfo, config: Any) -> str | None:
     """The peak line of a live run's latest epoch; None before the first epoch."""
     if not epochs:
         return None
@@ -69,4 +72,4 @@ def render_epoch(snap: Any) -> None:
     """Under a live run's metric tiles: its latest epoch's achieved GFLOP/s and share of the peak."""
     line = epoch_line(snap.epochs, snap.info, snap.config)
     if line:
-        st.caption(line)
+        st.caption(escape(line, limit=600))

@@ -119,7 +119,8 @@ def sweep_charts(rows: Sequence[SweepRow], targets: Sequence[str], *, key: str,
 
     wide = sweeps.wide_window_rows(rows)
     if wide:
-        points = ", ".join(f"{r.size}/{r.batch_size}{_steps_text(r)} on {r.target}" for r in wide)
+        points = ", ".join(f"{escape(r.size)}/{escape(r.batch_size)}{escape(_steps_text(r))} on {escape(r.target)}"
+                           for r in wide)
         st.warning(f"Utilization of {points}: {sweeps.WIDE_WINDOW_NOTE}", icon=":material/timer:")
     left, right = st.columns(2)
     left.plotly_chart(figure("swp_util", lambda: charts.sweep_utilization_figure(rows)), key=f"{key}_util",
@@ -146,7 +147,7 @@ def scaling_chart(rows: Sequence[SweepRow], figure: Any, *, key: str) -> None:
     note = sweeps.exchange_bound_summary(rows)
     with right:
         if note:
-            st.info(note, icon=":material/sync_alt:")
+            st.info(escape(note, limit=1200), icon=":material/sync_alt:")  # it names the rows' targets
         elif any(r.scaling_efficiency is not None and r.devices > 1 for r in rows):
             st.success("Every point scales to at least "
                        f"{sweeps.EXCHANGE_BOUND_EFFICIENCY:.0%} of N × its one-device throughput.")
@@ -161,7 +162,7 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
 
     sweep = records.load(json.loads(path.read_text(encoding="utf-8")))
     if not isinstance(sweep, records.Sweep):
-        st.error(f"{path.name} is not a sweep result.")
+        st.error(f"{escape(path.name)} is not a sweep result.")
         return
     rows = list(sweep.rows)
     st.markdown(f"Measured on **{escape(report.hardware_label(sweep.hardware), limit=300)}** (imported, not "
@@ -196,22 +197,24 @@ def _label(run_id: Any, target: str, info: Any) -> str:
 def members_side_by_side(record: RunRecord, *, key: str) -> None:
     """A multi-worker run's members (the run and its ``members``): each one's epochs and utilization, overlaid."""
     members = [record, *record.members]
-    cluster = record.info.get("cluster") or {}
-    workers = ", ".join(escape(w, limit=80) for w in cluster.get("workers") or [])
-    st.markdown(f"**Run #{record.id} trained on {len(members)} workers** ({workers}), one model through "
+    cluster = record.info.cluster
+    workers = ", ".join(escape(w, limit=80) for w in (cluster.workers if cluster else ()))
+    st.markdown(f"**Run #{escape(record.id)} trained on {len(members)} workers** ({workers}), one model through "
                 f"JAX's distributed runtime: each member's own epochs and utilization, side by side.")
     comparison_charts(members, key=key)
 
 
 def headline_block(records: Sequence[RunRecord], prices: Mapping[str, float] | None = None) -> None:
     for pair in compare.pairs(records, prices):
-        text = compare.headline(pair)
+        # the engine's sentence names the targets (an imported record's own words): escaped whole, its own
+        # words have no markdown
+        text = escape(compare.headline(pair), limit=1200)
         if pair.speedup_median is not None:
             st.success(f"**{text}**", icon=":material/speed:")
             a, b = pair.first_epoch_seconds_a, pair.first_epoch_seconds_b
-            st.caption(f"First epoch, with tracing, reported apart: {pair.baseline_target} "
-                       f"{metrics.format_seconds(a)} · {pair.target} {metrics.format_seconds(b)}. "
-                       f"Steady epochs used: {pair.steady_epochs_a} and {pair.steady_epochs_b}.")
+            st.caption(f"First epoch, with tracing, reported apart: {escape(pair.baseline_target)} "
+                       f"{metrics.format_seconds(a)} · {escape(pair.target)} {metrics.format_seconds(b)}. "
+                       f"Steady epochs used: {pair.steady_epochs_a:d} and {pair.steady_epochs_b:d}.")
             warning = compare.caution(pair)
             if warning:
                 st.warning(warning, icon=":material/warning:")
@@ -219,7 +222,7 @@ def headline_block(records: Sequence[RunRecord], prices: Mapping[str, float] | N
             st.info(text)
     ended = [r for r in records if r.status not in ACTIVE and r.epochs]
     if ended:
-        st.caption("  \n".join(peak.record_line(r) for r in ended))
+        st.caption("  \n".join(escape(peak.record_line(r), limit=600) for r in ended))
     diagnosis_block(records)
 
 
@@ -229,7 +232,8 @@ def diagnosis_block(records: Sequence[RunRecord]) -> None:
     for record in records:
         if record.status not in (Status.FINISHED, Status.STOPPED, Status.INTERRUPTED):
             continue
-        lines.append(f"- **{run_label(record)}**: {run_summary.diagnosis_of(record).verdict}")
+        lines.append(f"- **{escape(run_label(record), limit=200)}**: "
+                     f"{escape(run_summary.diagnosis_of(record).verdict, limit=1000)}")
     if lines:
         st.markdown("**Why this speed** (from each run's own readings; the System page explains the verdicts):\n"
                     + "\n".join(lines))
@@ -279,11 +283,10 @@ def own_reference_rows(records: Sequence[RunRecord]) -> list[dict[str, str]]:
     make one row with both times and their ratio, anything else one row per run (compare.reference_pairs)."""
     def machine(rec: Run) -> tuple[str, str]:
         hw = rec.hardware
-        return (str((hw.get("cpu") or {}).get("model", "")),
-                ", ".join(g.get("name", "") for g in hw.get("gpus") or []) or "none")
+        return (hw.cpu.model or "" if hw.cpu else "", ", ".join(g.name or "" for g in hw.gpus) or "none")
 
     def size(rec: Run) -> str:
-        return f"{rec.info.get('n_train', '?')} samples, {rec.config.get('epochs')} epochs"
+        return f"{rec.info.n_train or '?'} samples, {rec.config.get('epochs')} epochs"
 
     rows = []
     for pair in compare.reference_pairs(records):
@@ -340,7 +343,7 @@ def group_status(runs: Sequence[RunSnapshot]) -> None:
         st.markdown(live.status_line(snap))
         live.progress_bar(snap)
         if snap.error:
-            st.error(f"{escape(snap.error.get('message'), limit=600)} — {escape(snap.error.get('hint'), limit=600)}")
+            st.error(f"{escape(snap.error.headline, limit=600)} — {escape(snap.error.hint, limit=600)}")
 
 
 @dataclass(frozen=True)
@@ -482,7 +485,7 @@ def show_imported(data: bytes, key: str = "imported") -> None:
     labels = {report.hardware_label(r.hardware) for r in runs}
     st.markdown(f"Measured on **{escape(' / '.join(sorted(labels)), limit=300)}** (imported, not measured here).")
     if len(runs) >= 2:
-        prices = (payload.comparison or {}).get("prices") if isinstance(payload, Comparison) else None
+        prices = payload.comparison.prices if isinstance(payload, Comparison) and payload.comparison else None
         show_comparison(runs, key=key, prices=prices)
     else:
         rec = runs[0]

@@ -16,7 +16,11 @@ MAX_SHOWN = 80  # characters of an outside value shown; the rest is cut with an 
 # the marks that can start markup in running text (CommonMark lets a backslash escape any of them): links and
 # images, emphasis, code, HTML tags and entities, tables, strike-through, maths, Streamlit's :directives[...]
 _ACTIVE = frozenset("\\`*_[]()<>!#|~$:{}&")
-_WWW = re.compile(r"(?i)(www)\.")  # GFM makes "www.x" a link; an escaped dot stops it
+# GFM makes a bare "https://x", "www.x" and "a@b.c" a link, and Streamlit's renderer finds them in the text after
+# the escapes are read ("https\://x" was still a link in a browser): a zero-width space after "://"'s colon, after a
+# "www" before its dot and after an "@" leaves nothing it matches, and nothing a reader sees
+_NO_LINK = "\u200b"
+_BARE_ADDRESS = re.compile(r"(?i)(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)")
 
 
 def _one_line(value: Any, limit: int) -> str:
@@ -36,6 +40,7 @@ def code(value: Any, limit: int = MAX_SHOWN) -> str:
 
 def escape(value: Any, limit: int = MAX_SHOWN) -> str:
     """``value`` as plain running text: every mark that can start markup backslash-escaped (no link, image,
-    emphasis, HTML tag, directive or maths can start; ``https\\://`` and ``www\\.`` are no bare addresses)."""
-    text = "".join(f"\\{ch}" if ch in _ACTIVE else ch for ch in _one_line(value, limit))
-    return _WWW.sub(r"\1\\.", text)
+    emphasis, HTML tag, directive or maths can start), and a zero-width space in each bare address (``https://``,
+    ``www.``, ``a@b``) so that none is made a link."""
+    text = _BARE_ADDRESS.sub(_NO_LINK, _one_line(value, limit))
+    return "".join(f"\\{ch}" if ch in _ACTIVE else ch for ch in text)

@@ -86,14 +86,14 @@ def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Machine
     for name in params:
         if name not in known:
             state.notes.append(f"{code(name)} is not a setting of this page, so it was ignored "
-                               f"(this page reads {', '.join(sorted(known - {'present'}))}).")
+                               f"(this page reads {', '.join(code(k) for k in sorted(known - {'present'}))}).")
 
     preset_text = params.get("preset")
     if preset_text is not None:
         state.preset = PRESET_URL_NAMES.get(preset_text.strip())
         if state.preset is None:
             state.notes.append(f"preset {code(preset_text)} is unknown, so none was applied; the presets are "
-                               f"{', '.join(PRESET_URL_NAMES)}.")
+                               f"{', '.join(code(n) for n in PRESET_URL_NAMES)}.")
     base = form_base(state.preset)
     base_config = _base_config(base)
 
@@ -106,7 +106,7 @@ def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Machine
             try:
                 value = int(text)
             except ValueError:
-                state.notes.append(f"{code(f'{name}={text}')} is not a whole number, so the default {base[name]} "
+                state.notes.append(f"{code(f'{name}={text}')} is not a whole number, so the default {code(base[name])} "
                                    f"is used.")
                 continue
         if name == "model" and value in models.PRESETS and state.preset is None:
@@ -122,7 +122,7 @@ def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Machine
             error = f"device {value!r} is not offered here; pick one of {', '.join(devices)}"
         if error is not None:
             state.notes.append(f"{code(f'{name}={text}')} was ignored ({escape(error, limit=300)}), so the default "
-                               f"{base[name]} is used.")
+                               f"{code(base[name])} is used.")
             continue
         state.values[name] = value
 
@@ -132,7 +132,8 @@ def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Machine
         bad = [t for t in wanted if t not in target_options]
         if bad:
             state.notes.append(f"target(s) {', '.join(code(t) for t in bad)} are not offered on this machine, so "
-                               f"they were left out; the targets here are {', '.join(target_options)}.")
+                               "they were left out; the targets here are "
+                               f"{', '.join(code(t) for t in target_options)}.")
         if good:
             state.targets = good
         elif not wanted:

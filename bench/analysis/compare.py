@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.run_info import RunInfo
 from bench.analysis import metrics
 from bench.analysis.run_summary import Run
 from bench.config import ConfigError, Machine, RunConfig
@@ -120,19 +121,19 @@ def achieved_gflops(run: Run) -> float | None:
     return achieved_of(run.summarized, run.info)
 
 
-def achieved_of(summary: RunSummary, info: Mapping[str, Any] | None) -> float | None:
+def achieved_of(summary: RunSummary, info: RunInfo | None) -> float | None:
     """:func:`achieved_gflops` from a run's summary and info."""
     if summary.achieved_gflops is not None:
         return float(summary.achieved_gflops)
-    flops = (info or {}).get("flops_per_sample")
+    flops = info.flops_per_sample if info is not None else None
     return metrics.achieved_gflops(flops, summary.steady_samples_per_s) if flops else None
 
 
-def epoch_gflops(epoch: Epoch, info: Mapping[str, Any]) -> float | None:
+def epoch_gflops(epoch: Epoch, info: RunInfo) -> float | None:
     """One epoch's achieved GFLOP/s: its own ``achieved_gflops``, else FLOPs per sample x its samples/s."""
     if epoch.achieved_gflops is not None:
         return float(epoch.achieved_gflops)
-    flops = info.get("flops_per_sample")
+    flops = info.flops_per_sample
     return metrics.achieved_gflops(flops, epoch.samples_per_s) if flops else None
 
 

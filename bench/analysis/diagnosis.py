@@ -26,10 +26,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bench.run_info import RunInfo
 from bench.analysis import metrics
 from bench.readings import Epoch, Sample
 from bench.target import of_config, on_gpu
-from bench.record_types import Diagnosis
+from bench.record_types import Diagnosis, Kind
 
 # -- thresholds (each with the runs that set it: docs/GPU.md, 'The diagnosis thresholds and the figures that set them')
 # NVML busy below this = the GPU sat idle most of the time.
@@ -94,11 +95,11 @@ def _gpu_mean(samples: Sequence[Sample], key: str) -> float | None:
     return metrics.mean_or_none(getattr(g, key) for s in samples for g in s.gpus or ())
 
 
-def _on_gpu(config: Any, info: Mapping[str, Any]) -> bool | None:
+def _on_gpu(config: Any, info: RunInfo) -> bool | None:
     """bench.target.on_gpu of a run's config (a RunConfig or its dict; no target when it names no device) and
     placement."""
     target = of_config(config) if isinstance(_get(config, "device"), str) else None
-    return on_gpu(target, info.get("placement"))
+    return on_gpu(target, info.placement)
 
 
 def _pct(value: float | None) -> str:
@@ -106,19 +107,19 @@ def _pct(value: float | None) -> str:
 
 
 def diagnose(epochs: Sequence[Epoch], samples: Sequence[Sample],
-             info: Mapping[str, Any] | None = None, config: Any = None,
+             info: RunInfo | None = None, config: Any = None,
              peak_gflops: float | None = None) -> Diagnosis:
     """The verdict for one run (see the module's docstring). ``config`` is a RunConfig or its dict."""
-    info = dict(info or {})
+    info = info or RunInfo()
     on_gpu = _on_gpu(config, info)
     batch = _num(_get(config, "batch_size"))
     spe = int(_get(config, "steps_per_execution") or 1)
-    n_train = _num(info.get("n_train"))
+    n_train = _num(info.n_train)
     steady_s = metrics.steady_epoch_seconds(epochs)
     steps = math.ceil(n_train / batch) if n_train and batch else None
     step_ms = steady_s / steps * 1000 if steady_s and steps else None
     rate = metrics.steady_samples_per_s(epochs)
-    flops = _num(info.get("flops_per_sample"))
+    flops = _num(info.flops_per_sample)
     achieved = metrics.achieved_gflops(flops, rate) if flops else None
     peak = _num(peak_gflops)
     fraction = achieved / peak if achieved and peak else None
@@ -130,7 +131,7 @@ def diagnose(epochs: Sequence[Epoch], samples: Sequence[Sample],
     tensor = _gpu_mean(steady, "tensor_active_percent")
     process = metrics.mean_or_none(s.process_cpu_percent for s in steady)
     machine = metrics.mean_or_none(s.cpu_percent for s in steady)
-    threads = _num(info.get("threads")) or (_num(_get(config, "cpu_threads")) if on_gpu is False else None)
+    threads = _num(info.threads) or (_num(_get(config, "cpu_threads")) if on_gpu is False else None)
 
     evidence: dict[str, Any] = {
         "device": None if on_gpu is None else ("gpu" if on_gpu else "cpu"),
@@ -148,7 +149,7 @@ def diagnose(epochs: Sequence[Epoch], samples: Sequence[Sample],
     if spe > 1:
         step_text += f" at {spe} steps per execution"
 
-    def result(kind: str, because: str, knob: str | None = None) -> Diagnosis:
+    def result(kind: Kind, because: str, knob: str | None = None) -> Diagnosis:
         knob = knob or KNOBS[kind]
         return Diagnosis(kind=kind, verdict=f"{kind}: {because}: {knob}", knob=knob, evidence=evidence,
                          missing=tuple(missing))

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.run_info import RunInfo
 from bench.record_types import RunSummary
 from bench.records import MachineBundle, RunRecord, Status
 from bench.target import canonical, text_of_config
@@ -37,13 +38,12 @@ def machine_name(bundle: MachineBundle) -> str:
     """The user's label, else the machine from its fingerprint: GPUs by model and count, or the CPU and cores."""
     if bundle.label:
         return bundle.label
-    gpus = [g for g in bundle.machine.get("gpus") or [] if isinstance(g, Mapping)]
-    cpu = bundle.machine.get("cpu") or {}
-    cpu_text = f"{cpu.get('model') or 'unknown CPU'} ({cpu.get('logical_cores') or '?'} cores)"
+    gpus, cpu = bundle.machine.gpus, bundle.machine.cpu
+    cpu_text = f"{cpu.model or 'unknown CPU'} ({cpu.logical_cores or '?'} cores)"
     if gpus:
         counts: dict[str, int] = {}
         for gpu in gpus:
-            counts[str(gpu.get("name") or "GPU")] = counts.get(str(gpu.get("name") or "GPU"), 0) + 1
+            counts[gpu.name or "GPU"] = counts.get(gpu.name or "GPU", 0) + 1
         return " + ".join(f"{n} x{c}" for n, c in counts.items()) + f", {cpu_text}"
     return f"{cpu_text}, no GPU"
 
@@ -107,15 +107,14 @@ def _measured(machine: Machine, run: RunRecord) -> Measured | None:
     return Measured(
         machine=machine.key, target=target, workload=workload_key(model, size, batch),
         model=model, size=None if model in models.PRESETS else size, batch_size=batch,
-        dataset=str(config.get("dataset")), flops_per_sample=info.get("flops_per_sample"),
-        steady_epoch_seconds=steady, samples_per_s=rate,
-        epoch_samples=int(info["n_train"]) if isinstance(info.get("n_train"), int) else None,
+        dataset=str(config.get("dataset")), flops_per_sample=info.flops_per_sample,
+        steady_epoch_seconds=steady, samples_per_s=rate, epoch_samples=info.n_train,
         energy_j_per_1k=energy, energy_note=note,
         precision=str(config.get("precision") or "float32"), backend=str(config.get("backend") or "?"),
         jit_compile=bool(config.get("jit_compile")), run_id=run.id, optimizer=str(config.get("optimizer") or "?"))
 
 
-def target_energy(summary: RunSummary, info: Mapping[str, Any], target: str) -> tuple[float | None, str | None]:
+def target_energy(summary: RunSummary, info: RunInfo, target: str) -> tuple[float | None, str | None]:
     """Joules per 1,000 samples of the devices a target trained on (``cpu`` for a CPU target, that GPU for
     ``gpu:N``, every GPU the run measured for ``gpus``, summed) from a run summary's per-device figures, and a note:
     why there is none (that device's own reason), or that a figure was integrated from power samples."""
@@ -131,8 +130,7 @@ def target_energy(summary: RunSummary, info: Mapping[str, Any], target: str) -> 
         estimated = [d for d in devices if d in summary.energy_estimated]
         return (sum(v for v in values if v is not None),
                 f"integrated from power samples ({', '.join(estimated)})" if estimated else None)
-    raw = summary.energy_reasons or info.get("energy_reasons") or {}
-    reasons = raw if isinstance(raw, Mapping) else {}
+    reasons = summary.energy_reasons or info.energy_reasons or {}
     kind = "cpu" if target.startswith("cpu") else "gpu"
     why = [f"{d}: {reasons.get(d) or reasons.get(kind)}" for d in devices if reasons.get(d) or reasons.get(kind)]
     return None, "; ".join(why) or "no energy reading in this run"
@@ -179,7 +177,7 @@ def workloads_of(machines: Sequence[Machine]) -> list[str]:
 # -- unequal bundles --------------------------------------------------------------------------------------------------
 def run_traits(m: Measured, machine: Machine) -> dict[str, str]:
     """What makes a figure comparable with another: backend, Keras version, suite, precision, XLA, optimizer."""
-    return {"backend": m.backend, "keras": str(machine.bundle.machine.get("framework_version") or "?"),
+    return {"backend": m.backend, "keras": machine.bundle.machine.framework_version or "?",
             "suite": machine.suite, "precision": m.precision, "XLA": "on" if m.jit_compile else "off",
             "optimizer": m.optimizer}
 

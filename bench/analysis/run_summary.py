@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
+from bench.run_info import RunInfo
 from bench.analysis import diagnosis
 from bench.readings import Epoch, GpuReading, Sample
-from bench.record_types import Diagnosis
+from bench.record_types import Diagnosis, RecordedHardware
 from bench.record_types import RunSummary as RunSummary  # the type this module fills; run_summary.RunSummary at call sites
 from bench.hardware import energy
 from bench.analysis.metrics import (finite_values, first_mean, first_mean_where, mean_gpu_util_percent, mean_or_none,
@@ -22,7 +23,7 @@ from bench.analysis.metrics import (finite_values, first_mean, first_mean_where,
 
 
 def summarize(epochs: Sequence[Epoch], samples: Sequence[Sample], *,
-              info: Mapping[str, Any] | None = None, config: Any = None,
+              info: RunInfo | None = None, config: Any = None,
               peak_gflops: float | None = None) -> RunSummary:
     """The ``summary`` block of a run record. Utilization means cover the steady epochs (see training_windows).
     ``diagnosis`` (bench.analysis.diagnosis) also reads the run's info and config, and the device's peak when known;
@@ -55,12 +56,12 @@ def _used_gpus(sample: Sample, indices: set[int]) -> list[GpuReading]:
 
 
 def energy_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
-                   info: Mapping[str, Any] | None, config: Any) -> RunSummary:
+                   info: RunInfo | None, config: Any) -> RunSummary:
     """Energy per steady epoch (median) and per 1,000 samples for every device the run used, which of them were
     integrated from power draw, and the reason a device's figure is None. The live header asks for this alone, at
     every refresh: it reads the epochs, and the samples only to name the GPUs of an all-GPUs run. The other figures
     of the summary are left unmeasured (None)."""
-    info = info or {}
+    info = info or RunInfo()
     steady = steady_epochs(epochs)
     devices = energy.devices_used(config or {}, samples)
     for epoch in epochs:  # devices an epoch measured (e.g. every GPU of an all-GPUs run) count too
@@ -68,8 +69,7 @@ def energy_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
     per_epoch: dict[str, float | None] = {}
     per_1000: dict[str, float | None] = {}
     reasons: dict[str, str] = {}
-    raw_reasons = info.get("energy_reasons")
-    known: Mapping[str, Any] = raw_reasons if isinstance(raw_reasons, Mapping) else {}
+    known = info.energy_reasons or {}
     for device in devices:
         values = finite_values(e.joules(device) for e in steady)
         per_epoch[device] = statistics.median(values) if values else None
@@ -87,12 +87,12 @@ def energy_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
 
 
 def gpu_truth_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
-                      windows: Sequence[Sequence[Sample]], info: Mapping[str, Any] | None,
+                      windows: Sequence[Sequence[Sample]], info: RunInfo | None,
                       config: Any) -> RunSummary:
     """What the devices really did over the run: its energy (energy_summary), GPM SM/tensor activity (means like the
     utilization means), the throttle reasons seen while training, and the steady median of the epochs' achieved
     GFLOP/s."""
-    info = info or {}
+    info = info or RunInfo()
     steady = steady_epochs(epochs)
     spent = energy_summary(epochs, samples, info, config)
     devices = list(spent.energy_j_per_epoch or {})
@@ -103,13 +103,13 @@ def gpu_truth_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
             if gpu.throttle_reasons is not None:
                 throttled = (throttled or set()) | set(gpu.throttle_reasons)
     gflops = finite_values(e.achieved_gflops for e in steady)
-    gpm_reasons = info.get("gpm_reasons")
+    gpm_reasons = info.gpm_reasons
     return replace(
         spent,
         # means over the GPUs the run trained on (None on a CPU run and without GPM), windows as for utilization
         sm_active_percent=first_mean(windows, _gpu_mean_of("sm_active_percent", indices)),
         tensor_active_percent=first_mean(windows, _gpu_mean_of("tensor_active_percent", indices)),
-        gpm_reasons=dict(gpm_reasons) if isinstance(gpm_reasons, Mapping) else {},
+        gpm_reasons=dict(gpm_reasons or {}),
         throttle_reasons=tuple(sorted(throttled)) if throttled is not None else None,
         achieved_gflops=statistics.median(gflops) if gflops else None,
     )
@@ -142,9 +142,9 @@ class Run(Protocol):
     @property
     def config(self) -> Mapping[str, Any]: ...
     @property
-    def info(self) -> Mapping[str, Any]: ...
+    def info(self) -> RunInfo: ...
     @property
-    def hardware(self) -> Mapping[str, Any]: ...
+    def hardware(self) -> RecordedHardware: ...
     @property
     def started_at(self) -> float | None: ...
     @property

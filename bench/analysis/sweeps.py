@@ -80,9 +80,9 @@ def sweep_row(record: Run, peak: float | Mapping[str, Any] | None) -> SweepRow:
         steps_per_execution=config.get("steps_per_execution") or 1,
         target=text_of_config(config),
         devices=device_count(record),
-        per_device_batch_size=info.get("per_device_batch_size"),
-        params=info.get("params"),
-        flops_per_sample=info.get("flops_per_sample"),
+        per_device_batch_size=info.per_device_batch_size,
+        params=info.params,
+        flops_per_sample=info.flops_per_sample,
         steady_epoch_seconds=summary.steady_epoch_seconds,
         samples_per_s=summary.steady_samples_per_s,
         achieved_gflops=achieved,
@@ -104,8 +104,8 @@ def sweep_row(record: Run, peak: float | Mapping[str, Any] | None) -> SweepRow:
 
 def device_count(record: Run) -> int:
     """The devices a run trained on: the replicas its worker reported, else the count its config asked for, else 1."""
-    replicas = record.info.get("replicas")
-    if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 1:
+    replicas = record.info.replicas
+    if replicas is not None and replicas >= 1:
         return replicas
     asked = record.config.get("devices")
     return asked if isinstance(asked, int) and not isinstance(asked, bool) and asked >= 1 else 1
@@ -227,4 +227,4 @@ def on_gpu(row: SweepRow) -> bool:
 
 def _on_gpu_record(record: Run) -> bool:
     """Whether a finished run trained on a GPU, by bench.target.on_gpu of its config and placement."""
-    return on_gpu_rule(of_config(record.config), record.info.get("placement")) is True
+    return on_gpu_rule(of_config(record.config), record.info.placement) is True

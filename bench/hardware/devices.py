@@ -28,6 +28,7 @@ from typing import Any
 
 import psutil
 
+from bench.record_types import RecordedHardware
 from bench import settings
 from bench.hardware.monitor import nvml
 from bench.target import Target
@@ -100,6 +101,10 @@ class Hardware:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready nested dict."""
         return asdict(self)
+
+    def record(self) -> RecordedHardware:
+        """This machine as a run's record keeps it (``hardware``)."""
+        return RecordedHardware.of(self.to_dict())
 
     @property
     def cores(self) -> int:

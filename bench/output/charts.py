@@ -9,7 +9,7 @@ never taken (no GPM, no process data) draws no line at all. Sizes, ticks and lab
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ from plotly.subplots import make_subplots
 
 from bench.analysis import sweeps
 from bench.analysis.run_summary import Run
+from bench.run_info import Phase
 from bench.analysis.sweeps import SweepRow, SweepSpeedup
 from bench.output import chart_style as style
 from bench.output.chart_style import PALETTE
@@ -54,14 +55,12 @@ class Series:
     label: str
     epochs: Sequence[Epoch] = ()
     samples: Sequence[Sample] = ()
-    phases: Sequence[Mapping[str, Any]] | None = None
+    phases: Sequence[Phase] | None = None
 
     @classmethod
     def of_record(cls, record: Run, label: str) -> Series:
         """A run's series: its epochs, samples and start-up phases."""
-        phases = record.info.get("phases")
-        return cls(label=label, epochs=record.epochs, samples=record.samples,
-                   phases=phases if isinstance(phases, list) else None)
+        return cls(label=label, epochs=record.epochs, samples=record.samples, phases=record.info.phases)
 
 
 def _layout(fig: go.Figure, title: str, *, height: int = 340) -> go.Figure:
@@ -120,20 +119,20 @@ def _drawn(values: Sequence[float | None]) -> bool:
     return any(v is not None for v in values)
 
 
-def phase_bands(phases: Sequence[Mapping[str, Any]] | None, epochs: Sequence[Epoch],
+def phase_bands(phases: Sequence[Phase] | None, epochs: Sequence[Epoch],
                 t_max: float) -> list[tuple[str, float, float]]:
     """(name, start s, end s) of each start-up phase the worker reported (framework, data, model, first step): each
     lasts until the next begins; the last until training's first step ended (else the first epoch's end)."""
-    marks = sorted((p for p in phases or [] if p.get("t_s") is not None), key=lambda p: p["t_s"])
+    marks = sorted(phases or (), key=lambda p: p.t_s)
     first_end = next((e.t_end_s for e in epochs if e.t_end_s is not None), t_max)
     bands = []
     for i, mark in enumerate(marks):
-        name = str(mark.get("phase"))
+        name = mark.phase
         if name == "training":
             continue
-        end = marks[i + 1]["t_s"] if i + 1 < len(marks) else first_end
+        end = marks[i + 1].t_s if i + 1 < len(marks) else first_end
         name = "framework" if name.startswith("importing") else PHASE_NAMES.get(name, name)
-        start = max(0.0, float(mark["t_s"]))
+        start = max(0.0, float(mark.t_s))
         if end > start:
             bands.append((name, start, float(end)))
     return bands
@@ -499,7 +498,7 @@ def warm_up() -> None:
     epochs = [Epoch(epoch=1, epoch_seconds=1.0, includes_tracing=True, t_end_s=1.0, loss=1.0, accuracy=0.5,
                     val_loss=1.0, val_accuracy=0.5)]
     series = [Series(label="warm-up", epochs=epochs, samples=samples,
-                     phases=[{"phase": "loading data", "t_s": 0.0}, {"phase": "first step", "t_s": 0.5}])]
+                     phases=[Phase("loading data", 0.0), Phase("first step", 0.5)])]
     for fig in (epoch_time_figure(series), utilization_figure(series), loss_accuracy_figure(epochs)):
         fig.to_dict()
         fig.to_json()

@@ -143,13 +143,13 @@ def to_html(machines: Sequence[M.Machine], ranking: M.Ranking, workload_tables: 
               "<th>notes</th></tr>")]
     for m in machines:
         fp = m.bundle.machine
-        cpu = fp.get("cpu") or {}
-        gpus = ", ".join(f"{g.get('name')} ({(g.get('mem_total_mib') or 0) / 1024:.0f} GiB, driver {g.get('driver')})"
-                         for g in fp.get("gpus") or []) or "none"
-        parts.append(f"<tr><td>{_e(m.name)}</td><td>{_e(cpu.get('model'))}, {_e(cpu.get('logical_cores'))} cores, "
-                     f"{(cpu.get('ram_total_mib') or 0) / 1024:.0f} GiB RAM</td><td>{_e(gpus)}</td>"
-                     f"<td>{_e(fp.get('backend'))} {_e(fp.get('backend_version'))}, Keras "
-                     f"{_e(fp.get('framework_version'))}, Python {_e(fp.get('python'))}</td><td>{_e(m.suite)}</td>"
+        cpu = fp.cpu
+        gpus = ", ".join(f"{g.name} ({(g.mem_total_mib or 0) / 1024:.0f} GiB, driver {g.driver})"
+                         for g in fp.gpus) or "none"
+        parts.append(f"<tr><td>{_e(m.name)}</td><td>{_e(cpu.model)}, {_e(cpu.logical_cores)} cores, "
+                     f"{(cpu.ram_total_mib or 0) / 1024:.0f} GiB RAM</td><td>{_e(gpus)}</td>"
+                     f"<td>{_e(fp.backend)} {_e(fp.backend_version)}, Keras "
+                     f"{_e(fp.framework_version)}, Python {_e(fp.python)}</td><td>{_e(m.suite)}</td>"
                      f"<td class='note'>{_e(m.bundle.notes)}</td></tr>")
     parts.append("</table>")
     parts.append(f"<h2>For {_e(point)} at batch {ranking.batch_size}</h2>")

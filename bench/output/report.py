@@ -32,6 +32,8 @@ from bench.config import ConfigError, RunConfig
 from bench.readings import Epoch, Sample, is_int, is_number
 from bench.records import ACTIVE as ACTIVE_STATUSES
 from bench.records import EXPORT_HINT, RecordError, RunRecord
+from bench.record_types import RecordedHardware
+from bench.run_info import RunError
 
 Importable = records.RunRecord | records.Comparison  # what a file or an export holds: one run, or a comparison
 
@@ -51,24 +53,22 @@ def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def hardware_label(hardware: Mapping[str, Any] | None) -> str:
-    """A short machine description from a record's ``hardware`` dict (``bench.hardware.devices.Hardware.to_dict()``)."""
-    hw = hardware if isinstance(hardware, Mapping) else {}
-    if isinstance(hw.get("label"), str) and hw["label"]:
-        return hw["label"]
-    gpus = [g for g in (hw.get("gpus") or []) if isinstance(g, Mapping)]
-    if gpus and not hw.get("gpu_reason"):
-        counts: dict[str, int] = {}
-        for gpu in gpus:
-            name = str(gpu.get("name") or "GPU")
-            counts[name] = counts.get(name, 0) + 1
-        return " + ".join(f"{name} x{count}" for name, count in counts.items())
-    cpu = hw.get("cpu") if isinstance(hw.get("cpu"), Mapping) else {}
-    if not cpu:
+def hardware_label(hw: RecordedHardware | None) -> str:
+    """A short machine description from a record's ``hardware``: its label, else its GPUs, else its CPU."""
+    if hw is None:
         return "unknown hardware"
-    cores = cpu.get("logical_cores")
+    if hw.label:
+        return hw.label
+    if hw.gpus and not hw.gpu_reason:
+        counts: dict[str, int] = {}
+        for gpu in hw.gpus:
+            counts[gpu.name or "GPU"] = counts.get(gpu.name or "GPU", 0) + 1
+        return " + ".join(f"{name} x{count}" for name, count in counts.items())
+    if hw.cpu is None:
+        return "unknown hardware"
+    cores = hw.cpu.logical_cores
     core_text = f" ({cores} core{'s' if cores != 1 else ''})" if cores else ""
-    return f"{cpu.get('model') or 'unknown CPU'}{core_text}, no GPU"
+    return f"{hw.cpu.model or 'unknown CPU'}{core_text}, no GPU"
 
 
 def _config(config: Mapping[str, Any]) -> RunConfig | None:
@@ -224,8 +224,8 @@ def to_csv(record: Importable) -> dict[str, str]:
 
     if isinstance(record, records.Comparison):
         files: dict[str, str] = {}
-        pairs = (record.comparison or {}).get("pairs") or []
-        files["comparison.csv"] = spreadsheet_safe(pd.DataFrame([dict(p) for p in pairs])).to_csv(index=False)
+        pairs = record.comparison.pairs if record.comparison is not None else ()
+        files["comparison.csv"] = spreadsheet_safe(pd.DataFrame([p.to_dict() for p in pairs])).to_csv(index=False)
         for i, run in enumerate(record.runs):
             for name, text in to_csv(run).items():
                 files[f"{i + 1}-run-{run.id}-{name}"] = text
@@ -256,7 +256,7 @@ def _run_headline(record: RunRecord) -> str:
     epochs = record.epochs
     summary = run_summary.summarize(epochs, record.samples)
     steady, first = summary.steady_epoch_seconds, summary.first_epoch_seconds
-    where = record.info.get("placement")
+    where = record.info.placement
     where_text = f" on {where}" if where else ""
     if steady is None:
         return (f"No steady-state epoch yet{where_text}: it needs at least two epochs (epoch 1 includes tracing); "
@@ -273,11 +273,11 @@ def _run_section(record: RunRecord, name: str) -> str:
         ("run", f"#{record.id} · {run_label(record)}"),
         ("status", str(record.status)),
         ("hardware", hardware_label(record.hardware)),
-        ("trained on", str(info.get("placement") or "—")),
-        ("framework", str(info.get("framework") or "—")),
-        ("model", str(info.get("model_description") or "—")),
-        ("dataset", str(info.get("dataset_description") or "—")),
-        ("parameters", _fmt_number(info.get("params"), ",d") if is_int(info.get("params")) else "—"),
+        ("trained on", info.placement or "—"),
+        ("framework", info.framework or "—"),
+        ("model", info.model_description or "—"),
+        ("dataset", info.dataset_description or "—"),
+        ("parameters", _fmt_number(info.params, ",d") if info.params is not None else "—"),
         ("steady epoch (median, epochs 2..N)", metrics.format_seconds(summary.steady_epoch_seconds)),
         ("first epoch (includes tracing)", metrics.format_seconds(summary.first_epoch_seconds)),
         ("all epochs", metrics.format_seconds(summary.total_seconds)),
@@ -286,10 +286,10 @@ def _run_section(record: RunRecord, name: str) -> str:
         ("mean GPU utilization (NVML)", _fmt_number(summary.mean_gpu_util_percent, ".0f", " %")),
         ("peak worker memory", _fmt_number(summary.peak_process_rss_mib, ",.0f", " MiB")),
     ]
-    if info.get("imported"):
-        facts.append(("imported from", str(info.get("source_hardware") or "another machine")))
+    if info.imported:
+        facts.append(("imported from", info.source_hardware or "another machine"))
     if error:
-        facts.append(("error", f"{error.get('message') or error.get('error_type')} — {error.get('hint') or ''}"))
+        facts.append(("error", f"{error.headline} — {error.hint or ''}"))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
     config_rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e('—' if v is None else v)}</td></tr>"
                           for k, v in record.config.items())
@@ -312,8 +312,7 @@ def to_html(record: Importable) -> str:
     runs = runs_of(record)
     names = _display_names(runs)
     if isinstance(record, records.Comparison):
-        pairs = ([compare.Pair.from_dict(p, f"comparison.pairs[{i}]")
-                  for i, p in enumerate((record.comparison or {}).get("pairs") or [])] or compare.pairs(runs))
+        pairs = list(record.comparison.pairs if record.comparison is not None else ()) or compare.pairs(runs)
         headlines = []
         for i, pair in enumerate(pairs, start=1):
             named = dataclasses.replace(pair, baseline_target=names[0],
@@ -470,15 +469,14 @@ def import_into_store(store: Any, record: Importable | Mapping[str, Any]) -> lis
         if not label.startswith(IMPORTED_PREFIX):
             label = IMPORTED_PREFIX + label
         status = str(run.status)
-        info = dict(run.info)
-        info.update({"imported": True, "source_hardware": hardware_label(run.hardware), "source_id": run.id,
-                     "imported_at": time.time()})
+        info = run.info.updated(imported=True, source_hardware=hardware_label(run.hardware), source_id=run.id,
+                                imported_at=time.time())
         error = run.error
         if status in ACTIVE_STATUSES:
-            info["imported_status"] = status
+            info = info.updated(imported_status=status)
             status = records.Status.INTERRUPTED.value
-            error = error or {"error_type": "Interrupted", "message": "The run was still active when it was exported.",
-                              "hint": "Its finished epochs are kept; start it again for a complete run."}
+            error = error or RunError(error_type="Interrupted", message="The run was still active when it was exported.",
+                                      hint="Its finished epochs are kept; start it again for a complete run.")
         try:
             ids.append(store.create_run(dict(run.config), status=status, label=label, created_at=run.created_at))
             store.update_run(ids[-1], started_at=run.started_at, ended_at=run.ended_at, hardware=run.hardware,

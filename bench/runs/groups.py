@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from bench.config import RunConfig
+from bench.config import Machine
 from bench.hardware import devices
 from bench.runs.peaks import PeakFuture, PeakQueue
 from bench.runs.run_state import GroupPeak, RunGroup
@@ -27,12 +28,15 @@ class GroupRegistry:
     Args:
         submit: queues one validated run on the run queue; returns its id.
         peaks: the peak-probe queue a group's probes go to.
+        machine: the machine the configs are checked against (the run queue's, discovered once).
         order_lock: held by the run queue from a run's id to its place in the queue; held here over a whole group,
             so that a group's runs follow one another when several sessions press Start at once.
     """
 
-    def __init__(self, *, submit: Callable[[RunConfig], int], peaks: PeakQueue, order_lock: threading.RLock) -> None:
+    def __init__(self, *, submit: Callable[[RunConfig], int], peaks: PeakQueue, order_lock: threading.RLock,
+                 machine: Callable[[], Machine] = devices.discover) -> None:
         self._submit = submit
+        self._machine = machine
         self._peaks = peaks
         self._order_lock = order_lock
         self._lock = threading.Lock()
@@ -49,7 +53,7 @@ class GroupRegistry:
         Raises:
             ConfigError: for the first config that is not valid; nothing is queued then.
         """
-        hardware = devices.discover()
+        hardware = self._machine()
         for config in configs:
             config.validate(hardware)
         with self._order_lock:

@@ -28,6 +28,8 @@ from bench.runs.groups import GroupRegistry
 from bench.runs.peaks import PeakQueue
 from bench.runs.prestart import PRESTART_DELAY_S, SparePool
 from bench.records import Status
+from bench.record_types import RecordedHardware
+from bench.run_info import RunError
 from bench.runs.run_state import TERMINAL, RunSnapshot, RunState, finish, snapshot_of
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
@@ -52,7 +54,7 @@ class JobManager:
         self,
         store: Store | None = None,
         *,
-        hardware: dict[str, Any] | None = None,
+        hardware: devices.Hardware | None = None,
         hang_timeout_s: float | None = None,
         stop_grace_s: float | None = None,
         worker_target: Callable[..., None] | None = None,
@@ -63,7 +65,8 @@ class JobManager:
         self.store = store
         self.store_error = store_error if store is None else None
         self._sampler_factory = sampler_factory or default_sampler
-        self._hardware = hardware
+        self._machine = hardware
+        self._hardware: RecordedHardware | None = None
         self.hang_timeout_s = hang_timeout_s if hang_timeout_s is not None else settings.hang_timeout_s()
         self.stop_grace_s = stop_grace_s if stop_grace_s is not None else settings.stop_grace_s()
         self._worker_target = worker_target
@@ -87,7 +90,8 @@ class JobManager:
         self.pool = SparePool(self._ctx, self._log_path)
         self.peaks = PeakQueue(store, enqueue=self._enqueue_task, own_runs=self._runs,
                                stopping=lambda: self._shutdown, state_lock=self._lock)
-        self.groups = GroupRegistry(submit=self.submit, peaks=self.peaks, order_lock=self._submit_lock)
+        self.groups = GroupRegistry(submit=self.submit, peaks=self.peaks, order_lock=self._submit_lock,
+                                    machine=lambda: self.machine)
         if self.prestart:  # the server's first run, too, should not wait for the framework import
             self.pool.prestart_later(PRESTART_DELAY_S)
         if store is not None:
@@ -99,14 +103,22 @@ class JobManager:
 
     # -- public API -------------------------------------------------------------------------------------------------
     @property
-    def hardware(self) -> dict[str, Any]:
+    def machine(self) -> devices.Hardware:
+        """The machine runs are checked against and run on: given, else discovered once."""
+        if self._machine is None:
+            self._machine = devices.discover()
+        return self._machine
+
+    @property
+    def hardware(self) -> RecordedHardware:
+        """The machine as each run's record keeps it."""
         if self._hardware is None:
-            self._hardware = devices.discover().to_dict()
+            self._hardware = self.machine.record()
         return self._hardware
 
     def submit(self, config: RunConfig) -> int:
         """Queue a validated run; returns its id. Raises ConfigError for bad input."""
-        config.validate(devices.discover())
+        config.validate(self.machine)
         state = RunState(id=0, config=config, created_at=time.time(), hardware=self.hardware)
         with self._submit_lock:
             self.writer.create(state)
@@ -307,8 +319,8 @@ class JobManager:
                 log.exception("supervisor failed for run %s", item)
                 with self._lock:
                     if state.status not in TERMINAL:
-                        state.error = {"error_type": type(exc).__name__, "message": str(exc),
-                                       "hint": "This is a bug in the dashboard; the next run starts normally."}
+                        state.error = RunError(error_type=type(exc).__name__, message=str(exc),
+                                               hint="This is a bug in the dashboard; the next run starts normally.")
                         finish(state, Status.FAILED)
                 self.writer.persist_end(state)
             try:

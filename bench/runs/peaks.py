@@ -86,7 +86,7 @@ class PeakQueue:
         if state.status != Status.FINISHED or target.kind == "gpus":
             return None
         with self._state_lock:
-            epochs, info = tuple(state.epochs), dict(state.info)
+            epochs, info = tuple(state.epochs), state.info
         achieved = compare.achieved_of(run_summary.summarize(epochs, (), info=info, config=state.config), info)
         try:
             flagged = achieved is not None and peak_cache.mark_stale(

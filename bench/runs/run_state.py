@@ -12,9 +12,10 @@ from typing import Any
 from bench import records
 from bench.readings import Epoch, Sample
 from bench.analysis import metrics, run_summary
-from bench.record_types import RunSummary
+from bench.record_types import RecordedHardware, RunSummary
 from bench.config import RunConfig
 from bench.records import Status
+from bench.run_info import RunError, RunInfo
 
 TERMINAL = records.TERMINAL
 
@@ -79,13 +80,13 @@ class RunSnapshot:
     started_at: float | None
     ended_at: float | None
     phase: str
-    info: dict[str, Any]
+    info: RunInfo
     progress: dict[str, Any]
     epochs: tuple[Epoch, ...]
     samples: tuple[Sample, ...]
-    error: dict[str, Any] | None
+    error: RunError | None
     store_error: str | None
-    hardware: dict[str, Any]
+    hardware: RecordedHardware
     queue_position: int | None
     saved: bool = True  # everything measured so far is in the store
     owner: str | None = None  # set when another process runs this run (shown from the store; it cannot be stopped here)
@@ -149,17 +150,17 @@ class RunSnapshot:
         return cls(
             id=int(run.id or 0), config=RunConfig.from_dict(run.config), status=run.status,
             created_at=float(run.created_at or 0.0), started_at=run.started_at, ended_at=run.ended_at,
-            phase=str(run.status), info=dict(run.info), progress={}, epochs=run.epochs, samples=run.samples,
-            error=run.error, store_error=None, hardware=dict(run.hardware), queue_position=None, saved=True,
+            phase=str(run.status), info=run.info, progress={}, epochs=run.epochs, samples=run.samples,
+            error=run.error, store_error=None, hardware=run.hardware, queue_position=None, saved=True,
             owner=owner)
 
     def record(self) -> records.RunRecord:
         """The ``bench.run/1`` record the CLI writes and exports use, with this snapshot's own summary rather than a
         second one computed from the same epochs and samples."""
         return records.RunRecord(
-            id=self.id, status=Status(self.status), config=self.config.to_dict(), hardware=dict(self.hardware),
-            info=dict(self.info), created_at=self.created_at, started_at=self.started_at, ended_at=self.ended_at,
-            error=dict(self.error) if self.error else None, store_error=self.store_error, epochs=self.epochs,
+            id=self.id, status=Status(self.status), config=self.config.to_dict(), hardware=self.hardware,
+            info=self.info, created_at=self.created_at, started_at=self.started_at, ended_at=self.ended_at,
+            error=self.error, store_error=self.store_error, epochs=self.epochs,
             samples=self.samples, summary=self.summary)
 
 
@@ -170,16 +171,16 @@ class RunState:
     id: int
     config: RunConfig
     created_at: float
-    hardware: dict[str, Any]
+    hardware: RecordedHardware
     status: str = Status.QUEUED
     started_at: float | None = None
     ended_at: float | None = None
     phase: str = Status.QUEUED.value
-    info: dict[str, Any] = field(default_factory=dict)
+    info: RunInfo = field(default_factory=RunInfo)  # replaced whole as the run learns (RunInfo.updated)
     progress: dict[str, Any] = field(default_factory=dict)
     epochs: list[Epoch] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
-    error: dict[str, Any] | None = None
+    error: RunError | None = None
     store_error: str | None = None
     stop_requested_at: float | None = None
     pending_status: str | None = None  # the outcome, set before it is stored and shown
@@ -203,9 +204,9 @@ def snapshot_of(state: RunState, *, queue_position: int | None, store_attached: 
     """An immutable copy of ``state`` (call under the lock that guards it)."""
     return RunSnapshot(
         id=state.id, config=state.config, status=state.status, created_at=state.created_at,
-        started_at=state.started_at, ended_at=state.ended_at, phase=state.phase, info=dict(state.info),
+        started_at=state.started_at, ended_at=state.ended_at, phase=state.phase, info=state.info,
         progress=dict(state.progress), epochs=tuple(state.epochs), samples=tuple(state.samples),
-        error=dict(state.error) if state.error else None, store_error=state.store_error,
+        error=state.error, store_error=state.store_error,
         hardware=state.hardware, queue_position=queue_position,
         saved=(store_attached and state.stored and not state.dirty and not state.unsaved_samples
                and not state.samples_in_flight),

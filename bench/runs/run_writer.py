@@ -144,7 +144,7 @@ class RunWriter:
                 mark = state.dirty_mark
                 ended = state.status in TERMINAL
                 fields: dict[str, Any] = dict(status=state.status, started_at=state.started_at,
-                                              ended_at=state.ended_at if ended else None, info=dict(state.info),
+                                              ended_at=state.ended_at if ended else None, info=state.info,
                                               error=state.error, hardware=state.hardware)
                 if ended:
                     fields["summary"] = _summary(state)

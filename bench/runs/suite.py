@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.record_types import CpuSpec, Fingerprint, GpuSpec
 from bench import records
 from bench.config import ConfigError, RunConfig, preset_training
 from bench.hardware import devices
@@ -114,23 +115,23 @@ def suite_configs(variant: str, targets: Sequence[Target], hw: devices.Hardware)
     return configs
 
 
-def fingerprint(hw: devices.Hardware) -> dict[str, Any]:
+def fingerprint(hw: devices.Hardware) -> Fingerprint:
     """What makes a machine this machine, for a bundle: CPU model and cores, RAM, GPU models, memory and driver, OS,
     Python, framework (the Keras backend) and its version. No hostname: a bundle is made to be shared."""
-    return {
-        "cpu": {"model": hw.cpu.model, "physical_cores": hw.cpu.physical_cores,
-                "logical_cores": hw.cpu.logical_cores, "ram_total_mib": hw.cpu.ram_total_mib},
-        "gpus": [{"name": g.name, "mem_total_mib": g.mem_total_mib, "driver": g.driver,
-                  "cuda_driver_version": g.cuda_driver_version} for g in hw.gpus],
-        "gpu_reason": hw.gpu_reason,
-        "os": hw.platform or platform.platform(),
-        "python": platform.python_version(),
-        "framework": "keras",
-        "framework_version": _keras_version(),
-        "backend": hw.framework,
-        "backend_version": hw.framework_version,
-        "backend_cuda": hw.framework_cuda,
-    }
+    return Fingerprint(
+        cpu=CpuSpec(model=hw.cpu.model, physical_cores=hw.cpu.physical_cores, logical_cores=hw.cpu.logical_cores,
+                    ram_total_mib=hw.cpu.ram_total_mib),
+        gpus=tuple(GpuSpec(name=g.name, mem_total_mib=g.mem_total_mib, driver=g.driver,
+                           cuda_driver_version=g.cuda_driver_version) for g in hw.gpus),
+        gpu_reason=hw.gpu_reason,
+        os=hw.platform or platform.platform(),
+        python=platform.python_version(),
+        framework="keras",
+        framework_version=_keras_version(),
+        backend=hw.framework,
+        backend_version=hw.framework_version,
+        backend_cuda=hw.framework_cuda,
+    )
 
 
 def _keras_version() -> str | None:
@@ -174,7 +175,7 @@ def run_suite(configs: Sequence[RunConfig], run_one: Callable[[RunConfig], tuple
             runs.append(record)
             saved.append(ok)
             if record.status != Status.FINISHED:
-                say(f"   run ended {record.status}: {(record.error or {}).get('message', '')}")
+                say(f"   run ended {record.status}: {record.error.headline if record.error else ''}")
     except KeyboardInterrupt:
         interrupted = True
         say("\nstopped: the suite ends here; the runs that finished are kept")
@@ -185,7 +186,7 @@ def _elapsed(seconds: float) -> str:
     return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
 
 
-def bundle(result: SuiteResult, *, machine: Mapping[str, Any], variant: str, label: str | None,
+def bundle(result: SuiteResult, *, machine: Fingerprint, variant: str, label: str | None,
            prices: Mapping[str, float], peaks_gflops: Mapping[str, float | None], notes: str | None = None
            ) -> dict[str, Any]:
     """The suite's ``bench.bundle/1`` document: finished runs only (a failed run says nothing about the machine;

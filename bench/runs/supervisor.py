@@ -19,6 +19,7 @@ from bench.analysis import metrics
 from bench.hardware.monitor import Sample, Sampler
 from bench.readings import Epoch
 from bench.records import Status
+from bench.run_info import RunError
 from bench.runs.run_state import TERMINAL, RunState, finish
 from bench.runs.run_writer import SAMPLE_FLUSH_S, RunWriter
 from bench.runs.worker_process import Spare, kill, start_worker_process
@@ -97,8 +98,8 @@ class Supervisor:
                                         name=f"bench-worker-{state.id}", daemon=True)
         sampler = self._sampler_factory(state.config.sample_interval_s, self._on_sample)
         with self._lock:  # why energy or GPM figures will be None; kept in the run's info for its summary
-            state.info["energy_reasons"] = dict(getattr(sampler, "energy_reasons", None) or {})
-            state.info["gpm_reasons"] = dict(getattr(sampler, "gpm_reasons", None) or {})
+            state.info = state.info.updated(energy_reasons=dict(getattr(sampler, "energy_reasons", None) or {}),
+                                            gpm_reasons=dict(getattr(sampler, "gpm_reasons", None) or {}))
         self.writer.update(state, status=Status.STARTING, started_at=state.started_at)
         if spare is not None:
             spare.inbox.put((state.config.to_dict(), self._log_path))
@@ -216,18 +217,18 @@ class Supervisor:
         if reason == "stopped":
             state.error = None
             state.pending_status = Status.STOPPED
-            state.info["hard_stop"] = True
+            state.info = state.info.updated(hard_stop=True)
             return
         if exitcode == 0 and state.stop_requested_at is not None:  # asked to stop, and it ended cleanly
             state.error = None
             state.pending_status = Status.STOPPED
             return
         if reason == "hung":
-            state.error = {
-                "error_type": "Hung",
-                "message": f"The worker sent nothing for {self.hang_timeout_s:.0f} s and was ended.",
-                "hint": "Try a smaller model or batch; raise BENCH_HANG_TIMEOUT_S if a single batch really takes longer.",
-            }
+            state.error = RunError(
+                error_type="Hung",
+                message=f"The worker sent nothing for {self.hang_timeout_s:.0f} s and was ended.",
+                hint="Try a smaller model or batch; raise BENCH_HANG_TIMEOUT_S if a single batch really takes longer.",
+            )
         else:
             if exitcode is not None and exitcode < 0:
                 try:
@@ -239,11 +240,11 @@ class Supervisor:
                     how += " (often the system running out of memory)"
             else:
                 how = f"exited with code {exitcode} without reporting"
-            state.error = {
-                "error_type": "WorkerDied",
-                "message": f"The training process {how}. Epochs finished before then are kept.",
-                "hint": "Lower the batch size, model size or sample limit, then start again.",
-            }
+            state.error = RunError(
+                error_type="WorkerDied",
+                message=f"The training process {how}. Epochs finished before then are kept.",
+                hint="Lower the batch size, model size or sample limit, then start again.",
+            )
         state.pending_status = Status.FAILED
 
     def _apply_event(self, state: RunState, event: dict[str, Any], t0_wall: float) -> bool:
@@ -251,15 +252,15 @@ class Supervisor:
         kind = event.get("type")
         with self._lock:
             # start-up phases for the utilization chart: when each began, seconds from the samples' origin
-            phases = state.info.setdefault("phases", [])
+            phases = state.info.phases or ()
             if kind in (events.PHASE, events.STARTED) or (kind == events.PROGRESS and phases
-                                                          and phases[-1]["phase"] == "first step"):
+                                                          and phases[-1].phase == "first step"):
                 name = {events.PHASE: event.get("phase"), events.STARTED: "first step"}.get(kind, "training")
-                phases.append({"phase": str(name), "t_s": round(event.get("time", t0_wall) - t0_wall, 3)})
+                state.info = state.info.with_phase(str(name), round(event.get("time", t0_wall) - t0_wall, 3))
             if kind == events.PHASE:
                 state.phase = str(event.get("phase"))
             elif kind == events.STARTED:
-                state.info.update(events.fields_of(event))
+                state.info = state.info.updated(**events.fields_of(event))
                 state.status = Status.RUNNING
                 state.phase = "training"
             elif kind == events.PROGRESS:
@@ -268,7 +269,7 @@ class Supervisor:
                 fields = events.fields_of(event, "started_wall", "ended_wall")
                 fields["t_start_s"] = event["started_wall"] - t0_wall
                 fields["t_end_s"] = event["ended_wall"] - t0_wall
-                flops = state.info.get("flops_per_sample")
+                flops = state.info.flops_per_sample
                 fields["achieved_gflops"] = (metrics.achieved_gflops(flops, fields.get("samples_per_s"))
                                              if isinstance(flops, (int, float)) and flops else None)
                 devices = energy.devices_used(state.config, state.samples)
@@ -281,7 +282,7 @@ class Supervisor:
                 state.pending_status = Status(status) if status in TERMINAL else Status.FINISHED
                 state.phase = "finishing"
             elif kind == events.FAILED:
-                state.error = {k: event.get(k) for k in ("error_type", "message", "hint", "traceback")}
+                state.error = RunError.of({k: event.get(k) for k in ("error_type", "message", "hint", "traceback")})
                 state.pending_status = Status.FAILED
                 state.phase = "finishing"
         if kind == events.STARTED:

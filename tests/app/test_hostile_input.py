@@ -121,3 +121,102 @@ def _show_imported(data: bytes) -> None:
     from ui import results
 
     results.show_imported(data, key="t")
+
+
+EVIL = "[x](https://evil.example/x) ![i](https://evil.example/i.png) <img src=x> :red[r] $x$"
+BARE = "www.evil.example me@evil.example"  # addresses GFM makes links of without any markup
+# what markdown would act on in the source, outside a code span (ui.safe_text.escape shows "\]\(https\:", "\<img")
+ACTIVE_MARKUP = re.compile(r"(?<!\\)\]\(https://evil|(?<!\\)<img|(?<!\\):red(?<!\\)\[|(?<!\\)\$x(?<!\\)\$")
+# a bare address, which the renderer finds in the text as it reads after the escapes ("https\://x" is still one)
+BARE_ADDRESS = re.compile(r"(?i)https?://evil|www\.evil|\w@evil")
+
+
+def _hostile_run(run_id: int, device: str) -> dict:
+    config = {**RunConfig().to_dict(), "device": device, "epochs": 3}
+    return {"schema": "bench.run/1", "id": run_id, "status": "finished", "config": config, "label": f"{EVIL} {BARE}",
+            "hardware": {"cpu": {"model": f"Xeon {BARE} {EVIL}", "logical_cores": 2}, "gpus": []},
+            "info": {"placement": f"/device:{EVIL}", "framework": EVIL},
+            "epochs": [{"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True},
+                       {"epoch": 2, "epoch_seconds": 0.5, "includes_tracing": False},
+                       {"epoch": 3, "epoch_seconds": 0.5 + 0.1 * run_id, "includes_tracing": False}],
+            "samples": [{"t_s": 0.0, "cpu_percent": 50.0, "gpus": []}]}
+
+
+def _hostile_comparison() -> bytes:
+    """A comparison whose targets (its runs' devices), labels, CPU model, placement and framework are markup."""
+    return json.dumps({"schema": "bench.comparison/1", "comparison": None,
+                       "runs": [_hostile_run(1, "cpu"), _hostile_run(2, f"cpu {EVIL} {BARE}")]}).encode()
+
+
+# elements whose text Streamlit does not render as markdown: a chart's spec, a dataframe, a component's data, code
+NOT_MARKDOWN = {"PlotlyChart", "Arrow", "ArrowTable", "DataFrame", "BidiComponent", "IFrame", "Html", "Code", "Text",
+                "Json"}
+
+
+def _markdown_texts(at: AppTest) -> list[str]:
+    """Every text the page hands Streamlit as markdown: each element's string fields (bodies, labels, help, a
+    progress bar's text, a radio's options) and a table's cells; not a chart's spec nor a dataframe (drawn as text)."""
+    out: list[str] = []
+
+    def walk(node) -> None:
+        proto = getattr(node, "proto", None)
+        if type(node).__name__ == "Table":
+            frame = node.value
+            out.extend(str(v) for v in [*frame.columns, *frame.to_numpy().ravel()])
+        elif proto is not None and hasattr(proto, "ListFields") and type(proto).__name__ not in NOT_MARKDOWN:
+            for field, value in proto.ListFields():
+                values = value if isinstance(value, (list, tuple)) or hasattr(value, "extend") else [value]
+                out.extend(v for v in values if isinstance(v, str) and field.name not in ("id", "form_id"))
+        children = getattr(node, "children", None)
+        for child in (children.values() if isinstance(children, dict) else []):
+            walk(child)
+
+    walk(at._tree)
+    return out
+
+
+def _acts(markdown: str) -> bool:
+    """Whether ``markdown`` holds, outside its code spans, markup that acts or a bare address made a link."""
+    source = _outside_code(markdown)
+    return bool(ACTIVE_MARKUP.search(source) or BARE_ADDRESS.search(re.sub(r"\\(.)", r"\1", source)))
+
+
+def _active_markup(at: AppTest) -> list[str]:
+    return [text for text in _markdown_texts(at) if _acts(text)]
+
+
+def test_a_hostile_comparison_is_drawn_as_text_on_compare_and_history(isolated_store: Path) -> None:
+    """An imported comparison whose target, device, label, CPU and framework texts are links, an image, HTML, a
+    directive and maths: the Compare page (the file uploaded) and History (imported, both runs selected) show them,
+    escaped or in code spans, and never as markup that acts."""
+    from bench.output import report
+
+    data = _hostile_comparison()
+    at = app("pages/compare.py").run()
+    at.file_uploader(key="cmp_import").set_value(("evil.json", data, "application/json")).run()
+    assert not at.exception, at.exception
+    shown = "\n".join(_markdown_texts(at))
+    assert "evil.example" in shown and "about as fast" in shown, "the headline names the targets"
+    assert "me@" in shown and "www" in shown, "the bare addresses are shown"
+    assert not _active_markup(at), _active_markup(at)
+
+    ids = report.import_into_store(Store(isolated_store), report.load_record_file(data))
+    at = app("pages/history.py").run()
+    assert not at.exception, at.exception
+    at.session_state["hist_table"] = {"selection": {"rows": list(range(len(ids))), "columns": []}}
+    at.run()
+    assert not at.exception, at.exception
+    shown = "\n".join(_markdown_texts(at))
+    assert "evil.example" in shown and "Why this speed" in shown, "the runs are shown"
+    assert not _active_markup(at), _active_markup(at)
+
+
+def test_the_markup_pattern_finds_each_active_form_and_none_escaped() -> None:
+    from ui.safe_text import code, escape
+
+    for raw in ("[x](https://evil.example/x)", "![i](https://evil.example/i.png)", "see https://evil.example",
+                "<img src=x>", ":red[r]", "$x$", "www.evil.example", "_www.evil.example", "me@evil.example"):
+        assert _acts(raw), raw
+        assert not _acts(escape(raw)), escape(raw)
+        assert not _acts(code(raw)), code(raw)
+    assert _acts("https\\://evil.example"), "a backslash does not stop a bare address"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,11 @@ PAGES = ["pages/train.py", "pages/compare.py", "pages/sweep.py", "pages/history.
 
 def app(path: str) -> AppTest:
     return AppTest.from_file(str(ROOT / path), default_timeout=30)
+
+
+def shown(markdown: str) -> str:
+    """``markdown`` as it reads: the pages escape outside text (ui.safe_text.escape), and "gpu\\:0" reads "gpu:0"."""
+    return re.sub(r"\\(.)", r"\1", markdown)
 
 
 def element_data(tree, name: str) -> list[dict]:
@@ -189,7 +195,7 @@ def test_compare_shows_a_shipped_h100_comparison_on_a_machine_without_a_gpu():
     label = next(o for o in choice.options if o.startswith("CIFAR-10 MLP"))
     choice.select(label).run()
     assert not at.exception, at.exception
-    assert any("gpu:0 trains 11.5x faster than cpu" in s.value for s in at.success), [s.value for s in at.success]
+    assert any("gpu:0 trains 11.5x faster than cpu" in shown(s.value) for s in at.success), [s.value for s in at.success]
     assert any("H100" in m.value and "not measured here" in m.value for m in at.markdown)
     table = next(df.value for df in at.dataframe if "source" in df.value.columns)
     ours = table[table["source"].str.startswith("this tool")]
@@ -206,14 +212,14 @@ def test_sweep_shows_the_shipped_h100_sweeps_with_their_charts_and_flags_short_e
     assert not at.exception, at.exception
     assert any("H100" in m.value and "not measured here" in m.value for m in at.markdown)
     assert len(at.get("plotly_chart")) == 4, "utilization, samples/s, GFLOP/s vs peak and the GPU's speed-up"
-    flagged = [w.value for w in at.warning if "Utilization of" in w.value]
+    flagged = [shown(w.value) for w in at.warning if "Utilization of" in w.value]
     assert flagged and "xs/128 on cpu" in flagged[0], flagged  # a 0.18 s epoch, sampled every 0.2 s
     assert "on gpu:0" not in flagged[0], "the GPU's 0.43-0.5 s epochs held samples"
 
     choice = at.selectbox(key="swp_bundled")
     choice.select(next(o for o in choice.options if "2048" in o)).run()
     assert not at.exception, at.exception
-    flagged = [w.value for w in at.warning if "Utilization of" in w.value]
+    flagged = [shown(w.value) for w in at.warning if "Utilization of" in w.value]
     assert flagged and "xl/2048 on gpu:0" in flagged[0] and "xl/32" not in flagged[0], flagged
 
 
@@ -235,7 +241,7 @@ def test_after_a_restart_train_shows_the_last_run_and_history_its_figures(isolat
     try:
         at = app("pages/train.py").run()
         assert not at.exception, at.exception
-        status = " ".join(m.value for m in at.markdown)
+        status = " ".join(shown(m.value) for m in at.markdown)
         assert f"Run #{run_id} **interrupted**" in status, status
         assert "No run yet" not in " ".join(i.value for i in at.info)
         assert any("Interrupted after 31 of 40 epochs" in (p.proto.text or "") for p in at.get("progress"))

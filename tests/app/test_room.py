@@ -86,7 +86,7 @@ def test_the_lessons_h100_figures_name_the_samples_their_runs_held():
     """The shipped size sweep trained 30,000 samples an epoch: the caption says so, from the records (it said 60,000)."""
     sweep = lesson.shipped_sweep(lesson.SWEEP_SIZES)
     assert sweep is not None
-    held = {int(r.info["n_train"]) for r in sweep.runs}
+    held = {r.info.n_train for r in sweep.runs}
     for size in ("xs", "xl"):
         found = lesson.shipped_speedup(size)
         assert found is not None and found["epoch_samples"] in held and found["epoch_samples"] == 30000

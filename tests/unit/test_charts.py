@@ -10,6 +10,7 @@ import pytest
 from bench.analysis.sweeps import SweepRow
 from bench.output import chart_style, charts
 from bench.readings import epochs_of, samples_of
+from bench.run_info import Phase
 
 
 def epochs(n: int) -> list[dict]:
@@ -19,7 +20,7 @@ def epochs(n: int) -> list[dict]:
 
 
 def series(label: str, epoch_rows: Sequence[dict] = (), sample_rows: Sequence[dict] = (),
-           phases: list[dict] | None = None) -> charts.Series:
+           phases: Sequence[Phase] | None = None) -> charts.Series:
     """A chart series from readable dict fixtures, as a run record holds them."""
     return charts.Series(label, epochs_of(epoch_rows), samples_of(sample_rows), phases)
 
@@ -111,9 +112,8 @@ def test_each_peak_line_has_its_targets_colour():
 
 
 # -- readability ------------------------------------------------------------------------------------------------------
-PHASES = [{"phase": "importing tensorflow", "t_s": 0.2}, {"phase": "loading data", "t_s": 4.0},
-          {"phase": "building model", "t_s": 5.0}, {"phase": "first step", "t_s": 6.0},
-          {"phase": "training", "t_s": 6.8}]
+PHASES = (Phase("importing tensorflow", 0.2), Phase("loading data", 4.0), Phase("building model", 5.0),
+          Phase("first step", 6.0), Phase("training", 6.8))
 
 
 def process_samples(n: int, cores: float) -> list[dict]:
@@ -214,7 +214,7 @@ def test_start_up_phases_are_shaded_and_named_and_epochs_named():
 
 
 def test_phase_bands_end_at_the_first_epoch_without_a_training_mark():
-    bands = charts.phase_bands([{"phase": "loading data", "t_s": 1.0}, {"phase": "first step", "t_s": 2.0}],
+    bands = charts.phase_bands([Phase("loading data", 1.0), Phase("first step", 2.0)],
                                epochs_of([{"epoch": 1, "epoch_seconds": 3.5, "includes_tracing": True,
                                            "t_end_s": 3.5}]), 10.0)
     assert bands == [("data", 1.0, 2.0), ("first step", 2.0, 3.5)]

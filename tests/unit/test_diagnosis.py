@@ -10,6 +10,7 @@ import pytest
 from bench import records
 from bench.analysis import diagnosis, run_summary, sweeps
 from bench.readings import epochs_of, samples_of
+from bench.run_info import RunInfo
 
 
 def _epochs(seconds: float, n: int = 4, samples: int = 8000) -> list[dict]:
@@ -43,8 +44,8 @@ def diagnose(epochs: list[dict], samples: list[dict], *args, **kwargs) -> dict:
 GPU_CONFIG = {"device": "gpu:0", "batch_size": 128, "steps_per_execution": 1}
 CPU_CONFIG = {"device": "cpu", "batch_size": 32, "steps_per_execution": 1}
 # the H100's MLP s at batch 128 (docs/results/h100-mlp-s.json): 20,000 samples, 157 steps of 2.25 ms
-GPU_INFO = {"n_train": 20000, "flops_per_sample": 1.2e6, "placement": "cuda:0"}
-CPU_INFO = {"n_train": 8000, "flops_per_sample": 1.2e6, "threads": 2, "placement": "/device:CPU:0"}
+GPU_INFO = RunInfo(n_train=20000, flops_per_sample=1.2e6, placement="cuda:0")
+CPU_INFO = RunInfo(n_train=8000, flops_per_sample=1.2e6, threads=2, placement="/device:CPU:0")
 
 
 def test_host_bound_gpu_run_as_measured_on_the_h100():
@@ -80,7 +81,7 @@ def test_compute_bound_gpu_from_sm_or_tensor_activity(gpu):
 def test_compute_bound_from_the_share_of_the_measured_peak():
     # the H100's MLP xl at batch 2048: 89 TFLOP/s of a 173 TFLOP/s peak, NVML 18 % busy (short epochs)
     epochs = _epochs(0.149, samples=60000)
-    info = {"n_train": 60000, "flops_per_sample": 89_053e9 / (60000 / 0.149), "placement": "cuda:0"}
+    info = RunInfo(n_train=60000, flops_per_sample=89_053e9 / (60000 / 0.149), placement="cuda:0")
     d = diagnose(epochs, _samples(epochs, process=100, gpu={"util_percent": 18.0}, every=0.02), info,
                  GPU_CONFIG | {"batch_size": 2048}, peak_gflops=173_325)
     assert d.kind == "compute-bound" and "51 % of the GPU's measured peak" in d.verdict
@@ -89,12 +90,12 @@ def test_compute_bound_from_the_share_of_the_measured_peak():
 def test_a_middling_peak_share_in_short_steps_is_not_compute_bound():
     """MLP s, batch 32, on the 2-core VM: 28 % of the peak at 2.3 ms a step, yet 1.8x faster at 8 steps/exec."""
     epochs = _epochs(0.58)  # 250 steps of 2.32 ms
-    info = CPU_INFO | {"flops_per_sample": 1.22e6}
+    info = CPU_INFO.updated(flops_per_sample=1.22e6)
     d = diagnose(epochs, _samples(epochs, process=130, machine=67), info, CPU_CONFIG, peak_gflops=60.8)
     assert 0.25 < d.evidence["peak_fraction"] < 0.45
     assert d.kind == "host-bound"
     long_steps = _epochs(4.0)  # the same share in 16 ms steps: the arithmetic dominates
-    info_long = CPU_INFO | {"flops_per_sample": 1.22e6 * 4.0 / 0.58}
+    info_long = CPU_INFO.updated(flops_per_sample=1.22e6 * 4.0 / 0.58)
     d = diagnose(long_steps, _samples(long_steps, process=130, machine=67), info_long, CPU_CONFIG,
                  peak_gflops=60.8)
     assert d.kind == "compute-bound" and "% of the device's measured peak" in d.verdict
@@ -102,7 +103,7 @@ def test_a_middling_peak_share_in_short_steps_is_not_compute_bound():
 
 def test_compute_bound_cpu_when_its_threads_are_busy_and_steps_long():
     epochs = _epochs(4.0)  # 2,000 samples/s of a 35 MFLOP model (MLP l): 70 GFLOP/s on 1.9 busy cores
-    info = {**CPU_INFO, "flops_per_sample": 35e6}
+    info = CPU_INFO.updated(flops_per_sample=35e6)
     d = diagnose(epochs, _samples(epochs, process=190, machine=96), info, CPU_CONFIG)
     assert d.kind == "compute-bound" and "1.9 of its 2 threads' cores" in d.verdict
 
@@ -207,7 +208,7 @@ def test_summary_keeps_the_diagnosis_and_records_without_one_still_get_it():
 def test_a_sweep_row_carries_steps_per_execution_and_the_verdict():
     epochs = _epochs(0.4)
     record = records.run_record(id=1, status="finished", config=CPU_CONFIG | {"size": "xs"}, hardware={},
-                                info=CPU_INFO | {"params": 100}, created_at=None, started_at=None, ended_at=None,
+                                info=CPU_INFO.updated(params=100), created_at=None, started_at=None, ended_at=None,
                                 error=None, store_error=None, epochs=epochs,
                                 samples=_samples(epochs, process=100, machine=60))
     row = sweeps.sweep_row(records.RunRecord.of(record), None)

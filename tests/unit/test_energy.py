@@ -16,6 +16,7 @@ from bench.config import RunConfig
 from bench.hardware.monitor import Sampler, nvml
 from bench.hardware.monitor.rapl import RaplReader
 from bench.readings import epochs_of, samples_of
+from bench.run_info import RunInfo
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.runs.supervisor import Supervisor
@@ -218,9 +219,9 @@ def test_the_live_headers_energy_is_the_summarys_energy() -> None:
               epoch(3, {"cpu": 120.0, "gpu:1": 700.0}, estimated=["gpu:1"])]
     samples = [{"t_s": 4.5, "gpus": [{"index": 0}, {"index": 1}]}]
     keys = ("energy_j_per_epoch", "energy_j_per_1000_samples", "energy_estimated", "energy_reasons")
-    for config, info in ((RunConfig(device="gpu:0"), {}), (RunConfig(device="gpus"), {}),
-                         (RunConfig(), {"energy_reasons": {"cpu": "RAPL not readable"}})):
-        run = epochs if info == {} else [epoch(1, {"cpu": None}), epoch(2, {"cpu": None})]
+    for config, info in ((RunConfig(device="gpu:0"), RunInfo()), (RunConfig(device="gpus"), RunInfo()),
+                         (RunConfig(), RunInfo(energy_reasons={"cpu": "RAPL not readable"}))):
+        run = epochs if info == RunInfo() else [epoch(1, {"cpu": None}), epoch(2, {"cpu": None})]
         snap = RunSnapshot(id=1, config=config, status="running", created_at=0.0, started_at=0.0, ended_at=None,
                            phase="training", info=info, progress={}, epochs=epochs_of(run),
                            samples=samples_of(samples), error=None,
@@ -232,7 +233,7 @@ def test_the_live_headers_energy_is_the_summarys_energy() -> None:
 def test_summary_names_the_reason_energy_is_none() -> None:
     epochs = [epoch(1, {"cpu": None}), epoch(2, {"cpu": None})]
     reason = "RAPL not readable here: /sys/class/powercap is absent."
-    summary = run_summary.summarize(epochs_of(epochs), (), info={"energy_reasons": {"cpu": reason}},
+    summary = run_summary.summarize(epochs_of(epochs), (), info=RunInfo(energy_reasons={"cpu": reason}),
                                     config={"device": "cpu"})
     assert summary.energy_j_per_epoch == {"cpu": None}
     assert summary.energy_reasons == {"cpu": reason}
@@ -260,7 +261,7 @@ def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
     sampler._t0_s = 100.0
     lock = threading.Lock()
     state = RunState(id=1, config=RunConfig(device="gpu:0", epochs=2), created_at=0.0, hardware={})
-    state.info["flops_per_sample"] = 2e6
+    state.info = state.info.updated(flops_per_sample=2e6)
     sup = Supervisor(state, lock=lock, writer=RunWriter(None, lock), ctx=None, worker_target=None,
                      sampler_factory=None, stop_event=None, log_path=None, hang_timeout_s=60, stop_grace_s=5)
 
@@ -306,7 +307,7 @@ def test_a_snapshots_summary_is_computed_once(monkeypatch) -> None:
     real = run_summary.summarize
     monkeypatch.setattr(run_summary, "summarize", lambda *a, **k: calls.append(1) or real(*a, **k))
     fields = dict(id=1, config=RunConfig(), status="finished", created_at=0.0, started_at=0.0, ended_at=9.0,
-                  phase="finished", info={}, progress={},
+                  phase="finished", info=RunInfo(), progress={},
                   epochs=epochs_of([epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0})]), samples=(), error=None,
                   store_error=None, hardware={}, queue_position=None)
     snap = RunSnapshot(**fields)
@@ -323,12 +324,12 @@ def test_a_snapshots_record_carries_the_summary_it_computed(monkeypatch) -> None
     from bench.runs.run_state import RunSnapshot
 
     snap = RunSnapshot(id=1, config=RunConfig(), status="finished", created_at=0.0, started_at=0.0, ended_at=9.0,
-                       phase="finished", info={}, progress={},
+                       phase="finished", info=RunInfo(), progress={},
                        epochs=epochs_of([epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0}), epoch(3, {"cpu": 3.0})]),
                        samples=samples_of([{"t_s": 4.5, "cpu_percent": 80.0, "process_cpu_percent": 150.0}]),
                        error=None,
                        store_error=None, hardware={}, queue_position=None)
-    fresh = records.run_record(id=1, status="finished", config=snap.config.to_dict(), hardware={}, info={},
+    fresh = records.run_record(id=1, status="finished", config=snap.config.to_dict(), hardware={}, info=RunInfo(),
                                created_at=0.0, started_at=0.0, ended_at=9.0, error=None, store_error=None,
                                epochs=[e.to_dict() for e in snap.epochs],
                                samples=[s.to_dict() for s in snap.samples])["summary"]

@@ -33,7 +33,7 @@ def store(isolated_store) -> Store:
 
 
 def manager_with(target, store: Store | None, **kwargs) -> JobManager:
-    return JobManager(store, hardware=NO_GPU.to_dict(), worker_target=target, **kwargs)
+    return JobManager(store, hardware=NO_GPU, worker_target=target, **kwargs)
 
 
 def pid_alive(pid: int) -> bool:
@@ -60,20 +60,20 @@ def assert_next_run_works(jm: JobManager) -> None:
 def test_worker_sigkilled_mid_run_fails_with_reason_and_keeps_epochs_and_samples(store):
     jm = manager_with(fake_workers.quick, store)
     run_id = jm.submit(TINY.replace(epochs=200, sample_interval_s=0.1))
-    snap = wait_for(lambda: (s := jm.snapshot(run_id)).epochs and s.info.get("pid") and s.samples and s, 30,
+    snap = wait_for(lambda: (s := jm.snapshot(run_id)).epochs and s.info.pid and s.samples and s, 30,
                     "the first epoch")
-    os.kill(snap.info["pid"], signal.SIGKILL)  # as the kernel's OOM killer would
+    os.kill(snap.info.pid, signal.SIGKILL)  # as the kernel's OOM killer would
     final = jm.wait(run_id, timeout_s=30)
 
     assert final.status == "failed"
-    assert final.error["error_type"] == "WorkerDied"
-    assert "SIGKILL" in final.error["message"]
-    assert "Epochs finished before then are kept" in final.error["message"]
-    assert "batch size" in final.error["hint"]
+    assert final.error.error_type == "WorkerDied"
+    assert "SIGKILL" in final.error.message
+    assert "Epochs finished before then are kept" in final.error.message
+    assert "batch size" in final.error.hint
     assert 1 <= len(final.epochs) < 200
     stored = store.get_run(run_id)
     assert stored.status == "failed"
-    assert stored.error["error_type"] == "WorkerDied"
+    assert stored.error.error_type == "WorkerDied"
     assert [e.epoch for e in stored.epochs] == [e.epoch for e in final.epochs], "every finished epoch is kept"
     assert len(stored.samples) >= len(snap.samples) > 0, "samples taken before the kill are kept"
     assert stored.summary is not None, "the outcome's summary is stored with the run"
@@ -92,16 +92,16 @@ def test_out_of_memory_fails_saying_what_to_lower_and_the_manager_stays_usable(s
     snap = jm.wait(run_id, timeout_s=60)
 
     assert snap.status == "failed"
-    assert snap.error["error_type"] == "OutOfMemory"
-    assert ("OOM when allocating" in snap.error["message"]) or ("Unable to allocate" in snap.error["message"])
-    hint = snap.error["hint"]
+    assert snap.error.error_type == "OutOfMemory"
+    assert ("OOM when allocating" in snap.error.message) or ("Unable to allocate" in snap.error.message)
+    hint = snap.error.hint
     assert "lower" in hint
     for knob in what_to_lower:
         assert knob in hint, (knob, hint)
-    assert "Traceback" in (snap.error.get("traceback") or ""), "the traceback is kept for the record"
+    assert "Traceback" in (snap.error.traceback or ""), "the traceback is kept for the record"
     assert len(snap.epochs) == 1
     stored = store.get_run(run_id)
-    assert stored.status == "failed" and stored.error["error_type"] == "OutOfMemory"
+    assert stored.status == "failed" and stored.error.error_type == "OutOfMemory"
     assert len(stored.epochs) == 1
     assert_next_run_works(jm)
 
@@ -174,7 +174,7 @@ SERVER_SCRIPT = textwrap.dedent("""
     from tests.fixtures import NO_GPU, TINY
     from tests.unit import fake_workers
 
-    jm = JobManager(Store(sys.argv[1]), hardware=NO_GPU.to_dict(), worker_target=fake_workers.real_worker_slow)
+    jm = JobManager(Store(sys.argv[1]), hardware=NO_GPU, worker_target=fake_workers.real_worker_slow)
     jm.submit(TINY.replace(epochs=300))
     print("submitted", flush=True)
     time.sleep(600)
@@ -196,7 +196,7 @@ def test_server_killed_mid_run_then_restarted_marks_it_interrupted_and_keeps_epo
             return ok and run
 
         run = wait_for(running_with_epochs_and_samples, 60, "the server's run to store epochs and samples")
-        worker_pid = run.info.get("pid")
+        worker_pid = run.info.pid
         os.kill(server.pid, signal.SIGKILL)  # no cleanup at all, as a crash or a power cut
         server.wait(timeout=10)
         assert worker_pid, "the worker's pid is stored with the run"
@@ -206,12 +206,12 @@ def test_server_killed_mid_run_then_restarted_marks_it_interrupted_and_keeps_epo
             raw_status = con.execute("SELECT status FROM runs WHERE id = ?", (run.id,)).fetchone()[0]
         assert raw_status == "running", "nobody was left to record the end"
 
-        restarted = JobManager(Store(path), hardware=NO_GPU.to_dict(), worker_target=fake_workers.quick)
+        restarted = JobManager(Store(path), hardware=NO_GPU, worker_target=fake_workers.quick)
         assert restarted.interrupted_at_start == [run.id]
         after = Store(path).get_run(run.id)
         assert after.status == "interrupted"
-        assert after.error["error_type"] == "Interrupted"
-        assert "epochs finished before then are kept" in after.error["message"]
+        assert after.error.error_type == "Interrupted"
+        assert "epochs finished before then are kept" in after.error.message
         assert after.ended_at is not None
         assert len(after.epochs) >= len(run.epochs) >= 2
         assert len(after.samples) >= len(run.samples) > 0, "samples flushed before the crash are kept"
@@ -327,12 +327,12 @@ def test_store_unwritable_from_the_start_runs_in_memory_and_says_so(store, monke
 def test_worker_hanging_mid_epoch_is_ended_and_its_epochs_are_kept(store):
     jm = manager_with(fake_workers.epochs_then_hang, store, hang_timeout_s=1.5)
     run_id = jm.submit(TINY.replace(epochs=5))
-    pid = wait_for(lambda: jm.snapshot(run_id).info.get("pid"), 30, "the worker to start")
+    pid = wait_for(lambda: jm.snapshot(run_id).info.pid, 30, "the worker to start")
     snap = jm.wait(run_id, timeout_s=30)
 
     assert snap.status == "failed"
-    assert snap.error["error_type"] == "Hung"
-    assert "sent nothing" in snap.error["message"] and "BENCH_HANG_TIMEOUT_S" in snap.error["hint"]
+    assert snap.error.error_type == "Hung"
+    assert "sent nothing" in snap.error.message and "BENCH_HANG_TIMEOUT_S" in snap.error.hint
     assert [e.epoch for e in snap.epochs] == [1, 2]
     stored = store.get_run(run_id)
     assert stored.status == "failed" and [e.epoch for e in stored.epochs] == [1, 2]

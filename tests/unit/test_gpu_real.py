@@ -38,10 +38,10 @@ def _config(device: str, hw: devices.Hardware) -> RunConfig:
 
 def test_a_gpu_run_trains_on_the_gpu_and_nvml_sees_it_busy(gpu_hardware: devices.Hardware) -> None:
     hw = gpu_hardware
-    manager = JobManager(None, hardware=hw.to_dict())
+    manager = JobManager(None, hardware=hw)
     snap = manager.wait(manager.submit(_config("gpu:0", hw)), timeout_s=280)
     assert snap.status == "finished", snap.error
-    placement = snap.info["placement"].lower()
+    placement = (snap.info.placement or "").lower()
     assert "gpu" in placement or "cuda" in placement, placement
     assert snap.samples, "the sampler recorded nothing"
     readings = [g for s in snap.samples for g in s.gpus or () if g.index == hw.gpus[0].index]
@@ -54,10 +54,10 @@ def test_a_gpu_run_trains_on_the_gpu_and_nvml_sees_it_busy(gpu_hardware: devices
 
 def test_cpu_and_gpu_runs_pair_into_a_headline(gpu_hardware: devices.Hardware) -> None:
     hw = gpu_hardware
-    manager = JobManager(None, hardware=hw.to_dict())
+    manager = JobManager(None, hardware=hw)
     snaps = [manager.wait(manager.submit(_config(d, hw)), timeout_s=280) for d in ("cpu", "gpu:0")]
     assert [s.status for s in snaps] == ["finished", "finished"], [s.error for s in snaps]
-    assert "cpu" in snaps[0].info["placement"].lower()
+    assert "cpu" in (snaps[0].info.placement or "").lower()
     result = compare.comparison([s.record() for s in snaps])
     assert result["speedup_median"] is not None and result["speedup_median"] > 0
     assert result["speedup_min"] <= result["speedup_median"] <= result["speedup_max"]

@@ -19,7 +19,7 @@ from tests.polling import wait_for
 from tests.unit import fake_workers
 from tests.unit.test_record_keys import undeclared
 
-HW = NO_GPU.to_dict()
+HW = NO_GPU
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ def test_stop_is_cooperative_and_keeps_finished_epochs(store):
     assert snap.status == "stopped"
     assert snap.error is None
     assert 1 <= len(snap.epochs) < 200
-    assert "hard_stop" not in snap.info
+    assert snap.info.hard_stop is None
     assert store.get_run(run_id).status == "stopped"
 
 
@@ -112,7 +112,7 @@ def test_stop_kills_a_worker_that_ignores_it(store):
     jm.stop(run_id)
     snap = jm.wait(run_id, timeout_s=15)
     assert snap.status == "stopped"
-    assert snap.info.get("hard_stop") is True
+    assert snap.info.hard_stop is True
     assert time.monotonic() - t0 < 8
 
 
@@ -133,8 +133,8 @@ def test_killed_worker_fails_with_reason_and_keeps_epochs_then_next_run_works(st
     run_id = jm.submit(TINY)
     snap = jm.wait(run_id, timeout_s=30)
     assert snap.status == "failed"
-    assert "SIGKILL" in snap.error["message"]
-    assert snap.error["hint"]
+    assert "SIGKILL" in snap.error.message
+    assert snap.error.hint
     assert len(store.get_run(run_id).epochs) == 1
     jm._worker_target = fake_workers.quick
     nxt = jm.submit(TINY.replace(epochs=1))
@@ -158,7 +158,7 @@ def test_a_worker_that_exits_0_after_stop_without_its_last_event_is_stopped_not_
 def test_a_worker_that_exits_0_unasked_without_reporting_still_fails(store):
     jm = manager_with(fake_workers.exits_0_without_a_word, store)
     snap = jm.wait(jm.submit(TINY), timeout_s=30)
-    assert snap.status == "failed" and "exited with code 0 without reporting" in snap.error["message"]
+    assert snap.status == "failed" and "exited with code 0 without reporting" in snap.error.message
 
 
 def test_hung_worker_is_detected(store):
@@ -166,8 +166,8 @@ def test_hung_worker_is_detected(store):
     run_id = jm.submit(TINY)
     snap = jm.wait(run_id, timeout_s=30)
     assert snap.status == "failed"
-    assert snap.error["error_type"] == "Hung"
-    assert "1 s" in snap.error["message"] or "2 s" in snap.error["message"]
+    assert snap.error.error_type == "Hung"
+    assert "1 s" in snap.error.message or "2 s" in snap.error.message
 
 
 def test_runs_left_active_by_a_dead_owner_are_marked_interrupted_at_start(store):
@@ -200,8 +200,8 @@ def test_real_training_run_on_cpu(store):
     snap = jm.wait(run_id, timeout_s=180)
     assert snap.status == "finished", snap.error
     assert len(snap.epochs) == 2
-    assert "CPU" in snap.info["placement"].upper()
-    assert snap.info["params"] > 0 and snap.info["flops_per_sample"] > 0
+    assert "CPU" in snap.info.placement.upper()
+    assert snap.info.params > 0 and snap.info.flops_per_sample > 0
     assert all(e.epoch_seconds > 0 and e.samples_per_s > 0 for e in snap.epochs)
     assert snap.epochs[0].includes_tracing is True
     assert snap.summary.steady_epoch_seconds == snap.epochs[1].epoch_seconds
@@ -223,9 +223,10 @@ def test_data_parallel_on_two_logical_cpus(store, backend, engine):
     snap = jm.wait(run_id, timeout_s=180)
     assert snap.status == "finished", snap.error
     info = snap.info
-    assert (info["replicas"], info["distribution"]) == (2, engine), info
-    assert (info["global_batch_size"], info["per_device_batch_size"]) == (64, 32)
-    assert len(info["replica_devices"]) == 2 and all("CPU" in d.upper() for d in info["replica_devices"]), info
+    assert (info.replicas, info.distribution) == (2, engine), info
+    assert (info.global_batch_size, info.per_device_batch_size) == (64, 32)
+    assert info.replica_devices is not None and len(info.replica_devices) == 2, info
+    assert all("CPU" in d.upper() for d in info.replica_devices), info
     assert len(snap.epochs) == 2 and snap.epochs[1].epoch_seconds > 0
     assert jm.snapshot(run_id).config.devices == 2
 
@@ -238,15 +239,15 @@ def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):
     try:
         first = jm.wait(jm.submit(TINY.replace(epochs=1, limit_samples=512)), timeout_s=180)
         assert first.status == "finished", first.error
-        assert first.info["worker_start"].startswith("cold")
+        assert first.info.worker_start.startswith("cold")
         wait_for(lambda: jm.spare_state() == "ready", 120, "the spare worker to load the framework")
         spare_pid = jm.pool.spare.process.pid
 
         long_run = jm.submit(TINY.replace(epochs=500, limit_samples=2048, batch_size=16))
         wait_for(lambda: jm.snapshot(long_run).epochs, 60, "the pre-started run's first epoch")
         snap = jm.snapshot(long_run)
-        assert snap.info["worker_start"].startswith("pre-started")
-        assert snap.info["pid"] == spare_pid
+        assert snap.info.worker_start.startswith("pre-started")
+        assert snap.info.pid == spare_pid
         assert jm.spare_state() is None, "the spare was used, not kept"
         jm.stop(long_run)
         stopped = jm.wait(long_run, timeout_s=30)
@@ -257,7 +258,7 @@ def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):
         old_spare = jm.pool.spare.process
         other = jm.wait(jm.submit(TINY.replace(epochs=1, cpu_threads=1)), timeout_s=180)
         assert other.status == "finished", other.error
-        assert other.info["worker_start"].startswith("cold"), "a different thread count cannot use the spare"
+        assert other.info.worker_start.startswith("cold"), "a different thread count cannot use the spare"
         assert not old_spare.is_alive(), "the unsuitable spare was ended"
     finally:
         jm.shutdown()

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from bench.output import chart_style, charts
 from bench.readings import epochs_of, samples_of
+from bench.run_info import Phase
 from ui import present
 
-PHASES = [{"phase": "loading data", "t_s": 0.5}, {"phase": "building model", "t_s": 1.0},
-          {"phase": "first step", "t_s": 1.5}, {"phase": "training", "t_s": 2.0}]
+PHASES = (Phase("loading data", 0.5), Phase("building model", 1.0), Phase("first step", 1.5), Phase("training", 2.0))
 
 
 def figure(n_epochs: int, *, growing: bool = False) -> charts.go.Figure:

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("documents", ("bench.records", "bench.analysis.machines", "bench.store")),
     # the probe's child process sets up its environment as a worker does (bench.runs.worker.prepare_environment)
     ("runs", ("bench.runs", "bench.hardware.probe")),
-    ("output", ("bench.output",)),
+    ("output", ("bench.output", "bench.schemas")),
     ("cli", ("bench.cli", "bench.cli_args", "bench.cli_machines", "bench.__main__")),
     ("ui", ("ui",)),
     ("pages", ("pages", "app")),

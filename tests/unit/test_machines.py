@@ -15,6 +15,8 @@ from bench import records
 from bench.analysis import machines as M
 from bench.analysis.run_summary import RunSummary
 from bench.errors import RecordError
+from bench.record_types import CpuSpec, Fingerprint
+from bench.run_info import RunInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +27,7 @@ def _run(model: str, size: str | None, batch: int, target: str, samples_per_s: f
     config = {"model": model, "size": size or "s", "batch_size": batch, "device": device, "backend": backend,
               "dataset": "synthetic-mnist", "cpu_threads": int(threads) if threads else None}
     return records.RunRecord.from_dict(records.run_record(
-        id=run_id, status="finished", config=config, hardware={}, info={"flops_per_sample": flops, "n_train": 10000},
+        id=run_id, status="finished", config=config, hardware={}, info=RunInfo(flops_per_sample=flops, n_train=10000),
         created_at=None, started_at=None, ended_at=None, error=None, store_error=None, epochs=[], samples=[],
         summary=RunSummary(steady_samples_per_s=samples_per_s, steady_epoch_seconds=10000 / samples_per_s,
                            energy_j_per_1000_samples={"cpu" if device == "cpu" else target: energy})))
@@ -39,8 +41,8 @@ def _flops(size: str) -> float:
 
 def _machine(key: str, runs: list[records.RunRecord], *, backend: str = "tensorflow", label: str | None = None,
              prices: dict[str, float] | None = None) -> M.Machine:
-    doc = records.bundle_record(machine={"cpu": {"model": "Test CPU", "logical_cores": 4}, "gpus": [],
-                                         "backend": backend, "framework_version": "3.15.1"},
+    doc = records.bundle_record(machine=Fingerprint(cpu=CpuSpec(model="Test CPU", logical_cores=4), backend=backend,
+                                                    framework_version="3.15.1"),
                                 suite_version="1", suite_variant="quick", runs=runs, label=label, prices=prices)
     return M.Machine(key, "store", records.load_bundle(json.loads(records.json_text(doc))))
 
@@ -123,15 +125,15 @@ def test_workload_rows_and_interpolated_energy(laptop: M.Machine, gpu_box: M.Mac
 def test_energy_is_the_targets_own_device_and_a_missing_one_says_why() -> None:
     summary = RunSummary(energy_j_per_1000_samples={"cpu": None, "gpu:0": 12.0, "gpu:1": 8.0},
                          energy_estimated=("gpu:1",), energy_reasons={"cpu": "RAPL not readable here"})
-    assert M.target_energy(summary, {}, "gpu:0") == (12.0, None)
-    assert M.target_energy(summary, {}, "gpu:1") == (8.0, "integrated from power samples (gpu:1)")
-    assert M.target_energy(summary, {}, "gpus") == (20.0, "integrated from power samples (gpu:1)")
-    assert M.target_energy(summary, {}, "cpu/1") == (None, "cpu: RAPL not readable here")
-    assert M.target_energy(RunSummary(energy_j_per_1000_samples={"cpu": 3.0}), {}, "cpu") == (3.0, None)
+    assert M.target_energy(summary, RunInfo(), "gpu:0") == (12.0, None)
+    assert M.target_energy(summary, RunInfo(), "gpu:1") == (8.0, "integrated from power samples (gpu:1)")
+    assert M.target_energy(summary, RunInfo(), "gpus") == (20.0, "integrated from power samples (gpu:1)")
+    assert M.target_energy(summary, RunInfo(), "cpu/1") == (None, "cpu: RAPL not readable here")
+    assert M.target_energy(RunSummary(energy_j_per_1000_samples={"cpu": 3.0}), RunInfo(), "cpu") == (3.0, None)
     # a summary without per-device figures: no figure, never a zero, and why (one figure for the whole run where a
     # map belongs is refused on import: tests/unit/test_hostile_records.py)
-    assert M.target_energy(RunSummary(), {}, "cpu") == (None, "no energy reading in this run")
-    assert M.target_energy(RunSummary(), {"energy_reasons": {"gpu": "no NVML"}}, "gpu:0") == (None, "gpu:0: no NVML")
+    assert M.target_energy(RunSummary(), RunInfo(), "cpu") == (None, "no energy reading in this run")
+    assert M.target_energy(RunSummary(), RunInfo(energy_reasons={"gpu": "no NVML"}), "gpu:0") == (None, "gpu:0: no NVML")
 
 
 def test_rows_unequal_to_a_baseline_without_a_figure_are_still_flagged(laptop: M.Machine, gpu_box: M.Machine) -> None:
@@ -184,6 +186,13 @@ def test_the_shipped_h100_bundle_loads_and_ranks() -> None:
 @pytest.mark.parametrize("change, field", [
     ({"schema": "bench.run/1"}, "schema"),
     ({"machine": "laptop"}, "machine"),
+    # the machine's every part is typed: a GPU that is no JSON object, a CPU's cores as text, a version as a number
+    ({"machine": {"cpu": {"model": "x"}, "gpus": ["x", 5]}}, r"machine\.gpus\[0\]"),
+    ({"machine": {"cpu": {"model": "x", "logical_cores": "8"}}}, r"machine\.cpu\.logical_cores"),
+    ({"machine": {"cpu": {"model": "x"}, "gpus": [{"name": "g", "mem_total_mib": 1e308}]}},
+     r"machine\.gpus\[0\]\.mem_total_mib"),
+    ({"machine": {"cpu": {"model": "x"}, "framework_version": 3.15}}, r"machine\.framework_version"),
+    ({"machine": {"gpus": []}}, r"machine\.cpu is missing"),
     ({"suite": None}, "suite"),
     ({"runs": []}, "runs"),
     ({"prices": {"cpu": -1}}, "prices"),

@@ -6,13 +6,14 @@ import time
 
 import pytest
 
+from tests.fixtures import NO_GPU
 from bench.config import RunConfig
 from bench.runs.jobs import JobManager, RunActiveError
 from bench.store import Store
 from tests.polling import wait_for
 from tests.unit import fake_workers
 
-HW = {"cpu": {"logical_cores": 2}, "gpus": [], "gpu_reason": "test"}
+HW = NO_GPU
 TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
                  sample_interval_s=0.2)
 

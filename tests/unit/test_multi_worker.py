@@ -64,14 +64,15 @@ def test_both_members_train_and_the_store_reads_one_run(cluster_store: Path) -> 
     assert run is not None and run.status == "finished"
     [member] = run.members
     assert member.status == "finished"
-    chief, other = run.info["cluster"], member.info["cluster"]
-    assert chief["id"] == other["id"] and (chief["index"], other["index"]) == (0, 1) and chief["size"] == 2
+    chief, other = run.info.cluster, member.info.cluster
+    assert chief is not None and other is not None
+    assert chief.id == other.id and (chief.index, other.index) == (0, 1) and chief.size == 2
     for each in (run, member):
         assert [e.epoch for e in each.epochs] == [1, 2, 3]
         assert len(each.samples) >= 2, "each member samples its own process"
         info = each.info
-        assert (info["replicas"], info["global_batch_size"], info["per_device_batch_size"]) == (2, 64, 32)
-        assert info["n_train"] == 256, "each member trains its half of the 512 samples"
+        assert (info.replicas, info.global_batch_size, info.per_device_batch_size) == (2, 64, 32)
+        assert info.n_train == 256, "each member trains its half of the 512 samples"
     # one model: the members' losses agree, step by step synchronised
     assert [e.loss for e in run.epochs] == pytest.approx([e.loss for e in member.epochs], rel=1e-5)
 

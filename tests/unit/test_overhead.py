@@ -372,7 +372,7 @@ def test_the_replayed_run_reaches_jobmanager_through_its_worker_target_and_sampl
     from bench.runs.jobs import JobManager
 
     sampler = standins.SamplerChoice(standins.replay_sampler(40, 4, 1, 0.3))
-    manager = JobManager(None, hardware=NO_GPU.to_dict(), worker_target=standins.ReplayedWorker(real_s=0.5), sampler_factory=sampler)
+    manager = JobManager(None, hardware=NO_GPU, worker_target=standins.ReplayedWorker(real_s=0.5), sampler_factory=sampler)
     try:
         snap = manager.wait(manager.submit(RunConfig(epochs=3)), timeout_s=60)
         assert snap.status == "finished", snap.error
@@ -389,7 +389,7 @@ def test_the_held_replay_stays_live_until_stop():
     from bench.config import RunConfig
     from bench.runs.jobs import JobManager
 
-    manager = JobManager(None, hardware=NO_GPU.to_dict(), worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
+    manager = JobManager(None, hardware=NO_GPU, worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
                          sampler_factory=standins.null_sampler)
     try:
         run_id = manager.submit(RunConfig(epochs=2))
@@ -415,7 +415,7 @@ def test_the_benchmarks_publish_the_live_panel_as_the_dashboard_does(monkeypatch
     ours, _clock = memory.live_publisher(lambda: None)
     assert isinstance(ours, live_feed.Publisher) and live_feed.installed() is installed, "made afresh, not installed"
 
-    manager = JobManager(None, hardware=NO_GPU.to_dict(), worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
+    manager = JobManager(None, hardware=NO_GPU, worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
                          sampler_factory=standins.replay_sampler(40, 4, 1, 0.3))
     try:
         run_id = manager.submit(RunConfig(epochs=2, sample_interval_s=standins.SIMULATED_INTERVAL_S))

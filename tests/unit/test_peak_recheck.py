@@ -11,6 +11,7 @@ import pytest
 from bench.analysis import compare
 from bench.hardware import peak_cache, probe
 from bench.readings import epochs_of
+from bench.run_info import RunInfo
 from bench.runs.jobs import JobManager
 from bench.store import Store
 from tests import fixtures
@@ -25,7 +26,7 @@ MEASURED = {"device": "cpu", "peak_gflops": 105.1, "measured_at": 1.75e9, "sizes
 
 @pytest.fixture
 def manager(isolated_store):
-    jm = JobManager(Store(isolated_store), hardware=NO_GPU.to_dict(), worker_target=fake_workers.quick)
+    jm = JobManager(Store(isolated_store), hardware=NO_GPU, worker_target=fake_workers.quick)
     yield jm
     jm.shutdown()
 
@@ -89,11 +90,11 @@ def test_a_live_epoch_uses_its_own_figure_or_flops_times_its_rate(monkeypatch):
     monkeypatch.setattr(peak, "peak_of", lambda config: MEASURED)
     epochs = [{"epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True, "samples_per_s": 1000.0},
               {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False, "samples_per_s": 2000.0}]
-    line = peak.epoch_line(epochs_of(epochs), {"flops_per_sample": 2.1e7}, TINY)
+    line = peak.epoch_line(epochs_of(epochs), RunInfo(flops_per_sample=2.1e7), TINY)
     assert line.startswith("Epoch 2: 42.0 GFLOP/s, 40% of")
-    line = peak.epoch_line(epochs_of([{**epochs[1], "achieved_gflops": 21.0}]), {"flops_per_sample": 2.1e7}, TINY)
+    line = peak.epoch_line(epochs_of([{**epochs[1], "achieved_gflops": 21.0}]), RunInfo(flops_per_sample=2.1e7), TINY)
     assert line.startswith("Epoch 2: 21.0 GFLOP/s, 20% of")
-    assert peak.epoch_line((), {}, TINY) is None
+    assert peak.epoch_line((), RunInfo(), TINY) is None
 
 
 def test_a_group_peak_flagged_stale_keeps_its_figure_and_says_so():

@@ -8,6 +8,7 @@ import threading
 from bench.readings import Sample
 from bench.output import charts
 from bench.records import Status
+from bench.run_info import Phase
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.store import Store
@@ -34,12 +35,11 @@ def test_phases_are_recorded_stored_and_drawn(tmp_path):
                "ended_wall": t0 + 8.1, "time": t0 + 8.1}]
     for event in events:
         sup._apply_event(state, event, t0)
-    expected = [{"phase": "importing tensorflow", "t_s": 0.1}, {"phase": "loading data", "t_s": 5.0},
-                {"phase": "building model", "t_s": 5.5}, {"phase": "first step", "t_s": 6.0},
-                {"phase": "training", "t_s": 7.0}]
-    assert state.info["phases"] == expected, "one 'training' mark: the first step's end, not every progress event"
+    expected = (Phase("importing tensorflow", 0.1), Phase("loading data", 5.0), Phase("building model", 5.5),
+                Phase("first step", 6.0), Phase("training", 7.0))
+    assert state.info.phases == expected, "one 'training' mark: the first step's end, not every progress event"
     writer.persist_end(state, Status.FINISHED)
-    stored = store.get_run(state.id).info["phases"]
+    stored = store.get_run(state.id).info.phases
     assert stored == expected
     fig = charts.utilization_figure([charts.Series(label="r", epochs=state.epochs, samples=[Sample(t_s=9.0)],
                                                    phases=stored)])

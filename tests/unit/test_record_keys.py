@@ -72,7 +72,7 @@ def test_a_sample_with_every_gpu_reading_is_declared(hopper: None) -> None:
 
 def test_live_and_stored_run_records_are_declared(isolated_store: Any) -> None:
     store = Store(isolated_store)
-    manager = JobManager(store, hardware=NO_GPU.to_dict(), worker_target=fake_workers.quick)
+    manager = JobManager(store, hardware=NO_GPU, worker_target=fake_workers.quick)
     try:
         run_id = manager.submit(TINY)
         snap = manager.wait(run_id, timeout_s=60)

@@ -12,6 +12,7 @@ import pytest
 from bench import records
 from bench.analysis.sweeps import SweepRow
 from bench.records import Comparison, RecordError, RunRecord, Status, Sweep
+from bench.run_info import RunInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -20,7 +21,7 @@ RESULTS = ROOT / "docs" / "results"
 def minimal_run(**changes) -> dict:
     record = records.run_record(
         id=7, status=Status.FINISHED, config={"dataset": "synthetic-mnist", "epochs": 2}, hardware={"cpu": {}},
-        info={"placement": "/device:CPU:0"}, created_at=1.0, started_at=2.0, ended_at=3.0, error=None,
+        info=RunInfo(placement="/device:CPU:0"), created_at=1.0, started_at=2.0, ended_at=3.0, error=None,
         store_error=None, samples=[{"t_s": 0.5, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": None}]}],
         epochs=[{"epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True},
                 {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False, "energy_j": {"cpu": None},
@@ -110,7 +111,7 @@ def test_sweep_builder_drops_samples_and_validates_rows():
     assert doc["runs"][0]["epochs"] == run["epochs"], "only the samples are dropped"
     assert doc["runs"][0]["summary"] == run["summary"], "the summary made with the samples is kept"
     sweep = records.load(doc)
-    assert isinstance(sweep, Sweep) and sweep.hardware == {"cpu": {}}
+    assert isinstance(sweep, Sweep) and sweep.hardware is not None and sweep.hardware.to_dict() == {"cpu": {}}
     assert sweep.runs[0].samples == ()
     assert sweep.rows == (row,), "a row written and read back is the same row"
     doc["rows"][0]["steady_epoch_seconds"] = "fast"

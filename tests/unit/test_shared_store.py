@@ -61,7 +61,7 @@ def test_two_clis_and_a_dashboard_share_a_store_and_see_each_others_runs_live(is
         first = wait_for(lambda: run_with_epochs(store, 3), 120, "the first CLI's run to store 3 epochs")
         short_cli = start_cli(store, *TINY_RUN, "--epochs", "3", "--limit-samples", "1000", cwd=tmp_path)
         # a dashboard opens the same store meanwhile, and runs something of its own
-        dashboard = JobManager(Store(store), hardware=NO_GPU.to_dict(), worker_target=fake_workers.quick)
+        dashboard = JobManager(Store(store), hardware=NO_GPU, worker_target=fake_workers.quick)
         assert dashboard.interrupted_at_start == [], "opening the dashboard interrupted a live CLI run"
         own = dashboard.submit(RunConfig(epochs=4, limit_samples=512, sample_interval_s=0.2))
         seen: dict[int, set[str]] = {}

@@ -47,12 +47,12 @@ def _need(backend: str) -> None:
 @pytest.mark.slow
 def test_a_run_with_8_steps_per_execution_finishes_and_says_so(backend):
     _need(backend)
-    manager = JobManager(None, hardware=NO_GPU.to_dict())
+    manager = JobManager(None, hardware=NO_GPU)
     config = RunConfig(model="mlp", size="xs", epochs=2, batch_size=32, limit_samples=1000, backend=backend,
                        steps_per_execution=8, sample_interval_s=0.2, jit_compile=backend == "jax")
     snap = manager.wait(manager.submit(config), timeout_s=240)
     assert snap.status == "finished", snap.error
-    assert snap.info["steps_per_execution"] == 8
+    assert snap.info.steps_per_execution == 8
     record = snap.record()
     assert record.config["steps_per_execution"] == 8
     diagnosis = record.summarized.diagnosis

@@ -22,7 +22,7 @@ def test_round_trip(tmp_path):
                                {"t_s": 1.0, "cpu_percent": None, "gpus": []}])
     run = store.get_run(run_id)
     assert run.status == "running" and run.config == {"epochs": 2}
-    assert run.info["placement"] == "/device:CPU:0"
+    assert run.info.placement == "/device:CPU:0"
     assert [e.epoch for e in run.epochs] == [1, 2]
     assert run.samples[1].carries("cpu_percent") and run.samples[1].cpu_percent is None
     assert [r.id for r in store.list_runs()] == [run_id]
@@ -152,7 +152,7 @@ def test_a_dead_owners_run_is_marked_interrupted_with_a_summary(tmp_path):
     set_owner(store, run_id, owner_pid=dead_pid())
     assert store.mark_orphans_interrupted() == [run_id]
     run = store.get_run(run_id)
-    assert run.status == "interrupted" and run.error["error_type"] == "Interrupted"
+    assert run.status == "interrupted" and run.error.error_type == "Interrupted"
     assert run.summary is not None, "the summary is stored with the run, not computed when read"
     assert run.summary.steady_epoch_seconds == 1.0, "History can show what the run measured"
     assert run.summary.mean_cpu_percent == 40.0

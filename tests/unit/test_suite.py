@@ -76,7 +76,7 @@ def test_ctrl_c_keeps_what_finished_and_says_what_is_left() -> None:
     assert len(bundle.runs) == 1  # the failed run says nothing about the machine
     assert bundle.label == "laptop" and bundle.suite_version == suite.SUITE_VERSION and "Ctrl-C" in (bundle.notes or "")
     for key in ("cpu", "gpus", "os", "python", "framework", "framework_version", "backend", "backend_version"):
-        assert key in bundle.machine
+        assert key in bundle.machine.to_dict()
 
     def interrupt(config: RunConfig) -> tuple[records.RunRecord, bool]:
         raise KeyboardInterrupt

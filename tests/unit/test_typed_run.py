@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 
+from bench.record_types import CpuSpec, Fingerprint
 from bench import records
 from bench.analysis import compare, run_summary
 from bench.config import RunConfig
 from bench.records import RunRecord
+from bench.run_info import RunInfo
 from bench.runs.run_state import RunSnapshot
 from bench.store import Owner, Store
 
@@ -23,7 +25,7 @@ def _epoch(n: int, seconds: float) -> dict:
 
 def _stored_run(store: Store, *, finished: bool) -> int:
     run_id = store.create_run(CONFIG, label="typed")
-    store.update_run(run_id, status="running", started_at=100.0, info={"placement": "/device:CPU:0", "params": 1234},
+    store.update_run(run_id, status="running", started_at=100.0, info=RunInfo(placement="/device:CPU:0", params=1234),
                      hardware={"cpu": {"model": "test CPU", "logical_cores": 2}})
     for n, seconds in ((1, 2.0), (2, 1.0), (3, 1.1)):
         store.add_epoch(run_id, _epoch(n, seconds))
@@ -88,7 +90,7 @@ def test_a_comparison_of_typed_runs_writes_the_json_an_import_reads(tmp_path):
     again = records.load(comparison.to_dict())
     assert isinstance(again, records.Comparison) and again.runs == comparison.runs
     [pair] = compare.pairs(again.runs)
-    assert pair.speedup_median == 1.0 and pair.headline == comparison.comparison["pairs"][0]["headline"]
+    assert pair.speedup_median == 1.0 and comparison.comparison is not None and pair.headline == comparison.comparison.pairs[0].headline
 
 
 def test_a_sweep_or_bundle_keeps_the_figures_its_runs_samples_gave_though_it_drops_the_samples(tmp_path):
@@ -96,7 +98,7 @@ def test_a_sweep_or_bundle_keeps_the_figures_its_runs_samples_gave_though_it_dro
     run = store.get_run(_stored_run(store, finished=False))  # no stored summary: computed from what it has
     assert run is not None and run.summary is None and run.summarized.mean_cpu_percent is not None
     sweep = records.sweep_record([], {}, [run])
-    bundle = records.bundle_record(machine={}, suite_version="1", suite_variant="quick", runs=[run])
+    bundle = records.bundle_record(machine=Fingerprint(cpu=CpuSpec()), suite_version="1", suite_variant="quick", runs=[run])
     for doc in (sweep, bundle):
         [kept] = doc["runs"]
         assert kept["samples"] == []
@@ -115,7 +117,7 @@ def test_a_row_with_a_status_this_version_does_not_know_reads_as_interrupted_and
         con.execute("UPDATE runs SET status = 'paused' WHERE id = ?", (odd,))
     assert [(r.id, str(r.status)) for r in store.list_runs()] == [(odd, "interrupted"), (good, "finished")]
     run = store.get_run(odd)
-    assert run is not None and run.info["stored_status"] == "paused" and run.info["placement"] == "/device:CPU:0"
-    assert run.error is not None and "'paused'" in run.error["message"] and run.error["hint"]
+    assert run is not None and run.info.stored_status == "paused" and run.info.placement == "/device:CPU:0"
+    assert run.error is not None and "'paused'" in run.error.message and run.error.hint
     assert len(run.epochs) == 3, "its epochs are kept"
     assert RunRecord.from_dict(run.to_dict()) == run

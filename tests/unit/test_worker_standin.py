@@ -40,7 +40,7 @@ def test_a_wrong_name_is_refused_with_what_to_do(monkeypatch: pytest.MonkeyPatch
 
 def test_a_replayed_run_finishes_with_its_own_epoch_times_and_stops_on_request() -> None:
     worker = standins.PacedWorker(step_s=0.001, min_epoch_s=0.2, max_epoch_s=0.3)
-    manager = JobManager(None, hardware=NO_GPU.to_dict(), worker_target=worker, prestart=True)
+    manager = JobManager(None, hardware=NO_GPU, worker_target=worker, prestart=True)
     assert manager.prestart is False, "a stand-in worker has no spare to pre-start"
     try:
         config = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=128,
@@ -50,7 +50,7 @@ def test_a_replayed_run_finishes_with_its_own_epoch_times_and_stops_on_request()
         assert [e.epoch for e in done.epochs] == [1, 2, 3]
         # 16 batches at 1 ms: the 0.2 s floor, measured as it was replayed
         assert all(0.15 <= e.epoch_seconds <= 2.0 for e in done.epochs), done.epochs
-        assert done.info["framework"].startswith("replayed")
+        assert done.info.framework.startswith("replayed")
         assert done.epochs[0].includes_tracing and not done.epochs[1].includes_tracing
 
         long_run = manager.submit(config.replace(epochs=500))
@@ -58,7 +58,7 @@ def test_a_replayed_run_finishes_with_its_own_epoch_times_and_stops_on_request()
         manager.stop(long_run)
         stopped = manager.wait(long_run, timeout_s=30)
         assert stopped.status == "stopped" and 1 <= len(stopped.epochs) < 500
-        assert "hard_stop" not in stopped.info, "the stand-in honours Stop between batches"
+        assert stopped.info.hard_stop is None, "the stand-in honours Stop between batches"
     finally:
         manager.shutdown()
 
@@ -69,7 +69,7 @@ def test_a_held_replay_waits_before_its_last_epoch_until_released_and_can_be_sto
     monkeypatch.setenv(standins.HOLD_ENV, str(hold))  # the spawned worker inherits it
     hold.touch()
     worker = standins.PacedWorker(step_s=0.001, min_epoch_s=0.2, max_epoch_s=0.3)
-    manager = JobManager(None, hardware=NO_GPU.to_dict(), worker_target=worker)
+    manager = JobManager(None, hardware=NO_GPU, worker_target=worker)
     try:
         config = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=128,
                            limit_samples=2000, sample_interval_s=0.2)
@@ -105,4 +105,4 @@ def test_the_cli_runs_the_stand_in_and_refuses_a_wrong_name_before_any_run(monke
     monkeypatch.setenv("BENCH_WORKER_TARGET", standins.PACED_WORKER_TARGET)
     assert cli.main(args) == 0, capsys.readouterr().err
     [run] = Store().list_runs()
-    assert run.status == "finished" and run.info["framework"].startswith("replayed")
+    assert run.status == "finished" and run.info.framework.startswith("replayed")

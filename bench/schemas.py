@@ -1,0 +1,54 @@
+"""The JSON Schemas of the records, written to docs/schemas/ from their declarations (bench.typed) themselves:
+``python -m bench.schemas`` rewrites them; tests/unit/test_schemas.py fails when a file is out of date, and checks that
+every shipped record validates against its schema and that hostile ones do not.
+
+A schema says the types, the required keys and which objects keep unknown keys; what it cannot say (a number's
+bounds, finiteness, an epoch numbered twice, a run config's own rules) the checker that reads the record says, from
+the same declaration, with the field's path.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench import typed
+from bench.record_types import Fingerprint
+from bench.records import Comparison, MachineBundle, RunRecord, Sweep
+from bench.run_info import RunError, RunInfo
+
+FOLDER = Path(__file__).resolve().parents[1] / "docs" / "schemas"
+SCHEMAS: dict[str, tuple[type, str]] = {  # file name -> (declaration, what it describes)
+    "run.schema.json": (RunRecord, "bench.run/1"),
+    "comparison.schema.json": (Comparison, "bench.comparison/1"),
+    "sweep.schema.json": (Sweep, "bench.sweep/1"),
+    "bundle.schema.json": (MachineBundle, "bench.bundle/1"),
+    "run-info.schema.json": (RunInfo, "bench.run/1 info"),
+    "run-error.schema.json": (RunError, "bench.run/1 error"),
+    "bundle-machine.schema.json": (Fingerprint, "bench.bundle/1 machine"),
+}
+
+
+def schema(name: str) -> dict[str, Any]:
+    cls, where = SCHEMAS[name]
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": name, "title": where,
+            **typed.json_schema(cls)}
+
+
+def text(name: str) -> str:
+    return json.dumps(schema(name), indent=2) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    folder = Path(argv[0]) if argv else FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in SCHEMAS:
+        (folder / name).write_text(text(name), encoding="utf-8")
+        print(f"wrote {folder / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
