@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence, TextIO, cast
 
-from bench import cli_machines
+from bench import cli_machines, cli_store
 from bench import records as records_module
 from bench import safe_text
 from bench import target as target_module
@@ -240,34 +240,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         _keep_unsaved(record, reason=record.store_error, epochs=len(record.epochs), json_path=args.json_path)
         return EXIT_NOT_STORED
     return 0 if record.status == Status.FINISHED else 1
-
-
-def cmd_runs(args: argparse.Namespace) -> int:
-    from bench.store import Store
-
-    listing = Store().listing()
-    runs = [(r, metrics.steady_epoch_seconds(r.epochs)) for r in listing.runs]  # each steady time once
-    if args.json:
-        print(records_module.json_text([{
-            "id": r.id,
-            "status": str(r.status),
-            "config": r.config,
-            "epochs_done": len(r.epochs),
-            "steady_epoch_seconds": steady,
-            "created_at": r.created_at,
-            "label": r.label,
-        } for r, steady in runs]))
-        for odd in listing.unreadable:  # stdout stays a list of runs; each unreadable one is said apart
-            print(safe_text.terminal(odd.message), file=sys.stderr)
-        return 0
-    if not runs and not listing.unreadable:
-        print("no runs stored yet: try `python -m bench run`")
-    for run, steady in runs:
-        print(f"{run.id:>5}  {str(run.status):<11} {len(run.epochs):>3} epochs  "
-              f"steady {metrics.format_seconds(steady):>9}  {safe_text.terminal(run.label or '')}")
-    for odd in listing.unreadable:
-        print(safe_text.terminal(odd.message))
-    return 0
 
 
 def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[RunRecord], list[bool]]:
@@ -502,57 +474,6 @@ def _watch_ctrl_c() -> Any:
     return pressed
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    from bench.output import report
-    from bench.store import Store
-
-    if args.raw:
-        return _export_raw(args)
-    run = Store().get_run(args.run_id)  # a run this version cannot read: RunUnreadable, exit 2 with what to do
-    if run is None:
-        raise UsageError(f"there is no run {args.run_id}; `python -m bench runs` lists them")
-    out = Path(args.out or f"run-{args.run_id}.{'zip' if args.format == 'csv' else args.format}")
-    if args.format == "json":
-        report.write_file(out, report.to_json(run))
-    elif args.format == "html":
-        report.write_file(out, report.to_html(run))
-    else:
-        report.write_file(out, report.to_csv_zip(run))
-    print(f"wrote {out}")
-    return 0
-
-
-def _export_raw(args: argparse.Namespace) -> int:
-    """``export N --raw``: the run's rows as the store holds them (store_rows.RawRun), read or not, as JSON."""
-    from bench.output import report
-    from bench.store import Store
-
-    if args.format != "json":
-        raise UsageError(f"--raw writes the stored rows as JSON; leave out --format {args.format}")
-    raw = Store().raw_run(args.run_id)
-    if raw is None:
-        raise UsageError(f"there is no run {args.run_id}; `python -m bench runs` lists them")
-    out = Path(args.out or f"run-{args.run_id}.raw.json")
-    report.write_file(out, records_module.json_text(raw.to_dict()))
-    print(f"wrote {out}")
-    return 0
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    from bench.output import report
-    from bench.store import Store
-
-    if cli_machines.names_a_bundle(args.path):
-        return cli_machines.import_bundle(args.path)
-    try:
-        record = report.load_record_file(args.path)
-    except report.RecordError as exc:
-        raise UsageError(str(exc)) from None
-    ids = report.import_into_store(Store(), record)
-    print(f"imported {len(ids)} run(s) as {', '.join(f'#{i}' for i in ids)}")
-    return 0
-
-
 def cmd_machines(args: argparse.Namespace) -> int:
     """The machine bundles (shipped and stored) and the ranking for one model (bench.cli_machines)."""
     return cli_machines.cmd_machines(args, _open_store())
@@ -568,8 +489,8 @@ def cmd_overhead(args: argparse.Namespace) -> int:
     return subprocess.call([sys.executable, "-m", "benchmarks.overhead", *args.harness_args], cwd=root)
 
 
-COMMANDS = {"devices": cmd_devices, "doctor": cmd_doctor, "run": cmd_run, "runs": cmd_runs, "compare": cmd_compare, "sweep": cmd_sweep,
-            "suite": cmd_suite, "machines": cmd_machines, "export": cmd_export, "import": cmd_import, "overhead": cmd_overhead}
+COMMANDS = {"devices": cmd_devices, "doctor": cmd_doctor, "run": cmd_run, "runs": cli_store.cmd_runs, "compare": cmd_compare, "sweep": cmd_sweep,
+            "suite": cmd_suite, "machines": cmd_machines, "export": cli_store.cmd_export, "import": cli_store.cmd_import, "overhead": cmd_overhead}
 
 
 def _tolerant_output() -> None:

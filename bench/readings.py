@@ -1,15 +1,16 @@
 """One reading type per reading: a GPU at one instant, the machine at one instant (a sample), one finished epoch.
 
 The monitor builds these (bench.hardware.monitor), the worker's epochs become them, and records.py holds them in a
-run record; their JSON form is ``to_dict()``, and ``from_dict`` is the one check of a reading read from outside
-(an import, a shipped result): every number bounded by bench.limits.BOUNDS, every problem a RecordError naming the
-field path. A leaf: it imports only bench.limits and bench.errors, so the monitor and the records share it without
-an import circle.
+run record. Each is declared once (bench.typed): ``from_dict`` reads one from outside (an import, a shipped result,
+a store row), every number bounded by bench.limits.BOUNDS and every problem a RecordError naming the field path;
+``of`` reads what this project wrote, unchecked; ``to_dict`` writes it back with the keys it was read with. In the
+vocabulary at the bottom of the engine: it imports bench.typed, bench.checks and bench.limits only, so the monitor
+and the records share it without an import circle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -22,28 +23,10 @@ from bench.checks import (EXPORT_HINT, check_number, fail, is_int, is_number,  #
                           json_object, show_value)
 
 
-def _optional_number(data: Mapping[str, Any], key: str, path: str) -> float | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not is_number(value):
-        raise fail(f"{path}.{key}", f"must be a number or null, got {show_value(value)}")
-    return check_number(value, key, f"{path}.{key}")
-
-
 def int_within(value: Any, low: int, high: int, path: str, what: str) -> int:
     if not is_int(value) or not low <= value <= high:
         raise fail(path, f"must be {what} from {low} to {high:,}, got {show_value(value)}")
     return value
-
-
-def extra_keys(data: Mapping[str, Any], known: Sequence[str]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if k not in known}
-
-
-def as_read(out: dict[str, Any], keys: tuple[str, ...] | None) -> dict[str, Any]:
-    """A record read from a file is written back with the keys it had (an absent reading stays absent)."""
-    return out if keys is None else {k: out[k] for k in keys}
 
 
 def _renamed(gpu: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -94,49 +77,6 @@ class GpuReading:
 
     def to_dict(self) -> dict[str, Any]:
         return typed.dump(self)
-
-
-def _field(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def optional_text(data: Mapping[str, Any], key: str, path: str) -> str | None:
-    """``data[key]`` as text or None; RecordError naming ``path.key`` if it is anything else."""
-    value = data.get(key)
-    if value is not None and not isinstance(value, str):
-        raise fail(_field(path, key), f"must be text or null, got {show_value(value)}")
-    return value
-
-
-def text_map(data: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
-    """``data[key]`` as a map of devices (or names) to text, {} when absent or null."""
-    value = json_object(data.get(key) or {}, _field(path, key))
-    if not all(isinstance(v, str) for v in value.values()):
-        raise fail(_field(path, key), f"must map devices to text, got {show_value(value)}")
-    return dict(value)
-
-
-def optional_words(data: Mapping[str, Any], key: str, path: str) -> tuple[str, ...] | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(word, str) for word in value):
-        raise fail(_field(path, key), f"must be a list of text or null, got {show_value(value)}")
-    return tuple(value)
-
-
-def energy_map(data: Mapping[str, Any], key: str, path: str) -> dict[str, float | None] | None:
-    """A map of device ("cpu", "gpu:0") -> joules or null (an epoch's ``energy_j``, a summary's energy figures),
-    each within the bounds of ``energy_j``; None when absent or null."""
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise fail(_field(path, key), f"must map devices to joules or null, got {show_value(value)}")
-    for device, joules in value.items():
-        if joules is not None:
-            check_number(joules, "energy_j", f"{_field(path, key)}.{device}")
-    return dict(value)
 
 
 @typed.record

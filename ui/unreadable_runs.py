@@ -14,7 +14,7 @@ from bench.store_rows import UnreadableRun
 from ui import common
 from ui.safe_text import escape
 
-REASON_SHOWN = 400  # characters of a reason shown; the raw download has all of it
+REASON_SHOWN = 440  # characters of a line shown; the raw download has all of the row
 
 
 def show(store: Store, unreadable: Sequence[UnreadableRun], *, key: str) -> None:
@@ -26,7 +26,7 @@ def show(store: Store, unreadable: Sequence[UnreadableRun], *, key: str) -> None
                 f"table: each can be downloaded as the store holds it, or deleted.")
     for run in unreadable:
         text, download, delete = st.columns([8, 2, 2], vertical_alignment="center")
-        text.markdown(f"run #{run.id:d} cannot be read here: {escape(run.reason, limit=REASON_SHOWN)}")
+        text.markdown(escape(run.message, limit=REASON_SHOWN))  # "run #N cannot be read here: REASON", as text
         download.download_button("Download raw", _raw_json(store, run.id), f"run-{run.id}.raw.json",
                                  "application/json", icon=":material/download:", key=f"{key}_raw_{run.id}",
                                  on_click="ignore")

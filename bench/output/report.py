@@ -34,6 +34,7 @@ from bench.records import ACTIVE as ACTIVE_STATUSES
 from bench.records import EXPORT_HINT, RecordError, RunRecord
 from bench.record_types import RecordedHardware
 from bench.run_info import RunError
+from bench.errors import RunUnreadable
 
 Importable = records.RunRecord | records.Comparison  # what a file or an export holds: one run, or a comparison
 
@@ -433,7 +434,10 @@ def _partial_copy(store: Any, run: records.RunRecord) -> int | None:
     run_id = run.id
     if not isinstance(run_id, int) or not is_int(run_id) or run_id < 1 or not is_number(run.created_at):
         return None
-    stored = store.get_run(run_id, with_samples=False)
+    try:
+        stored = store.get_run(run_id, with_samples=False)
+    except RunUnreadable:  # the id's row cannot be read here: the file is imported as a new run
+        return None
     if stored is None or stored.created_at != run.created_at or stored.config != run.config:
         return None
     if len(stored.epochs) > len(run.epochs):

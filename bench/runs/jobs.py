@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench import records, settings
-from bench.errors import RunActiveError
+from bench.errors import RunActiveError, RunUnreadable
 from bench.config import RunConfig
 from bench.hardware import devices
 from bench.runs.groups import GroupRegistry
@@ -160,7 +160,10 @@ class JobManager:
         if self.store is not None:
             # a run moved to another row (RunState.store_id) leaves the run now under its id alone
             row = state.store_id if state is not None and state.store_id is not None else run_id
-            stored = self.store.get_run(row, with_samples=False)
+            try:
+                stored = self.store.get_run(row, with_samples=False)
+            except RunUnreadable:  # a row this version cannot read is not running here: it may go
+                stored = None
             if stored is not None and stored.status in records.ACTIVE and state is None:
                 owner = self.store.owner_of(row)
                 where = f"{owner.pid} on {owner.host}" if owner is not None else "no owner recorded"

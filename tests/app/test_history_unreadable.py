@@ -63,7 +63,7 @@ def test_history_lists_an_unreadable_run_below_the_table_and_deletes_it(isolated
     assert not at.exception, at.exception
     assert list(at.dataframe[0].value["id"]) == [good], "the good run is in the table"
     lines = _lines(at)
-    assert f"run #{odd} cannot be read here: " in lines and escape(names) in lines, lines
+    assert escape(f"run #{odd} cannot be read here:") in lines and escape(names) in lines, lines
     assert not UNESCAPED_LINK.search(lines), "the row's text is shown as text, not a link"
     download = [b for b in at.get("download_button") if b.proto.label == "Download raw"]
     assert len(download) == 1
@@ -81,7 +81,7 @@ def test_history_of_only_unreadable_runs_does_not_say_the_store_is_empty(isolate
     at = app().run()
     assert not at.exception, at.exception
     assert not any("No runs stored yet" in str(i.value) for i in at.info)
-    assert f"run #{odd} cannot be read here: hardware must be a JSON object" in _lines(at)
+    assert escape(f"run #{odd} cannot be read here: hardware must be a JSON object") in _lines(at)
 
 
 def test_a_selected_run_whose_samples_cannot_be_read_is_named_not_raised(isolated_store: Path) -> None:

@@ -123,7 +123,7 @@ def test_runs_json_is_strict(capsys: pytest.CaptureFixture[str]) -> None:
     store = Store()
     run_id = store.create_run(RunConfig().to_dict(), status="finished")
     store.add_epoch(run_id, {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True})
-    store.add_epoch(run_id, {"epoch": 2, "epoch_seconds": float("nan"), "includes_tracing": False})
+    store.add_epoch(run_id, {"epoch": 2, "epoch_seconds": 1.0, "loss": float("nan"), "includes_tracing": False})
     code, out = run_cli(["runs", "--json"], capsys)
     assert code == 0
     json.loads(out, parse_constant=lambda token: pytest.fail(f"not strict JSON: {token}"))

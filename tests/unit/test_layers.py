@@ -26,11 +26,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("hardware and frameworks", ("bench.hardware", "bench.training")),
     ("analysis", ("bench.analysis",)),
     # the documents: built with the analysis (a summary computed when missing, a comparison's block)
-    ("documents", ("bench.records", "bench.analysis.machines", "bench.store")),
+    ("documents", ("bench.records", "bench.analysis.machines", "bench.store", "bench.store_rows")),
     # the probe's child process sets up its environment as a worker does (bench.runs.worker.prepare_environment)
     ("runs", ("bench.runs", "bench.hardware.probe")),
     ("output", ("bench.output", "bench.schemas")),
-    ("cli", ("bench.cli", "bench.cli_args", "bench.cli_machines", "bench.__main__")),
+    ("cli", ("bench.cli", "bench.cli_args", "bench.cli_machines", "bench.cli_store", "bench.__main__")),
     ("ui", ("ui",)),
     ("pages", ("pages", "app")),
 )

@@ -64,7 +64,7 @@ class Answer:
         return self.out + self.err
 
 
-EXPECTED = ("UsageError", "ConfigError")  # the CLI's own refusals (exit 2)
+EXPECTED = ("UsageError", "ConfigError", "StoreError")  # the CLI's own refusals (exit 2, said in words)
 
 
 def bench(*argv: str) -> Answer:

@@ -32,7 +32,7 @@ def test_round_trip(tmp_path):
 def test_list_is_oldest_first_and_visible_to_another_connection(tmp_path):
     path = tmp_path / "b.sqlite3"
     a, b = Store(path), Store(path)
-    ids = [a.create_run({"n": i}) for i in range(3)]
+    ids = [a.create_run({"epochs": i + 1}) for i in range(3)]
     assert [r.id for r in b.list_runs()] == ids
 
 

@@ -147,20 +147,20 @@ def test_the_store_tells_a_lost_row_from_another_runs_row_and_plain_ids_write_as
     store = Store(tmp_path / "runs.sqlite3")
     run_id = store.create_run(TINY.to_dict(), created_at=1000.25)
     store.update_run(RunKey(run_id, 1000.25), status="running")  # its own row: written
-    store.add_epoch(RunKey(run_id, 1000.25), {"epoch": 1, "epoch_seconds": 1.0})
+    store.add_epoch(RunKey(run_id, 1000.25), {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True})
     with pytest.raises(RunReplaced, match="another run under id"):
-        store.add_epoch(RunKey(run_id, 2000.5), {"epoch": 2, "epoch_seconds": 1.0})
+        store.add_epoch(RunKey(run_id, 2000.5), {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False})
     with pytest.raises(RunReplaced):
         store.add_samples(RunKey(run_id, 2000.5), [{"t_s": 1.0}], seqs=[0])
     with pytest.raises(RunReplaced):
         store.update_run(RunKey(run_id, 2000.5), status="failed")
     with pytest.raises(RunLost, match="no longer holds run"):
-        store.add_epochs(RunKey(run_id + 1, 1000.25), [{"epoch": 1, "epoch_seconds": 1.0}])
+        store.add_epochs(RunKey(run_id + 1, 1000.25), [{"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True}])
     stored = store.get_run(run_id)
     assert stored is not None and stored.status == "running" and [e.epoch for e in stored.epochs] == [1]
     assert stored.samples == ()
 
-    store.add_epoch(run_id, {"epoch": 2, "epoch_seconds": 1.0})  # a plain id (imports, the CLI) is not checked
+    store.add_epoch(run_id, {"epoch": 2, "epoch_seconds": 1.0, "includes_tracing": False})  # a plain id (imports, the CLI) is not checked
     assert [e.epoch for e in store.get_run(run_id).epochs] == [1, 2]
 
     with pytest.raises(RunReplaced):
