@@ -25,7 +25,7 @@ def show(store: Store, unreadable: Sequence[UnreadableRun], *, key: str) -> None
     st.markdown(f"**{len(unreadable)} stored run(s) cannot be read by this version**, and are left out of the "
                 f"table: each can be downloaded as the store holds it, or deleted.")
     for run in unreadable:
-        text, download, delete = st.columns([8, 2, 2], vertical_alignment="center")
+        text, download, delete = st.columns([7, 3, 2], vertical_alignment="center")
         text.markdown(escape(run.message, limit=REASON_SHOWN))  # "run #N cannot be read here: REASON", as text
         download.download_button("Download raw", _raw_json(store, run.id), f"run-{run.id}.raw.json",
                                  "application/json", icon=":material/download:", key=f"{key}_raw_{run.id}",
