@@ -94,7 +94,8 @@ if selected_ids:
     for record in records:
         if record.members:
             results.members_side_by_side(record, key=f"hist_members_{record.id}")
-    results.export_buttons(records, key="hist")
+    if records:  # none left when every selected run's samples were unreadable (said above)
+        results.export_buttons(records, key="hist")
     if common.can_control():
         with st.popover("Delete", icon=":material/delete:"):
             st.write(f"Delete run(s) {', '.join(f'#{i:d}' for i in selected_ids)} for good?")

@@ -26,8 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import checkout_python_path
-from bench.hardware import doctor  # run from the checkout: `PYTHONPATH=. python3 scripts/gpu_verify.py` (make does)
+try:  # run from the checkout: `PYTHONPATH=. python3 scripts/gpu_verify.py` (make does)
+    from benchmarks.common import checkout_python_path
+    from bench.hardware import doctor
+except ModuleNotFoundError as missing:  # a Python without the project's packages: say what to do, no traceback
+    print(f"error: make gpu-verify needs the project's packages ({missing.name} is not installed in "
+          f"{sys.executable}): run `make install-dev` first, or on a GPU machine without network install the "
+          f"carried wheels as docs/GPU.md says", file=sys.stderr)
+    sys.exit(2)
 
 ROOT = Path(__file__).resolve().parents[1]
 

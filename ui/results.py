@@ -13,6 +13,7 @@ import streamlit as st
 from bench.output import charts, display
 from bench.analysis import compare, metrics, references, run_summary, sweeps
 from bench.analysis.run_summary import Run
+from bench.run_info import RunInfo
 from bench.analysis.sweeps import SweepRow
 from bench.runs.jobs import JobManager
 from bench.records import ACTIVE, Comparison, RunRecord, Status
@@ -188,9 +189,8 @@ def snapshot_label(snap: RunSnapshot) -> str:
     return _label(snap.id, str(snap.config.target()), snap.info)
 
 
-def _label(run_id: Any, target: str, info: Any) -> str:
-    cluster = info.get("cluster") if isinstance(info, Mapping) else None
-    member = f" · worker {cluster.get('index')}" if isinstance(cluster, Mapping) else ""
+def _label(run_id: Any, target: str, info: RunInfo) -> str:
+    member = f" · worker {info.cluster.index}" if info.cluster is not None else ""
     return f"#{run_id} {target}{member}"
 
 

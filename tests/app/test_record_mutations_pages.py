@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager

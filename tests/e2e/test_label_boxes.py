@@ -11,13 +11,13 @@ import pytest
 
 from bench.output import charts
 from bench.readings import epochs_of, samples_of
+from bench.run_info import Phase
 from ui import present, static_files
 
 pytestmark = pytest.mark.e2e
 
-PHASES = [{"phase": "importing tensorflow", "t_s": 0.2}, {"phase": "loading data", "t_s": 4.0},
-          {"phase": "building model", "t_s": 5.0}, {"phase": "first step", "t_s": 6.0},
-          {"phase": "training", "t_s": 6.8}]
+PHASES = [Phase("importing tensorflow", 0.2), Phase("loading data", 4.0), Phase("building model", 5.0),
+          Phase("first step", 6.0), Phase("training", 6.8)]
 FIRST_EPOCH_START_S = 6.8
 EPOCH_S = 2.0
 WIDTHS = {False: (1280, 390), True: (1280, 1920)}  # the projector view: a room's screen, never a phone

@@ -200,3 +200,16 @@ def test_the_overhead_claim_allows_five_percent_or_the_bare_runs_spread(tmp_path
     rows_by_claim = {claim: measured for claim, _e, measured, _r in gpu_verify.claim_rows(tmp_path)}
     measured = next(m for c, m in rows_by_claim.items() if c.startswith("The engine's overhead"))
     assert measured.startswith("holds" if holds else "DOES NOT HOLD"), measured
+
+
+def test_a_python_without_the_projects_packages_gets_exit_2_and_what_to_do(tmp_path: Path) -> None:
+    """``make gpu-verify`` without .venv runs the system's python3: a missing package is said, not a traceback."""
+    fake = tmp_path / "psutil"
+    fake.mkdir()
+    (fake / "__init__.py").write_text('raise ModuleNotFoundError("No module named \'psutil\'", name="psutil")\n')
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_verify.py"), "--table-only"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{tmp_path}:{ROOT}"})
+    assert done.returncode == 2, done.stderr
+    assert "psutil is not installed" in done.stderr and "make install-dev" in done.stderr
+    assert "Traceback" not in done.stderr
