@@ -67,7 +67,13 @@ class GpuReading:
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "gpu") -> GpuReading:
-        return typed.checked(cls, _renamed(json_object(data, path)), path)
+        raw = json_object(data, path)
+        old = raw.get("power_watts")  # the old name is checked under its own name, before it is read as power_w
+        if old is not None and not is_number(old):
+            raise fail(f"{path}.power_watts", f"must be a number or null, got {show_value(old)}")
+        if old is not None:
+            check_number(old, "power_w", f"{path}.power_watts")
+        return typed.checked(cls, _renamed(raw), path)
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> GpuReading:

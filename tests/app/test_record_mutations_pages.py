@@ -41,6 +41,7 @@ PAGES = settings(max_examples=PAGE_EXAMPLES, deadline=None, derandomize=False, p
 ACTIVE = ("](https://evil", "https://evil", "<script>")
 
 pytestmark = pytest.mark.slow  # several page renders per example
+BUDGET_TIMEOUT = pytest.mark.timeout(max(300, 30 * PAGE_EXAMPLES))  # a bigger budget gets more than the suite's 300 s
 
 
 def app(path: str) -> AppTest:
@@ -209,6 +210,7 @@ def test_every_seed_shows_on_its_pages(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", S.KINDS)
+@BUDGET_TIMEOUT
 @PAGES
 @given(data=hst.data())
 def test_one_change_anywhere_leaves_the_pages_up_and_the_text_text(kind: str, data: Any) -> None:
@@ -243,6 +245,7 @@ def check_history_over(change: U.RowChange) -> list[U.Problem]:
     return found
 
 
+@BUDGET_TIMEOUT
 @PAGES
 @given(change=U.row_changes())
 def test_one_odd_cell_in_the_store_leaves_history_up(change: U.RowChange) -> None:

@@ -130,3 +130,13 @@ def test_unknown_keys_are_kept_for_the_round_trip() -> None:
     raw = {"placement": "cpu", "from_a_later_version": {"x": [1, 2]}, "cluster": {"id": "a", "index": 0, "size": 2,
                                                                              "later": True}}
     assert RunInfo.from_dict(raw).to_dict() == raw
+
+
+def test_an_old_key_read_under_a_new_name_is_refused_under_its_own_name() -> None:
+    """``power_watts`` (written before ``power_w``) holding a non-number is named as the file names it (the property
+    tests found it named ``power_w``, a key the file does not have)."""
+    from bench.readings import GpuReading
+
+    with pytest.raises(RecordError, match=r"gpu\.power_watts must be a number or null, got True"):
+        GpuReading.from_dict({"index": 0, "power_watts": True})
+    assert GpuReading.from_dict({"index": 0, "power_watts": 71.5}).power_w == 71.5
