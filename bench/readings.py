@@ -87,8 +87,10 @@ class GpuReading:
 
 @typed.record
 @dataclass(frozen=True)
-class Sample:
+class Sample(typed.Record):
     """The machine at one instant of a run: ``t_s`` seconds after the worker started."""
+
+    PATH: ClassVar[str] = "sample"
 
     NOUN: ClassVar[str] = "sample"
 
@@ -103,16 +105,6 @@ class Sample:
     extra: dict[str, JsonValue] = field(default_factory=dict)
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "sample") -> Sample:
-        return typed.checked(cls, data, path)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> Sample:
-        """A sample this project wrote (its store's row), taken as it is: no checks (``from_dict`` is for samples
-        from outside; a long run's history holds thousands)."""
-        return typed.trusted(cls, data)
-
     def carries(self, key: str) -> bool:
         """Whether this sample holds the reading ``key`` at all, even as None (psutil's first process reading is None;
         a record from a sampler that never took it has no such key)."""
@@ -121,9 +113,6 @@ class Sample:
     def gpu(self, index: int) -> GpuReading | None:
         """This sample's reading of GPU ``index``, if it has one."""
         return next((g for g in self.gpus or () if g.index == index), None)
-
-    def to_dict(self) -> dict[str, Any]:
-        return typed.dump(self)
 
 
 @typed.record

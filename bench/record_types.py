@@ -9,10 +9,9 @@ them. Like bench.readings, this module sits in the vocabulary at the bottom of t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 import typing
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from bench import typed
 from bench.typed import JsonValue
@@ -25,9 +24,11 @@ KINDS: tuple[str, ...] = typing.get_args(Kind)
 
 @typed.record
 @dataclass(frozen=True)
-class Diagnosis:
+class Diagnosis(typed.Record):
     """One run's verdict: ``kind`` (one of KINDS), the sentence that says why (``verdict``, which ends with the knob),
     the knob alone, the figures it weighed (``evidence``: name -> number, text or None) and what it lacked."""
+
+    PATH: ClassVar[str] = "diagnosis"
 
     kind: Kind
     verdict: str
@@ -37,27 +38,16 @@ class Diagnosis:
     extra: dict[str, JsonValue] = field(default_factory=dict)  # keys added by later versions, kept as they are
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
 
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "diagnosis") -> Diagnosis:
-        """A diagnosis from a record file, checked: a wrong type or a number out of its bounds is refused."""
-        return typed.checked(cls, data, path)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> Diagnosis:
-        """A diagnosis this project wrote (a stored summary), taken as it is (``from_dict`` is for files)."""
-        return typed.trusted(cls, data)
-
-    def to_dict(self) -> dict[str, Any]:
-        return typed.dump(self)
-
 
 # -- a run's summary (filled by bench.analysis.run_summary.summarize) ---------------------------------------------------
 @typed.record
 @dataclass(frozen=True)
-class RunSummary:
+class RunSummary(typed.Record):
     """A run's ``summary`` block, typed. Every figure is None where it was not measured; a map's value is None for a
     device whose figure was not measured, with the reason in the matching ``*_reasons``. Read from a stored record,
     it keeps the keys it was written with (an older summary lacks the later figures, which read as None)."""
+
+    PATH: ClassVar[str] = "summary"
 
     steady_epoch_seconds: float | None = typed.bound("epoch_seconds", default=None)  # median of epochs 2..N
     steady_samples_per_s: float | None = typed.bound("samples_per_s", default=None)
@@ -87,32 +77,19 @@ class RunSummary:
     extra: dict[str, JsonValue] = field(default_factory=dict)  # figures added by later versions, kept as they are
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
 
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "summary") -> RunSummary:
-        """A summary from a record file, checked: each figure of its declared kind and within its bounds (those of the
-        reading it is made of)."""
-        return typed.checked(cls, data, path)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> RunSummary:
-        """A summary this project wrote (a stored record), taken as it is (``from_dict`` is for files)."""
-        return typed.trusted(cls, data)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The summary as a record holds it (JSON)."""
-        return typed.dump(self)
-
 
 # -- a comparison's pair (filled by bench.analysis.compare.pairs) ------------------------------------------------------
 @typed.record
 @dataclass(frozen=True, kw_only=True)
-class Pair:
+class Pair(typed.Record):
     """One run against the baseline (the first run of a comparison): the speed-up (``bench.analysis.metrics.Speedup``'s
     figures, None without a steady epoch on both sides), the energy per steady epoch of each side (``_a`` the
     baseline, ``_b`` the other; None where not measured, with each unmeasured device and why in
     ``energy_missing``), ``energy_ratio`` (the baseline's energy per steady epoch / the other's), the hourly prices
     the user gave, the cost per steady epoch and per run at them, and ``cost_ratio``; ``headline``, the sentence a
     comparison record keeps beside its figures."""
+
+    PATH: ClassVar[str] = "pair"
 
     baseline_id: int | None = typed.bound("id", default=None)
     baseline_target: str
@@ -141,16 +118,6 @@ class Pair:
     extra: dict[str, JsonValue] = field(default_factory=dict)  # keys added by later versions, kept as they are
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
 
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "pair") -> Pair:
-        """A pair from a comparison file, checked: text where text belongs, finite numbers of sane size elsewhere."""
-        return typed.checked(cls, data, path)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> Pair:
-        """A pair this project wrote, taken as it is (``from_dict`` is for files)."""
-        return typed.trusted(cls, data)
-
     def to_dict(self) -> dict[str, Any]:
         out = typed.dump(self)
         if self.headline is None and "headline" in out and self.keys is None:  # no sentence: no key
@@ -161,10 +128,12 @@ class Pair:
 # -- a sweep's point (filled by bench.analysis.sweeps.sweep_row) -------------------------------------------------------
 @typed.record
 @dataclass(frozen=True)
-class SweepRow:
+class SweepRow(typed.Record):
     """One sweep point: a finished run's settings, speed, arithmetic against the measured peak, utilization and
     verdict (``bench.analysis.sweeps.sweep_row``), with its scaling over one device once ``sweeps.with_scaling`` has seen every point. A
     dict only in a ``bench.sweep/1`` file and in a page's table (``to_dict``)."""
+
+    PATH: ClassVar[str] = "row"
 
     size: str | None
     batch_size: int | None
@@ -197,19 +166,6 @@ class SweepRow:
     scaling_diagnosis: str | None = None
     extra: dict[str, JsonValue] = field(default_factory=dict)  # keys of later versions, kept as they are
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
-
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "row") -> SweepRow:
-        """A row of a sweep file, checked."""
-        return typed.checked(cls, data, path)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> SweepRow:
-        """A row this project wrote, typed without checks; written back by ``to_dict`` with the keys it had."""
-        return typed.trusted(cls, data)
-
-    def to_dict(self) -> dict[str, Any]:
-        return typed.dump(self)
 
     def point(self) -> tuple[Any, ...]:
         """(size, batch size, steps per execution, device count): what one point of a sweep varies."""
@@ -259,10 +215,12 @@ class GpuSpec:
 
 @typed.record
 @dataclass(frozen=True)
-class RecordedHardware:
+class RecordedHardware(typed.Record):
     """The machine a run ran on, as its record keeps it (``bench.hardware.devices.Hardware`` in JSON form): CPU, the
     GPUs it could target, why none where none, the Keras backend and its version, host and platform. A run imported
     from elsewhere keeps its own machine's; every field may be missing from an older record."""
+
+    PATH: ClassVar[str] = "hardware"
 
     cpu: CpuSpec | None = None
     gpus: tuple[GpuSpec, ...] = ()
@@ -276,23 +234,14 @@ class RecordedHardware:
     extra: dict[str, JsonValue] = field(default_factory=dict)
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "hardware") -> RecordedHardware:
-        return typed.checked(cls, data, path)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any] | None) -> RecordedHardware:
-        return typed.trusted(cls, data or {})
-
-    def to_dict(self) -> dict[str, Any]:
-        return typed.dump(self)
-
 
 @typed.record
 @dataclass(frozen=True)
-class Fingerprint:
+class Fingerprint(typed.Record):
     """What makes a machine this machine, for a bundle: CPU, GPUs, OS, Python, Keras and its backend. No hostname:
     a bundle is made to be shared."""
+
+    PATH: ClassVar[str] = "machine"
 
     cpu: CpuSpec
     gpus: tuple[GpuSpec, ...] = ()
@@ -306,14 +255,3 @@ class Fingerprint:
     backend_cuda: bool | None = None
     extra: dict[str, JsonValue] = field(default_factory=dict)
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "machine") -> Fingerprint:
-        return typed.checked(cls, data, path)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> Fingerprint:
-        return typed.trusted(cls, data)
-
-    def to_dict(self) -> dict[str, Any]:
-        return typed.dump(self)

@@ -250,7 +250,7 @@ def run_record(*, id: int | None, status: str, config: Mapping[str, Any],
 
 @typed.record
 @dataclass(frozen=True)
-class ComparisonBlock:
+class ComparisonBlock(typed.Record):
     """A comparison's figures (``compare.comparison``): the baseline's run id, one pair per other run, the hourly
     prices entered; with exactly two runs the first pair's figures also stand at the top level (kept as they are)."""
 
@@ -259,9 +259,6 @@ class ComparisonBlock:
     prices: dict[str, float] | None = typed.bound("price_per_hour", default=None)
     extra: dict[str, JsonValue] = field(default_factory=dict)
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return typed.dump(self)
 
 
 @typed.record
@@ -376,15 +373,12 @@ BUNDLE_SCHEMA = "bench.bundle/1"
 
 @typed.record
 @dataclass(frozen=True)
-class SuiteSpec:
+class SuiteSpec(typed.Record):
     """Which suite measured a machine: its version (bumped whenever a workload changes) and variant."""
 
     version: str
     variant: str
     extra: dict[str, JsonValue] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return typed.dump(self)
 
 
 @typed.record

@@ -11,9 +11,8 @@ a run that failed before it started has none, and records written by older versi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from bench import typed
 from bench.typed import JsonValue
@@ -31,7 +30,7 @@ class Phase:
 
 @typed.record(sparse=True)
 @dataclass(frozen=True)
-class ClusterInfo:
+class ClusterInfo(typed.Record):
     """A multi-worker run's cluster as one member saw it: the cluster's id (shared by every member), this member's
     index, the member count, the members' addresses and JAX's process index."""
 
@@ -43,14 +42,13 @@ class ClusterInfo:
     extra: dict[str, JsonValue] = field(default_factory=dict)
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        return typed.dump(self)
-
 
 @typed.record(sparse=True)
 @dataclass(frozen=True)
-class RunInfo:
+class RunInfo(typed.Record):
     """What a run learned while it ran; every field None (or empty) where it was not learned."""
+
+    PATH: ClassVar[str] = "info"
 
     pid: int | None = None
     framework: str | None = None
@@ -89,19 +87,6 @@ class RunInfo:
     extra: dict[str, JsonValue] = field(default_factory=dict)
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "info") -> RunInfo:
-        """Read from outside (an import, a stored row): checked, RecordError naming the field."""
-        return typed.checked(cls, data, path)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any] | None) -> RunInfo:
-        """What this project wrote (a worker's event, its own store row): typed, not checked."""
-        return typed.trusted(cls, data or {})
-
-    def to_dict(self) -> dict[str, Any]:
-        return typed.dump(self)
-
     def updated(self, **fields: Any) -> RunInfo:
         """A copy with ``fields`` set (the supervisor learns them one event at a time); a field this version does not
         declare is kept among the extra keys."""
@@ -118,9 +103,11 @@ class RunInfo:
 
 @typed.record(sparse=True)
 @dataclass(frozen=True)
-class RunError:
+class RunError(typed.Record):
     """Why a run failed: the exception's type (or the project's word: ``Hung``, ``WorkerDied``, ``Interrupted``),
     its message, what to do, and the worker's traceback where one was caught."""
+
+    PATH: ClassVar[str] = "error"
 
     error_type: str | None = None
     message: str | None = None
@@ -128,17 +115,6 @@ class RunError:
     traceback: str | None = None
     extra: dict[str, JsonValue] = field(default_factory=dict)
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def from_dict(cls, data: Any, path: str = "error") -> RunError:
-        return typed.checked(cls, data, path)
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> RunError:
-        return typed.trusted(cls, data)
-
-    def to_dict(self) -> dict[str, Any]:
-        return typed.dump(self)
 
     @property
     def headline(self) -> str:

@@ -22,7 +22,7 @@ import enum
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, Union
+from typing import Any, ClassVar, TypeVar, Union
 
 from bench import limits
 from bench.errors import RecordError
@@ -38,6 +38,28 @@ _WORDS = {str: "text", int: "a whole number", float: "a number", bool: "true or 
 
 
 _MARK = "__bench_typed__"
+
+
+R = TypeVar("R", bound="Record")
+
+
+class Record:
+    """What a declared record is read and written with, from its declaration alone: ``from_dict`` (checked, errors
+    named from ``PATH`` unless a path is given), ``of`` (trusted; None reads as an empty record) and ``to_dict``. A
+    record with its own rule (a renamed key, a rule across fields) writes its own methods instead."""
+
+    PATH: ClassVar[str] = ""  # where the record sits when read alone: "info", "summary", "machine"
+
+    @classmethod
+    def from_dict(cls: type[R], data: Any, path: str | None = None) -> R:
+        return checked(cls, data, cls.PATH if path is None else path)
+
+    @classmethod
+    def of(cls: type[R], data: Mapping[str, Any] | None) -> R:
+        return trusted(cls, data or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        return dump(self)
 
 
 _SPARSE = "__bench_typed_sparse__"
