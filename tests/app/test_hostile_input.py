@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.markdown_text import outside_code
 from bench.config import RunConfig
 from bench.store import Store
 
@@ -77,29 +78,12 @@ def test_a_crafted_link_is_echoed_as_text_not_markdown() -> None:
     notes = bodies(at.warning)
     assert "left out" in notes, notes
     assert "evil.example" in notes, "the bad values are named"
-    assert not UNESCAPED_LINK.search(_outside_code(notes)), notes
-    assert "https://" not in _outside_code(notes), notes
-
-
-def _outside_code(markdown: str) -> str:
-    """The parts of ``markdown`` outside its code spans (any fence length), where markup would act."""
-    out, i = [], 0
-    while i < len(markdown):
-        if markdown[i] == "`":
-            fence = re.match(r"`+", markdown[i:]).group(0)
-            end = markdown.find(fence, i + len(fence))
-            if end < 0:
-                out.append(markdown[i:])
-                break
-            i = end + len(fence)
-        else:
-            out.append(markdown[i])
-            i += 1
-    return "".join(out)
+    assert not UNESCAPED_LINK.search(outside_code(notes)), notes
+    assert "https://" not in outside_code(notes), notes
 
 
 def test_outside_code_helper_keeps_only_running_text() -> None:
-    assert _outside_code("a `b` c ``d`e`` f") == "a  c  f"
+    assert outside_code("a `b` c ``d`e`` f") == "a  c  f"
 
 
 def test_an_imported_record_with_markup_in_its_hardware_and_error_is_shown_as_text(isolated_store: Path) -> None:
@@ -113,8 +97,8 @@ def test_an_imported_record_with_markup_in_its_hardware_and_error_is_shown_as_te
     assert not at.exception, at.exception
     shown = bodies(at.markdown) + "\n" + bodies(at.error)
     assert "evil.example" in shown, shown
-    assert not UNESCAPED_LINK.search(_outside_code(shown)), shown
-    assert "https://" not in _outside_code(shown), shown
+    assert not UNESCAPED_LINK.search(outside_code(shown)), shown
+    assert "https://" not in outside_code(shown), shown
 
 
 def _show_imported(data: bytes) -> None:
@@ -177,7 +161,7 @@ def _markdown_texts(at: AppTest) -> list[str]:
 
 def _acts(markdown: str) -> bool:
     """Whether ``markdown`` holds, outside its code spans, markup that acts or a bare address made a link."""
-    source = _outside_code(markdown)
+    source = outside_code(markdown)
     return bool(ACTIVE_MARKUP.search(source) or BARE_ADDRESS.search(re.sub(r"\\(.)", r"\1", source)))
 
 

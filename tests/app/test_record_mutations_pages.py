@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as hst
 from streamlit.testing.v1 import AppTest
 
+from tests.app.markdown_text import outside_code
 from bench import records
 from bench.errors import RecordError
 from tests import strategies as S
@@ -46,23 +46,6 @@ BUDGET_TIMEOUT = pytest.mark.timeout(max(300, 30 * PAGE_EXAMPLES))  # a bigger b
 
 def app(path: str) -> AppTest:
     return AppTest.from_file(str(ROOT / path), default_timeout=60)
-
-
-def outside_code(markdown: str) -> str:
-    """The parts of ``markdown`` outside its code spans (any fence length), where markup would act."""
-    out, i = [], 0
-    while i < len(markdown):
-        if markdown[i] == "`":
-            fence = re.match(r"`+", markdown[i:]).group(0)
-            end = markdown.find(fence, i + len(fence))
-            if end < 0:
-                out.append(markdown[i:])
-                break
-            i = end + len(fence)
-        else:
-            out.append(markdown[i])
-            i += 1
-    return "".join(out)
 
 
 def rendered_texts(at: AppTest) -> list[str]:

@@ -289,16 +289,21 @@ def check_document(m: S.Mutation) -> list[Problem]:
     return found
 
 
-def run_problems(work: Path, imported: Answer) -> list[Problem]:
-    """After an import of runs: the listing, and each run's exports (and the JSON export imports again)."""
-    found = answer_problems(bench("runs"), want=(0,))
-    listed = bench("runs", "--json")
-    found += answer_problems(listed, want=(0,))
+def listing_problems(command: str) -> list[Problem]:
+    """``bench COMMAND --json``: exit 0, and strict JSON on stdout."""
+    listed = bench(command, "--json")
+    found = answer_problems(listed, want=(0,))
     if listed.code == 0:
         try:
             strict_json(listed.out)
         except ValueError as exc:
-            found.append(Problem("bench runs --json", "not strict JSON", str(exc)))
+            found.append(Problem(f"bench {command} --json", "not strict JSON", str(exc)))
+    return found
+
+
+def run_problems(work: Path, imported: Answer) -> list[Problem]:
+    """After an import of runs: the listing, and each run's exports (and the JSON export imports again)."""
+    found = answer_problems(bench("runs"), want=(0,)) + listing_problems("runs")
     ids = re.findall(r"#(\d+)", imported.out)
     if not ids:
         found.append(Problem("bench import", "no run id in its answer", imported.out[:300]))
@@ -331,14 +336,7 @@ def bundle_problems(work: Path) -> list[Problem]:
     from bench.output import gallery
     from bench.store import Store
 
-    found = answer_problems(bench("machines"), want=(0,))
-    listed = bench("machines", "--json")
-    found += answer_problems(listed, want=(0,))
-    if listed.code == 0:
-        try:
-            strict_json(listed.out)
-        except ValueError as exc:
-            found.append(Problem("bench machines --json", "not strict JSON", str(exc)))
+    found = answer_problems(bench("machines"), want=(0,)) + listing_problems("machines")
     found += answer_problems(bench("machines", "--model", "seed-cifar10-mlp", "--batch-size", "32"), want=(0,))
     step = "gallery.to_html (the Machines page's report)"
     try:
