@@ -131,6 +131,13 @@ def check_config(config: Any, path: str) -> None:
 
 
 
+def _non_empty_list(data: Any, key: str, what: str) -> None:
+    """A document's list that must hold at least one item (a comparison's runs, a sweep's rows, a bundle's runs)."""
+    value = data.get(key) if isinstance(data, Mapping) else None
+    if not isinstance(value, list) or not value:
+        raise fail(key, f"must be a non-empty list of {what}, got {show_value(value)}")
+
+
 # -- the records ------------------------------------------------------------------------------------------------------
 @typed.record
 @dataclass(frozen=True)
@@ -274,8 +281,7 @@ class Comparison:
 
     @classmethod
     def from_dict(cls, data: Any) -> Comparison:
-        if not (isinstance(data, Mapping) and isinstance(data.get("runs"), list) and data["runs"]):
-            raise fail("runs", f"must be a non-empty list of run records, got {show_value(data.get('runs'))}")
+        _non_empty_list(data, "runs", "run records")
         return typed.checked(cls, data, "")
 
     def to_dict(self) -> dict[str, Any]:
@@ -313,8 +319,7 @@ class Sweep:
 
     @classmethod
     def from_dict(cls, data: Any) -> Sweep:
-        if not (isinstance(data, Mapping) and isinstance(data.get("rows"), list) and data["rows"]):
-            raise fail("rows", f"must be a non-empty list of sweep points, got {show_value(data.get('rows'))}")
+        _non_empty_list(data, "rows", "sweep points")
         # a sweep keeps its runs without their samples (written before the key was kept empty: none at all)
         runs = data.get("runs")
         if isinstance(runs, list):
@@ -401,8 +406,7 @@ class MachineBundle:
 
     @classmethod
     def from_dict(cls, data: Any) -> MachineBundle:
-        if not (isinstance(data, Mapping) and isinstance(data.get("runs"), list) and data["runs"]):
-            raise fail("runs", f"must be a non-empty list of run records, got {show_value(data.get('runs'))}")
+        _non_empty_list(data, "runs", "run records")
         bundle = typed.checked(cls, data, "")
         if any(not v > 0 for v in bundle.prices.values()):
             raise fail("prices", f"must map targets to hourly prices above 0, got {show_value(bundle.prices)}")
