@@ -209,7 +209,7 @@ def _print_summary(record: RunRecord) -> None:
         print(f"mean CPU   {s.mean_cpu_percent:.0f} %")
     gpu = s.mean_gpu_util_percent
     print(f"mean GPU   {'n/a (no GPU sampled)' if gpu is None else f'{gpu:.0f} %'}")
-    steps = record.config.get("steps_per_execution") or 1
+    steps = record.config.steps_per_execution
     if steps != 1:
         print(f"steps per execution  {steps}")
     if record.status in (Status.FINISHED, Status.STOPPED):

@@ -8,7 +8,6 @@ import sys
 from typing import Any, NoReturn
 
 from bench import limits
-from bench import records as records_module
 from bench.config import OPTIMIZERS, ConfigError, RunConfig, preset_training
 
 
@@ -18,7 +17,7 @@ def _run_id(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a run id; `python -m bench runs` lists them") from None
-    if not 1 <= value <= records_module.ID_MAX:
+    if not 1 <= value <= limits.ID_MAX:
         raise argparse.ArgumentTypeError(f"{text} is not a run id (ids run from 1); `python -m bench runs` lists them")
     return value
 

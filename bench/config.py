@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
-from bench import settings
+from bench import settings, typed
 from bench.training import datasets, models
 from bench.errors import ConfigError as ConfigError  # raised by validate(); callers catch it from here
-from bench.readings import is_int
+from bench.checks import fail, is_int
 from bench.target import Target
 
 EPOCHS_MAX = 1000
@@ -63,9 +63,17 @@ def preset_training(model: str) -> dict[str, Any]:
 
 
 
+@typed.record
 @dataclass(frozen=True)
-class RunConfig:
-    """One training run. Defaults suit a live demo: the first epoch shows within seconds on a laptop CPU."""
+class RunConfig(typed.Record):
+    """One training run. Defaults suit a live demo: the first epoch shows within seconds on a laptop CPU.
+
+    Declared in bench.typed's way: a record's config is read with every setting's type checked (``from_dict``) and
+    written back with the keys it was read with (``keys``), so a record older than a setting does not gain this
+    machine's default for it (``recorded`` says whether it holds one). ``validate`` checks the values against this
+    machine before a run starts."""
+
+    PATH: ClassVar[str] = "config"
 
     dataset: str = "synthetic-mnist"
     model: str = "mlp"  # a family (mlp, cnn, text) or a seed preset (seed-cifar10-mlp, ...)
@@ -90,6 +98,7 @@ class RunConfig:
     # One member of a multi-worker run: every member's HOST:PORT (the first coordinates), and which one this is.
     workers: str | None = None
     worker_index: int | None = None
+    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read (bench.typed)
 
     # ----------------------------------------------------------------------------------------------------------------
     def effective_learning_rate(self) -> float:
@@ -124,22 +133,30 @@ class RunConfig:
             on += f" · worker {self.worker_index} of {len(self.worker_addresses())}"
         return f"{self.model}{size} · {self.dataset} · {where}{on} · batch {self.batch_size}{spe}"
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
-        """Rebuild a config; unknown keys are refused so a typo never passes silently."""
-        if not isinstance(data, dict):
-            raise ConfigError([f"a run config must be a JSON object, got {type(data).__name__}"])
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
+    def from_dict(cls, data: Any, path: str | None = None) -> RunConfig:
+        """A config read from outside (a record, a file): every setting's type checked, unknown settings refused so a
+        typo never passes silently.
+
+        Raises:
+            RecordError: naming the setting (``config.epochs``) and what it held.
+        """
+        where = cls.PATH if path is None else path
+        config = typed.checked(cls, data, where)
+        unknown = sorted(set(data) - _SETTINGS)
         if unknown:
-            raise ConfigError([f"unknown config field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(names))}"])
-        return cls(**data)
+            raise fail(where, f"holds unknown setting(s) {', '.join(map(repr, unknown))}; allowed: "
+                              f"{', '.join(sorted(_SETTINGS))}")
+        return config
+
+    def recorded(self, name: str) -> bool:
+        """Whether this config holds the setting ``name`` as given (built here, or read from a record that has it):
+        False for a record written before the setting existed, whose value here is today's default."""
+        return self.keys is None or name in self.keys
 
     def replace(self, **changes: Any) -> RunConfig:
-        return dataclasses.replace(self, **changes)
+        """This config with ``changes``: a new config, written whole."""
+        return dataclasses.replace(self, keys=None, **changes)
 
     # ----------------------------------------------------------------------------------------------------------------
     def validate(self, hardware: Machine) -> RunConfig:
@@ -325,6 +342,9 @@ class RunConfig:
             return ["CPU threads apply to CPU runs only; leave them empty for a GPU device"]
         return []
 
+
+
+_SETTINGS = frozenset(f.name for f in dataclasses.fields(RunConfig) if f.name != "keys")
 
 
 def _address(text: str) -> bool:

@@ -34,9 +34,8 @@ from bench.record_types import Fingerprint, Pair, RecordedHardware, RunSummary, 
 from bench import typed
 from bench.typed import JsonValue
 from bench.run_info import RunError, RunInfo
-from bench.config import ConfigError, RunConfig
+from bench.config import RunConfig
 from bench.errors import RecordError
-from bench.limits import ID_MAX
 from bench.readings import (  # noqa: F401 - Epoch, Sample, GpuReading and check_number are part of this module's API
     EXPORT_HINT,
     Epoch,
@@ -100,37 +99,6 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     return json.dumps(strict(value), indent=indent, allow_nan=False, default=str)
 
 
-def check_config(config: Any, path: str) -> None:
-    """A run config's shape: known settings with values of the right type (not checked against this machine)."""
-    if not isinstance(config, dict):
-        raise fail(path, f"must be a JSON object of run settings, got {show_value(config)}")
-    try:
-        RunConfig.from_dict(dict(config))
-    except ConfigError as exc:
-        raise fail(path, f"is not a run config this version reads: {exc}") from None
-    except TypeError as exc:
-        raise fail(path, f"is not a run config this version reads: {exc}") from None
-    kinds = {"int": int, "str": str, "float": float, "bool": bool, "None": type(None)}
-    words = {"int": "a whole number", "str": "text", "float": "a number", "bool": "true or false", "None": "null"}
-    for f in dataclasses.fields(RunConfig):
-        if f.name not in config:
-            continue
-        value = config[f.name]
-        names = [t.strip() for t in str(f.type).split("|") if t.strip() in kinds]
-        allowed = [kinds[t] for t in names]
-        ok = any(
-            (t is int and is_int(value)) or (t is float and is_number(value)) or (t is bool and isinstance(value, bool))
-            or (t not in (int, float, bool) and isinstance(value, t))
-            for t in allowed
-        )
-        if allowed and not ok:
-            raise fail(f"{path}.{f.name}", f"must be {' or '.join(words[t] for t in names)}, got {show_value(value)}")
-        if is_number(value) and (not math.isfinite(value) or abs(value) > ID_MAX):
-            raise fail(f"{path}.{f.name}", f"must be a finite number SQLite can hold, got {show_value(value)}")
-
-
-
-
 def _non_empty_list(data: Any, key: str, what: str) -> None:
     """A document's list that must hold at least one item (a comparison's runs, a sweep's rows, a bundle's runs)."""
     value = data.get(key) if isinstance(data, Mapping) else None
@@ -147,7 +115,7 @@ class RunRecord:
     NOUN: ClassVar[str] = "run record"
 
     status: Status
-    config: dict[str, Any]  # a RunConfig's settings, checked by check_config when read from outside
+    config: RunConfig
     hardware: RecordedHardware = field(default_factory=RecordedHardware)
     epochs: tuple[Epoch, ...] = ()
     samples: tuple[Sample, ...] = ()
@@ -175,7 +143,6 @@ class RunRecord:
         if raw.get("error") == {}:  # written as an empty object by early versions: no error
             raw = {**raw, "error": None}
         run = typed.checked(cls, raw, path)
-        check_config(raw["config"], f"{path}.config" if path else "config")
         seen: dict[int, int] = {}
         for i, epoch in enumerate(run.epochs):
             if epoch.epoch in seen:
@@ -211,17 +178,9 @@ class RunRecord:
                           summary=self.summary, members=[m.to_dict() for m in self.members]) | self.extra
 
 
-def _json_of(part: Any) -> dict[str, Any] | None:
-    """A typed part of a record as its JSON (a part given as a dict, by a test or a tool, as it is)."""
-    if part is None:
-        return None
-    return part.to_dict() if hasattr(part, "to_dict") else dict(part)
-
-
-def run_record(*, id: int | None, status: str, config: Mapping[str, Any],
-               hardware: RecordedHardware | Mapping[str, Any] | None, info: RunInfo | Mapping[str, Any] | None,
-               created_at: float | None, started_at: float | None, ended_at: float | None,
-               error: RunError | Mapping[str, Any] | None, store_error: str | None,
+def run_record(*, id: int | None, status: str, config: RunConfig, hardware: RecordedHardware | None,
+               info: RunInfo | None, created_at: float | None, started_at: float | None, ended_at: float | None,
+               error: RunError | None, store_error: str | None,
                epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]], label: str | None = None,
                summary: RunSummary | None = None,
                members: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
@@ -229,18 +188,18 @@ def run_record(*, id: int | None, status: str, config: Mapping[str, Any],
     stored one alike). The summary is computed from the epochs and samples unless given.
     ``members``: the other members' records of a multi-worker run this one coordinates (written only when some)."""
     epochs, samples = list(epochs), list(samples)
-    info = info if isinstance(info, RunInfo) else RunInfo.of(info)  # the typed parts as their JSON; a dict as it is
+    info = info or RunInfo()
     out = {
         "schema": RUN_SCHEMA,
         "id": id,
         "status": str(status),
-        "config": dict(config),
-        "hardware": _json_of(hardware) or {},
+        "config": config.to_dict(),
+        "hardware": hardware.to_dict() if hardware is not None else {},
         "info": info.to_dict(),
         "created_at": created_at,
         "started_at": started_at,
         "ended_at": ended_at,
-        "error": _json_of(error) or None,
+        "error": error.to_dict() if error is not None else None,
         "store_error": store_error,
         "epochs": epochs,
         "samples": samples,
@@ -330,7 +289,7 @@ class Sweep:
         for raw, row in zip(data["rows"], sweep.rows):
             run = by_id.get(row.run_id)
             if "sample_interval_s" not in raw and run is not None:  # written before rows carried it: its run's
-                row = dataclasses.replace(row, sample_interval_s=run.config.get("sample_interval_s"),
+                row = dataclasses.replace(row, sample_interval_s=run.config.sample_interval_s,
                                           keys=(*(row.keys or ()), "sample_interval_s"))
             rows.append(row)
         return dataclasses.replace(sweep, rows=tuple(rows))

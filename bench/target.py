@@ -229,11 +229,14 @@ def on_gpu(target: Target | None, placement: Any = None) -> bool | None:
     return ("gpu" in text or "cuda" in text) if text else None
 
 
-def text_of_config(config: Mapping[str, Any]) -> str:
-    """A run's target as text (cpu, cpu/N, gpu:N, gpus), for tables and files; its device as stored when that is
-    malformed. :func:`of_config` gives the value itself."""
+def text_of_config(config: Any) -> str:
+    """A run's target as text (cpu, cpu/N, gpu:N, gpus), for tables and files, from its RunConfig (or a config dict
+    at the border); its device as stored when that is malformed. :func:`of_config` gives the value itself."""
     found = of_config(config)
-    return str(found) if found is not None else str(config.get("device", "?"))
+    if found is not None:
+        return str(found)
+    device = config.get("device") if isinstance(config, Mapping) else getattr(config, "device", None)
+    return str(device) if device is not None else "?"
 
 
 def canonical(value: Target | str) -> str:

@@ -36,12 +36,11 @@ for run in runs:
     rows.append({
         "id": run.id,
         "status": str(run.status),
-        "model": config.get("model") if config.get("model") in models.PRESETS
-        else f"{config.get('model')} {config.get('size') or ''}".strip(),
-        "dataset": config.get("dataset"),
+        "model": config.model if config.model in models.PRESETS else f"{config.model} {config.size or ''}".strip(),
+        "dataset": config.dataset,
         "target": compare.target(run),
-        "batch": config.get("batch_size"),
-        "epochs": f"{len(run.epochs)}/{config.get('epochs')}",
+        "batch": config.batch_size,
+        "epochs": f"{len(run.epochs)}/{config.epochs}",
         "steady epoch (s)": metrics.steady_epoch_seconds(run.epochs),
         "samples/s": summary.steady_samples_per_s,
         "mean CPU %": summary.mean_cpu_percent,

@@ -262,7 +262,7 @@ def reference_panel(records: Sequence[RunRecord]) -> None:
     """The seed article's published figures beside the user's own, with the hardware each came from."""
     if not records:
         return
-    model = records[0].config.get("model")
+    model = records[0].config.model
     refs = references.for_preset(model or "")
     if not refs:
         return
@@ -286,7 +286,7 @@ def own_reference_rows(records: Sequence[RunRecord]) -> list[dict[str, str]]:
         return (hw.cpu.model or "" if hw.cpu else "", ", ".join(g.name or "" for g in hw.gpus) or "none")
 
     def size(rec: Run) -> str:
-        return f"{rec.info.n_train or '?'} samples, {rec.config.get('epochs')} epochs"
+        return f"{rec.info.n_train or '?'} samples, {rec.config.epochs} epochs"
 
     rows = []
     for pair in compare.reference_pairs(records):

@@ -23,9 +23,10 @@ readings, when sampled) or the achieved share of the measured peak.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from bench.config import RunConfig
 from bench.run_info import RunInfo
 from bench.analysis import metrics
 from bench.readings import Epoch, Sample
@@ -77,14 +78,6 @@ KNOBS = {
 
 
 
-def _get(obj: Any, key: str) -> Any:
-    if obj is None:
-        return None
-    if isinstance(obj, Mapping):
-        return obj.get(key)
-    return getattr(obj, key, None)
-
-
 def _num(value: Any) -> float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
@@ -95,11 +88,10 @@ def _gpu_mean(samples: Sequence[Sample], key: str) -> float | None:
     return metrics.mean_or_none(getattr(g, key) for s in samples for g in s.gpus or ())
 
 
-def _on_gpu(config: Any, info: RunInfo) -> bool | None:
-    """bench.target.on_gpu of a run's config (a RunConfig or its dict; no target when it names no device) and
-    placement."""
-    target = of_config(config) if isinstance(_get(config, "device"), str) else None
-    return on_gpu(target, info.placement)
+def _on_gpu(config: RunConfig | None, info: RunInfo) -> bool | None:
+    """bench.target.on_gpu of a run's config (no target when it has none, or names no device this version reads)
+    and placement."""
+    return on_gpu(of_config(config) if config is not None else None, info.placement)
 
 
 def _pct(value: float | None) -> str:
@@ -107,13 +99,13 @@ def _pct(value: float | None) -> str:
 
 
 def diagnose(epochs: Sequence[Epoch], samples: Sequence[Sample],
-             info: RunInfo | None = None, config: Any = None,
+             info: RunInfo | None = None, config: RunConfig | None = None,
              peak_gflops: float | None = None) -> Diagnosis:
-    """The verdict for one run (see the module's docstring). ``config`` is a RunConfig or its dict."""
+    """The verdict for one run (see the module's docstring)."""
     info = info or RunInfo()
     on_gpu = _on_gpu(config, info)
-    batch = _num(_get(config, "batch_size"))
-    spe = int(_get(config, "steps_per_execution") or 1)
+    batch = _num(config.batch_size) if config is not None else None
+    spe = config.steps_per_execution if config is not None else 1
     n_train = _num(info.n_train)
     steady_s = metrics.steady_epoch_seconds(epochs)
     steps = math.ceil(n_train / batch) if n_train and batch else None
@@ -131,7 +123,7 @@ def diagnose(epochs: Sequence[Epoch], samples: Sequence[Sample],
     tensor = _gpu_mean(steady, "tensor_active_percent")
     process = metrics.mean_or_none(s.process_cpu_percent for s in steady)
     machine = metrics.mean_or_none(s.cpu_percent for s in steady)
-    threads = _num(info.threads) or (_num(_get(config, "cpu_threads")) if on_gpu is False else None)
+    threads = _num(info.threads) or (_num(config.cpu_threads) if on_gpu is False and config is not None else None)
 
     evidence: dict[str, Any] = {
         "device": None if on_gpu is None else ("gpu" if on_gpu else "cpu"),

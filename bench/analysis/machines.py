@@ -101,17 +101,25 @@ def _measured(machine: Machine, run: RunRecord) -> Measured | None:
     if rate is None or steady is None:
         return None
     config, info = run.config, run.info
-    model, size, batch = str(config.get("model")), config.get("size"), int(config.get("batch_size") or 0)
+    model, size, batch = config.model, config.size, config.batch_size
     target = canonical(text_of_config(run.config))
     energy, note = target_energy(summary, info, target)
     return Measured(
         machine=machine.key, target=target, workload=workload_key(model, size, batch),
         model=model, size=None if model in models.PRESETS else size, batch_size=batch,
-        dataset=str(config.get("dataset")), flops_per_sample=info.flops_per_sample,
+        dataset=config.dataset, flops_per_sample=info.flops_per_sample,
         steady_epoch_seconds=steady, samples_per_s=rate, epoch_samples=info.n_train,
         energy_j_per_1k=energy, energy_note=note,
-        precision=str(config.get("precision") or "float32"), backend=str(config.get("backend") or "?"),
-        jit_compile=bool(config.get("jit_compile")), run_id=run.id, optimizer=str(config.get("optimizer") or "?"))
+        precision=config.precision, backend=_backend(run), jit_compile=config.jit_compile, run_id=run.id,
+        optimizer=config.optimizer)
+
+
+def _backend(run: RunRecord) -> str:
+    """The Keras backend a run trained on: its config's, else (a record older than that setting) what the run itself
+    reported, never this machine's default."""
+    if run.config.recorded("backend"):
+        return run.config.backend
+    return run.info.backend or "?"
 
 
 def target_energy(summary: RunSummary, info: RunInfo, target: str) -> tuple[float | None, str | None]:

@@ -7,10 +7,11 @@ It sits above both: metrics is arithmetic that knows no verdicts, and the diagno
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Protocol
 
+from bench.config import RunConfig
 from bench.run_info import RunInfo
 from bench.analysis import diagnosis
 from bench.readings import Epoch, GpuReading, Sample
@@ -23,7 +24,7 @@ from bench.analysis.metrics import (finite_values, first_mean, first_mean_where,
 
 
 def summarize(epochs: Sequence[Epoch], samples: Sequence[Sample], *,
-              info: RunInfo | None = None, config: Any = None,
+              info: RunInfo | None = None, config: RunConfig | None = None,
               peak_gflops: float | None = None) -> RunSummary:
     """The ``summary`` block of a run record. Utilization means cover the steady epochs (see training_windows).
     ``diagnosis`` (bench.analysis.diagnosis) also reads the run's info and config, and the device's peak when known;
@@ -56,7 +57,7 @@ def _used_gpus(sample: Sample, indices: set[int]) -> list[GpuReading]:
 
 
 def energy_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
-                   info: RunInfo | None, config: Any) -> RunSummary:
+                   info: RunInfo | None, config: RunConfig | None) -> RunSummary:
     """Energy per steady epoch (median) and per 1,000 samples for every device the run used, which of them were
     integrated from power draw, and the reason a device's figure is None. The live header asks for this alone, at
     every refresh: it reads the epochs, and the samples only to name the GPUs of an all-GPUs run. The other figures
@@ -88,7 +89,7 @@ def energy_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
 
 def gpu_truth_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
                       windows: Sequence[Sequence[Sample]], info: RunInfo | None,
-                      config: Any) -> RunSummary:
+                      config: RunConfig | None) -> RunSummary:
     """What the devices really did over the run: its energy (energy_summary), GPM SM/tensor activity (means like the
     utilization means), the throttle reasons seen while training, and the steady median of the epochs' achieved
     GFLOP/s."""
@@ -140,7 +141,7 @@ class Run(Protocol):
     @property
     def status(self) -> str: ...
     @property
-    def config(self) -> Mapping[str, Any]: ...
+    def config(self) -> RunConfig: ...
     @property
     def info(self) -> RunInfo: ...
     @property

@@ -75,9 +75,9 @@ def sweep_row(record: Run, peak: float | Mapping[str, Any] | None) -> SweepRow:
     return SweepRow(
         run_id=record.id,
         status=str(record.status),
-        size=config.get("size"),
-        batch_size=config.get("batch_size"),
-        steps_per_execution=config.get("steps_per_execution") or 1,
+        size=config.size,
+        batch_size=config.batch_size,
+        steps_per_execution=config.steps_per_execution,
         target=text_of_config(config),
         devices=device_count(record),
         per_device_batch_size=info.per_device_batch_size,
@@ -94,7 +94,7 @@ def sweep_row(record: Run, peak: float | Mapping[str, Any] | None) -> SweepRow:
         tensor_active_percent=summary.tensor_active_percent,
         mean_cpu_percent=summary.mean_cpu_percent,
         mean_process_cpu_percent=summary.mean_process_cpu_percent,
-        sample_interval_s=config.get("sample_interval_s"),
+        sample_interval_s=config.sample_interval_s,
         utilization_window=(summary.gpu_util_window if _on_gpu_record(record)
                             else summary.cpu_util_window),
         diagnosis=verdict.verdict,
@@ -107,8 +107,8 @@ def device_count(record: Run) -> int:
     replicas = record.info.replicas
     if replicas is not None and replicas >= 1:
         return replicas
-    asked = record.config.get("devices")
-    return asked if isinstance(asked, int) and not isinstance(asked, bool) and asked >= 1 else 1
+    asked = record.config.devices
+    return asked if asked is not None and asked >= 1 else 1
 
 
 # Below this share of N x the one-device throughput, the exchange between devices sets the pace, not the arithmetic.

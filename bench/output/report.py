@@ -28,7 +28,6 @@ from typing import Any
 from bench import records, safe_text
 from bench.output import charts
 from bench.analysis import compare, metrics, run_summary
-from bench.config import ConfigError, RunConfig
 from bench.readings import Epoch, Sample, is_int, is_number
 from bench.records import ACTIVE as ACTIVE_STATUSES
 from bench.records import EXPORT_HINT, RecordError, RunRecord
@@ -72,19 +71,11 @@ def hardware_label(hw: RecordedHardware | None) -> str:
     return f"{hw.cpu.model or 'unknown CPU'}{core_text}, no GPU"
 
 
-def _config(config: Mapping[str, Any]) -> RunConfig | None:
-    try:
-        return RunConfig.from_dict(dict(config))
-    except (ConfigError, TypeError, ValueError):
-        return None
-
-
 def run_label(record: RunRecord) -> str:
     """The run's stored label, else its config's label, else ``run ID``."""
     if record.label:
         return record.label
-    config = _config(record.config)
-    return config.label() if config is not None else f"run {record.id}"
+    return record.config.label()
 
 
 def _display_names(runs: Sequence[RunRecord]) -> list[str]:
@@ -293,7 +284,7 @@ def _run_section(record: RunRecord, name: str) -> str:
         facts.append(("error", f"{error.headline} — {error.hint or ''}"))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
     config_rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e('—' if v is None else v)}</td></tr>"
-                          for k, v in record.config.items())
+                          for k, v in record.config.to_dict().items())
     return (f"<section class='run'><h2>{_e(name)}</h2><p>{_e(_run_headline(record))}</p>"
             f"<table>{rows}</table><h3>Configuration</h3><table class='config'>{config_rows}</table></section>")
 
@@ -482,7 +473,7 @@ def import_into_store(store: Any, record: Importable | Mapping[str, Any]) -> lis
             error = error or RunError(error_type="Interrupted", message="The run was still active when it was exported.",
                                       hint="Its finished epochs are kept; start it again for a complete run.")
         try:
-            ids.append(store.create_run(dict(run.config), status=status, label=label, created_at=run.created_at))
+            ids.append(store.create_run(run.config.to_dict(), status=status, label=label, created_at=run.created_at))
             store.update_run(ids[-1], started_at=run.started_at, ended_at=run.ended_at, hardware=run.hardware,
                              info=info, error=error,
                              summary=run_summary.summarize(run.epochs, run.samples, info=info, config=run.config))

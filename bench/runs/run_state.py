@@ -148,7 +148,7 @@ class RunSnapshot:
     def from_stored(cls, run: records.RunRecord, *, owner: str | None = None) -> RunSnapshot:
         """A run read back from the store (``Store.get_run``): after a restart, or one another process runs."""
         return cls(
-            id=int(run.id or 0), config=RunConfig.from_dict(run.config), status=run.status,
+            id=int(run.id or 0), config=run.config, status=run.status,
             created_at=float(run.created_at or 0.0), started_at=run.started_at, ended_at=run.ended_at,
             phase=str(run.status), info=run.info, progress={}, epochs=run.epochs, samples=run.samples,
             error=run.error, store_error=None, hardware=run.hardware, queue_position=None, saved=True,
@@ -158,7 +158,7 @@ class RunSnapshot:
         """The ``bench.run/1`` record the CLI writes and exports use, with this snapshot's own summary rather than a
         second one computed from the same epochs and samples."""
         return records.RunRecord(
-            id=self.id, status=Status(self.status), config=self.config.to_dict(), hardware=self.hardware,
+            id=self.id, status=Status(self.status), config=self.config, hardware=self.hardware,
             info=self.info, created_at=self.created_at, started_at=self.started_at, ended_at=self.ended_at,
             error=self.error, store_error=self.store_error, epochs=self.epochs,
             samples=self.samples, summary=self.summary)

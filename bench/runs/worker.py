@@ -339,7 +339,7 @@ def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | N
     from bench.config import RunConfig
 
     say = on_phase or (lambda phase: None)
-    cfg = RunConfig.from_dict(config)
+    cfg = RunConfig.of(config)
     say(f"importing {cfg.backend}")
     cluster = Cluster.of(config)
     version, devices_seen = _framework_setup(cfg.backend, cfg.cpu_threads, logical_cpus(config), cluster)
@@ -398,7 +398,7 @@ def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bo
     from bench.config import RunConfig
 
     if prepared is not None and same_preparation(prepared.config.to_dict(), config):
-        training = dataclasses.replace(prepared, config=RunConfig.from_dict(config))
+        training = dataclasses.replace(prepared, config=RunConfig.of(config))
     else:
         training = prepare_training(config, on_phase=lambda phase: events.emit(queue, events.PHASE, phase=phase))
     cfg, model, parallel = training.config, training.model, training.parallel

@@ -30,6 +30,7 @@ from bench.training.datasets.registry import DOWNLOAD_SOCKET_TIMEOUT_S
 from bench.output import report
 from bench.hardware import devices
 from bench.config import ConfigError, RunConfig
+from bench.errors import RecordError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,15 +85,37 @@ WRONG_TYPES = [
 
 @pytest.mark.parametrize(("changes", "message"), WRONG_TYPES, ids=[
     "-".join(f"{k}={v!r}" for k, v in c.items()) for c, _ in WRONG_TYPES])
-def test_wrong_types_from_a_dict_are_refused_with_what_is_allowed(changes, message):
-    config = RunConfig.from_dict({**RunConfig().to_dict(), **changes})
+def test_wrong_types_built_in_code_are_refused_with_what_is_allowed(changes, message):
+    config = RunConfig(**{**RunConfig().to_dict(), **changes})
     with pytest.raises(ConfigError, match=message):  # a ConfigError, never a TypeError from deep inside
         config.validate(devices.discover())
 
 
+# read from JSON, a value of the wrong type is refused as it is read (a null where a default stands reads as the
+# default; a value of the right type outside what this machine allows is validate()'s, above)
+WRONG_JSON_TYPES = [({"epochs": "5"}, "epochs"), ({"epochs": 2.5}, "epochs"), ({"batch_size": True}, "batch_size"),
+                    ({"seed": 1.5}, "seed"), ({"sample_interval_s": "0.5"}, "sample_interval_s"),
+                    ({"sample_interval_s": True}, "sample_interval_s"), ({"learning_rate": "0.01"}, "learning_rate"),
+                    ({"cpu_threads": "1"}, "cpu_threads"), ({"cpu_threads": 1.0}, "cpu_threads"),
+                    ({"jit_compile": 1}, "jit_compile"), ({"jit_compile": "false"}, "jit_compile"),
+                    ({"limit_samples": "100"}, "limit_samples"), ({"device": 0}, "device"),
+                    ({"dataset": ["mnist"]}, "dataset"), ({"model": ["mlp"]}, "model"), ({"size": 3}, "size"),
+                    ({"npz_path": ["x.npz"]}, "npz_path"), ({"workers": 7}, "workers"),
+                    ({"steps_per_execution": "8"}, "steps_per_execution")]
+
+
+@pytest.mark.parametrize(("changes", "key"), WRONG_JSON_TYPES, ids=[
+    "-".join(f"{k}={v!r}" for k, v in c.items()) for c, _ in WRONG_JSON_TYPES])
+def test_wrong_types_read_from_json_are_refused_naming_the_setting(changes, key):
+    """Read from a file or a record, a setting of the wrong type is refused when read, naming it: the config is
+    parsed once, not carried as whatever it held."""
+    with pytest.raises(RecordError, match=rf"config\.{key} must be "):
+        RunConfig.from_dict({**RunConfig().to_dict(), **changes})
+
+
 def test_every_wrong_type_is_listed_at_once():
-    config = RunConfig.from_dict({**RunConfig().to_dict(), "epochs": "5", "batch_size": None, "seed": 1.5,
-                                  "jit_compile": "no"})
+    config = RunConfig(**{**RunConfig().to_dict(), "epochs": "5", "batch_size": None, "seed": 1.5,
+                          "jit_compile": "no"})
     with pytest.raises(ConfigError) as caught:
         config.validate(devices.discover())
     assert len(caught.value.errors) == 4, caught.value.errors
@@ -100,7 +123,7 @@ def test_every_wrong_type_is_listed_at_once():
 
 @pytest.mark.parametrize("data", [None, [], ["epochs", 5], "epochs=5", 5])
 def test_a_config_that_is_not_an_object_is_refused(data):
-    with pytest.raises(ConfigError, match=r"a run config must be a JSON object, got"):
+    with pytest.raises(RecordError, match=r"config must be a JSON object, got"):
         RunConfig.from_dict(data)
 
 

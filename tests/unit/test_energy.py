@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.record_types import RecordedHardware
 from bench.hardware import energy
 from bench.analysis import run_summary
 from bench.config import RunConfig
@@ -197,7 +198,7 @@ def test_summary_energy_per_steady_epoch_and_per_1000_samples() -> None:
                                     "throttle_reasons": ["power cap"] if t == 6.5 else []},
                                    {"index": 1, "sm_active_percent": 0.0, "throttle_reasons": ["thermal slowdown"]}]}
                for t in (4.5, 6.5, 8.5)]
-    summary = run_summary.summarize(epochs_of(epochs), samples_of(samples), config={"device": "gpu:0"})
+    summary = run_summary.summarize(epochs_of(epochs), samples_of(samples), config=RunConfig(device="gpu:0"))
     assert summary.energy_j_per_epoch == {"cpu": 120.0, "gpu:0": 500.0}, "median over epochs 2..4, None left out"
     # each steady epoch trains 500 samples/s x 2 s = 1,000 samples
     assert summary.energy_j_per_1000_samples == {"cpu": pytest.approx(120.0), "gpu:0": pytest.approx(500.0)}
@@ -225,7 +226,7 @@ def test_the_live_headers_energy_is_the_summarys_energy() -> None:
         snap = RunSnapshot(id=1, config=config, status="running", created_at=0.0, started_at=0.0, ended_at=None,
                            phase="training", info=info, progress={}, epochs=epochs_of(run),
                            samples=samples_of(samples), error=None,
-                           store_error=None, hardware={}, queue_position=None)
+                           store_error=None, hardware=RecordedHardware(), queue_position=None)
         assert {k: getattr(snap.energy(), k) for k in keys} == {k: getattr(snap.summary, k) for k in keys}
         assert snap.energy().energy_j_per_epoch, "every device the run used has an entry"
 
@@ -234,12 +235,12 @@ def test_summary_names_the_reason_energy_is_none() -> None:
     epochs = [epoch(1, {"cpu": None}), epoch(2, {"cpu": None})]
     reason = "RAPL not readable here: /sys/class/powercap is absent."
     summary = run_summary.summarize(epochs_of(epochs), (), info=RunInfo(energy_reasons={"cpu": reason}),
-                                    config={"device": "cpu"})
+                                    config=RunConfig(device="cpu"))
     assert summary.energy_j_per_epoch == {"cpu": None}
     assert summary.energy_reasons == {"cpu": reason}
     assert summary.sm_active_percent is None and summary.throttle_reasons is None
     gpu_run = run_summary.summarize(epochs_of([epoch(1, {"cpu": None, "gpu:0": None})]), (),
-                                    config={"device": "gpu:0"})
+                                    config=RunConfig(device="gpu:0"))
     assert gpu_run.energy_reasons["gpu:0"].startswith("no steady epoch yet")
 
 
@@ -260,7 +261,7 @@ def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
     sampler.start = lambda: None  # type: ignore[method-assign]  # samples are taken by hand below
     sampler._t0_s = 100.0
     lock = threading.Lock()
-    state = RunState(id=1, config=RunConfig(device="gpu:0", epochs=2), created_at=0.0, hardware={})
+    state = RunState(id=1, config=RunConfig(device="gpu:0", epochs=2), created_at=0.0, hardware=RecordedHardware())
     state.info = state.info.updated(flops_per_sample=2e6)
     sup = Supervisor(state, lock=lock, writer=RunWriter(None, lock), ctx=None, worker_target=None,
                      sampler_factory=None, stop_event=None, log_path=None, hang_timeout_s=60, stop_grace_s=5)
@@ -309,7 +310,7 @@ def test_a_snapshots_summary_is_computed_once(monkeypatch) -> None:
     fields = dict(id=1, config=RunConfig(), status="finished", created_at=0.0, started_at=0.0, ended_at=9.0,
                   phase="finished", info=RunInfo(), progress={},
                   epochs=epochs_of([epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0})]), samples=(), error=None,
-                  store_error=None, hardware={}, queue_position=None)
+                  store_error=None, hardware=RecordedHardware(), queue_position=None)
     snap = RunSnapshot(**fields)
     assert snap.summary.epochs_done == 2 and snap.summary is snap.summary
     assert len(calls) == 1
@@ -328,8 +329,8 @@ def test_a_snapshots_record_carries_the_summary_it_computed(monkeypatch) -> None
                        epochs=epochs_of([epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0}), epoch(3, {"cpu": 3.0})]),
                        samples=samples_of([{"t_s": 4.5, "cpu_percent": 80.0, "process_cpu_percent": 150.0}]),
                        error=None,
-                       store_error=None, hardware={}, queue_position=None)
-    fresh = records.run_record(id=1, status="finished", config=snap.config.to_dict(), hardware={}, info=RunInfo(),
+                       store_error=None, hardware=RecordedHardware(), queue_position=None)
+    fresh = records.run_record(id=1, status="finished", config=snap.config, hardware=None, info=RunInfo(),
                                created_at=0.0, started_at=0.0, ended_at=9.0, error=None, store_error=None,
                                epochs=[e.to_dict() for e in snap.epochs],
                                samples=[s.to_dict() for s in snap.samples])["summary"]

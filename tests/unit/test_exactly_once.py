@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from bench.record_types import RecordedHardware
 from bench.readings import Epoch, Sample
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
@@ -77,7 +78,7 @@ def test_every_sample_and_epoch_is_stored_once(isolated_store: Any) -> None:
     writer = RunWriter(store, lock)
     states = []
     for _ in range(RUNS):
-        state = RunState(id=0, config=TINY, created_at=time.time(), hardware={})
+        state = RunState(id=0, config=TINY, created_at=time.time(), hardware=RecordedHardware())
         writer.create(state)
         assert state.stored
         states.append(state)
@@ -144,7 +145,7 @@ def test_a_run_that_ends_while_the_keeper_writes_is_stored_ended_with_every_samp
     store = HeldStore(isolated_store)
     lock = threading.Lock()
     writer = RunWriter(store, lock)
-    state = RunState(id=0, config=TINY, created_at=time.time(), hardware={})
+    state = RunState(id=0, config=TINY, created_at=time.time(), hardware=RecordedHardware())
     writer.create(state)
     with lock:
         state.status = "running"

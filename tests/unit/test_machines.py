@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from bench import records
+from bench.config import RunConfig
 from bench.analysis import machines as M
 from bench.analysis.run_summary import RunSummary
 from bench.errors import RecordError
@@ -27,7 +28,7 @@ def _run(model: str, size: str | None, batch: int, target: str, samples_per_s: f
     config = {"model": model, "size": size or "s", "batch_size": batch, "device": device, "backend": backend,
               "dataset": "synthetic-mnist", "cpu_threads": int(threads) if threads else None}
     return records.RunRecord.from_dict(records.run_record(
-        id=run_id, status="finished", config=config, hardware={}, info=RunInfo(flops_per_sample=flops, n_train=10000),
+        id=run_id, status="finished", config=RunConfig.of(config), hardware=None, info=RunInfo(flops_per_sample=flops, n_train=10000),
         created_at=None, started_at=None, ended_at=None, error=None, store_error=None, epochs=[], samples=[],
         summary=RunSummary(steady_samples_per_s=samples_per_s, steady_epoch_seconds=10000 / samples_per_s,
                            energy_j_per_1000_samples={"cpu" if device == "cpu" else target: energy})))
@@ -148,7 +149,7 @@ def test_rows_unequal_to_a_baseline_without_a_figure_are_still_flagged(laptop: M
     # the optimizer differs between one machine's workloads (a seed preset's article): not taken from another one
     sgd = _machine("sgd", [_run("seed-mnist-dense", None, 32, "cpu", 20000, run_id=1)])
     sgd = M.Machine("sgd", "store", records.load_bundle({**sgd.bundle.to_dict(), "runs": [
-        {**sgd.bundle.runs[0].to_dict(), "config": {**sgd.bundle.runs[0].config, "optimizer": "sgd"}}]}))
+        {**sgd.bundle.runs[0].to_dict(), "config": {**sgd.bundle.runs[0].config.to_dict(), "optimizer": "sgd"}}]}))
     ranked = M.ranking([other, gpu_box, sgd], "mlp", "xs", 128, prices={}, baseline=("sgd", "cpu"))
     assert not any("optimizer" in f for r in ranked.by_time for f in r.flags), ranked.by_time
 

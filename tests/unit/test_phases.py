@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from bench.record_types import RecordedHardware
 from bench.readings import Sample
 from bench.output import charts
 from bench.records import Status
@@ -20,7 +21,7 @@ def test_phases_are_recorded_stored_and_drawn(tmp_path):
     store = Store(tmp_path / "runs.sqlite3")
     lock = threading.Lock()
     writer = RunWriter(store, lock)
-    state = RunState(id=0, config=TINY, created_at=1.0, hardware={})
+    state = RunState(id=0, config=TINY, created_at=1.0, hardware=RecordedHardware())
     writer.create(state)
     sup = Supervisor(state, lock=lock, writer=writer, ctx=None, worker_target=None, sampler_factory=None,
                      stop_event=None, log_path=None, hang_timeout_s=30, stop_grace_s=5)

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench import records
+from bench.config import RunConfig
+from bench.record_types import RecordedHardware
 from bench.analysis.sweeps import SweepRow
 from bench.records import Comparison, RecordError, RunRecord, Status, Sweep
 from bench.run_info import RunInfo
@@ -20,7 +22,8 @@ RESULTS = ROOT / "docs" / "results"
 
 def minimal_run(**changes) -> dict:
     record = records.run_record(
-        id=7, status=Status.FINISHED, config={"dataset": "synthetic-mnist", "epochs": 2}, hardware={"cpu": {}},
+        id=7, status=Status.FINISHED, config=RunConfig.of({"dataset": "synthetic-mnist", "epochs": 2}),
+        hardware=RecordedHardware.of({"cpu": {}}),
         info=RunInfo(placement="/device:CPU:0"), created_at=1.0, started_at=2.0, ended_at=3.0, error=None,
         store_error=None, samples=[{"t_s": 0.5, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": None}]}],
         epochs=[{"epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True},

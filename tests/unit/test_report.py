@@ -118,7 +118,7 @@ def test_comparison_import_gives_one_row_per_run(tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.sqlite3")
     ids = report.import_into_store(store, report.load_record_file(report.to_json(doc).encode()))
     assert len(ids) == 2
-    assert [store.get_run(i).config["device"] for i in ids] == ["cpu", "gpu:0"]
+    assert [store.get_run(i).config.device for i in ids] == ["cpu", "gpu:0"]
 
 
 def test_failed_import_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -272,7 +272,7 @@ def _broken(change: Any) -> dict[str, Any]:
         (_broken(lambda r: r["samples"][1].update(t_s="later")), r"samples\[1\]\.t_s must be a number"),
         (_broken(lambda r: r["samples"][0]["gpus"][0].update(util_percent="high")),
          r"samples\[0\]\.gpus\[0\]\.util_percent must be a number or null"),
-        (_broken(lambda r: r["config"].update(colour="red")), r"config is not a run config.*unknown config field\(s\) colour"),
+        (_broken(lambda r: r["config"].update(colour="red")), r"config holds unknown setting\(s\) 'colour'"),
         (_broken(lambda r: r["config"].update(epochs="five")), r"config\.epochs must be a whole number, got 'five'"),
         (_broken(lambda r: r.update(status=3)), r"status must be one of queued, .*, got 3"),
         (_broken(lambda r: r.update(hardware="a laptop")), r"hardware must be a JSON object"),
@@ -293,7 +293,7 @@ def test_validate_record_rejects(data: Any, message: str) -> None:
 def test_validate_accepts_a_gpu_run_on_a_cpu_only_machine() -> None:
     record = make_record(device="gpu:3")
     typed = report.validate_record(record)
-    assert isinstance(typed, records.RunRecord) and typed.config["device"] == "gpu:3"
+    assert isinstance(typed, records.RunRecord) and typed.config.device == "gpu:3"
 
 
 def test_nan_loss_is_importable(tmp_path: Path) -> None:

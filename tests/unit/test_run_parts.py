@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from bench.record_types import RecordedHardware
 from bench.readings import Epoch, Sample
 from bench.records import Status
 from bench.runs.run_state import RunState, snapshot_of
@@ -35,7 +36,7 @@ def new_run(store: Store) -> tuple[threading.Lock, RunWriter, RunState]:
     """A run given its store row by a RunWriter, as JobManager.submit does."""
     lock = threading.Lock()
     writer = RunWriter(store, lock)
-    state = RunState(id=0, config=TINY, created_at=1.0, hardware={})
+    state = RunState(id=0, config=TINY, created_at=1.0, hardware=RecordedHardware())
     writer.create(state)
     return lock, writer, state
 

@@ -54,7 +54,7 @@ def test_a_run_with_8_steps_per_execution_finishes_and_says_so(backend):
     assert snap.status == "finished", snap.error
     assert snap.info.steps_per_execution == 8
     record = snap.record()
-    assert record.config["steps_per_execution"] == 8
+    assert record.config.steps_per_execution == 8
     diagnosis = record.summarized.diagnosis
     assert diagnosis is not None
     assert isinstance(diagnosis.verdict, str) and diagnosis.verdict

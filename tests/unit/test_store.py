@@ -21,7 +21,7 @@ def test_round_trip(tmp_path):
     store.add_samples(run_id, [{"t_s": 0.5, "cpu_percent": 10.0, "gpus": []},
                                {"t_s": 1.0, "cpu_percent": None, "gpus": []}])
     run = store.get_run(run_id)
-    assert run.status == "running" and run.config == {"epochs": 2}
+    assert run.status == "running" and run.config.to_dict() == {"epochs": 2}
     assert run.info.placement == "/device:CPU:0"
     assert [e.epoch for e in run.epochs] == [1, 2]
     assert run.samples[1].carries("cpu_percent") and run.samples[1].cpu_percent is None

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.record_types import RecordedHardware
 from bench.readings import Epoch, Sample
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
@@ -45,7 +46,7 @@ def test_a_store_deleted_while_open_is_made_again_and_a_running_run_is_written_w
     store = Store(path)
     lock = threading.Lock()
     writer = RunWriter(store, lock)
-    state = RunState(id=0, config=TINY, created_at=time.time(), hardware={})
+    state = RunState(id=0, config=TINY, created_at=time.time(), hardware=RecordedHardware())
     writer.create(state)
     first = Epoch(epoch=1, epoch_seconds=1.0, includes_tracing=True)
     state.epochs.append(first)

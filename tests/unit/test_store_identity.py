@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.record_types import RecordedHardware
 from bench.readings import Epoch, Sample
 from bench.runs import supervisor as supervisor_module
 from bench.runs.run_state import RunState
@@ -27,7 +28,7 @@ def live_run(store: Store) -> tuple[threading.Lock, RunWriter, RunState, Supervi
     samples (no worker is started: the test plays the sampler and the epochs)."""
     lock = threading.Lock()
     writer = RunWriter(store, lock)
-    state = RunState(id=0, config=TINY, created_at=time.time(), hardware={})
+    state = RunState(id=0, config=TINY, created_at=time.time(), hardware=RecordedHardware())
     writer.create(state)
     assert state.stored and state.id > 0
     sup = Supervisor(state, lock=lock, writer=writer, ctx=None, worker_target=lambda *args: None,
@@ -134,7 +135,7 @@ def test_a_store_replaced_by_an_older_copy_keeps_its_run_and_the_live_run_moves_
         "the run keeps its id in memory and goes on under a new row")
     moved = Store(path).get_run(state.store_id)
     assert moved is not None and moved.status == "finished" and moved.created_at == state.created_at
-    assert moved.config == TINY.to_dict()
+    assert moved.config == TINY
     assert [e.epoch for e in moved.epochs] == [1, 2]
     assert seqs_in(path, state.store_id) == list(range(40)), "the whole run is written under its new row"
     note = state.store_error or ""

@@ -51,7 +51,7 @@ def _epoch(text: str):
 DAMAGE = {
     "config not JSON": (_column("config", "not json"), "config is not JSON", "'not json'"),
     "config a list": (_column("config", "[1,2]"), "config must be a JSON object", "[1, 2]"),
-    "config unknown setting": (_column("config", '{"colour": "red"}'), "config is not a run config", "colour"),
+    "config unknown setting": (_column("config", '{"colour": "red"}'), "config holds unknown setting(s)", "colour"),
     "hardware a number": (_column("hardware", "5"), "hardware must be a JSON object", "5"),
     "info a string": (_column("info", '"text"'), "info", "'text'"),
     "info.cluster a string": (_column("info", '{"cluster": "x"}'), "info.cluster", "'x'"),
@@ -221,7 +221,7 @@ def test_a_runs_table_of_another_version(tmp_path, table, readable):
     listing = store.listing()
     if readable:
         [run] = listing.runs
-        assert run.id == 1 and run.config == CONFIG and "notes" not in run.to_dict() and listing.unreadable == []
+        assert run.id == 1 and run.config.to_dict() == CONFIG and "notes" not in run.to_dict() and listing.unreadable == []
         raw = store.raw_run(1)
         assert raw is not None and raw.columns.get("notes", "hi") == "hi"
     else:
