@@ -40,7 +40,8 @@ def _renamed(gpu: Mapping[str, Any]) -> Mapping[str, Any]:
 @typed.record
 @dataclass(frozen=True)
 class GpuReading:
-    """One GPU at one instant (``bench.hardware.monitor.GpuReading`` in JSON form). A reading NVML did not give is None."""
+    """One GPU at one instant (``bench.hardware.monitor.GpuReading`` in JSON form). A reading its source did not give
+    is None, never 0."""
 
     NOUN: ClassVar[str] = "GPU reading"
 
@@ -62,6 +63,9 @@ class GpuReading:
     fp16_active_percent: float | None = None
     dram_active_percent: float | None = None
     throttle_reasons: tuple[str, ...] | None = None  # clock-event reasons in words; () none; None unknown
+    # where the reading came from ("NVML", "AMD SMI", "amdgpu sysfs", "IOAccelerator (ioreg)", "macmon (IOReport)"):
+    # what its utilization means (bench.hardware.monitor.sources.info_of); None in records written before sources
+    source: str | None = None
     extra: dict[str, JsonValue] = field(default_factory=dict)  # readings added by later versions, kept as they are
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read: written back the same
 

@@ -39,11 +39,17 @@ c2.metric("RAM", f"{cpu.ram_total_mib / 1024:.1f} GiB")
 c3.metric("GPUs", str(len(hardware.gpus)))
 
 st.subheader("GPUs")
+source_name, measure = machine.utilization_measure(hardware)
 if hardware.gpus:
     st.table([{"index": int(g.index), "name": escape(g.name, limit=200),  # a table's cells are markdown
                "memory (GiB)": round(g.mem_total_mib / 1024, 1) if g.mem_total_mib else None,
-               "driver": escape(g.driver or ""), "CUDA (driver)": escape(g.cuda_driver_version or "")}
+               "driver": escape(g.driver or ""), "CUDA (driver)": escape(g.cuda_driver_version or ""),
+               "readings from": escape(g.source)}
               for g in hardware.gpus])
+    gaps = machine.not_measured(hardware)
+    if gaps:  # a source other than NVML: what it cannot give, never shown as 0
+        st.markdown(f"Readings from **{escape(source_name)}**. Not measured here (shown empty, never 0):\n\n"
+                    + "\n".join(f"- **{escape(name)}**: {escape(why, limit=300)}" for name, why in gaps.items()))
 else:
     st.info(f"No GPU is usable here: {escape(hardware.gpu_reason, limit=400)}")
 
@@ -53,8 +59,13 @@ st.markdown(f"Keras backend **{escape(hardware.framework)}** "
             f"{escape(hardware.framework_version or '(not installed)')}, {cuda}.")
 
 st.subheader("What “GPU utilization” means")
-st.markdown(live.NVML_NOTE + " Time per epoch and samples per second are the honest speed figures; "
-            "utilization tells you whether the GPU was kept fed.")
+if source_name == "NVML":
+    st.markdown(live.NVML_NOTE + " Time per epoch and samples per second are the honest speed figures; "
+                "utilization tells you whether the GPU was kept fed.")
+else:  # this machine's GPU is read by another source: its own measure, named
+    st.markdown(f"On this machine GPU % comes from **{escape(source_name)}**: {escape(measure, limit=600)}. Time per "
+                "epoch and samples per second are the honest speed figures; utilization tells you whether the GPU "
+                "was kept fed.")
 
 st.subheader("What the GPU really did: activity, power, clocks and energy")
 st.markdown("""

@@ -29,6 +29,7 @@ from typing import Any
 try:  # run from the checkout: `PYTHONPATH=. python3 scripts/gpu_verify.py` (make does)
     from benchmarks.common import checkout_python_path
     from bench.hardware import doctor
+    from bench.hardware.monitor import sources
 except ModuleNotFoundError as missing:  # a Python without the project's packages: say what to do, no traceback
     print(f"error: make gpu-verify needs the project's packages ({missing.name} is not installed in "
           f"{sys.executable}): run `make install-dev` first, or on a GPU machine without network install the "
@@ -159,12 +160,18 @@ def _steps(doc: Any) -> tuple[bool, str]:
     return bool(rows.get(32)) and bool(rows.get(1)) and rows[32] < rows[1], f"MLP xs steady epoch by steps {measured}"
 
 
+def _torch_on(doc: Any, device: str) -> tuple[bool, str]:
+    runs = [r for r in doc.get("runs") or [] if (r.get("config") or {}).get("device") == "gpu:0"]
+    placed = [str((r.get("info") or {}).get("placement")) for r in runs]
+    return any(p.lower().startswith(device) for p in placed), f"placement {placed}"
+
+
 def _torch(doc: Any) -> tuple[bool, str]:
     runs = [r for r in doc.get("runs") or [] if (r.get("config") or {}).get("device") == "gpu:0"]
     infos = [r.get("info") or {} for r in runs]
     placed = [f"{i.get('backend')}: {i.get('placement')}" for i in infos]
-    on_gpu = [i for i in infos if i.get("backend") == "torch" and ("cuda" in str(i.get("placement")).lower()
-                                                                   or "gpu" in str(i.get("placement")).lower())]
+    on_gpu = [i for i in infos if i.get("backend") == "torch"
+              and any(w in str(i.get("placement")).lower() for w in ("cuda", "gpu", "mps"))]
     return bool(on_gpu), f"placement {placed}"
 
 
@@ -172,7 +179,7 @@ def _live(doc: Any) -> tuple[bool, str]:
     """The Train page redrawn during a real GPU run: GPU tiles with a value, charts, no exception."""
     gpu = [v for v in (doc.get("tiles_live") or {}).get("GPU") or [] if isinstance(v, str) and v.endswith("%")]
     placement = str(doc.get("placement"))
-    on_gpu = "gpu" in placement.lower() or "cuda" in placement.lower()
+    on_gpu = any(word in placement.lower() for word in ("gpu", "cuda", "mps"))
     exceptions = doc.get("exceptions") or []
     holds = (doc.get("status") == "finished" and on_gpu and bool(gpu) and not exceptions
              and (doc.get("charts_max") or 0) > 0)
@@ -187,6 +194,18 @@ def _scaling(doc: Any) -> tuple[bool, str]:
                          + (f"{r['scaling_efficiency']:.0%}" if r.get("scaling_efficiency") is not None else "—")
                          for r in rows)
     return bool(rows) and all(r.get("scaling_efficiency") is not None for r in rows), measured or "no multi-GPU row"
+
+
+def _source(vendor: str) -> Callable[[Any], tuple[bool, str]]:
+    """The source that answered on a ``vendor`` GPU machine, and the figures one reading gave (source_<vendor>.json,
+    written by the doctor step)."""
+    def measure(doc: Any) -> tuple[bool, str]:
+        reading = doc.get("reading") or {}
+        given = sorted(k for k, v in reading.items() if v is not None and k not in ("index", "name", "source", "extra"))
+        holds = doc.get("vendor") == vendor and reading.get("util_percent") is not None
+        return holds, f"{doc.get('source')} answered for {', '.join(doc.get('gpus') or []) or 'no GPU'}; " \
+                      f"one reading gave {', '.join(given) or 'nothing'}"
+    return measure
 
 
 def _doctor(doc: Any) -> tuple[bool, str]:
@@ -215,6 +234,13 @@ CLAIMS = (
     Claim("Data-parallel scaling over GPUs (two or more)", "a scaling efficiency for every device count",
           "sweep_scaling.json", _scaling),
     Claim("`bench doctor` on the GPU machine", "gpu_ready true", "doctor.json", _doctor),
+    # one row per vendor: which source answered there, and what one reading gave (docs/GPU.md, "Every accelerator")
+    Claim("Apple silicon: the GPU source that answered (IOAccelerator via ioreg, macmon where installed)",
+          "a source named, utilization read", "source_apple.json", _source("apple")),
+    Claim("AMD: the GPU source that answered (AMD SMI, amdgpu sysfs without it)",
+          "a source named, utilization read", "source_amd.json", _source("amd")),
+    Claim("Apple silicon: a gpu:0 run trains on the Mac's GPU through torch (MPS)", "placement mps:0",
+          "torch_issue2.json", lambda doc: _torch_on(doc, "mps")),
 )
 
 
@@ -253,6 +279,15 @@ def run_step(step: str, out: Path, report: doctor.Report, limit_s: float = STEP_
     if step == "doctor":
         (out / "doctor.json").write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
         print(doctor.render(report))
+        found = sources.find()
+        if found.source is not None and found.source.info.vendor != "nvidia":  # which source answered, and a reading
+            info = found.source.info
+            collector = found.source.collector([0])
+            record = {"vendor": info.vendor, "source": info.name, "gpus": [g.name for g in found.source.gpus()],
+                      "reading": collector.collect()[0].to_dict(), "tried": dict(found.tried)}
+            collector.close()
+            (out / f"source_{info.vendor}.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+            print(f"doctor: GPU readings from {info.name} ({info.vendor})")
         return
     if step == "live":
         command = [sys.executable, str(ROOT / "scripts" / "gpu_live_panel.py"), str(out / "live.json")]

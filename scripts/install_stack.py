@@ -1,5 +1,6 @@
-"""Which framework build `make run` and `make test` install: the CUDA build where an NVIDIA driver answers, else the
-packages of requirements.txt as they are.
+"""Which framework build `make run` and `make test` install: the CUDA build where an NVIDIA driver answers, torch for
+Keras on a Mac with Apple silicon (its GPU is reached through torch's MPS), else the packages of requirements.txt as
+they are.
 
     python scripts/install_stack.py --key      # "cpu" or "cuda-<backend>[-<cuda>]": the Makefile's stamp, so a
                                                # machine that changes (a driver installed later) gets the right
@@ -8,11 +9,15 @@ packages of requirements.txt as they are.
     python scripts/install_stack.py --replace  # run by the venv's Python: the pip arguments that swap an installed
                                                # CPU build of torch for its CUDA build (nothing when none is there)
     python scripts/install_stack.py --explain  # the choice and why, for a person
+    python scripts/install_stack.py --backend  # the Keras backend the stack trains with (KERAS_BACKEND for `make run`)
 
 A driver is present when NVML loads (libnvidia-ml.so.1) or `nvidia-smi -L` lists a GPU; the CUDA version it supports
 (NVML, or nvidia-smi's header) picks JAX's plug-in (cuda13 or cuda12) and torch's wheel index. GPU=1 or GPU=0 in the
-environment forces the choice. The backend is KERAS_BACKEND (tensorflow by default). Standard library only: it runs
-before anything is installed.
+environment forces the choice. The backend is KERAS_BACKEND (tensorflow by default). On a Mac with Apple silicon
+(Darwin arm64) the GPU stack is "mps-torch": Keras over torch, whose macOS wheels carry MPS (tensorflow-metal is no
+longer kept up, jax-metal is abandoned); GPU=0 keeps the CPU stack and the backend KERAS_BACKEND names. An AMD GPU
+(ROCm) is not chosen here yet: `python -m bench doctor` names the ROCm build to install. Standard library only: it
+runs before anything is installed.
 """
 
 from __future__ import annotations
@@ -109,19 +114,32 @@ def cuda_packages(backend: str, cuda: tuple[int, int] | None) -> tuple[str, tupl
     return f"-{tag}", ("torch", "--extra-index-url", index), index
 
 
+MAC_GPU_KEY = "mps-torch"
+
+
+def apple_silicon(machine: str, system: str) -> bool:
+    return system == "Darwin" and machine == "arm64"
+
+
 def choose(env: dict[str, str], machine: str | None = None, system: str | None = None) -> Choice:
     """The stack for this machine and environment."""
     backend = (env.get("KERAS_BACKEND") or "tensorflow").strip().lower() or "tensorflow"
     forced = env.get("GPU", "").strip()
     if forced not in ("", "0", "1"):
         raise ValueError(f"GPU={forced!r}: use GPU=1 (install the CUDA build) or GPU=0 (the CPU build)")
+    machine = machine or platform.machine()
+    system = system or platform.system()
+    if apple_silicon(machine, system):
+        if forced == "0":
+            return Choice("cpu", (), "GPU=0 in the environment: the packages of requirements.txt as they are, on the "
+                                     "CPU", backend)
+        return Choice(MAC_GPU_KEY, ("torch",), "a Mac with Apple silicon: Keras trains on its GPU through torch's MPS "
+                                               "device (torch's macOS wheels carry it), so the torch backend", "torch")
     driver = Driver(forced == "1", f"GPU={forced} in the environment") if forced else find_driver(env)
     if not driver.present:
         return Choice("cpu", (), f"{driver.why}: the packages of requirements.txt as they are", backend)
     if backend not in ("tensorflow", "jax", "torch"):
         raise ValueError(f"KERAS_BACKEND={backend!r}: one of tensorflow, jax, torch")
-    machine = machine or platform.machine()
-    system = system or platform.system()
     if backend == "tensorflow" and (system != "Linux" or machine not in ("x86_64", "AMD64")):
         return Choice("cpu", (), f"{driver.why}, but TensorFlow's CUDA build exists for Linux x86_64 only "
                                  f"(this is {system} {machine}): the CPU build", backend)
@@ -160,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--replace", action="store_true",
                       help="print the pip arguments that swap an installed CPU build of torch for its CUDA build")
     what.add_argument("--explain", action="store_true", help="print the choice and why")
+    what.add_argument("--backend", action="store_true", help="print the Keras backend the stack trains with")
     args = parser.parse_args(argv)
     try:
         choice = choose(dict(os.environ))
@@ -172,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         print(_pip_words(choice.packages))
     elif args.replace:
         print(_pip_words(replacement(choice, _installed("torch"))))
+    elif args.backend:
+        print(choice.backend)
     else:
         print(f"{choice.key}: {choice.why}")
     return 0

@@ -11,11 +11,12 @@ from collections.abc import Sequence
 import streamlit as st
 
 from bench.analysis.run_summary import RunSummary
-from bench.readings import Epoch
+from bench.hardware.monitor import sources
+from bench.readings import Epoch, Sample
 from bench.runs.run_state import RunSnapshot
 from ui.safe_text import escape
 
-__all__ = ["energy_line", "energy_text", "render", "throttle_note", "throttle_text"]
+__all__ = ["energy_line", "energy_text", "render", "source_text", "throttle_note", "throttle_text"]
 
 
 def _device_label(device: str) -> str:
@@ -55,6 +56,34 @@ def energy_text(summary: RunSummary | None) -> str | None:
     return "Energy (median of the steady epochs) · " + " · ".join(parts) if parts else None
 
 
+def source_text(samples: Sequence[Sample]) -> str | None:
+    """Where the run's GPU readings came from and what its "utilization" means there, with the figures that source
+    cannot give ("not measured here") and why; None for a run without GPU readings or from before sources."""
+    names = list(dict.fromkeys(g.source for s in samples for g in s.gpus or () if g.source))
+    parts = []
+    for name in names:
+        info = sources.info_of(name)
+        if info is None:
+            parts.append(f"GPU readings from {name}.")
+            continue
+        gaps = sorted(field for field in info.not_measured if field in _FIGURES)
+        missing = f" Not measured here: {', '.join(_FIGURES[f] for f in gaps)}." if gaps else ""
+        parts.append(f"GPU readings from {name}: utilization is {info.utilization}{missing}")
+    return " ".join(parts) or None
+
+
+_FIGURES = {"power_w": "power", "energy_j": "an energy counter", "temp_c": "temperature", "sm_clock_mhz": "clock",
+            "mem_total_mib": "a memory total", "sm_active_percent": "SM activity",
+            "tensor_active_percent": "tensor activity", "throttle_reasons": "clock-limit reasons"}
+
+
+def source_line(snap: RunSnapshot) -> None:
+    """The GPU readings' source, as a caption (only where it is not NVML, the source the pages explain at length)."""
+    text = source_text(snap.samples)
+    if text and "GPU readings from NVML" not in text:
+        st.caption(escape(text, limit=1200))
+
+
 def throttle_note(snap: RunSnapshot) -> None:
     """A warning beside the epoch times when any epoch ran with its GPU clocks held back."""
     text = throttle_text(snap.epochs)
@@ -70,6 +99,7 @@ def energy_line(snap: RunSnapshot) -> None:
 
 
 def render(snap: RunSnapshot) -> None:
-    """Both: the throttle note and the energy line."""
+    """All three: the throttle note, the energy line and the GPU readings' source."""
     throttle_note(snap)
     energy_line(snap)
+    source_line(snap)

@@ -24,7 +24,7 @@ from bench.analysis.sweeps import SweepRow
 from bench.hardware import devices
 from bench.config import RunConfig
 from bench.runs.jobs import JobManager
-from ui import present, results
+from ui import common, machine, present, results
 from ui.safe_text import escape
 
 SHIPPED_LABEL = "Measured on an NVIDIA H100 by this project, not live"
@@ -235,6 +235,17 @@ def show_shipped(step: Step) -> None:
 
 
 # -- live -------------------------------------------------------------------------------------------------------------
+def measure_text(hardware: devices.Hardware) -> str:
+    """What GPU % means on this machine's GPU, named by its source: NVML's measure on an NVIDIA GPU (and where there is
+    none, the shipped H100's), AMD SMI's or sysfs's GFX busy share on an AMD GPU, IOAccelerator's (or macmon's) busy
+    share on a Mac."""
+    name, measure = machine.utilization_measure(hardware)
+    if not hardware.gpus or hardware.gpu_reason is not None:
+        return f"No GPU here: the shipped H100 figures are {measure}."
+    where = ", ".join(dict.fromkeys(g.name for g in hardware.gpus))
+    return f"On this machine's GPU ({where}) GPU % comes from {name}: {measure}."
+
+
 def start_step(manager: JobManager, step: Step, hardware: devices.Hardware) -> int:
     """Queue ``step``'s runs as one group; returns its id. Raises ConfigError for a config this machine refuses."""
     configs = step_configs(step, hardware)
@@ -248,6 +259,8 @@ def start_step(manager: JobManager, step: Step, hardware: devices.Hardware) -> i
 def show_live(manager: JobManager, step: Step) -> None:
     """The latest live run of ``step`` on this machine: its runs' lines (live from the group's stream), then its
     figures once it has ended. Drawn in a fragment without a timer: the stream reruns it when a run ends."""
+    if step.key == "utilization":
+        st.info(escape(measure_text(common.get_hardware()), limit=800), icon=":material/speed:")
     kind = GROUP_PREFIX + step.key
     publisher, gs = results.live_lines(manager, kind)
     if gs is not None:

@@ -11,6 +11,8 @@ from typing import Any
 import streamlit as st
 
 from bench.hardware import devices, doctor, peak_cache, probe
+from bench.hardware.monitor import sources
+from bench.hardware.monitor.source_types import SourceInfo
 
 Hardware = devices.Hardware  # what ui.common.get_hardware hands a page
 ProbeError = probe.ProbeError  # a peak probe that failed (JobManager.peaks.queue's future raises it)
@@ -44,3 +46,26 @@ def known_peaks() -> list[dict[str, Any]]:
 def peak_source(entry: Mapping[str, Any]) -> str:
     """Where a cached peak came from, in words: sizes, repeats, date, the machine's other CPU use."""
     return peak_cache.describe(entry)
+
+
+# NVML's sentence, said the way the pages always said it (ui.live.NVML_NOTE's words)
+NVML_MEASURE = ("NVML's utilization: the share of time in which at least one kernel ran on the GPU, not how much of "
+                "the chip was busy")
+
+
+def utilization_measure(hardware: Hardware) -> tuple[str, str]:
+    """(the source's name, what "GPU utilization" means on this machine's GPU), NVML's where no source answers."""
+    info = hardware.gpu_source
+    if info is None or info.vendor == "nvidia":
+        return "NVML", NVML_MEASURE
+    return info.name, info.utilization.rstrip(".")
+
+
+def not_measured(hardware: Hardware) -> dict[str, str]:
+    """The readings this machine's GPU source cannot give, each with why (empty for NVML and without a GPU)."""
+    return dict(hardware.gpu_source.not_measured) if hardware.gpu_source is not None else {}
+
+
+def source_info(name: str | None) -> SourceInfo | None:
+    """What a reading's source is (bench.hardware.monitor.sources.info_of)."""
+    return sources.info_of(name)

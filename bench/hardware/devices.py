@@ -1,10 +1,13 @@
-"""What hardware exists here (CPU via psutil, GPUs via NVML, the ML framework's CUDA support) and how to target it.
+"""What hardware exists here (CPU via psutil, GPUs via whichever GPU source answers: NVML, AMD SMI or amdgpu sysfs,
+Apple's IOAccelerator; the ML framework's CUDA, ROCm or MPS support) and how to target it.
 
 Nothing here imports the ML framework: whether TensorFlow / JAX / PyTorch was built with CUDA is read from files of the
 installed package (:func:`framework_has_cuda`), and what the framework itself sees is asked in a subprocess
 (:func:`probe_framework`), so the server process never initialises CUDA or grabs GPU memory.
 
-Device names: ``"cpu"`` and ``"gpu:N"`` where N is the NVML index (what nvidia-smi shows). ``CUDA_VISIBLE_DEVICES`` in
+Device names: ``"cpu"`` and ``"gpu:N"`` where N is the source's index (NVML's, what nvidia-smi shows; AMD SMI's;
+0 for a Mac's GPU). A ``gpu:N`` run reaches the vendor's device through the backend that serves it: CUDA, ROCm (whose
+torch and JAX builds take the same CUDA_VISIBLE_DEVICES) or torch's MPS on a Mac (:func:`torch_device_env`). ``CUDA_VISIBLE_DEVICES`` in
 the server's environment is honoured when listing GPUs: unset means every GPU; ``""`` or ``"-1"`` hides all; a comma
 list keeps only those entries (NVML indices, or ``GPU-<uuid>`` prefixes), and, as CUDA does, stops at the first entry
 that names no GPU. CUDA numbers GPUs fastest-first unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, so the worker should select
@@ -22,6 +25,7 @@ import re
 import socket
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +34,9 @@ import psutil
 
 from bench.record_types import RecordedHardware
 from bench import settings
-from bench.hardware.monitor import nvml
+from bench.hardware.monitor import sources
+from bench.hardware.monitor.nvidia import cuda_version_text
+from bench.hardware.monitor.source_types import SourceGpu, SourceInfo
 from bench.target import Target
 
 __all__ = [
@@ -42,9 +48,11 @@ __all__ = [
     "device_choices",
     "offered_devices",
     "discover",
+    "framework_gpu_build",
     "framework_has_cuda",
     "gpu_reason",
     "probe_framework",
+    "torch_device_env",
     "visible_gpu_indices",
 ]
 
@@ -61,6 +69,22 @@ _CUDA_FIX = {
     "jax": 'install jax[cuda12] (pip install -U "jax[cuda12]") to train on the GPU',
     "torch": "install a CUDA build of torch (see pytorch.org) to train on the GPU",
 }
+# The GPU build each vendor's GPU needs, by backend: its name, and the fix where the installed one lacks it
+GPU_BUILD = {"nvidia": "CUDA", "amd": "ROCm", "apple": "MPS (Metal)"}
+ROCM_TORCH_INDEX = "https://download.pytorch.org/whl/rocm6.4"
+BUILD_FIX: dict[tuple[str, str], str] = {
+    ("amd", "tensorflow"): "install tensorflow-rocm (`pip install tensorflow-rocm`, with ROCm installed) to train on "
+                           "the GPU",
+    ("amd", "jax"): "install JAX's ROCm plug-in for the ROCm here (`pip install jax[rocm]`; see JAX's install "
+                    "guide) to train on the GPU",
+    ("amd", "torch"): f"install torch's ROCm build (`pip install --force-reinstall torch --index-url "
+                      f"{ROCM_TORCH_INDEX}`) to train on the GPU",
+    ("apple", "tensorflow"): "on a Mac Keras trains on the GPU through torch (MPS; tensorflow-metal is no longer "
+                             "kept up): `KERAS_BACKEND=torch make run`",
+    ("apple", "jax"): "on a Mac Keras trains on the GPU through torch (MPS; jax-metal is abandoned): "
+                      "`KERAS_BACKEND=torch make run`",
+    ("apple", "torch"): "install torch (`pip install torch`: its macOS arm64 wheels carry MPS) to train on the GPU",
+}
 
 
 @dataclass(frozen=True)
@@ -75,14 +99,21 @@ class CpuInfo:
 
 @dataclass(frozen=True)
 class GpuInfo:
-    """One NVIDIA GPU as NVML reports it."""
+    """One GPU as its source reports it (NVML for NVIDIA, AMD SMI or sysfs for AMD, ioreg for Apple)."""
 
-    index: int  # NVML index
+    index: int  # the source's index (NVML's on NVIDIA)
     name: str
-    mem_total_mib: float | None
+    mem_total_mib: float | None  # None on a Mac: its GPU shares the machine's memory
     driver: str | None  # e.g. "550.54.15"
-    cuda_driver_version: str | None  # highest CUDA the driver supports, e.g. "12.4"
+    cuda_driver_version: str | None  # highest CUDA the driver supports, e.g. "12.4"; None off NVIDIA
     uuid: str | None  # e.g. "GPU-5f1c..."
+    vendor: str = "nvidia"  # "nvidia", "amd", "apple"
+    source: str = "NVML"  # the source its readings come from (bench.hardware.monitor.sources)
+
+    @classmethod
+    def of(cls, gpu: SourceGpu, info: SourceInfo) -> GpuInfo:
+        return cls(gpu.index, gpu.name, gpu.mem_total_mib, gpu.driver, gpu.runtime_version, gpu.uuid, info.vendor,
+                   info.name)
 
 
 @dataclass(frozen=True)
@@ -97,6 +128,13 @@ class Hardware:
     framework_cuda: bool | None = None  # built with CUDA; None when unknown or not installed
     hostname: str = ""
     platform: str = ""
+    gpu_source: SourceInfo | None = None  # where GPU readings come from, what they mean and lack; None without one
+    framework_gpu_build: bool | None = None  # built for this machine's GPU (CUDA, ROCm or MPS); None when unknown
+
+    @property
+    def vendor(self) -> str | None:
+        """The GPUs' vendor ("nvidia", "amd", "apple"); None without a GPU source."""
+        return self.gpu_source.vendor if self.gpu_source is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready nested dict."""
@@ -118,9 +156,7 @@ class Hardware:
     def label(self) -> str:
         """Short description, e.g. ``"AMD EPYC (2 cores), no GPU"`` or ``"NVIDIA H100 80GB HBM3 x1"``."""
         if self.gpus and self.gpu_reason is None:
-            counts: dict[str, int] = {}
-            for gpu in self.gpus:
-                counts[gpu.name] = counts.get(gpu.name, 0) + 1
+            counts = Counter(gpu.name for gpu in self.gpus)
             return " + ".join(f"{name} x{count}" for name, count in counts.items())
         cores = self.cpu.logical_cores
         return f"{self.cpu.model} ({cores} core{'s' if cores != 1 else ''}), no GPU"
@@ -137,31 +173,37 @@ def all_cores() -> int:
 def discover() -> Hardware:
     """Describe this machine: CPU, targetable GPUs, the Keras backend and why no GPU is usable (if so)."""
     env = os.environ
-    all_gpus: list[GpuInfo] = []
-    ok, nvml_reason = nvml.available()
-    if ok:
-        all_gpus = _nvml_gpus()
-    visible = visible_gpu_indices(env.get("CUDA_VISIBLE_DEVICES"), all_gpus)
+    found = sources.find()
+    info = found.source.info if found.source is not None else None
+    all_gpus = [GpuInfo.of(g, info) for g in found.source.gpus()] if found.source is not None and info else []
+    # a Mac's one GPU is not numbered by CUDA; NVIDIA's and AMD's (HIP takes the same variable) are
+    cuda_visible = env.get("CUDA_VISIBLE_DEVICES") if info is None or info.vendor != "apple" else None
+    visible = visible_gpu_indices(cuda_visible, all_gpus)
     gpus = [gpu for gpu in all_gpus if gpu.index in visible]
     backend = settings.default_backend(env)
     version = _framework_version(backend)
     has_cuda = framework_has_cuda(backend)
+    vendor = info.vendor if info is not None else "nvidia"
+    gpu_build = framework_gpu_build(backend, vendor)
     return Hardware(
         cpu=_cpu_info(),
         gpus=gpus,
         gpu_reason=gpu_reason(
-            nvml_reason=None if ok else nvml_reason,
+            nvml_reason=found.reason,
             visible_gpus=gpus,
             framework=backend,
             framework_version=version,
-            framework_cuda=has_cuda,
-            cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+            framework_cuda=gpu_build,
+            cuda_visible_devices=cuda_visible,
+            vendor=vendor,
         ),
         framework=backend,
         framework_version=version,
         framework_cuda=has_cuda,
         hostname=socket.gethostname(),
         platform=platform.platform(),
+        gpu_source=info,
+        framework_gpu_build=gpu_build,
     )
 
 
@@ -173,12 +215,14 @@ def gpu_reason(
     framework_version: str | None,
     framework_cuda: bool | None,
     cuda_visible_devices: str | None,
+    vendor: str = "nvidia",
 ) -> str | None:
     """The plain reason no GPU is usable, checked in this order; None when a GPU is usable.
 
-    1. NVML / the NVIDIA driver is absent or sees no GPU -> ``nvml_reason``.
+    1. No GPU source answers (no NVIDIA driver, no AMD GPU, not a Mac) -> ``nvml_reason``, the source's reason.
     2. ``CUDA_VISIBLE_DEVICES`` hides every GPU.
-    3. The framework was built without CUDA (only when that is known for sure).
+    3. The framework was built without the vendor's GPU support (``framework_cuda``: CUDA for NVIDIA, ROCm for AMD,
+       MPS for a Mac), only when that is known for sure.
     """
     if nvml_reason:
         return nvml_reason
@@ -190,8 +234,13 @@ def gpu_reason(
     if framework_cuda is False:
         pretty = _PRETTY.get(framework, framework)
         version = f" {framework_version}" if framework_version else ""
-        fix = _CUDA_FIX.get(framework, "install a CUDA build of it to train on the GPU")
-        return f"{pretty}{version} here was built without CUDA: {fix}."
+        if vendor == "nvidia":
+            fix = _CUDA_FIX.get(framework, "install a CUDA build of it to train on the GPU")
+            return f"{pretty}{version} here was built without CUDA: {fix}."
+        build = GPU_BUILD[vendor] if vendor in GPU_BUILD else vendor
+        fix = BUILD_FIX[vendor, framework] if (vendor, framework) in BUILD_FIX else "install a GPU build of it"
+        return f"{pretty}{version} here cannot train on this {vendor.upper() if vendor == 'amd' else 'Apple'} GPU " \
+               f"(it needs a {build} build): {fix}."
     return None
 
 
@@ -257,6 +306,47 @@ def cuda_visible_devices_for(device: str | Target, hw: Hardware) -> str:
     return gpu.uuid or str(gpu.index)
 
 
+def torch_device_env(device: str | Target, hw: Hardware) -> dict[str, str]:
+    """What a torch worker must set before Keras loads so that its variables live where ``device`` says.
+
+    Keras's torch backend takes ``KERAS_TORCH_DEVICE``, else picks MPS on a Mac whatever the run asked. So: ``cpu`` ->
+    ``KERAS_TORCH_DEVICE=cpu`` (on a Mac a CPU run must not land on the GPU); ``gpu:0`` on a Mac -> ``mps``; NVIDIA and
+    AMD GPUs need nothing (torch's ``cuda`` device, ROCm's too, after CUDA_VISIBLE_DEVICES narrowed it)."""
+    target = device if isinstance(device, Target) else Target.from_device(device)
+    if target.is_cpu:
+        return {"KERAS_TORCH_DEVICE": "cpu"}
+    return {"KERAS_TORCH_DEVICE": "mps"} if hw.vendor == "apple" else {}
+
+
+def framework_gpu_build(backend: str, vendor: str) -> bool | None:
+    """Whether the installed ``backend`` can train on this ``vendor``'s GPU, read from its files WITHOUT importing it:
+    CUDA for NVIDIA (:func:`framework_has_cuda`); ROCm for AMD (TensorFlow's ``is_rocm_build``, a ``jax-rocm*``
+    plug-in, torch's ``hip`` version); MPS for a Mac (torch's macOS wheels carry it; TensorFlow and JAX train there
+    no longer). None when unknown or not installed."""
+    backend = backend.strip().lower()
+    if vendor == "nvidia":
+        return framework_has_cuda(backend)
+    if vendor == "apple":
+        if backend != "torch":
+            return False
+        return True if _package_file_text("torch", "version.py") is not None else None
+    if vendor != "amd":
+        return None
+    if backend == "tensorflow":
+        text = _package_file_text("tensorflow", "python/platform/build_info.py")
+        match = re.search(r"""['"]is_rocm_build['"]\s*[:,]\s*(True|False)""", text or "")
+        return None if text is None else (match is not None and match.group(1) == "True")
+    if backend == "jax":
+        if importlib.util.find_spec("jax") is None:
+            return None
+        return any(_normalise(name).startswith("jax-rocm") for name in _distribution_names())
+    if backend == "torch":
+        text = _package_file_text("torch", "version.py")
+        match = re.search(r"^hip\s*(?::[^=]*)?=\s*(.+?)\s*$", text or "", flags=re.MULTILINE)
+        return None if text is None else (match is not None and match.group(1) != "None")
+    return None
+
+
 def framework_has_cuda(backend: str) -> bool | None:
     """Whether the installed ``backend`` was built with CUDA, read from its files WITHOUT importing it.
 
@@ -310,6 +400,9 @@ try:
         out["version"] = torch.__version__
         out["built_with_cuda"] = torch.version.cuda is not None
         out["devices"] = ["CPU:0"] + [f"GPU:{i}" for i in range(torch.cuda.device_count())]
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():  # a Mac's GPU, through Metal
+            out["devices"].append("MPS:0")
     else:
         out["error"] = f"Unknown backend {backend!r}: use tensorflow, jax or torch."
 except ImportError as exc:
@@ -397,35 +490,7 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
-def _nvml_gpus() -> list[GpuInfo]:
-    """Every GPU NVML sees, with its static facts."""
-    driver = nvml.query("nvmlSystemGetDriverVersion")
-    cuda = _cuda_version_text(nvml.query("nvmlSystemGetCudaDriverVersion"))
-    gpus: list[GpuInfo] = []
-    for index in range(int(nvml.query("nvmlDeviceGetCount", default=0))):
-        handle = nvml.query("nvmlDeviceGetHandleByIndex", index)
-        name = nvml.query("nvmlDeviceGetName", handle) if handle is not None else None
-        memory = nvml.query("nvmlDeviceGetMemoryInfo", handle) if handle is not None else None
-        total_bytes = getattr(memory, "total", None)
-        uuid = nvml.query("nvmlDeviceGetUUID", handle) if handle is not None else None
-        gpus.append(
-            GpuInfo(
-                index=index,
-                name=str(name) if name else f"GPU {index}",
-                mem_total_mib=None if total_bytes is None else total_bytes / _MIB,
-                driver=str(driver) if driver else None,
-                cuda_driver_version=cuda,
-                uuid=str(uuid) if uuid else None,
-            )
-        )
-    return gpus
-
-
-def _cuda_version_text(version: Any) -> str | None:
-    """NVML's integer CUDA driver version as text: 12040 -> "12.4"."""
-    if not isinstance(version, int) or version <= 0:
-        return None
-    return f"{version // 1000}.{(version % 1000) // 10}"
+_cuda_version_text = cuda_version_text  # NVML's integer CUDA driver version as text (its home: monitor.nvidia)
 
 
 def _framework_version(backend: str) -> str | None:

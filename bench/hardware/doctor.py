@@ -1,4 +1,5 @@
-"""`python -m bench doctor`: everything the GPU story needs on this machine, as a checklist.
+"""`python -m bench doctor`: everything the GPU story needs on this machine, as a checklist, for the GPU at hand:
+NVIDIA (NVML), AMD (AMD SMI, amdgpu sysfs) or Apple silicon (IOAccelerator statistics, macmon).
 
 Each check is ``ok``, ``missing`` or ``unknown``, with what it found and, where something is missing, the exact command
 or setting that fixes it. The checks ask the same functions the dashboard uses (bench.hardware.devices, the NVML
@@ -14,8 +15,9 @@ from typing import Any
 
 from bench import settings
 from bench.hardware import devices, peak_cache
-from bench.hardware.monitor import nvml
+from bench.hardware.monitor import amd, apple, nvml, sources
 from bench.hardware.monitor.gpm import GpmReader
+from bench.hardware.monitor.source_types import GpuSource
 from bench.hardware.monitor.rapl import POWERCAP_ROOT, RaplReader
 
 OK, MISSING, UNKNOWN = "ok", "missing", "unknown"
@@ -29,6 +31,24 @@ CUDA_BUILD_FIX = {
     "torch": ("KERAS_BACKEND=torch GPU=1 make run (installs torch's CUDA build, in place of a CPU build), or "
               "`pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130` (driver 580 or "
               "newer; cu128 or cu126 for older drivers)"),
+}
+# the fix of a vendor's GPU that no source reads, and of its missing extras
+AMD_FIX = ("Install ROCm and the amdgpu driver for this GPU (AMD's ROCm install guide: `sudo amdgpu-install "
+           "--usecase=rocm`), reboot, and check that `amd-smi list` (or `rocm-smi`) lists the GPU.")
+AMDSMI_FIX = ("`pip install amdsmi` (or `pip install /opt/rocm/share/amd_smi`, matching the ROCm here): AMD SMI adds "
+              "the energy counter and the memory-controller activity that sysfs lacks.")
+APPLE_FIX = ("Check that `ioreg -r -d 1 -w 0 -c IOAccelerator -a` prints an accelerator with PerformanceStatistics "
+             "(macOS 11 or newer on Apple silicon does, without sudo).")
+MACMON_FIX = "`pip install macmon-lib`: the GPU's power and IOReport usage, without sudo (ioreg gives no power)."
+VENDOR_FRAMEWORK_FIX = {
+    "amd": {"tensorflow": "`pip install tensorflow-rocm` (with ROCm installed)",
+            "jax": "JAX's ROCm plug-in for this ROCm (`pip install jax[rocm]`; see JAX's install guide)",
+            "torch": f"`pip install --force-reinstall torch --index-url {devices.ROCM_TORCH_INDEX}`"},
+    "apple": {"tensorflow": "KERAS_BACKEND=torch make run (on a Mac Keras trains on the GPU through torch's MPS; "
+                            "tensorflow-metal is no longer kept up)",
+              "jax": "KERAS_BACKEND=torch make run (on a Mac Keras trains on the GPU through torch's MPS; jax-metal "
+                     "is abandoned)",
+              "torch": "make run (installs torch, whose macOS arm64 wheels carry MPS), or `pip install torch`"},
 }
 RAPL_FIX = (f"As root: `chmod a+r {POWERCAP_ROOT}/intel-rapl:*/energy_uj` (until the next boot; a systemd-tmpfiles "
             f"line `z {POWERCAP_ROOT}/intel-rapl:*/energy_uj 0444 - - -` keeps it), rather than running the "
@@ -60,29 +80,78 @@ class Report:
         return {"gpu_ready": self.gpu_ready, "checks": [asdict(c) for c in self.checks]}
 
 
-def _driver() -> tuple[Check, bool]:
+def _driver(found: sources.Found) -> tuple[Check, bool]:
+    """The GPU and the source its readings come from: NVML on NVIDIA (checked as it always was), AMD SMI or amdgpu
+    sysfs on AMD, the IOAccelerator statistics (macmon) on a Mac."""
+    source = found.source
+    if source is not None and source.info.vendor != "nvidia":
+        gpus = source.gpus()
+        info = source.info
+        names = ", ".join(g.name for g in gpus)
+        return Check(f"{_VENDOR[info.vendor]} GPU and its reading source", OK,
+                     f"{len(gpus)} GPU(s) read by {info.name}: {names}. Utilization here is {info.utilization}"), True
     ok, reason = nvml.available()
     if ok and not reason:
         driver = nvml.query("nvmlSystemGetDriverVersion") or "version unknown"
         count = nvml.query("nvmlDeviceGetCount", default=0)
         return Check("NVIDIA driver and NVML", OK, f"driver {driver}, {count} GPU(s) seen by NVML"), True
+    if found.system == "Darwin":
+        return Check("Apple GPU and its reading source", MISSING, found.reason or "ioreg lists no GPU", APPLE_FIX), False
+    why = found.reason or reason or "NVML is not usable"
+    if why != reason:  # an AMD card is there but no source reads it
+        return Check("AMD GPU and its reading source", MISSING, why, AMD_FIX), False
     return Check("NVIDIA driver and NVML", MISSING, reason or "NVML is not usable", DRIVER_FIX), False
 
 
-def _framework(backend: str, timeout_s: float) -> tuple[Check, bool]:
-    """The installed framework built with CUDA and listing a GPU, asked in a child process as a worker would."""
-    built = devices.framework_has_cuda(backend)
+_VENDOR = {"nvidia": "NVIDIA", "amd": "AMD", "apple": "Apple"}
+
+
+def _framework(backend: str, timeout_s: float, vendor: str = "nvidia") -> tuple[Check, bool]:
+    """The installed framework built for this GPU (CUDA, ROCm, MPS) and listing it, asked in a child process as a
+    worker would."""
+    built = devices.framework_gpu_build(backend, vendor)
     probe = devices.probe_framework(backend, timeout_s=timeout_s)
-    listed = [d for d in probe.get("devices") or [] if "GPU" in str(d).upper() or "CUDA" in str(d).upper()]
+    found = [str(d) for d in probe.get("devices") or []]
+    listed = [d for d in found if any(word in d.upper() for word in ("GPU", "CUDA", "ROCM", "MPS"))]
     version = probe.get("version") or "not installed"
-    seen = f"{backend} {version}; built with CUDA: {_word(built)}; devices it lists: {probe.get('devices') or 'none'}"
-    if probe.get("error") and not probe.get("devices"):
+    build = devices.GPU_BUILD[vendor] if vendor in devices.GPU_BUILD else "GPU"
+    name = f"framework with {build}, listing the GPU"
+    fixes = VENDOR_FRAMEWORK_FIX[vendor] if vendor in VENDOR_FRAMEWORK_FIX else CUDA_BUILD_FIX
+    fix = fixes[backend] if backend in fixes else ""
+    seen = f"{backend} {version}; built with {build}: {_word(built)}; devices it lists: {found or 'none'}"
+    if probe.get("error") and not found:
         status = UNKNOWN if "longer than" in str(probe["error"]) else MISSING
-        return Check("framework with CUDA, listing the GPU", status, f"{seen} ({probe['error']})",
-                     CUDA_BUILD_FIX.get(backend, "")), False
-    if listed:
-        return Check("framework with CUDA, listing the GPU", OK, seen), True
-    return Check("framework with CUDA, listing the GPU", MISSING, seen, CUDA_BUILD_FIX.get(backend, "")), False
+        return Check(name, status, f"{seen} ({probe['error']})", fix), False
+    if listed and built is not False:
+        return Check(name, OK, seen), True
+    return Check(name, MISSING, seen, fix), False
+
+
+def _source_readings(source: GpuSource, tried: dict[str, str]) -> list[Check]:
+    """One reading of GPU 0 from a non-NVIDIA source: what it gave, and each figure it cannot give with the reason;
+    and the optional source that would add figures (AMD SMI over sysfs, macmon over ioreg) where it is missing."""
+    info = source.info
+    collector = source.collector([0])
+    reading = collector.collect()[0]
+    collector.close()
+    shown = {"util_percent": ("utilization", "%.0f %%"), "mem_used_mib": ("memory in use", "%.0f MiB"),
+             "mem_total_mib": ("memory total", "%.0f MiB"), "power_w": ("power", "%.1f W"),
+             "temp_c": ("temperature", "%.0f °C"), "sm_clock_mhz": ("clock", "%.0f MHz"),
+             "energy_j": ("energy counter", "%.0f J")}
+    got = [f"{label} {fmt % getattr(reading, name)}" for name, (label, fmt) in shown.items()
+           if getattr(reading, name) is not None]
+    labels = {**{name: label for name, (label, _) in shown.items()}, "sm_active_percent": "SM activity",
+              "tensor_active_percent": "tensor activity", "throttle_reasons": "clock-limit reasons"}
+    gaps = [f"{labels[name] if name in labels else name}: {why.rstrip('.')}" for name, why in info.not_measured.items()]
+    checks = [Check(f"GPU readings ({info.name})", OK if reading.util_percent is not None else MISSING,
+                    f"GPU 0 now: {', '.join(got) or 'nothing'}. Not measured here: {'; '.join(gaps) or 'none'}",
+                    "" if reading.util_percent is not None else f"{info.name} gave no utilization for GPU 0")]
+    extra = {amd.SYSFS_INFO.name: (amd.AMDSMI_INFO.name, AMDSMI_FIX),
+             apple.IOREG_INFO.name: (apple.MACMON_INFO.name, MACMON_FIX)}
+    if info.name in extra:
+        better, fix = extra[info.name]
+        checks.append(Check(better, MISSING, tried[better] if better in tried else "not found", fix))
+    return checks
 
 
 def _gpu_readings(driver_ok: bool) -> list[Check]:
@@ -133,13 +202,19 @@ def diagnose(*, framework_timeout_s: float = 60.0) -> Report:
     """Run every check (the framework's in a child process, at most ``framework_timeout_s``)."""
     backend = settings.default_backend()
     hardware = devices.discover()
-    driver, driver_ok = _driver()
-    framework, framework_ok = _framework(backend, framework_timeout_s)
+    found = sources.find()
+    vendor = found.source.info.vendor if found.source is not None else (
+        "apple" if found.system == "Darwin" else "nvidia")
+    driver, driver_ok = _driver(found)
+    framework, framework_ok = _framework(backend, framework_timeout_s, vendor)
     if not driver_ok and framework.fix:  # no framework lists a GPU without a driver
-        framework = replace(framework, fix=f"First the NVIDIA driver (see above); then {framework.fix}")
+        first = "the NVIDIA driver" if vendor == "nvidia" else "the GPU's source"
+        framework = replace(framework, fix=f"First {first} (see above); then {framework.fix}")
     cores = Check("CPU cores", OK, f"{hardware.cpu.model}: {hardware.cpu.logical_cores} logical cores "
                                    f"({devices.all_cores()} usable by this process), {platform.machine()}")
-    checks = (driver, framework, *_gpu_readings(driver_ok), _rapl(), cores, _peaks(hardware))
+    readings = (_source_readings(found.source, dict(found.tried)) if found.source is not None and vendor != "nvidia"
+                else _gpu_readings(driver_ok))
+    checks = (driver, framework, *readings, _rapl(), cores, _peaks(hardware))
     ready = driver_ok and framework_ok and hardware.gpu_reason is None and bool(hardware.gpus)
     return Report(gpu_ready=ready, checks=checks)
 

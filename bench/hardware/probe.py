@@ -193,6 +193,8 @@ def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
     repeats, dtype, budget_s = int(params.get("repeats", 1)), str(params["dtype"]), float(params["seconds"])
     worker.prepare_environment({"device": device, "backend": backend, "cpu_threads": threads})
     hw = devices.discover()  # after prepare_environment: a GPU probe sees only its own GPU
+    if backend == "torch":  # before Keras loads: on a Mac its torch backend would take MPS for a CPU probe too
+        os.environ.update(devices.torch_device_env(device, hw))
     framework, _ = worker._framework_setup(backend, threads)
 
     import keras
@@ -203,7 +205,8 @@ def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
 
     by_size: dict[str, float] = {}
     timed_s, matmuls, flops_done, placement = 0.0, 0, 0.0, ""
-    with keras.device(Target.from_device(device).keras_device):
+    on_mac_gpu = backend == "torch" and hw.vendor == "apple" and device != "cpu"
+    with keras.device("mps" if on_mac_gpu else Target.from_device(device).keras_device):
         for size in sizes:
             a = keras.ops.cast(keras.random.normal((size, size), seed=1), dtype)
             b = keras.ops.cast(keras.random.normal((size, size), seed=2), dtype)
@@ -233,7 +236,7 @@ def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
                 flops_done += count * 2.0 * size**3
                 best = max(best, count * 2.0 * size**3 / spent / 1e9)
             by_size[str(size)] = best
-    if device != "cpu" and "gpu" not in placement.lower() and "cuda" not in placement.lower():
+    if device != "cpu" and not any(word in placement.lower() for word in ("gpu", "cuda", "rocm", "mps")):
         raise RuntimeError(
             f"asked for {device} but the matmul ran on {placement!r}: the {backend} build here cannot use the GPU "
             "(see `python -m bench devices --probe`)"

@@ -166,3 +166,39 @@ def test_make_swaps_a_cpu_build_of_torch_for_its_cuda_build(tmp_path: Path, fake
     assert f"{venv}/.installed-dev-cuda-torch-cu130" in shown
     without = _make_n("install-dev", venv, {**fake_driver, "KERAS_BACKEND": "tensorflow", "GPU": ""})
     assert "torch==" not in without
+
+
+# -- a Mac with Apple silicon: Keras over torch (MPS), whatever KERAS_BACKEND said, unless GPU=0 ------------------------
+@pytest.mark.parametrize("backend", ["", "tensorflow", "jax", "torch"])
+def test_on_a_mac_with_apple_silicon_the_torch_backend(no_driver: dict[str, str], backend: str) -> None:
+    env = {**no_driver, **({"KERAS_BACKEND": backend} if backend else {})}
+    choice = install_stack.choose(env, machine="arm64", system="Darwin")
+    assert (choice.key, choice.packages, choice.backend) == ("mps-torch", ("torch",), "torch")
+    assert "MPS" in choice.why and "Apple silicon" in choice.why
+
+
+def test_on_a_mac_gpu_0_keeps_the_cpu_stack_and_the_named_backend(no_driver: dict[str, str]) -> None:
+    choice = install_stack.choose({**no_driver, "GPU": "0", "KERAS_BACKEND": "jax"}, machine="arm64", system="Darwin")
+    assert (choice.key, choice.packages, choice.backend) == ("cpu", (), "jax")
+
+
+def test_an_intel_mac_is_not_taken_for_apple_silicon(no_driver: dict[str, str]) -> None:
+    assert install_stack.choose(no_driver, machine="x86_64", system="Darwin").key == "cpu"
+
+
+def test_a_mac_stack_swaps_no_torch_build(no_driver: dict[str, str]) -> None:
+    """torch's macOS wheels are its MPS build: nothing to swap, whatever is installed."""
+    choice = install_stack.choose(no_driver, machine="arm64", system="Darwin")
+    assert install_stack.replacement(choice, "2.13.0") == ()
+
+
+def test_backend_prints_the_stacks_backend(no_driver: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    for name, value in no_driver.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    monkeypatch.setattr(install_stack.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(install_stack.platform, "machine", lambda: "arm64")
+    assert install_stack.main(["--backend"]) == 0 and capsys.readouterr().out.strip() == "torch"
+    monkeypatch.setenv("GPU", "0")
+    assert install_stack.main(["--backend"]) == 0 and capsys.readouterr().out.strip() == "jax"

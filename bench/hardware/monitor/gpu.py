@@ -17,6 +17,7 @@ from bench.readings import GpuReading  # the one GPU reading type, shared with t
 __all__ = ["GpuCollector", "GpuReading", "GpuUnavailable", "throttle_words"]
 
 _MIB = 2**20
+SOURCE = "NVML"  # the source every reading of this collector names (bench.hardware.monitor.nvidia)
 # NVML constants, from nvml.h (pynvml.NVML_TEMPERATURE_GPU / NVML_CLOCK_SM); read from the module when it has them.
 _NVML_TEMPERATURE_GPU = 0
 _NVML_CLOCK_SM = 1
@@ -113,7 +114,7 @@ class GpuCollector:
         handle = self._handle(index)
         name = self._names.get(index)
         if handle is None:
-            return GpuReading(index, name)
+            return GpuReading(index, name, source=SOURCE)
         util = nvml.query("nvmlDeviceGetUtilizationRates", handle)
         memory = nvml.query("nvmlDeviceGetMemoryInfo", handle)
         power_mw = nvml.query("nvmlDeviceGetPowerUsage", handle)
@@ -144,6 +145,7 @@ class GpuCollector:
             fp32_active_percent=gpm.get("fp32_active_percent"),
             fp16_active_percent=gpm.get("fp16_active_percent"),
             dram_active_percent=gpm.get("dram_active_percent"),
+            source=SOURCE,
         )
 
 

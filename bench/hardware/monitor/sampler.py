@@ -1,8 +1,8 @@
 """The sampler: one background thread that reads the CPU and GPU collectors every ``interval_s`` seconds.
 
 Runs in the SERVER process (Streamlit or the CLI) and watches the training worker by pid. Modelled on MLflow's system
-metrics monitor: one collector per source, the GPU collector built inside try/except (when NVML is not usable this is
-logged ONCE and sampling goes on with ``gpus=[]``), a named daemon thread that waits on ``Event.wait`` so ``stop()`` is
+metrics monitor: one collector per source, the GPU collector from whichever GPU source answers (sources.py; when none
+does this is logged ONCE and sampling goes on with ``gpus=[]``), a named daemon thread that waits on ``Event.wait`` so ``stop()`` is
 immediate. Each :class:`Sample` is handed to ``on_sample``; buffering and storage are the caller's job.
 """
 
@@ -15,8 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.hardware.monitor.cpu import CpuCollector
-from bench.hardware.monitor.gpu import GpuCollector, GpuUnavailable
+from bench.hardware.monitor import sources
 from bench.hardware.monitor.rapl import POWERCAP_ROOT, RaplReader
+from bench.hardware.monitor.source_types import Collector, SourceInfo
 from bench.readings import Sample  # the one sample type, shared with the records
 
 __all__ = ["Sample", "Sampler"]
@@ -34,8 +35,8 @@ class Sampler:
         interval_s: seconds between samples (> 0; the run config limits it to 0.1..10).
         pid: the worker process to watch (can be set later with :meth:`set_pid`).
         on_sample: called in the sampler thread with each Sample; its exceptions are logged and sampling goes on.
-        gpu_indices: NVML indices to read; None reads every GPU NVML sees.
-        monitor_gpus: False skips NVML entirely.
+        gpu_indices: GPU indices (as the source numbers them: NVML's on NVIDIA) to read; None reads every GPU.
+        monitor_gpus: False skips the GPU sources entirely.
         clock: monotonic seconds; ``t_s`` is measured from ``start()``.
         powercap_root: where RAPL's powercap tree is read (a fake tree in tests).
 
@@ -69,31 +70,42 @@ class Sampler:
         self._rapl = RaplReader(powercap_root)
         if self._rapl.reason is not None:
             logger.info("CPU energy is not measured: %s", self._rapl.reason)
-        self._gpu: GpuCollector | None = None
+        self._gpu: Collector | None = None
         self._gpu_reason: str | None = None
+        self._gpu_source: SourceInfo | None = None
         if not monitor_gpus:
             self._gpu_reason = GPU_MONITORING_OFF_REASON
-        else:
-            try:
-                self._gpu = GpuCollector(gpu_indices)
-            except GpuUnavailable as exc:
-                self._gpu_reason = exc.reason
-                logger.info("GPU metrics are skipped: %s", exc.reason)
+        else:  # whichever source answers: NVML, AMD SMI (sysfs), Apple's IOAccelerator (macmon)
+            found = sources.find()
+            if found.source is None:
+                self._gpu_reason = found.reason or "no GPU source answered"
+                logger.info("GPU metrics are skipped: %s", self._gpu_reason)
+            else:
+                self._gpu = found.source.collector(gpu_indices)
+                self._gpu_source = found.source.info
 
     @property
     def gpu_reason(self) -> str | None:
-        """Why no GPU readings are taken (NVML unusable or monitoring off); None when GPUs are sampled."""
+        """Why no GPU readings are taken (no GPU source answers, or monitoring off); None when GPUs are sampled."""
         return self._gpu_reason
 
     @property
     def energy_reasons(self) -> dict[str, str]:
-        """Why energy cannot be read: ``"cpu"`` (RAPL) and ``"gpu"`` (NVML) -> a plain sentence; empty when both can."""
+        """Why energy cannot be read: ``"cpu"`` (RAPL) and ``"gpu"`` (the GPU source: none, or one that gives neither
+        power nor an energy counter) -> a plain sentence; empty when both can."""
         reasons = {}
         if self._rapl.reason is not None:
             reasons["cpu"] = self._rapl.reason
         if self._gpu_reason is not None:
             reasons["gpu"] = self._gpu_reason
+        elif self._gpu_source is not None and {"power_w", "energy_j"} <= set(self._gpu_source.not_measured):
+            reasons["gpu"] = self._gpu_source.not_measured["power_w"]
         return reasons
+
+    @property
+    def gpu_source(self) -> SourceInfo | None:
+        """The source the GPU readings come from (None without one)."""
+        return self._gpu_source
 
     @property
     def gpm_reasons(self) -> dict[str, str]:

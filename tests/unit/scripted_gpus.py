@@ -1,0 +1,202 @@
+"""Scripted GPU machines without the hardware: a Mac (ioreg's IOAccelerator plist, macmon), an AMD machine (AMD SMI's
+documented return shapes, or the amdgpu driver's sysfs files), as tests/unit/fake_nvml.py scripts NVML.
+
+The ioreg plist (recorded/ioreg-m2pro.plist) and the sysfs tree (recorded/amd-sysfs) have the shape and units those
+tools print on the machines (Apple M2 Pro, Radeon RX 7900 XTX); their values are chosen for the tests, not taken
+from a machine here, and docs/GPU.md says each vendor is not yet checked on hardware. :func:`use` scripts a machine
+for every source and for the framework's answers (its GPU build and the devices it lists), with NVML absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from bench.hardware import devices
+from bench.hardware.monitor import nvml, sources
+from bench.hardware.monitor.source_types import Machine
+from tests.unit import fake_nvml
+
+RECORDED = Path(__file__).parent / "recorded"
+IOREG_PLIST = RECORDED / "ioreg-m2pro.plist"
+AMD_SYSFS = RECORDED / "amd-sysfs"
+
+
+class AmdSmiLibraryException(Exception):
+    """amdsmi's exception for a query the card or driver does not support."""
+
+
+@dataclass
+class FakeAmdGpu:
+    """One AMD GPU as amdsmi's Python functions return it (dicts, units as documented: %, MB, W, MHz, degrees C)."""
+
+    market_name: str = "AMD Instinct MI300X"
+    gfx_activity: Any = 71
+    umc_activity: Any = 23
+    mm_activity: Any = "N/A"
+    vram_used_mb: int = 18_432
+    vram_total_mb: int = 196_592
+    average_socket_power: Any = "N/A"  # MI300 and newer give current_socket_power
+    current_socket_power: Any = 612
+    power_limit_w: Any = 750
+    energy_accumulator: int = 1_250_000_000
+    counter_resolution: float = 15.3  # microjoules a count
+    gfx_clock_mhz: int = 2_100
+    edge_temp_c: Any = 54
+    unsupported: set[str] = field(default_factory=set)
+
+
+class FakeAmdSmi:
+    """A stand-in for the ``amdsmi`` module: the functions the AMD source calls, with amdsmi's documented shapes."""
+
+    AmdSmiLibraryException = AmdSmiLibraryException
+    AmdSmiClkType = SimpleNamespace(GFX="GFX")
+    AmdSmiTemperatureType = SimpleNamespace(EDGE="EDGE")
+    AmdSmiTemperatureMetric = SimpleNamespace(CURRENT="CURRENT")
+
+    def __init__(self, gpus: list[FakeAmdGpu], *, init_error: bool = False) -> None:
+        self.gpus = gpus
+        self.init_error = init_error
+        self.energy_reads = 0
+
+    def _gpu(self, handle: int, function: str) -> FakeAmdGpu:
+        gpu = self.gpus[handle]
+        if function in gpu.unsupported:
+            raise AmdSmiLibraryException(f"{function}: AMDSMI_STATUS_NOT_SUPPORTED")
+        return gpu
+
+    def amdsmi_init(self) -> None:
+        if self.init_error:
+            raise AmdSmiLibraryException("AMDSMI_STATUS_INIT_ERROR: is the amdgpu driver loaded?")
+
+    def amdsmi_get_processor_handles(self) -> list[int]:
+        return list(range(len(self.gpus)))
+
+    def amdsmi_get_gpu_asic_info(self, handle: int) -> dict[str, Any]:
+        gpu = self._gpu(handle, "amdsmi_get_gpu_asic_info")
+        return {"market_name": gpu.market_name, "vendor_id": "0x1002", "device_id": "0x74a1", "rev_id": "0x00",
+                "asic_serial": "0x0", "oam_id": handle}
+
+    def amdsmi_get_gpu_driver_info(self, handle: int) -> dict[str, Any]:
+        self._gpu(handle, "amdsmi_get_gpu_driver_info")
+        return {"driver_name": "amdgpu", "driver_version": "6.8.5", "driver_date": "2015/01/01 00:00"}
+
+    def amdsmi_get_gpu_device_uuid(self, handle: int) -> str:
+        self._gpu(handle, "amdsmi_get_gpu_device_uuid")
+        return f"1fff74a1-0000-1000-80ce-58c6e0c3a1b{handle}"
+
+    def amdsmi_get_gpu_activity(self, handle: int) -> dict[str, Any]:
+        gpu = self._gpu(handle, "amdsmi_get_gpu_activity")
+        return {"gfx_activity": gpu.gfx_activity, "umc_activity": gpu.umc_activity, "mm_activity": gpu.mm_activity}
+
+    def amdsmi_get_gpu_vram_usage(self, handle: int) -> dict[str, Any]:
+        gpu = self._gpu(handle, "amdsmi_get_gpu_vram_usage")
+        return {"vram_total": gpu.vram_total_mb, "vram_used": gpu.vram_used_mb}
+
+    def amdsmi_get_power_info(self, handle: int) -> dict[str, Any]:
+        gpu = self._gpu(handle, "amdsmi_get_power_info")
+        return {"current_socket_power": gpu.current_socket_power, "average_socket_power": gpu.average_socket_power,
+                "gfx_voltage": "N/A", "soc_voltage": "N/A", "mem_voltage": "N/A", "power_limit": gpu.power_limit_w}
+
+    def amdsmi_get_energy_count(self, handle: int) -> dict[str, Any]:
+        gpu = self._gpu(handle, "amdsmi_get_energy_count")
+        self.energy_reads += 1
+        return {"energy_accumulator": gpu.energy_accumulator + 100_000 * self.energy_reads,
+                "counter_resolution": gpu.counter_resolution, "timestamp": 1_700_000_000}
+
+    def amdsmi_get_clock_info(self, handle: int, clock: Any) -> dict[str, Any]:
+        gpu = self._gpu(handle, "amdsmi_get_clock_info")
+        return {"clk": gpu.gfx_clock_mhz, "min_clk": 500, "max_clk": 2_100, "clk_locked": False,
+                "clk_deep_sleep": False}
+
+    def amdsmi_get_temp_metric(self, handle: int, sensor: Any, metric: Any) -> Any:
+        return self._gpu(handle, "amdsmi_get_temp_metric").edge_temp_c
+
+
+def fake_macmon(usage: float = 0.83, gpu_w: float = 14.2) -> Any:
+    """A stand-in for macmon-lib's ``macmon`` module: ``Sampler().metrics()`` with ``gpu_usage[0].usage`` (a ratio)
+    and ``power.gpu`` (W), the fields its README shows."""
+    metrics = SimpleNamespace(gpu_usage=[SimpleNamespace(freq_mhz=1398.0, usage=usage)],
+                              power=SimpleNamespace(gpu=gpu_w, board=31.0, cpu=6.1))
+    sampler = SimpleNamespace(metrics=lambda: metrics)
+    return SimpleNamespace(Sampler=lambda: sampler)
+
+
+def mac(*, macmon: Any = None, plist: bytes | None = None) -> Machine:
+    """A Mac with Apple silicon: ioreg prints the recorded plist; macmon-lib installed where given."""
+    printed = IOREG_PLIST.read_bytes() if plist is None else plist
+    return Machine(system="Darwin", drm_root=RECORDED / "no-drm", ioreg=lambda: printed, amdsmi=lambda: None,
+                   macmon=lambda: macmon)
+
+
+def amd_sysfs() -> Machine:
+    """A Linux machine with an AMD GPU, amdgpu's sysfs files and no AMD SMI."""
+    return Machine(system="Linux", drm_root=AMD_SYSFS, ioreg=lambda: None, amdsmi=lambda: None, macmon=lambda: None)
+
+
+def amd_smi(gpus: list[FakeAmdGpu] | None = None) -> Machine:
+    """A Linux machine with ROCm's AMD SMI answering (and the same sysfs tree)."""
+    module = FakeAmdSmi(gpus or [FakeAmdGpu()])
+    return Machine(system="Linux", drm_root=AMD_SYSFS, ioreg=lambda: None, amdsmi=lambda: module,
+                   macmon=lambda: None)
+
+
+# what the framework lists on each scripted machine (bench.hardware.devices.probe_framework's answer)
+LISTS = {"apple": ["CPU:0", "MPS:0"], "amd": ["CPU:0", "GPU:0"]}
+
+
+@contextmanager
+def use(monkeypatch: pytest.MonkeyPatch, machine: Machine, *, backend: str = "torch",
+        gpu_build: bool | None = True) -> Iterator[Machine]:
+    """Script ``machine`` for every GPU source (NVML absent), Keras on ``backend`` whose build for the machine's GPU
+    is ``gpu_build`` and which lists the GPU."""
+    vendor = "apple" if machine.system == "Darwin" else "amd"
+    monkeypatch.setenv("KERAS_BACKEND", backend)
+    monkeypatch.setattr(devices, "framework_gpu_build", lambda name, kind: gpu_build if kind == vendor else None)
+
+    def probe(name: str | None = None, timeout_s: float = 60) -> dict[str, Any]:
+        return {"backend": name or backend, "version": "2.8.0", "devices": LISTS[vendor] if gpu_build else ["CPU:0"],
+                "built_with_cuda": False, "error": None}
+
+    monkeypatch.setattr(devices, "probe_framework", probe)
+    nvml.set_module(fake_nvml.missing())
+    sources.script(machine)
+    try:
+        yield machine
+    finally:
+        sources.reset()
+        nvml.reset()
+
+
+PLACEMENT_ENV = "BENCH_SCRIPTED_PLACEMENT"
+WORKER_TARGET = "tests.unit.scripted_gpus:replayed_worker"  # for BENCH_WORKER_TARGET
+
+
+def replayed_worker(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
+    """A replayed run on a scripted GPU machine: it says where its variables lived as the real worker would there
+    (``mps:0`` on a Mac under torch, ``cuda:0`` for ROCm's torch; $BENCH_SCRIPTED_PLACEMENT), then 0.8 s epochs."""
+    import os
+    import time
+
+    from bench.runs import events
+
+    placement = os.environ.get(PLACEMENT_ENV, "mps:0")
+    events.emit(queue, events.STARTED, pid=os.getpid(), framework="torch 2.8.0 (replayed)", backend="torch",
+                devices_seen=["cpu", placement], placement=placement, replicas=1, replica_devices=[placement],
+                params=203530, flops_per_sample=1_221_180, n_train=1000, n_test=200, precision="float32")
+    for epoch in range(1, int(config["epochs"]) + 1):
+        started = time.time()
+        if stop_event.wait(0.8):
+            events.emit(queue, events.FINISHED, status="stopped")
+            return
+        ended = time.time()
+        events.emit(queue, events.EPOCH, epoch=epoch, epoch_seconds=ended - started, samples_per_s=1000 / 0.8,
+                    loss=1.0 / epoch, accuracy=0.5, val_loss=1.0, val_accuracy=0.5, includes_tracing=epoch == 1,
+                    started_wall=started, ended_wall=ended)
+    events.emit(queue, events.FINISHED, status="finished")
