@@ -1,6 +1,8 @@
 """The worker's events: what a training process tells its supervisor, one plain dict per event on a multiprocessing
 queue (``{"type": kind, "time": wall seconds, **fields}``). The one place events are made, by the worker, the test
-fakes and the benchmark stand-ins alike, and the one list of their kinds.
+fakes and the benchmark stand-ins alike, the one list of their kinds, and the one place they are read: :func:`read`
+types each event as it comes off the queue (a :class:`Phase`, :class:`Started`, ... holding the run's typed parts),
+so the supervisor never looks into a dict.
 
 - ``phase``: a start-up phase began (``phase``: importing, loading data, building the model, ...);
 - ``started``: the first step is about to run (``**info``: placement, framework, parameter count, ...);
@@ -12,7 +14,12 @@ fakes and the benchmark stand-ins alike, and the one list of their kinds.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+from bench.readings import Epoch
+from bench.run_info import RunError, RunInfo
 
 PHASE = "phase"
 STARTED = "started"
@@ -44,3 +51,82 @@ def emit(queue: Any, kind: str, **fields: Any) -> None:
 def fields_of(evt: dict[str, Any], *also_drop: str) -> dict[str, Any]:
     """An event's own fields: everything but its kind and time (and ``also_drop``)."""
     return {k: v for k, v in evt.items() if k not in _ENVELOPE and k not in also_drop}
+
+
+# -- read: one typed event per dict taken off the queue -------------------------------------------------------------
+@dataclass(frozen=True)
+class Phase:
+    """A start-up phase began."""
+
+    time: float
+    phase: str
+
+
+@dataclass(frozen=True)
+class Started:
+    """The first step is about to run; ``info`` is what the worker learned (placement, framework, the model, ...)."""
+
+    time: float
+    info: RunInfo
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A batch ended: ``batch`` of ``batches`` in epoch ``epoch``."""
+
+    time: float
+    epoch: int
+    batch: int
+    batches: int
+
+
+@dataclass(frozen=True)
+class EpochEnded:
+    """An epoch ended: its figures (``epoch``, times from the samples' origin still to be set) and its wall times."""
+
+    time: float
+    epoch: Epoch
+    started_wall: float
+    ended_wall: float
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The run's last event when it ended on its own or on Stop: ``status`` as the worker saw it."""
+
+    time: float
+    status: str
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The run's last event when it failed."""
+
+    time: float
+    error: RunError
+
+
+Event = Union[Phase, Started, Progress, EpochEnded, Finished, Failed]
+
+
+def read(evt: Mapping[str, Any]) -> Event:
+    """The typed form of one event this project's worker (or a stand-in) made with :func:`event`.
+
+    Raises:
+        ValueError: not an event of a known kind.
+    """
+    kind, at = evt.get("type"), float(evt.get("time") or time.time())
+    if kind == PHASE:
+        return Phase(at, str(evt.get("phase")))
+    if kind == STARTED:
+        return Started(at, RunInfo.of(fields_of(dict(evt))))
+    if kind == PROGRESS:
+        return Progress(at, int(evt["epoch"]), int(evt["batch"]), int(evt["batches"]))
+    if kind == EPOCH:
+        return EpochEnded(at, Epoch.of(fields_of(dict(evt), "started_wall", "ended_wall")),
+                          float(evt["started_wall"]), float(evt["ended_wall"]))
+    if kind == FINISHED:
+        return Finished(at, str(evt.get("status") or FINISHED))
+    if kind == FAILED:
+        return Failed(at, RunError.of(fields_of(dict(evt))))
+    raise ValueError(f"unknown worker event {kind!r}; one of {', '.join(KINDS)}")

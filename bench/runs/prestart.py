@@ -67,7 +67,7 @@ class SparePool:
             spare, self.spare = self.spare, None
         if spare is None:
             return None
-        if spare.key == worker.environment_key(config.to_dict()) and spare.process.is_alive():
+        if spare.key == worker.environment_key(config) and spare.process.is_alive():
             return spare
         discard(spare)
         return None

@@ -21,6 +21,15 @@ TERMINAL = records.TERMINAL
 
 
 @dataclass(frozen=True)
+class Progress:
+    """The last batch the worker reported: ``batch`` of ``batches`` in epoch ``epoch``."""
+
+    epoch: int
+    batch: int
+    batches: int
+
+
+@dataclass(frozen=True)
 class GroupPeak:
     """One target's matmul peak as a group holds it: the figure, the peak cache's entry it came from (sizes, when it
     was measured), and the reason when the probe failed. ``GroupPeak()`` is a peak not measured yet."""
@@ -81,7 +90,7 @@ class RunSnapshot:
     ended_at: float | None
     phase: str
     info: RunInfo
-    progress: dict[str, Any]
+    progress: Progress | None
     epochs: tuple[Epoch, ...]
     samples: tuple[Sample, ...]
     error: RunError | None
@@ -116,16 +125,15 @@ class RunSnapshot:
     def epoch_fraction(self) -> float:
         """How much of the epoch under way its finished batches make: 0 between epochs, before the first batch, or
         when the worker has not said how many batches an epoch has."""
-        batches = self.progress.get("batches") or 0
-        if not batches or self.progress.get("epoch") != len(self.epochs) + 1:
+        p = self.progress
+        if p is None or not p.batches or p.epoch != len(self.epochs) + 1:
             return 0.0
-        return min(1.0, (self.progress.get("batch") or 0) / batches)
+        return min(1.0, p.batch / p.batches)
 
     def current_epoch(self) -> int | None:
         """The epoch under way as "epoch N of total" counts it (never past the total); None before the first batch
         (or for a run read from the store, which has no progress)."""
-        epoch = self.progress.get("epoch")
-        return min(epoch, self.config.epochs) if isinstance(epoch, int) else None
+        return min(self.progress.epoch, self.config.epochs) if self.progress is not None else None
 
     def fraction_done(self) -> float:
         """How much of the run is done, 0..1: the epochs done and the share of the one under way; 1 once finished; an
@@ -150,7 +158,7 @@ class RunSnapshot:
         return cls(
             id=int(run.id or 0), config=run.config, status=run.status,
             created_at=float(run.created_at or 0.0), started_at=run.started_at, ended_at=run.ended_at,
-            phase=str(run.status), info=run.info, progress={}, epochs=run.epochs, samples=run.samples,
+            phase=str(run.status), info=run.info, progress=None, epochs=run.epochs, samples=run.samples,
             error=run.error, store_error=None, hardware=run.hardware, queue_position=None, saved=True,
             owner=owner)
 
@@ -177,7 +185,7 @@ class RunState:
     ended_at: float | None = None
     phase: str = Status.QUEUED.value
     info: RunInfo = field(default_factory=RunInfo)  # replaced whole as the run learns (RunInfo.updated)
-    progress: dict[str, Any] = field(default_factory=dict)
+    progress: Progress | None = None  # the last batch the worker reported
     epochs: list[Epoch] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     error: RunError | None = None
@@ -205,7 +213,7 @@ def snapshot_of(state: RunState, *, queue_position: int | None, store_attached: 
     return RunSnapshot(
         id=state.id, config=state.config, status=state.status, created_at=state.created_at,
         started_at=state.started_at, ended_at=state.ended_at, phase=state.phase, info=state.info,
-        progress=dict(state.progress), epochs=tuple(state.epochs), samples=tuple(state.samples),
+        progress=state.progress, epochs=tuple(state.epochs), samples=tuple(state.samples),
         error=state.error, store_error=state.store_error,
         hardware=state.hardware, queue_position=queue_position,
         saved=(store_attached and state.stored and not state.dirty and not state.unsaved_samples

@@ -20,7 +20,7 @@ from bench.hardware.monitor import Sample, Sampler
 from bench.readings import Epoch
 from bench.records import Status
 from bench.run_info import RunError
-from bench.runs.run_state import TERMINAL, RunState, finish
+from bench.runs.run_state import TERMINAL, Progress, RunState, finish
 from bench.runs.run_writer import SAMPLE_FLUSH_S, RunWriter
 from bench.runs.worker_process import Spare, kill, start_worker_process
 
@@ -247,46 +247,56 @@ class Supervisor:
             )
         state.pending_status = Status.FAILED
 
-    def _apply_event(self, state: RunState, event: dict[str, Any], t0_wall: float) -> bool:
+    def _apply_event(self, state: RunState, raw: dict[str, Any], t0_wall: float) -> bool:
         """Fold one worker event into the run. Returns True when the event ends the run."""
-        kind = event.get("type")
+        event = events.read(raw)
         with self._lock:
-            # start-up phases for the utilization chart: when each began, seconds from the samples' origin
-            phases = state.info.phases or ()
-            if kind in (events.PHASE, events.STARTED) or (kind == events.PROGRESS and phases
-                                                          and phases[-1].phase == "first step"):
-                name = {events.PHASE: event.get("phase"), events.STARTED: "first step"}.get(kind, "training")
-                state.info = state.info.with_phase(str(name), round(event.get("time", t0_wall) - t0_wall, 3))
-            if kind == events.PHASE:
-                state.phase = str(event.get("phase"))
-            elif kind == events.STARTED:
-                state.info = state.info.updated(**events.fields_of(event))
+            self._mark_phase(state, event, t0_wall)
+            if isinstance(event, events.Phase):
+                state.phase = event.phase
+            elif isinstance(event, events.Started):
+                state.info = state.info.updated(**event.info.to_dict())
                 state.status = Status.RUNNING
                 state.phase = "training"
-            elif kind == events.PROGRESS:
-                state.progress = {"epoch": event["epoch"], "batch": event["batch"], "batches": event["batches"]}
-            elif kind == events.EPOCH:
-                fields = events.fields_of(event, "started_wall", "ended_wall")
-                fields["t_start_s"] = event["started_wall"] - t0_wall
-                fields["t_end_s"] = event["ended_wall"] - t0_wall
-                flops = state.info.flops_per_sample
-                fields["achieved_gflops"] = (metrics.achieved_gflops(flops, fields.get("samples_per_s"))
-                                             if isinstance(flops, (int, float)) and flops else None)
-                devices = energy.devices_used(state.config, state.samples)
-                fields.update(energy_j={d: None for d in devices}, energy_estimated=[], throttle_reasons=None)
-                epoch = Epoch.of(fields)
-                self._unsettled.append(epoch.epoch)
-                state.epochs.append(epoch)
-            elif kind == events.FINISHED:
-                status = event.get("status", Status.FINISHED)
-                state.pending_status = Status(status) if status in TERMINAL else Status.FINISHED
+            elif isinstance(event, events.Progress):
+                state.progress = Progress(epoch=event.epoch, batch=event.batch, batches=event.batches)
+            elif isinstance(event, events.EpochEnded):
+                state.epochs.append(self._epoch(state, event, t0_wall))
+                self._unsettled.append(state.epochs[-1].epoch)
+            elif isinstance(event, events.Finished):
+                state.pending_status = Status(event.status) if event.status in TERMINAL else Status.FINISHED
                 state.phase = "finishing"
-            elif kind == events.FAILED:
-                state.error = RunError.of({k: event.get(k) for k in ("error_type", "message", "hint", "traceback")})
+            else:
+                state.error = event.error
                 state.pending_status = Status.FAILED
                 state.phase = "finishing"
-        if kind == events.STARTED:
+        if isinstance(event, events.Started):
             self.writer.update(state, status=Status.RUNNING, info=state.info)
-        elif kind == events.EPOCH:
+        elif isinstance(event, events.EpochEnded):
             self.writer.add_epoch(state, state.epochs[-1])
-        return kind in events.LAST
+        return isinstance(event, (events.Finished, events.Failed))
+
+    @staticmethod
+    def _mark_phase(state: RunState, event: events.Event, t0_wall: float) -> None:
+        """Start-up phases for the utilization chart: when each began, seconds from the samples' origin (the first
+        progress after the first step starts "training")."""
+        phases = state.info.phases or ()
+        if isinstance(event, events.Phase):
+            name = event.phase
+        elif isinstance(event, events.Started):
+            name = "first step"
+        elif isinstance(event, events.Progress) and phases and phases[-1].phase == "first step":
+            name = "training"
+        else:
+            return
+        state.info = state.info.with_phase(name, round(event.time - t0_wall, 3))
+
+    @staticmethod
+    def _epoch(state: RunState, event: events.EpochEnded, t0_wall: float) -> Epoch:
+        """An ended epoch placed on the samples' time line, with its achieved GFLOP/s; its energy and throttle
+        figures wait for the samples that cover it (``_settle``)."""
+        flops = state.info.flops_per_sample
+        return replace(event.epoch, t_start_s=event.started_wall - t0_wall, t_end_s=event.ended_wall - t0_wall,
+                       achieved_gflops=metrics.achieved_gflops(flops, event.epoch.samples_per_s) if flops else None,
+                       energy_j={d: None for d in energy.devices_used(state.config, state.samples)},
+                       energy_estimated=(), throttle_reasons=None, keys=None)  # written whole

@@ -15,9 +15,10 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from bench.config import RunConfig
 from bench.hardware import devices
 from bench.runs import events
 from bench.training.parallel import (
@@ -36,14 +37,25 @@ PROGRESS_MIN_INTERVAL_S = 0.1  # at most ~10 progress events per second
 PARENT_CHECK_INTERVAL_S = 1.0  # how often a worker checks that the server which started it is still there
 
 
-def prepare_environment(config: dict[str, Any]) -> dict[str, str]:
+Config = RunConfig | Mapping[str, Any]  # a config as it crosses into the worker's process: read once, by typed()
+
+
+def typed(config: Config) -> RunConfig:
+    """The run's config, typed once where it enters the worker (the supervisor and the probe send its settings)."""
+    return config if isinstance(config, RunConfig) else RunConfig.of(config)
+
+
+def prepare_environment(config: Config) -> dict[str, str]:
     """Environment a worker must have before the framework loads. Returns the variables it set (for the record)."""
-    changes: dict[str, str] = {"KERAS_BACKEND": config.get("backend") or "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    device = config.get("device", "cpu")
-    parallel = requested_devices(config)
+    cfg = typed(config)
+    changes: dict[str, str] = {"KERAS_BACKEND": cfg.backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    device = cfg.device
+    parallel = requested_devices(cfg)
     if device == "cpu":
         changes["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run must not be able to touch a GPU
         changes["JAX_PLATFORMS"] = "cpu"
+        if cfg.backend == "torch":  # Keras's torch backend would pick a Mac's GPU (MPS) for a CPU run
+            changes["KERAS_TORCH_DEVICE"] = "cpu"
         if parallel > 1 and changes["KERAS_BACKEND"] == "jax":  # JAX splits the host into N devices at import
             kept = [f for f in os.environ.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f]
             changes["XLA_FLAGS"] = " ".join([*kept, f"--xla_force_host_platform_device_count={parallel}"])
@@ -53,15 +65,17 @@ def prepare_environment(config: dict[str, Any]) -> dict[str, str]:
         if device == "gpus":  # every GPU, or the first N of them (config "devices")
             gpus = [d for d in devices.device_choices(hw) if d != "cpu"]
             changes["CUDA_VISIBLE_DEVICES"] = ",".join(
-                devices.cuda_visible_devices_for(d, hw) for d in gpus_taken(gpus, config))
+                devices.cuda_visible_devices_for(d, hw) for d in gpus_taken(gpus, cfg))
         else:
             changes["CUDA_VISIBLE_DEVICES"] = devices.cuda_visible_devices_for(device, hw)
+        if cfg.backend == "torch":  # a Mac's GPU through MPS; NVIDIA's and AMD's through torch's cuda device
+            changes.update(devices.torch_device_env(device, hw))
         # Allocate GPU memory as the model needs it: JAX would take 75 % and TensorFlow all of it at start, so NVML's
         # "memory used" would show the allocator's grab instead of what this model and batch size use.
         for name, value in (("XLA_PYTHON_CLIENT_PREALLOCATE", "false"), ("TF_FORCE_GPU_ALLOW_GROWTH", "true")):
             if name not in os.environ:
                 changes[name] = value
-    threads = config.get("cpu_threads")
+    threads = cfg.cpu_threads
     if threads:
         for name in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             changes[name] = str(threads)
@@ -119,6 +133,8 @@ def _framework_setup_once(backend: str, threads: int | None, logical_cpus: int,
         if threads:
             torch.set_num_threads(int(threads))
         devices = ["cpu"] + [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(torch.cuda.device_count())]
+        if torch.backends.mps.is_available():  # a Mac's GPU, through Metal
+            devices.append("mps:0")
         return f"torch {torch.__version__}", devices
     raise ValueError(f"unknown Keras backend {backend!r}")
 
@@ -325,7 +341,7 @@ class Training:
                 "validation_data": (data.x_test, self.y_test), "shuffle": True, "verbose": 0}
 
 
-def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | None = None) -> Training:
+def prepare_training(config: Config, on_phase: Callable[[str], None] | None = None) -> Training:
     """Everything a run needs before ``model.fit``: the framework set up (threads, logical devices), seed and dtype
     policy, the data and labels, the device scope (or MirroredStrategy), and the model built and compiled in it with
     the run's optimizer, loss, metrics and jit_compile.
@@ -336,13 +352,12 @@ def prepare_training(config: dict[str, Any], on_phase: Callable[[str], None] | N
     "building model").
     """
     from bench.training import datasets, keras_build, models
-    from bench.config import RunConfig
 
     say = on_phase or (lambda phase: None)
-    cfg = RunConfig.of(config)
+    cfg = typed(config)
     say(f"importing {cfg.backend}")
-    cluster = Cluster.of(config)
-    version, devices_seen = _framework_setup(cfg.backend, cfg.cpu_threads, logical_cpus(config), cluster)
+    cluster = Cluster.of(cfg)
+    version, devices_seen = _framework_setup(cfg.backend, cfg.cpu_threads, logical_cpus(cfg), cluster)
 
     import keras
     import numpy as np
@@ -389,18 +404,17 @@ def same_preparation(a: dict[str, Any], b: dict[str, Any]) -> bool:
             == {k: v for k, v in b.items() if k not in AFTER_PREPARATION})
 
 
-def train(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False,
+def train(config: Config, queue: Any, stop_event: Any, *, prestarted: bool = False,
           prepared: Training | None = None) -> str:
     """Train one run, emitting events. Returns the final status ('finished' or 'stopped').
 
     ``prepared``: what a pre-started worker built ahead for the likely next run (seeded as a fresh one would be),
     used when it was built from a config that :func:`same_preparation` matches, else built now."""
-    from bench.config import RunConfig
-
-    if prepared is not None and same_preparation(prepared.config.to_dict(), config):
-        training = dataclasses.replace(prepared, config=RunConfig.of(config))
+    cfg = typed(config)
+    if prepared is not None and same_preparation(prepared.config.to_dict(), cfg.to_dict()):
+        training = dataclasses.replace(prepared, config=cfg)
     else:
-        training = prepare_training(config, on_phase=lambda phase: events.emit(queue, events.PHASE, phase=phase))
+        training = prepare_training(cfg, on_phase=lambda phase: events.emit(queue, events.PHASE, phase=phase))
     cfg, model, parallel = training.config, training.model, training.parallel
     placement = variable_device(model.trainable_variables[0]) if model.trainable_variables else "unknown"
     events.emit(queue, events.STARTED,
@@ -487,11 +501,11 @@ def worker_main(config: dict[str, Any], queue: Any, stop_event: Any, log_path: s
     _train_and_report(config, queue, stop_event)
 
 
-def environment_key(config: dict[str, Any]) -> tuple[Any, ...]:
+def environment_key(config: Config) -> tuple[Any, ...]:
     """What must match for a pre-started worker to take a run: everything fixed before the framework is imported."""
-    return (config.get("backend") or "tensorflow", config.get("device", "cpu"), config.get("cpu_threads") or None,
-            requested_devices(config) if config.get("device", "cpu") == "cpu" or config.get("devices") else None,
-            Cluster.of(config))
+    cfg = typed(config)
+    return (cfg.backend, cfg.device, cfg.cpu_threads or None,
+            requested_devices(cfg) if cfg.device == "cpu" or cfg.devices else None, Cluster.of(cfg))
 
 
 SPARE_READY_LINE = "bench spare worker ready"
@@ -506,9 +520,9 @@ def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: A
     _exit_with_parent()
     _redirect_output(log_path)
     prepare_environment(env_config)
-    backend = env_config.get("backend") or "tensorflow"
+    env = typed(env_config)
     try:
-        _framework_setup(backend, env_config.get("cpu_threads"), logical_cpus(env_config))
+        _framework_setup(env.backend, env.cpu_threads, logical_cpus(env))
         import keras  # noqa: F401 - loaded now so the run does not wait for it
 
         from bench.training import datasets, models  # noqa: F401

@@ -7,23 +7,25 @@ only, after its environment is set; the frameworks are imported inside the funct
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
+
+from bench.config import RunConfig
 
 T = TypeVar("T")
 
 
-def requested_devices(config: Mapping[str, Any]) -> int:
+def requested_devices(config: RunConfig) -> int:
     """The devices a run asked to train data-parallel on (config "devices"); 1 when it named none."""
-    value = config.get("devices")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
+    value = config.devices
+    return value if value is not None and value > 1 else 1
 
 
-def gpus_taken(gpus: Sequence[T], config: Mapping[str, Any]) -> list[T]:
+def gpus_taken(gpus: Sequence[T], config: RunConfig) -> list[T]:
     """The GPUs a 'gpus' run trains on, of those listed in order: the first N when it names devices N, every one when
     it names none. The one rule of what 'gpus' means, applied when the worker narrows CUDA_VISIBLE_DEVICES and again
     when Keras's DataParallel picks its devices under JAX."""
-    return list(gpus[:requested_devices(config)]) if config.get("devices") else list(gpus)
+    return list(gpus[:requested_devices(config)]) if config.devices else list(gpus)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,9 +37,9 @@ class Cluster:
     index: int
 
     @classmethod
-    def of(cls, config: dict[str, Any]) -> Cluster | None:
-        workers = [w.strip() for w in (config.get("workers") or "").split(",") if w.strip()]
-        return cls(tuple(workers), int(config["worker_index"])) if workers else None
+    def of(cls, config: RunConfig) -> Cluster | None:
+        workers = config.worker_addresses()
+        return cls(tuple(workers), int(config.worker_index or 0)) if workers else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +57,7 @@ class Parallel:
         return len(self.devices)
 
 
-def _mirrored(cfg: Any, count: int) -> Parallel:
+def _mirrored(cfg: RunConfig, count: int) -> Parallel:
     import tensorflow as tf
 
     if cfg.device == "gpus":
@@ -65,12 +67,12 @@ def _mirrored(cfg: Any, count: int) -> Parallel:
     return Parallel("tf.distribute.MirroredStrategy", strategy, list(strategy.extended.worker_devices))
 
 
-def _keras_data_parallel(cfg: Any, count: int) -> Parallel:
+def _keras_data_parallel(cfg: RunConfig, count: int) -> Parallel:
     import jax
     import keras
 
     visible = jax.devices()
-    chosen = gpus_taken(visible, cfg.to_dict()) if cfg.device == "gpus" else visible[:count]
+    chosen = gpus_taken(visible, cfg) if cfg.device == "gpus" else visible[:count]
     distribution = keras.distribution.DataParallel(devices=chosen)
     return Parallel("keras.distribution.DataParallel", distribution, [str(d) for d in chosen])
 
@@ -130,21 +132,21 @@ def split_evenly(data: Any, y_train: Any, y_test: Any, replicas: int) -> tuple[A
     return cut, y_train[:n_train], y_test[:n_test]
 
 
-def logical_cpus(config: dict[str, Any]) -> int:
+def logical_cpus(config: RunConfig) -> int:
     """Logical CPU devices TensorFlow must make at start-up: the run's devices on a CPU target, else 1."""
-    return requested_devices(config) if config.get("device", "cpu") == "cpu" else 1
+    return requested_devices(config) if config.device == "cpu" else 1
 
 
-def parallel_of(cfg: Any) -> Parallel | None:
+def parallel_of(cfg: RunConfig) -> Parallel | None:
     """Data-parallel on ``cfg.devices`` devices (every GPU for 'gpus' when it names none), else None for one device.
 
     Raises:
         RuntimeError: the backend has no data-parallel engine in Keras (torch).
     """
-    cluster = Cluster.of(cfg.to_dict())
+    cluster = Cluster.of(cfg)
     if cluster is not None:
         return _multi_worker(cluster)
-    count = requested_devices(cfg.to_dict())
+    count = requested_devices(cfg)
     if count < 2 and cfg.device != "gpus":
         return None
     engine = DATA_PARALLEL.get(cfg.backend)

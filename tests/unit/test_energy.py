@@ -224,7 +224,7 @@ def test_the_live_headers_energy_is_the_summarys_energy() -> None:
                          (RunConfig(), RunInfo(energy_reasons={"cpu": "RAPL not readable"}))):
         run = epochs if info == RunInfo() else [epoch(1, {"cpu": None}), epoch(2, {"cpu": None})]
         snap = RunSnapshot(id=1, config=config, status="running", created_at=0.0, started_at=0.0, ended_at=None,
-                           phase="training", info=info, progress={}, epochs=epochs_of(run),
+                           phase="training", info=info, progress=None, epochs=epochs_of(run),
                            samples=samples_of(samples), error=None,
                            store_error=None, hardware=RecordedHardware(), queue_position=None)
         assert {k: getattr(snap.energy(), k) for k in keys} == {k: getattr(snap.summary, k) for k in keys}
@@ -308,7 +308,7 @@ def test_a_snapshots_summary_is_computed_once(monkeypatch) -> None:
     real = run_summary.summarize
     monkeypatch.setattr(run_summary, "summarize", lambda *a, **k: calls.append(1) or real(*a, **k))
     fields = dict(id=1, config=RunConfig(), status="finished", created_at=0.0, started_at=0.0, ended_at=9.0,
-                  phase="finished", info=RunInfo(), progress={},
+                  phase="finished", info=RunInfo(), progress=None,
                   epochs=epochs_of([epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0})]), samples=(), error=None,
                   store_error=None, hardware=RecordedHardware(), queue_position=None)
     snap = RunSnapshot(**fields)
@@ -325,7 +325,7 @@ def test_a_snapshots_record_carries_the_summary_it_computed(monkeypatch) -> None
     from bench.runs.run_state import RunSnapshot
 
     snap = RunSnapshot(id=1, config=RunConfig(), status="finished", created_at=0.0, started_at=0.0, ended_at=9.0,
-                       phase="finished", info=RunInfo(), progress={},
+                       phase="finished", info=RunInfo(), progress=None,
                        epochs=epochs_of([epoch(1, {"cpu": 1.0}), epoch(2, {"cpu": 2.0}), epoch(3, {"cpu": 3.0})]),
                        samples=samples_of([{"t_s": 4.5, "cpu_percent": 80.0, "process_cpu_percent": 150.0}]),
                        error=None,

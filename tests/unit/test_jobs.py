@@ -312,7 +312,7 @@ def test_wait_first_batch_returns_once_the_first_batch_is_reported(store):
     try:
         run_id = jm.submit(RunConfig(epochs=1))
         assert jm.wait_first_batch(run_id, timeout_s=60)
-        assert jm.snapshot(run_id).progress["batch"] >= 1
+        assert jm.snapshot(run_id).progress.batch >= 1
     finally:
         jm.shutdown()
 

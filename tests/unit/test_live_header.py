@@ -10,7 +10,7 @@ from bench.analysis.run_summary import RunSummary
 from bench.config import RunConfig
 from bench.readings import epochs_of, samples_of
 from bench.run_info import RunInfo
-from bench.runs.run_state import RunSnapshot
+from bench.runs.run_state import Progress, RunSnapshot
 from ui import live
 
 
@@ -21,7 +21,7 @@ def snap(**over):
             "epochs": [{"epoch": 1, "epoch_seconds": 2.5, "samples_per_s": 8000.0, "includes_tracing": True},
                        {"epoch": 2, "epoch_seconds": 2.0, "samples_per_s": 10000.0}],
             "samples": [{"t_s": 1.0, "cpu_percent": 97.0, "gpus": []}],
-            "progress": {"epoch": 3, "batch": 10, "batches": 40}}
+            "progress": Progress(epoch=3, batch=10, batches=40)}
     base.update(over)
     # a RunSnapshot holds its readings typed, as tuples
     base["epochs"], base["samples"] = epochs_of(base["epochs"]), samples_of(base["samples"])
