@@ -87,12 +87,11 @@ class _ProgressLine:
             return
         prog = snap.progress
         if prog and snap.active:
-            frac = prog["batch"] / max(prog["batches"], 1)
+            frac = prog.batch / max(prog.batches, 1)
             bar = "#" * int(frac * 30)
             eta = snap.eta_s()
             eta_text = f" · ETA {metrics.format_seconds(eta)}" if eta is not None else ""
-            self._line(f"epoch {prog['epoch']}/{snap.config.epochs} [{bar:<30}] "
-                       f"{prog['batch']}/{prog['batches']}{eta_text}")
+            self._line(f"epoch {prog.epoch}/{snap.config.epochs} [{bar:<30}] {prog.batch}/{prog.batches}{eta_text}")
         elif snap.active:
             self._line(f"[{snap.status}] {snap.phase}…")
 
@@ -232,10 +231,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     config.validate(_this_machine())
     _check_out(args.json_path, "--json")
+    mlflow = cli_store.mlflow_uri(args)
     record, saved = execute_run(config)
     if args.json_path:
         _write_json(args.json_path, record)
     _print_summary(record)
+    if mlflow is not None:  # a server that is down is a warning: the exit code stays the run's
+        cli_store.send_run(mlflow, record)
     if not saved:
         _keep_unsaved(record, reason=record.store_error, epochs=len(record.epochs), json_path=args.json_path)
         return EXIT_NOT_STORED
@@ -279,6 +281,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     hardware = _this_machine()
     target_module.refuse_duplicates(targets, hardware)
     _check_out(args.json_path, "--json")
+    mlflow = cli_store.mlflow_uri(args)
     prices = pricing.parse_prices(args.price, targets)
     configs = compare.target_configs(config_from_args(args, device="cpu"), targets, hardware)
     records, saved = _run_many(configs)
@@ -298,6 +301,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
                       f"{display.cost(per_run)} for the run (start-up included)")
         if compare.caution(pair):
             print(f"  caution: {compare.caution(pair)}")
+    if mlflow is not None:
+        from bench.output import mlflow_log, report
+
+        cli_store.send_group(mlflow, "comparison", records, mlflow_log.comparison_headline(result),
+                             lambda: report.to_json(result))
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved
@@ -308,6 +316,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from bench.analysis import compare, sweeps
 
     _check_out(args.json_path, "--json")
+    mlflow = cli_store.mlflow_uri(args)
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     batches = None
     if args.batch_sizes is not None:
@@ -380,6 +389,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     exchange = sweeps.exchange_bound_summary(rows)
     if exchange:
         print(exchange)
+    if mlflow is not None:
+        from bench.output import mlflow_log
+
+        cli_store.send_group(mlflow, "sweep", records, mlflow_log.sweep_headline(rows),
+                             lambda: records_module.json_text(records_module.sweep_record(rows, peaks, records)))
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved

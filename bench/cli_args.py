@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from bench import limits
+from bench import limits, settings
 from bench.config import OPTIMIZERS, ConfigError, RunConfig, preset_training
 
 
@@ -68,6 +68,32 @@ def _prices(text: str) -> str:
     if problems:
         raise argparse.ArgumentTypeError("; ".join(problems))
     return text
+
+
+def _mlflow_uri(text: str) -> str:
+    """``--mlflow URI`` checked where it is read (``settings.parse_mlflow_uri``: the one rule)."""
+    try:
+        return settings.parse_mlflow_uri(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class _FromEnv:
+    """``--mlflow`` given without a URI: BENCH_MLFLOW_URI's (not text, so that argparse does not parse it as one)."""
+
+    def __repr__(self) -> str:
+        return "BENCH_MLFLOW_URI"
+
+
+MLFLOW_FROM_ENV = _FromEnv()
+
+
+def add_mlflow_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--mlflow", type=_mlflow_uri, nargs="?", const=MLFLOW_FROM_ENV, default=None, metavar="URI",
+                   help=f"also log {what} to this MLflow tracking server or store (default: BENCH_MLFLOW_URI), "
+                        "e.g. http://localhost:5000 or sqlite:///mlflow.db; needs `pip install -r "
+                        "requirements-mlflow.txt`. A server that is down is retried once, then a warning: the run "
+                        "stays finished and stored, and `export RUN --mlflow URI` sends it later")
 
 
 def _number(text: str) -> float:
@@ -172,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--worker-index", dest="worker_index", type=_positive_int, default=None,
                    help="with --workers: which member this process is (0 = the first)")
     p.add_argument("--json", dest="json_path", default=None, help="write the run record to this file")
+    add_mlflow_option(p, "the run (params, per-epoch metrics, system metrics, record and report)")
 
     p = sub.add_parser("runs", help="list stored runs, oldest first")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -182,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--price", type=_prices, default=None, help="hourly price per target for the cost per epoch and per run, "
                    "e.g. cpu=0.40,gpu:0=2.50 (no price is assumed for a target left out)")
     p.add_argument("--json", dest="json_path", default=None, help="write runs + comparison to this file")
+    add_mlflow_option(p, "the comparison (a parent run, its headline as a tag, one child run per target)")
 
     p = sub.add_parser("sweep", help="model size (and batch size, steps per execution) vs speed and utilization")
     add_run_options(p, with_device=False, steps_list=True)
@@ -190,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-sizes", default=None, help="comma list of batch sizes (default: --batch-size)")
     p.add_argument("--no-peak", action="store_true", help="skip the matmul peak probe")
     p.add_argument("--json", dest="json_path", default=None, help="write the sweep rows to this file")
+    add_mlflow_option(p, "the sweep (a parent run, its headline as a tag, one child run per point)")
 
     p = sub.add_parser("suite", help="the fixed machine suite on every target of this machine: one machine bundle "
                                      "for the Machines page (docs/MACHINES.md)")
@@ -214,10 +243,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="output file (default run-ID.FORMAT in the current folder)")
     p.add_argument("--raw", action="store_true", help="the run's rows as the store holds them, as JSON (default "
                                                       "file run-ID.raw.json): for a run this version cannot read")
+    add_mlflow_option(p, "the stored run, in place of writing a file (a run whose logging failed)")
 
     p = sub.add_parser("import", help="import a JSON run, comparison or machine bundle measured elsewhere into "
                                       "the store")
-    p.add_argument("path")
+    p.add_argument("path", help="a JSON record file; with --mlflow, the id of an MLflow run that `--mlflow` logged "
+                                "(its record artifact bench/run.json, or a comparison's parent run)")
+    p.add_argument("--mlflow", type=_mlflow_uri, nargs="?", const=MLFLOW_FROM_ENV, default=None, metavar="URI",
+                   help="read the run from this MLflow tracking server or store (default: BENCH_MLFLOW_URI)")
 
     # The measuring harness lives beside the engine (benchmarks/ in the checkout); it owns its options and --help.
     p = sub.add_parser("overhead", add_help=False, prefix_chars="+",

@@ -15,6 +15,9 @@
 | KERAS_BACKEND              | tensorflow                        | tensorflow, jax or torch                            |
 | BENCH_WORKER_TARGET        | (unset: the training worker)      | module:name of a worker stand-in the dashboard and  |
 |                            |                                   | the CLI run instead (tests replay runs with one)    |
+| BENCH_MLFLOW_URI           | (unset: no MLflow logging)        | MLflow tracking URI: the dashboard's setting, and   |
+|                            |                                   | where `--mlflow` without a URI logs                 |
+| BENCH_MLFLOW_EXPERIMENT    | bench                             | the MLflow experiment runs are logged under         |
 """
 
 from __future__ import annotations
@@ -110,3 +113,43 @@ def worker_target() -> Callable[..., None] | None:
         raise ValueError(f"BENCH_WORKER_TARGET={raw!r} must name a callable as module:name, e.g. "
                          "benchmarks.standins:PACED_WORKER; unset it for the training worker")
     return target
+
+
+MLFLOW_SCHEMES = ("http", "https", "sqlite", "postgresql", "mysql", "mssql", "file", "databricks")
+
+
+def parse_mlflow_uri(text: str) -> str:
+    """An MLflow tracking URI as typed (an option, the dashboard's field, BENCH_MLFLOW_URI), stripped; the one check
+    of what one looks like: a scheme MLflow tracks to (a database's driver after ``+`` allowed) and no blanks.
+
+    Raises:
+        ValueError: empty, blanks or controls inside, or no known scheme; the message gives examples.
+    """
+    uri = text.strip()
+    scheme = uri.partition(":")[0].partition("+")[0].lower()
+    blanks = any(c.isspace() or not c.isprintable() for c in uri)
+    if not uri or blanks or ":" not in uri or scheme not in MLFLOW_SCHEMES:
+        raise ValueError(f"{text!r} is not an MLflow tracking URI: give one starting with "
+                         f"{', '.join(s + ':' for s in MLFLOW_SCHEMES)}, e.g. http://localhost:5000 or "
+                         "sqlite:///mlflow.db")
+    return uri
+
+
+def mlflow_uri() -> str | None:
+    """The MLflow tracking URI of BENCH_MLFLOW_URI, or None when unset.
+
+    Raises:
+        ValueError: the variable is set to something that is not a tracking URI.
+    """
+    raw = os.environ.get("BENCH_MLFLOW_URI", "").strip()
+    if not raw:
+        return None
+    try:
+        return parse_mlflow_uri(raw)
+    except ValueError as exc:
+        raise ValueError(f"BENCH_MLFLOW_URI: {exc}; or unset it") from None
+
+
+def mlflow_experiment() -> str:
+    """The MLflow experiment runs are logged under (BENCH_MLFLOW_EXPERIMENT; default "bench")."""
+    return os.environ.get("BENCH_MLFLOW_EXPERIMENT", "").strip() or "bench"

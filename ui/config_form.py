@@ -9,11 +9,13 @@ from typing import Any
 
 import streamlit as st
 
+from bench import settings
+from bench.output import mlflow_log
 from bench.training import datasets, models
 from bench.config import (BATCH_MAX, EPOCHS_MAX, INTERVAL_MAX_S, INTERVAL_MIN_S, LEARNING_RATE_MAX, OPTIMIZERS,
                           PRECISIONS, STEPS_PER_EXECUTION_BACKENDS, STEPS_PER_EXECUTION_MAX, RunConfig)
 from bench.target import Target
-from ui import form_values, machine
+from ui import common, form_values, machine
 from ui.safe_text import escape
 
 def upload_dir() -> Path:
@@ -152,6 +154,7 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
             interval = st.slider("Sampling interval (s)", INTERVAL_MIN_S, INTERVAL_MAX_S, step=0.1,
                                  key=f"{prefix}_interval", disabled=disabled)
 
+    mlflow_setting(disabled=disabled, prefix=prefix)
     return RunConfig(
         dataset=dataset, model=model, size=None if model in models.PRESETS else size, epochs=epochs,
         batch_size=batch_size, device=target.device,
@@ -161,3 +164,36 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
         steps_per_execution=steps if steps_ok else 1, devices=count if count > 1 else None,
     )
 
+
+
+def _set_mlflow_uri(tracker: mlflow_log.DashboardLog, key: str) -> None:
+    """The field's new URI for the whole server (empty: no logging), or the reason it is refused beside it."""
+    text = str(st.session_state[key]).strip()
+    try:
+        tracker.uri = settings.parse_mlflow_uri(text) if text else None
+        st.session_state[key + "_problem"] = None
+    except ValueError as exc:
+        st.session_state[key + "_problem"] = str(exc)
+
+
+def mlflow_setting(*, disabled: bool, prefix: str = "cfg") -> None:
+    """Where this server logs each finished run in MLflow (BENCH_MLFLOW_URI the default; one setting per server):
+    logged in the background after the run ends (bench.output.mlflow_log), never delaying or failing it."""
+    tracker = mlflow_log.dashboard_log(common.get_manager().finished_hooks)
+    key = f"{prefix}_mlflow_uri"
+    st.session_state[key] = tracker.uri or ""  # the server's setting, as another session may have changed it
+    with st.expander("MLflow tracking" + (": on" if tracker.uri else "")):
+        st.text_input("Tracking URI (empty: off)", key=key, disabled=disabled, on_change=_set_mlflow_uri,
+                      args=(tracker, key), placeholder="http://localhost:5000",
+                      help="Each finished run is logged as an MLflow run: its settings as params, per-epoch metrics, "
+                           "the utilization samples as MLflow system metrics, its record and HTML report as "
+                           "artifacts. A server that is down is retried once; the run is never affected, and "
+                           "`python -m bench export RUN --mlflow URI` sends it later. For every session of this "
+                           "server.")
+        problem = st.session_state.get(key + "_problem")
+        if problem:
+            st.error(escape(problem, limit=400))
+        if not mlflow_log.available():
+            st.caption(f"The MLflow client is not installed: `{mlflow_log.PIP_LINE}`.")
+        if tracker.last:
+            st.caption(escape(tracker.last, limit=600))

@@ -123,7 +123,7 @@ def progress_of(snap: RunSnapshot) -> tuple[float, str]:
         return snap.fraction_done(), f"{done} of {total} epochs done (run by another process)"
     eta = snap.eta_s()
     eta_text = f" · ETA {metrics.format_seconds(eta)}" if eta is not None else ""
-    text = f"Epoch {snap.current_epoch()}/{total} · batch {prog.get('batch')}/{max(prog.get('batches') or 1, 1)}{eta_text}"
+    text = f"Epoch {snap.current_epoch()}/{total} · batch {prog.batch}/{max(prog.batches, 1)}{eta_text}"
     return snap.fraction_done(), text
 
 

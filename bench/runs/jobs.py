@@ -40,6 +40,7 @@ __all__ = ["JobManager", "RunActiveError", "RunSnapshot", "TERMINAL", "default_s
            "PRESTART_DELAY_S"]
 log = logging.getLogger(__name__)
 STORED_REFRESH_S = 2.0  # a run of another process, shown from the store, is re-read at most this often
+FinishedHook = Callable[[records.RunRecord], None]
 
 
 class JobManager:
@@ -84,6 +85,8 @@ class JobManager:
         self._dispatcher: threading.Thread | None = None
         self._ctx = mp.get_context("spawn")
         self.interrupted_at_start: list[int] = []
+        # name -> called with each ended run's record, in a daemon thread of its own (the dashboard's MLflow logging)
+        self.finished_hooks: dict[str, FinishedHook] = {}
         self._stored_view: tuple[float, RunSnapshot | None] | None = None  # (read at, latest stored run)
         self._stored_version: tuple[int, str, int, int] | None = None
         self.writer = RunWriter(store, self._lock)
@@ -326,11 +329,27 @@ class JobManager:
                                                hint="This is a bug in the dashboard; the next run starts normally.")
                         finish(state, Status.FAILED)
                 self.writer.persist_end(state)
+            self._after_run(state)
             try:
                 self._recheck_peak(state)
             except Exception:  # noqa: BLE001 - a peak check must never stop the queue
                 log.exception("checking run %s against its peak failed", item)
             self._prestart_after(state.config)
+
+    def _after_run(self, state: RunState) -> None:
+        """Hand an ended run's record to each finished hook, each in a daemon thread of its own: a hook (a tracking
+        server slow or down) never delays the queue, fails the run or blocks a page."""
+        hooks = list(self.finished_hooks.items())
+        if not hooks:
+            return
+        try:
+            with self._lock:
+                record = self._snapshot_locked(state).record()
+            for name, hook in hooks:
+                threading.Thread(target=_call_hook, args=(name, hook, record), name=f"bench-finished-{name}",
+                                 daemon=True).start()
+        except Exception:  # noqa: BLE001 - the queue goes on whatever a hook's start does
+            log.exception("handing run %s to the finished-run hooks failed", state.id)
 
     def _recheck_peak(self, state: RunState) -> None:
         """A finished run that beat its target's measured peak queues a new probe (PeakQueue.recheck); the group
@@ -371,3 +390,10 @@ class JobManager:
                 continue
             return str(base / "logs" / f"run-{run_id}.log")
         return None
+
+
+def _call_hook(name: str, hook: FinishedHook, record: records.RunRecord) -> None:
+    try:
+        hook(record)
+    except Exception:  # noqa: BLE001 - a hook's failure is logged, never the run's
+        log.exception("the finished-run hook %r failed for run %s", name, record.id)
