@@ -73,8 +73,10 @@ install: $(VENV)/.installed-$(STACK)
 
 install-dev: $(VENV)/.installed-dev-$(STACK)
 
+# The dashboard trains with the stack's backend (torch on Apple silicon) unless KERAS_BACKEND names one.
+STACK_BACKEND := $(shell $(PY) scripts/install_stack.py --backend 2>/dev/null || echo tensorflow)
 run: install
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT) $(if $(ADDRESS),--server.address $(ADDRESS))
+	KERAS_BACKEND=$${KERAS_BACKEND:-$(STACK_BACKEND)} $(VENV)/bin/streamlit run app.py --server.port $(PORT) $(if $(ADDRESS),--server.address $(ADDRESS))
 
 # The whole suite; its duration guard allows 15 s a test here (browsers and servers share the cores: docs/TESTING.md)
 test: install-dev typecheck

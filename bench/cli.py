@@ -23,6 +23,7 @@ from bench.analysis import metrics
 from bench.cli_args import EXIT_NOT_STORED, PROG, UsageError, build_parser, config_from_args
 from bench.config import ConfigError, Machine, RunConfig
 from bench.output import display
+from bench.readings import GpuReading
 from bench.records import Comparison, RunRecord, Status
 
 
@@ -39,6 +40,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
     hw = devices.discover()
     data = hw.to_dict()
+    readings = _gpu_readings() if hw.gpus else []
+    data["gpu_readings"] = [r.to_dict() for r in readings]
     if args.probe:
         data["framework_probe"] = devices.probe_framework(hw.framework)
     if args.json:
@@ -50,7 +53,14 @@ def cmd_devices(args: argparse.Namespace) -> int:
     if hw.gpus:
         for g in hw.gpus:
             mem = f"{g.mem_total_mib / 1024:.0f} GiB" if g.mem_total_mib else "? GiB"
-            print(f"GPU {g.index} {safe_text.terminal(g.name)} · {mem} · driver {g.driver or '?'} · CUDA {g.cuda_driver_version or '?'}")
+            runtime = f"CUDA {g.cuda_driver_version or '?'}" if hw.vendor in (None, "nvidia") else \
+                f"read by {hw.gpu_source.name if hw.gpu_source else '?'}"
+            print(f"GPU {g.index} {safe_text.terminal(g.name)} · {mem} · driver {g.driver or '?'} · {runtime}")
+        for r in readings:
+            util = "not measured" if r.util_percent is None else f"{r.util_percent:.0f} %"
+            mem_used = "not measured" if r.mem_used_mib is None else f"{r.mem_used_mib:,.0f} MiB"
+            power = "not measured" if r.power_w is None else f"{r.power_w:.0f} W"
+            print(f"      gpu:{r.index} now: utilization {util}, memory in use {mem_used}, power {power}")
     else:
         print(f"GPU   none usable: {hw.gpu_reason}")
     cuda = {True: "built with CUDA", False: "built without CUDA", None: "CUDA support unknown"}[hw.framework_cuda]
@@ -60,6 +70,19 @@ def cmd_devices(args: argparse.Namespace) -> int:
         probe = data["framework_probe"]
         print(f"Probe      {probe.get('error') or ', '.join(map(str, probe.get('devices', [])))}")
     return 0
+
+
+def _gpu_readings() -> list[GpuReading]:
+    """One reading of every GPU, from the source that answers here ([] where none does or it fails)."""
+    from bench.hardware.monitor import sources
+
+    found = sources.find()
+    if found.source is None:
+        return []
+    try:
+        return found.source.collector().collect()
+    except Exception:  # noqa: BLE001 - a listing of devices never fails on a reading
+        return []
 
 
 class _ProgressLine:

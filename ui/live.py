@@ -10,6 +10,7 @@ No thread ever calls st.*.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import plotly.graph_objects as go
@@ -18,8 +19,10 @@ import streamlit as st
 from bench.output import charts, display, report
 from bench.analysis import metrics
 from bench.runs.jobs import JobManager, RunSnapshot
+from bench.hardware.monitor import sources
+from bench.readings import Sample
 from bench.records import Status
-from ui import gpu_truth, live_feed, peak, present, static_files, v2_component
+from ui import common, gpu_truth, live_feed, machine, peak, present, static_files, v2_component
 from ui.safe_text import escape
 from ui.shared_cache import SharedCache
 
@@ -33,6 +36,18 @@ NVML_NOTE = (
     "GPU % is NVML's utilization: the share of time in which at least one kernel ran on the GPU, "
     "not how much of the chip was busy. A GPU can show 100 % while most of its cores idle."
 )
+
+
+def gpu_note(samples: Sequence[Sample]) -> str:
+    """What "GPU %" means for the GPU that was read: NVML's words, or the words of the source that gave the latest
+    reading (AMD SMI, the amdgpu driver, Apple's statistics: bench.hardware.monitor.sources)."""
+    names = [g.source for s in samples[-1:] for g in s.gpus or () if g.source]
+    info = sources.info_of(names[0]) if names else None
+    if info is None or info.vendor == "nvidia":
+        return NVML_NOTE
+    return f"GPU % is {info.name}'s utilization: {info.utilization}"
+
+
 STATUS_ICON = {Status.QUEUED: ":material/schedule:", Status.STARTING: ":material/rocket_launch:",
                Status.RUNNING: ":material/directions_run:", Status.FINISHED: ":material/check_circle:",
                Status.STOPPED: ":material/stop_circle:", Status.FAILED: ":material/error:",
@@ -82,7 +97,7 @@ def tile_values(snap: RunSnapshot) -> list[dict[str, str | None]]:
          "note": None, "help": None},
         {"label": "CPU", "value": f"{cpu:.0f} %" if cpu is not None else "—", "note": None,
          "help": "Whole machine, all cores."},
-        {"label": "GPU", "value": gpu_text, "note": None, "help": NVML_NOTE},
+        {"label": "GPU", "value": gpu_text, "note": None, "help": gpu_note(snap.samples)},
     ]
 
 
@@ -312,6 +327,12 @@ def _element_data(publisher: live_feed.Publisher, state: live_feed.State, **extr
             "script": static_files.static_url("live.js"), "plotly": static_files.static_url("plotly.min.js"), **extra}
 
 
+def _machine_note() -> str:
+    """What "GPU %" means on this machine's GPU (the source that answers here), for the live element's note."""
+    name, measure = machine.utilization_measure(common.get_hardware())
+    return NVML_NOTE if name == "NVML" else f"GPU % is {name}'s utilization: {measure}."
+
+
 RUN_LAYOUT = {"headers": "one", "charts": ["epochs", "util", "loss"], "note": "util", "wide": ["loss"]}
 
 
@@ -325,7 +346,7 @@ def view(publisher: live_feed.Publisher, *, feed: str, key: str, presenter: bool
     publisher.want(chosen)
     live_view_component(key=key, data=_element_data(
         publisher, publisher.state, feed=feed, variant=chosen, header=publisher.header, presenter=presenter,
-        nvml_note=NVML_NOTE, layout=layout or RUN_LAYOUT, ended_slot=ended_slot), on_changed_change=lambda: None)
+        nvml_note=_machine_note(), layout=layout or RUN_LAYOUT, ended_slot=ended_slot), on_changed_change=lambda: None)
 
 
 # The container of the Train page's ended run's header; ui/assets/live_view.css hides it by this key (its class

@@ -68,7 +68,8 @@ SWEEP_COLUMNS = {  # sweep row key -> (column title, number format); "—" where
 }
 SCALING_KEYS = ("devices", "scaling_efficiency")  # shown when a sweep has more than one device count
 SWEEP_HELP = {
-    "GPU %": "NVML utilization: the share of time any kernel ran, not how much of the chip worked",
+    "GPU %": "the GPU's utilization as its source reports it (NVML: the share of time any kernel ran, not how much "
+             "of the chip worked; the System page says what it means on other GPUs)",
     "SM active %": "NVML GPM: the share of the streaming multiprocessors' time spent working (Hopper and newer)",
     "tensor active %": "NVML GPM: the share of time the tensor cores worked (Hopper and newer)",
     "scaling": "samples/s with N devices over N × samples/s with one device, at the same global batch",
@@ -255,7 +256,7 @@ def comparison_charts(records: Sequence[RunRecord], *, key: str,
     with right:
         st.plotly_chart(figure("cmp_util", lambda: charts.utilization_figure(series, title="Utilization, overlaid")),
                         key=f"{key}_util", config=CHART_CONFIG)
-        st.caption(live.NVML_NOTE)
+        st.caption(escape(live.gpu_note([s for r in records for s in r.samples[-1:]])))
 
 
 def reference_panel(records: Sequence[RunRecord]) -> None:

@@ -275,7 +275,7 @@ def _run_section(record: RunRecord, name: str) -> str:
         ("all epochs", metrics.format_seconds(summary.total_seconds)),
         ("steady samples/s", _fmt_number(summary.steady_samples_per_s, ",.0f")),
         ("mean CPU (whole machine)", _fmt_number(summary.mean_cpu_percent, ".0f", " %")),
-        ("mean GPU utilization (NVML)", _fmt_number(summary.mean_gpu_util_percent, ".0f", " %")),
+        ("mean GPU utilization", _fmt_number(summary.mean_gpu_util_percent, ".0f", " %")),
         ("peak worker memory", _fmt_number(summary.peak_process_rss_mib, ",.0f", " MiB")),
     ]
     if info.imported:
@@ -325,7 +325,7 @@ def to_html(record: Importable) -> str:
               f"{_e(firsts)}.</p>")
     intro += ("<p class='note'>Speed-up = median steady-state epoch time of one run / of the other; the spread compares "
               "the fastest and slowest steady epochs. NVML's \"GPU utilization\" is the share of time any kernel ran, "
-              "not how much of the chip worked.</p>")
+              "not how much of the chip worked; other GPUs' sources say what theirs means (docs/GPU.md).</p>")
     intro += "".join(_run_section(r, n) for r, n in zip(runs, names))
     intro += f"<p class='note'>Generated {_e(time.strftime('%Y-%m-%d %H:%M:%S'))} by bench.</p>" + _CSS
 

@@ -203,3 +203,27 @@ def test_gpu_verify_knows_each_vendors_source_row() -> None:
     assert not apple_row.measure({**record, "reading": {"util_percent": None}})[0]
     mps = {"runs": [{"config": {"device": "gpu:0"}, "info": {"backend": "torch", "placement": "mps:0"}}]}
     assert gpu_verify._torch(mps)[0] and gpu_verify._torch_on(mps, "mps")[0]
+
+
+@pytest.mark.parametrize(("machine", "source", "power"), [(sg.mac(), "IOAccelerator (ioreg)", False),
+                                                         (sg.amd_sysfs(), "amdgpu sysfs", True)])
+def test_bench_devices_shows_each_scripted_gpu_its_source_and_a_reading(monkeypatch: pytest.MonkeyPatch, capsys,
+                                                                       machine: sources.Machine, source: str,
+                                                                       power: bool) -> None:
+    """`bench devices --json`: the device, its source (what its utilization means, what it cannot give) and one
+    reading from it; the text form names the source where a CUDA version would stand, and says what is not measured."""
+    import json
+
+    from bench import cli
+
+    with sg.use(monkeypatch, machine):
+        assert cli.main(["devices", "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert cli.main(["devices"]) == 0
+        text = capsys.readouterr().out
+    assert data["gpu_source"]["name"] == source and data["gpu_source"]["utilization"]
+    reading = data["gpu_readings"][0]
+    assert reading["source"] == source and reading["util_percent"] is not None
+    assert (reading["power_w"] is not None) is power
+    assert f"read by {source}" in text and "CUDA" not in text.split("Framework")[0]
+    assert "now: utilization" in text and ("power not measured" in text) is not power
