@@ -562,9 +562,9 @@ class Store:
             if not rows:
                 return None
             run = self._read(con, rows[0], with_samples=with_samples)
-            cluster = cluster_of(run) if isinstance(run, records.RunRecord) else None
-            if isinstance(run, records.RunRecord) and cluster is not None and cluster.get("index") == 0:
-                run = run.with_members(self._members(con, run_id, str(cluster["id"]), with_samples=with_samples))
+            cluster = run.info.cluster if isinstance(run, records.RunRecord) else None
+            if isinstance(run, records.RunRecord) and cluster is not None and cluster.index == 0:
+                run = run.with_members(self._members(con, run_id, cluster.id, with_samples=with_samples))
         if isinstance(run, UnreadableRun):
             raise run.error()
         return run
@@ -586,15 +586,8 @@ def _seconds(value: Any) -> float | None:
     return float(value) if is_number(value) else None
 
 
-def cluster_of(run: records.RunRecord) -> dict[str, Any] | None:
-    """A stored run's place in a multi-worker run (info.cluster: id, index, size, workers), or None."""
-    cluster = run.info.cluster
-    return cluster.to_dict() if cluster is not None else None
-
-
 def _without_followers(runs: list[records.RunRecord]) -> list[records.RunRecord]:
     """``runs`` less the members of a multi-worker run whose coordinating member (index 0) is among them: those are
     read as part of its run (Store.get_run gives them as its ``members``)."""
-    led = {c["id"] for c in map(cluster_of, runs) if c is not None and c.get("index") == 0}
-    return [r for r in runs
-            if (c := cluster_of(r)) is None or c.get("index") == 0 or c["id"] not in led]
+    led = {c.id for r in runs if (c := r.info.cluster) is not None and c.index == 0}
+    return [r for r in runs if (c := r.info.cluster) is None or c.index == 0 or c.id not in led]

@@ -178,32 +178,36 @@ def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _samples_frame(typed: Sequence[Sample]) -> Any:
+def _samples_frame(samples: Sequence[Sample]) -> Any:
+    """One row per sample: its readings, then one column per core and per GPU reading (``gpuI_field``); the keys a
+    later version added (a sample's or a reading's ``extra``) as columns of their own after the known ones."""
     import pandas as pd
 
-    samples = [s.to_dict() for s in typed]
     nested = {"cpu_per_core", "gpus"}
     extras: list[str] = []
     for s in samples:
-        extras.extend(k for k in s if k not in SAMPLE_COLUMNS and k not in nested and k not in extras)
-    cores = max((len(s.get("cpu_per_core") or []) for s in samples), default=0)
-    gpu_indices = sorted({g.get("index") for s in samples for g in (s.get("gpus") or []) if is_int(g.get("index"))})
+        extras.extend(k for k in s.to_dict() if k not in SAMPLE_COLUMNS and k not in nested and k not in extras)
+    cores = max((len(s.cpu_per_core or ()) for s in samples), default=0)
+    gpu_indices = sorted({g.index for s in samples for g in s.gpus or ()})
     gpu_fields = list(GPU_FIELDS)
     for s in samples:
-        for g in s.get("gpus") or []:
-            gpu_fields.extend(k for k in g if k != "index" and k not in gpu_fields)
+        for g in s.gpus or ():
+            gpu_fields.extend(k for k in g.to_dict() if k != "index" and k not in gpu_fields)
     columns = [*SAMPLE_COLUMNS, *extras, *(f"cpu_core_{c}" for c in range(cores)),
                *(f"gpu{i}_{f}" for i in gpu_indices for f in gpu_fields)]
     rows = []
     for s in samples:
-        row = {k: s.get(k) for k in (*SAMPLE_COLUMNS, *extras)}
-        for c, value in enumerate(s.get("cpu_per_core") or []):
-            row[f"cpu_core_{c}"] = value
-        for g in s.get("gpus") or []:
-            for f in gpu_fields:
-                row[f"gpu{g.get('index')}_{f}"] = g.get(f)
+        row = _known(s.to_dict(), (*SAMPLE_COLUMNS, *extras))
+        row.update({f"cpu_core_{c}": value for c, value in enumerate(s.cpu_per_core or ())})
+        for g in s.gpus or ():
+            row.update({f"gpu{g.index}_{f}": v for f, v in _known(g.to_dict(), gpu_fields).items()})
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
+
+
+def _known(data: Mapping[str, Any], columns: Sequence[str]) -> dict[str, Any]:
+    """``data``'s value of each of ``columns``, None (an empty cell) where it holds none."""
+    return {c: data[c] if c in data else None for c in columns}
 
 
 def to_csv(record: Importable) -> dict[str, str]:
