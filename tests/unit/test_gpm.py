@@ -9,6 +9,7 @@ import pynvml
 import pytest
 
 from bench.hardware.monitor import Sampler, nvml
+from bench.hardware.monitor import gpm
 from bench.hardware.monitor.gpm import GPM_FIELDS, UNSUPPORTED_REASON, GpmReader
 from bench.hardware.monitor.gpu import GpuCollector, throttle_words
 
@@ -89,7 +90,7 @@ def test_gpm_functions_missing_from_nvml_give_a_reason() -> None:
     handle = nvml.query("nvmlDeviceGetHandleByIndex", 0)
     reader = GpmReader(handle)
     assert not reader.supported and "allocate" in (reader.reason or "")
-    assert reader.read() == {key: None for key in GPM_KEYS}
+    assert reader.read() == gpm.Activity() and all(getattr(reader.read(), key) is None for key in GPM_KEYS)
 
 
 def test_no_energy_counter_gives_none_and_power_still_read() -> None:

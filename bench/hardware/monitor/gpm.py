@@ -14,7 +14,7 @@ from typing import Any
 
 from bench.hardware.monitor import nvml
 
-__all__ = ["GPM_FIELDS", "GpmReader", "GpmValues"]
+__all__ = ["GPM_FIELDS", "Activity", "GpmReader"]
 
 # reading field -> the pynvml metric id's name and its value in nvml.h (used when pynvml lacks the constant)
 GPM_FIELDS: dict[str, tuple[str, int]] = {
@@ -32,11 +32,21 @@ NO_GPM_API_REASON = ("GPM is not available: this NVIDIA driver or pynvml has no 
 UNSUPPORTED_REASON = "GPM is not supported on this GPU (SM, tensor and DRAM activity need Hopper or newer)."
 GPM_FAILED_REASON = "NVML GPM could not allocate its sample buffers on this GPU."
 
-GpmValues = dict[str, "float | None"]
+@dataclass(frozen=True)
+class Activity:
+    """One interval's GPM figures, in percent; None where GPM did not give one (the names of GPM_FIELDS)."""
+
+    sm_active_percent: float | None = None
+    sm_occupancy_percent: float | None = None
+    tensor_active_percent: float | None = None
+    dram_active_percent: float | None = None
+    fp32_active_percent: float | None = None
+    fp16_active_percent: float | None = None
 
 
-def _none() -> GpmValues:
-    return {name: None for name in GPM_FIELDS}
+def none() -> Activity:
+    """Every GPM figure None: an interval GPM did not read."""
+    return Activity()
 
 
 @dataclass
@@ -84,15 +94,15 @@ class GpmReader:
     def supported(self) -> bool:
         return self.reason is None
 
-    def read(self) -> GpmValues:
+    def read(self) -> Activity:
         """Take a GPM sample now; the figures over the interval since the previous one (None where not given)."""
         buffers = self._buffers
         if buffers is None:
-            return _none()
+            return none()
         if nvml.query("nvmlGpmSampleGet", self._handle, buffers.current) is None:
             buffers.previous_valid = False  # the next interval starts at the next good sample
-            return _none()
-        values = self._metrics(buffers.previous, buffers.current) if buffers.previous_valid else _none()
+            return none()
+        values = self._metrics(buffers.previous, buffers.current) if buffers.previous_valid else none()
         buffers.previous, buffers.current = buffers.current, buffers.previous
         buffers.previous_valid = True
         return values
@@ -104,7 +114,7 @@ class GpmReader:
             nvml.query("nvmlGpmSampleFree", buffers.previous)
             nvml.query("nvmlGpmSampleFree", buffers.current)
 
-    def _metrics(self, first: Any, second: Any) -> GpmValues:
+    def _metrics(self, first: Any, second: Any) -> Activity:
         assert self._struct is not None  # checked when the reader was built
         request = self._struct()
         request.version = self._version
@@ -116,12 +126,12 @@ class GpmReader:
             request.metrics[i].metricId = self._ids[name]
         result = nvml.query("nvmlGpmMetricsGet", request)
         if result is None:
-            return _none()
-        values = _none()
+            return none()
+        values: dict[str, float | None] = {}
         for i, name in enumerate(names):
             metric = result.metrics[i]
             if int(getattr(metric, "nvmlReturn", 1)) != 0:  # this metric alone is not available
                 continue
             value = float(metric.value)
             values[name] = value if value == value and value >= 0 else None  # NaN or negative: not a reading
-        return values
+        return Activity(**values)

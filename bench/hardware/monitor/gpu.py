@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 from bench.hardware.monitor import nvml
-from bench.hardware.monitor.gpm import GpmReader
+from bench.hardware.monitor.gpm import GpmReader, none as gpm_none
 from bench.readings import GpuReading  # the one GPU reading type, shared with the records
 
 __all__ = ["GpuCollector", "GpuReading", "GpuUnavailable", "throttle_words"]
@@ -125,7 +125,7 @@ class GpuCollector:
         reasons = nvml.query("nvmlDeviceGetCurrentClocksEventReasons", handle)
         if reasons is None:  # drivers before 535 have only the older name
             reasons = nvml.query("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
-        gpm = self._gpm[index].read() if index in self._gpm else {}
+        gpm = self._gpm[index].read() if index in self._gpm else gpm_none()  # every GPM field, None where not read
         return GpuReading(
             index=index,
             name=name,
@@ -139,12 +139,12 @@ class GpuCollector:
             power_limit_w=_scaled(limit_mw, 1000),
             throttle_reasons=throttle_words(reasons),
             energy_j=_scaled(energy_mj, 1000),
-            sm_active_percent=gpm.get("sm_active_percent"),
-            sm_occupancy_percent=gpm.get("sm_occupancy_percent"),
-            tensor_active_percent=gpm.get("tensor_active_percent"),
-            fp32_active_percent=gpm.get("fp32_active_percent"),
-            fp16_active_percent=gpm.get("fp16_active_percent"),
-            dram_active_percent=gpm.get("dram_active_percent"),
+            sm_active_percent=gpm.sm_active_percent,
+            sm_occupancy_percent=gpm.sm_occupancy_percent,
+            tensor_active_percent=gpm.tensor_active_percent,
+            fp32_active_percent=gpm.fp32_active_percent,
+            fp16_active_percent=gpm.fp16_active_percent,
+            dram_active_percent=gpm.dram_active_percent,
             source=SOURCE,
         )
 
