@@ -64,7 +64,7 @@ def energy_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
     of the summary are left unmeasured (None)."""
     info = info or RunInfo()
     steady = steady_epochs(epochs)
-    devices = energy.devices_used(config or {}, samples)
+    devices = energy.devices_used(config.device if config is not None else "cpu", samples)
     for epoch in epochs:  # devices an epoch measured (e.g. every GPU of an all-GPUs run) count too
         devices.extend(d for d in (epoch.energy_j or {}) if d not in devices)
     per_epoch: dict[str, float | None] = {}

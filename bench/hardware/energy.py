@@ -11,7 +11,7 @@ without any reading, the figure is None: never a guess from outside the sampled 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bench.readings import Sample
@@ -28,11 +28,11 @@ def gpu_index(device: str) -> int | None:
     return None
 
 
-def devices_used(config: Any, samples: Samples = ()) -> list[str]:
-    """``"cpu"`` and, for a GPU target, ``"gpu:N"`` (``gpus``: every GPU index seen in the samples)."""
+def devices_used(device: str, samples: Samples = ()) -> list[str]:
+    """The devices a run on ``device`` (its config's: cpu, gpu:N, gpus) spends energy on: ``"cpu"`` and, for a GPU
+    target, ``"gpu:N"`` (``gpus``: every GPU index seen in the samples)."""
     devices = ["cpu"]
-    raw = config.get("device") if isinstance(config, Mapping) else getattr(config, "device", None)
-    device = str(raw or "cpu").strip().lower()
+    device = device.strip().lower()
     if gpu_index(device) is not None:
         devices.append(device)
     elif device == "gpus":

@@ -298,5 +298,5 @@ class Supervisor:
         flops = state.info.flops_per_sample
         return replace(event.epoch, t_start_s=event.started_wall - t0_wall, t_end_s=event.ended_wall - t0_wall,
                        achieved_gflops=metrics.achieved_gflops(flops, event.epoch.samples_per_s) if flops else None,
-                       energy_j={d: None for d in energy.devices_used(state.config, state.samples)},
+                       energy_j={d: None for d in energy.devices_used(state.config.device, state.samples)},
                        energy_estimated=(), throttle_reasons=None, keys=None)  # written whole

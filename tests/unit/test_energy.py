@@ -164,9 +164,9 @@ def test_a_counter_that_went_back_gives_none() -> None:
 
 def test_devices_used() -> None:
     samples = samples_of([{"t_s": 0, "gpus": [{"index": 0}, {"index": 1}]}])
-    assert energy.devices_used({"device": "cpu"}, samples) == ["cpu"]
-    assert energy.devices_used(RunConfig(device="gpu:1"), samples) == ["cpu", "gpu:1"]
-    assert energy.devices_used({"device": "gpus"}, samples) == ["cpu", "gpu:0", "gpu:1"]
+    assert energy.devices_used("cpu", samples) == ["cpu"]
+    assert energy.devices_used(RunConfig(device="gpu:1").device, samples) == ["cpu", "gpu:1"]
+    assert energy.devices_used("gpus", samples) == ["cpu", "gpu:0", "gpu:1"]
 
 
 def test_epoch_throttle_reasons() -> None:
