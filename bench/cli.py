@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence, TextIO, cast
+from typing import TYPE_CHECKING, Any, Sequence, TextIO, cast
 
 from bench import cli_machines, cli_store
 from bench import records as records_module
@@ -25,6 +25,9 @@ from bench.config import ConfigError, Machine, RunConfig
 from bench.output import display
 from bench.readings import GpuReading
 from bench.records import Comparison, RunRecord, Status
+
+if TYPE_CHECKING:  # the hardware layer loads with the command that needs it
+    from bench.hardware.peak_cache import PeakEntry
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -367,7 +370,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                                     hardware, steps_per_execution=steps, devices=counts)
     from bench.hardware import peak_cache, probe
     manager = _new_manager()
-    entries: dict[str, dict[str, Any] | None] = {}
+    entries: dict[str, peak_cache.PeakEntry | None] = {}
     if not args.no_peak:
         for target in targets:  # in the run queue: a probe never overlaps a run
             print(f"measuring the matmul peak of {target} (best of several sizes, or the cached best)…",
@@ -381,10 +384,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not args.no_peak:
         entries = _peaks_after_runs(manager, entries)
     rows = sweeps.with_scaling([sweeps.sweep_row(r, entries.get(compare.target(r))) for r in records])
-    peaks = {t: (e or {}).get("peak_gflops") for t, e in entries.items()}
+    peaks = {t: e.peak_gflops if e is not None else None for t, e in entries.items()}
     if args.json_path:
         document = records_module.sweep_record(rows, peaks, records)
-        document["peaks"] = {t: e for t, e in entries.items()}  # where each peak came from: sizes, date, conditions
+        document["peaks"] = {t: e.to_dict() if e is not None else None for t, e in entries.items()}  # where each peak came from: sizes, date, conditions
         _write_json(args.json_path, document)
     wide = sweeps.wide_window_rows(rows)
     print(f"{'size':>4} {'batch':>6} {'steps':>5} {'target':>7} {'dev':>3} {'params':>12} {'steady s':>9} "
@@ -403,7 +406,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"{' *' if row in wide else '  '} {row.diagnosis_kind or '—'}")
     for target_text, entry in entries.items():
         if entry is not None:
-            print(f"peak of {target_text}: {entry['peak_gflops']:.1f} GFLOP/s, {peak_cache.describe(entry)}")
+            print(f"peak of {target_text}: {entry.peak_gflops:.1f} GFLOP/s, {peak_cache.describe(entry)}")
     if any(row.peak_stale for row in rows):
         print("re-probe: the run achieved more than the measured peak, so its share is not shown; the peak is "
               "measured again when no run is active (`python -m bench.hardware.probe --refresh`).")
@@ -423,11 +426,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if all(r.status == Status.FINISHED for r in records) else 1
 
 
-def _peaks_after_runs(manager: Any, entries: dict[str, dict[str, Any] | None]
-                      ) -> dict[str, dict[str, Any] | None]:
+def _peaks_after_runs(manager: Any, entries: dict[str, PeakEntry | None]) -> dict[str, PeakEntry | None]:
     """After a sweep: wait for the re-probes of peaks that a run beat (queued by the manager), then take each
     target's peak from the cache as it now stands (its best, or still stale when a probe failed)."""
     from bench.hardware import peak_cache
+    from bench.target import Target
 
     pending = manager.peaks.pending()
     if pending:
@@ -437,16 +440,14 @@ def _peaks_after_runs(manager: Any, entries: dict[str, dict[str, Any] | None]
             future.result()
         except Exception as exc:  # noqa: BLE001 - reported; the row stays flagged
             print(f"   the new probe failed: {exc}", file=sys.stderr)
-    out: dict[str, dict[str, Any] | None] = {}
+    out: dict[str, PeakEntry | None] = {}
     for text, entry in entries.items():
         if entry is None:
             out[text] = None
             continue
-        from bench.target import Target
-
         target = Target.parse(text)
-        out[text] = peak_cache.lookup(target.device, cpu_threads=target.cpu_threads, backend=entry.get("backend"),
-                                 dtype=entry.get("dtype") or "float32") or entry
+        out[text] = peak_cache.lookup(target.device, cpu_threads=target.cpu_threads, backend=entry.backend,
+                                      dtype=entry.dtype or "float32") or entry
     return out
 
 
@@ -470,8 +471,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
     for target in [] if args.no_peak else targets:
         print(f"measuring the matmul peak of {target}…", file=sys.stderr)
         try:
-            peaks[str(target)] = manager.peaks.queue(target.device, cpu_threads=target.cpu_threads).result().get(
-                "peak_gflops")
+            peaks[str(target)] = manager.peaks.queue(target.device,
+                                                     cpu_threads=target.cpu_threads).result().peak_gflops
         except (ValueError, probe.ProbeError) as exc:
             print(f"   no peak for {target}: {exc}", file=sys.stderr)
             peaks[str(target)] = None

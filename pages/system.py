@@ -129,10 +129,10 @@ st.caption("A short float32 matrix-multiply probe per device, in a separate proc
 
 peaks = machine.known_peaks()
 if peaks:
-    st.table([{"device": escape(p.get("device") or ""), "threads": escape(p.get("threads") or ""),
-               "size": escape(p.get("size") or ""),
-               "peak GFLOP/s": round(p.get("peak_gflops", 0.0), 1), "framework": escape(p.get("framework") or ""),
-               "measured": escape(pd.to_datetime(p.get("measured_at"), unit="s").strftime("%Y-%m-%d %H:%M"))}
+    st.table([{"device": escape(p.device or ""), "threads": escape(p.threads or ""), "size": escape(p.size or ""),
+               "peak GFLOP/s": round(p.peak_gflops, 1), "framework": escape(p.framework or ""),
+               "measured": escape(pd.to_datetime(p.measured_at, unit="s").strftime("%Y-%m-%d %H:%M")
+                                  if p.measured_at is not None else "")}
               for p in peaks])
 choices = common.target_options(hardware)
 c1, c2 = st.columns([2, 1])
@@ -144,7 +144,7 @@ if c2.button("Measure peak", key="sys_peak", icon=":material/speed:", disabled=n
     with st.spinner(f"Measuring {escape(target)} (a few seconds{waiting})…"):
         try:
             result = manager.peaks.queue(chosen.device, cpu_threads=chosen.cpu_threads, refresh=True).result()
-            st.success(f"{escape(target)}: {result['peak_gflops']:,.1f} GFLOP/s "
-                       f"(float32 matmul {escape(result['size'])}²)")
+            st.success(f"{escape(target)}: {result.peak_gflops:,.1f} GFLOP/s "
+                       f"(float32 matmul {escape(result.size)}²)")
         except (ValueError, machine.ProbeError) as exc:
             st.error(f"The probe failed: {escape(exc, limit=600)}")

@@ -5,13 +5,12 @@ ui.common, which discovers the hardware once per server process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
 
 import streamlit as st
 
 from bench.hardware import devices, doctor, peak_cache, probe
 from bench.hardware.monitor import sources
+from bench.hardware.peak_cache import PeakEntry
 from bench.hardware.monitor.source_types import SourceInfo
 
 Hardware = devices.Hardware  # what ui.common.get_hardware hands a page
@@ -38,12 +37,12 @@ def gpu_checklist() -> doctor.Report:
     return doctor.diagnose()
 
 
-def known_peaks() -> list[dict[str, Any]]:
+def known_peaks() -> list[PeakEntry]:
     """Every cached matmul peak of this machine (bench.hardware.peak_cache.known_peaks)."""
     return peak_cache.known_peaks()
 
 
-def peak_source(entry: Mapping[str, Any]) -> str:
+def peak_source(entry: PeakEntry) -> str:
     """Where a cached peak came from, in words: sizes, repeats, date, the machine's other CPU use."""
     return peak_cache.describe(entry)
 

@@ -15,6 +15,7 @@ import streamlit as st
 from bench.analysis import compare
 from bench.analysis.run_summary import Run
 from bench.hardware import peak_cache
+from bench.hardware.peak_cache import PeakEntry
 from bench.readings import Epoch
 from bench.run_info import RunInfo
 from bench.target import of_config
@@ -25,7 +26,7 @@ NOT_MEASURED = ("peak not measured yet: a Sweep measures it first, or press Meas
                 "(or run python -m bench.hardware.probe)")
 
 
-def peak_of(config: Mapping[str, Any] | Any) -> dict[str, Any] | None:
+def peak_of(config: Mapping[str, Any] | Any) -> PeakEntry | None:
     """The cached best peak of a run's target (bench.hardware.peak_cache.lookup), or None: never measured, several GPUs, or a
     malformed config."""
     data = config.to_dict() if hasattr(config, "to_dict") else dict(config or {})
@@ -38,16 +39,16 @@ def peak_of(config: Mapping[str, Any] | Any) -> dict[str, Any] | None:
         return None
 
 
-def peak_text(achieved: float | None, peak: Mapping[str, Any] | None, *, what: str = "Last epoch") -> str:
+def peak_text(achieved: float | None, peak: PeakEntry | None, *, what: str = "Last epoch") -> str:
     """'<what>: <achieved> GFLOP/s, <share> of the measured matmul peak of <peak> GFLOP/s (<where it came from>)', or
     the figure with 'peak not measured yet' / 'peak being re-measured' where no share can be true; '—' for the figure
     when it is unknown."""
     figure = f"{achieved:,.1f} GFLOP/s" if achieved is not None else "— GFLOP/s"
-    if peak is None or not peak_cache.is_plausible(dict(peak)):
+    if peak is None or not peak_cache.is_plausible(peak):
         return f"{what}: {figure}; {NOT_MEASURED}."
-    value = float(peak["peak_gflops"])
-    source = peak_cache.describe(dict(peak))
-    if peak.get("stale") or (achieved is not None and achieved > value):
+    value = peak.peak_gflops
+    source = peak_cache.describe(peak)
+    if peak.stale or (achieved is not None and achieved > value):
         return (f"{what}: {figure}; peak being re-measured: a run achieved more than the {value:,.1f} GFLOP/s "
                 f"measured ({source}), so no share is shown until the next probe.")
     if achieved is None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from bench.analysis import compare, metrics, run_summary
 from bench.analysis.run_summary import Run
 from bench.config import ConfigError, Machine, RunConfig
+from bench.hardware.peak_cache import PeakEntry
 from bench.record_types import SweepRow as SweepRow, SweepSpeedup as SweepSpeedup  # the types this module fills
 from bench.target import Target, canonical, of_config, text_of_config
 from bench.target import on_gpu as on_gpu_rule
@@ -61,16 +62,15 @@ def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Targe
     return configs
 
 
-def sweep_row(record: Run, peak: float | Mapping[str, Any] | None) -> SweepRow:
+def sweep_row(record: Run, peak: PeakEntry | float | None) -> SweepRow:
     """One sweep point from a finished run record. ``peak`` is the target's matmul peak in GFLOP/s, or its cache
-    entry (bench.hardware.probe) with ``stale``. The share of the peak is never above 1: a run that achieved more than the
+    entry (bench.hardware.peak_cache) with ``stale``. The share of the peak is never above 1: a run that achieved more than the
     peak, or a peak flagged for a new probe, gives ``peak_fraction`` None and ``peak_stale`` True."""
     config, info = record.config, record.info
     summary = record.summarized
     achieved = compare.achieved_gflops(record)
-    entry = peak if isinstance(peak, Mapping) else {}
-    peak_gflops = entry.get("peak_gflops") if isinstance(peak, Mapping) else peak
-    stale = bool(entry.get("stale")) or bool(achieved and peak_gflops and achieved > peak_gflops)
+    flagged, peak_gflops = (peak.stale, peak.peak_gflops) if isinstance(peak, PeakEntry) else (False, peak)
+    stale = flagged or bool(achieved and peak_gflops and achieved > peak_gflops)
     verdict = run_summary.diagnosis_of(record, None if stale else peak_gflops)
     return SweepRow(
         run_id=record.id,

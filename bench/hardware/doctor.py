@@ -189,7 +189,7 @@ def _peaks(hardware: devices.Hardware) -> Check:
     targets = ["cpu", *(f"gpu:{g.index}" for g in hardware.gpus)]
     known = {t: peak_cache.lookup(t) for t in targets}
     missing = [t for t, entry in known.items() if entry is None]
-    detail = "; ".join(f"{t}: {entry['peak_gflops']:,.0f} GFLOP/s" if entry else f"{t}: not measured"
+    detail = "; ".join(f"{t}: {entry.peak_gflops:,.0f} GFLOP/s" if entry else f"{t}: not measured"
                        for t, entry in known.items())
     if not missing:
         return Check("matmul peak cached per target", OK, detail)

@@ -1,10 +1,15 @@
 """The matmul peaks measured on this machine, kept in ``peaks.json`` beside the store: one best peak per host,
 device, thread count, backend and dtype; flagged stale when a run achieves more; and where a peak came from, in words.
 Measuring is bench.hardware.probe's job; this module never measures.
+
+An entry is a :class:`PeakEntry` from the moment it is read until it is written: ``peaks.json`` is a file a user may
+edit or damage, so :func:`read` parses each entry with bench.typed's checked reader and skips (with one warning
+naming the key and the field) an entry that does not read; a key a later version added is kept for the round trip.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import logging
@@ -12,15 +17,88 @@ import math
 import os
 import socket
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
-from bench import settings
+from bench import limits, settings, typed
+from bench.errors import RecordError
 from bench.hardware import devices
+from bench.typed import JsonValue
 
 log = logging.getLogger("bench.hardware.probe")
 CACHE_VERSION = 2  # 1 kept one single-size measurement per size; those are not trusted as a ceiling
+
+
+@typed.record(sparse=True)
+@dataclass(frozen=True)
+class PeakConditions(typed.Record):
+    """What else the machine did around a probe: whole-machine CPU in the half second before, the other processes'
+    share of all cores during it, and the 1-minute load average; each None where not known."""
+
+    busy_before_percent: float | None = typed.bound("cpu_percent", default=None)
+    others_cpu_percent: float | None = typed.bound("cpu_percent", default=None)
+    load_avg_1m: float | None = None
+    extra: dict[str, JsonValue] = field(default_factory=dict)
+    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+
+@typed.record(sparse=True)
+@dataclass(frozen=True)
+class BeatenBy(typed.Record):
+    """The run that achieved more than a cached peak (and so flagged it stale): its GFLOP/s and its id."""
+
+    gflops: float = typed.bound("achieved_gflops")
+    run_id: int | None = typed.bound("id", default=None)
+    extra: dict[str, JsonValue] = field(default_factory=dict)
+    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+
+@typed.record(sparse=True)
+@dataclass(frozen=True)
+class PeakEntry(typed.Record):
+    """One cached matmul peak: what bench.hardware.probe.measure_peak measured (the best GFLOP/s, the sizes and
+    repeats, when, under what conditions, where), what the cache adds (``stale`` once a run beat it, by whom, how
+    many probes and the last one's figure) and, as bench.hardware.probe.cached_peak hands it out, ``from_cache``."""
+
+    PATH: ClassVar[str] = "peak"
+
+    peak_gflops: float = typed.bound("achieved_gflops")
+    device: str | None = None
+    backend: str | None = None
+    dtype: str | None = None
+    size: int | None = None  # the side that gave the peak
+    sizes: tuple[int, ...] | None = None
+    repeats: int | None = None
+    by_size: dict[str, float] | None = typed.bound("achieved_gflops", default=None)  # size -> best GFLOP/s
+    mean_gflops: float | None = typed.bound("achieved_gflops", default=None)
+    seconds: float | None = typed.bound("epoch_seconds", default=None)
+    matmuls: int | None = None
+    threads: int | None = None  # None for a GPU
+    measured_at: float | None = typed.bound("created_at", default=None)
+    conditions: PeakConditions | None = None
+    hardware_label: str | None = None
+    hostname: str | None = None
+    framework: str | None = None
+    placement: str | None = None
+    stale: bool = False
+    stale_since: float | None = typed.bound("created_at", default=None)
+    beaten_by: BeatenBy | None = None
+    probes: int | None = None
+    last_probe_at: float | None = typed.bound("created_at", default=None)
+    last_probe_gflops: float | None = typed.bound("achieved_gflops", default=None)
+    from_cache: bool | None = None  # set by probe.cached_peak on what it hands out; never stored
+    extra: dict[str, JsonValue] = field(default_factory=dict)
+    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    def updated(self, **fields: Any) -> PeakEntry:
+        """A copy with ``fields`` set; one set to None is left out when written (the cache clears ``beaten_by``
+        so), one newly set is written after the keys the entry was read with."""
+        keys = self.keys
+        if keys is not None:
+            kept = tuple(k for k in keys if k not in fields or fields[k] is not None)
+            keys = (*kept, *(k for k, v in fields.items() if k not in kept and v is not None))
+        return dataclasses.replace(self, **fields, keys=keys)
 
 
 def default_cache_path() -> Path:
@@ -36,7 +114,12 @@ def cache_key(device: str, *, cpu_threads: int | None, backend: str, dtype: str,
     return f"{host}|{device}|threads={threads or '-'}|{backend}|{dtype}"
 
 
-def read(path: Path) -> dict[str, Any]:
+_WARNED: set[tuple[str, str, str]] = set()  # (file, key, problem): each damaged entry is told once per process
+
+
+def read(path: Path) -> dict[str, PeakEntry]:
+    """The entries of the cache file at ``path`` (empty when it is missing, unreadable or of another version); an
+    entry that does not read is skipped with a warning naming its key and field, the others still read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -44,15 +127,29 @@ def read(path: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         log.warning("ignoring the unreadable peak cache %s (%s); it will be rewritten", path, exc)
         return {}
-    peaks = data.get("peaks") if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None
-    return peaks if isinstance(peaks, dict) else {}
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("peaks"), dict):
+        return {}
+    peaks: dict[str, PeakEntry] = {}
+    for key, raw in data["peaks"].items():
+        try:
+            peaks[str(key)] = PeakEntry.from_dict(raw, "")
+        except RecordError as exc:
+            _warn_once(path, str(key), str(exc).split("; fix the file")[0])
+    return peaks
 
 
-def write(path: Path, peaks: dict[str, Any]) -> None:
+def _warn_once(path: Path, key: str, problem: str) -> None:
+    if (str(path), key, problem) not in _WARNED:
+        _WARNED.add((str(path), key, problem))
+        log.warning("ignoring the peak cache entry %r in %s: %s; it is measured again when needed", key, path, problem)
+
+
+def write(path: Path, peaks: dict[str, PeakEntry]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"version": CACHE_VERSION, "peaks": peaks}, indent=2), encoding="utf-8")
+        document = {"version": CACHE_VERSION, "peaks": {key: entry.to_dict() for key, entry in peaks.items()}}
+        tmp.write_text(json.dumps(document, indent=2), encoding="utf-8")
         os.replace(tmp, path)
     except OSError as exc:
         log.warning("could not save the peak cache %s (%s); the peak will be measured again next time", path, exc)
@@ -63,22 +160,18 @@ def path_of(cache_path: Path | str | None) -> Path:
     return Path(cache_path) if cache_path is not None else default_cache_path()
 
 
-def keep_best(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+def keep_best(old: PeakEntry | None, new: PeakEntry) -> PeakEntry:
     """The cache entry after a new measurement: the higher of the two peaks (a busy machine only ever lowers a
     probe), no longer stale, with ``probes`` (count), ``last_probe_at`` and ``last_probe_gflops`` of the new one."""
-    previous = old if isinstance(old, dict) and is_plausible(old) else None
-    best = dict(new) if previous is None or new.get("peak_gflops", 0) >= previous["peak_gflops"] else dict(previous)
-    for key in ("stale", "stale_since", "beaten_by"):
-        best.pop(key, None)
-    best["stale"] = False
-    best["probes"] = int((previous or {}).get("probes") or (1 if previous else 0)) + 1
-    best["last_probe_at"] = new.get("measured_at")
-    best["last_probe_gflops"] = new.get("peak_gflops")
-    return best
+    previous = old if old is not None and is_plausible(old) else None
+    best = new if previous is None or new.peak_gflops >= previous.peak_gflops else previous
+    probes = (previous.probes or 1) + 1 if previous is not None else 1
+    return best.updated(stale=False, stale_since=None, beaten_by=None, probes=probes, last_probe_at=new.measured_at,
+                        last_probe_gflops=new.peak_gflops, from_cache=None)
 
 
 def lookup(device: str = "cpu", *, cpu_threads: int | None = None, backend: str | None = None,
-           dtype: str = "float32", cache_path: Path | None = None) -> dict[str, Any] | None:
+           dtype: str = "float32", cache_path: Path | None = None) -> PeakEntry | None:
     """The cached best peak of ``device`` (stale or not) without measuring; None when it was never measured."""
     backend = (backend or "").strip().lower() or settings.default_backend()
     try:
@@ -86,7 +179,7 @@ def lookup(device: str = "cpu", *, cpu_threads: int | None = None, backend: str 
     except AttributeError:
         return None
     hit = read(path_of(cache_path)).get(key)
-    return hit if isinstance(hit, dict) and is_plausible(hit) else None
+    return hit if hit is not None and is_plausible(hit) else None
 
 
 def mark_stale(device: str, achieved_gflops: float, *, cpu_threads: int | None = None, backend: str | None = None,
@@ -98,45 +191,38 @@ def mark_stale(device: str, achieved_gflops: float, *, cpu_threads: int | None =
     key = cache_key(device, cpu_threads=cpu_threads, backend=backend, dtype=dtype)
     peaks = read(path)
     entry = peaks.get(key)
-    if not isinstance(entry, dict) or not is_plausible(entry) or entry.get("stale"):
+    if entry is None or not is_plausible(entry) or entry.stale:
         return False
-    if not _finite_number(achieved_gflops) or achieved_gflops <= entry["peak_gflops"]:
+    if limits.problem(achieved_gflops, "achieved_gflops") is not None or achieved_gflops <= entry.peak_gflops:
         return False
-    peaks[key] = {**entry, "stale": True, "stale_since": time.time(),
-                  "beaten_by": {"gflops": float(achieved_gflops), "run_id": run_id}}
+    peaks[key] = entry.updated(stale=True, stale_since=time.time(),
+                               beaten_by=BeatenBy(gflops=float(achieved_gflops), run_id=run_id))
     write(path, peaks)
     return True
 
 
-def describe(entry: Mapping[str, Any]) -> str:
+def describe(entry: PeakEntry) -> str:
     """Where a peak came from, in words: 'best of <sizes>² × <repeats> repeats, measured <date time> while other
     processes used <share> of the CPU', so a reader can judge how far the figure holds."""
-    sizes = entry.get("sizes") or ([entry["size"]] if entry.get("size") else [])
+    sizes = entry.sizes or ((entry.size,) if entry.size else ())
     what = f"best of {', '.join(f'{s}²' for s in sizes)}" if sizes else "matmul"
-    if entry.get("repeats"):
-        what += f" × {entry['repeats']} repeats"
-    when = entry.get("measured_at")
-    if isinstance(when, (int, float)) and _finite_number(when):
-        what += f", measured {datetime.datetime.fromtimestamp(when).strftime('%Y-%m-%d %H:%M')}"
-    others = (entry.get("conditions") or {}).get("others_cpu_percent")
-    if _finite_number(others):
+    if entry.repeats:
+        what += f" × {entry.repeats} repeats"
+    if entry.measured_at is not None and math.isfinite(entry.measured_at):
+        what += f", measured {datetime.datetime.fromtimestamp(entry.measured_at).strftime('%Y-%m-%d %H:%M')}"
+    others = entry.conditions.others_cpu_percent if entry.conditions is not None else None
+    if others is not None and math.isfinite(others):
         what += f" while other processes used {others:.0f} % of the CPU"
     return what
 
 
-def _finite_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def is_plausible(result: dict[str, Any]) -> bool:
+def is_plausible(entry: PeakEntry) -> bool:
     """A peak worth showing: a finite, positive number of GFLOP/s."""
-    value = result.get("peak_gflops")
-    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+    return math.isfinite(entry.peak_gflops) and entry.peak_gflops > 0
 
 
-def known_peaks(cache_path: Path | None = None) -> list[dict[str, Any]]:
+def known_peaks(cache_path: Path | None = None) -> list[PeakEntry]:
     """Every cached measurement of this host, for display (newest first)."""
     host = socket.gethostname()
-    peaks = read(Path(cache_path) if cache_path is not None else default_cache_path())
-    rows = [v for k, v in peaks.items() if isinstance(v, dict) and k.startswith(f"{host}|")]
-    return sorted(rows, key=lambda r: r.get("measured_at") or 0, reverse=True)
+    rows = [entry for key, entry in read(path_of(cache_path)).items() if key.startswith(f"{host}|")]
+    return sorted(rows, key=lambda entry: entry.measured_at or 0, reverse=True)

@@ -33,6 +33,7 @@ from typing import Any
 import psutil
 
 from bench import settings
+from bench.errors import RecordError
 from bench.hardware import devices, peak_cache
 from bench.target import Target
 
@@ -284,7 +285,7 @@ def cached_peak(
     refresh: bool = False,
     cache_path: Path | None = None,
     **kw: Any,
-) -> dict[str, Any]:
+) -> peak_cache.PeakEntry:
     """The best matmul peak of ``device``: the cached entry, or a new measurement when there is none, it is stale
     (a run beat it) or ``refresh`` asks; a new measurement replaces the entry only when it is higher.
 
@@ -295,11 +296,12 @@ def cached_peak(
         **kw: passed to :func:`measure_peak` (backend, sizes, repeats, dtype, seconds, timeout_s).
 
     Returns:
-        The cache entry (a :func:`measure_peak` dict with ``stale``, ``probes``, ``last_probe_at``,
-        ``last_probe_gflops``) plus ``"from_cache": bool``.
+        The cache entry (a :func:`measure_peak` result with ``stale``, ``probes``, ``last_probe_at``,
+        ``last_probe_gflops``) with ``from_cache`` set.
 
     Raises:
-        ValueError, ProbeError: as :func:`measure_peak` (only when a measurement is needed).
+        ValueError, ProbeError: as :func:`measure_peak` (only when a measurement is needed); ProbeError too when the
+        probe's result does not read as a peak (its field named).
     """
     path = peak_cache.path_of(cache_path)
     backend = (kw.pop("backend", None) or "").strip().lower() or settings.default_backend()
@@ -307,13 +309,18 @@ def cached_peak(
     device = device.strip().lower()
     key = peak_cache.cache_key(device, cpu_threads=cpu_threads, backend=backend, dtype=dtype)
     hit = peak_cache.read(path).get(key)
-    if not refresh and isinstance(hit, dict) and peak_cache.is_plausible(hit) and not hit.get("stale"):
-        return {**hit, "from_cache": True}
+    if not refresh and hit is not None and peak_cache.is_plausible(hit) and not hit.stale:
+        return hit.updated(from_cache=True)
     result = measure_peak(device, backend=backend, cpu_threads=cpu_threads, **kw)
+    try:  # the child process's message: typed where it enters
+        measured = peak_cache.PeakEntry.from_dict(result, "the matmul probe's result")
+    except RecordError as exc:
+        raise ProbeError(f"The {device} matmul probe gave an unusable result: {str(exc).split('; fix the file')[0]}; "
+                         "run it again.") from None
     peaks = peak_cache.read(path)  # re-read: another process may have added entries meanwhile
-    peaks[key] = peak_cache.keep_best(peaks.get(key), result)
+    peaks[key] = peak_cache.keep_best(peaks.get(key), measured)
     peak_cache.write(path, peaks)
-    return {**peaks[key], "from_cache": False}
+    return peaks[key].updated(from_cache=False)
 
 
 # -- command line ---------------------------------------------------------------------------------------------------
@@ -337,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, ProbeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1
-    print(json.dumps(result, indent=2))
+    print(json.dumps(result.to_dict(), indent=2))
     return 0
 
 

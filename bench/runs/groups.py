@@ -11,11 +11,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from bench.config import RunConfig
 from bench.config import Machine
 from bench.hardware import devices
+from bench.hardware.peak_cache import PeakEntry
 from bench.runs.peaks import PeakFuture, PeakQueue
 from bench.runs.run_state import GroupPeak, RunGroup
 
@@ -73,7 +73,7 @@ class GroupRegistry:
         with self._lock:
             return next((group for group in reversed(self._groups) if group.kind == kind), None)
 
-    def reprobing(self, run_id: int, target: str, future: PeakFuture[dict[str, Any]]) -> None:
+    def reprobing(self, run_id: int, target: str, future: PeakFuture[PeakEntry]) -> None:
         """A run beat ``target``'s peak and ``future`` is the new probe: the newest group holding the run shows the
         figure flagged stale until the probe lands in it."""
         with self._lock:
@@ -83,11 +83,11 @@ class GroupRegistry:
         self._replace(group.id, lambda g: g.with_stale_peak(target))
         self._land_when_done(group.id, target, future)
 
-    def _land_when_done(self, group_id: int, target: str, future: PeakFuture[dict[str, Any]]) -> None:
+    def _land_when_done(self, group_id: int, target: str, future: PeakFuture[PeakEntry]) -> None:
         """When the probe ends, its figure (or the reason it failed) lands in the group; a cancelled probe lands
         nothing."""
 
-        def land(done: PeakFuture[dict[str, Any]]) -> None:
+        def land(done: PeakFuture[PeakEntry]) -> None:
             if done.cancelled():
                 return
             error = done.exception()
@@ -95,7 +95,7 @@ class GroupRegistry:
                 self._replace(group_id, lambda g: g.with_peak(target, None, None, str(error)))
                 return
             result = done.result()
-            self._replace(group_id, lambda g: g.with_peak(target, result.get("peak_gflops"), result, None))
+            self._replace(group_id, lambda g: g.with_peak(target, result.peak_gflops, result, None))
 
         future.add_done_callback(land)
 

@@ -16,11 +16,11 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from bench import records
 from bench.analysis import compare, run_summary
 from bench.hardware import peak_cache, probe
+from bench.hardware.peak_cache import PeakEntry
 from bench.records import Status
 from bench.runs.run_state import RunState
 from bench.store import Store, StoreError
@@ -39,7 +39,7 @@ class _PeakJob:
     device: str
     cpu_threads: int | None
     refresh: bool
-    future: PeakFuture[dict[str, Any]] = field(default_factory=PeakFuture)
+    future: PeakFuture[PeakEntry] = field(default_factory=PeakFuture)
 
 
 class PeakQueue:
@@ -64,7 +64,7 @@ class PeakQueue:
         self._jobs: list[_PeakJob] = []  # queued or running, in the order they were queued
 
     def queue(self, device: str, *, cpu_threads: int | None = None,
-              refresh: bool = False) -> PeakFuture[dict[str, Any]]:
+              refresh: bool = False) -> PeakFuture[PeakEntry]:
         """Probe a device's matmul peak in the queue, after the runs before it and never during one. The future
         gives ``probe.cached_peak``'s result, or raises its error."""
         job = _PeakJob(device, cpu_threads, refresh)
@@ -73,12 +73,12 @@ class PeakQueue:
         self._enqueue(functools.partial(self._run, job))
         return job.future
 
-    def pending(self) -> list[PeakFuture[dict[str, Any]]]:
+    def pending(self) -> list[PeakFuture[PeakEntry]]:
         """The futures of the peak probes still queued or running (e.g. re-probes after a run beat a peak)."""
         with self._lock:
             return [job.future for job in self._jobs]
 
-    def recheck(self, state: RunState) -> PeakFuture[dict[str, Any]] | None:
+    def recheck(self, state: RunState) -> PeakFuture[PeakEntry] | None:
         """A finished run that achieved more than its target's cached peak flags that peak stale and queues a new
         probe behind the queued runs; returns that probe's future, or None when the run beat no peak (or the peak
         was flagged already)."""

@@ -7,13 +7,13 @@ import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from bench import records
 from bench.readings import Epoch, Sample
 from bench.analysis import metrics, run_summary
 from bench.record_types import RecordedHardware, RunSummary
 from bench.config import RunConfig
+from bench.hardware.peak_cache import PeakEntry
 from bench.records import Status
 from bench.run_info import RunError, RunInfo
 
@@ -35,17 +35,19 @@ class GroupPeak:
     was measured), and the reason when the probe failed. ``GroupPeak()`` is a peak not measured yet."""
 
     gflops: float | None = None
-    entry: Mapping[str, Any] | None = None
+    entry: PeakEntry | None = None
     error: str | None = None
     stale: bool = False  # a run achieved more than it: the figure is shown flagged until the new probe lands
 
     @property
-    def reference(self) -> Mapping[str, Any] | float | None:
+    def reference(self) -> PeakEntry | float | None:
         """What a sweep point is measured against (bench.analysis.sweeps.sweep_row): the cache entry with its
-        ``stale`` flag where there is one, else the figure."""
+        ``stale`` flag where there is one, else the figure (flagged stale: an entry of that figure)."""
         if not self.stale:
             return self.entry if self.entry is not None else self.gflops
-        return {**(self.entry or {"peak_gflops": self.gflops}), "stale": True}
+        if self.entry is not None:
+            return replace(self.entry, stale=True)
+        return PeakEntry(peak_gflops=self.gflops, stale=True) if self.gflops is not None else None
 
 
 @dataclass(frozen=True)
@@ -67,10 +69,10 @@ class RunGroup:
         """``target``'s peak in this group (``GroupPeak()`` when the group probes none for it)."""
         return self.peaks.get(target) or GroupPeak()
 
-    def with_peak(self, target: str, peak: float | None, entry: Mapping[str, Any] | None,
+    def with_peak(self, target: str, peak: float | None, entry: PeakEntry | None,
                   error: str | None) -> RunGroup:
         """This group once a probe of ``target`` ended: its figure, its cache entry, and the reason it failed."""
-        stale = bool(entry and entry.get("stale"))
+        stale = entry is not None and entry.stale
         return replace(self, peaks={**self.peaks, target: GroupPeak(gflops=peak, entry=entry, error=error, stale=stale)})
 
     def with_stale_peak(self, target: str) -> RunGroup:

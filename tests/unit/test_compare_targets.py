@@ -8,6 +8,7 @@ import pytest
 
 from bench.analysis import compare, sweeps
 from bench.hardware import devices
+from bench.hardware.peak_cache import PeakEntry
 from bench.config import ConfigError, RunConfig
 from bench.records import RunRecord
 from bench.target import Target
@@ -94,9 +95,9 @@ def test_a_share_of_the_peak_is_shown_only_when_it_holds():
     assert sweeps.peak_share_text(beaten) == "peak being re-measured"
     assert beaten.peak_gflops == 105.1, "the figure measured is still given, flagged"
     # a peak flagged for a new probe shows no share even for a run below it
-    flagged = sweeps.sweep_row(_swept(52.55), {"peak_gflops": 105.1, "stale": True})
+    flagged = sweeps.sweep_row(_swept(52.55), PeakEntry(peak_gflops=105.1, stale=True))
     assert flagged.peak_fraction is None and flagged.peak_stale is True
-    fresh = sweeps.sweep_row(_swept(52.55), {"peak_gflops": 210.2, "stale": False})
+    fresh = sweeps.sweep_row(_swept(52.55), PeakEntry(peak_gflops=210.2, stale=False))
     assert fresh.peak_fraction == pytest.approx(0.25) and fresh.peak_gflops == 210.2
     unknown = sweeps.sweep_row(_swept(52.55), None)
     assert unknown.peak_fraction is None and unknown.peak_stale is False

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bench.config import ConfigError, RunConfig
+from bench.hardware.peak_cache import PeakEntry
 from bench.runs.groups import GroupRegistry
 from bench.runs.run_state import GroupPeak
 
@@ -97,7 +98,7 @@ def test_a_groups_peaks_land_as_its_probes_end(queues):
     groups.submit("sweep", configs, targets=["cpu", "cpu/1", "cpu/2"],
                   peaks={"cpu": configs[0], "cpu/1": configs[1], "cpu/2": configs[2]})
     before = groups.latest("sweep")
-    entry = {"peak_gflops": 99.0, "sizes": [1024]}
+    entry = PeakEntry(peak_gflops=99.0, sizes=(1024,))
     queues.probes["cpu/None"].set_result(entry)
     queues.probes["cpu/1"].set_exception(RuntimeError("no timer on this core"))
     queues.probes["cpu/2"].cancel()
@@ -112,7 +113,7 @@ def test_a_probe_that_ended_before_its_group_was_whole_still_lands(queues):
     submit = queues.submit
 
     def submit_after_the_probe(config: RunConfig) -> int:
-        queues.probes["cpu/None"].set_result({"peak_gflops": 12.0})
+        queues.probes["cpu/None"].set_result(PeakEntry(peak_gflops=12.0))
         return submit(config)
 
     queues.submit = submit_after_the_probe  # type: ignore[method-assign]
@@ -125,7 +126,7 @@ def test_a_probe_that_ended_before_its_group_was_whole_still_lands(queues):
 def test_a_reprobed_peak_shows_stale_in_the_group_holding_the_run_until_the_probe_lands(queues):
     groups = queues.registry()
     groups.submit("sweep", [TINY], targets=["cpu"], peaks={"cpu": TINY})
-    queues.probes["cpu/None"].set_result({"peak_gflops": 52.0})
+    queues.probes["cpu/None"].set_result(PeakEntry(peak_gflops=52.0))
     run_id = groups.latest("sweep").run_ids[0]
     other = groups.submit("compare", [TINY], targets=["cpu"])
     reprobe: concurrent.futures.Future = concurrent.futures.Future()
@@ -133,7 +134,7 @@ def test_a_reprobed_peak_shows_stale_in_the_group_holding_the_run_until_the_prob
     peak = groups.latest("sweep").peak("cpu")
     assert peak.stale and peak.gflops == 52.0, "the old figure stays, flagged"
     assert groups.latest("compare").id == other and groups.latest("compare").peaks == {}, "other groups unchanged"
-    reprobe.set_result({"peak_gflops": 204.0})
+    reprobe.set_result(PeakEntry(peak_gflops=204.0))
     peak = groups.latest("sweep").peak("cpu")
     assert peak.gflops == 204.0 and not peak.stale
 
@@ -144,5 +145,5 @@ def test_a_reprobe_for_a_run_in_no_group_changes_no_group(queues):
     before = groups.latest("sweep")
     reprobe: concurrent.futures.Future = concurrent.futures.Future()
     groups.reprobing(999, "cpu", reprobe)
-    reprobe.set_result({"peak_gflops": 204.0})
+    reprobe.set_result(PeakEntry(peak_gflops=204.0))
     assert groups.latest("sweep") == before

@@ -8,6 +8,7 @@ import pytest
 
 from tests.fixtures import NO_GPU
 from bench.config import RunConfig
+from bench.hardware.peak_cache import PeakEntry
 from bench.runs.jobs import JobManager, RunActiveError
 from bench.store import Store
 from tests.polling import wait_for
@@ -66,13 +67,13 @@ def test_a_peak_probe_waits_for_the_run_before_it_and_the_run_after_waits_for_it
         calls.append({"t0": time.time(), "active": active})
         time.sleep(0.5)
         calls[-1]["t1"] = time.time()
-        return {"peak_gflops": 123.0, "size": 256, "device": device}
+        return PeakEntry(peak_gflops=123.0, size=256, device=device)
 
     monkeypatch.setattr(probe, "cached_peak", fake_peak)
     before = manager.submit(TINY.replace(epochs=3))
     future = manager.peaks.queue("cpu", cpu_threads=1)
     after = manager.submit(TINY.replace(epochs=1))
-    assert future.result(timeout=60)["peak_gflops"] == 123.0
+    assert future.result(timeout=60).peak_gflops == 123.0
     a, b = manager.wait(before, timeout_s=30), manager.wait(after, timeout_s=30)
     assert calls[0]["active"] == [], "no run was active while the probe measured"
     assert calls[0]["t0"] >= a.ended_at, "the probe waited for the run queued before it"
@@ -85,7 +86,7 @@ def test_a_sweep_group_probes_its_targets_first_and_records_the_peaks(manager, m
     def fake_peak(device, *, cpu_threads=None, refresh=False):
         if cpu_threads == 1:
             raise probe.ProbeError("no timer on this core")
-        return {"peak_gflops": 99.0}
+        return PeakEntry(peak_gflops=99.0)
 
     monkeypatch.setattr(probe, "cached_peak", fake_peak)
     configs = [TINY.replace(epochs=1), TINY.replace(epochs=1, cpu_threads=1)]

@@ -44,11 +44,11 @@ def probes(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """probe.cached_peak stood in for: records what it was asked and measures 99 GFLOP/s (cpu/1 fails)."""
     calls: list[dict[str, Any]] = []
 
-    def fake_peak(device: str, *, cpu_threads: int | None = None, refresh: bool = False) -> dict[str, Any]:
+    def fake_peak(device: str, *, cpu_threads: int | None = None, refresh: bool = False) -> peak_cache.PeakEntry:
         calls.append({"device": device, "cpu_threads": cpu_threads, "refresh": refresh})
         if cpu_threads == 1:
             raise probe.ProbeError("no timer on this core")
-        return {"device": device, "peak_gflops": 99.0}
+        return peak_cache.PeakEntry(device=device, peak_gflops=99.0)
 
     monkeypatch.setattr(probe, "cached_peak", fake_peak)
     return calls
@@ -62,7 +62,7 @@ def test_a_probe_waits_in_the_run_queue_until_its_turn(probes):
     assert probes == [] and not future.done(), "nothing is measured before the queue reaches it"
     assert peaks.pending() == [future]
     host.tasks[0]()
-    assert future.result(timeout=0) == {"device": "cpu", "peak_gflops": 99.0}
+    assert future.result(timeout=0) == peak_cache.PeakEntry(device="cpu", peak_gflops=99.0)
     assert probes == [{"device": "cpu", "cpu_threads": 2, "refresh": True}]
     assert peaks.pending() == []
 
@@ -109,7 +109,7 @@ def test_a_probe_waits_while_another_processs_run_is_active(probes, isolated_sto
     store.update_run(other, status="finished")
     assert wait_for(lambda: future.done(), 10, "the probe to run once the other run ended")
     measuring.join(5)
-    assert future.result(timeout=0)["peak_gflops"] == 99.0
+    assert future.result(timeout=0).peak_gflops == 99.0
 
 
 def test_the_queues_own_runs_and_a_shutdown_are_not_waited_for(probes, isolated_store):
@@ -118,12 +118,12 @@ def test_the_queues_own_runs_and_a_shutdown_are_not_waited_for(probes, isolated_
     host = Host(local=(own,))
     future = host.peaks(store).queue("cpu")
     host.tasks[0]()
-    assert future.result(timeout=0)["peak_gflops"] == 99.0, "its own active run is not another process's"
+    assert future.result(timeout=0).peak_gflops == 99.0, "its own active run is not another process's"
     other = Host()
     other.stopping = True
     future = other.peaks(store).queue("cpu")
     other.tasks[0]()
-    assert future.result(timeout=0)["peak_gflops"] == 99.0, "a queue shutting down does not wait"
+    assert future.result(timeout=0).peak_gflops == 99.0, "a queue shutting down does not wait"
 
 
 def finished_run(run_id: int = 7, config: RunConfig = TINY, status: str = Status.FINISHED) -> RunState:
@@ -154,7 +154,7 @@ def test_a_run_that_beat_the_peak_flags_it_and_queues_a_fresh_probe(probes, mark
     assert marked == [{"device": "cpu", "achieved": 128.6, "cpu_threads": 2, "backend": TINY.backend, "run_id": 7}]
     host.tasks[0]()
     assert probes == [{"device": "cpu", "cpu_threads": 2, "refresh": True}], "the new probe measures again"
-    assert future.result(timeout=0)["peak_gflops"] == 99.0
+    assert future.result(timeout=0).peak_gflops == 99.0
 
 
 @pytest.mark.parametrize("status, achieved, flags", [

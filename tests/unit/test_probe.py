@@ -130,8 +130,8 @@ def test_cached_peak_measures_once_then_reads_the_cache(fake_measure: list[dict[
     first = probe.cached_peak("cpu", size=256)
     second = probe.cached_peak("cpu", size=256)
     assert len(fake_measure) == 1
-    assert first["from_cache"] is False and second["from_cache"] is True
-    assert second["measured_at"] == first["measured_at"] and second["peak_gflops"] == 101.0
+    assert first.from_cache is False and second.from_cache is True
+    assert second.measured_at == first.measured_at and second.peak_gflops == 101.0
     cache = isolated_store.parent / "peaks.json"  # beside the store (BENCH_STORE)
     assert cache.exists()
     [key] = json.loads(cache.read_text())["peaks"]
@@ -141,9 +141,9 @@ def test_cached_peak_measures_once_then_reads_the_cache(fake_measure: list[dict[
 def test_refresh_measures_again(fake_measure: list[dict[str, Any]]) -> None:
     probe.cached_peak("cpu", size=256)
     again = probe.cached_peak("cpu", size=256, refresh=True)
-    assert len(fake_measure) == 2 and again["from_cache"] is False and again["peak_gflops"] == 102.0
-    assert probe.cached_peak("cpu", size=256)["peak_gflops"] == 102.0  # the higher new value replaced the old one
-    assert again["probes"] == 2 and again["last_probe_gflops"] == 102.0
+    assert len(fake_measure) == 2 and again.from_cache is False and again.peak_gflops == 102.0
+    assert probe.cached_peak("cpu", size=256).peak_gflops == 102.0  # the higher new value replaced the old one
+    assert again.probes == 2 and again.last_probe_gflops == 102.0
 
 
 def test_cache_keys_separate_threads_dtype_and_backend(fake_measure: list[dict[str, Any]], tmp_path: Path) -> None:
@@ -162,7 +162,7 @@ def test_corrupt_cache_is_remeasured_and_rewritten(fake_measure: list[dict[str, 
     path = tmp_path / "peaks.json"
     path.write_text("{not json")
     result = probe.cached_peak("cpu", cache_path=path, size=256)
-    assert result["from_cache"] is False and len(fake_measure) == 1
+    assert result.from_cache is False and len(fake_measure) == 1
     assert json.loads(path.read_text())["version"] == peak_cache.CACHE_VERSION
 
 
@@ -173,7 +173,8 @@ def test_cli_reports_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cli_prints_the_cached_peak(fake_measure: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
     assert probe.main(["--sizes", "256,512", "--repeats", "2"]) == 0
-    assert json.loads(capsys.readouterr().out)["peak_gflops"] == 101.0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["peak_gflops"] == 101.0 and printed["from_cache"] is False
     assert fake_measure[0]["sizes"] == [256, 512] and fake_measure[0]["repeats"] == 2
 
 
@@ -183,14 +184,18 @@ def _measured(gflops: float, at: float = 1.75e9, **extra: Any) -> dict[str, Any]
             "conditions": {"others_cpu_percent": 37.4, "busy_before_percent": 50.0, "load_avg_1m": 1.2}, **extra}
 
 
+def _entry(gflops: float, at: float = 1.75e9, **extra: Any) -> peak_cache.PeakEntry:
+    return peak_cache.PeakEntry.from_dict(_measured(gflops, at, **extra))
+
+
 def test_a_lower_new_probe_does_not_replace_the_best() -> None:
-    best = peak_cache.keep_best(None, _measured(204.0, at=1.0))
-    assert best["peak_gflops"] == 204.0 and best["probes"] == 1 and best["stale"] is False
-    busy = peak_cache.keep_best(best, _measured(105.1, at=2.0))  # a probe on a busy machine: lower
-    assert busy["peak_gflops"] == 204.0 and busy["measured_at"] == 1.0, "the best measurement and its date are kept"
-    assert busy["probes"] == 2 and busy["last_probe_gflops"] == 105.1 and busy["last_probe_at"] == 2.0
-    higher = peak_cache.keep_best(busy, _measured(230.0, at=3.0))
-    assert higher["peak_gflops"] == 230.0 and higher["measured_at"] == 3.0 and higher["probes"] == 3
+    best = peak_cache.keep_best(None, _entry(204.0, at=1.0))
+    assert best.peak_gflops == 204.0 and best.probes == 1 and best.stale is False
+    busy = peak_cache.keep_best(best, _entry(105.1, at=2.0))  # a probe on a busy machine: lower
+    assert busy.peak_gflops == 204.0 and busy.measured_at == 1.0, "the best measurement and its date are kept"
+    assert busy.probes == 2 and busy.last_probe_gflops == 105.1 and busy.last_probe_at == 2.0
+    higher = peak_cache.keep_best(busy, _entry(230.0, at=3.0))
+    assert higher.peak_gflops == 230.0 and higher.measured_at == 3.0 and higher.probes == 3
 
 
 def test_a_run_that_beats_the_peak_flags_it_and_the_next_read_measures_again(
@@ -204,15 +209,20 @@ def test_a_run_that_beats_the_peak_flags_it_and_the_next_read_measures_again(
         return next(results)
 
     monkeypatch.setattr(probe, "measure_peak", fake)
-    assert probe.cached_peak("cpu", cache_path=path)["peak_gflops"] == 105.1
+    assert probe.cached_peak("cpu", cache_path=path).peak_gflops == 105.1
     assert peak_cache.mark_stale("cpu", 100.0, cache_path=path) is False, "below the peak: nothing to flag"
     assert peak_cache.mark_stale("cpu", 128.6, run_id=7, cache_path=path) is True
     assert peak_cache.mark_stale("cpu", 130.0, cache_path=path) is False, "already flagged"
     flagged = peak_cache.lookup("cpu", cache_path=path)
-    assert flagged["stale"] is True and flagged["beaten_by"] == {"gflops": 128.6, "run_id": 7}
+    assert flagged is not None and flagged.stale is True
+    assert flagged.beaten_by == peak_cache.BeatenBy(gflops=128.6, run_id=7)
+    [written] = json.loads(path.read_text())["peaks"].values()
+    assert written["beaten_by"] == {"gflops": 128.6, "run_id": 7}, "written back as it was read, with the flag"
     again = probe.cached_peak("cpu", cache_path=path)  # a stale entry is not served: it is measured again
-    assert len(calls) == 2 and again["from_cache"] is False
-    assert again["peak_gflops"] == 204.0 and again["stale"] is False and "beaten_by" not in again
+    assert len(calls) == 2 and again.from_cache is False
+    assert again.peak_gflops == 204.0 and again.stale is False and again.beaten_by is None
+    [written] = json.loads(path.read_text())["peaks"].values()
+    assert "beaten_by" not in written and "stale_since" not in written and written["stale"] is False
     assert peak_cache.mark_stale("gpu:0", 1e6, cache_path=path) is False, "never measured: nothing to flag"
 
 
@@ -221,12 +231,12 @@ def test_a_cache_of_single_size_probes_is_not_trusted(fake_measure: list[dict[st
     key = peak_cache.cache_key("cpu", cpu_threads=None, backend="tensorflow", dtype="float32")
     path.write_text(json.dumps({"version": 1, "peaks": {key + "|size=2048": _measured(105.1)}}))
     assert peak_cache.lookup("cpu", cache_path=path, backend="tensorflow") is None
-    assert probe.cached_peak("cpu", cache_path=path, backend="tensorflow")["from_cache"] is False
+    assert probe.cached_peak("cpu", cache_path=path, backend="tensorflow").from_cache is False
     assert len(fake_measure) == 1
 
 
 def test_describe_says_sizes_repeats_date_and_conditions() -> None:
-    text = peak_cache.describe(_measured(204.0))
+    text = peak_cache.describe(_entry(204.0))
     assert text.startswith("best of 1024², 2048², 4096² × 3 repeats, measured 20")
     assert text.endswith("while other processes used 37 % of the CPU")
-    assert peak_cache.describe({"peak_gflops": 1.0}) == "matmul", "an entry without its details says only what it is"
+    assert peak_cache.describe(peak_cache.PeakEntry(peak_gflops=1.0)) == "matmul", "an entry without its details says only what it is"
