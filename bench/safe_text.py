@@ -1,10 +1,12 @@
 """Text from outside (a run's label, a note, a device or file name, an error) made safe where it is shown: a terminal
-runs no escape sequence of it and a spreadsheet runs no formula of it. The one home of both rules; the CLI's streams
-(:class:`TerminalStream`) and every CSV the project writes (``bench.output.report.spreadsheet_safe``) apply them.
+runs no escape sequence of it, a spreadsheet runs no formula of it and a chart draws no markup of it. The one home of
+these rules; the CLI's streams (:class:`TerminalStream`), every CSV the project writes
+(``bench.output.report.spreadsheet_safe``) and every chart's names (``bench.output.charts``) apply them.
 """
 
 from __future__ import annotations
 
+import html
 import unicodedata
 from typing import Any
 
@@ -17,6 +19,13 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # what makes a spreadsheet cell a formula (OWASP "CSV injection"), found after any leading blank or invisible text
 FORMULA_STARTS = ("=", "+", "-", "@")
 FORMULA_LEADS = ("\t", "\r")  # a cell starting with one of these is a formula to some spreadsheets, whatever follows
+
+
+def chart(text: Any) -> str:
+    """``text`` as a Plotly chart may draw it (a trace's name, an axis's category, a note on the plot): Plotly reads
+    ``<a href>``, ``<b>``, ``<br>`` and the like in such text as markup, so ``<``, ``>`` and ``&`` are written as
+    entities and the text shows as it is, a live link never."""
+    return html.escape(str(text), quote=False)
 
 
 def unsafe(char: str) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from bench import records
+from bench import records, safe_text
 from bench.output import charts
 from bench.analysis import compare, metrics, sweeps
 from bench.analysis.sweeps import SweepRow
@@ -166,10 +166,10 @@ def points_figure(rows: Sequence[SweepRow], labels: Sequence[str], title: str) -
     def util(row: SweepRow) -> str:
         on_gpu = sweeps.on_gpu(row)
         value = row.mean_gpu_util_percent if on_gpu else row.mean_cpu_percent
-        return f"{'NVML' if on_gpu else 'CPU'} {_fmt(value, '.0f')} %"
+        return f"{'GPU' if on_gpu else 'CPU'} {_fmt(value, '.0f')} %"
 
     fig = go.Figure()
-    fig.add_bar(x=list(labels), y=[r.achieved_gflops for r in rows], name="achieved GFLOP/s",
+    fig.add_bar(x=[safe_text.chart(label) for label in labels], y=[r.achieved_gflops for r in rows], name="achieved GFLOP/s",
                 marker={"color": charts.PALETTE[0]}, text=[util(r) for r in rows], textposition="outside",
                 cliponaxis=False, hovertemplate="%{x}: %{y:,.0f} GFLOP/s, %{text}<extra></extra>")
     fig.update_layout(yaxis={"title": "achieved GFLOP/s", "type": "log", "dtick": 1},

@@ -21,6 +21,7 @@ from bench.analysis import sweeps
 from bench.analysis.run_summary import Run
 from bench.run_info import Phase
 from bench.analysis.sweeps import SweepRow, SweepSpeedup
+from bench import safe_text
 from bench.output import chart_style as style
 from bench.output.chart_style import PALETTE
 from bench.readings import Epoch, GpuReading, Sample
@@ -85,7 +86,7 @@ def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch"
         fig.add_bar(
             x=[e.epoch for e in epochs],
             y=[e.epoch_seconds for e in epochs],
-            name=s.label,
+            name=safe_text.chart(s.label),
             marker={
                 "color": colour,
                 "pattern": {"shape": ["/" if e.includes_tracing else "" for e in epochs], "solidity": 0.35},
@@ -131,7 +132,7 @@ def phase_bands(phases: Sequence[Phase] | None, epochs: Sequence[Epoch],
         if name == "training":
             continue
         end = marks[i + 1].t_s if i + 1 < len(marks) else first_end
-        name = "framework" if name.startswith("importing") else PHASE_NAMES.get(name, name)
+        name = "framework" if name.startswith("importing") else safe_text.chart(PHASE_NAMES.get(name, name))
         start = max(0.0, float(mark.t_s))
         if end > start:
             bands.append((name, start, float(end)))
@@ -232,7 +233,7 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
     hover = "%{x:.1f} s: %{y:.0f} %<extra>%{fullData.name}</extra>"
     t_max, top_cores = 0.0, 0.0
     for i, (s, samples) in enumerate(runs):
-        prefix = f"{s.label} · " if many else ""
+        prefix = f"{safe_text.chart(s.label)} · " if many else ""
         colour = PALETTE[i % len(PALETTE)]
         t = [row.t_s for row in samples]
         t_max = max([t_max, *t, *(e.t_end_s or 0.0 for e in s.epochs)])
@@ -346,7 +347,7 @@ def _by_target(rows: Sequence[SweepRow]) -> dict[str, list[SweepRow]]:
     groups: dict[str, list[SweepRow]] = {}
     for row in rows:
         if row.params:
-            label = row.target
+            label = safe_text.chart(row.target)
             if len({r.batch_size for r in rows}) > 1:
                 label += f" · batch {row.batch_size}"
             if len({r.steps_per_execution for r in rows}) > 1:
@@ -423,13 +424,14 @@ def sweep_speedup_figure(speedups: Sequence[SweepSpeedup], label: str) -> go.Fig
         lines.setdefault(setting, []).append(s)
     for i, (setting, group) in enumerate(lines.items()):
         fig.add_scatter(x=[s.params for s in group], y=[s.speedup for s in group], mode="lines+markers",
-                        name=f"{label} · {setting}" if setting else label, text=[s.size for s in group],
+                        name=safe_text.chart(f"{label} · {setting}" if setting else label),
+                        text=[s.size for s in group],
                         line={"color": PALETTE[i % len(PALETTE)]},
                         hovertemplate="%{text}: %{x:,} params → %{y:.2f}x<extra></extra>")
     fig.add_hline(y=1.0, line={"color": "#9aa3b2", "dash": "dot"})
     fig.update_layout(xaxis=_params_axis(pts))
     fig.update_yaxes(title="speed-up (x)", rangemode="tozero")
-    return _layout(fig, f"Speed-up vs model size: {label}")
+    return _layout(fig, f"Speed-up vs model size: {safe_text.chart(label)}")
 
 
 def scaling_figure(rows: Sequence[SweepRow]) -> go.Figure:
@@ -475,12 +477,12 @@ def sweep_gflops_figure(rows: Sequence[SweepRow]) -> go.Figure:
     for i, label in enumerate(_by_target(rows)):
         colours.setdefault(label.split(" · ")[0], []).append(PALETTE[i % len(PALETTE)])
     for target, peak in sorted(peaks.items()):
-        own = colours.get(target, [])
+        own = colours.get(safe_text.chart(target), [])
         colour = own[0] if len(own) == 1 else style.AXIS_GREY
         line = {"color": colour, "dash": "dash", "width": 1.5}
         fig.add_hline(y=peak, line=line)
         # named in the legend, below the plot: a label on the line runs into the axis or the markers
-        fig.add_scatter(x=[None], y=[None], mode="lines", line=line, name=f"{target} matmul peak {peak:,.0f} GFLOP/s"
+        fig.add_scatter(x=[None], y=[None], mode="lines", line=line, name=f"{safe_text.chart(target)} matmul peak {peak:,.0f} GFLOP/s"
                         + (" (a run beat it: being re-measured)" if target in stale else ""),
                         hoverinfo="skip")
     return fig

@@ -296,3 +296,34 @@ def test_every_figure_has_the_white_template_whatever_plotlys_default(monkeypatc
     fig = chart_style.layout(go.Figure(go.Bar(x=[1], y=[2])), "t")
     white = go.Figure(layout={"template": "plotly_white"}).to_dict()["layout"]["template"]
     assert fig.to_dict()["layout"]["template"] == white
+
+
+HOSTILE = '<a href="https://evil.example/x">click</a><img src="https://evil.example/i.png">&amp;'
+
+
+def _drawn_texts(fig) -> list[str]:
+    """Every text Plotly draws as its pseudo-HTML: trace names, category labels, annotations and the title."""
+    data = fig.to_plotly_json()
+    texts = [str(t.get("name") or "") for t in data["data"]]
+    texts += [str(x) for t in data["data"] for x in (t.get("x") or ()) if isinstance(x, str)]
+    texts += [str(a.get("text") or "") for a in data["layout"].get("annotations", ())]
+    texts.append(str((data["layout"].get("title") or {}).get("text") or ""))
+    return texts
+
+
+def test_outside_text_is_drawn_as_text_in_every_chart():
+    """A run's label, its target as stored and an imported record's phase names reach a chart as text: no live link,
+    no outside image, the text itself shown (Plotly turns &lt; back into <)."""
+    runs = [series(HOSTILE, epochs(3), process_samples(20, 2), (Phase(HOSTILE, 0.2), Phase("training", 1.0))),
+            series("plain", epochs(2), process_samples(10, 1))]
+    rows = [SweepRow.of({"params": p, "target": HOSTILE, "batch_size": 128, "size": "xs", "samples_per_s": 5.0,
+                         "achieved_gflops": 1.0, "peak_gflops": 9.0}) for p in (10, 20)]
+    one = [series(HOSTILE, epochs(3), process_samples(20, 2), (Phase(HOSTILE, 0.2), Phase("training", 1.0)))]
+    figures = [charts.epoch_time_figure(runs), charts.utilization_figure(runs), charts.utilization_figure(one),
+               charts.sweep_utilization_figure(rows), charts.sweep_throughput_figure(rows),
+               charts.sweep_gflops_figure(rows), charts.sweep_speedup_figure([], HOSTILE)]
+    for fig in figures:
+        texts = _drawn_texts(fig)
+        assert not any("<a " in t or "<img" in t for t in texts), texts
+    shown = " ".join(t for fig in figures for t in _drawn_texts(fig))
+    assert "&lt;a href=" in shown and "&amp;amp;" in shown  # the label is there, as text

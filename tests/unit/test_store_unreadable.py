@@ -70,6 +70,14 @@ DAMAGE = {
     "created_at text": (_column("created_at", "yesterday"), "created_at must be", "'yesterday'"),
     "label a blob": (lambda path, run_id: _sql(path, "UPDATE runs SET label = x'ff' WHERE id = ?", run_id), "label",
                      "b'\\xff'"),
+    # TEXT that is not UTF-8 (written by another tool): sqlite3 would fail the whole listing on decoding it
+    "label text not UTF-8": (lambda path, run_id: _sql(path, "UPDATE runs SET label = CAST(x'66ff6f' AS TEXT) "
+                                                             "WHERE id = ?", run_id), "label", "b'f\\xffo'"),
+    "config text not UTF-8": (lambda path, run_id: _sql(path, "UPDATE runs SET config = CAST(x'7bff7d' AS TEXT) "
+                                                              "WHERE id = ?", run_id), "config is not JSON", "\\xff"),
+    "epoch row text not UTF-8": (lambda path, run_id: _sql(path, "UPDATE epochs SET data = CAST(x'7bff7d' AS TEXT) "
+                                                                 "WHERE run_id = ? AND epoch = 1", run_id),
+                                 "epochs[0] is not JSON", "\\xff"),
 }
 
 
