@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import common, live, live_routes, present
+from ui import common, live, live_routes, metrics_route, present
 
 
 def page_view() -> None:
@@ -46,7 +46,9 @@ def page_view() -> None:
     with st.sidebar:
         present.sidebar_toggle()
         st.markdown("**Current run**")
-        live.sidebar_status(common.get_manager())
+        manager = common.get_manager()
+        metrics_route.follow(manager)  # the current run joins /metrics
+        live.sidebar_status(manager)
         common.presenter_sidebar()
 
     page.run()

@@ -6,6 +6,8 @@
   page does not show already.
 - ``GET {base}/bench/static/<name>``: plotly.js and the live elements' script, each named with its content's hash so
   a browser keeps it for a year and fetches it once (gzip-compressed when the browser accepts it).
+- ``GET {base}/metrics``: this machine and the current run in Prometheus's text format (ui.metrics_route), one text
+  shared by every scrape within a second; 404 with ``BENCH_METRICS=0``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ui import live_feed
+from ui import live_feed, metrics_route
 from ui.static_files import base_path, static_file
 
 log = logging.getLogger(__name__)
@@ -133,10 +135,19 @@ async def stream(request: Any) -> Any:
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
+async def metrics(request: Any) -> Any:
+    from starlette.responses import PlainTextResponse
+
+    if not host_allowed(request.headers.get("host")):
+        return PlainTextResponse("This host is not in server.allowedHosts.", status_code=403)
+    return await metrics_route.respond(request)
+
+
 def routes() -> list[Any]:
-    """The routes app.py gives st.App."""
+    """The routes app.py gives st.App (``/metrics`` answers 404 when BENCH_METRICS=0, read here, at the start)."""
     from starlette.routing import Route
 
     base = base_path()
     return [Route(f"{base}/bench/live", stream, methods=["GET"]),
-            Route(f"{base}/bench/static/{{name}}", serve_static, methods=["GET"])]
+            Route(f"{base}/bench/static/{{name}}", serve_static, methods=["GET"]),
+            Route(f"{base}/metrics", metrics if metrics_route.enabled() else metrics_route.off, methods=["GET"])]
