@@ -179,7 +179,8 @@ def _set_mlflow_uri(tracker: mlflow_log.DashboardLog, key: str) -> None:
 def mlflow_setting(*, disabled: bool, prefix: str = "cfg") -> None:
     """Where this server logs each finished run in MLflow (BENCH_MLFLOW_URI the default; one setting per server):
     logged in the background after the run ends (bench.output.mlflow_log), never delaying or failing it."""
-    tracker = mlflow_log.dashboard_log(common.get_manager().finished_hooks)
+    manager = common.get_manager()
+    tracker = mlflow_log.dashboard_log(manager.finished_hooks, manager.group_hooks)
     key = f"{prefix}_mlflow_uri"
     st.session_state[key] = tracker.uri or ""  # the server's setting, as another session may have changed it
     with st.expander("MLflow tracking" + (": on" if tracker.uri else "")):

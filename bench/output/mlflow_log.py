@@ -39,11 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from bench import records, settings
-from bench.analysis import compare
+from bench.analysis import compare, sweeps
 from bench.output import report
 from bench.readings import Epoch, GpuReading, Sample
 from bench.record_types import RecordedHardware, SweepRow
 from bench.records import RunRecord, Status
+from bench.runs.run_state import RunGroup
 
 log = logging.getLogger(__name__)
 
@@ -395,12 +396,54 @@ class DashboardLog:
         with self.lock:
             self.last = text
 
+    def group(self, group: RunGroup, runs: list[RunRecord]) -> None:
+        """A comparison or sweep the dashboard ran, once its last run ended: a parent run with a child per run that
+        trained, its headline a tag (the CLI's ``--mlflow`` way); a lesson step's runs, one MLflow run each."""
+        uri = self.uri
+        if uri is None:
+            return
+        kind = GROUP_KINDS[group.kind] if group.kind in GROUP_KINDS else None
+        if kind is None:
+            for run in runs:
+                self(run)
+            return
+        headline, document = _group_document(kind, group, runs)
+        outcome = log_group(uri, kind, runs, headline=headline, document=document)
+        ids = ", ".join(f"#{r.id}" for r in runs)
+        text = (f"{kind} of runs {ids} logged as MLflow run {outcome.run_ids[0]} with {len(runs)} children"
+                if outcome.ok and outcome.run_ids else
+                f"{kind} of runs {ids} not logged ({outcome.error}); send each with "
+                f"`python -m bench export ID --mlflow {uri}`")
+        if not outcome.ok:
+            log.warning("MLflow at %s: %s", uri, text)
+        with self.lock:
+            self.last = text
 
-def dashboard_log(hooks: MutableMapping[str, Callable[[RunRecord], None]]) -> DashboardLog:
-    """The dashboard's :class:`DashboardLog` among a run queue's finished-run hooks, added on first use with
-    BENCH_MLFLOW_URI's URI (none when the variable is unset or not a URI: the form says so)."""
+
+# a dashboard group's kind (bench.runs.groups) -> what it is logged as, as the CLI logs the same
+GROUP_KINDS = {"compare": "comparison", "sweep": "sweep"}
+
+
+def _group_document(kind: str, group: RunGroup, runs: list[RunRecord]) -> tuple[str, Callable[[], str]]:
+    """A dashboard group's headline and JSON document, as the CLI writes them for the same comparison or sweep."""
+    if kind == "comparison":
+        comparison = records.comparison_record(runs, dict(group.prices or {}))
+        return comparison_headline(comparison), lambda: report.to_json(comparison)
+    rows = [sweeps.sweep_row(r, group.peak(compare.target(r)).reference) for r in runs]
+    peaks = {t: p.gflops for t, p in group.peaks.items()}
+    return sweep_headline(rows), lambda: records.json_text(records.sweep_record(rows, peaks, runs))
+
+
+def dashboard_log(hooks: MutableMapping[str, Callable[[RunRecord], None]],
+                  group_hooks: MutableMapping[str, Callable[[RunGroup, list[RunRecord]], None]] | None = None
+                  ) -> DashboardLog:
+    """The dashboard's :class:`DashboardLog` among a run queue's finished-run hooks (and its group hooks, so a
+    comparison or sweep is logged as a parent with its children), added on first use with BENCH_MLFLOW_URI's URI
+    (none when the variable is unset or not a URI: the form says so)."""
     found = hooks[HOOK_NAME] if HOOK_NAME in hooks else None
     if isinstance(found, DashboardLog):
+        if group_hooks is not None:
+            group_hooks[HOOK_NAME] = found.group
         return found
     try:
         uri = settings.mlflow_uri()
@@ -409,4 +452,6 @@ def dashboard_log(hooks: MutableMapping[str, Callable[[RunRecord], None]]) -> Da
         uri, problem = None, str(exc)
     made = DashboardLog(uri=uri, last=problem)
     hooks[HOOK_NAME] = made
+    if group_hooks is not None:
+        group_hooks[HOOK_NAME] = made.group
     return made

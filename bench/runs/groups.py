@@ -68,6 +68,11 @@ class GroupRegistry:
         self._replace(group.id, lambda g: replace(g, run_ids=run_ids))
         return group.id
 
+    def of_run(self, run_id: int) -> RunGroup | None:
+        """The group that queued run ``run_id``, or None for a run queued on its own."""
+        with self._lock:
+            return next((group for group in self._groups if run_id in group.run_ids), None)
+
     def latest(self, kind: str) -> RunGroup | None:
         """The most recent group of this kind (shared by every browser session), or None."""
         with self._lock:

@@ -30,7 +30,7 @@ from bench.runs.prestart import PRESTART_DELAY_S, SparePool
 from bench.records import Status
 from bench.record_types import RecordedHardware
 from bench.run_info import RunError
-from bench.runs.run_state import TERMINAL, RunSnapshot, RunState, finish, snapshot_of
+from bench.runs.run_state import TERMINAL, RunGroup, RunSnapshot, RunState, finish, snapshot_of
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
 from bench.runs.supervisor import SamplerFactory, Supervisor, default_sampler
@@ -41,6 +41,8 @@ __all__ = ["JobManager", "RunActiveError", "RunSnapshot", "TERMINAL", "default_s
 log = logging.getLogger(__name__)
 STORED_REFRESH_S = 2.0  # a run of another process, shown from the store, is re-read at most this often
 FinishedHook = Callable[[records.RunRecord], None]
+# called once a group's runs have all ended, with the group and the records of its runs that trained
+GroupHook = Callable[[RunGroup, list[records.RunRecord]], None]
 
 
 class JobManager:
@@ -87,6 +89,10 @@ class JobManager:
         self.interrupted_at_start: list[int] = []
         # name -> called with each ended run's record, in a daemon thread of its own (the dashboard's MLflow logging)
         self.finished_hooks: dict[str, FinishedHook] = {}
+        # name -> called once with a comparison's or sweep's runs when its last run ended (a run of such a group goes
+        # to this hook, not to the finished-run hook of the same name)
+        self.group_hooks: dict[str, GroupHook] = {}
+        self._groups_handed: set[int] = set()
         self._stored_view: tuple[float, RunSnapshot | None] | None = None  # (read at, latest stored run)
         self._stored_version: tuple[int, str, int, int] | None = None
         self.writer = RunWriter(store, self._lock)
@@ -151,6 +157,9 @@ class JobManager:
                 state.phase = "stopping"
         if state.status == Status.STOPPED:
             self.writer.persist_end(state)
+            group = self.groups.of_run(run_id)
+            if group is not None:  # a group stopped before its last run: its runs that trained are handed on now
+                self._after_group_run(group)
         return True
 
     def delete_run(self, run_id: int) -> None:
@@ -337,19 +346,41 @@ class JobManager:
             self._prestart_after(state.config)
 
     def _after_run(self, state: RunState) -> None:
-        """Hand an ended run's record to each finished hook, each in a daemon thread of its own: a hook (a tracking
-        server slow or down) never delays the queue, fails the run or blocks a page."""
-        hooks = list(self.finished_hooks.items())
-        if not hooks:
-            return
+        """Hand an ended run's record to each finished hook, and a group's runs to each group hook once its last run
+        ended, each in a daemon thread of its own: a hook (a tracking server slow or down) never delays the queue,
+        fails the run or blocks a page."""
+        group = self.groups.of_run(state.id)
+        grouped = set(self.group_hooks) if group is not None else set()
+        hooks = [(name, hook) for name, hook in self.finished_hooks.items() if name not in grouped]
         try:
-            with self._lock:
-                record = self._snapshot_locked(state).record()
-            for name, hook in hooks:
-                threading.Thread(target=_call_hook, args=(name, hook, record), name=f"bench-finished-{name}",
-                                 daemon=True).start()
+            if hooks:
+                with self._lock:
+                    record = self._snapshot_locked(state).record()
+                for name, hook in hooks:
+                    threading.Thread(target=_call_hook, args=(name, hook, record), name=f"bench-finished-{name}",
+                                     daemon=True).start()
+            if group is not None:
+                self._after_group_run(group)
         except Exception:  # noqa: BLE001 - the queue goes on whatever a hook's start does
             log.exception("handing run %s to the finished-run hooks failed", state.id)
+
+    def _after_group_run(self, group: RunGroup) -> None:
+        """Once every run of ``group`` ended (finished, failed or stopped, queued ones dropped included), hand the
+        records of those that trained to each group hook, once."""
+        hooks = list(self.group_hooks.items())
+        if not hooks:
+            return
+        with self._lock:
+            states = [self._runs[i] for i in group.run_ids if i in self._runs]
+            if group.id in self._groups_handed or any(s.status not in TERMINAL for s in states):
+                return
+            self._groups_handed.add(group.id)
+            trained = [self._snapshot_locked(s).record() for s in states if s.epochs]
+        if not trained:
+            return
+        for name, hook in hooks:
+            threading.Thread(target=_call_group_hook, args=(name, hook, group, trained),
+                             name=f"bench-group-{name}", daemon=True).start()
 
     def _recheck_peak(self, state: RunState) -> None:
         """A finished run that beat its target's measured peak queues a new probe (PeakQueue.recheck); the group
@@ -390,6 +421,13 @@ class JobManager:
                 continue
             return str(base / "logs" / f"run-{run_id}.log")
         return None
+
+
+def _call_group_hook(name: str, hook: GroupHook, group: RunGroup, runs: list[records.RunRecord]) -> None:
+    try:
+        hook(group, runs)
+    except Exception:  # noqa: BLE001 - a hook's failure is logged, never the runs'
+        log.exception("the group hook %r failed for group %s", name, group.id)
 
 
 def _call_hook(name: str, hook: FinishedHook, record: records.RunRecord) -> None:

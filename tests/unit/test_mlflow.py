@@ -235,3 +235,32 @@ def test_mlflow_without_a_uri_needs_bench_mlflow_uri(main, monkeypatch):
     assert out.returncode == 2 and "BENCH_MLFLOW_URI" in out.stderr
     out = main("run", *TINY, "--mlflow", "localhost:5000")
     assert out.returncode == 2 and "is not an MLflow tracking URI" in out.stderr
+
+
+@pytest.mark.slow  # runs worker processes to their end
+def test_the_dashboard_logs_a_comparison_as_a_parent_with_its_children(tracking, isolated_store, monkeypatch):
+    """A comparison started on the Compare page is logged once its last run ended, as the CLI's --mlflow logs one:
+    a parent with a child per run, its headline a tag; its runs are not logged a second time on their own."""
+    uri, client, experiment = tracking
+    monkeypatch.setenv("BENCH_MLFLOW_URI", uri)
+    manager = JobManager(Store(isolated_store), hardware=NO_GPU, worker_target=fake_workers.quick)
+    dashboard = mlflow_log.dashboard_log(manager.finished_hooks, manager.group_hooks)
+    before = {r.info.run_id for r in _runs(client, experiment)}  # the module's other tests log to the same experiment
+    try:
+        group_id = manager.groups.submit("compare", [TINY_CONFIG.with_target("cpu/1"), TINY_CONFIG.with_target("cpu")],
+                                         targets=["cpu/1", "cpu"])
+        run_ids = manager.groups.latest("compare").run_ids
+        assert manager.groups.latest("compare").id == group_id
+        for run_id in run_ids:
+            assert manager.wait(run_id, timeout_s=60).status == "finished"
+        wait_for(lambda: dashboard.last is not None and "comparison of runs" in dashboard.last, timeout_s=60,
+                 what="the comparison sent to MLflow")  # the parent, then each child: all sent by then
+        [parent] = [r for r in _runs(client, experiment, "tags.`bench.kind` = 'comparison'")
+                    if r.info.run_id not in before]
+        assert parent.data.tags["headline"]
+        children = _runs(client, experiment, f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+        assert sorted(c.data.tags["bench.run_id"] for c in children) == sorted(str(i) for i in run_ids)
+        assert len(_runs(client, experiment)) - len(before) == 3, "the runs are children, not logged again alone"
+        assert "logged as MLflow run" in dashboard.last and "with 2 children" in dashboard.last
+    finally:
+        manager.shutdown()
