@@ -33,7 +33,8 @@ import psutil
 from bench import records, settings
 from bench.errors import RunLost, RunReplaced, RunUnreadable, StoreError  # noqa: F401 - callers catch them from here
 from bench.readings import is_int, is_number
-from bench.store_rows import JSON_COLUMNS, ListingReader, RawRun, RunListing, UnreadableRun, raw_run, read_run
+from bench.store_rows import (JSON_COLUMNS, ListingReader, RawRun, RunListing, UnreadableRun, raw_run, read_run,
+                              text_of)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -209,7 +210,7 @@ class Store:
         # deleted (or emptied) since it was opened: the tables are made again before any use
         new = not self.path.exists() or self.path.stat().st_size == 0
         con = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
-        con.text_factory = _text
+        con.text_factory = text_of  # TEXT that is not UTF-8 reads as bytes: its row lists as unreadable
         try:
             if new:
                 self._create_schema(con)
@@ -580,15 +581,6 @@ class Store:
                                f"ORDER BY {cluster.format('index')}, id", (run_id, cluster_id))
         members = [self._read(con, row, with_samples=with_samples) for row in rows]
         return [m for m in members if isinstance(m, records.RunRecord)]
-
-
-def _text(raw: bytes) -> str | bytes:
-    """A TEXT value as read: its text, or its bytes where they are not UTF-8 (a file written by another tool), so
-    the row that holds it reads as one this version cannot read, and every other row still lists."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw
 
 
 def _seconds(value: Any) -> float | None:

@@ -74,6 +74,15 @@ class RawRun:
                 "epochs": [dict(e) for e in self.epochs], "samples": [dict(s) for s in self.samples]}
 
 
+def text_of(raw: bytes) -> str | bytes:
+    """A TEXT value as the store reads it: its text, or its bytes where they are not UTF-8 (a file written by another
+    tool), so the row that holds it reads as one this version cannot read, and every other row still lists."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
 class RunListing(NamedTuple):
     """The stored runs: those read (``runs``) and those this version cannot read (``unreadable``), oldest first."""
 

@@ -239,6 +239,10 @@ CLAIMS = (
           "a source named, utilization read", "source_apple.json", _source("apple")),
     Claim("AMD: the GPU source that answered (AMD SMI, amdgpu sysfs without it)",
           "a source named, utilization read", "source_amd.json", _source("amd")),
+    Claim("Intel GPU: the GPU source that answered (Level Zero Sysman through pyzes)",
+          "a source named, utilization read", "source_intel.json", _source("intel")),
+    Claim("TPU: the source that answered (libtpu's monitoring SDK)",
+          "a source named, utilization read", "source_tpu.json", _source("tpu")),
     Claim("Apple silicon: a gpu:0 run trains on the Mac's GPU through torch (MPS)", "placement mps:0",
           "torch_issue2.json", lambda doc: _torch_on(doc, "mps")),
 )

@@ -1,13 +1,15 @@
 """What hardware exists here (CPU via psutil, GPUs via whichever GPU source answers: NVML, AMD SMI or amdgpu sysfs,
-Apple's IOAccelerator; the ML framework's CUDA, ROCm or MPS support) and how to target it.
+Apple's IOAccelerator, libtpu's monitoring SDK for TPUs, Level Zero Sysman for Intel GPUs; the ML framework's CUDA,
+ROCm, MPS, TPU or XPU support) and how to target it.
 
 Nothing here imports the ML framework: whether TensorFlow / JAX / PyTorch was built with CUDA is read from files of the
 installed package (:func:`framework_has_cuda`), and what the framework itself sees is asked in a subprocess
 (:func:`probe_framework`), so the server process never initialises CUDA or grabs GPU memory.
 
 Device names: ``"cpu"`` and ``"gpu:N"`` where N is the source's index (NVML's, what nvidia-smi shows; AMD SMI's;
-0 for a Mac's GPU). A ``gpu:N`` run reaches the vendor's device through the backend that serves it: CUDA, ROCm (whose
-torch and JAX builds take the same CUDA_VISIBLE_DEVICES) or torch's MPS on a Mac (:func:`torch_device_env`). ``CUDA_VISIBLE_DEVICES`` in
+0 for a Mac's GPU; the PCI bus's order of TPU chips; Sysman's for Intel). A ``gpu:N`` run reaches the vendor's device
+through the backend that serves it: CUDA, ROCm (whose torch and JAX builds take the same CUDA_VISIBLE_DEVICES), torch's
+MPS on a Mac or torch's XPU on an Intel GPU (:func:`torch_device_env`), JAX's TPU build on a TPU. ``CUDA_VISIBLE_DEVICES`` in
 the server's environment is honoured when listing GPUs: unset means every GPU; ``""`` or ``"-1"`` hides all; a comma
 list keeps only those entries (NVML indices, or ``GPU-<uuid>`` prefixes), and, as CUDA does, stops at the first entry
 that names no GPU. CUDA numbers GPUs fastest-first unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, so the worker should select
@@ -70,8 +72,12 @@ _CUDA_FIX = {
     "torch": "install a CUDA build of torch (see pytorch.org) to train on the GPU",
 }
 # The GPU build each vendor's GPU needs, by backend: its name, and the fix where the installed one lacks it
-GPU_BUILD = {"nvidia": "CUDA", "amd": "ROCm", "apple": "MPS (Metal)"}
+GPU_BUILD = {"nvidia": "CUDA", "amd": "ROCm", "apple": "MPS (Metal)", "intel": "XPU", "tpu": "TPU (libtpu)"}
+# how gpu_reason names each vendor's accelerator ("this AMD GPU")
+ACCELERATOR = {"amd": "AMD GPU", "apple": "Apple GPU", "intel": "Intel GPU", "tpu": "TPU"}
 ROCM_TORCH_INDEX = "https://download.pytorch.org/whl/rocm6.4"
+XPU_TORCH_INDEX = "https://download.pytorch.org/whl/xpu"
+JAX_TPU_INSTALL = '`pip install -U "jax[tpu]"` (JAX with libtpu)'
 BUILD_FIX: dict[tuple[str, str], str] = {
     ("amd", "tensorflow"): "install tensorflow-rocm (`pip install tensorflow-rocm`, with ROCm installed) to train on "
                            "the GPU",
@@ -84,6 +90,16 @@ BUILD_FIX: dict[tuple[str, str], str] = {
     ("apple", "jax"): "on a Mac Keras trains on the GPU through torch (MPS; jax-metal is abandoned): "
                       "`KERAS_BACKEND=torch make run`",
     ("apple", "torch"): "install torch (`pip install torch`: its macOS arm64 wheels carry MPS) to train on the GPU",
+    ("intel", "tensorflow"): "Keras trains on an Intel GPU through torch's XPU build: install it (`pip install "
+                             f"--force-reinstall torch --index-url {XPU_TORCH_INDEX}`), then `KERAS_BACKEND=torch make "
+                             "run`",
+    ("intel", "jax"): "Keras trains on an Intel GPU through torch's XPU build: install it (`pip install "
+                      f"--force-reinstall torch --index-url {XPU_TORCH_INDEX}`), then `KERAS_BACKEND=torch make run`",
+    ("intel", "torch"): f"install torch's XPU build (`pip install --force-reinstall torch --index-url "
+                        f"{XPU_TORCH_INDEX}`) to train on the GPU",
+    ("tpu", "tensorflow"): f"Keras trains on a TPU through JAX: {JAX_TPU_INSTALL}, then `KERAS_BACKEND=jax make run`",
+    ("tpu", "jax"): f"install JAX's TPU build: {JAX_TPU_INSTALL}",
+    ("tpu", "torch"): f"Keras trains on a TPU through JAX: {JAX_TPU_INSTALL}, then `KERAS_BACKEND=jax make run`",
 }
 
 
@@ -107,7 +123,7 @@ class GpuInfo:
     driver: str | None  # e.g. "550.54.15"
     cuda_driver_version: str | None  # highest CUDA the driver supports, e.g. "12.4"; None off NVIDIA
     uuid: str | None  # e.g. "GPU-5f1c..."
-    vendor: str = "nvidia"  # "nvidia", "amd", "apple"
+    vendor: str = "nvidia"  # "nvidia", "amd", "apple", "intel", "tpu"
     source: str = "NVML"  # the source its readings come from (bench.hardware.monitor.sources)
 
     @classmethod
@@ -133,7 +149,7 @@ class Hardware:
 
     @property
     def vendor(self) -> str | None:
-        """The GPUs' vendor ("nvidia", "amd", "apple"); None without a GPU source."""
+        """The GPUs' vendor ("nvidia", "amd", "apple", "intel", "tpu"); None without a GPU source."""
         return self.gpu_source.vendor if self.gpu_source is not None else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,8 +192,8 @@ def discover() -> Hardware:
     found = sources.find()
     info = found.source.info if found.source is not None else None
     all_gpus = [GpuInfo.of(g, info) for g in found.source.gpus()] if found.source is not None and info else []
-    # a Mac's one GPU is not numbered by CUDA; NVIDIA's and AMD's (HIP takes the same variable) are
-    cuda_visible = env.get("CUDA_VISIBLE_DEVICES") if info is None or info.vendor != "apple" else None
+    # a Mac's GPU, a TPU and an Intel GPU are not numbered by CUDA; NVIDIA's and AMD's (HIP takes the same variable) are
+    cuda_visible = env.get("CUDA_VISIBLE_DEVICES") if info is None or info.vendor in ("nvidia", "amd") else None
     visible = visible_gpu_indices(cuda_visible, all_gpus)
     gpus = [gpu for gpu in all_gpus if gpu.index in visible]
     backend = settings.default_backend(env)
@@ -222,7 +238,7 @@ def gpu_reason(
     1. No GPU source answers (no NVIDIA driver, no AMD GPU, not a Mac) -> ``nvml_reason``, the source's reason.
     2. ``CUDA_VISIBLE_DEVICES`` hides every GPU.
     3. The framework was built without the vendor's GPU support (``framework_cuda``: CUDA for NVIDIA, ROCm for AMD,
-       MPS for a Mac), only when that is known for sure.
+       MPS for a Mac, XPU for Intel, libtpu for a TPU), only when that is known for sure.
     """
     if nvml_reason:
         return nvml_reason
@@ -239,8 +255,8 @@ def gpu_reason(
             return f"{pretty}{version} here was built without CUDA: {fix}."
         build = GPU_BUILD[vendor] if vendor in GPU_BUILD else vendor
         fix = BUILD_FIX[vendor, framework] if (vendor, framework) in BUILD_FIX else "install a GPU build of it"
-        return f"{pretty}{version} here cannot train on this {vendor.upper() if vendor == 'amd' else 'Apple'} GPU " \
-               f"(it needs a {build} build): {fix}."
+        accelerator = ACCELERATOR[vendor] if vendor in ACCELERATOR else f"{vendor} GPU"
+        return f"{pretty}{version} here cannot train on this {accelerator} (it needs a {build} build): {fix}."
     return None
 
 
@@ -310,22 +326,39 @@ def torch_device_env(device: str | Target, hw: Hardware) -> dict[str, str]:
     """What a torch worker must set before Keras loads so that its variables live where ``device`` says.
 
     Keras's torch backend takes ``KERAS_TORCH_DEVICE``, else picks MPS on a Mac whatever the run asked. So: ``cpu`` ->
-    ``KERAS_TORCH_DEVICE=cpu`` (on a Mac a CPU run must not land on the GPU); ``gpu:0`` on a Mac -> ``mps``; NVIDIA and
-    AMD GPUs need nothing (torch's ``cuda`` device, ROCm's too, after CUDA_VISIBLE_DEVICES narrowed it)."""
+    ``KERAS_TORCH_DEVICE=cpu`` (on a Mac a CPU run must not land on the GPU); ``gpu:0`` on a Mac -> ``mps``; ``gpu:N``
+    on an Intel GPU -> ``xpu:N`` (torch's XPU device; CUDA_VISIBLE_DEVICES does not narrow it); NVIDIA and AMD GPUs
+    need nothing (torch's ``cuda`` device, ROCm's too, after CUDA_VISIBLE_DEVICES narrowed it)."""
     target = device if isinstance(device, Target) else Target.from_device(device)
     if target.is_cpu:
         return {"KERAS_TORCH_DEVICE": "cpu"}
+    if hw.vendor == "intel":
+        return {"KERAS_TORCH_DEVICE": "xpu" if target.index is None else f"xpu:{target.index}"}
     return {"KERAS_TORCH_DEVICE": "mps"} if hw.vendor == "apple" else {}
+
+
+def tpu_device_env(device: str | Target) -> dict[str, str]:
+    """What a JAX worker sets so that a ``gpu:N`` run on a TPU host holds chip N alone (libtpu's per-process chip
+    bounds; TPU_VISIBLE_DEVICES is the older libtpu's name); ``gpus`` keeps every chip."""
+    target = device if isinstance(device, Target) else Target.from_device(device)
+    if target.index is None:
+        return {}
+    chip = str(target.index)
+    return {"TPU_CHIPS_PER_PROCESS_BOUNDS": "1,1,1", "TPU_PROCESS_BOUNDS": "1,1,1", "TPU_VISIBLE_CHIPS": chip,
+            "TPU_VISIBLE_DEVICES": chip}
 
 
 def framework_gpu_build(backend: str, vendor: str) -> bool | None:
     """Whether the installed ``backend`` can train on this ``vendor``'s GPU, read from its files WITHOUT importing it:
     CUDA for NVIDIA (:func:`framework_has_cuda`); ROCm for AMD (TensorFlow's ``is_rocm_build``, a ``jax-rocm*``
     plug-in, torch's ``hip`` version); MPS for a Mac (torch's macOS wheels carry it; TensorFlow and JAX train there
-    no longer). None when unknown or not installed."""
+    no longer); XPU for Intel (torch's ``xpu`` version: torch.xpu's package is in every build, the version only in
+    its XPU build); libtpu for a TPU (JAX with a ``libtpu`` distribution). None when unknown or not installed."""
     backend = backend.strip().lower()
     if vendor == "nvidia":
         return framework_has_cuda(backend)
+    if vendor in ("intel", "tpu"):
+        return _intel_or_tpu_build(backend, vendor)
     if vendor == "apple":
         if backend != "torch":
             return False
@@ -345,6 +378,20 @@ def framework_gpu_build(backend: str, vendor: str) -> bool | None:
         match = re.search(r"^hip\s*(?::[^=]*)?=\s*(.+?)\s*$", text or "", flags=re.MULTILINE)
         return None if text is None else (match is not None and match.group(1) != "None")
     return None
+
+
+def _intel_or_tpu_build(backend: str, vendor: str) -> bool | None:
+    """Keras reaches an Intel GPU through torch's XPU build alone, a TPU through JAX's libtpu alone."""
+    served = "torch" if vendor == "intel" else "jax"
+    if backend != served:
+        return False if backend in _PRETTY else None
+    if backend == "jax":
+        if importlib.util.find_spec("jax") is None:
+            return None
+        return any(_normalise(name).startswith("libtpu") for name in _distribution_names())
+    text = _package_file_text("torch", "version.py")
+    match = re.search(r"^xpu\s*(?::[^=]*)?=\s*(.+?)\s*$", text or "", flags=re.MULTILINE)
+    return None if text is None else (match is not None and match.group(1) != "None")
 
 
 def framework_has_cuda(backend: str) -> bool | None:
@@ -403,6 +450,9 @@ try:
         mps = getattr(torch.backends, "mps", None)
         if mps is not None and mps.is_available():  # a Mac's GPU, through Metal
             out["devices"].append("MPS:0")
+        xpu = getattr(torch, "xpu", None)
+        if xpu is not None and xpu.is_available():  # an Intel GPU, through torch's XPU build
+            out["devices"] += [f"XPU:{i}" for i in range(xpu.device_count())]
     else:
         out["error"] = f"Unknown backend {backend!r}: use tensorflow, jax or torch."
 except ImportError as exc:

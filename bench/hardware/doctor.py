@@ -1,5 +1,6 @@
 """`python -m bench doctor`: everything the GPU story needs on this machine, as a checklist, for the GPU at hand:
-NVIDIA (NVML), AMD (AMD SMI, amdgpu sysfs) or Apple silicon (IOAccelerator statistics, macmon).
+NVIDIA (NVML), AMD (AMD SMI, amdgpu sysfs), Apple silicon (IOAccelerator statistics, macmon), a TPU (libtpu's
+monitoring SDK) or an Intel GPU (Level Zero Sysman through pyzes).
 
 Each check is ``ok``, ``missing`` or ``unknown``, with what it found and, where something is missing, the exact command
 or setting that fixes it. The checks ask the same functions the dashboard uses (bench.hardware.devices, the NVML
@@ -40,6 +41,15 @@ AMDSMI_FIX = ("`pip install amdsmi` (or `pip install /opt/rocm/share/amd_smi`, m
 APPLE_FIX = ("Check that `ioreg -r -d 1 -w 0 -c IOAccelerator -a` prints an accelerator with PerformanceStatistics "
              "(macOS 11 or newer on Apple silicon does, without sudo).")
 MACMON_FIX = "`pip install macmon-lib`: the GPU's power and IOReport usage, without sudo (ioreg gives no power)."
+TPU_FIX = ("On the TPU VM: `pip install -U \"jax[tpu]\"` (JAX's TPU build brings libtpu, whose monitoring SDK reads "
+           "the chips), and check that `python -c 'from libtpu.sdk import tpumonitoring'` imports.")
+INTEL_FIX = ("Install Intel's GPU driver with Level Zero (Intel's client or data-center GPU install guide), then "
+             "`pip install pyzes`, and check that `python -c 'import pyzes; print(pyzes.zesInit(0))'` prints 0.")
+# the first check's name per vendor, and its fix where the accelerator is here but no source reads it
+SOURCE_CHECK = {"apple": ("Apple GPU and its reading source", APPLE_FIX),
+              "amd": ("AMD GPU and its reading source", AMD_FIX),
+              "tpu": ("TPU and its reading source", TPU_FIX),
+              "intel": ("Intel GPU and its reading source", INTEL_FIX)}
 VENDOR_FRAMEWORK_FIX = {
     "amd": {"tensorflow": "`pip install tensorflow-rocm` (with ROCm installed)",
             "jax": "JAX's ROCm plug-in for this ROCm (`pip install jax[rocm]`; see JAX's install guide)",
@@ -49,6 +59,14 @@ VENDOR_FRAMEWORK_FIX = {
               "jax": "KERAS_BACKEND=torch make run (on a Mac Keras trains on the GPU through torch's MPS; jax-metal "
                      "is abandoned)",
               "torch": "make run (installs torch, whose macOS arm64 wheels carry MPS), or `pip install torch`"},
+    "intel": {"tensorflow": f"KERAS_BACKEND=torch with torch's XPU build (`pip install --force-reinstall torch "
+                            f"--index-url {devices.XPU_TORCH_INDEX}`): Keras reaches an Intel GPU through torch",
+              "jax": f"KERAS_BACKEND=torch with torch's XPU build (`pip install --force-reinstall torch --index-url "
+                     f"{devices.XPU_TORCH_INDEX}`): Keras reaches an Intel GPU through torch",
+              "torch": f"`pip install --force-reinstall torch --index-url {devices.XPU_TORCH_INDEX}`"},
+    "tpu": {"tensorflow": f"KERAS_BACKEND=jax with {devices.JAX_TPU_INSTALL}: Keras reaches a TPU through JAX",
+            "jax": devices.JAX_TPU_INSTALL,
+            "torch": f"KERAS_BACKEND=jax with {devices.JAX_TPU_INSTALL}: Keras reaches a TPU through JAX"},
 }
 RAPL_FIX = (f"As root: `chmod a+r {POWERCAP_ROOT}/intel-rapl:*/energy_uj` (until the next boot; a systemd-tmpfiles "
             f"line `z {POWERCAP_ROOT}/intel-rapl:*/energy_uj 0444 - - -` keeps it), rather than running the "
@@ -82,28 +100,26 @@ class Report:
 
 def _driver(found: sources.Found) -> tuple[Check, bool]:
     """The GPU and the source its readings come from: NVML on NVIDIA (checked as it always was), AMD SMI or amdgpu
-    sysfs on AMD, the IOAccelerator statistics (macmon) on a Mac."""
+    sysfs on AMD, the IOAccelerator statistics (macmon) on a Mac, libtpu's monitoring SDK on a TPU, Level Zero
+    Sysman on an Intel GPU."""
     source = found.source
     if source is not None and source.info.vendor != "nvidia":
         gpus = source.gpus()
         info = source.info
         names = ", ".join(g.name for g in gpus)
-        return Check(f"{_VENDOR[info.vendor]} GPU and its reading source", OK,
+        return Check(SOURCE_CHECK[info.vendor][0], OK,
                      f"{len(gpus)} GPU(s) read by {info.name}: {names}. Utilization here is {info.utilization}"), True
     ok, reason = nvml.available()
     if ok and not reason:
         driver = nvml.query("nvmlSystemGetDriverVersion") or "version unknown"
         count = nvml.query("nvmlDeviceGetCount", default=0)
         return Check("NVIDIA driver and NVML", OK, f"driver {driver}, {count} GPU(s) seen by NVML"), True
-    if found.system == "Darwin":
-        return Check("Apple GPU and its reading source", MISSING, found.reason or "ioreg lists no GPU", APPLE_FIX), False
-    why = found.reason or reason or "NVML is not usable"
-    if why != reason:  # an AMD card is there but no source reads it
-        return Check("AMD GPU and its reading source", MISSING, why, AMD_FIX), False
+    vendor, why = found.unreadable()
+    if vendor != "nvidia":  # a Mac, or an AMD card, TPU chips or an Intel GPU that no source reads
+        name, fix = SOURCE_CHECK[vendor]
+        return Check(name, MISSING, why or ("ioreg lists no GPU" if vendor == "apple" else "no source reads it"),
+                     fix), False
     return Check("NVIDIA driver and NVML", MISSING, reason or "NVML is not usable", DRIVER_FIX), False
-
-
-_VENDOR = {"nvidia": "NVIDIA", "amd": "AMD", "apple": "Apple"}
 
 
 def _framework(backend: str, timeout_s: float, vendor: str = "nvidia") -> tuple[Check, bool]:
@@ -112,7 +128,7 @@ def _framework(backend: str, timeout_s: float, vendor: str = "nvidia") -> tuple[
     built = devices.framework_gpu_build(backend, vendor)
     probe = devices.probe_framework(backend, timeout_s=timeout_s)
     found = [str(d) for d in probe.get("devices") or []]
-    listed = [d for d in found if any(word in d.upper() for word in ("GPU", "CUDA", "ROCM", "MPS"))]
+    listed = [d for d in found if any(word in d.upper() for word in ("GPU", "CUDA", "ROCM", "MPS", "XPU", "TPU"))]
     version = probe.get("version") or "not installed"
     build = devices.GPU_BUILD[vendor] if vendor in devices.GPU_BUILD else "GPU"
     name = f"framework with {build}, listing the GPU"
@@ -137,7 +153,7 @@ def _source_readings(source: GpuSource, tried: dict[str, str]) -> list[Check]:
     shown = {"util_percent": ("utilization", "%.0f %%"), "mem_used_mib": ("memory in use", "%.0f MiB"),
              "mem_total_mib": ("memory total", "%.0f MiB"), "power_w": ("power", "%.1f W"),
              "temp_c": ("temperature", "%.0f °C"), "sm_clock_mhz": ("clock", "%.0f MHz"),
-             "energy_j": ("energy counter", "%.0f J")}
+             "energy_j": ("energy counter", "%.0f J"), "tensor_active_percent": ("tensor activity", "%.0f %%")}
     got = [f"{label} {fmt % getattr(reading, name)}" for name, (label, fmt) in shown.items()
            if getattr(reading, name) is not None]
     labels = {**{name: label for name, (label, _) in shown.items()}, "sm_active_percent": "SM activity",
@@ -203,8 +219,9 @@ def diagnose(*, framework_timeout_s: float = 60.0) -> Report:
     backend = settings.default_backend()
     hardware = devices.discover()
     found = sources.find()
+    unreadable = found.unreadable()[0] if found.source is None else "nvidia"
     vendor = found.source.info.vendor if found.source is not None else (
-        "apple" if found.system == "Darwin" else "nvidia")
+        unreadable if unreadable in ("apple", "tpu", "intel") else "nvidia")
     driver, driver_ok = _driver(found)
     framework, framework_ok = _framework(backend, framework_timeout_s, vendor)
     if not driver_ok and framework.fix:  # no framework lists a GPU without a driver

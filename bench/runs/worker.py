@@ -70,6 +70,8 @@ def prepare_environment(config: Config) -> dict[str, str]:
             changes["CUDA_VISIBLE_DEVICES"] = devices.cuda_visible_devices_for(device, hw)
         if cfg.backend == "torch":  # a Mac's GPU through MPS; NVIDIA's and AMD's through torch's cuda device
             changes.update(devices.torch_device_env(device, hw))
+        if hw.vendor == "tpu":  # a TPU's chips through JAX: gpu:N holds chip N alone
+            changes.update(devices.tpu_device_env(device))
         # Allocate GPU memory as the model needs it: JAX would take 75 % and TensorFlow all of it at start, so NVML's
         # "memory used" would show the allocator's grab instead of what this model and batch size use.
         for name, value in (("XLA_PYTHON_CLIENT_PREALLOCATE", "false"), ("TF_FORCE_GPU_ALLOW_GROWTH", "true")):

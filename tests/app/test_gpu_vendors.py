@@ -1,6 +1,7 @@
-"""Train and System on a scripted Mac and a scripted AMD machine (tests/unit/scripted_gpus.py): the GPU offered, a
-replayed run on it sampled from the machine's own source (utilization and memory from ioreg or amdgpu sysfs, power
-where the source has it, the source named), and the run's record saying where its variables lived."""
+"""Train and System on a scripted Mac and a scripted AMD machine, System on a scripted Intel GPU and TPU VM
+(tests/unit/scripted_gpus.py): the GPU offered, a replayed run on it sampled from the machine's own source (utilization
+and memory from ioreg or amdgpu sysfs, power where the source has it, the source named), and the run's record saying
+where its variables lived."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from tests.unit import scripted_gpus as sg
 ROOT = Path(__file__).resolve().parents[2]
 # machine, its source, where the replayed run's variables lived, the utilization it reads, the device as pages show it
 MACHINES = {"apple": (sg.mac, "IOAccelerator (ioreg)", "mps:0", 87.0, "mps:0"),
-            "amd": (sg.amd_sysfs, "amdgpu sysfs", "cuda:0", 63.0, "gpu:0")}
+            "amd": (sg.amd_sysfs, "amdgpu sysfs", "cuda:0", 63.0, "gpu:0"),
+            "intel": (sg.intel, "Level Zero Sysman (pyzes)", "xpu:0", 68.0, "gpu:0"),
+            "tpu": (sg.tpu, "libtpu monitoring (tpumonitoring)", "tpu:0", 100.0, "gpu:0")}
 
 
 def app(path: str) -> AppTest:
@@ -26,7 +29,7 @@ def _text(at: AppTest) -> str:
                      + [s.value for s in at.success]).replace("\\", "")
 
 
-@pytest.mark.parametrize("vendor", ["apple", "amd"])
+@pytest.mark.parametrize("vendor", ["apple", "amd", "intel", "tpu"])
 def test_the_system_page_names_the_source_and_what_its_utilization_means(monkeypatch: pytest.MonkeyPatch,
                                                                          vendor: str) -> None:
     machine, source, *_ = MACHINES[vendor]

@@ -1,14 +1,20 @@
 """Scripted GPU machines without the hardware: a Mac (ioreg's IOAccelerator plist, macmon), an AMD machine (AMD SMI's
-documented return shapes, or the amdgpu driver's sysfs files), as tests/unit/fake_nvml.py scripts NVML.
+documented return shapes, or the amdgpu driver's sysfs files), an Intel GPU machine (pyzes's Sysman structures) and a
+TPU VM (TPU chips on the PCI bus, libtpu's monitoring SDK), as tests/unit/fake_nvml.py scripts NVML.
 
-The ioreg plist (recorded/ioreg-m2pro.plist) and the sysfs tree (recorded/amd-sysfs) have the shape and units those
-tools print on the machines (Apple M2 Pro, Radeon RX 7900 XTX); their values are chosen for the tests, not taken
-from a machine here, and docs/GPU.md says each vendor is not yet checked on hardware. :func:`use` scripts a machine
+The ioreg plist (recorded/ioreg-m2pro.plist), the sysfs tree (recorded/amd-sysfs), the Sysman answers
+(recorded/intel-sysman-arc-a770.json: each engine group's and the energy counter's successive (counter, timestamp)
+reads, the memory modules' state), the TPU VM's PCI devices (recorded/tpu-v5e-pci) and libtpu's metric strings
+(recorded/tpu-v5e-metrics.json) have the shape and units those tools give on the machines (Apple M2 Pro, Radeon RX
+7900 XTX, Arc A770, TPU v5e); their values are chosen for the tests, not taken from a machine here, and docs/GPU.md
+says each vendor is not yet checked on hardware. :func:`use` scripts a machine
 for every source and for the framework's answers (its GPU build and the devices it lists), with NVML absent.
 """
 
 from __future__ import annotations
 
+import ctypes
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,6 +32,10 @@ from tests.unit import fake_nvml
 RECORDED = Path(__file__).parent / "recorded"
 IOREG_PLIST = RECORDED / "ioreg-m2pro.plist"
 AMD_SYSFS = RECORDED / "amd-sysfs"
+INTEL_SYSMAN = RECORDED / "intel-sysman-arc-a770.json"
+TPU_PCI = RECORDED / "tpu-v5e-pci"
+TPU_METRICS = RECORDED / "tpu-v5e-metrics.json"
+NOTHING = RECORDED / "nothing-here"  # a sysfs root with no entries
 
 
 class AmdSmiLibraryException(Exception):
@@ -119,6 +129,151 @@ class FakeAmdSmi:
         return self._gpu(handle, "amdsmi_get_temp_metric").edge_temp_c
 
 
+# -- Intel: pyzes's ctypes API, answered from recorded structures ----------------------------------------------------
+class _Handle(ctypes.c_void_p):
+    """pyzes's handle types are c_void_p subclasses."""
+
+
+class _DeviceCore(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * 256), ("uuid", type("ze_device_uuid_t", (ctypes.Structure,),
+                                                             {"_fields_": [("id", ctypes.c_ubyte * 16)]}))]
+
+
+class FakePyzes:
+    """A stand-in for the ``pyzes`` module: the calls, structures and constants the Intel source uses, with pyzes's
+    field names; each call fills the structure it is given by reference and returns 0 (ZE_RESULT_SUCCESS). Each
+    engine group's and energy counter's reads follow the recorded list, then go on at its last step."""
+
+    zes_driver_handle_t = type("zes_driver_handle_t", (_Handle,), {})
+    zes_device_handle_t = type("zes_device_handle_t", (_Handle,), {})
+    zes_engine_handle_t = type("zes_engine_handle_t", (_Handle,), {})
+    zes_pwr_handle_t = type("zes_pwr_handle_t", (_Handle,), {})
+    zes_mem_handle_t = type("zes_mem_handle_t", (_Handle,), {})
+    ZES_STRUCTURE_TYPE_DEVICE_PROPERTIES, ZES_STRUCTURE_TYPE_POWER_PROPERTIES = 0x1, 0xD
+    ZES_STRUCTURE_TYPE_MEM_PROPERTIES, ZES_STRUCTURE_TYPE_MEM_STATE, ZES_STRUCTURE_TYPE_ENGINE_PROPERTIES = 0xB, 0x1E, 0x5
+
+    class zes_device_properties_t(ctypes.Structure):
+        _fields_ = [("stype", ctypes.c_int32), ("core", _DeviceCore), ("modelName", ctypes.c_char * 64),
+                    ("driverVersion", ctypes.c_char * 64)]
+
+    class zes_engine_properties_t(ctypes.Structure):
+        _fields_ = [("stype", ctypes.c_int32), ("type", ctypes.c_int32), ("onSubdevice", ctypes.c_uint8)]
+
+    class zes_engine_stats_t(ctypes.Structure):
+        _fields_ = [("activeTime", ctypes.c_uint64), ("timestamp", ctypes.c_uint64)]
+
+    class zes_power_properties_t(ctypes.Structure):
+        _fields_ = [("stype", ctypes.c_int32), ("onSubdevice", ctypes.c_uint8)]
+
+    class zes_power_energy_counter_t(ctypes.Structure):
+        _fields_ = [("energy", ctypes.c_uint64), ("timestamp", ctypes.c_uint64)]
+
+    class zes_mem_properties_t(ctypes.Structure):
+        _fields_ = [("stype", ctypes.c_int32), ("location", ctypes.c_int32)]
+
+    class zes_mem_state_t(ctypes.Structure):
+        _fields_ = [("stype", ctypes.c_int32), ("free", ctypes.c_uint64), ("size", ctypes.c_uint64)]
+
+    def __init__(self, recorded: dict[str, Any], *, init_result: int = 0) -> None:
+        self.devices = recorded["devices"]
+        self.init_result = init_result
+        self.objects: dict[int, tuple[str, dict[str, Any]]] = {}  # handle value -> (kind, its recorded entry)
+        self.reads: dict[int, int] = {}
+
+    def _handle(self, kind: str, entry: dict[str, Any]) -> int:
+        value = next((v for v, (k, e) in self.objects.items() if e is entry), 0) or len(self.objects) + 1
+        self.objects[value] = (kind, entry)
+        return value
+
+    def _list(self, count: Any, array: Any, kind: Any, entries: list[tuple[str, dict[str, Any]]]) -> int:
+        count._obj.value = len(entries)
+        if array is not None:
+            for i, (name, entry) in enumerate(entries):
+                array[i] = kind(self._handle(name, entry))
+        return 0
+
+    def _next(self, handle: Any, series: list[list[int]]) -> list[int]:
+        read = self.reads[handle.value] = self.reads.get(handle.value, -1) + 1
+        if read < len(series):
+            return series[read]
+        (a0, t0), (a1, t1) = series[-2], series[-1]
+        steps = read - len(series) + 1
+        return [a1 + steps * (a1 - a0), t1 + steps * (t1 - t0)]
+
+    def zesInit(self, flags: int) -> int:
+        return self.init_result
+
+    def zesDriverGet(self, count: Any, drivers: Any) -> int:
+        return self._list(count, drivers, self.zes_driver_handle_t, [("driver", {"devices": self.devices})])
+
+    def zesDeviceGet(self, driver: Any, count: Any, devices: Any) -> int:
+        return self._list(count, devices, self.zes_device_handle_t, [("device", d) for d in self.devices])
+
+    def zesDeviceGetProperties(self, device: Any, props: Any) -> int:
+        entry = self.objects[device.value][1]
+        props._obj.modelName = entry["modelName"].encode()
+        props._obj.driverVersion = entry["driverVersion"].encode()
+        props._obj.core.name = entry["coreName"].encode()
+        props._obj.core.uuid.id[:] = list(bytes.fromhex(entry["uuid"]))
+        return 0
+
+    def zesDeviceEnumEngineGroups(self, device: Any, count: Any, engines: Any) -> int:
+        entry = self.objects[device.value][1]
+        return self._list(count, engines, self.zes_engine_handle_t, [("engine", e) for e in entry["engines"]])
+
+    def zesEngineGetProperties(self, engine: Any, props: Any) -> int:
+        entry = self.objects[engine.value][1]
+        props._obj.type, props._obj.onSubdevice = entry["type"], entry["onSubdevice"]
+        return 0
+
+    def zesEngineGetActivity(self, engine: Any, stats: Any) -> int:
+        stats._obj.activeTime, stats._obj.timestamp = self._next(engine, self.objects[engine.value][1]["activity"])
+        return 0
+
+    def zesDeviceEnumPowerDomains(self, device: Any, count: Any, domains: Any) -> int:
+        entry = self.objects[device.value][1]
+        return self._list(count, domains, self.zes_pwr_handle_t, [("power", p) for p in entry["power"]])
+
+    def zesPowerGetProperties(self, power: Any, props: Any) -> int:
+        props._obj.onSubdevice = self.objects[power.value][1]["onSubdevice"]
+        return 0
+
+    def zesPowerGetEnergyCounter(self, power: Any, energy: Any) -> int:
+        energy._obj.energy, energy._obj.timestamp = self._next(power, self.objects[power.value][1]["energy"])
+        return 0
+
+    def zesDeviceEnumMemoryModules(self, device: Any, count: Any, modules: Any) -> int:
+        entry = self.objects[device.value][1]
+        return self._list(count, modules, self.zes_mem_handle_t, [("memory", m) for m in entry["memory"]])
+
+    def zesMemoryGetProperties(self, memory: Any, props: Any) -> int:
+        props._obj.location = self.objects[memory.value][1]["location"]
+        return 0
+
+    def zesMemoryGetState(self, memory: Any, state: Any) -> int:
+        entry = self.objects[memory.value][1]
+        state._obj.size, state._obj.free = entry["size"], entry["free"]
+        return 0
+
+
+# -- TPU: libtpu's monitoring SDK, answering the recorded metric strings -------------------------------------------
+class FakeTpuMonitoring:
+    """A stand-in for ``libtpu.sdk.tpumonitoring``: ``get_metric(name).data()`` gives the recorded strings (one a
+    chip; a core for tensorcore_util); a metric libtpu does not have raises, as the SDK does."""
+
+    def __init__(self, metrics: dict[str, list[str]]) -> None:
+        self.metrics = metrics
+
+    def list_supported_metrics(self) -> list[str]:
+        return list(self.metrics)
+
+    def get_metric(self, name: str) -> Any:
+        if name not in self.metrics:
+            raise RuntimeError(f"Metric {name} is not supported")
+        values = list(self.metrics[name])
+        return SimpleNamespace(data=lambda: values, description=lambda: name)
+
+
 def fake_macmon(usage: float = 0.83, gpu_w: float = 14.2) -> Any:
     """A stand-in for macmon-lib's ``macmon`` module: ``Sampler().metrics()`` with ``gpu_usage[0].usage`` (a ratio)
     and ``power.gpu`` (W), the fields its README shows."""
@@ -132,23 +287,50 @@ def mac(*, macmon: Any = None, plist: bytes | None = None) -> Machine:
     """A Mac with Apple silicon: ioreg prints the recorded plist; macmon-lib installed where given."""
     printed = IOREG_PLIST.read_bytes() if plist is None else plist
     return Machine(system="Darwin", drm_root=RECORDED / "no-drm", ioreg=lambda: printed, amdsmi=lambda: None,
-                   macmon=lambda: macmon)
+                   macmon=lambda: macmon, pyzes=lambda: None, tpumonitoring=lambda: None, pci_root=NOTHING)
 
 
 def amd_sysfs() -> Machine:
     """A Linux machine with an AMD GPU, amdgpu's sysfs files and no AMD SMI."""
-    return Machine(system="Linux", drm_root=AMD_SYSFS, ioreg=lambda: None, amdsmi=lambda: None, macmon=lambda: None)
+    return Machine(system="Linux", drm_root=AMD_SYSFS, ioreg=lambda: None, amdsmi=lambda: None, macmon=lambda: None,
+                   pyzes=lambda: None, tpumonitoring=lambda: None, pci_root=NOTHING)
 
 
 def amd_smi(gpus: list[FakeAmdGpu] | None = None) -> Machine:
     """A Linux machine with ROCm's AMD SMI answering (and the same sysfs tree)."""
     module = FakeAmdSmi(gpus or [FakeAmdGpu()])
     return Machine(system="Linux", drm_root=AMD_SYSFS, ioreg=lambda: None, amdsmi=lambda: module,
-                   macmon=lambda: None)
+                   macmon=lambda: None, pyzes=lambda: None, tpumonitoring=lambda: None, pci_root=NOTHING)
+
+
+def intel(module: FakePyzes | None = None) -> Machine:
+    """A Linux machine with an Intel Arc GPU read by Level Zero Sysman (pyzes), no AMD card, no TPU."""
+    zes = module or FakePyzes(json.loads(INTEL_SYSMAN.read_text(encoding="utf-8")))
+    return Machine(system="Linux", drm_root=NOTHING, ioreg=lambda: None, amdsmi=lambda: None, macmon=lambda: None,
+                   pyzes=lambda: zes, tpumonitoring=lambda: None, pci_root=NOTHING)
+
+
+def tpu(metrics: dict[str, list[str]] | None = None, *, libtpu: bool = True) -> Machine:
+    """A TPU VM (two TPU v5e chips on the PCI bus) with libtpu's monitoring SDK answering the recorded strings, or
+    without libtpu."""
+    recorded = json.loads(TPU_METRICS.read_text(encoding="utf-8")) if metrics is None else metrics
+    sdk = FakeTpuMonitoring(recorded) if libtpu else None
+    return Machine(system="Linux", drm_root=NOTHING, ioreg=lambda: None, amdsmi=lambda: None, macmon=lambda: None,
+                   pyzes=lambda: None, tpumonitoring=lambda: sdk, pci_root=TPU_PCI)
+
+
+def vendor_of(machine: Machine) -> str:
+    """The vendor of a scripted machine's accelerator."""
+    if machine.system == "Darwin":
+        return "apple"
+    if machine.pyzes() is not None:
+        return "intel"
+    return "tpu" if machine.pci_root == TPU_PCI else "amd"
 
 
 # what the framework lists on each scripted machine (bench.hardware.devices.probe_framework's answer)
-LISTS = {"apple": ["CPU:0", "MPS:0"], "amd": ["CPU:0", "GPU:0"]}
+LISTS = {"apple": ["CPU:0", "MPS:0"], "amd": ["CPU:0", "GPU:0"], "intel": ["CPU:0", "XPU:0"],
+         "tpu": ["CPU:0", "TPU:0", "TPU:1"]}
 
 
 @contextmanager
@@ -156,7 +338,7 @@ def use(monkeypatch: pytest.MonkeyPatch, machine: Machine, *, backend: str = "to
         gpu_build: bool | None = True) -> Iterator[Machine]:
     """Script ``machine`` for every GPU source (NVML absent), Keras on ``backend`` whose build for the machine's GPU
     is ``gpu_build`` and which lists the GPU."""
-    vendor = "apple" if machine.system == "Darwin" else "amd"
+    vendor = vendor_of(machine)
     monkeypatch.setenv("KERAS_BACKEND", backend)
     monkeypatch.setattr(devices, "framework_gpu_build", lambda name, kind: gpu_build if kind == vendor else None)
 

@@ -1,8 +1,8 @@
 """The vocabulary of the GPU sources (bench.hardware.monitor.sources): what a source is (:class:`SourceInfo`), one GPU
 as it reports it (:class:`SourceGpu`), the source itself (:class:`GpuSource`) and where the sources look
-(:class:`Machine`: the operating system, the sysfs tree, the ioreg command, the amdsmi and macmon modules), which a test
-replaces to script a Mac or an AMD machine. A leaf: each source (nvidia.py, amd.py, apple.py) imports it, and
-sources.py imports them.
+(:class:`Machine`: the operating system, the sysfs trees, the ioreg command, the amdsmi, macmon, pyzes and libtpu
+modules), which a test replaces to script a Mac, an AMD or Intel machine or a TPU VM. A leaf: each source (nvidia.py,
+amd.py, apple.py, intel.py, tpu.py) imports it, and sources.py imports them.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ __all__ = ["Collector", "GpuSource", "Machine", "ReadingCollector", "SourceGpu",
 
 IOREG_COMMAND = ("ioreg", "-r", "-d", "1", "-w", "0", "-c", "IOAccelerator", "-a")
 DRM_ROOT = Path("/sys/class/drm")
+PCI_ROOT = Path("/sys/bus/pci/devices")
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class SourceInfo:
     """What a source is and what its readings mean."""
 
     name: str  # "NVML", "AMD SMI", "amdgpu sysfs", "IOAccelerator (ioreg)", "macmon (IOReport)"
-    vendor: str  # "nvidia", "amd", "apple"
+    vendor: str  # "nvidia", "amd", "apple", "intel", "tpu"
     utilization: str  # what util_percent means from this source, in one sentence
     not_measured: Mapping[str, str] = field(default_factory=dict)  # reading -> why this source cannot give it
     documented: bool = True  # False where the figures come from undocumented keys
@@ -127,6 +128,12 @@ def _import(name: str) -> Any:
         return None
 
 
+def _tpumonitoring() -> Any:
+    """libtpu's monitoring SDK (``from libtpu.sdk import tpumonitoring``), or None where libtpu is not installed."""
+    sdk = _import("libtpu.sdk")
+    return getattr(sdk, "tpumonitoring", None) if sdk is not None else None
+
+
 @dataclass(frozen=True)
 class Machine:
     """Where the sources look. The defaults read this machine; a test scripts another one."""
@@ -136,6 +143,9 @@ class Machine:
     ioreg: Callable[[], bytes | None] = _run_ioreg
     amdsmi: Callable[[], Any] = lambda: _import("amdsmi")  # the module, or None where ROCm's library is absent
     macmon: Callable[[], Any] = lambda: _import("macmon")
+    pyzes: Callable[[], Any] = lambda: _import("pyzes")  # Level Zero Sysman's binding; None without its loader
+    tpumonitoring: Callable[[], Any] = _tpumonitoring
+    pci_root: Path = PCI_ROOT  # where TPU chips are listed (Google's PCI vendor id)
 
 
 def number(value: Any) -> float | None:

@@ -1,12 +1,12 @@
-"""One GPU reading, several sources: whichever of NVML, AMD SMI (amdgpu sysfs without it) and Apple's IOAccelerator
-statistics (macmon where installed) answers on this machine gives every GPU reading, the device list and the reason
-none does.
+"""One GPU reading, several sources: whichever of NVML, AMD SMI (amdgpu sysfs without it), Apple's IOAccelerator
+statistics (macmon where installed), libtpu's monitoring SDK (TPUs) and Level Zero Sysman (Intel GPUs) answers on this
+machine gives every GPU reading, the device list and the reason none does.
 
 A source says its name, its vendor, what its "utilization" means and which readings it cannot give, each with the
 reason (source_types.SourceInfo); a reading it cannot give is None ("not measured here"), never 0. :func:`find` tries
 the sources in order, NVML first so an NVIDIA machine reads as it always did, and keeps why each other one did not
-answer (the doctor lists them). Where the sources look is one source_types.Machine; tests script a Mac or an AMD
-machine with :func:`script`, as tests/unit/fake_nvml.py scripts NVML.
+answer (the doctor lists them). Where the sources look is one source_types.Machine; tests script a Mac, an AMD or
+Intel machine or a TPU VM with :func:`script`, as tests/unit/fake_nvml.py scripts NVML.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.hardware.monitor import amd, apple, nvidia
+from bench.hardware.monitor import amd, apple, intel, nvidia, tpu
 from bench.hardware.monitor.source_types import GpuSource, Machine, SourceInfo
 
 __all__ = ["Found", "find", "info_of", "machine", "reset", "script"]
@@ -28,9 +28,11 @@ OPENERS: tuple[tuple[str, Opener], ...] = (
     (amd.SYSFS_INFO.name, amd.open_sysfs),
     (apple.MACMON_INFO.name, apple.open_macmon),
     (apple.IOREG_INFO.name, apple.open_ioreg),
+    (tpu.INFO.name, tpu.open_tpu),
+    (intel.INFO.name, intel.open_sysman),
 )
 INFO: dict[str, SourceInfo] = {i.name: i for i in (nvidia.INFO, amd.AMDSMI_INFO, amd.SYSFS_INFO, apple.MACMON_INFO,
-                                                     apple.IOREG_INFO)}
+                                                     apple.IOREG_INFO, tpu.INFO, intel.INFO)}
 
 _machine = Machine()
 _lock = threading.Lock()
@@ -64,16 +66,26 @@ class Found:
     @property
     def reason(self) -> str | None:
         """Why no GPU can be read here: on a Mac the IOAccelerator's reason; elsewhere amdgpu sysfs's where an AMD
-        card is there but unreadable, else NVML's (the sentence this project always gave)."""
-        if self.source is not None:
-            return None
+        card is there but unreadable, libtpu's where TPU chips are, Level Zero's where pyzes loaded but could not
+        start; else NVML's (the sentence this project always gave)."""
+        return None if self.source is not None else self.unreadable()[1]
+
+    def unreadable(self) -> tuple[str, str]:
+        """(the vendor whose accelerator is here but unreadable, why): "nvidia" with NVML's reason where no other
+        vendor's hardware was seen."""
         reasons = dict(self.tried)
+
+        def said(name: str) -> str:
+            return reasons[name] if name in reasons else ""
+
         if self.system == "Darwin":
-            return reasons.get(apple.IOREG_INFO.name)
-        sysfs = reasons.get(amd.SYSFS_INFO.name, "")
-        if sysfs and not sysfs.startswith(amd.NO_CARD):
-            return sysfs
-        return reasons.get(nvidia.INFO.name) or next(iter(reasons.values()), "no GPU source answered")
+            return "apple", said(apple.IOREG_INFO.name)
+        for vendor, name, here in (("amd", amd.SYSFS_INFO.name, lambda why: not why.startswith(amd.NO_CARD)),
+                                   ("tpu", tpu.INFO.name, lambda why: why.startswith(tpu.CHIPS_HERE)),
+                                   ("intel", intel.INFO.name, lambda why: why.startswith(intel.NOT_STARTED))):
+            if said(name) and here(said(name)):
+                return vendor, said(name)
+        return "nvidia", said(nvidia.INFO.name) or next(iter(reasons.values()), "no GPU source answered")
 
 
 def find() -> Found:
@@ -91,4 +103,4 @@ def find() -> Found:
 
 def info_of(name: str | None) -> SourceInfo | None:
     """What a reading's ``source`` means; None for a reading that names none (records written before sources)."""
-    return INFO.get(name) if name else None
+    return INFO[name] if name and name in INFO else None
