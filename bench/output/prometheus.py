@@ -103,6 +103,20 @@ DCGM_FIELDS: tuple[DcgmField, ...] = (
 )
 
 
+# Another vendor's GPU (AMD SMI, amdgpu sysfs, Apple's IOAccelerator, libtpu, Level Zero): not one DCGM reads, so its
+# figures go under this project's names, labelled with the source that read them (what its "utilization" means
+# differs by source: docs/GPU.md), never under NVIDIA's.
+VENDOR_LABELS = ("gpu", "source", "modelName", "Hostname")
+VENDOR_FIELDS: tuple[DcgmField, ...] = (
+    DcgmField("bench_gpu_utilization_percent", "GPU utilization as its source measures it (in %, 0-100).",
+              lambda g: g.util_percent),
+    DcgmField("bench_gpu_memory_used_bytes", "GPU memory in use (in bytes).", lambda g: _bytes(g.mem_used_mib)),
+    DcgmField("bench_gpu_power_watts", "GPU power draw (in W).", lambda g: g.power_w),
+    DcgmField("bench_gpu_tensor_active_ratio", "Share of time the tensor units worked (ratio 0-1; a TPU's "
+              "TensorCore utilization).", lambda g: _ratio(g.tensor_active_percent)),
+)
+
+
 @dataclass(frozen=True)
 class SampleField:
     """One figure of the machine (or of the run's worker) from a sample, under this project's name."""
@@ -134,7 +148,7 @@ EPOCH_HISTOGRAM = "bench_epoch_seconds"
 # every series name the endpoint may serve (a histogram's as its _bucket, _sum and _count): what a dashboard's queries
 # may name (tests/unit/test_grafana.py)
 SERIES: frozenset[str] = frozenset(
-    [f.name for f in DCGM_FIELDS] + [f.name for f in MACHINE_FIELDS + WORKER_FIELDS]
+    [f.name for f in DCGM_FIELDS + VENDOR_FIELDS] + [f.name for f in MACHINE_FIELDS + WORKER_FIELDS]
     + [CORE_SERIES, MEMORY_TOTAL_SERIES, f"{CPU_ENERGY_SERIES}_total", *RUN_SERIES]
     + [f"{EPOCH_HISTOGRAM}{suffix}" for suffix in ("_bucket", "_sum", "_count")]
 )
@@ -211,6 +225,19 @@ def gpu_families(scrape: Scrape) -> Iterator[Metric]:
         for reading, value in measured:
             family.add_metric(_gpu_labels(scrape, reading), value)
         yield family
+
+
+def vendor_families(scrape: Scrape) -> Iterator[Metric]:
+    """One family per figure some other vendor's GPU measured, under this project's names with its source named."""
+    readings = [r for r in scrape.sample.gpus or () if not is_nvml(r)] if scrape.sample is not None else []
+    for spec in VENDOR_FIELDS:
+        measured = [(reading, value) for reading in readings if _measured(value := spec.read(reading))]
+        if measured:
+            family = GaugeMetricFamily(spec.name, spec.help, labels=VENDOR_LABELS)
+            for reading, value in measured:
+                index, _, model_name, hostname = _gpu_labels(scrape, reading)
+                family.add_metric([index, reading.source or "", model_name, hostname], value)
+            yield family
 
 
 def _gauge(name: str, help_text: str, value: float | None) -> Iterator[Metric]:
@@ -306,6 +333,7 @@ class ScrapeCollector(Collector):
         if scrape is None:
             return
         yield from gpu_families(scrape)
+        yield from vendor_families(scrape)
         yield from machine_families(scrape)
         yield from run_families(scrape.run, scrape.sample if scrape.run_sample else None)
 

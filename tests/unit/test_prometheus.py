@@ -141,8 +141,13 @@ def test_the_runs_figures_are_labelled_by_run_model_and_target() -> None:
 
 
 def test_every_series_a_full_scrape_serves_is_one_the_module_names() -> None:
-    sample = dataclasses.replace(hopper_sample(), process_cpu_percent=50.0, process_rss_mib=10.0, cpu_percent=20.0,
-                                 cpu_per_core=(20.0,), ram_used_mib=100.0, cpu_energy_j=5.0)
+    h100 = hopper_sample()
+    tpu = GpuReading(index=1, name="TPU v5e chip", util_percent=100.0, mem_used_mib=10035.0, power_w=None,
+                     tensor_active_percent=14.0, source="libtpu monitoring (tpumonitoring)")
+    mi300 = GpuReading(index=2, name="AMD Instinct MI300X", util_percent=71.0, power_w=612.0, source="AMD SMI")
+    sample = dataclasses.replace(h100, process_cpu_percent=50.0, process_rss_mib=10.0, cpu_percent=20.0,
+                                 cpu_per_core=(20.0,), ram_used_mib=100.0, cpu_energy_j=5.0,
+                                 gpus=(*(h100.gpus or ()), tpu, mi300))
     served = parsed(prometheus.exposition(prometheus.Scrape.of(MACHINE, sample, snapshot(), run_sample=True)))
     assert set(served) == prometheus.SERIES
 
@@ -228,3 +233,17 @@ def test_the_route_serves_the_text_and_the_setting_turns_it_off(monkeypatch) -> 
     monkeypatch.setenv(metrics_route.ENV, "maybe")
     with pytest.raises(ValueError, match="BENCH_METRICS='maybe' must be 1"):
         live_routes.routes()
+
+
+def test_another_vendors_gpu_is_served_under_the_projects_names_with_its_source_never_under_dcgms() -> None:
+    """An AMD or Apple GPU, a TPU: its figures under bench_gpu_* labelled with the source that read them (its
+    'utilization' means what that source measures), a figure it cannot give absent; never a DCGM (NVIDIA) name."""
+    mac = GpuReading(index=0, name="Apple M2 Pro", util_percent=87.0, mem_used_mib=1229.0, power_w=None,
+                     source="IOAccelerator (ioreg)")
+    served = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, Sample(t_s=1.0, gpus=(mac,)), None)))
+    assert not any(name.startswith("DCGM_") for name in served)
+    [util] = served["bench_gpu_utilization_percent"]
+    assert util.value == 87.0 and util.labels["source"] == "IOAccelerator (ioreg)" and util.labels["gpu"] == "0"
+    assert util.labels["modelName"] == "Apple M2 Pro"
+    assert served["bench_gpu_memory_used_bytes"][0].value == 1229.0 * 2**20
+    assert "bench_gpu_power_watts" not in served, "not measured by ioreg: absent, never 0"
