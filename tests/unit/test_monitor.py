@@ -376,6 +376,7 @@ if depth == 0:
         pass
 else:
     subprocess.run([sys.executable, "-c", sys.argv[2], str(depth - 1), sys.argv[2]])
+    time.sleep(30)  # outlive the child: the test reads the tree after killing the leaf (the test ends us)
 """
 
 
