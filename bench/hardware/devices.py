@@ -253,9 +253,9 @@ def gpu_reason(
         if vendor == "nvidia":
             fix = _CUDA_FIX.get(framework, "install a CUDA build of it to train on the GPU")
             return f"{pretty}{version} here was built without CUDA: {fix}."
-        build = GPU_BUILD[vendor] if vendor in GPU_BUILD else vendor
+        build = GPU_BUILD.get(vendor, vendor)
         fix = BUILD_FIX[vendor, framework] if (vendor, framework) in BUILD_FIX else "install a GPU build of it"
-        accelerator = ACCELERATOR[vendor] if vendor in ACCELERATOR else f"{vendor} GPU"
+        accelerator = ACCELERATOR.get(vendor, f"{vendor} GPU")
         return f"{pretty}{version} here cannot train on this {accelerator} (it needs a {build} build): {fix}."
     return None
 

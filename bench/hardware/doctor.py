@@ -130,10 +130,10 @@ def _framework(backend: str, timeout_s: float, vendor: str = "nvidia") -> tuple[
     found = [str(d) for d in probe.get("devices") or []]
     listed = [d for d in found if any(word in d.upper() for word in ("GPU", "CUDA", "ROCM", "MPS", "XPU", "TPU"))]
     version = probe.get("version") or "not installed"
-    build = devices.GPU_BUILD[vendor] if vendor in devices.GPU_BUILD else "GPU"
+    build = devices.GPU_BUILD.get(vendor, "GPU")
     name = f"framework with {build}, listing the GPU"
-    fixes = VENDOR_FRAMEWORK_FIX[vendor] if vendor in VENDOR_FRAMEWORK_FIX else CUDA_BUILD_FIX
-    fix = fixes[backend] if backend in fixes else ""
+    fixes = VENDOR_FRAMEWORK_FIX.get(vendor, CUDA_BUILD_FIX)
+    fix = fixes.get(backend, "")
     seen = f"{backend} {version}; built with {build}: {_word(built)}; devices it lists: {found or 'none'}"
     if probe.get("error") and not found:
         status = UNKNOWN if "longer than" in str(probe["error"]) else MISSING
@@ -158,7 +158,7 @@ def _source_readings(source: GpuSource, tried: dict[str, str]) -> list[Check]:
            if getattr(reading, name) is not None]
     labels = {**{name: label for name, (label, _) in shown.items()}, "sm_active_percent": "SM activity",
               "tensor_active_percent": "tensor activity", "throttle_reasons": "clock-limit reasons"}
-    gaps = [f"{labels[name] if name in labels else name}: {why.rstrip('.')}" for name, why in info.not_measured.items()]
+    gaps = [f"{labels.get(name, name)}: {why.rstrip('.')}" for name, why in info.not_measured.items()]
     checks = [Check(f"GPU readings ({info.name})", OK if reading.util_percent is not None else MISSING,
                     f"GPU 0 now: {', '.join(got) or 'nothing'}. Not measured here: {'; '.join(gaps) or 'none'}",
                     "" if reading.util_percent is not None else f"{info.name} gave no utilization for GPU 0")]
@@ -166,7 +166,7 @@ def _source_readings(source: GpuSource, tried: dict[str, str]) -> list[Check]:
              apple.IOREG_INFO.name: (apple.MACMON_INFO.name, MACMON_FIX)}
     if info.name in extra:
         better, fix = extra[info.name]
-        checks.append(Check(better, MISSING, tried[better] if better in tried else "not found", fix))
+        checks.append(Check(better, MISSING, tried.get(better, "not found"), fix))
     return checks
 
 

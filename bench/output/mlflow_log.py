@@ -320,7 +320,7 @@ class _Plan:
 
     def outcome(self, uri: str, keys: Iterable[str], error: str | None) -> Outcome:
         return Outcome(uri=uri, run_ids=tuple(self.ids[k] for k in keys if k in self.ids),
-                       parent_id=self.ids["parent"] if "parent" in self.ids else None, error=error)
+                       parent_id=self.ids.get("parent"), error=error)
 
 
 def log_run(uri: str, run: RunRecord, *, experiment: str | None = None, pause_s: float = RETRY_PAUSE_S) -> Outcome:
@@ -402,7 +402,7 @@ class DashboardLog:
         uri = self.uri
         if uri is None:
             return
-        kind = GROUP_KINDS[group.kind] if group.kind in GROUP_KINDS else None
+        kind = GROUP_KINDS.get(group.kind)
         if kind is None:
             for run in runs:
                 self(run)
@@ -440,7 +440,7 @@ def dashboard_log(hooks: MutableMapping[str, Callable[[RunRecord], None]],
     """The dashboard's :class:`DashboardLog` among a run queue's finished-run hooks (and its group hooks, so a
     comparison or sweep is logged as a parent with its children), added on first use with BENCH_MLFLOW_URI's URI
     (none when the variable is unset or not a URI: the form says so)."""
-    found = hooks[HOOK_NAME] if HOOK_NAME in hooks else None
+    found = hooks.get(HOOK_NAME)
     if isinstance(found, DashboardLog):
         if group_hooks is not None:
             group_hooks[HOOK_NAME] = found.group

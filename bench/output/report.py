@@ -184,30 +184,27 @@ def _samples_frame(samples: Sequence[Sample]) -> Any:
     import pandas as pd
 
     nested = {"cpu_per_core", "gpus"}
+    written = [(s.to_dict(), [(g.index, g.to_dict()) for g in s.gpus or ()]) for s in samples]  # each written once
     extras: list[str] = []
-    for s in samples:
-        extras.extend(k for k in s.to_dict() if k not in SAMPLE_COLUMNS and k not in nested and k not in extras)
+    for data, _ in written:
+        extras.extend(k for k in data if k not in SAMPLE_COLUMNS and k not in nested and k not in extras)
     cores = max((len(s.cpu_per_core or ()) for s in samples), default=0)
-    gpu_indices = sorted({g.index for s in samples for g in s.gpus or ()})
+    gpu_indices = sorted({index for _, gpus in written for index, _ in gpus})
     gpu_fields = list(GPU_FIELDS)
-    for s in samples:
-        for g in s.gpus or ():
-            gpu_fields.extend(k for k in g.to_dict() if k != "index" and k not in gpu_fields)
+    for _, gpus in written:
+        for _, reading in gpus:
+            gpu_fields.extend(k for k in reading if k != "index" and k not in gpu_fields)
     columns = [*SAMPLE_COLUMNS, *extras, *(f"cpu_core_{c}" for c in range(cores)),
                *(f"gpu{i}_{f}" for i in gpu_indices for f in gpu_fields)]
     rows = []
-    for s in samples:
-        row = _known(s.to_dict(), (*SAMPLE_COLUMNS, *extras))
+    for s, (data, gpus) in zip(samples, written):
+        row = {c: data.get(c) for c in (*SAMPLE_COLUMNS, *extras)}  # an empty cell where a sample holds none
         row.update({f"cpu_core_{c}": value for c, value in enumerate(s.cpu_per_core or ())})
-        for g in s.gpus or ():
-            row.update({f"gpu{g.index}_{f}": v for f, v in _known(g.to_dict(), gpu_fields).items()})
+        for index, reading in gpus:
+            row.update({f"gpu{index}_{f}": reading.get(f) for f in gpu_fields})
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
 
-
-def _known(data: Mapping[str, Any], columns: Sequence[str]) -> dict[str, Any]:
-    """``data``'s value of each of ``columns``, None (an empty cell) where it holds none."""
-    return {c: data[c] if c in data else None for c in columns}
 
 
 def to_csv(record: Importable) -> dict[str, str]:

@@ -99,8 +99,8 @@ class SysmanSource:
             props = self._struct("zes_engine_properties_t", "ZES_STRUCTURE_TYPE_ENGINE_PROPERTIES")
             if self._call("zesEngineGetProperties", handle, ctypes.byref(props)) and not props.onSubdevice:
                 groups.setdefault(int(props.type), []).append(handle)
-        chosen = [h for kind in (COMPUTE_ALL, RENDER_ALL) for h in (groups[kind] if kind in groups else [])]
-        return chosen or (groups[ALL_ENGINES] if ALL_ENGINES in groups else [])
+        chosen = [h for kind in (COMPUTE_ALL, RENDER_ALL) for h in groups.get(kind, [])]
+        return chosen or groups.get(ALL_ENGINES, [])
 
     def _card_power(self, device: Any) -> Any:
         """The power domain of the whole card (not a sub-device's), or None."""
@@ -179,7 +179,7 @@ class SysmanSource:
         return GpuReading(
             index=index, name=None, util_percent=max(busy) if busy else None,
             mem_used_mib=used, mem_total_mib=total,
-            power_w=rates[energy_key] if energy_key in rates else None,  # microjoules a microsecond: watts
+            power_w=rates.get(energy_key),  # microjoules a microsecond: watts
             energy_j=now[energy_key].value / 1e6 if energy_key in now else None, source=self.info.name)
 
 

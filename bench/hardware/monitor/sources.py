@@ -76,7 +76,7 @@ class Found:
         reasons = dict(self.tried)
 
         def said(name: str) -> str:
-            return reasons[name] if name in reasons else ""
+            return reasons.get(name, "")
 
         if self.system == "Darwin":
             return "apple", said(apple.IOREG_INFO.name)
