@@ -53,10 +53,35 @@ def bare_fit(config: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"epoch": i + 1, "epoch_seconds": s, "includes_tracing": i == 0} for i, s in enumerate(timer.seconds)]
 
 
+def replayed_fit(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The smallest configuration's bare side: the stand-in worker (benchmarks.standins.STEADY_WORKER) run in this
+    process, with no queue reader but this one; its epochs, as bare_fit returns them."""
+    import queue
+    import threading
+
+    from bench.runs import events
+    from benchmarks.standins import STEADY_WORKER
+
+    box: queue.Queue[dict[str, Any]] = queue.Queue()
+    STEADY_WORKER(config, box, threading.Event())
+    out = []
+    while not box.empty():
+        evt = events.read(box.get())
+        if isinstance(evt, events.EpochEnded):
+            epoch = evt.epoch
+            out.append({"epoch": epoch.epoch, "epoch_seconds": epoch.epoch_seconds,
+                        "includes_tracing": epoch.epoch == 1})
+    return out
+
+
+FITS = {"bare": bare_fit, "replayed": replayed_fit}
+
+
 def child_main(argv: list[str]) -> None:
-    """``bare CONFIG_JSON OUT_JSON``: write {"epochs": [...]} of bare_fit(CONFIG) to OUT."""
+    """``bare|replayed CONFIG_JSON OUT_JSON``: write {"epochs": [...]} of bare_fit(CONFIG) (or of replayed_fit) to
+    OUT."""
     kind, spec, out = argv[0], argv[1], argv[2]
-    if kind != "bare":
+    if kind not in FITS:
         raise SystemExit(f"unknown baseline child {kind!r}")
-    epochs = bare_fit(json.loads(Path(spec).read_text(encoding="utf-8")))
+    epochs = FITS[kind](json.loads(Path(spec).read_text(encoding="utf-8")))
     Path(out).write_text(json.dumps({"epochs": epochs}), encoding="utf-8")

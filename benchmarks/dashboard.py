@@ -164,13 +164,13 @@ def compile_sources() -> None:
             raise RuntimeError(f"could not compile {path}")
 
 
-def page_ready(browser: Any, folder: Path) -> tuple[DashboardServer, float]:
+def page_ready(browser: Any, folder: Path, env: dict[str, str] | None = None) -> tuple[DashboardServer, float]:
     """Start a server and open the Train page; seconds from Popen to the heading and Start button rendered.
 
     The browser tab is open (blank) before the server starts, as a presenter's is; it asks for the page as soon as
     the server answers its health check."""
     opened = _blank_page(browser)
-    server = DashboardServer(folder)
+    server = DashboardServer(folder, env=env)
     marks: dict[str, float] = {}
 
     def mark(name: str) -> None:
@@ -205,11 +205,15 @@ def _set_number(page: Any, label: str, value: int) -> None:
 
 
 def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: bool,
-               profile: bool = False) -> dict[str, Any]:
+               profile: bool = False, hold: Path | None = None, window_s: float = 0.0) -> dict[str, Any]:
     """Start a run from the Train page by clicking; watch it live to the end (or close the page at once).
 
     ``profile``: V8's sampling profiler records the watching page over the same window (it costs the page CPU itself,
     so a profiled run is never one of the measured sides).
+
+    ``hold``: the server replays its runs (benchmarks.standins) and was started with BENCH_REPLAY_HOLD naming this
+    file: the run is held live before its last epoch for ``window_s`` seconds from its first stored epoch, so the
+    window is as long as asked however fast the run or slow the page.
 
     Returns the run's epochs read from the server's store, the first-batch latency (watched only) and the server's
     and Chromium's CPU seconds over the window from the first stored epoch to the run's end.
@@ -219,6 +223,8 @@ def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: boo
     store = Store(server.store_path)
     before = {r.id for r in store.list_runs()}
     context, page = _open_train(browser, server.url)
+    if hold is not None:
+        hold.touch()
     try:
         _set_number(page, "Epochs", config.epochs)
         _set_number(page, "Training samples (0 = all)", config.limit_samples or 0)
@@ -237,15 +243,20 @@ def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: boo
         wait_for(lambda: (run := store.get_run(run_id, with_samples=False)) is not None and run.epochs, 300, "the first epoch", 0.25)
         profiler = _start_profile(context, page) if watch and profile else None
         t_a, cpu_a, chrome_a, rss_a = time.monotonic(), server.cpu_s(), chromium_cpu_s(), server.rss_mb()
+        if hold is not None:
+            time.sleep(window_s)
+            hold.unlink(missing_ok=True)
         run = wait_for(lambda: _ended(store.get_run(run_id, with_samples=False)), 600, "the run to end", 0.25)
         t_b, cpu_b, chrome_b, rss_b = time.monotonic(), server.cpu_s(), chromium_cpu_s(), server.rss_mb()
         page_profile = _stop_profile(profiler, t_b - t_a) if profiler is not None else None
     finally:
+        if hold is not None:
+            hold.unlink(missing_ok=True)
         if context is not None:
             context.close()
     if run.status != "finished":
         raise RuntimeError(f"server run #{run_id} ended {run.status}: {run.error}")
-    stored = {k: v for k, v in run.config.items() if k != "backend"}
+    stored = {k: v for k, v in run.config.to_dict().items() if k != "backend"}
     wanted = {k: v for k, v in config.to_dict().items() if k != "backend"}
     chrome_s = sum(chrome_b[p] - chrome_a.get(p, 0.0) for p in chrome_b)
     return {

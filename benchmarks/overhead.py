@@ -46,15 +46,16 @@ from benchmarks.dashboard import (
     settle,
 )
 from benchmarks.report import DEFAULT_REPORT, summary_lines, write_outputs
-from benchmarks.standins import SamplerChoice, null_sampler
+from benchmarks.standins import HOLD_ENV, STEADY_WORKER, STEADY_WORKER_TARGET, SamplerChoice, null_sampler
 from benchmarks.stats import Plan, median, plan_for, result_from, schedule, steady_times
 
 
-def bare_run(config: Any, tmp: Path, rnd: int) -> list[dict[str, Any]]:
-    """One bare model.fit of ``config`` in its own process (benchmarks.baseline); its epochs."""
+def bare_run(config: Any, tmp: Path, rnd: int, kind: str = "bare") -> list[dict[str, Any]]:
+    """One bare model.fit of ``config`` in its own process (benchmarks.baseline; ``kind="replayed"``: the stand-in
+    worker's epochs instead, for the smallest configuration); its epochs."""
     cfg_path, out = tmp / f"bare-config-{rnd}.json", tmp / f"bare-{rnd}.json"
     cfg_path.write_text(json.dumps(config.to_dict()), encoding="utf-8")
-    run_child("benchmarks.baseline", ["bare", str(cfg_path), str(out)], timeout_s=900, log_path=tmp / f"bare-{rnd}.log")
+    run_child("benchmarks.baseline", [kind, str(cfg_path), str(out)], timeout_s=900, log_path=tmp / f"bare-{rnd}.log")
     return json.loads(out.read_text(encoding="utf-8"))["epochs"]
 
 
@@ -152,9 +153,20 @@ def with_retries(attempt: Callable[[], dict[str, Any]], what: str, server: Any, 
     return None
 
 
-def _started(browser: Any, folder: Path) -> dict[str, Any]:
-    server, seconds = page_ready(browser, folder)
+def _started(browser: Any, folder: Path, env: dict[str, str]) -> dict[str, Any]:
+    server, seconds = page_ready(browser, folder, env=env)
     return {"server": server, "seconds": seconds}
+
+
+def replay_env(hold: Path) -> dict[str, str]:
+    """A server whose runs are replayed by the one-second-an-epoch stand-in, held live while ``hold`` exists."""
+    return {"BENCH_WORKER_TARGET": STEADY_WORKER_TARGET, HOLD_ENV: str(hold)}
+
+
+def watch_window(browser: Any, server: DashboardServer, config: Any, plan: Plan, hold: Path) -> dict[str, Any]:
+    """watch_cores' window: one page watches a replayed run (``server`` replays them, held by ``hold``) for
+    plan.watch_window_s seconds from its first epoch; the server's and Chromium's CPU over that window."""
+    return server_run(browser, server, config.replace(epochs=2), watch=True, hold=hold, window_s=plan.watch_window_s)
 
 
 def machine() -> dict[str, Any]:
@@ -190,8 +202,14 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
     if reason:
         plan = dataclasses.replace(plan, browser=False)
         extra["notes"].append(f"Browser figures not measured: {reason}.")
+    if plan.replayed:
+        extra["notes"].append("Every side was replayed by a stand-in worker (benchmarks.standins.STEADY_WORKER, one "
+                              "second an epoch, no framework): the smallest configuration, which shows the harness "
+                              "works; its figures are not what the dashboard costs a training run.")
+    hold = tmp / "hold-the-watched-run"
     sampler = SamplerChoice(default_sampler)  # the 'sampling_off' side swaps in the null sampler per run
-    manager = JobManager(Store(tmp / "engine.sqlite3"), sampler_factory=sampler)
+    manager = JobManager(Store(tmp / "engine.sqlite3"), sampler_factory=sampler,
+                         worker_target=STEADY_WORKER if plan.replayed else None)
     playwright: Any = None
     browser: Any = None
     server: Any = None
@@ -205,7 +223,8 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
             for i in range(plan.page_starts):
                 folder = tmp / f"server-{i + 1}"
                 folder.mkdir()
-                started = with_retries(functools.partial(_started, browser, folder),
+                started = with_retries(functools.partial(_started, browser, folder,
+                                                         replay_env(hold) if plan.replayed else {}),
                                        f"server start {i + 1}", None, extra["notes"], say)
                 if started is None:
                     continue
@@ -225,7 +244,7 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
             row: dict[str, Any] = {"round": rnd, "kind": kind}
             with OtherLoad() as load:
                 if kind == "bare":
-                    row["epochs"] = bare_run(config, tmp, rnd)
+                    row["epochs"] = bare_run(config, tmp, rnd, "replayed" if plan.replayed else "bare")
                 elif kind in ("engine", "sampling_off", "sampling_0.1"):
                     cfg = config.replace(sample_interval_s=0.1) if kind == "sampling_0.1" else config
                     sampler.factory = null_sampler if kind == "sampling_off" else default_sampler
@@ -255,9 +274,19 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
                 extra["page_profile_ms_per_s"] = profiled["page_profile_ms_per_s"]
                 extra["page_profile_chromium_cpu_share"] = (profiled["chromium_cpu_s"]
                                                             / max(profiled["window_s"], 1e-9))
+            if not plan.replayed:  # the window's server replays its run; the measured server trains for real
+                server.stop()
+                server = None
+                folder = tmp / "server-watch"
+                folder.mkdir()
+                server = DashboardServer(folder, env=replay_env(hold))
+                server.wait_healthy()
+            say(f"watching: one page on a replayed run held live for {plan.watch_window_s:g} s")
+            extra["watch_window"] = with_retries(functools.partial(watch_window, browser, server, config, plan, hold),
+                                                 "the watched window", server, extra["notes"], say, tries=2)
             server.stop()
             server = None
-        if plan.browser:
+        if plan.browser and plan.prestart_runs:
             folder = tmp / "server-prestart"
             folder.mkdir()
             server = DashboardServer(folder, prestart=True)
@@ -314,6 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "cost, memory. Prints "
                     "every figure against its target; docs/PERFORMANCE.md is rewritten only when asked (--write-doc).")
     p.add_argument("--quick", action="store_true", help="a short pass (~4 minutes) instead of the full one (~12)")
+    p.add_argument("--smoke", action="store_true",
+                   help="the smallest configuration (~1 minute): every side replayed by a stand-in worker, no "
+                        "framework, one round; shows the harness works, its figures are not the dashboard's cost "
+                        "and never go to the doc")
     p.add_argument("--rounds", type=int, default=None, help="alternation rounds (default 3 quick, 4 full; at least 3)")
     p.add_argument("--no-browser", action="store_true", help="skip the figures that need Chromium and a server")
     p.add_argument("--json", dest="json_path", default=None, help="write every figure and raw run time to this file")
@@ -337,9 +370,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rounds is not None and args.rounds < 3:
         print("error: --rounds must be at least 3: every side needs three runs", file=sys.stderr)
         return 2
+    if args.smoke and (args.quick or args.write_doc or args.report or args.rounds is not None):
+        print("error: --smoke is the smallest configuration, replayed: it takes no --quick or --rounds, and its "
+              "figures never go to a report (leave out --write-doc and --report; --json keeps them)", file=sys.stderr)
+        return 2
     if args.from_json:
-        if args.quick or args.rounds is not None or args.no_browser:
-            print("error: --from-json measures nothing, so --quick, --rounds and --no-browser do not apply",
+        if args.quick or args.smoke or args.rounds is not None or args.no_browser:
+            print("error: --from-json measures nothing, so --quick, --smoke, --rounds and --no-browser do not apply",
                   file=sys.stderr)
             return 2
         try:
@@ -348,7 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: cannot read a result from {args.from_json}: {exc}", file=sys.stderr)
             return 2
     else:
-        result = run_benchmark(plan_for(args.quick, rounds=args.rounds, browser=not args.no_browser))
+        result = run_benchmark(plan_for(args.quick, rounds=args.rounds, browser=not args.no_browser,
+                                        smoke=args.smoke))
     if args.note:
         result.setdefault("details", {}).setdefault("notes", [])[:0] = args.note
     report = args.report or (DEFAULT_REPORT if args.write_doc else None)

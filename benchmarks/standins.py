@@ -138,6 +138,10 @@ class PacedWorker:
 
 PACED_WORKER = PacedWorker()
 PACED_WORKER_TARGET = "benchmarks.standins:PACED_WORKER"  # its name for BENCH_WORKER_TARGET (dashboard and CLI)
+# One second an epoch, whatever the run's size: the overhead pass's watched window (a run held live for as long as the
+# pass watches it) and its smallest configuration (every side replayed, for the test suite's smoke run)
+STEADY_WORKER = PacedWorker(min_epoch_s=1.0, max_epoch_s=1.0)
+STEADY_WORKER_TARGET = "benchmarks.standins:STEADY_WORKER"
 HOLD_ENV = "BENCH_REPLAY_HOLD"
 
 

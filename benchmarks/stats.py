@@ -131,6 +131,12 @@ class Plan:
     with_unwatched: bool  # also a server run nobody watches (separates watching from the server's own work)
     browser: bool = True
     prestart_runs: int = 2  # Start-to-first-batch with the dashboard's pre-started worker
+    # watch_cores' window: one page watches a replayed run (benchmarks.standins.STEADY_WORKER) held live this long,
+    # whatever the training's speed (a real quick run ends before the page has drawn it)
+    watch_window_s: float = 20.0
+    # the smallest configuration (--smoke, the test suite's smoke run): every side replayed by the stand-in worker,
+    # no framework; its figures say the harness works, not what the dashboard costs, and never reach the doc
+    replayed: bool = False
 
     def config(self) -> Any:
         """The RunConfig every path trains (the Train page's defaults, with Epochs and Training samples set)."""
@@ -147,11 +153,18 @@ class Plan:
         return kinds
 
 
-def plan_for(quick: bool = False, *, rounds: int | None = None, browser: bool = True) -> Plan:
-    """--quick: ~4 minutes, 3 rounds of 3 epochs on 12,000 samples; full: ~12 minutes, 4 rounds of 6 on 40,000."""
+def plan_for(quick: bool = False, *, rounds: int | None = None, browser: bool = True, smoke: bool = False) -> Plan:
+    """--quick: ~4 minutes, 3 rounds of 3 epochs on 12,000 samples, a 10 s watched window; full: ~12 minutes, 4 rounds
+    of 6 on 40,000, a 20 s window; --smoke: every side replayed (no framework), one round of 3 one-second epochs,
+    a 3 s watched window, no pre-started worker: about a minute, for the test suite."""
+    if smoke:
+        return Plan(quick=True, rounds=rounds or 1, epochs=3, limit_samples=12000, cpu_threads=None, page_starts=1,
+                    memory_real_s=2.0, render_repeats=1, with_unwatched=False, browser=browser, prestart_runs=0,
+                    watch_window_s=3.0, replayed=True)
     if quick:
         return Plan(quick=True, rounds=rounds or 3, epochs=3, limit_samples=12000, cpu_threads=None, page_starts=1,
-                    memory_real_s=6.0, render_repeats=3, with_unwatched=False, browser=browser, prestart_runs=1)
+                    memory_real_s=6.0, render_repeats=3, with_unwatched=False, browser=browser, prestart_runs=1,
+                    watch_window_s=10.0)
     return Plan(quick=False, rounds=rounds or 4, epochs=6, limit_samples=40000, cpu_threads=None, page_starts=3,
                 memory_real_s=20.0, render_repeats=10, with_unwatched=True, browser=browser)
 
@@ -160,14 +173,22 @@ def plan_for(quick: bool = False, *, rounds: int | None = None, browser: bool = 
 SHORT_WATCH_WINDOW_S = 10.0  # below this a watched run's steady window holds too few refreshes for watch_cores
 
 
-def _short_window_note(watched: list[dict[str, Any]]) -> list[str]:
-    window = median([r.get("window_s") for r in watched])
+def _short_window_note(watched: list[dict[str, Any]], window_run: Mapping[str, Any] | None) -> list[str]:
+    window = window_run.get("window_s") if window_run else median([r.get("window_s") for r in watched])
     if window is None or window >= SHORT_WATCH_WINDOW_S:
         return []
-    return [(f"The watched runs' steady windows lasted {window:.1f} s (median), a few of the live panel's updates "
+    which = "The watched window" if window_run else "The watched runs' steady windows"
+    return [(f"{which} lasted {window:.1f} s{'' if window_run else ' (median)'}, a few of the live panel's updates "
             f"(its header's words every {PUBLISH_TICK_S:g} s, its charts' new points every {PUBLISH_CHART_S:g} s): "
-            f"`watch_cores` and the CPU table's watched row say little from so short a window; "
+            f"`watch_cores` says little from so short a window; "
             f"benchmarks/watch_cost.py watches one replayed run over longer windows (docs/LIVE-PANEL.md).")]
+
+
+def _window_share(window_run: Mapping[str, Any] | None) -> float | None:
+    """Server plus Chromium CPU over the watched window, in cores; None when no window was watched."""
+    if not window_run or not window_run.get("window_s"):
+        return None
+    return float(window_run["side_cpu_s"]) / float(window_run["window_s"])
 
 
 # Other work beside the pass, in cores (overhead.OtherLoad, per run), above which its wall-time figures are unreliable
@@ -197,6 +218,7 @@ def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any]
                 extra: dict[str, Any], memory: list[dict[str, Any]], render: dict[str, Any] | None) -> dict[str, Any]:
     """Turn raw measurements into the result: flat figures, their details, verdicts, the raw runs."""
     by = {kind: [r for r in runs if r["kind"] == kind] for kind in {r["kind"] for r in runs}}
+    window_run = extra.get("watch_window")
     bare, engine, off = by.get("bare", []), by.get("engine", []), by.get("sampling_off", [])
     fast, watched, unwatched = by.get("sampling_0.1", []), by.get("watched", []), by.get("server_unwatched", [])
 
@@ -225,7 +247,7 @@ def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any]
         "page_ready_s": median(extra.get("page_ready_s") or []),
         "first_batch_s": median([r.get("first_batch_s") for r in watched]),
         "first_batch_warm_s": median(extra.get("first_batch_prestarted_runs_s") or []),
-        "watch_cores": shares.get("watched"),
+        "watch_cores": _window_share(window_run) if window_run else shares.get("watched"),
         "rerun_ms": rerun,
         "memory_growth_mb": mem_growth,
     }
@@ -253,8 +275,12 @@ def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any]
         "server_cpu_ms_per_s_watching_adds": (gross - base) if gross is not None and base is not None else None,
         "page_profile_ms_per_s": extra.get("page_profile_ms_per_s"),
         "page_profile_chromium_cpu_share": extra.get("page_profile_chromium_cpu_share"),
-        "watch_chromium_cpu_share": median([r["chromium_cpu_s"] / r["window_s"] for r in watched if r["window_s"]]),
-        "watch_server_cpu_share": median([r["server_cpu_s"] / r["window_s"] for r in watched if r["window_s"]]),
+        "watch_chromium_cpu_share": median([r["chromium_cpu_s"] / r["window_s"]
+                                            for r in ([window_run] if window_run else watched) if r["window_s"]]),
+        "watch_server_cpu_share": median([r["server_cpu_s"] / r["window_s"]
+                                          for r in ([window_run] if window_run else watched) if r["window_s"]]),
+        "watch_window_s": window_run.get("window_s") if window_run else None,
+        "watched_runs_cpu_cores": shares.get("watched"),
         # the publisher's work per change, once for all viewers (no viewer's session reruns for it)
         "publish_wall_ms": publish_ms,
         "publish_first_wall_ms": median(rendered.get("publish_first_ms") or []),
@@ -280,7 +306,7 @@ def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any]
                                     for kind, share in shares.items()},
         "notes": (extra.get("notes") or []) + [
             f"Server run #{r['run_id']} trained a different config than the bare side: {r['config_diff']}."
-            for r in watched + unwatched if not r.get("config_matches", True)] + _short_window_note(watched)
+            for r in watched + unwatched if not r.get("config_matches", True)] + _short_window_note(watched, window_run)
         + load_notes(runs, machine_info.get("logical_cores")),
         "other_cores_median": median([r.get("other_cores") for r in runs]),
     }
@@ -288,6 +314,7 @@ def result_from(plan: Plan, config: dict[str, Any], machine_info: dict[str, Any]
         "schema": SCHEMA,
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "quick": plan.quick,
+        "replayed": plan.replayed,
         "machine": machine_info,
         "plan": dataclasses.asdict(plan),
         "config": config,
