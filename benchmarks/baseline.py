@@ -1,6 +1,6 @@
 """The bare side of the overhead pass: a plain Keras ``model.fit``, in its own process, on exactly what a run trains.
 
-``bench.runs.worker.prepare_training`` gives it the worker's data and input pipeline, model, loss, metrics, optimizer,
+``bench.runs.worker.prepare_training`` (after ``bench.training.framework.prepare_environment``) gives it the worker's data and input pipeline, model, loss, metrics, optimizer,
 seed, dtype policy, jit_compile and device scope; what it leaves out is everything of ours around the fit (the event
 callback, the queue, the supervisor, the sampler). Its one hook only reads the clock, the way the worker's callback
 times an epoch, so both sides pay Keras's per-batch callback dispatch.
@@ -44,8 +44,9 @@ def epoch_timer(batches: int) -> Any:
 def bare_fit(config: dict[str, Any]) -> list[dict[str, Any]]:
     """Train ``config`` with a plain model.fit; returns its epochs as the worker reports them (times only)."""
     from bench.runs import worker
+    from bench.training import framework
 
-    worker.prepare_environment(config)  # the worker's environment, affinity and thread variables, before the import
+    framework.prepare_environment(config)  # the worker's environment, affinity and thread variables, before the import
     training = worker.prepare_training(config)
     timer = epoch_timer(max(1, -(-training.n_train // training.config.batch_size)))
     with training.scope():

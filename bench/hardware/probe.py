@@ -6,7 +6,7 @@ this module supplies that "what it can do" by timing repeated ``keras.ops.matmul
 machine understates the ceiling, so that a run later "beats" it; the best of several sizes and repeats, measured
 while no run is active, with the machine's other CPU use during the probe recorded beside it, holds better.
 The measurement runs in a fresh ``python -m bench.hardware.probe --child`` process that narrows device visibility, thread
-counts and CPU affinity with :func:`bench.runs.worker.prepare_environment` BEFORE the framework is imported, so the caller
+counts and CPU affinity with :func:`bench.training.framework.prepare_environment` (as a training worker does) BEFORE the framework is imported, so the caller
 (the Streamlit server, the CLI) never imports TensorFlow. Results are cached in ``peaks.json`` beside the run store,
 one entry per host, device, threads, backend and dtype: the best measurement so far, and a ``stale`` flag that a run
 achieving more than it sets (:func:`mark_stale`) until the next probe.
@@ -187,16 +187,16 @@ def _conditions(busy_before: float | None, others_cpu_s: float, wall_s: float) -
 # -- the child side: runs in its own process ----------------------------------------------------------------------
 def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
     """Set up the environment, import the framework and time the matmuls (the body of the probe subprocess)."""
-    from bench.runs import worker
+    from bench.training import framework
 
     device, backend, threads = params["device"], params["backend"], params.get("cpu_threads")
     sizes = [int(s) for s in params.get("sizes") or [params.get("size", 2048)]]
     repeats, dtype, budget_s = int(params.get("repeats", 1)), str(params["dtype"]), float(params["seconds"])
-    worker.prepare_environment({"device": device, "backend": backend, "cpu_threads": threads})
+    framework.prepare_environment({"device": device, "backend": backend, "cpu_threads": threads})
     hw = devices.discover()  # after prepare_environment: a GPU probe sees only its own GPU
     if backend == "torch":  # before Keras loads: on a Mac its torch backend would take MPS for a CPU probe too
         os.environ.update(devices.torch_device_env(device, hw))
-    framework, _ = worker._framework_setup(backend, threads)
+    framework, _ = framework.framework_setup(backend, threads)
 
     import keras
 
@@ -222,7 +222,7 @@ def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
 
             c0 = keras.ops.matmul(a, b)
             sync(c0)
-            placement = worker.variable_device(c0)
+            placement = framework.variable_device(c0)
             one_s = batch(1)  # warm-up and a first estimate
             share_s = budget_s / len(sizes) / repeats  # each repeat: timed matmuls for at least this long
             per_batch = max(1, int(share_s / 4 / max(one_s, 1e-7)))

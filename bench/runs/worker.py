@@ -15,17 +15,16 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from bench.config import RunConfig
 from bench.hardware import devices
 from bench.runs import events
+from bench.training.framework import Config, framework_setup, prepare_environment, typed, variable_device
 from bench.training.parallel import (
     EVEN_SPLIT_BACKENDS,
     Cluster,
     Parallel,
-    gpus_taken,
     logical_cpus,
     parallel_of,
     requested_devices,
@@ -35,110 +34,6 @@ from bench.training.parallel import (
 
 PROGRESS_MIN_INTERVAL_S = 0.1  # at most ~10 progress events per second
 PARENT_CHECK_INTERVAL_S = 1.0  # how often a worker checks that the server which started it is still there
-
-
-Config = RunConfig | Mapping[str, Any]  # a config as it crosses into the worker's process: read once, by typed()
-
-
-def typed(config: Config) -> RunConfig:
-    """The run's config, typed once where it enters the worker (the supervisor and the probe send its settings)."""
-    return config if isinstance(config, RunConfig) else RunConfig.of(config)
-
-
-def prepare_environment(config: Config) -> dict[str, str]:
-    """Environment a worker must have before the framework loads. Returns the variables it set (for the record)."""
-    cfg = typed(config)
-    changes: dict[str, str] = {"KERAS_BACKEND": cfg.backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    device = cfg.device
-    parallel = requested_devices(cfg)
-    if device == "cpu":
-        changes["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run must not be able to touch a GPU
-        changes["JAX_PLATFORMS"] = "cpu"
-        if cfg.backend == "torch":  # Keras's torch backend would pick a Mac's GPU (MPS) for a CPU run
-            changes["KERAS_TORCH_DEVICE"] = "cpu"
-        if parallel > 1 and changes["KERAS_BACKEND"] == "jax":  # JAX splits the host into N devices at import
-            kept = [f for f in os.environ.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f]
-            changes["XLA_FLAGS"] = " ".join([*kept, f"--xla_force_host_platform_device_count={parallel}"])
-    else:  # gpu:N or gpus: name GPUs by UUID so CUDA's numbering cannot pick a different card than NVML's
-        hw = devices.discover()
-        changes["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-        if device == "gpus":  # every GPU, or the first N of them (config "devices")
-            gpus = [d for d in devices.device_choices(hw) if d != "cpu"]
-            changes["CUDA_VISIBLE_DEVICES"] = ",".join(
-                devices.cuda_visible_devices_for(d, hw) for d in gpus_taken(gpus, cfg))
-        else:
-            changes["CUDA_VISIBLE_DEVICES"] = devices.cuda_visible_devices_for(device, hw)
-        if cfg.backend == "torch":  # a Mac's GPU through MPS; NVIDIA's and AMD's through torch's cuda device
-            changes.update(devices.torch_device_env(device, hw))
-        if hw.vendor == "tpu":  # a TPU's chips through JAX: gpu:N holds chip N alone
-            changes.update(devices.tpu_device_env(device))
-        # Allocate GPU memory as the model needs it: JAX would take 75 % and TensorFlow all of it at start, so NVML's
-        # "memory used" would show the allocator's grab instead of what this model and batch size use.
-        for name, value in (("XLA_PYTHON_CLIENT_PREALLOCATE", "false"), ("TF_FORCE_GPU_ALLOW_GROWTH", "true")):
-            if name not in os.environ:
-                changes[name] = value
-    threads = cfg.cpu_threads
-    if threads:
-        for name in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            changes[name] = str(threads)
-        changes["TF_NUM_INTEROP_THREADS"] = "1"
-        if threads == 1:
-            xla = changes.get("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))
-            changes["XLA_FLAGS"] = (xla + " --xla_cpu_multi_thread_eigen=false").strip()
-    os.environ.update(changes)
-    if threads and hasattr(os, "sched_setaffinity"):
-        cores = sorted(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, cores[: int(threads)])
-    return changes
-
-
-_SETUP: dict[tuple[Any, ...], tuple[str, list[str]]] = {}  # once per process (a pre-started worker)
-
-
-def _framework_setup(backend: str, threads: int | None, logical_cpus: int = 1,
-                     cluster: Cluster | None = None) -> tuple[str, list[str]]:
-    """Import the backend, apply thread limits (and split the CPU into ``logical_cpus`` devices under TensorFlow; join
-    the multi-worker ``cluster`` under JAX), return (version string, devices it sees). Once per process: TensorFlow
-    refuses thread and logical-device settings after its runtime is up, and JAX joins one cluster."""
-    key = (backend, threads, logical_cpus, cluster)
-    if key not in _SETUP:
-        _SETUP[key] = _framework_setup_once(backend, threads, logical_cpus, cluster)
-    return _SETUP[key]
-
-
-def _framework_setup_once(backend: str, threads: int | None, logical_cpus: int,
-                          cluster: Cluster | None) -> tuple[str, list[str]]:
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        if logical_cpus >= 2:
-            cpu = tf.config.list_physical_devices("CPU")[0]
-            tf.config.set_logical_device_configuration(
-                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(logical_cpus)])
-        if threads:
-            tf.config.threading.set_intra_op_parallelism_threads(int(threads))
-            tf.config.threading.set_inter_op_parallelism_threads(1)
-        devices = [d.name for d in tf.config.list_logical_devices()]
-        return f"tensorflow {tf.__version__}", devices
-    if backend == "jax":
-        if cluster is not None:  # before JAX computes anything: it waits here until every member has joined
-            import keras
-
-            keras.distribution.initialize(job_addresses=",".join(cluster.workers), num_processes=len(cluster.workers),
-                                          process_id=cluster.index)
-        import jax
-
-        return f"jax {jax.__version__}", [f"{d.platform}:{d.id} ({d.device_kind})" for d in jax.devices()]
-    if backend == "torch":
-        import torch
-
-        if threads:
-            torch.set_num_threads(int(threads))
-        devices = ["cpu"] + [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(torch.cuda.device_count())]
-        if torch.backends.mps.is_available():  # a Mac's GPU, through Metal
-            devices.append("mps:0")
-        return f"torch {torch.__version__}", devices
-    raise ValueError(f"unknown Keras backend {backend!r}")
 
 
 def keras_device_name(device: Any) -> str:
@@ -155,19 +50,6 @@ def _device_scope(keras: Any, backend: str, target: str) -> Any:
     if backend == "torch":
         return contextlib.nullcontext()
     return keras.device(target)
-
-
-def variable_device(variable: Any) -> str:
-    """Where a Keras variable's storage actually lives, as the backend reports it."""
-    value = getattr(variable, "value", variable)
-    device = getattr(value, "device", None)
-    if callable(device):  # jax arrays: .device is a method in some versions
-        device = device()
-    if device is None and hasattr(value, "devices"):
-        device = ",".join(sorted(str(d) for d in value.devices()))
-    if hasattr(device, "device_set"):  # a jax array over several devices gives its sharding: name the devices
-        device = ",".join(sorted(str(d) for d in getattr(device, "device_set")))
-    return str(device)
 
 
 def _classify_error(exc: BaseException) -> tuple[str, str]:
@@ -359,7 +241,7 @@ def prepare_training(config: Config, on_phase: Callable[[str], None] | None = No
     cfg = typed(config)
     say(f"importing {cfg.backend}")
     cluster = Cluster.of(cfg)
-    version, devices_seen = _framework_setup(cfg.backend, cfg.cpu_threads, logical_cpus(cfg), cluster)
+    version, devices_seen = framework_setup(cfg.backend, cfg.cpu_threads, logical_cpus(cfg), cluster)
 
     import keras
     import numpy as np
@@ -524,7 +406,7 @@ def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: A
     prepare_environment(env_config)
     env = typed(env_config)
     try:
-        _framework_setup(env.backend, env.cpu_threads, logical_cpus(env))
+        framework_setup(env.backend, env.cpu_threads, logical_cpus(env))
         import keras  # noqa: F401 - loaded now so the run does not wait for it
 
         from bench.training import datasets, models  # noqa: F401

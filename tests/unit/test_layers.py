@@ -27,8 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("analysis", ("bench.analysis",)),
     # the documents: built with the analysis (a summary computed when missing, a comparison's block)
     ("documents", ("bench.records", "bench.analysis.machines", "bench.store", "bench.store_rows")),
-    # the probe's child process sets up its environment as a worker does (bench.runs.worker.prepare_environment)
-    ("runs", ("bench.runs", "bench.hardware.probe")),
+    ("runs", ("bench.runs",)),
     ("output", ("bench.output", "bench.schemas")),
     ("cli", ("bench.cli", "bench.cli_args", "bench.cli_machines", "bench.cli_store", "bench.__main__")),
     ("ui", ("ui",)),
@@ -38,6 +37,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # ui (ui.machine, ui.common), never bench.hardware itself
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "bench": ("streamlit",),
+    # the probe and the worker share one public framework set-up (bench.training.framework): the hardware layer,
+    # probe included, never reaches into the run queue or the worker
+    "bench.hardware": ("bench.runs",),
     "pages": ("bench.hardware", "bench.runs"),
 }
 PROJECT = ("bench", "ui", "pages", "app")
@@ -152,3 +154,12 @@ def test_the_checker_reads_relative_imports_and_names_a_module_in_no_layer() -> 
     assert [i.imported for i in relative] == ["bench.analysis.metrics", "bench.runs.jobs"]
     assert problems(relative) == ["bench.analysis.compare -> bench.runs.jobs (line 2): analysis reaches up to runs"]
     assert "is in no layer" in problems([Import("scripts.tool", "bench.config", 1)])[0]
+
+
+def test_the_probe_shares_the_framework_set_up_and_never_imports_the_worker() -> None:
+    known = {"bench.hardware.probe", "bench.runs.worker", "bench.training.framework"}
+    found = problems(imports_of("bench.hardware.probe", "def f():\n    from bench.runs import worker\n", known))
+    assert "bench.hardware.probe -> bench.runs.worker (line 2): bench.hardware never imports bench.runs" in found
+    assert not problems(imports_of("bench.hardware.probe", "from bench.training import framework\n", known))
+    probe = [i.imported for i in all_imports() if i.module == "bench.hardware.probe"]
+    assert "bench.training.framework" in probe and not any(_within(m, "bench.runs") for m in probe)
