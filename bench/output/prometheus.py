@@ -1,13 +1,16 @@
-"""This machine and the current run in Prometheus's text format: the GPUs under DCGM exporter's names and units, the
-CPU and memory, and the run's figures labelled by run id, model and target.
+"""This machine and its runs in Prometheus's text format: the GPUs under DCGM exporter's names and units, the CPU and
+memory, and each run's figures labelled by run id, model and target.
 
 The text is made by ``prometheus_client`` (one :class:`ScrapeCollector` in a ``CollectorRegistry``, written by
-``generate_latest``) from the typed readings the monitor takes (``readings.Sample``, ``readings.GpuReading``) and a
-run's snapshot (``run_state.RunSnapshot``). A figure that was not measured is absent from the text, never 0.
+``generate_latest``) from plain typed data handed to it: the readings the monitor takes (``readings.Sample``,
+``readings.GpuReading``) and each run as :class:`RunFigures` (its caller makes them from what it holds: the
+dashboard from its run queue's snapshot and from the store's live runs of other processes, ui/metrics_route.py).
+A figure that was not measured is absent from the text, never 0.
 
 :class:`Exporter` is what a server holds: every scrape within ``MAX_AGE_S`` is handed the same bytes, made from one
-reading. While a run this process samples is live, that reading is the run's latest sample (the sampler already took
-it); otherwise the exporter takes one itself, at most once per ``MAX_AGE_S``.
+reading (and one look at the runs). While a run this process samples is live, that reading is the run's latest sample
+(the sampler already took it: the run's ``worker`` sample); otherwise the exporter takes one itself, at most once per
+``MAX_AGE_S``.
 
 DCGM's names: ``DCGM_FI_DEV_*`` in DCGM's units (%, MiB, W, mJ, C, MHz), ``DCGM_FI_PROF_*`` as ratios 0..1, each with
 DCGM's labels ``gpu`` (the NVML index), ``UUID``, ``modelName`` and ``Hostname``; NVIDIA GPUs (readings from NVML) only. A dashboard built over them also
@@ -31,13 +34,11 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from bench.hardware.devices import Hardware
 from bench.hardware.monitor.gpu import SOURCE as NVML_SOURCE
 from bench.hardware.monitor.sampler import Sampler
-from bench.readings import GpuReading, Sample
+from bench.readings import Epoch, GpuReading, Sample
 from bench.records import Status
-from bench.runs.run_state import RunSnapshot
-from bench.target import text_of_config
 
-__all__ = ["CONTENT_TYPE", "DCGM_FIELDS", "Exporter", "MAX_AGE_S", "SERIES", "Scrape", "ScrapeCollector",
-           "exposition"]
+__all__ = ["CONTENT_TYPE", "DCGM_FIELDS", "Exporter", "MAX_AGE_S", "SERIES", "RunFigures", "Scrape",
+           "ScrapeCollector", "exposition"]
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 MAX_AGE_S = 1.0  # every scrape within this long of a reading is handed the same bytes
@@ -163,8 +164,39 @@ class GpuIdentity:
 
 
 @dataclass(frozen=True)
+class RunFigures:
+    """One run as the text shows it, handed over by its caller.
+
+    Args:
+        id, model, target: its labels (``target`` as the run's config names it, e.g. ``gpu:0``).
+        status: a ``records.Status`` value.
+        epoch: the epoch under way, else the epochs it finished.
+        epochs_planned: the epochs it was started for.
+        progress_ratio: how much of it is done, 0..1.
+        epochs: its finished epochs.
+        worker: the run's own latest sample when this process samples the live run (its worker's CPU and memory
+            belong to the run, and the sample stands for the machine); None otherwise.
+    """
+
+    id: int
+    model: str
+    target: str
+    status: str
+    epoch: int
+    epochs_planned: int
+    progress_ratio: float
+    epochs: tuple[Epoch, ...] = ()
+    worker: Sample | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        """``run_id``, ``model`` and ``target``."""
+        return [str(self.id), self.model, self.target]
+
+
+@dataclass(frozen=True)
 class Scrape:
-    """What one scrape shows: this machine at one instant and the current run.
+    """What one scrape shows: this machine at one instant and its runs.
 
     Args:
         hostname: DCGM's ``Hostname`` label.
@@ -172,24 +204,22 @@ class Scrape:
             CUDA_VISIBLE_DEVICES) is labelled with the name its reading carries and no UUID.
         ram_total_mib: the host's memory, None when unknown.
         sample: the machine at one instant, None when none could be taken.
-        run: the current run (live or the latest), None when there is none.
-        run_sample: whether ``sample`` is the run's own (its worker's figures then belong to the run).
+        runs: the runs shown (the current one, live or the latest, and the live runs of other processes), none when
+            there are none.
     """
 
     hostname: str
     gpus: Mapping[int, GpuIdentity] = field(default_factory=dict)
     ram_total_mib: float | None = None
     sample: Sample | None = None
-    run: RunSnapshot | None = None
-    run_sample: bool = False
+    runs: tuple[RunFigures, ...] = ()
 
     @classmethod
-    def of(cls, machine: Hardware, sample: Sample | None, run: RunSnapshot | None, *,
-           run_sample: bool = False) -> Scrape:
+    def of(cls, machine: Hardware, sample: Sample | None, runs: Sequence[RunFigures] = ()) -> Scrape:
         """A scrape of ``machine`` (as discovered: its hostname, its GPUs' UUIDs and models, its memory)."""
         gpus = {g.index: GpuIdentity(uuid=g.uuid or "", model_name=g.name) for g in machine.gpus}
         return cls(hostname=machine.hostname, gpus=gpus, ram_total_mib=machine.cpu.ram_total_mib, sample=sample,
-                   run=run, run_sample=run_sample)
+                   runs=tuple(runs))
 
 
 def _measured(value: float | None) -> TypeGuard[float]:
@@ -264,62 +294,71 @@ def machine_families(scrape: Scrape) -> Iterator[Metric]:
                                   value=sample.cpu_energy_j)
 
 
-def run_labels(run: RunSnapshot) -> list[str]:
-    """``run_id``, ``model`` and ``target`` of a run."""
-    return [str(run.id), run.config.model, text_of_config(run.config)]
+class _Families:
+    """The run families of one scrape, each made once and given a line per run (a name twice is not Prometheus)."""
+
+    def __init__(self) -> None:
+        self.gauges: dict[str, GaugeMetricFamily] = {}
+        self.epochs: HistogramMetricFamily | None = None
+
+    def gauge(self, name: str, help_text: str, labels: Sequence[str], value: float,
+              extra: tuple[str, ...] = ()) -> None:
+        family = self.gauges.get(name)
+        if family is None:
+            family = self.gauges[name] = GaugeMetricFamily(name, help_text, labels=(*RUN_LABELS, *extra))
+        family.add_metric(list(labels), value)
+
+    def histogram(self, labels: Sequence[str], seconds: Sequence[float]) -> None:
+        if self.epochs is None:
+            self.epochs = HistogramMetricFamily(EPOCH_HISTOGRAM, "Training time of each steady epoch of the run "
+                                                "(epochs 2..N; validation excluded; in s).", labels=RUN_LABELS)
+        buckets: list[tuple[str, float]] = [(repr(bound), float(sum(1 for s in seconds if s <= bound)))
+                                            for bound in EPOCH_BUCKETS_S]
+        buckets.append(("+Inf", float(len(seconds))))
+        self.epochs.add_metric(list(labels), buckets, sum_value=float(sum(seconds)))
+
+    def all(self) -> Iterator[Metric]:
+        yield from self.gauges.values()
+        if self.epochs is not None:
+            yield self.epochs
 
 
-def run_families(run: RunSnapshot | None, sample: Sample | None = None) -> Iterator[Metric]:
-    """The run's figures: its status (one series per status, 1 for the run's), the epoch under way, the epochs
-    planned, its progress, the last epoch's samples/s, the first epoch's time (it includes graph tracing) and the
-    steady epochs' times as a histogram; with ``sample`` (the run's own), its worker's CPU and memory."""
-    if run is None:
-        return
-    labels = run_labels(run)
-    status = GaugeMetricFamily("bench_run_status", "The current run's status: 1 for the status it is in, 0 for the "
-                               "others.", labels=(*RUN_LABELS, "status"))
+def run_families(runs: Sequence[RunFigures]) -> Iterator[Metric]:
+    """The runs' figures, each family once with a line per run: its status (one series per status, 1 for the run's),
+    the epoch under way, the epochs planned, its progress, the last epoch's samples/s, the first epoch's time (it
+    includes graph tracing) and the steady epochs' times as a histogram; with its ``worker`` sample, its worker's
+    CPU and memory."""
+    out = _Families()
+    for run in runs:
+        _add_run(out, run)
+    yield from out.all()
+
+
+def _add_run(out: _Families, run: RunFigures) -> None:
+    labels = run.labels
     for name in Status:
-        status.add_metric([*labels, name.value], 1.0 if str(run.status) == name.value else 0.0)
-    yield status
-    epoch = run.current_epoch()
-    yield _labelled("bench_run_epoch", "The epoch the run is in (the epochs it finished, between epochs or once "
-                    "ended).", labels, float(epoch if epoch is not None else len(run.epochs)))
-    yield _labelled("bench_run_epochs_planned", "The epochs the run was started for.", labels,
-                    float(run.config.epochs))
-    yield _labelled("bench_run_progress_ratio", "How much of the run is done (ratio 0-1).", labels,
-                    run.fraction_done())
+        out.gauge("bench_run_status", "A run's status: 1 for the status it is in, 0 for the others.",
+                  [*labels, name.value], 1.0 if run.status == name.value else 0.0, extra=("status",))
+    out.gauge("bench_run_epoch", "The epoch the run is in (the epochs it finished, between epochs or once ended).",
+              labels, float(run.epoch))
+    out.gauge("bench_run_epochs_planned", "The epochs the run was started for.", labels, float(run.epochs_planned))
+    out.gauge("bench_run_progress_ratio", "How much of the run is done (ratio 0-1).", labels, run.progress_ratio)
     last = run.epochs[-1].samples_per_s if run.epochs else None
     if _measured(last):
-        yield _labelled("bench_samples_per_second", "Training samples per second in the run's last finished epoch.",
-                        labels, last)
+        out.gauge("bench_samples_per_second", "Training samples per second in the run's last finished epoch.",
+                  labels, last)
     first = [e.epoch_seconds for e in run.epochs if e.includes_tracing]
     if first:
-        yield _labelled("bench_first_epoch_seconds", "Training time of the run's first epoch, which includes graph "
-                        "tracing (in s).", labels, first[0])
+        out.gauge("bench_first_epoch_seconds", "Training time of the run's first epoch, which includes graph "
+                  "tracing (in s).", labels, first[0])
     steady = [e.epoch_seconds for e in run.epochs if not e.includes_tracing and _measured(e.epoch_seconds)]
     if steady:
-        yield _histogram(labels, steady)
-    if sample is not None:
+        out.histogram(labels, steady)
+    if run.worker is not None:
         for spec in WORKER_FIELDS:
-            value = spec.read(sample)
+            value = spec.read(run.worker)
             if _measured(value):
-                yield _labelled(spec.name, spec.help, labels, value)
-
-
-def _labelled(name: str, help_text: str, labels: Sequence[str], value: float) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(name, help_text, labels=RUN_LABELS)
-    family.add_metric(list(labels), value)
-    return family
-
-
-def _histogram(labels: Sequence[str], seconds: Sequence[float]) -> HistogramMetricFamily:
-    family = HistogramMetricFamily(EPOCH_HISTOGRAM, "Training time of each steady epoch of the run (epochs 2..N; "
-                                   "validation excluded; in s).", labels=RUN_LABELS)
-    buckets: list[tuple[str, float]] = [(repr(bound), float(sum(1 for s in seconds if s <= bound)))
-                                        for bound in EPOCH_BUCKETS_S]
-    buckets.append(("+Inf", float(len(seconds))))
-    family.add_metric(list(labels), buckets, sum_value=float(sum(seconds)))
-    return family
+                out.gauge(spec.name, spec.help, labels, value)
 
 
 class ScrapeCollector(Collector):
@@ -335,7 +374,7 @@ class ScrapeCollector(Collector):
         yield from gpu_families(scrape)
         yield from vendor_families(scrape)
         yield from machine_families(scrape)
-        yield from run_families(scrape.run, scrape.sample if scrape.run_sample else None)
+        yield from run_families(scrape.runs)
 
 
 def exposition(scrape: Scrape) -> bytes:
@@ -345,31 +384,23 @@ def exposition(scrape: Scrape) -> bytes:
     return generate_latest(registry)
 
 
-def own_sample(run: RunSnapshot | None) -> Sample | None:
-    """The latest sample of a live run that this process samples (the JobManager's sampler took it); None for none,
-    for a run shown from the store (another process samples it) and for one that has ended."""
-    if run is None or not run.active or run.owner is not None or not run.samples:
-        return None
-    return run.samples[-1]
-
-
 class Exporter:
     """The text every scrape is handed: made at most once per ``MAX_AGE_S`` from one reading, whatever the number of
     scrapers.
 
     Args:
         machine: this machine as discovered (hostname, the GPUs' UUIDs and models, memory).
-        current: the current run (the JobManager's ``current``); None while there is no job queue yet.
+        runs: the runs to show, asked once per text made; None while there are none to ask for.
         reader: makes the sampler the exporter reads the machine with when no live run of this process supplies a
             reading (tests pass a fake).
         clock: monotonic seconds.
     """
 
-    def __init__(self, machine: Hardware, current: Callable[[], RunSnapshot | None] | None = None, *,
+    def __init__(self, machine: Hardware, runs: Callable[[], Sequence[RunFigures]] | None = None, *,
                  reader: Callable[[], Sampler] = lambda: Sampler(MAX_AGE_S),
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.machine = machine
-        self._current = current
+        self._runs = runs
         self._make_reader = reader
         self._reader: Sampler | None = None
         self._clock = clock
@@ -404,15 +435,15 @@ class Exporter:
             self._drop_reader()
 
     def _scrape(self) -> Scrape:
-        run = self._current() if self._current is not None else None
-        sample = own_sample(run)
+        runs = tuple(self._runs()) if self._runs is not None else ()
+        sample = next((run.worker for run in runs if run.worker is not None), None)
         if sample is not None:
             self._drop_reader()  # the run's sampler reads the machine now; a reading after it starts afresh
-            return Scrape.of(self.machine, sample, run, run_sample=True)
+            return Scrape.of(self.machine, sample, runs)
         if self._reader is None:
             self._reader = self._make_reader()
         self.readings += 1
-        return Scrape.of(self.machine, self._reader.sample_once(), run)
+        return Scrape.of(self.machine, self._reader.sample_once(), runs)
 
     def _drop_reader(self) -> None:
         if self._reader is not None:

@@ -67,7 +67,7 @@ def snapshot(status: str = "running", epochs: tuple[float, ...] = (3.0, 1.2, 0.8
 
 def test_the_gpu_is_served_under_dcgms_names_units_and_labels() -> None:
     sample = hopper_sample()
-    served = parsed(prometheus.exposition(prometheus.Scrape.of(MACHINE, sample, None)))
+    served = parsed(prometheus.exposition(prometheus.Scrape.of(MACHINE, sample)))
     labels = {"gpu": "0", "UUID": HOPPER.uuid, "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "node-7"}
 
     def one(name: str) -> float:
@@ -92,7 +92,7 @@ def test_a_figure_not_measured_is_absent_never_zero() -> None:
     nvml.set_module(fake_nvml.older_without_gpm())  # a V100: no GPM (SM, tensor activity)
     sampler = Sampler(0.5)
     sampler.sample_once()
-    served = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, sampler.sample_once(), None)))
+    served = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, sampler.sample_once())))
     sampler.stop()
     assert served["DCGM_FI_DEV_GPU_UTIL"][0].value == 70.0
     assert served["DCGM_FI_DEV_GPU_UTIL"][0].labels["modelName"] == "Tesla V100-SXM2-16GB", \
@@ -101,7 +101,7 @@ def test_a_figure_not_measured_is_absent_never_zero() -> None:
 
     one_gpu_lacks = Sample(t_s=1.0, cpu_percent=None, cpu_per_core=(12.0, None), gpus=(
         GpuReading(index=0, util_percent=50.0, power_w=None), GpuReading(index=1, util_percent=None, power_w=99.0)))
-    served = parsed(prometheus.exposition(prometheus.Scrape.of(MACHINE, one_gpu_lacks, None)))
+    served = parsed(prometheus.exposition(prometheus.Scrape.of(MACHINE, one_gpu_lacks)))
     assert [s.labels["gpu"] for s in served["DCGM_FI_DEV_GPU_UTIL"]] == ["0"]
     assert [s.labels["gpu"] for s in served["DCGM_FI_DEV_POWER_USAGE"]] == ["1"]
     assert "bench_cpu_utilization_percent" not in served and "DCGM_FI_DEV_FB_USED" not in served
@@ -109,14 +109,21 @@ def test_a_figure_not_measured_is_absent_never_zero() -> None:
 
     other_vendor = Sample(t_s=1.0, gpus=(GpuReading(index=0, util_percent=50.0, source="AMD SMI"),
                                          GpuReading(index=1, util_percent=60.0, source="NVML")))
-    served = parsed(prometheus.exposition(prometheus.Scrape.of(MACHINE, other_vendor, None)))
+    served = parsed(prometheus.exposition(prometheus.Scrape.of(MACHINE, other_vendor)))
     assert [s.labels["gpu"] for s in served["DCGM_FI_DEV_GPU_UTIL"]] == ["1"], "DCGM's names are NVIDIA's (NVML's)"
+
+
+def figures(run: RunSnapshot, worker: Sample | None = None) -> prometheus.RunFigures:
+    """The run as the route hands it over (ui.metrics_route.figures_of), with ``worker`` as its own sample."""
+    from ui import metrics_route
+
+    return dataclasses.replace(metrics_route.figures_of(run), worker=worker)
 
 
 def test_the_runs_figures_are_labelled_by_run_model_and_target() -> None:
     run = snapshot()
     worker = Sample(t_s=9.0, process_cpu_percent=180.0, process_rss_mib=512.0)
-    served = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, worker, run, run_sample=True)))
+    served = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, worker, [figures(run, worker)])))
     labels = {"run_id": "17", "model": "cnn", "target": "gpu:0"}
     status = {s.labels["status"]: s.value for s in served["bench_run_status"]}
     assert status.pop("running") == 1.0 and set(status.values()) == {0.0} and "finished" in status
@@ -133,9 +140,10 @@ def test_the_runs_figures_are_labelled_by_run_model_and_target() -> None:
     assert served["bench_worker_cpu_percent"][0].value == 180.0
     assert served["bench_worker_resident_bytes"][0].value == 512 * 2**20
 
-    machine_only = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, worker, run)))
+    machine_only = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, worker, [figures(run)])))
     assert "bench_worker_cpu_percent" not in machine_only, "a sample that is not the run's says nothing of its worker"
-    ended = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, None, snapshot("finished", epochs=(2.0,)))))
+    ended = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, None,
+                                                              [figures(snapshot("finished", epochs=(2.0,)))])))
     assert {s.labels["status"] for s in ended["bench_run_status"] if s.value == 1} == {"finished"}
     assert "bench_epoch_seconds_bucket" not in ended, "no steady epoch yet: no histogram"
 
@@ -148,7 +156,7 @@ def test_every_series_a_full_scrape_serves_is_one_the_module_names() -> None:
     sample = dataclasses.replace(h100, process_cpu_percent=50.0, process_rss_mib=10.0, cpu_percent=20.0,
                                  cpu_per_core=(20.0,), ram_used_mib=100.0, cpu_energy_j=5.0,
                                  gpus=(*(h100.gpus or ()), tpu, mi300))
-    served = parsed(prometheus.exposition(prometheus.Scrape.of(MACHINE, sample, snapshot(), run_sample=True)))
+    served = parsed(prometheus.exposition(prometheus.Scrape.of(MACHINE, sample, [figures(snapshot(), sample)])))
     assert set(served) == prometheus.SERIES
 
 
@@ -185,8 +193,10 @@ def test_a_live_run_of_this_process_lends_its_own_latest_sample() -> None:
     now = [0.0]
     readers: list[CountingSampler] = []
     sample = Sample(t_s=4.0, cpu_percent=77.0, process_cpu_percent=99.0)
+    from ui import metrics_route
+
     runs = [snapshot(samples=(Sample(t_s=3.0, cpu_percent=1.0), sample))]
-    exporter = prometheus.Exporter(NO_GPU, lambda: runs[-1],
+    exporter = prometheus.Exporter(NO_GPU, lambda: [metrics_route.figures_of(runs[-1])],
                                    reader=lambda: readers.append(CountingSampler()) or readers[-1],
                                    clock=lambda: now[0])
     served = parsed(exporter.text())
@@ -218,6 +228,7 @@ def test_the_route_serves_the_text_and_the_setting_turns_it_off(monkeypatch) -> 
 
     class Manager:
         machine = MACHINE
+        store = None
 
         @staticmethod
         def current() -> RunSnapshot:
@@ -240,10 +251,63 @@ def test_another_vendors_gpu_is_served_under_the_projects_names_with_its_source_
     'utilization' means what that source measures), a figure it cannot give absent; never a DCGM (NVIDIA) name."""
     mac = GpuReading(index=0, name="Apple M2 Pro", util_percent=87.0, mem_used_mib=1229.0, power_w=None,
                      source="IOAccelerator (ioreg)")
-    served = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, Sample(t_s=1.0, gpus=(mac,)), None)))
+    served = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, Sample(t_s=1.0, gpus=(mac,)))))
     assert not any(name.startswith("DCGM_") for name in served)
     [util] = served["bench_gpu_utilization_percent"]
     assert util.value == 87.0 and util.labels["source"] == "IOAccelerator (ioreg)" and util.labels["gpu"] == "0"
     assert util.labels["modelName"] == "Apple M2 Pro"
     assert served["bench_gpu_memory_used_bytes"][0].value == 1229.0 * 2**20
     assert "bench_gpu_power_watts" not in served, "not measured by ioreg: absent, never 0"
+
+
+def test_two_runs_share_each_family_one_line_each() -> None:
+    """A dashboard's run and another process's live run in one text: each family once (a name twice is not valid
+    Prometheus text), a line per run."""
+    text = prometheus.exposition(prometheus.Scrape.of(NO_GPU, None, [figures(snapshot()),
+                                                                     figures(snapshot(id=18, epochs=(2.0, 1.0)))]))
+    assert text.decode().count("# TYPE bench_run_epoch gauge") == 1
+    served = parsed(text)
+    assert sorted(s.labels["run_id"] for s in served["bench_run_epoch"]) == ["17", "18"]
+    assert {s.labels["run_id"] for s in served["bench_epoch_seconds_count"]} == {"17", "18"}
+
+
+def test_the_route_serves_the_live_runs_other_processes_write_to_the_store(tmp_path, monkeypatch) -> None:
+    """A `bench run` (another process) writing to the dashboard's store is on /metrics beside the dashboard's own
+    run; a run this process owns, or one that ended, is not read from the store a second time."""
+    import subprocess
+    import sys
+
+    from bench.store import Store
+    from ui import metrics_route
+
+    store = Store(tmp_path / "runs.sqlite3")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        config = RunConfig(model="mlp", epochs=4).to_dict()
+        theirs, ended, mine = (store.create_run(config, status="running") for _ in range(3))
+        store.update_run(ended, status="finished")
+        from bench.store import Owner
+        import psutil
+
+        me = Owner.current()
+        them = dataclasses.replace(me, pid=other.pid, started=psutil.Process(other.pid).create_time())
+        monkeypatch.setattr(Store, "owner_of", lambda self, run_id: them if run_id in (theirs, ended) else me)
+
+        class Manager:
+            machine = NO_GPU
+
+            def __init__(self) -> None:
+                self.store = store
+
+            @staticmethod
+            def current() -> RunSnapshot:
+                return snapshot(id=mine)
+
+        shown = metrics_route.shown_runs(Manager())  # type: ignore[arg-type]
+        assert [(r.id, r.status) for r in shown] == [(mine, "running"), (theirs, "running")]
+        assert shown[1].worker is None, "another process samples its run: its worker's figures are not ours to show"
+        served = parsed(prometheus.exposition(prometheus.Scrape.of(NO_GPU, None, shown)))
+        assert {s.labels["run_id"] for s in served["bench_run_epochs_planned"]} == {str(mine), str(theirs)}
+    finally:
+        other.kill()
+        other.wait()
