@@ -39,12 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import records, settings
-from bench.analysis import compare, sweeps
+from bench.analysis import compare
 from bench.output import report
 from bench.readings import Epoch, GpuReading, Sample
 from bench.record_types import RecordedHardware, SweepRow
 from bench.records import RunRecord, Status
-from bench.runs.run_state import RunGroup
 
 log = logging.getLogger(__name__)
 
@@ -396,46 +395,40 @@ class DashboardLog:
         with self.lock:
             self.last = text
 
-    def group(self, group: RunGroup, runs: list[RunRecord]) -> None:
-        """A comparison or sweep the dashboard ran, once its last run ended: a parent run with a child per run that
-        trained, its headline a tag (the CLI's ``--mlflow`` way); a lesson step's runs, one MLflow run each."""
+    def group(self, runs: list[RunRecord], document: records.Comparison | records.Sweep | None) -> None:
+        """A comparison or sweep the dashboard ran, once its last run ended (its runs that trained and its document,
+        built by the run queue as the CLI builds it): a parent run with a child per run, its headline a tag (the
+        CLI's ``--mlflow`` way); the runs of another group (a lesson step), one MLflow run each."""
         uri = self.uri
         if uri is None:
             return
-        kind = GROUP_KINDS.get(group.kind)
-        if kind is None:
+        if document is None:
             for run in runs:
                 self(run)
             return
-        headline, document = _group_document(kind, group, runs)
-        outcome = log_group(uri, kind, runs, headline=headline, document=document)
+        kind, headline, text = _group_document(document)
+        outcome = log_group(uri, kind, runs, headline=headline, document=text)
         ids = ", ".join(f"#{r.id}" for r in runs)
-        text = (f"{kind} of runs {ids} logged as MLflow run {outcome.run_ids[0]} with {len(runs)} children"
-                if outcome.ok and outcome.run_ids else
-                f"{kind} of runs {ids} not logged ({outcome.error}); send each with "
-                f"`python -m bench export ID --mlflow {uri}`")
+        text_said = (f"{kind} of runs {ids} logged as MLflow run {outcome.run_ids[0]} with {len(runs)} children"
+                     if outcome.ok and outcome.run_ids else
+                     f"{kind} of runs {ids} not logged ({outcome.error}); send each with "
+                     f"`python -m bench export ID --mlflow {uri}`")
         if not outcome.ok:
-            log.warning("MLflow at %s: %s", uri, text)
+            log.warning("MLflow at %s: %s", uri, text_said)
         with self.lock:
-            self.last = text
+            self.last = text_said
 
 
-# a dashboard group's kind (bench.runs.groups) -> what it is logged as, as the CLI logs the same
-GROUP_KINDS = {"compare": "comparison", "sweep": "sweep"}
-
-
-def _group_document(kind: str, group: RunGroup, runs: list[RunRecord]) -> tuple[str, Callable[[], str]]:
-    """A dashboard group's headline and JSON document, as the CLI writes them for the same comparison or sweep."""
-    if kind == "comparison":
-        comparison = records.comparison_record(runs, dict(group.prices or {}))
-        return comparison_headline(comparison), lambda: report.to_json(comparison)
-    rows = [sweeps.sweep_row(r, group.peak(compare.target(r)).reference) for r in runs]
-    peaks = {t: p.gflops for t, p in group.peaks.items()}
-    return sweep_headline(rows), lambda: records.json_text(records.sweep_record(rows, peaks, runs))
+def _group_document(document: records.Comparison | records.Sweep) -> tuple[str, str, Callable[[], str]]:
+    """A group's kind as logged, its headline and its JSON document, as the CLI writes them for the same runs."""
+    if isinstance(document, records.Comparison):
+        return "comparison", comparison_headline(document), lambda: report.to_json(document)
+    return "sweep", sweep_headline(document.rows), lambda: records.json_text(document.to_dict())
 
 
 def dashboard_log(hooks: MutableMapping[str, Callable[[RunRecord], None]],
-                  group_hooks: MutableMapping[str, Callable[[RunGroup, list[RunRecord]], None]] | None = None
+                  group_hooks: MutableMapping[str, Callable[[list[RunRecord], records.Comparison | records.Sweep | None],
+                                                            None]] | None = None
                   ) -> DashboardLog:
     """The dashboard's :class:`DashboardLog` among a run queue's finished-run hooks (and its group hooks, so a
     comparison or sweep is logged as a parent with its children), added on first use with BENCH_MLFLOW_URI's URI

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench import records, settings
+from bench.analysis import compare, sweeps
 from bench.errors import RunActiveError, RunUnreadable
 from bench.config import RunConfig
 from bench.hardware import devices
@@ -42,7 +43,10 @@ log = logging.getLogger(__name__)
 STORED_REFRESH_S = 2.0  # a run of another process, shown from the store, is re-read at most this often
 FinishedHook = Callable[[records.RunRecord], None]
 # called once a group's runs have all ended, with the group and the records of its runs that trained
-GroupHook = Callable[[RunGroup, list[records.RunRecord]], None]
+# a group's document as the CLI writes the same comparison or sweep; None for a group that is neither (a lesson step)
+GroupDocument = records.Comparison | records.Sweep | None
+# called once a group's last run ended, with the records of its runs that trained and the group's document
+GroupHook = Callable[[list[records.RunRecord], GroupDocument], None]
 
 
 class JobManager:
@@ -382,6 +386,7 @@ class JobManager:
             threading.Thread(target=_call_group_hook, args=(name, hook, group, trained),
                              name=f"bench-group-{name}", daemon=True).start()
 
+
     def _recheck_peak(self, state: RunState) -> None:
         """A finished run that beat its target's measured peak queues a new probe (PeakQueue.recheck); the group
         holding the run shows the figure flagged until the probe lands."""
@@ -425,7 +430,7 @@ class JobManager:
 
 def _call_group_hook(name: str, hook: GroupHook, group: RunGroup, runs: list[records.RunRecord]) -> None:
     try:
-        hook(group, runs)
+        hook(runs, group_document(group, runs))
     except Exception:  # noqa: BLE001 - a hook's failure is logged, never the runs'
         log.exception("the group hook %r failed for group %s", name, group.id)
 
@@ -435,3 +440,15 @@ def _call_hook(name: str, hook: FinishedHook, record: records.RunRecord) -> None
         hook(record)
     except Exception:  # noqa: BLE001 - a hook's failure is logged, never the run's
         log.exception("the finished-run hook %r failed for run %s", name, record.id)
+
+
+def group_document(group: RunGroup, runs: list[records.RunRecord]) -> GroupDocument:
+    """The comparison or sweep document of ``group``'s runs that trained, as the CLI builds it for the same runs (the
+    group's prices; each sweep point against its target's probed peak); None for a group of another kind."""
+    if group.kind == "compare":
+        return records.comparison_record(runs, dict(group.prices or {}))
+    if group.kind == "sweep":
+        rows = [sweeps.sweep_row(r, group.peak(compare.target(r)).reference) for r in runs]
+        peaks = {t: p.gflops for t, p in group.peaks.items()}
+        return records.Sweep.from_dict(records.sweep_record(rows, peaks, runs))
+    return None

@@ -264,3 +264,33 @@ def test_the_dashboard_logs_a_comparison_as_a_parent_with_its_children(tracking,
         assert "logged as MLflow run" in dashboard.last and "with 2 children" in dashboard.last
     finally:
         manager.shutdown()
+
+
+def test_a_dashboard_group_reaches_mlflow_as_its_document_built_by_the_run_queue(monkeypatch):
+    """The run queue hands a group's hook its runs and the document the CLI would write for them (the figures take
+    plain typed data, never the queue's RunGroup): a comparison, a sweep, or none for a lesson step."""
+    from bench import records
+    from bench.runs import jobs
+    from bench.runs.run_state import RunGroup
+
+    runs = [_record(id=1), _record(id=2)]
+    comparison = jobs.group_document(RunGroup(id=1, kind="compare", targets=("cpu",), created_at=0.0,
+                                              prices={"cpu": 0.5}), runs)
+    assert isinstance(comparison, records.Comparison) and [r.id for r in comparison.runs] == [1, 2]
+    sweep = jobs.group_document(RunGroup(id=2, kind="sweep", targets=("cpu",), created_at=0.0), runs)
+    assert isinstance(sweep, records.Sweep) and [r.run_id for r in sweep.rows] == [1, 2]
+    assert jobs.group_document(RunGroup(id=3, kind="lesson", targets=("cpu",), created_at=0.0), runs) is None
+
+    sent: list[tuple[str, str, list]] = []
+    monkeypatch.setattr(mlflow_log, "log_group", lambda uri, kind, runs, *, headline, document: sent.append(
+        (kind, headline, json.loads(document())["schema"])) or mlflow_log.Outcome(uri=uri, run_ids=("p",)))
+    alone: list[int | None] = []
+    monkeypatch.setattr(mlflow_log, "log_run", lambda uri, run: alone.append(run.id) or mlflow_log.Outcome(
+        uri=uri, run_ids=("r",)))
+    log = mlflow_log.DashboardLog(uri="http://127.0.0.1:1")
+    log.group(runs, comparison)
+    log.group(runs, sweep)
+    log.group(runs, None)
+    assert [(kind, schema) for kind, _, schema in sent] == [("comparison", "bench.comparison/1"),
+                                                             ("sweep", "bench.sweep/1")]
+    assert sent[1][1].startswith("sweep of 2 point(s)") and alone == [1, 2]
