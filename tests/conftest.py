@@ -1,5 +1,6 @@
-"""Shared fixtures: every test gets its own store file and upload folder, never the user's; and the guard on
-unmarked slow tests (tests/duration_guard.py). The shared run config and machine are in tests/fixtures.py."""
+"""Shared fixtures: every test gets its own store file and upload folder, never the user's; the guard on unmarked
+slow tests (tests/duration_guard.py) and the check that no test leaves a process alive (tests/leftovers.py). The
+shared run config and machine are in tests/fixtures.py, the one wait loop in tests/polling.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import duration_guard
+from tests import duration_guard, leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -23,6 +24,7 @@ os.environ.setdefault("BENCH_PRESTART", "0")
 
 def pytest_configure(config: pytest.Config) -> None:
     duration_guard.register(config)
+    leftovers.register(config)
 
 
 @pytest.fixture(autouse=True)

@@ -343,9 +343,10 @@ def _redirect_output(log_path: str | None) -> None:
     os.close(fd)
 
 
-def _exit_with_parent() -> None:
+def exit_with_parent() -> None:
     """End this process when the server that started it dies (kill -9, crash): an orphaned worker would go on
-    training unseen, skewing the timing of the next run and holding the GPU's memory."""
+    training unseen, skewing the timing of the next run and holding the GPU's memory. The worker stand-ins
+    (benchmarks/standins.py) call it too, so that none outlives its parent."""
     parent = os.getppid()
 
     def watch() -> None:
@@ -379,7 +380,7 @@ def _train_and_report(config: dict[str, Any], queue: Any, stop_event: Any, *, pr
 
 def worker_main(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
     """Entry point of the spawned process."""
-    _exit_with_parent()
+    exit_with_parent()
     _redirect_output(log_path)
     prepare_environment(config)
     _train_and_report(config, queue, stop_event)
@@ -401,7 +402,7 @@ def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: A
     the run it will train, ``(config, log_path)`` on ``inbox`` (None: exit unused). Meanwhile it prepares the data
     and model of ``env_config`` itself (the last run's config: the likely next run). The seconds a cold start spends
     importing TensorFlow, building the data and compiling the model are then spent before Start, not after."""
-    _exit_with_parent()
+    exit_with_parent()
     _redirect_output(log_path)
     prepare_environment(env_config)
     env = typed(env_config)

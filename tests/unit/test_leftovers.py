@@ -1,0 +1,52 @@
+"""tests/leftovers.py: a process a test leaves alive is found, named with the test during which it appeared, and
+ended; one that ends in time is not a leak."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import psutil
+
+from tests import leftovers
+from tests.polling import wait_for
+
+# a parent that starts a grandchild in the background and exits at once: the grandchild is orphaned (parent 1)
+ORPHANING = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
+             "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(p.pid, flush=True)")
+
+
+def test_an_orphaned_grandchild_is_named_with_the_test_that_started_it_and_killed() -> None:
+    check = leftovers.Leftovers()
+    check.install()
+    started = time.time()
+    out = subprocess.run([sys.executable, "-c", ORPHANING], capture_output=True, text=True, timeout=30, check=True)
+    orphan = int(out.stdout.split()[0])
+    check.note("test_a")  # the parent is gone already: the orphan is not under this process
+    check.orphans([("test_a", started, time.time())])
+    try:
+        leaks = [s for s in check.left_alive(under_me_too=False, grace_s=0.5) if s.pid == orphan]
+        assert [s.test for s in leaks] == ["test_a"]
+        text = leftovers.report(leaks, "after its module")
+        assert text.startswith(f"test_a left process {orphan} (") and "time.sleep(60)" in text
+        check.end(leaks)
+        wait_for(lambda: not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE,
+                 10, "the leaked process to be killed")
+    finally:
+        try:
+            psutil.Process(orphan).kill()
+        except psutil.Error:
+            pass
+
+
+def test_a_child_that_ends_within_the_grace_is_no_leak() -> None:
+    check = leftovers.Leftovers()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
+    try:
+        check.note("test_b")
+        assert [s.test for s in check.seen.values() if s.pid == child.pid] == ["test_b"]
+        assert not [s for s in check.left_alive(under_me_too=True) if s.pid == child.pid]
+    finally:
+        child.kill()
+        child.wait()
