@@ -147,6 +147,9 @@ PACED_WORKER_TARGET = "benchmarks.standins:PACED_WORKER"  # its name for BENCH_W
 # pass watches it) and its smallest configuration (every side replayed, for the test suite's smoke run)
 STEADY_WORKER = PacedWorker(min_epoch_s=1.0, max_epoch_s=1.0)
 STEADY_WORKER_TARGET = "benchmarks.standins:STEADY_WORKER"
+# A tenth of a second an epoch: the smoke runs of commands that loop over many runs (`bench suite`)
+BRISK_WORKER = PacedWorker(min_epoch_s=0.1, max_epoch_s=0.1)
+BRISK_WORKER_TARGET = "benchmarks.standins:BRISK_WORKER"
 HOLD_ENV = "BENCH_REPLAY_HOLD"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import multiprocessing
 import os
 import threading
 import time
@@ -347,7 +348,8 @@ def exit_with_parent() -> None:
     """End this process when the server that started it dies (kill -9, crash): an orphaned worker would go on
     training unseen, skewing the timing of the next run and holding the GPU's memory. The worker stand-ins
     (benchmarks/standins.py) call it too, so that none outlives its parent."""
-    parent = os.getppid()
+    known = multiprocessing.parent_process()  # the process that spawned this one, even if it died before this call
+    parent = known.pid if known is not None and known.pid is not None else os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent:
