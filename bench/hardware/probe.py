@@ -187,16 +187,16 @@ def _conditions(busy_before: float | None, others_cpu_s: float, wall_s: float) -
 # -- the child side: runs in its own process ----------------------------------------------------------------------
 def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
     """Set up the environment, import the framework and time the matmuls (the body of the probe subprocess)."""
-    from bench.training import framework
+    from bench.training import framework as setup
 
     device, backend, threads = params["device"], params["backend"], params.get("cpu_threads")
     sizes = [int(s) for s in params.get("sizes") or [params.get("size", 2048)]]
     repeats, dtype, budget_s = int(params.get("repeats", 1)), str(params["dtype"]), float(params["seconds"])
-    framework.prepare_environment({"device": device, "backend": backend, "cpu_threads": threads})
+    setup.prepare_environment({"device": device, "backend": backend, "cpu_threads": threads})
     hw = devices.discover()  # after prepare_environment: a GPU probe sees only its own GPU
     if backend == "torch":  # before Keras loads: on a Mac its torch backend would take MPS for a CPU probe too
         os.environ.update(devices.torch_device_env(device, hw))
-    framework, _ = framework.framework_setup(backend, threads)
+    framework, _ = setup.framework_setup(backend, threads)
 
     import keras
 
@@ -222,7 +222,7 @@ def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
 
             c0 = keras.ops.matmul(a, b)
             sync(c0)
-            placement = framework.variable_device(c0)
+            placement = setup.variable_device(c0)
             one_s = batch(1)  # warm-up and a first estimate
             share_s = budget_s / len(sizes) / repeats  # each repeat: timed matmuls for at least this long
             per_batch = max(1, int(share_s / 4 / max(one_s, 1e-7)))
