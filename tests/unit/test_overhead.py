@@ -167,9 +167,9 @@ def test_the_report_says_the_publisher_works_once_for_every_viewer_and_sends_no_
 
 
 def test_a_result_from_before_the_publisher_is_rendered_as_what_it_measured():
-    """docs/overhead.json timed the panel as it was (a rerun per viewer every second): said so, never as the
+    """A pass of 2026-11-25 timed the panel as it was (a rerun per viewer every second): said so, never as the
     publisher's cost."""
-    result = json.loads((ROOT / "docs" / "overhead.json").read_text())
+    result = json.loads((ROOT / "tests" / "unit" / "recorded" / "overhead-before-publisher.json").read_text())
     assert report.measured_before_publisher(result["details"])
     assert not report.measured_before_publisher(fake_result()["details"])
     text = report.render_markdown(result)
@@ -483,7 +483,7 @@ def test_the_pass_alternates_every_side_and_switches_the_sampler_per_run(monkeyp
                                        "snapshot_ms": [2.0], "snapshot_bytes": 9500, "publish_builds": 2,
                                        "figure_ms": {}, "epochs": 36}))
 
-    monkeypatch.setattr(overhead, "bare_run", lambda config, tmp, rnd: epochs(3.0, 1.0, 1.0))
+    monkeypatch.setattr(overhead, "bare_run", lambda config, tmp, rnd, kind: epochs(3.0, 1.0, 1.0))
     monkeypatch.setattr(overhead, "engine_run", fake_engine_run)
     monkeypatch.setattr(overhead, "SamplerChoice", RecordedChoice)
     monkeypatch.setattr(overhead, "run_child", fake_child)
@@ -537,7 +537,28 @@ def test_the_page_profile_sorts_each_frame_into_its_part_and_names_the_largest_f
 
 
 def test_a_short_watch_window_is_flagged_in_the_notes():
-    short = stats._short_window_note([{"window_s": 0.5}, {"window_s": 0.6}, {"window_s": 0.7}])
+    short = stats._short_window_note([{"window_s": 0.5}, {"window_s": 0.6}, {"window_s": 0.7}], None)
     assert len(short) == 1 and "0.6 s" in short[0] and "watch_cores" in short[0]
-    assert stats._short_window_note([{"window_s": 30.0}] * 3) == []
-    assert stats._short_window_note([]) == []
+    assert stats._short_window_note([{"window_s": 30.0}] * 3, None) == []
+    assert stats._short_window_note([], None) == []
+    held = stats._short_window_note([{"window_s": 0.005}], {"window_s": 3.2})
+    assert len(held) == 1 and "The watched window lasted 3.2 s" in held[0]
+    assert stats._short_window_note([{"window_s": 0.005}], {"window_s": 11.0}) == []
+
+
+def test_watch_cores_is_taken_over_the_held_window_when_one_was_watched():
+    """A quick pass's watched runs end before the page has drawn them (a window of milliseconds): the figure is the
+    server's and Chromium's CPU over the replayed run held live for the plan's window instead."""
+    base = fake_result()
+    plan = stats.plan_for(True)
+    assert plan.watch_window_s >= stats.SHORT_WATCH_WINDOW_S and not plan.replayed
+    smoke = stats.plan_for(smoke=True)
+    assert smoke.replayed and smoke.watch_window_s >= 2.0 and smoke.prestart_runs == 0
+    window = {"window_s": 11.0, "side_cpu_s": 1.1, "server_cpu_s": 0.3, "chromium_cpu_s": 0.8}
+    result = stats.result_from(plan, base["config"], {"logical_cores": 2}, base["runs"],
+                               {"watch_window": window}, [], None)
+    assert result["watch_cores"] == pytest.approx(0.1)
+    assert result["details"]["watch_window_s"] == 11.0
+    assert result["details"]["watch_server_cpu_share"] == pytest.approx(0.3 / 11.0)
+    without = stats.result_from(plan, base["config"], {"logical_cores": 2}, base["runs"], {}, [], None)
+    assert without["watch_cores"] == without["details"]["side_cpu_cores"].get("watched")
