@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,25 +18,38 @@ from bench.safe_text import terminal
 
 
 def import_bundle(path: str) -> int:
-    """``bench import`` of a machine bundle: kept once in the store, then ranked by ``bench machines``."""
+    """``bench import`` of a machine bundle: kept once in the store, then ranked by ``bench machines``; one that
+    cannot be read, shown or kept whole stores nothing (exit 2, saying why)."""
     from bench.analysis import machines
     from bench.output import gallery, report
     from bench.store import Store
 
     try:
         bundle = gallery.read_bundle(path)
+        doc = bundle.to_dict()
+        # everything said and kept is made before anything is stored: a bundle that fails stores nothing
+        name = terminal(machines.machine_name(bundle))
+        _text_ok(json.dumps(doc, ensure_ascii=False, default=str) + name)
     except report.RecordError as exc:
         raise UsageError(str(exc)) from None
-    bundle_id, new = Store().add_bundle(bundle.to_dict())
+    bundle_id, new = Store().bundles.add(doc)
     print(f"{'imported' if new else 'already in the store:'} machine bundle #{bundle_id} "
-          f"({machines.machine_name(bundle)}, {len(bundle.runs)} runs); `{PROG} machines` ranks it")
+          f"({name}, {len(bundle.runs)} runs); `{PROG} machines` ranks it")
     return 0
+
+
+def _text_ok(text: str) -> None:
+    """RecordError where ``text`` (a bundle's JSON and what is said of it) is not valid Unicode (a lone surrogate
+    escaped in its JSON): nothing could show or keep it whole."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise records.RecordError(f"the bundle holds text that is not valid Unicode ({exc.object[exc.start:exc.end]!a} "
+                                  f"at character {exc.start}); write the file again with valid text") from None
 
 
 def names_a_bundle(path: str) -> bool:
     """Whether a file to import says it is a machine bundle (bench.bundle/1); anything else is read as a record."""
-    import json
-
     from bench.output import gallery
 
     try:

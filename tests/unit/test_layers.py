@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("hardware and frameworks", ("bench.hardware", "bench.training")),
     ("analysis", ("bench.analysis",)),
     # the documents: built with the analysis (a summary computed when missing, a comparison's block)
-    ("documents", ("bench.records", "bench.analysis.machines", "bench.store", "bench.store_rows")),
+    ("documents", ("bench.records", "bench.analysis.machines", "bench.store")),
     # the probe's child process sets up its environment as a worker does (bench.runs.worker.prepare_environment)
     ("runs", ("bench.runs", "bench.hardware.probe")),
     ("output", ("bench.output", "bench.schemas")),

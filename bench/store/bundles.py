@@ -1,0 +1,41 @@
+"""The machine bundles (bench.bundle/1, the Machines page) kept in the store's file, each whole, as its JSON text."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from bench import records
+from bench.store.connection import StoreFile
+
+
+class BundleStore:
+    """The bundles of one store file (``Store(...).bundles``)."""
+
+    def __init__(self, file: StoreFile):
+        self._file = file
+
+    def add(self, doc: Mapping[str, Any]) -> tuple[int, bool]:
+        """Keep a machine bundle; (its id, whether it is new): the same bundle imported twice is kept once. The
+        document's text is made before anything is written: one that cannot be written stores nothing."""
+        text = records.json_text(doc, indent=None)
+        label = doc.get("label")
+        with self._file._op() as con:
+            row = con.execute("SELECT id FROM bundles WHERE doc = ?", (text,)).fetchone()
+            if row is not None:
+                return int(row[0]), False
+            cur = con.execute("INSERT INTO bundles (added_at, label, doc) VALUES (?, ?, ?)",
+                              (time.time(), label if isinstance(label, str) else None, text))
+            assert cur.lastrowid is not None
+            return int(cur.lastrowid), True
+
+    def list(self) -> list[tuple[int, dict[str, Any]]]:
+        """Every kept bundle, oldest first, as (id, document) (checked by records.load_bundle when read)."""
+        with self._file._op() as con:
+            return [(int(i), json.loads(doc)) for i, doc in con.execute("SELECT id, doc FROM bundles ORDER BY id")]
+
+    def delete(self, bundle_id: int) -> bool:
+        with self._file._op() as con:
+            return con.execute("DELETE FROM bundles WHERE id = ?", (bundle_id,)).rowcount > 0
