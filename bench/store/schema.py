@@ -162,8 +162,11 @@ def migrate(con: sqlite3.Connection, path: object) -> int:
     Raises:
         StoreTooNew: the file's version is newer than this one knows; nothing is changed.
     """
+    stated = int(con.execute("PRAGMA user_version").fetchone()[0])
+    if stated > VERSION:
+        raise too_new(stated, path)  # before anything is written, the journal mode included
     con.execute("PRAGMA journal_mode=WAL")  # persistent in the file; readers never block the writer
-    if int(con.execute("PRAGMA user_version").fetchone()[0]) == VERSION:
+    if stated == VERSION:
         return VERSION  # the usual open: nothing to take a write lock for
     if con.in_transaction:
         con.commit()

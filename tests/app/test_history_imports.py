@@ -1,0 +1,46 @@
+"""An imported run on the pages: History's table says where each run was measured ("here", or where an import came
+from), and the Train page, showing the last stored run, says an imported one was not measured here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from bench.output import report
+from bench.store import Store
+from tests.app.test_history_unreadable import _run
+from tests.app.test_pages import shown
+from tests.unit.test_report import make_record
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def app(page: str) -> AppTest:
+    return AppTest.from_file(str(ROOT / page), default_timeout=30)
+
+
+def test_history_marks_each_imported_run(isolated_store: Path) -> None:
+    store = Store(isolated_store)
+    here = _run(store)
+    [imported] = report.import_into_store(store, make_record(run_id=here), source="file lab.json")
+    at = app("pages/history.py").run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    measured = dict(zip(table["id"], table["measured"]))
+    assert measured == {here: "here", imported: f"imported from file lab.json, run #{here} there"}
+
+
+def test_train_says_the_last_stored_run_was_imported(isolated_store: Path) -> None:
+    store = Store(isolated_store)
+    [imported] = report.import_into_store(store, make_record(), source="file lab.json")
+    st.cache_resource.clear()  # a server started on this store
+    try:
+        at = app("pages/train.py").run()
+        assert not at.exception, at.exception
+        status = " ".join(shown(m.value) for m in at.markdown)
+        assert f"Run #{imported} **finished**" in status, status
+        assert "**imported from file lab.json, run #7 there: not measured here**" in status, status
+    finally:
+        st.cache_resource.clear()
