@@ -85,7 +85,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export_raw(args: argparse.Namespace) -> int:
-    """``export N --raw``: the run's rows as the store holds them (store_rows.RawRun), read or not, as JSON."""
+    """``export N --raw``: the run's rows as the store holds them (bench.store.RawRun), read or not, as JSON."""
     from bench.output import report
     from bench.store import Store
 

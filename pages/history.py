@@ -124,7 +124,10 @@ if uploaded is not None and st.button("Import", key="hist_import_go"):
         with common.store_errors():
             done = report.import_record(manager.store, report.load_record_file(uploaded.getvalue()),
                                         source=f"upload {uploaded.name}")
-        said = done.said()
-        (st.success if done.new else st.info)(escape(said[:1].upper() + said[1:], limit=600))
+        ids = ", ".join(f"#{i:d}" for i in done.ids)
+        if done.new:
+            st.success(f"Imported as {ids}")
+        else:
+            st.info(f"Already imported as {ids}: nothing changed")
     except report.RecordError as exc:
         st.error(f"Not imported: {escape(exc, limit=600)}")

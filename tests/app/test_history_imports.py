@@ -44,3 +44,23 @@ def test_train_says_the_last_stored_run_was_imported(isolated_store: Path) -> No
         assert "**imported from file lab.json, run #7 there: not measured here**" in status, status
     finally:
         st.cache_resource.clear()
+
+
+def test_history_upload_of_the_same_file_twice_says_already_imported(isolated_store: Path) -> None:
+    from ui.common import get_manager
+
+    data = report.to_json(report.validate_record(make_record(run_id=3))).encode()
+    st.cache_resource.clear()
+    try:
+        at = app("pages/history.py").run()
+        at.file_uploader(key="hist_import").set_value(("lab.json", data, "application/json")).run()
+        at.button(key="hist_import_go").click().run()
+        assert not at.exception and [s.value for s in at.success] == ["Imported as #1"]
+        at.button(key="hist_import_go").click().run()
+        assert not at.exception and [i.value for i in at.info] == ["Already imported as #1: nothing changed"]
+        [run] = get_manager().store.list_runs()
+        assert run.info.extra["imported_from"] == "upload lab.json"
+        table = at.dataframe[0].value
+        assert list(table["measured"]) == ["imported from upload lab.json, run #3 there"]
+    finally:
+        st.cache_resource.clear()
