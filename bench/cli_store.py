@@ -56,8 +56,7 @@ def _provenance(run: RunRecord) -> dict[str, object] | None:
     info = run.info
     if not info.imported:
         return None
-    where = info.extra.get("imported_from") if isinstance(info.extra, dict) else None
-    return {"from": where, "source_id": info.source_id, "imported_at": info.imported_at,
+    return {"from": display.imported_from(info), "source_id": info.source_id, "imported_at": info.imported_at,
             "source_hardware": info.source_hardware}
 
 

@@ -81,9 +81,18 @@ def imported(info: Any) -> str | None:
     kept key ``imported_from``)."""
     if not getattr(info, "imported", None):
         return None
-    extra = getattr(info, "extra", None) or {}
-    where = extra.get("imported_from") if isinstance(extra, dict) else None
+    where = imported_from(info)
     source_id = getattr(info, "source_id", None)
-    text = "imported" + (f" from {where}" if isinstance(where, str) and where else "")
+    text = "imported" + (f" from {where}" if where else "")
     return text + (f", run #{source_id} there" if isinstance(source_id, int) and not isinstance(source_id, bool)
                    else "")
+
+
+def imported_from(info: Any) -> str | None:
+    """The ``imported_from`` a run's info keeps among the keys its type does not declare (the store sets it from its
+    import columns), or None."""
+    for extra in (getattr(info, "extra", None), getattr(info, "model_extra", None)):
+        where = extra.get("imported_from") if isinstance(extra, dict) else None
+        if isinstance(where, str) and where:
+            return where
+    return None

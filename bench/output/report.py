@@ -456,9 +456,9 @@ def record_digest(record: Importable) -> str:
 
 def _source_text(source: str) -> str:
     """Where an import came from, as the store keeps it: valid UTF-8 (a file name's undecodable bytes escaped), one
-    line, at most 300 characters."""
-    text = source.encode("utf-8", "backslashreplace").decode("utf-8")
-    return " ".join(text.split())[:300] or "a file"
+    line without controls or bidi marks (each shown as "?"), at most 300 characters."""
+    text = " ".join(source.encode("utf-8", "backslashreplace").decode("utf-8").split())
+    return "".join(ch if ch.isprintable() else "?" for ch in text)[:300] or "a file"
 
 
 def _imported_run(run: records.RunRecord, source: str, now: float) -> ImportedRun:

@@ -64,3 +64,23 @@ def test_history_upload_of_the_same_file_twice_says_already_imported(isolated_st
         assert list(table["measured"]) == ["imported from upload lab.json, run #3 there"]
     finally:
         st.cache_resource.clear()
+
+
+def test_a_comparison_of_selected_runs_names_the_imported_one(isolated_store: Path) -> None:
+    store = Store(isolated_store)
+    here = _run(store)
+    [imported] = report.import_into_store(store, make_record(run_id=here), source="file lab.json")
+
+    def page(path: str, ids: list[int]) -> None:
+        from bench.store import Store
+        from ui import results
+
+        chosen = Store(path)
+        results.show_comparison([chosen.get_run(i) for i in ids], key="t")
+
+    at = AppTest.from_function(page, args=(str(isolated_store), [here, imported]), default_timeout=30).run()
+    assert not at.exception, at.exception
+    captions = " ".join(shown(c.value) for c in at.caption)
+    assert f"Not measured here: #{imported} cpu (imported): imported from file lab.json, run #{here} there" \
+        in captions, captions
+    assert f"#{here} cpu:" not in captions, "the run measured here is not named as imported"

@@ -279,3 +279,11 @@ def test_a_bundle_import_that_fails_stores_nothing(isolated_store: Path, tmp_pat
     code, out, err = run_cli(["import", str(path)], capsys)
     assert code == 2 and "not valid Unicode" in err and "Traceback" not in err
     assert Store(isolated_store).bundles.list() == []
+
+
+def test_where_an_import_came_from_is_kept_as_one_clean_line(isolated_store: Path) -> None:
+    store = Store(isolated_store)
+    name = "lab\udcff\x1b[31m\u202eevil\nrun.json"  # an undecodable byte, a terminal escape, a bidi mark, a newline
+    [new_id] = report.import_into_store(store, make_record(), source=f"file {name}")
+    where = store.get_run(new_id).info.extra["imported_from"]
+    assert where == "file lab\\udcff?[31m?evil run.json"
