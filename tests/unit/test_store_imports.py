@@ -287,3 +287,17 @@ def test_where_an_import_came_from_is_kept_as_one_clean_line(isolated_store: Pat
     [new_id] = report.import_into_store(store, make_record(), source=f"file {name}")
     where = store.get_run(new_id).info.extra["imported_from"]
     assert where == "file lab\\udcff?[31m?evil run.json"
+
+
+def test_a_multi_worker_record_imported_whole_reads_as_one_run_with_its_members(isolated_store: Path) -> None:
+    store = Store(isolated_store)
+    cluster = {"id": "c1", "size": 2, "workers": ["a:1", "b:1"]}
+    local = stored_run(store)  # a run measured here in a cluster of the same id
+    store.update_run(local, info={"cluster": cluster | {"index": 0}})
+    lead, member = make_record(run_id=10), make_record(run_id=11)
+    lead["info"]["cluster"], member["info"]["cluster"] = cluster | {"index": 0}, cluster | {"index": 1}
+    ids = report.import_into_store(store, lead | {"members": [member]})
+    assert len(ids) == 2
+    assert sorted(r.id for r in store.list_runs()) == [local, ids[0]]
+    assert [m.id for m in store.get_run(ids[0]).members] == [ids[1]]
+    assert store.get_run(local).members == ()
