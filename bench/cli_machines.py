@@ -26,26 +26,13 @@ def import_bundle(path: str) -> int:
 
     try:
         bundle = gallery.read_bundle(path)
-        doc = bundle.to_dict()
-        # everything said and kept is made before anything is stored: a bundle that fails stores nothing
-        name = terminal(machines.machine_name(bundle))
-        _text_ok(json.dumps(doc, ensure_ascii=False, default=str) + name)
+        name = terminal(machines.machine_name(bundle))  # what is said is made before anything is stored
+        bundle_id, new = Store().bundles.add(bundle.to_dict())  # one it cannot keep whole: RecordError, nothing kept
     except report.RecordError as exc:
         raise UsageError(str(exc)) from None
-    bundle_id, new = Store().bundles.add(doc)
     print(f"{'imported' if new else 'already in the store:'} machine bundle #{bundle_id} "
           f"({name}, {len(bundle.runs)} runs); `{PROG} machines` ranks it")
     return 0
-
-
-def _text_ok(text: str) -> None:
-    """RecordError where ``text`` (a bundle's JSON and what is said of it) is not valid Unicode (a lone surrogate
-    escaped in its JSON): nothing could show or keep it whole."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise records.RecordError(f"the bundle holds text that is not valid Unicode ({exc.object[exc.start:exc.end]!a} "
-                                  f"at character {exc.start}); write the file again with valid text") from None
 
 
 def names_a_bundle(path: str) -> bool:

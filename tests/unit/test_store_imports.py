@@ -301,3 +301,15 @@ def test_a_multi_worker_record_imported_whole_reads_as_one_run_with_its_members(
     assert sorted(r.id for r in store.list_runs()) == [local, ids[0]]
     assert [m.id for m in store.get_run(ids[0]).members] == [ids[1]]
     assert store.get_run(local).members == ()
+
+
+def test_the_bundle_store_keeps_no_bundle_it_cannot_keep_whole(isolated_store: Path) -> None:
+    from bench.errors import RecordError
+
+    shipped = Path(__file__).resolve().parents[2] / "docs" / "results" / "bundle-cpu-2core.json"
+    doc = json.loads(shipped.read_text())
+    doc["notes"] = "fine \ud800 text"
+    store = Store(isolated_store)
+    with pytest.raises(RecordError, match="not valid Unicode"):
+        store.bundles.add(doc)
+    assert store.bundles.list() == []
