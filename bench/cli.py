@@ -490,7 +490,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     _write_json(out, doc)
     store = _open_store()
     if store is not None:
-        store.add_bundle(doc)
+        store.bundles.add(doc)
     print(f"wrote {out}: {len(doc['runs'])} of {len(configs)} runs ({doc['notes']})")
     manager.shutdown()
     return 0 if len(doc["runs"]) == len(configs) else 1

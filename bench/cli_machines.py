@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,25 +18,25 @@ from bench.safe_text import terminal
 
 
 def import_bundle(path: str) -> int:
-    """``bench import`` of a machine bundle: kept once in the store, then ranked by ``bench machines``."""
+    """``bench import`` of a machine bundle: kept once in the store, then ranked by ``bench machines``; one that
+    cannot be read, shown or kept whole stores nothing (exit 2, saying why)."""
     from bench.analysis import machines
     from bench.output import gallery, report
     from bench.store import Store
 
     try:
         bundle = gallery.read_bundle(path)
+        name = terminal(machines.machine_name(bundle))  # what is said is made before anything is stored
+        bundle_id, new = Store().bundles.add(bundle.to_dict())  # one it cannot keep whole: RecordError, nothing kept
     except report.RecordError as exc:
         raise UsageError(str(exc)) from None
-    bundle_id, new = Store().add_bundle(bundle.to_dict())
     print(f"{'imported' if new else 'already in the store:'} machine bundle #{bundle_id} "
-          f"({machines.machine_name(bundle)}, {len(bundle.runs)} runs); `{PROG} machines` ranks it")
+          f"({name}, {len(bundle.runs)} runs); `{PROG} machines` ranks it")
     return 0
 
 
 def names_a_bundle(path: str) -> bool:
     """Whether a file to import says it is a machine bundle (bench.bundle/1); anything else is read as a record."""
-    import json
-
     from bench.output import gallery
 
     try:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from bench import cli_machines, safe_text, settings
 from bench import records as records_module
 from bench.analysis import metrics
+from bench.output import display
 from bench.cli_args import MLFLOW_FROM_ENV, PROG, UsageError
 from bench.records import RunRecord
 
@@ -33,6 +34,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             "steady_epoch_seconds": steady,
             "created_at": r.created_at,
             "label": r.label,
+            "imported": _provenance(r),
         } for r, steady in runs]))
         for odd in listing.unreadable:  # stdout stays a list of runs; each unreadable one is said apart
             print(safe_text.terminal(odd.message), file=sys.stderr)
@@ -40,11 +42,22 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs and not listing.unreadable:
         print("no runs stored yet: try `python -m bench run`")
     for run, steady in runs:
+        origin = display.imported(run.info)
         print(f"{run.id:>5}  {str(run.status):<11} {len(run.epochs):>3} epochs  "
-              f"steady {metrics.format_seconds(steady):>9}  {safe_text.terminal(run.label or '')}")
+              f"steady {metrics.format_seconds(steady):>9}  {safe_text.terminal(run.label or '')}"
+              + (f"  [{safe_text.terminal(origin)}]" if origin else ""))
     for odd in listing.unreadable:
         print(safe_text.terminal(odd.message))
     return 0
+
+
+def _provenance(run: RunRecord) -> dict[str, object] | None:
+    """``bench runs --json``'s word on where a run came from: None for one measured here, else the import's source."""
+    info = run.info
+    if not info.imported:
+        return None
+    return {"from": display.imported_from(info), "source_id": info.source_id, "imported_at": info.imported_at,
+            "source_hardware": info.source_hardware}
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -71,7 +84,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export_raw(args: argparse.Namespace) -> int:
-    """``export N --raw``: the run's rows as the store holds them (store_rows.RawRun), read or not, as JSON."""
+    """``export N --raw``: the run's rows as the store holds them (bench.store.RawRun), read or not, as JSON."""
     from bench.output import report
     from bench.store import Store
 
@@ -97,8 +110,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         record = report.load_record_file(args.path if uri is None else _mlflow_record(uri, args.path))
     except report.RecordError as exc:
         raise UsageError(str(exc)) from None
-    ids = report.import_into_store(Store(), record)
-    print(f"imported {len(ids)} run(s) as {', '.join(f'#{i}' for i in ids)}")
+    source = f"file {Path(args.path).name}" if uri is None else \
+        f"MLflow run {args.path.removeprefix('mlflow:').strip()} at {uri}"
+    print(report.import_record(Store(), record, source=source).said())
     return 0
 
 

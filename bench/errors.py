@@ -39,4 +39,4 @@ class RunReplaced(StoreError):
 class RunUnreadable(StoreError):
     """A stored run's rows hold what this version cannot read (a column that is not JSON, a field of the wrong kind,
     a table from another version): the message names the run, the field and what it held, and how to export the raw
-    rows or delete the run (bench.store_rows.UnreadableRun.error)."""
+    rows or delete the run (bench.store.rows.UnreadableRun.error)."""

@@ -46,8 +46,8 @@ for run in runs:
         "mean CPU %": summary.mean_cpu_percent,
         "mean GPU %": summary.mean_gpu_util_percent,
         "workers": info.cluster.size if info.cluster else 1,
-        "trained on": display.short_device(info.placement) if info.placement
-        else ("imported" if info.imported else display.MISSING),
+        "measured": display.imported(info) or "here",
+        "trained on": display.short_device(info.placement) if info.placement else display.MISSING,
         "device (full name)": info.placement or display.MISSING,
         "when": display.when(run.created_at),
     })
@@ -67,6 +67,9 @@ columns.update({
     "mean CPU %": st.column_config.TextColumn("mean CPU %", alignment="right", help="whole machine, steady epochs"),
     "mean GPU %": st.column_config.TextColumn("mean GPU %", alignment="right",
                                               help="NVML utilization, steady epochs; — when no GPU was sampled"),
+    "measured": st.column_config.TextColumn(
+        "measured", help="'here': a run of this store; 'imported from ...': a run measured elsewhere and imported "
+                         "(a file, an upload, an MLflow run), never a measurement of this machine"),
     "trained on": st.column_config.TextColumn(
         "trained on", help="Where the model's weights lived. The framework's full device name is in the hidden "
                            "column 'device (full name)': show it from the table's column menu."),
@@ -119,7 +122,12 @@ uploaded = st.file_uploader("A JSON run or comparison (from `python -m bench ...
 if uploaded is not None and st.button("Import", key="hist_import_go"):
     try:
         with common.store_errors():
-            ids = report.import_into_store(manager.store, report.load_record_file(uploaded.getvalue()))
-        st.success(f"Imported as {', '.join(f'#{i:d}' for i in ids)}")
+            done = report.import_record(manager.store, report.load_record_file(uploaded.getvalue()),
+                                        source=f"upload {uploaded.name}")
+        ids = ", ".join(f"#{i:d}" for i in done.ids)
+        if done.new:
+            st.success(f"Imported as {ids}")
+        else:
+            st.info(f"Already imported as {ids}: nothing changed")
     except report.RecordError as exc:
         st.error(f"Not imported: {escape(exc, limit=600)}")

@@ -35,7 +35,7 @@ with st.expander("Add a machine bundle", icon=":material/upload_file:"):
                 st.error("The run store is not available, so the bundle cannot be kept.")
             else:
                 with common.store_errors():
-                    manager.store.add_bundle(bundle.to_dict())
+                    manager.store.bundles.add(bundle.to_dict())
                     st.session_state["mach_uploaded"] = upload.file_id
                     st.toast(f"Added {escape(M.machine_name(bundle), limit=200)}")
         except RecordError as exc:

@@ -62,6 +62,9 @@ def status_parts(snap: RunSnapshot) -> list[tuple[str, bool]]:
         parts += [(" · trained on ", False), (display.short_device(where), True)]
     if snap.owner:
         parts.append((f" · run by {snap.owner} (shown from the store)", False))
+    origin = display.imported(snap.info)
+    if origin:  # a stored run measured elsewhere never reads as this machine's
+        parts += [(" · ", False), (f"{origin}: not measured here", True)]
     return parts
 
 

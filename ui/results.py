@@ -181,8 +181,9 @@ def group_runs(manager: JobManager, group: RunGroup) -> list[RunSnapshot]:
 
 
 def run_label(record: RunRecord) -> str:
-    """'#12 cpu', and for a member of a multi-worker run '#12 cpu · worker 1'."""
-    return _label(record.id, compare.target(record), record.info)
+    """'#12 cpu', for a member of a multi-worker run '#12 cpu · worker 1', and for an imported run
+    '#12 cpu (imported)'."""
+    return _label(record.id, compare.target(record), record.info) + (" (imported)" if record.info.imported else "")
 
 
 def snapshot_label(snap: RunSnapshot) -> str:
@@ -309,6 +310,9 @@ def own_reference_rows(records: Sequence[RunRecord]) -> list[dict[str, str]]:
 
 def show_comparison(records: Sequence[RunRecord], *, key: str,
                     cache_key: tuple[Any, ...] | None = None, prices: Mapping[str, float] | None = None) -> None:
+    origins = [f"{run_label(r)}: {display.imported(r.info)}" for r in records if r.info.imported]
+    if origins:  # an imported run is never shown as a measurement of this machine
+        st.caption("Not measured here: " + escape("; ".join(origins), limit=600))
     headline_block(records, prices)
     comparison_charts(records, key=key, cache_key=cache_key)
     reference_panel(records)

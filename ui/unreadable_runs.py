@@ -1,4 +1,4 @@
-"""History's lines for the stored runs this version cannot read (``bench.store_rows.UnreadableRun``): what is wrong,
+"""History's lines for the stored runs this version cannot read (``bench.store.UnreadableRun``): what is wrong,
 their raw rows to download and a delete, so that one odd row neither takes the page down nor hides. What a line
 shows of the row (its reason quotes what a column held) is outside text, escaped."""
 
@@ -9,8 +9,7 @@ from collections.abc import Callable, Sequence
 import streamlit as st
 
 from bench import records
-from bench.store import Store
-from bench.store_rows import UnreadableRun
+from bench.store import Store, UnreadableRun
 from ui import common
 from ui.safe_text import escape
 

@@ -73,3 +73,26 @@ def when(epoch_s: Any) -> str:
 def cost(value: float | None) -> str:
     """A price in the CLI's tables: three significant figures, or scientific below 0.001; an em dash when unknown."""
     return "—" if value is None else f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
+
+
+def imported(info: Any) -> str | None:
+    """Where an imported run came from, in words ("imported from file run-7.json, run #7 there"), for every place a
+    stored run shows; None for a run measured here. ``info``: a run's RunInfo (``imported``, ``source_id`` and the
+    kept key ``imported_from``)."""
+    if not getattr(info, "imported", None):
+        return None
+    where = imported_from(info)
+    source_id = getattr(info, "source_id", None)
+    text = "imported" + (f" from {where}" if where else "")
+    return text + (f", run #{source_id} there" if isinstance(source_id, int) and not isinstance(source_id, bool)
+                   else "")
+
+
+def imported_from(info: Any) -> str | None:
+    """The ``imported_from`` a run's info keeps among the keys its type does not declare (the store sets it from its
+    import columns), or None."""
+    for extra in (getattr(info, "extra", None), getattr(info, "model_extra", None)):
+        where = extra.get("imported_from") if isinstance(extra, dict) else None
+        if isinstance(where, str) and where:
+            return where
+    return None

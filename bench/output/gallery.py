@@ -73,7 +73,7 @@ def shipped_machines(folder: Path = SHIPPED_DIR) -> tuple[list[M.Machine], list[
 def stored_machines(store: Any) -> tuple[list[M.Machine], list[str]]:
     """The bundles kept in the store (``bench import``, an upload, ``bench suite``), and what could not be read."""
     found, problems = [], []
-    for bundle_id, doc in store.list_bundles():
+    for bundle_id, doc in store.bundles.list():
         try:
             found.append(M.Machine(f"store:{bundle_id}", "store", records.load_bundle(doc)))
         except RecordError as exc:

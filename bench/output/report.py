@@ -11,9 +11,9 @@ against this machine's hardware.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
+import hashlib
 import html
 import io
 import json
@@ -25,15 +25,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import records, safe_text
-from bench.output import charts
+from bench import limits, records, safe_text
+from bench.output import charts, display
 from bench.analysis import compare, metrics, run_summary
 from bench.readings import Epoch, Sample, is_int, is_number
 from bench.records import ACTIVE as ACTIVE_STATUSES
 from bench.records import EXPORT_HINT, RecordError, RunRecord
 from bench.record_types import RecordedHardware
 from bench.run_info import RunError
-from bench.errors import RunUnreadable
+from bench.store.imports import ImportedRun, Source
 
 Importable = records.RunRecord | records.Comparison  # what a file or an export holds: one run, or a comparison
 
@@ -207,8 +207,18 @@ def _samples_frame(samples: Sequence[Sample]) -> Any:
 
 
 
+def _run_row(record: RunRecord) -> dict[str, Any]:
+    """The run's one row of ``run.csv``: what it is and where it was measured (an imported run says so)."""
+    info = record.info
+    return {"id": record.id, "label": run_label(record), "status": str(record.status),
+            "hardware": hardware_label(record.hardware), "measured": "imported" if info.imported else "here",
+            "imported_from": display.imported(info) or "", "source_id": info.source_id,
+            "imported_at": info.imported_at}
+
+
 def to_csv(record: Importable) -> dict[str, str]:
-    """CSV text per table: ``epochs.csv`` and ``samples.csv`` (samples flattened: ``cpu_core_N``, ``gpuI_field``).
+    """CSV text per table: ``run.csv`` (the run in one row: where it was measured, an import's source),
+    ``epochs.csv`` and ``samples.csv`` (samples flattened: ``cpu_core_N``, ``gpuI_field``).
 
     A comparison gives ``comparison.csv`` plus ``N-run-ID-epochs.csv`` / ``N-run-ID-samples.csv`` per run.
     Missing readings are empty cells.
@@ -224,6 +234,7 @@ def to_csv(record: Importable) -> dict[str, str]:
                 files[f"{i + 1}-run-{run.id}-{name}"] = text
         return files
     return {
+        "run.csv": spreadsheet_safe(pd.DataFrame([_run_row(record)])).to_csv(index=False),
         "epochs.csv": spreadsheet_safe(_epochs_frame(record.epochs)).to_csv(index=False),
         "samples.csv": spreadsheet_safe(_samples_frame(record.samples)).to_csv(index=False),
     }
@@ -279,14 +290,16 @@ def _run_section(record: RunRecord, name: str) -> str:
         ("mean GPU utilization", _fmt_number(summary.mean_gpu_util_percent, ".0f", " %")),
         ("peak worker memory", _fmt_number(summary.peak_process_rss_mib, ",.0f", " MiB")),
     ]
-    if info.imported:
-        facts.append(("imported from", info.source_hardware or "another machine"))
+    origin = display.imported(info)
+    facts.insert(1, ("measured", f"{origin}; on {info.source_hardware or 'another machine'}, not here" if origin
+                     else "here, by this store's own run"))
     if error:
         facts.append(("error", f"{error.headline} — {error.hint or ''}"))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
     config_rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e('—' if v is None else v)}</td></tr>"
                           for k, v in record.config.to_dict().items())
-    return (f"<section class='run'><h2>{_e(name)}</h2><p>{_e(_run_headline(record))}</p>"
+    mark = " (imported)" if origin else ""
+    return (f"<section class='run'><h2>{_e(name)}{mark}</h2><p>{_e(_run_headline(record))}</p>"
             f"<table>{rows}</table><h3>Configuration</h3><table class='config'>{config_rows}</table></section>")
 
 
@@ -420,70 +433,77 @@ def load_record_file(path_or_bytes: str | os.PathLike[str] | bytes | bytearray |
     return validate_record(data)
 
 
-def _partial_copy(store: Any, run: records.RunRecord) -> int | None:
-    """The id of this run's own copy in ``store`` when the store holds one (the same id, creation time and config:
-    a run whose store failed mid-way, and whose whole record the CLI kept in a file), else None."""
-    run_id = run.id
-    if not isinstance(run_id, int) or not is_int(run_id) or run_id < 1 or not is_number(run.created_at):
-        return None
-    try:
-        stored = store.get_run(run_id, with_samples=False)
-    except RunUnreadable:  # the id's row cannot be read here: the file is imported as a new run
-        return None
-    if stored is None or stored.created_at != run.created_at or stored.config != run.config:
-        return None
-    if len(stored.epochs) > len(run.epochs):
-        return None  # the store holds more of it than the file: nothing to complete
-    return run_id
+@dataclasses.dataclass(frozen=True)
+class Imported:
+    """What an import did: the ids of the runs it stored (``new``), or of the runs the same record was imported as
+    before (not ``new``: nothing was written)."""
+
+    ids: list[int]
+    new: bool
+
+    def said(self) -> str:
+        """The line the CLI and the History page show."""
+        ids = ", ".join(f"#{i:d}" for i in self.ids)
+        return f"imported {len(self.ids)} run(s) as {ids}" if self.new else f"already imported as {ids}: nothing changed"
 
 
-def import_into_store(store: Any, record: Importable | Mapping[str, Any]) -> list[int]:
-    """Write the run(s) of a record or comparison into ``store`` as new runs; returns their new ids, in order. A run
-    whose own partial copy is in the store (see :func:`_partial_copy`) replaces that copy and keeps its id.
+def record_digest(record: Importable) -> str:
+    """The content of a checked record as a digest: the same record, from the same file or another copy, gives the
+    same digest (key order and layout aside)."""
+    text = json.dumps(record.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
-    Status is kept, except that a run still active when exported (queued/starting/running) is stored as
-    ``interrupted`` (``info.imported_status`` keeps the original), since nothing here will finish it. ``info`` gains
-    ``imported: True``, ``source_hardware``, ``source_id`` and ``imported_at``; the label is prefixed ``imported: ``;
-    the summary is recomputed from the epochs and samples. A run whose epochs or samples fail to write is removed.
+
+def _source_text(source: str) -> str:
+    """Where an import came from, as the store keeps it: valid UTF-8 (a file name's undecodable bytes escaped), one
+    line without controls or bidi marks (each shown as "?"), at most 300 characters."""
+    text = " ".join(source.encode("utf-8", "backslashreplace").decode("utf-8").split())
+    return "".join(ch if ch.isprintable() else "?" for ch in text)[:300] or "a file"
+
+
+def _imported_run(run: records.RunRecord, source: str, now: float) -> ImportedRun:
+    """One run of an imported record as the store keeps it: a run of its own, marked as imported. Status is kept,
+    except that a run still active when exported (queued/starting/running) is stored as ``interrupted``
+    (``info.imported_status`` keeps the original), since nothing here will finish it. ``info`` gains ``imported``,
+    ``source_hardware``, ``source_id``, ``imported_at`` and ``imported_from``; the label is prefixed ``imported: ``;
+    the summary is recomputed from the epochs and samples."""
+    label = run_label(run)
+    if not label.startswith(IMPORTED_PREFIX):
+        label = IMPORTED_PREFIX + label
+    source_id = run.id if is_int(run.id) and limits.problem(run.id, "source_id") is None else None
+    info = run.info.updated(imported=True, source_hardware=hardware_label(run.hardware), source_id=source_id,
+                            imported_at=now, imported_from=source)
+    status, error = str(run.status), run.error
+    if status in ACTIVE_STATUSES:
+        info = info.updated(imported_status=status)
+        status = records.Status.INTERRUPTED.value
+        error = error or RunError(error_type="Interrupted", message="The run was still active when it was exported.",
+                                  hint="Its finished epochs are kept; start it again for a complete run.")
+    columns = {"created_at": run.created_at if is_number(run.created_at) else now, "started_at": run.started_at,
+               "ended_at": run.ended_at, "status": status, "config": run.config.to_dict(), "hardware": run.hardware,
+               "info": info, "error": error, "label": label,
+               "summary": run_summary.summarize(run.epochs, run.samples, info=info, config=run.config)}
+    return ImportedRun(columns=columns, epochs=[e.to_dict() for e in run.epochs],
+                       samples=[s.to_dict() for s in run.samples], source_id=source_id)
+
+
+def import_record(store: Any, record: Importable | Mapping[str, Any], *, source: str = "a file") -> Imported:
+    """Store the run(s) of a record or comparison as new runs of their own, all or none (``store.imports``): an import
+    never writes into a run it did not make, a run of this machine's or a live one; the runs keep where they came
+    from (``source``, in words: a file's name, an upload, an MLflow run) and their id there, and read as imported
+    everywhere. The same record imported again stores nothing and says which runs it already is.
 
     Raises:
         RecordError: the record is not valid (see :func:`validate_record`).
-        StoreError: the store could not be written.
+        StoreError: the store could not be written (nothing of the record was).
     """
     typed = validate_record(record)
-    ids: list[int] = []
-    for run in runs_of(typed):
-        epochs, samples = [e.to_dict() for e in run.epochs], [s.to_dict() for s in run.samples]
-        partial = _partial_copy(store, run)
-        if partial is not None:  # the store holds the start of this very run: the file completes it in place
-            store.replace_run(partial, status=str(run.status), started_at=run.started_at, ended_at=run.ended_at,
-                              hardware=run.hardware, info=run.info, error=run.error, epochs=epochs, samples=samples,
-                              summary=run_summary.summarize(run.epochs, run.samples, info=run.info, config=run.config))
-            ids.append(partial)
-            continue
-        label = run_label(run)
-        if not label.startswith(IMPORTED_PREFIX):
-            label = IMPORTED_PREFIX + label
-        status = str(run.status)
-        info = run.info.updated(imported=True, source_hardware=hardware_label(run.hardware), source_id=run.id,
-                                imported_at=time.time())
-        error = run.error
-        if status in ACTIVE_STATUSES:
-            info = info.updated(imported_status=status)
-            status = records.Status.INTERRUPTED.value
-            error = error or RunError(error_type="Interrupted", message="The run was still active when it was exported.",
-                                      hint="Its finished epochs are kept; start it again for a complete run.")
-        try:
-            ids.append(store.create_run(run.config.to_dict(), status=status, label=label, created_at=run.created_at))
-            store.update_run(ids[-1], started_at=run.started_at, ended_at=run.ended_at, hardware=run.hardware,
-                             info=info, error=error,
-                             summary=run_summary.summarize(run.epochs, run.samples, info=info, config=run.config))
-            for epoch in epochs:
-                store.add_epoch(ids[-1], epoch)
-            store.add_samples(ids[-1], samples)
-        except BaseException:
-            for run_id in ids:  # all or nothing: no half-imported comparison is left behind
-                with contextlib.suppress(Exception):
-                    store.delete_run(run_id)
-            raise
-    return ids
+    where, now = _source_text(source), time.time()
+    runs = [_imported_run(run, where, now) for run in runs_of(typed)]
+    ids, new = store.imports.add(Source(where=where, digest=record_digest(typed), at=now), runs)
+    return Imported(ids=ids, new=new)
+
+
+def import_into_store(store: Any, record: Importable | Mapping[str, Any], *, source: str = "a file") -> list[int]:
+    """The ids :func:`import_record` gives: the new runs, or those the same record was imported as before."""
+    return import_record(store, record, source=source).ids

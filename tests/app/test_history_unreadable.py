@@ -69,7 +69,7 @@ def test_history_lists_an_unreadable_run_below_the_table_and_deletes_it(isolated
     assert len(download) == 1
     at.button(key=f"hist_unreadable_delete_{odd}").click().run()
     assert not at.exception, at.exception
-    assert store.raw_run(odd) is None and store.unreadable_runs() == []
+    assert store.raw_run(odd) is None and store.listing().unreadable == []
     assert "cannot be read here" not in _lines(at)
     assert list(at.dataframe[0].value["id"]) == [good]
 

@@ -79,7 +79,7 @@ def test_a_size_past_the_measured_range_has_no_figure() -> None:
 
 def test_a_stored_bundle_is_shown_beside_the_shipped_ones() -> None:
     doc = json.loads((ROOT / "docs/results/bundle-cpu-2core.json").read_text()) | {"label": "team workstation"}
-    Store().add_bundle(doc)
+    Store().bundles.add(doc)
     at = app().run()
     assert not at.exception, at.exception
     assert "team workstation" in list(_table(at, 0)["machine"])

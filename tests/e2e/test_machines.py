@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_machines_ranking_read_between_sizes_and_html_report(page, server, tmp_path):
     doc = json.loads((ROOT / "docs/results/bundle-cpu-2core.json").read_text()) | {"label": "team workstation"}
-    store_of(server).add_bundle(doc)
+    store_of(server).bundles.add(doc)
 
     page.goto(server.url + "/machines?mach_model=mlp&mach_size=s&mach_batch=2048"
               "&mach_base=store:1|cpu&mach_prices=shipped:bundle-h100|gpu:0=2.5")
@@ -58,7 +58,7 @@ def test_machines_upload_adds_a_bundle_and_refuses_a_record(page, server, tmp_pa
     wrong = tmp_path / "not-a-bundle.json"
     wrong.write_text(json.dumps({"schema": "bench.run/1"}))
 
-    before = [doc["label"] for _, doc in store_of(server).list_bundles()]
+    before = [doc["label"] for _, doc in store_of(server).bundles.list()]
     page.goto(server.url + "/machines")
     page.get_by_role("heading", name="Machines", exact=True).wait_for(timeout=60_000)
     body = main(page)
@@ -69,5 +69,5 @@ def test_machines_upload_adds_a_bundle_and_refuses_a_record(page, server, tmp_pa
     assert body.get_by_text("uploaded laptop").count() == 0
     body.locator("input[type=file]").set_input_files(str(bundle))
     body.get_by_text("uploaded laptop").first.wait_for(timeout=30_000)
-    assert [doc["label"] for _, doc in store_of(server).list_bundles()] == [*before, "uploaded laptop"]
+    assert [doc["label"] for _, doc in store_of(server).bundles.list()] == [*before, "uploaded laptop"]
     screenshot(page, "machines-uploaded")

@@ -162,9 +162,14 @@ def test_compare_writes_runs_and_the_comparison(main, tmp_path):
     imported = main("import", str(path))
     assert imported.returncode == 0, imported.stderr
     rows = json.loads(main("runs", "--json").stdout)
-    # the file's runs are this store's own runs (same id, time and config): they are completed in place, not copied
-    assert [r["id"] for r in rows] == [r["id"] for r in data["runs"]], "a run imported over itself is kept once"
-    assert f"#{data['runs'][0]['id']}" in imported.stdout
+    # the file's runs carry this store's own runs' ids, times and configs: an import is runs of its own beside them
+    ours = [r["id"] for r in data["runs"]]
+    assert [r["id"] for r in rows if r["imported"] is None] == ours, "the measured runs are left as they were"
+    copies = [r for r in rows if r["imported"] is not None]
+    assert [r["imported"]["source_id"] for r in copies] == ours
+    assert imported.stdout.strip() == "imported 2 run(s) as " + ", ".join(f"#{r['id']}" for r in copies)
+    again = main("import", str(path))
+    assert again.returncode == 0 and "already imported as" in again.stdout
 
 
 @pytest.mark.parametrize(("price", "says"), [

@@ -156,21 +156,20 @@ def test_a_json_path_that_is_a_folder_or_under_a_file_is_refused_before_training
     assert Store().list_runs() == [], "no run was started"
 
 
-def test_a_file_imported_over_its_own_partial_copy_completes_it(tmp_path: Path) -> None:
-    """The store failed mid-run; the CLI kept the whole record in a file; importing it completes the stored copy
-    instead of adding a second run beside it."""
+def test_a_file_carrying_a_stored_runs_identity_is_imported_beside_it(tmp_path: Path) -> None:
+    """The store failed mid-run; the CLI kept the whole record in a file; importing it adds an imported run beside
+    the stored copy, which stays as it was measured (an import never writes into a run it did not make)."""
     store = Store()
     config = RunConfig().to_dict()
     run_id = store.create_run(config, status="running", created_at=1_764_000_000.0)
     store.add_epoch(run_id, {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True})
     full = a_record(id=run_id, config=config)
-    ids = report.import_into_store(store, report.load_record_file(report.to_json(typed(full)).encode()))
-    assert ids == [run_id]
-    runs = store.list_runs()
-    assert [r.id for r in runs] == [run_id], "one run, not the partial one beside the full one"
-    stored = store.get_run(run_id)
-    assert stored.status == "finished" and [e.epoch for e in stored.epochs] == [1, 2]
-    assert len(stored.samples) == 1
+    [new_id] = report.import_into_store(store, report.load_record_file(report.to_json(typed(full)).encode()))
+    assert new_id != run_id
+    stored, imported = store.get_run(run_id), store.get_run(new_id)
+    assert [e.epoch for e in stored.epochs] == [1] and not stored.info.imported
+    assert imported.status == "finished" and [e.epoch for e in imported.epochs] == [1, 2]
+    assert imported.info.imported and imported.info.source_id == run_id and len(imported.samples) == 1
 
 
 def test_a_killed_clis_run_is_not_read_as_running(tmp_path: Path) -> None:

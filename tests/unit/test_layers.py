@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("hardware and frameworks", ("bench.hardware", "bench.training")),
     ("analysis", ("bench.analysis",)),
     # the documents: built with the analysis (a summary computed when missing, a comparison's block)
-    ("documents", ("bench.records", "bench.analysis.machines", "bench.store", "bench.store_rows")),
+    ("documents", ("bench.records", "bench.analysis.machines", "bench.store")),
     ("runs", ("bench.runs",)),
     ("output", ("bench.output", "bench.schemas")),
     ("cli", ("bench.cli", "bench.cli_args", "bench.cli_machines", "bench.cli_store", "bench.__main__")),

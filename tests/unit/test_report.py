@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import csv
 import io
 import json
 import zipfile
@@ -122,21 +123,23 @@ def test_comparison_import_gives_one_row_per_run(tmp_path: Path) -> None:
 
 
 def test_failed_import_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.store import imports
+
     store = Store(tmp_path / "runs.sqlite3")
     doc = report.comparison_record([typed(make_record(run_id=1)), typed(make_record(run_id=2))])
     calls = {"n": 0}
-    real = store.add_samples
+    real = imports.ImportLog._insert
 
-    def flaky(run_id: int, samples: Any) -> None:
+    def flaky(con: Any, source: Any, index: int, run: Any) -> int:
         calls["n"] += 1
         if calls["n"] == 2:
             raise RuntimeError("disk full")
-        real(run_id, samples)
+        return real(con, source, index, run)
 
-    monkeypatch.setattr(store, "add_samples", flaky)
+    monkeypatch.setattr(imports.ImportLog, "_insert", staticmethod(flaky))
     with pytest.raises(RuntimeError, match="disk full"):
         report.import_into_store(store, doc)
-    assert store.list_runs() == []
+    assert calls["n"] == 2 and store.list_runs() == []  # the first run, written, went with the second's failure
 
 
 # -- comparison arithmetic ----------------------------------------------------------------------------------------------
@@ -175,7 +178,9 @@ def test_csv_columns_and_rows() -> None:
     import pandas as pd
 
     files = report.to_csv(typed(make_record()))
-    assert set(files) == {"epochs.csv", "samples.csv"}
+    assert set(files) == {"run.csv", "epochs.csv", "samples.csv"}
+    [run] = list(csv.DictReader(io.StringIO(files["run.csv"])))
+    assert (run["id"], run["measured"], run["imported_from"]) == ("7", "here", "")
     epochs = pd.read_csv(io.StringIO(files["epochs.csv"]))
     assert list(epochs.columns[:4]) == ["epoch", "epoch_seconds", "includes_tracing", "samples_per_s"]
     assert epochs["epoch"].tolist() == [1, 2, 3]
@@ -207,7 +212,7 @@ def test_csv_epochs_spread_energy_over_columns_and_join_reasons() -> None:
 
 def test_csv_zip_holds_csvs_and_json() -> None:
     with zipfile.ZipFile(io.BytesIO(report.to_csv_zip(typed(make_record())))) as archive:
-        assert sorted(archive.namelist()) == ["epochs.csv", "record.json", "samples.csv"]
+        assert sorted(archive.namelist()) == ["epochs.csv", "record.json", "run.csv", "samples.csv"]
         assert json.loads(archive.read("record.json"))["id"] == 7
 
 

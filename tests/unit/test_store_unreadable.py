@@ -18,7 +18,7 @@ from bench.config import RunConfig
 from bench.errors import RunUnreadable, StoreError
 from bench.records import RunRecord
 from bench.store import Store
-from bench.store_rows import RAW_SCHEMA, UnreadableRun, read_run
+from bench.store.rows import RAW_SCHEMA, UnreadableRun, read_run
 
 CONFIG = RunConfig(model="mlp", size="xs", dataset="synthetic-mnist", epochs=2, batch_size=64).to_dict()
 
@@ -100,7 +100,7 @@ def test_a_damaged_row_is_listed_apart_named_with_its_field(damaged):
     listing = store.listing()
     assert [r.id for r in listing.runs] == [first, last], "the good runs are listed"
     assert [r.id for r in store.list_runs()] == [first, last]
-    [unreadable] = store.unreadable_runs()
+    [unreadable] = store.listing().unreadable
     assert isinstance(unreadable, UnreadableRun) and unreadable.id == odd
     assert names in unreadable.reason and quotes in unreadable.reason, unreadable.reason
     assert "fix the file" not in unreadable.reason, "a row is no file: the hint of a file's refusal is left out"
@@ -125,7 +125,7 @@ def test_a_damaged_run_asked_for_says_what_to_do_and_can_be_exported_raw_and_del
     assert isinstance(doc["columns"]["config"], str) and "owner_pid" in doc["columns"], "every column, as text"
     assert store.get_run(first) is not None and store.get_run(last) is not None
     assert store.delete_run(odd)
-    assert store.unreadable_runs() == [] and store.raw_run(odd) is None and store.get_run(odd) is None
+    assert store.listing().unreadable == [] and store.raw_run(odd) is None and store.get_run(odd) is None
     assert [r.id for r in store.list_runs()] == [first, last]
 
 
@@ -151,7 +151,7 @@ def test_a_status_this_version_does_not_know_still_reads_as_interrupted(tmp_path
     run_id = _good_run(store)
     _sql(path, "UPDATE runs SET status = 'paused' WHERE id = ?", run_id)
     [run] = store.list_runs()
-    assert str(run.status) == "interrupted" and store.unreadable_runs() == []
+    assert str(run.status) == "interrupted" and store.listing().unreadable == []
     assert run.error is not None and "'paused'" in run.error.to_dict()["message"]
 
 
@@ -160,7 +160,7 @@ def test_a_time_out_of_its_bounds_reads_as_unknown(tmp_path):
     store = Store(tmp_path / "s.sqlite3")
     run_id = store.create_run(CONFIG, status="finished", created_at=1e308)
     [run] = store.list_runs()
-    assert run.id == run_id and run.created_at is None and store.unreadable_runs() == []
+    assert run.id == run_id and run.created_at is None and store.listing().unreadable == []
 
 
 def test_an_orphan_whose_rows_cannot_be_read_is_still_marked_interrupted(tmp_path):
@@ -171,7 +171,7 @@ def test_an_orphan_whose_rows_cannot_be_read_is_still_marked_interrupted(tmp_pat
     store.add_epoch(run_id, {"epoch": 1, "epoch_seconds": 1.0, "includes_tracing": True})
     _sql(path, "UPDATE runs SET owner_pid = 'x', heartbeat_at = 1.0, hardware = '5' WHERE id = ?", run_id)
     assert store.list_runs() == []
-    [unreadable] = store.unreadable_runs()
+    [unreadable] = store.listing().unreadable
     assert unreadable.id == run_id and "hardware" in unreadable.reason
     with sqlite3.connect(path) as con:
         assert con.execute("SELECT status, summary FROM runs").fetchone() == ("interrupted", None)
@@ -183,7 +183,7 @@ def test_an_ended_run_whose_epochs_cannot_be_read_gets_no_summary_and_breaks_no_
     good, odd = _good_run(store), _good_run(store)
     _sql(path, "UPDATE runs SET summary = NULL")  # an older version's rows: summaries computed on listing
     _sql(path, "UPDATE epochs SET data = 'x' WHERE run_id = ?", odd)
-    assert [r.id for r in store.list_runs()] == [good] and [u.id for u in store.unreadable_runs()] == [odd]
+    assert [r.id for r in store.list_runs()] == [good] and [u.id for u in store.listing().unreadable] == [odd]
     with sqlite3.connect(path) as con:
         summaries = dict(con.execute("SELECT id, summary FROM runs").fetchall())
     assert summaries[good] is not None and summaries[odd] is None

@@ -5,6 +5,10 @@ or an :class:`UnreadableRun` that names the column or field it cannot read and w
 :func:`read_run`, so one odd row never takes a listing down: the store lists it apart (``Store.listing``) and its
 raw rows (:class:`RawRun`) can still be exported or the run deleted.
 
+An imported run's row says so in columns of its own (bench.store.imports): its record's ``info`` reads
+``imported``, ``imported_at``, ``source_id`` and ``imported_from`` from them, whatever its info held, so no imported run
+reads as a local measurement.
+
 Two readings are kept from before the rows were checked: a status this version does not know reads as
 ``interrupted`` (``info.stored_status`` keeps it), and a time column outside its bounds (a row written before imports
 were range-checked) reads as unknown; both runs stay readable.
@@ -19,12 +23,13 @@ from typing import Any, NamedTuple, Union
 
 from bench import limits, records
 from bench.errors import RecordError, RunUnreadable
-from bench.readings import EXPORT_HINT, is_number, show_value
+from bench.readings import EXPORT_HINT, is_int, is_number, show_value
 
 # the runs columns a record is read from (the owner's columns are the store's bookkeeping: Store.owner_of)
 RECORD_COLUMNS = ("id", "created_at", "started_at", "ended_at", "status", "config", "hardware", "info", "error",
                   "summary", "label")
 JSON_COLUMNS = ("config", "hardware", "info", "error", "summary")  # held as JSON text
+IMPORT_COLUMNS = ("imported_at", "import_source", "source_id")  # where an imported run came from
 _NEEDED = ("status", "config")  # no run is read without them; another missing column reads as NULL
 _TIMES = ("created_at", "started_at", "ended_at")
 _ODD_SHAPES = (TypeError, ValueError, KeyError, AttributeError, RecursionError, OverflowError)
@@ -72,6 +77,13 @@ class RawRun:
     def to_dict(self) -> dict[str, Any]:
         return {"schema": RAW_SCHEMA, "id": self.id, "columns": dict(self.columns),
                 "epochs": [dict(e) for e in self.epochs], "samples": [dict(s) for s in self.samples]}
+
+
+def to_column(key: str, value: Any) -> Any:
+    """A run column's value as SQLite holds it: the JSON columns as JSON text (a typed block as its record form)."""
+    if key not in JSON_COLUMNS or value is None:
+        return value
+    return json.dumps(value.to_dict() if hasattr(value, "to_dict") else value)
 
 
 def text_of(raw: bytes) -> str | bytes:
@@ -144,6 +156,8 @@ def _record_fields(row: Mapping[str, Any], epochs: Sequence[Any], samples: Seque
     fields = {column: row.get(column) for column in RECORD_COLUMNS}
     for column in JSON_COLUMNS:
         fields[column] = _json(fields[column], column)
+    if row.get("imported_at") is not None:
+        fields["info"] = _imported_info(row, fields["info"])
     if fields["hardware"] is None:  # not known yet (a queued run)
         fields["hardware"] = {}
     for column in _TIMES:
@@ -154,6 +168,17 @@ def _record_fields(row: Mapping[str, Any], epochs: Sequence[Any], samples: Seque
     if not isinstance(fields["status"], str) or fields["status"] not in records.STATUSES:
         fields = _unknown_status(fields)
     return {key: value for key, value in fields.items() if value is not None}  # NULL: a field not given
+
+
+def _imported_info(row: Mapping[str, Any], info: Any) -> Any:
+    """An imported run's info with the store's own word on where it came from (its import columns) over whatever
+    its info held. An info that is not an object is left for the checked reader to name."""
+    if info is not None and not isinstance(info, dict):
+        return info
+    source_id, where = row.get("source_id"), row.get("import_source")
+    return {**(info or {}), "imported": True, "imported_at": row["imported_at"],
+            "source_id": source_id if is_int(source_id) else None,
+            "imported_from": where if isinstance(where, str) else "another store"}
 
 
 def _json(text: Any, path: str) -> Any:

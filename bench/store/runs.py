@@ -1,10 +1,10 @@
-"""SQLite store of runs, their epochs and their utilization samples (standard library sqlite3).
+"""The run store: runs, their epochs and their utilization samples in the store's SQLite file (bench.store.connection).
 
-One short-lived connection per operation, WAL journal and a busy timeout, so the Streamlit server, its supervisor
-threads and any number of CLI processes can read and write the same file. Every epoch is written as it arrives;
-samples in small batches. A failing store raises StoreError; callers keep the run in memory, retry, and tell the user
-(see jobs.py). A run is its id and its creation stamp together (RunKey): its writer's writes check both, so a store
-file put back from an older copy, holding another run under the same id, is never written into.
+Every epoch is written as it arrives; samples in small batches. A failing store raises StoreError; callers keep the
+run in memory, retry, and tell the user (see jobs.py). A run is its id and its creation stamp together (RunKey): its
+writer's writes check both, so a store file put back from an older copy, holding another run under the same id, is
+never written into. An imported run is a run of its own, written once whole by ``imports`` (bench.store.imports) and
+never written into by a run's writer: it has no owner.
 
 Runs have owners. Each active run records the process that runs it (pid, host, the process's start time) and a
 heartbeat the owner renews every few seconds. A process marks a run ``interrupted`` only when its owner is gone: on
@@ -17,243 +17,54 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import socket
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from dataclasses import dataclass
 from typing import Any
 
-import psutil
-
 from bench import records, settings
-from bench.errors import RunLost, RunReplaced, RunUnreadable, StoreError  # noqa: F401 - callers catch them from here
+from bench.errors import RunLost, RunReplaced, RunUnreadable, StoreError
 from bench.readings import is_int, is_number
-from bench.store_rows import (JSON_COLUMNS, ListingReader, RawRun, RunListing, UnreadableRun, raw_run, read_run,
-                              text_of)
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created_at REAL NOT NULL,
-    started_at REAL,
-    ended_at REAL,
-    status TEXT NOT NULL,
-    config TEXT NOT NULL,
-    hardware TEXT,
-    info TEXT,
-    error TEXT,
-    summary TEXT,
-    label TEXT,
-    owner_pid INTEGER,
-    owner_host TEXT,
-    owner_started REAL,
-    heartbeat_at REAL
-);
-CREATE TABLE IF NOT EXISTS bundles (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    added_at REAL NOT NULL,
-    label TEXT,
-    doc TEXT NOT NULL UNIQUE
-);
-CREATE TABLE IF NOT EXISTS epochs (
-    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    epoch INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (run_id, epoch)
-);
-CREATE TABLE IF NOT EXISTS samples (
-    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    t_s REAL NOT NULL,
-    data TEXT NOT NULL,
-    seq INTEGER
-);
-CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_s);
-"""
-
-# columns added since the first schema, added to older files on open
-_ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "owner_started": "REAL", "heartbeat_at": "REAL"}
+from bench.store.bundles import BundleStore
+from bench.store.connection import StoreFile
+from bench.store.identity import SAME_STAMP_S, Owner, RunKey
+from bench.store.imports import ImportLog
+from bench.store.rows import ListingReader, RawRun, RunListing, UnreadableRun, raw_run, read_run, to_column
 
 ACTIVE_STATUSES = records.ACTIVE
-_START_TIME_SLACK_S = 1.0  # process start times are rounded by the kernel's clock ticks
 
 
-def _column(key: str, value: Any) -> Any:
-    """A run column's value as SQLite holds it: the JSON columns as JSON text (a typed summary as its record form)."""
-    if key not in JSON_COLUMNS or value is None:
-        return value
-    return json.dumps(value.to_dict() if hasattr(value, "to_dict") else value)  # a typed block as its record form
-
-
-@dataclass(frozen=True)
-class Owner:
-    """The process that runs a run: its pid, host name and start time (so a reused pid is not mistaken for it)."""
-
-    pid: int
-    host: str
-    started: float
-
-    @classmethod
-    def current(cls) -> Owner:
-        return cls(pid=os.getpid(), host=socket.gethostname(), started=_process_start(os.getpid()) or 0.0)
-
-    def gone(self, now: float, heartbeat_at: float | None, limit_s: float) -> bool:
-        """Whether this owner can no longer be running its run.
-
-        On this host the process table decides; on another host only the heartbeat can.
-        """
-        if self.host == socket.gethostname():
-            started = _process_start(self.pid)
-            return started is None or (self.started > 0 and abs(started - self.started) > _START_TIME_SLACK_S)
-        return heartbeat_at is None or now - heartbeat_at > limit_s
-
-
-def _process_start(pid: int) -> float | None:
-    """The start time of a live (non-zombie) process, or None if there is none with this pid."""
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return proc.create_time()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
-        return None
-
-
-_SAME_STAMP_S = 1e-6  # created_at goes to a REAL column and back unchanged; this only absorbs a decimal round trip
-
-
-class RunKey(int):
-    """A run's id together with its creation stamp: a run is both, since a store file put back from a copy can hold
-    another run under the same id. It is the id (every call that takes a run id takes it), and the store's writes of
-    a run's progress given one check, in the write's transaction, that the row under the id is this run's: RunLost
-    when there is none, RunReplaced when it is another run's."""
-
-    created_at: float
-
-    def __new__(cls, run_id: int, created_at: float) -> RunKey:
-        key = super().__new__(cls, run_id)
-        key.created_at = float(created_at)
-        return key
-
-    def __getnewargs__(self) -> tuple[int, float]:  # type: ignore[override]  # a copy or pickle keeps the stamp
-        return int(self), self.created_at
-
-    def __repr__(self) -> str:
-        return f"RunKey({int(self)}, created_at={self.created_at!r})"
-
-
-class Store:
-    """Runs, epochs and samples in one SQLite file."""
+class Store(StoreFile):
+    """Runs, epochs and samples in one SQLite file; beside them, in the same file, the machine bundles (``bundles``)
+    and the record of what was imported (``imports``)."""
 
     def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float | None = None):
-        self.path = Path(path) if path is not None else settings.store_path()
-        try:
-            self.busy_timeout_s = busy_timeout_s if busy_timeout_s is not None else settings.store_busy_timeout_s()
-        except ValueError as exc:  # a bad BENCH_STORE_BUSY_TIMEOUT_S: the store cannot be used as configured
-            raise StoreError(str(exc)) from None
-        if self.busy_timeout_s <= 0:
-            raise StoreError(f"busy_timeout_s={busy_timeout_s!r} must be > 0 seconds")
-        self._lock = threading.Lock()
+        super().__init__(path, busy_timeout_s=busy_timeout_s)
         self._listed = ListingReader()  # the last listing's readings, kept while a row is unchanged
         self.owner = Owner.current()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as con:
-                self._create_schema(con)
-                damage = [row[0] for row in con.execute("PRAGMA quick_check(3)")]
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(self._explain(exc)) from exc
-        if damage != ["ok"]:
-            raise StoreError(self._explain(sqlite3.DatabaseError("database disk image is malformed: "
-                                                                 + "; ".join(map(str, damage)))))
-
-    @staticmethod
-    def _create_schema(con: sqlite3.Connection) -> None:
-        """The tables, and the columns added since the first schema: on open, and again on the first connection to
-        a file that is new (deleted while the dashboard ran, say)."""
-        con.execute("PRAGMA journal_mode=WAL")  # persistent in the file; readers never block the writer
-        con.executescript(SCHEMA)
-        have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
-        for name, kind in _ADDED_COLUMNS.items():
-            if name not in have:
-                con.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
-        if "seq" not in {row[1] for row in con.execute("PRAGMA table_info(samples)")}:
-            con.execute("ALTER TABLE samples ADD COLUMN seq INTEGER")
-        # a sample's number in its run: a write retried after it landed adds nothing (NULLs: imported samples)
-        con.execute("CREATE UNIQUE INDEX IF NOT EXISTS samples_seq ON samples(run_id, seq)")
-
-    # ------------------------------------------------------------------------------------------------------------
-    def _explain(self, exc: BaseException) -> str:
-        text = str(exc)
-        hint = "check the disk and permissions, or point BENCH_STORE at a writable file"
-        if any(word in text for word in ("not a database", "malformed", "corrupt")):
-            hint = (f"the file is damaged (it is not an intact SQLite database): move it aside (e.g. `mv {self.path} "
-                    f"{self.path}.damaged`) and a new, empty store is made at the next start, or point BENCH_STORE "
-                    f"at another file")
-        elif "no such table" in text:
-            hint = ("the file lost the store's tables (another program replaced or emptied it); they are made again "
-                    "for the next write, and a running run is written again whole")
-        elif "locked" in text:
-            hint = "another program holds a lock on it; close it or point BENCH_STORE elsewhere"
-        elif "readonly" in text or "read-only" in text or "Permission" in text:
-            hint = "the file or its folder is read-only; point BENCH_STORE at a writable file"
-        elif "full" in text or "No space" in text:
-            hint = "the disk is full; free space or point BENCH_STORE at another disk"
-        return f"The run store at {self.path} failed ({text}): {hint}."
-
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        # deleted (or emptied) since it was opened: the tables are made again before any use
-        new = not self.path.exists() or self.path.stat().st_size == 0
-        con = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
-        con.text_factory = text_of  # TEXT that is not UTF-8 reads as bytes: its row lists as unreadable
-        try:
-            if new:
-                self._create_schema(con)
-            con.execute("PRAGMA foreign_keys=ON")
-            con.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across a process crash, fewer fsyncs
-            with con:
-                yield con
-        finally:
-            con.close()
-
-    @contextmanager
-    def _op(self) -> Iterator[sqlite3.Connection]:
-        try:
-            with self._lock, self._connect() as con:
-                yield con
-        except sqlite3.Error as exc:
-            if "no such table" in str(exc):  # another file put in its place: made whole for the next try
-                self._heal()
-            raise StoreError(self._explain(exc)) from exc
+        self.bundles = BundleStore(self)
+        self.imports = ImportLog(self)
 
     def _check_run(self, con: sqlite3.Connection, run_id: int) -> None:
         """For a RunKey, that the row under its id is this run's, in the transaction of the write that follows (taken
         now, so no other writer comes between): RunLost when there is no row, RunReplaced when it is another run's.
-        A plain id (imports, the CLI's own paths) is written as it is."""
-        if not isinstance(run_id, RunKey):
-            return
+        A plain id (the CLI's own paths) is written as it is; neither is ever an imported run's (``imports``)."""
         if not con.in_transaction:
             con.execute("BEGIN IMMEDIATE")
-        row = con.execute("SELECT created_at FROM runs WHERE id = ?", (int(run_id),)).fetchone()
+        row = con.execute("SELECT created_at, imported_at FROM runs WHERE id = ?", (int(run_id),)).fetchone()
+        if row is not None and row[1] is not None:
+            raise RunReplaced(f"Run {int(run_id)} in the run store at {self.path} is an imported run: nothing is "
+                              f"written into it; its measurements stay as they were imported.")
+        if not isinstance(run_id, RunKey):
+            return
         if row is None:
             raise RunLost(f"The run store at {self.path} no longer holds run {int(run_id)} (the file was deleted or "
                           f"replaced while the run went on): the run is written again whole.")
-        if abs(float(row[0]) - run_id.created_at) > _SAME_STAMP_S:
+        if abs(float(row[0]) - run_id.created_at) > SAME_STAMP_S:
             raise RunReplaced(f"The run store at {self.path} holds another run under id {int(run_id)} (created at "
                               f"{float(row[0]):.6f}, this run at {run_id.created_at:.6f}): the file was replaced, by "
                               f"an older copy perhaps; that run is left as it is.")
-
-    def _heal(self) -> None:
-        try:
-            with self._lock, closing(sqlite3.connect(self.path, timeout=self.busy_timeout_s)) as con, con:
-                self._create_schema(con)
-        except sqlite3.Error:
-            pass  # the caller reports the first error; the next try heals or reports again
 
     # ------------------------------------------------------------------------------------------------------------
     def create_run(self, config: dict[str, Any], *, status: str = records.Status.QUEUED, label: str | None = None,
@@ -283,7 +94,7 @@ class Store:
             raise ValueError(f"unknown run column(s): {sorted(bad)}")
         if not fields:
             return
-        values = [_column(k, v) for k, v in fields.items()]
+        values = [to_column(k, v) for k, v in fields.items()]
         cols = ", ".join(f"{k} = ?" for k in fields)
         with self._op() as con:
             self._check_run(con, run_id)
@@ -322,8 +133,9 @@ class Store:
         now = time.time()
         with self._op() as con:
             con.executemany(
-                "UPDATE runs SET heartbeat_at = ? WHERE id = ? AND (? IS NULL OR abs(created_at - ?) <= ?)",
-                [(now, int(r), stamp, stamp, _SAME_STAMP_S)
+                "UPDATE runs SET heartbeat_at = ? WHERE id = ? AND imported_at IS NULL "
+                "AND (? IS NULL OR abs(created_at - ?) <= ?)",
+                [(now, int(r), stamp, stamp, SAME_STAMP_S)
                  for r in run_ids for stamp in [r.created_at if isinstance(r, RunKey) else None]])
 
     def add_epoch(self, run_id: int, epoch: dict[str, Any]) -> None:
@@ -361,26 +173,6 @@ class Store:
             self._check_run(con, run_id)
             con.executemany("INSERT OR REPLACE INTO epochs (run_id, epoch, data) VALUES (?, ?, ?)",
                             [(int(run_id), int(e["epoch"]), json.dumps(e)) for e in epochs])
-
-    def replace_run(self, run_id: int, *, epochs: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]],
-                    **fields: Any) -> None:
-        """Overwrite a run with its whole record, in one transaction: its columns (as update_run), every epoch and
-        every sample (the stored ones are dropped first, so nothing is there twice)."""
-        allowed = {"status", "started_at", "ended_at", "hardware", "info", "error", "summary"}
-        bad = set(fields) - allowed
-        if bad:
-            raise ValueError(f"unknown run column(s): {sorted(bad)}")
-        values = [_column(k, v) for k, v in fields.items()]
-        cols = ", ".join(f"{k} = ?" for k in fields)
-        with self._op() as con:
-            if con.execute(f"UPDATE runs SET {cols} WHERE id = ?", (*values, run_id)).rowcount == 0:
-                raise sqlite3.OperationalError(f"run {run_id} is not in the store")
-            con.execute("DELETE FROM epochs WHERE run_id = ?", (run_id,))
-            con.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
-            con.executemany("INSERT INTO epochs (run_id, epoch, data) VALUES (?, ?, ?)",
-                            [(run_id, int(e["epoch"]), json.dumps(e)) for e in epochs])
-            con.executemany("INSERT INTO samples (run_id, t_s, data, seq) VALUES (?, ?, ?, ?)",
-                            [(run_id, float(s["t_s"]), json.dumps(s), n) for n, s in enumerate(samples)])
 
     def mark_orphans_interrupted(self, *, heartbeat_limit_s: float | None = None,
                                  now: float | None = None) -> list[int]:
@@ -441,7 +233,7 @@ class Store:
 
     def _read(self, con: sqlite3.Connection, row: dict[str, Any], *,
               with_samples: bool) -> records.RunRecord | UnreadableRun:
-        """A runs row with its epochs (and samples) read into a record, or an UnreadableRun (store_rows.read_run)."""
+        """A runs row with its epochs (and samples) read into a record, or an UnreadableRun (rows.read_run)."""
         run_id = row["id"]
         epochs = [d for (d,) in con.execute("SELECT data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))]
         samples = [d for (d,) in con.execute("SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))
@@ -463,32 +255,10 @@ class Store:
             con.execute("DELETE FROM epochs WHERE run_id = ?", (run_id,))
             return con.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
 
-    # -- machine bundles (bench.bundle/1, the Machines page): kept whole, as their JSON text ---------------------
-    def add_bundle(self, doc: Mapping[str, Any]) -> tuple[int, bool]:
-        """Keep a machine bundle; (its id, whether it is new): the same bundle imported twice is kept once."""
-        text = records.json_text(doc, indent=None)
-        with self._op() as con:
-            row = con.execute("SELECT id FROM bundles WHERE doc = ?", (text,)).fetchone()
-            if row is not None:
-                return int(row[0]), False
-            cur = con.execute("INSERT INTO bundles (added_at, label, doc) VALUES (?, ?, ?)",
-                              (time.time(), doc.get("label"), text))
-            assert cur.lastrowid is not None
-            return int(cur.lastrowid), True
-
-    def list_bundles(self) -> list[tuple[int, dict[str, Any]]]:
-        """Every kept bundle, oldest first, as (id, document) (checked by records.load_bundle when read)."""
-        with self._op() as con:
-            return [(int(i), json.loads(doc)) for i, doc in con.execute("SELECT id, doc FROM bundles ORDER BY id")]
-
-    def delete_bundle(self, bundle_id: int) -> bool:
-        with self._op() as con:
-            return con.execute("DELETE FROM bundles WHERE id = ?", (bundle_id,)).rowcount > 0
-
     # ------------------------------------------------------------------------------------------------------------
     def listing(self) -> RunListing:
         """Every run, oldest first, with its epochs (no samples), and apart the runs this version cannot read (each
-        row is read by store_rows.read_run: one odd row never takes the listing down). Runs whose owner is gone are
+        row is read by rows.read_run: one odd row never takes the listing down). Runs whose owner is gone are
         marked first."""
         try:
             self.mark_orphans_interrupted()
@@ -501,16 +271,13 @@ class Store:
             for run_id, data in con.execute("SELECT run_id, data FROM epochs ORDER BY run_id, epoch"):
                 epochs.setdefault(run_id, []).append(data)
         read = self._listed.read(rows, epochs)
-        return RunListing(runs=_without_followers([r for r in read if isinstance(r, records.RunRecord)]),
+        imports = {row["id"]: row.get("import_digest") for row in rows}
+        return RunListing(runs=_without_followers([r for r in read if isinstance(r, records.RunRecord)], imports),
                           unreadable=[r for r in read if isinstance(r, UnreadableRun)])
 
     def list_runs(self) -> list[records.RunRecord]:
         """The runs of :meth:`listing` that can be read."""
         return self.listing().runs
-
-    def unreadable_runs(self) -> list[UnreadableRun]:
-        """The runs of :meth:`listing` that this version cannot read, each with why."""
-        return self.listing().unreadable
 
     def raw_run(self, run_id: int) -> RawRun | None:
         """A run's rows as stored, every value untouched (for a raw export of a run that cannot be read), or None."""
@@ -566,19 +333,21 @@ class Store:
             run = self._read(con, rows[0], with_samples=with_samples)
             cluster = run.info.cluster if isinstance(run, records.RunRecord) else None
             if isinstance(run, records.RunRecord) and cluster is not None and cluster.index == 0:
-                run = run.with_members(self._members(con, run_id, cluster.id, with_samples=with_samples))
+                run = run.with_members(self._members(con, rows[0], cluster.id, with_samples=with_samples))
         if isinstance(run, UnreadableRun):
             raise run.error()
         return run
 
-    def _members(self, con: sqlite3.Connection, run_id: int, cluster_id: str, *,
+    def _members(self, con: sqlite3.Connection, lead: dict[str, Any], cluster_id: str, *,
                  with_samples: bool) -> list[records.RunRecord]:
-        """The other members of the multi-worker run ``run_id`` coordinates: the runs recording the same cluster id
-        (written here by members on this machine, or imported from theirs), in member order. A member that cannot
+        """The other members of the multi-worker run whose coordinating row is ``lead``: the runs recording the same
+        cluster id and written the same way (by members on this machine, or by the one import of the record that
+        holds them all: an imported member never joins a run measured here), in member order. A member that cannot
         be read is left out (it lists as unreadable)."""
         cluster = "CASE WHEN json_valid(info) THEN json_extract(info, '$.cluster.{}') END"  # a row's info may be odd
         rows = self._rows(con, f"SELECT * FROM runs WHERE id != ? AND {cluster.format('id')} = ? "
-                               f"ORDER BY {cluster.format('index')}, id", (run_id, cluster_id))
+                               f"AND import_digest IS ? ORDER BY {cluster.format('index')}, id",
+                          (lead["id"], cluster_id, lead.get("import_digest")))
         members = [self._read(con, row, with_samples=with_samples) for row in rows]
         return [m for m in members if isinstance(m, records.RunRecord)]
 
@@ -588,8 +357,9 @@ def _seconds(value: Any) -> float | None:
     return float(value) if is_number(value) else None
 
 
-def _without_followers(runs: list[records.RunRecord]) -> list[records.RunRecord]:
-    """``runs`` less the members of a multi-worker run whose coordinating member (index 0) is among them: those are
-    read as part of its run (Store.get_run gives them as its ``members``)."""
-    led = {c.id for r in runs if (c := r.info.cluster) is not None and c.index == 0}
-    return [r for r in runs if (c := r.info.cluster) is None or c.index == 0 or c.id not in led]
+def _without_followers(runs: list[records.RunRecord], imports: dict[Any, Any]) -> list[records.RunRecord]:
+    """``runs`` less the members of a multi-worker run whose coordinating member (index 0) is among them, written the
+    same way (``imports``: run id -> the import it came from, None for a run measured here): those are read as part
+    of its run (Store.get_run gives them as its ``members``)."""
+    led = {(c.id, imports.get(r.id)) for r in runs if (c := r.info.cluster) is not None and c.index == 0}
+    return [r for r in runs if (c := r.info.cluster) is None or c.index == 0 or (c.id, imports.get(r.id)) not in led]
