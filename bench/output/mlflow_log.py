@@ -427,11 +427,11 @@ GROUP_KINDS = {"compare": "comparison", "sweep": "sweep"}
 def _group_document(kind: str, group: RunGroup, runs: list[RunRecord]) -> tuple[str, Callable[[], str]]:
     """A dashboard group's headline and JSON document, as the CLI writes them for the same comparison or sweep."""
     if kind == "comparison":
-        comparison = records.comparison_record(runs, dict(group.prices or {}))
+        comparison = compare.comparison_record(runs, dict(group.prices or {}))
         return comparison_headline(comparison), lambda: report.to_json(comparison)
     rows = [sweeps.sweep_row(r, group.peak(compare.target(r)).reference) for r in runs]
     peaks = {t: p.gflops for t, p in group.peaks.items()}
-    return sweep_headline(rows), lambda: records.json_text(records.sweep_record(rows, peaks, runs))
+    return sweep_headline(rows), lambda: records.json_text(sweeps.sweep_record(rows, peaks, runs))
 
 
 def dashboard_log(hooks: MutableMapping[str, Callable[[RunRecord], None]],

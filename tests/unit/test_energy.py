@@ -341,6 +341,6 @@ def test_a_snapshots_record_carries_the_summary_it_computed(monkeypatch) -> None
     assert isinstance(record, records.RunRecord) and record.summary is not None
     assert record.summary.to_dict() == fresh
     assert record.to_dict()["summary"] == fresh, "its JSON form writes that summary"
-    assert record.summarized is record.summary
+    assert run_summary.summary_of(record) is record.summary
     assert snap.record().summary.to_dict() == snap.summary.to_dict() and len(calls) == 1, \
         "one summary for the snapshot and its records"

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from bench import cli, records
+from bench.analysis import compare
 from bench.output import report
 from bench.config import RunConfig
 from bench.store import Store
@@ -38,7 +39,7 @@ def a_record(**changes: Any) -> dict[str, Any]:
 
 def typed(record: dict[str, Any]) -> records.RunRecord:
     """A hand-made record as the engine holds a run (exports and comparisons take a RunRecord, not its JSON)."""
-    return records.RunRecord.of(record)
+    return records.RunRecord.model_validate(record)
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -240,7 +241,7 @@ def test_a_comparison_pair_of_the_wrong_kind_is_refused_on_import(tmp_path: Path
                                                                    pair_change: dict[str, Any], field: str) -> None:
     """A comparison file's pairs are read into compare.Pair, whose headline and caution do arithmetic on them: a
     pair with text for a number, or an infinite ratio, is refused with its path before any page or export meets it."""
-    doc = records.comparison_record([typed(a_record(id=1)),
+    doc = compare.comparison_record([typed(a_record(id=1)),
                                      typed(a_record(id=2, config=RunConfig(device="cpu", cpu_threads=1).to_dict()))
                                      ]).to_dict()
     assert doc["comparison"]["pairs"], "the file holds a pair to spoil"

@@ -18,15 +18,16 @@ ROOT = Path(__file__).resolve().parents[2]
 # Lowest first. A module belongs to the layer of the longest prefix that names it; it may import its own layer and
 # the layers below.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("vocabulary", ("bench", "bench.errors", "bench.limits", "bench.settings", "bench.readings", "bench.target",
-                    "bench.safe_text")),
+    ("vocabulary", ("bench", "bench.errors", "bench.limits", "bench.settings", "bench.record_base", "bench.readings",
+                    "bench.target", "bench.safe_text")),
     ("plans", ("bench.training.models", "bench.training.datasets")),  # what a model and a data set are, no framework
     ("config", ("bench.config",)),
-    ("record types", ("bench.record_types",)),
+    # the records: pydantic models that hold what they are given and compute nothing (no analysis below them)
+    ("record types", ("bench.record_types", "bench.run_info", "bench.records")),
     ("hardware and frameworks", ("bench.hardware", "bench.training")),
     ("analysis", ("bench.analysis",)),
-    # the documents: built with the analysis (a summary computed when missing, a comparison's block)
-    ("documents", ("bench.records", "bench.analysis.machines", "bench.store", "bench.store_rows")),
+    # the documents the analysis reads and the store keeps
+    ("documents", ("bench.analysis.machines", "bench.store", "bench.store_rows")),
     # the probe's child process sets up its environment as a worker does (bench.runs.worker.prepare_environment)
     ("runs", ("bench.runs", "bench.hardware.probe")),
     ("output", ("bench.output", "bench.schemas")),
@@ -152,3 +153,14 @@ def test_the_checker_reads_relative_imports_and_names_a_module_in_no_layer() -> 
     assert [i.imported for i in relative] == ["bench.analysis.metrics", "bench.runs.jobs"]
     assert problems(relative) == ["bench.analysis.compare -> bench.runs.jobs (line 2): analysis reaches up to runs"]
     assert "is in no layer" in problems([Import("scripts.tool", "bench.config", 1)])[0]
+
+
+def test_records_compute_nothing() -> None:
+    """The records hold what they are given: no module that declares a record imports the analysis (a summary, a
+    comparison's block and a sweep's rows are computed by bench.analysis, which builds the documents)."""
+    holders = ("bench.records", "bench.record_types", "bench.readings", "bench.run_info", "bench.record_base",
+               "bench.config", "bench.limits")
+    found = [f"{i.module} -> {i.imported} (line {i.line})" for i in all_imports()
+             if i.module in holders and _within(i.imported, "bench.analysis")]
+    assert not found, "records that compute:\n" + "\n".join(found)
+    assert layer_of("bench.records") < layer_of("bench.analysis"), "the records sit below the analysis that fills them"

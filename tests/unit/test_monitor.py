@@ -332,12 +332,12 @@ def test_sample_dict_round_trip_through_json() -> None:
         "t_s", "cpu_percent", "cpu_per_core", "process_cpu_percent", "process_rss_mib", "ram_used_mib", "gpus", "cpu_energy_j",
     }
     assert data["gpus"][0]["power_w"] is None
-    assert Sample.from_dict(data) == sample
+    assert Sample.model_validate(data) == sample
 
 
 def test_sample_from_dict_tolerates_unknown_and_missing_gpu_keys() -> None:
     data = {"t_s": 2, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": 7, "sm_active": 0.5}]}
-    sample = Sample.from_dict(data)
+    sample = Sample.model_validate(data)
     assert sample.gpus[0].util_percent == 7
     assert sample.gpus[0].power_w is None
     assert sample.cpu_per_core is None and sample.ram_used_mib is None

@@ -23,7 +23,7 @@ from ui import peak
 TINY = fixtures.TINY.replace(epochs=2)
 MEASURED = {"device": "cpu", "peak_gflops": 105.1, "measured_at": 1.75e9, "sizes": [1024, 2048, 4096],
             "repeats": 3, "conditions": {"others_cpu_percent": 41.0}}
-PEAK = peak_cache.PeakEntry.from_dict(MEASURED)
+PEAK = peak_cache.PeakEntry.model_validate(MEASURED)
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_a_group_peak_flagged_stale_keeps_its_figure_and_says_so():
 
     group = RunGroup(id=1, kind="sweep", targets=("cpu", "cpu/1"), created_at=0.0,
                      peaks={"cpu": GroupPeak(), "cpu/1": GroupPeak()})
-    entry = peak_cache.PeakEntry.from_dict({"peak_gflops": 30.0, "size": 512})
+    entry = peak_cache.PeakEntry.model_validate({"peak_gflops": 30.0, "size": 512})
     group = group.with_peak("cpu", 52.0, None, None).with_peak("cpu/1", 30.0, entry, None)
     assert group.peak("cpu").reference == 52.0 and group.peak("cpu/1").reference == entry
     assert group.peak("gpu:0") == GroupPeak(), "a target the group probes nothing for has no figure"

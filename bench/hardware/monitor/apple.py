@@ -13,7 +13,6 @@ total; memory in use is what the GPU driver holds for all processes (a run's own
 
 from __future__ import annotations
 
-import dataclasses
 import plistlib
 import threading
 from typing import Any
@@ -141,8 +140,8 @@ class MacmonSource:
             metrics = self._sampler.metrics()
         usage = getattr(metrics, "gpu_usage", None) or ()
         ratio = number(getattr(usage[0], "usage", None)) if usage else None
-        return dataclasses.replace(
-            self._ioreg.read(index), source=self.info.name,
+        return self._ioreg.read(index).updated(
+            source=self.info.name,
             util_percent=None if ratio is None else min(max(ratio, 0.0), 1.0) * 100,  # macmon gives a ratio
             power_w=number(getattr(getattr(metrics, "power", None), "gpu", None)),
             sm_clock_mhz=number(getattr(usage[0], "freq_mhz", None)) if usage else None)
