@@ -1,4 +1,4 @@
-"""docs/schemas/: the JSON Schemas generated from the record parts declared with bench.typed, up to date with the
+"""docs/schemas/: the JSON Schemas generated from the record models (`make schemas`), up to date with the
 declarations; every shipped record's parts valid against them and read by the checker; hostile parts refused by both."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ SHIPPED = _shipped()
 @pytest.mark.parametrize("name", sorted(schemas.SCHEMAS))
 def test_each_schema_file_is_the_one_its_declaration_generates(name: str) -> None:
     on_disk = (schemas.FOLDER / name).read_text(encoding="utf-8")
-    assert on_disk == schemas.text(name), f"docs/schemas/{name} is out of date: run `python -m bench.schemas`"
+    assert on_disk == schemas.text(name), f"docs/schemas/{name} is out of date: run `make schemas`"
     jsonschema.Draft202012Validator.check_schema(json.loads(on_disk))
 
 
@@ -87,7 +87,7 @@ def test_a_hostile_part_is_refused_by_the_schema_and_by_the_checker_naming_its_p
         jsonschema.validate(part, schemas.schema(name))
     cls = schemas.SCHEMAS[name][0]
     with pytest.raises(RecordError, match=path.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
-        cls.from_dict(part)
+        cls.model_validate(part)
 
 
 _DOCUMENT = {"bench.run/1": "run.schema.json", "bench.comparison/1": "comparison.schema.json",
