@@ -118,7 +118,7 @@ class Epoch(Record):
 
     epoch: EpochNumber
     epoch_seconds: EpochSeconds
-    includes_tracing: Flag = False  # true for the first epoch; an epoch written without it reads as a steady one
+    includes_tracing: Flag  # true for the first epoch, false for the others
     samples_per_s: SamplesPerSecond | None = None
     loss: Metric | None = None
     accuracy: Metric | None = None

@@ -417,6 +417,8 @@ def load_record_file(path_or_bytes: str | os.PathLike[str] | bytes | bytearray |
         raise RecordError(f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; {EXPORT_HINT}") from None
     except RecursionError:
         raise RecordError(f"not a usable JSON record (nested too deeply); {EXPORT_HINT}") from None
+    if isinstance(data, dict) and data.get("schema") in records.SCHEMAS:  # read again by pydantic's own parser
+        return validate_record(records.load_json(text))
     return validate_record(data)
 
 

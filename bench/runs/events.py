@@ -46,7 +46,7 @@ def event(kind: str, **fields: Any) -> dict[str, Any]:
         raise ValueError(f"unknown worker event {kind!r}; one of {', '.join(KINDS)}")
     model = _MODELS.get(kind)
     if model is not None:  # written under the types it is read with: a value out of bounds is refused here
-        model.model_validate(fields_of(fields, *_WALL))
+        model.model_validate({"includes_tracing": False, **fields_of(fields, *_WALL)} if kind == EPOCH else fields)
     return {"type": kind, "time": time.time(), **fields}
 
 
@@ -131,7 +131,8 @@ def read(evt: Mapping[str, Any]) -> Event:
     if kind == PROGRESS:
         return Progress(at, int(evt["epoch"]), int(evt["batch"]), int(evt["batches"]))
     if kind == EPOCH:
-        return EpochEnded(at, Epoch.model_validate(fields_of(dict(evt), "started_wall", "ended_wall")),
+        # an epoch sent without ``includes_tracing`` is a steady one, as it always was
+        return EpochEnded(at, Epoch.model_validate({"includes_tracing": False, **fields_of(dict(evt), *_WALL)}),
                           float(evt["started_wall"]), float(evt["ended_wall"]))
     if kind == FINISHED:
         return Finished(at, str(evt.get("status") or FINISHED))
