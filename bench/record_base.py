@@ -67,10 +67,16 @@ class Record(BaseModel):
     NOUN: ClassVar[str] = "JSON object"  # what a list of them is called in a message
     SPARSE: ClassVar[bool] = False  # built in code: written without its None fields
 
-    def __init__(self, /, **data: Any) -> None:
-        """A record built in code, every field given or defaulted: written whole (see the module's text)."""
-        super().__init__(**data)
+    def __init__(self, /, *args: Any, **data: Any) -> None:
+        """A record built in code (its fields by name, or the first ones in order), every field given or defaulted:
+        written whole (see the module's text). RecordError naming the field when a value is out of its type."""
         names = type(self).model_fields
+        if args:
+            data = {**dict(zip(names, args)), **data}
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise record_error(exc, type(self), self.PATH) from None
         fields = ({k for k in names if getattr(self, k) is not None} if self.SPARSE else set(names))
         object.__setattr__(self, "__pydantic_fields_set__", fields | set(self.__pydantic_extra__ or ()))
 
@@ -169,21 +175,27 @@ def _walk(root: type, loc: tuple[int | str, ...]) -> tuple[str, _Spec]:
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             field = tp.model_fields.get(str(part)) or next(
                 (f for f in tp.model_fields.values() if _aliases(f, str(part))), None)
-            path += f".{part}"
+            path += _key(part)
             spec = _unwrap(field.annotation, field.metadata) if field is not None else _Spec(Any, True, None)
         elif isinstance(part, int) and origin in (tuple, list):
             path += f"[{part}]"
             spec = _unwrap(typing.get_args(tp)[0])
         elif origin is dict:
-            path += f".{part}"
+            path += _key(part)
             spec = _unwrap(typing.get_args(tp)[1])
         elif isinstance(part, int):
             path += f"[{part}]"
         elif tp is Any or tp is JsonValue or origin in (Union, types.UnionType) or part in ("list", "dict"):
             continue  # a union's branch, a JSON value's kind: not a place in the document
         else:
-            path += f".{part}"
+            path += _key(part)
     return path, spec
+
+
+def _key(part: Any) -> str:
+    """A key as a path names it: ``.name``, or ``['']`` for one that is empty or not printable text."""
+    text = str(part)
+    return f".{text}" if text and text.isprintable() else f"[{text!r}]"
 
 
 def _aliases(field: Any, name: str) -> bool:
@@ -269,7 +281,11 @@ def odd_place(data: Any) -> tuple[str, str] | None:
                 return path, f"must be valid Unicode text (it holds a lone surrogate), got {show_value(value)}"
         elif isinstance(value, dict):
             for key, item in reversed(list(value.items())):
-                stack.append((item, f"{path}.{key}", depth + 1))
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{path}{_key(key)}", "is a key that is not valid Unicode text (it holds a lone surrogate)"
+                stack.append((item, f"{path}{_key(key)}", depth + 1))
         elif isinstance(value, list):
             for i in reversed(range(len(value))):
                 stack.append((value[i], f"{path}[{i}]", depth + 1))

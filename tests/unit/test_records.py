@@ -123,3 +123,38 @@ def test_sweep_builder_drops_samples_and_validates_rows():
     doc["rows"][0]["steady_epoch_seconds"] = "fast"
     with pytest.raises(RecordError, match=re.escape("rows[0].steady_epoch_seconds must be a number")):
         records.load(doc)
+
+
+# -- the write paths under the read path's types ---------------------------------------------------------------------
+def test_a_reading_out_of_bounds_cannot_be_built_and_a_sampler_can_make_it_not_measured() -> None:
+    from bench.readings import GpuReading, Sample
+
+    with pytest.raises(RecordError, match=r"^gpu\.mem_used_mib must be a finite number from 0 to 1e\+10, got "
+                                          r"18446744073709551615"):
+        GpuReading(index=0, mem_used_mib=2**64 - 1)  # AMD SMI's "not supported"
+    with pytest.raises(RecordError, match=r"^sample\.cpu_percent must be a finite number from 0 to 100"):
+        Sample(t_s=1.0, cpu_percent=float("inf"))
+    with pytest.raises(RecordError, match=r"^gpu\.name must be one line of text"):
+        GpuReading(index=0, name="driver\n550")
+    reading, why = GpuReading.measured(index=0, util_percent=50.0, mem_used_mib=2**64 - 1, power_w=-5.0,
+                                       name="GPU\x1b[2J", temp_c=float("nan"))
+    assert (reading.util_percent, reading.mem_used_mib, reading.power_w, reading.name, reading.temp_c) == \
+        (50.0, None, None, None, None), "what is out of bounds is not measured; the rest is kept"
+    assert sorted(why) == ["mem_used_mib", "name", "power_w", "temp_c"]
+    assert "not measured" in why["mem_used_mib"] and "18446744073709551615" in why["mem_used_mib"]
+    assert "control character" in why["name"] and "not finite" in why["temp_c"]
+    with pytest.raises(RecordError, match=r"gpu\.index"):
+        GpuReading.measured(index=-1)
+
+
+def test_a_worker_event_is_written_under_the_types_it_is_read_with() -> None:
+    from bench.runs import events
+
+    with pytest.raises(RecordError, match=r"^epoch\.epoch_seconds must be a positive number"):
+        events.event(events.EPOCH, epoch=1, epoch_seconds=-1.0, includes_tracing=True, started_wall=1.0,
+                     ended_wall=2.0)
+    with pytest.raises(RecordError, match=r"^info\.placement must be valid Unicode text"):
+        events.event(events.STARTED, placement="\ud800")
+    ok = events.event(events.EPOCH, epoch=1, epoch_seconds=1.0, started_wall=1.0, ended_wall=2.0)
+    read = events.read(ok)
+    assert isinstance(read, events.EpochEnded) and read.epoch.includes_tracing is False
