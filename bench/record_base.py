@@ -73,6 +73,8 @@ class Record(BaseModel):
         names = type(self).model_fields
         if args:
             data = {**dict(zip(names, args)), **data}
+        if isinstance(data.get("extra"), dict) and "extra" not in names:  # the keys this version does not declare
+            data = {**data.pop("extra"), **data}
         try:
             super().__init__(**data)
         except ValidationError as exc:
@@ -99,6 +101,16 @@ class Record(BaseModel):
             return super().model_validate_json(json_data, **kwargs)
         except ValidationError as exc:
             raise record_error(exc, cls, cls.PATH if path is None else path, json_data) from None
+
+    def __eq__(self, other: object) -> bool:
+        """Equal records hold the same fields and extra keys (what is kept beside one, a computed summary or the
+        order its keys were read in, is not part of it)."""
+        if not isinstance(other, BaseModel) or type(other) is not type(self):
+            return NotImplemented
+        return self.__dict__ == other.__dict__ and self.__pydantic_extra__ == other.__pydantic_extra__
+
+    def __hash__(self) -> int:
+        return hash((type(self), *self.__dict__.values()))
 
     @property
     def extra(self) -> dict[str, Any]:

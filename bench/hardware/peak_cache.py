@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import PrivateAttr, model_validator
+
 from bench import limits, settings
 from bench.errors import RecordError
 from bench.hardware import devices
@@ -83,6 +85,20 @@ class PeakEntry(Record):
     last_probe_at: Timestamp | None = None
     last_probe_gflops: Gflops | None = None
     from_cache: Flag | None = None  # set by probe.cached_peak on what it hands out; never stored
+
+    _order: tuple[str, ...] = PrivateAttr(default=())  # the keys as read: written back in their order
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_order(cls, data: Any, handler: Any) -> Any:
+        entry = handler(data)
+        if isinstance(data, dict) and isinstance(entry, PeakEntry):
+            entry._order = tuple(data)
+        return entry
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        return {**{k: out[k] for k in self._order if k in out}, **out}
 
     def updated(self, **fields: Any) -> PeakEntry:
         """A copy with ``fields`` set; one set to None is left out when written (the cache clears ``beaten_by``

@@ -62,7 +62,7 @@ def test_thin_bounds_points_and_keeps_the_ends():
 
 def test_sweep_gflops_draws_each_peak():
     rows = [SweepRow.model_validate({"params": p, "target": "cpu", "batch_size": 128, "size": s, "achieved_gflops": g,
-                         "peak_gflops": 200.0}) for p, s, g in [(1e4, "xs", 5.0), (1e5, "s", 20.0), (1e6, "m", 60.0)]]
+                         "peak_gflops": 200.0}) for p, s, g in [(10**4, "xs", 5.0), (10**5, "s", 20.0), (10**6, "m", 60.0)]]
     fig = charts.sweep_gflops_figure(rows)
     assert list(fig.data[0].y) == [5.0, 20.0, 60.0]
     assert any(shape.y0 == 200.0 for shape in fig.layout.shapes)
@@ -71,7 +71,7 @@ def test_sweep_gflops_draws_each_peak():
 def test_a_stale_peak_is_named_as_being_re_measured():
     rows = [SweepRow.model_validate({"params": p, "target": "cpu", "batch_size": 128, "size": s, "achieved_gflops": g,
                          "peak_gflops": 100.0, "peak_stale": s == "m", "peak_fraction": None if s == "m" else g / 100.0})
-            for p, s, g in [(1e4, "xs", 5.0), (1e6, "m", 120.0)]]
+            for p, s, g in [(10**4, "xs", 5.0), (10**6, "m", 120.0)]]
     names = [tr.name for tr in charts.sweep_gflops_figure(rows).data if "matmul peak" in (tr.name or "")]
     assert names == ["cpu matmul peak 100 GFLOP/s (a run beat it: being re-measured)"]
 
@@ -269,7 +269,7 @@ def test_gpm_lines_only_where_the_gpu_reports_them():
 
 def test_sweep_utilization_draws_gpm_for_gpu_targets_that_have_it():
     rows = [SweepRow.model_validate({"params": p, "target": "gpu:0", "batch_size": 128, "size": s, "mean_gpu_util_percent": 80.0,
-                         "sm_active_percent": sm, "tensor_active_percent": None}) for p, s, sm in ((1e4, "xs", 10.0), (1e6, "m", 60.0))]
+                         "sm_active_percent": sm, "tensor_active_percent": None}) for p, s, sm in ((10**4, "xs", 10.0), (10**6, "m", 60.0))]
     names = [t.name for t in charts.sweep_utilization_figure(rows).data]
     assert names == ["gpu:0 (GPU %)", "gpu:0 (SM active %)"]
 

@@ -25,7 +25,7 @@ def record(run_id: int, target: str, total: float | None = None, steady: float |
 
 def of_config(config: dict[str, Any]) -> RunRecord:
     """A run holding only this config (an old or foreign file's, say)."""
-    return RunRecord.model_validate({"status": "finished", "config": config})
+    return RunRecord(status="finished", config=RunConfig.model_construct(**config))  # its settings unchecked
 
 
 # -- parsing targets ------------------------------------------------------------------------------------------------

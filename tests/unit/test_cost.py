@@ -99,7 +99,7 @@ def test_sides_within_noise_are_about_as_fast():
 
 
 def test_the_comparison_record_carries_the_ratios():
-    doc = records.comparison_record([CPU, GPU], {"cpu": 0.40, "gpu:0": 2.50}).to_dict()
+    doc = compare.comparison_record([CPU, GPU], {"cpu": 0.40, "gpu:0": 2.50}).to_dict()
     cmp = doc["comparison"]
     assert cmp["energy_ratio"] == pytest.approx(11.5) and cmp["cost_ratio"] == pytest.approx(1.84)
     assert "less energy per epoch" in cmp["pairs"][0]["headline"]

@@ -6,7 +6,6 @@ tested against a real process tree.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -326,7 +325,7 @@ def test_sampler_t_s_counts_from_start_with_injected_clock() -> None:
 def test_sample_dict_round_trip_through_json() -> None:
     nvml.set_module(fake_nvml.not_supported())
     sample = Sampler(monitor_gpus=True).sample_once()
-    sample = dataclasses.replace(sample, t_s=1.25, process_cpu_percent=None)
+    sample = sample.model_copy(update={"t_s": 1.25, "process_cpu_percent": None})
     data = json.loads(json.dumps(sample.to_dict()))
     assert set(data) == {
         "t_s", "cpu_percent", "cpu_per_core", "process_cpu_percent", "process_rss_mib", "ram_used_mib", "gpus", "cpu_energy_j",

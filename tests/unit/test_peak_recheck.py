@@ -3,7 +3,6 @@ the Train/Compare peak line (ui/peak.py) never shows a share above 100 %."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
@@ -44,7 +43,7 @@ def cached(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         before = peak_cache.lookup(device, backend=TINY.backend)
         calls.append({"device": device, "refresh": refresh, "at": time.time(),
                       "stale_before": before is not None and before.stale})
-        return dataclasses.replace(PEAK, peak_gflops=204.0, stale=False)
+        return PEAK.updated(peak_gflops=204.0, stale=False)
 
     monkeypatch.setattr(probe, "cached_peak", fake_peak)
     return calls
@@ -85,7 +84,7 @@ def test_the_peak_line_never_shows_a_share_above_100_percent():
     beaten = peak.peak_text(128.6, PEAK)
     assert "peak being re-measured" in beaten and "%" not in beaten.split("(")[0]
     assert "122" not in beaten
-    assert "peak being re-measured" in peak.peak_text(52.55, dataclasses.replace(PEAK, stale=True))
+    assert "peak being re-measured" in peak.peak_text(52.55, PEAK.updated(stale=True))
     assert "peak not measured yet" in peak.peak_text(52.55, None)
     assert peak.peak_text(None, None).startswith("Last epoch: — GFLOP/s; peak not measured yet")
 
