@@ -166,7 +166,7 @@ class RunConfig(Record):
         return RunConfig(**{**{k: getattr(self, k) for k in type(self).model_fields}, **changes})
 
     # ----------------------------------------------------------------------------------------------------------------
-    def validate(self, hardware: Machine) -> RunConfig:
+    def validate(self, hardware: Machine) -> RunConfig:  # type: ignore[override]  # not pydantic's deprecated one
         """Check every field against ``hardware``; return self when valid.
 
         Args:

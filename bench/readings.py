@@ -79,8 +79,8 @@ def _field_problem(name: str, value: Any) -> str | None:
     if field is None:
         return None  # an extra reading: kept as it is
     if name not in _ADAPTERS:
-        _ADAPTERS[name] = TypeAdapter(Annotated[(field.annotation, *field.metadata)] if field.metadata
-                                      else field.annotation)
+        annotation: Any = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+        _ADAPTERS[name] = TypeAdapter(annotation)
     try:
         _ADAPTERS[name].validate_python(value)
     except ValidationError as exc:

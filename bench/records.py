@@ -104,7 +104,7 @@ class RunRecord(Record):
 
     NOUN: ClassVar[str] = "run record"
 
-    schema_name: Literal["bench.run/1"] = Field(RUN_SCHEMA, alias="schema")
+    schema_name: Literal["bench.run/1"] = Field(default=RUN_SCHEMA, alias="schema")
     id: Id | None = None
     status: Status
     config: RunConfig
@@ -178,7 +178,7 @@ class Comparison(Record):
     """Several runs of one config on different targets (``bench.comparison/1``): the runs, and ``comparison`` with
     the speed-up of each against the first (``compare.comparison``, each pair with its ``headline``)."""
 
-    schema_name: Literal["bench.comparison/1"] = Field(COMPARISON_SCHEMA, alias="schema")
+    schema_name: Literal["bench.comparison/1"] = Field(default=COMPARISON_SCHEMA, alias="schema")
     runs: Annotated[tuple[RunRecord, ...], Field(min_length=1)]
     comparison: ComparisonBlock | None = None
 
@@ -192,7 +192,7 @@ class Sweep(Record):
     """Model size (and batch size) against speed and utilization (``bench.sweep/1``): one row per point
     (``sweeps.sweep_row``), the matmul peak per target, and the runs (without their samples)."""
 
-    schema_name: Literal["bench.sweep/1"] = Field(SWEEP_SCHEMA, alias="schema")
+    schema_name: Literal["bench.sweep/1"] = Field(default=SWEEP_SCHEMA, alias="schema")
     rows: Annotated[tuple[SweepRow, ...], Field(min_length=1)]
     peaks_gflops: dict[str, Gflops | None] = {}
     runs: tuple[RunRecord, ...] = ()
@@ -230,7 +230,7 @@ class MachineBundle(Record):
     fingerprint (CPU, RAM, GPUs, OS, Python, framework and backend), the suite's version and variant, the user's label,
     hourly prices per target as entered, each target's matmul peak, and every run of the suite (without samples)."""
 
-    schema_name: Literal["bench.bundle/1"] = Field(BUNDLE_SCHEMA, alias="schema")
+    schema_name: Literal["bench.bundle/1"] = Field(default=BUNDLE_SCHEMA, alias="schema")
     label: Line | None = None
     notes: Text | None = None
     created_at: Timestamp | None = None

@@ -94,17 +94,17 @@ class IoregSource:
     def read(self, index: int) -> GpuReading:
         entries = statistics(self._machine.ioreg())
         if index >= len(entries):
-            return GpuReading(index, source=self.info.name)
+            return GpuReading(index=index, source=self.info.name)
         return self.reading(index, key(entries[index], "PerformanceStatistics"))
 
     def reading(self, index: int, stats: Any, source: str | None = None) -> GpuReading:
         used = number(key(stats, "In use system memory"))
-        extra = {name: value for name, value in (("renderer_util_percent", _percent(stats, "Renderer Utilization %")),
+        extra: dict[str, Any] = {name: value for name, value in (("renderer_util_percent", _percent(stats, "Renderer Utilization %")),
                                                  ("tiler_util_percent", _percent(stats, "Tiler Utilization %")))
                  if value is not None}
         return GpuReading(index=index, name=None, util_percent=_percent(stats, "Device Utilization %"),
                           mem_used_mib=None if used is None else used / _MIB, source=source or self.info.name,
-                          extra=dict(extra))
+                          **extra)
 
 
 def open_ioreg(machine: Machine) -> IoregSource | str:
