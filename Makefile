@@ -22,7 +22,7 @@ INSTALL     := $(PY) scripts/installer.py $(VENV_PY)
 HADOLINT    ?= $(firstword $(wildcard $(VENV)/bin/hadolint) hadolint)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv install install-dev run test test-fast typecheck gpu-verify bench lint-docker image-check clean distclean
+.PHONY: help venv install install-dev run test test-fast typecheck schemas gpu-verify bench lint-docker image-check clean distclean
 
 help:
 	@echo "Targets:"
@@ -31,6 +31,7 @@ help:
 	@echo "  make test         install dev deps and run all tests: unit, app, e2e (TEST_WORKERS=2, PYTEST_ARGS=...)"
 	@echo "  make test-fast    unit and app tests that train no model, load no framework, open no browser (~90 s)"
 	@echo "  make typecheck    mypy over bench/ (every definition typed) and ui/ (also run by make test)"
+	@echo "  make schemas      write docs/schemas/*.schema.json from the record models (tests fail when they are stale)"
 	@echo "  make gpu-verify   check every GPU claim on this machine's GPU (each step 'skipped: no GPU' without one)"
 	@echo "  make bench        run the headless engine: python -m bench \$$ARGS (e.g. ARGS='--help')"
 	@echo "  make install      install requirements.txt into $(VENV) (only when it changed)"
@@ -115,3 +116,7 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV)
+
+# The JSON Schemas of the records, generated from their pydantic models (tests/unit/test_schemas.py fails when stale).
+schemas: | $(VENV_PY)
+	$(VENV_PY) -m bench.schemas

@@ -223,7 +223,7 @@ def _keep_unsaved(data: RunRecord | Comparison, *, reason: str | None, epochs: i
 
 
 def _print_summary(record: RunRecord) -> None:
-    s = record.summarized
+    s = run_summary.summary_of(record)
     info = record.info
     print(f"status     {record.status}")
     if info.placement:
@@ -292,7 +292,9 @@ def _unsaved_exit(records: list[RunRecord], saved: list[bool], json_path: str | 
     unsaved = [r for r, ok in zip(records, saved) if not ok]
     if not unsaved:
         return None
-    _keep_unsaved(records_module.comparison_record(unsaved), reason=unsaved[0].store_error,
+    from bench.analysis import compare
+
+    _keep_unsaved(compare.comparison_record(unsaved), reason=unsaved[0].store_error,
                   epochs=sum(len(r.epochs) for r in unsaved), json_path=json_path)
     print(f"{len(unsaved)} of {len(records)} runs are not in the store.", file=sys.stderr)
     return EXIT_NOT_STORED
@@ -311,7 +313,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     prices = pricing.parse_prices(args.price, targets)
     configs = compare.target_configs(config_from_args(args, device="cpu"), targets, hardware)
     records, saved = _run_many(configs)
-    result = records_module.comparison_record(records, prices)
+    result = compare.comparison_record(records, prices)
     if args.json_path:
         _write_json(args.json_path, result)
     for pair in result.comparison.pairs if result.comparison is not None else ():
@@ -386,7 +388,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     rows = sweeps.with_scaling([sweeps.sweep_row(r, entries.get(compare.target(r))) for r in records])
     peaks = {t: e.peak_gflops if e is not None else None for t, e in entries.items()}
     if args.json_path:
-        document = records_module.sweep_record(rows, peaks, records)
+        document = sweeps.sweep_record(rows, peaks, records)
         document["peaks"] = {t: e.to_dict() if e is not None else None for t, e in entries.items()}  # where each peak came from: sizes, date, conditions
         _write_json(args.json_path, document)
     wide = sweeps.wide_window_rows(rows)
@@ -419,7 +421,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         from bench.output import mlflow_log
 
         cli_store.send_group(mlflow, "sweep", records, mlflow_log.sweep_headline(rows),
-                             lambda: records_module.json_text(records_module.sweep_record(rows, peaks, records)))
+                             lambda: records_module.json_text(sweeps.sweep_record(rows, peaks, records)))
     unsaved = _unsaved_exit(records, saved, args.json_path)
     if unsaved is not None:
         return unsaved

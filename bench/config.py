@@ -8,15 +8,16 @@ Hardware`` is one), so the vocabulary of a run sits below the hardware layer tha
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
 from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
-from bench import settings, typed
+from pydantic import ConfigDict, Field, model_validator
+
+from bench import settings
 from bench.training import datasets, models
 from bench.errors import ConfigError as ConfigError  # raised by validate(); callers catch it from here
-from bench.checks import fail, is_int
+from bench.limits import Flag, Line, Number, Text, Whole
+from bench.record_base import PathError, Record, is_int
 from bench.target import Target
 
 EPOCHS_MAX = 1000
@@ -63,42 +64,64 @@ def preset_training(model: str) -> dict[str, Any]:
 
 
 
-@typed.record
-@dataclass(frozen=True)
-class RunConfig(typed.Record):
+class RunConfig(Record):
     """One training run. Defaults suit a live demo: the first epoch shows within seconds on a laptop CPU.
 
-    Declared in bench.typed's way: a record's config is read with every setting's type checked (``from_dict``) and
-    written back with the keys it was read with (``keys``), so a record older than a setting does not gain this
-    machine's default for it (``recorded`` says whether it holds one). ``validate`` checks the values against this
-    machine before a run starts."""
+    A pydantic model on bench.record_base.Record: a record's config is read with every setting's type checked
+    (``model_validate``: unknown settings refused, so a typo never passes silently) and written back with the keys it
+    was read with, so a record older than a setting does not gain this machine's default for it (``recorded`` says
+    whether it holds one). One built in code is not checked when built: ``validate`` checks every value against this
+    machine before a run starts, and says what is allowed."""
 
+    model_config = ConfigDict(extra="forbid")
     PATH: ClassVar[str] = "config"
 
-    dataset: str = "synthetic-mnist"
-    model: str = "mlp"  # a family (mlp, cnn, text) or a seed preset (seed-cifar10-mlp, ...)
-    size: str | None = "s"  # xs, s, m, l, xl; ignored by presets
-    epochs: int = 5
-    batch_size: int = 128
-    device: str = "cpu"  # cpu, gpu:N, gpus
-    cpu_threads: int | None = None  # None = all cores
-    sample_interval_s: float = 0.5
-    limit_samples: int | None = 20000  # None = the whole training set
-    seed: int = 42
-    optimizer: str = "adam"
-    learning_rate: float | None = None  # None = the optimizer's default
-    precision: str = "float32"
-    jit_compile: bool = False
-    steps_per_execution: int = 1  # training steps per call of the compiled train function (Keras compile())
-    npz_path: str | None = None  # dataset "npz" only
-    backend: str = field(default_factory=settings.default_backend)
+    dataset: Line = "synthetic-mnist"
+    model: Line = "mlp"  # a family (mlp, cnn, text) or a seed preset (seed-cifar10-mlp, ...)
+    size: Line | None = "s"  # xs, s, m, l, xl; ignored by presets
+    epochs: Whole = 5
+    batch_size: Whole = 128
+    device: Line = "cpu"  # cpu, gpu:N, gpus
+    cpu_threads: Whole | None = None  # None = all cores
+    sample_interval_s: Number = 0.5
+    limit_samples: Whole | None = 20000  # None = the whole training set
+    seed: Whole = 42
+    optimizer: Line = "adam"
+    learning_rate: Number | None = None  # None = the optimizer's default
+    precision: Line = "float32"
+    jit_compile: Flag = False
+    steps_per_execution: Whole = 1  # training steps per call of the compiled train function (Keras compile())
+    npz_path: Text | None = None  # dataset "npz" only
+    backend: Line = Field(default_factory=settings.default_backend)
     # Data-parallel over the first N devices of the target's kind: cpu (or cpu/T) split into N logical CPU devices,
     # gpus the first N GPUs. None: the target's own (one device; every GPU for gpus).
-    devices: int | None = None
+    devices: Whole | None = None
     # One member of a multi-worker run: every member's HOST:PORT (the first coordinates), and which one this is.
-    workers: str | None = None
-    worker_index: int | None = None
-    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)  # as read (bench.typed)
+    workers: Line | None = None
+    worker_index: Whole | None = None
+
+    def __init__(self, /, **data: Any) -> None:
+        """A config built in code (a form, the CLI): held as given, every setting set; ``validate`` checks it."""
+        unknown = sorted(set(data) - set(type(self).model_fields))
+        if unknown:
+            raise TypeError(f"RunConfig has no setting(s) {', '.join(unknown)}")
+        built = type(self).model_construct(**data)
+        object.__setattr__(self, "__dict__", built.__dict__)
+        object.__setattr__(self, "__pydantic_fields_set__", set(type(self).model_fields))
+        object.__setattr__(self, "__pydantic_extra__", None)
+        object.__setattr__(self, "__pydantic_private__", None)
+
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_settings(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(cls.model_fields))
+            if unknown:
+                raise PathError("", f"holds unknown setting(s) {', '.join(map(repr, unknown))}; allowed: "
+                                    f"{', '.join(sorted(cls.model_fields))}")
+        return data
 
     # ----------------------------------------------------------------------------------------------------------------
     def effective_learning_rate(self) -> float:
@@ -133,33 +156,17 @@ class RunConfig(typed.Record):
             on += f" · worker {self.worker_index} of {len(self.worker_addresses())}"
         return f"{self.model}{size} · {self.dataset} · {where}{on} · batch {self.batch_size}{spe}"
 
-    @classmethod
-    def from_dict(cls, data: Any, path: str | None = None) -> RunConfig:
-        """A config read from outside (a record, a file): every setting's type checked, unknown settings refused so a
-        typo never passes silently.
-
-        Raises:
-            RecordError: naming the setting (``config.epochs``) and what it held.
-        """
-        where = cls.PATH if path is None else path
-        config = typed.checked(cls, data, where)
-        unknown = sorted(set(data) - _SETTINGS)
-        if unknown:
-            raise fail(where, f"holds unknown setting(s) {', '.join(map(repr, unknown))}; allowed: "
-                              f"{', '.join(sorted(_SETTINGS))}")
-        return config
-
     def recorded(self, name: str) -> bool:
         """Whether this config holds the setting ``name`` as given (built here, or read from a record that has it):
         False for a record written before the setting existed, whose value here is today's default."""
-        return self.keys is None or name in self.keys
+        return name in self.model_fields_set
 
     def replace(self, **changes: Any) -> RunConfig:
         """This config with ``changes``: a new config, written whole."""
-        return dataclasses.replace(self, keys=None, **changes)
+        return RunConfig(**{**{k: getattr(self, k) for k in type(self).model_fields}, **changes})
 
     # ----------------------------------------------------------------------------------------------------------------
-    def validate(self, hardware: Machine) -> RunConfig:
+    def validate(self, hardware: Machine) -> RunConfig:  # type: ignore[override]  # not pydantic's deprecated one
         """Check every field against ``hardware``; return self when valid.
 
         Args:
@@ -344,7 +351,7 @@ class RunConfig(typed.Record):
 
 
 
-_SETTINGS = frozenset(f.name for f in dataclasses.fields(RunConfig) if f.name != "keys")
+_SETTINGS = frozenset(RunConfig.model_fields)
 
 
 def _address(text: str) -> bool:

@@ -1,60 +1,104 @@
-"""The bounds of every number a record carries, declared once: a number outside its bounds (or not finite) is
-refused on import with its path, so that no page, export or store write meets an Infinity, a NaN, a date past any
-calendar or an integer SQLite cannot hold. bench.records applies them. What a user may ask of a run (epochs, batch
-size, sampling interval, ...) is another set of limits, declared once in bench.config and read by the forms."""
+"""The bounds of every number and the rules of every text a record carries, declared once as constrained types
+(``Annotated`` pydantic types): the records (bench.readings, bench.run_info, bench.record_types, bench.records,
+bench.config) declare their fields with them, so one rule holds wherever a record is built (the worker, the samplers,
+the supervisor), read (an import, a bundle, a store row, an MLflow artifact) or written. A number outside its bounds
+(or not finite) is refused with its path, so that no page, export or store write meets an Infinity, a NaN, a date past
+any calendar or an integer SQLite cannot hold; text is valid Unicode (no lone surrogate), and a line holds no control
+character. What a user may ask of a run (epochs, batch size, ...) is bench.config's; what a user enters where no
+run config checks it (a price, a timeout) is ENTERED below."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-# -- the bounds --------------------------------------------------------
-# A number outside its bounds (or not finite) is refused on import with its path, so that no page, export or store
-# write meets an Infinity, a NaN, a date past any calendar or an integer SQLite cannot hold.
+from pydantic import Field, StringConstraints, TypeAdapter, ValidationError
+
+
+@dataclass(frozen=True)
+class Words:
+    """How a message names what a field may hold ("a finite number from 0 to 100", "an epoch number from 1 to
+    1,000,000"): carried in a type's ``Annotated`` metadata, read by bench.record_base when it words an error."""
+
+    text: str
+    always: bool = False  # say ``text`` for a wrong type too (not "must be a number")
+
+
+def _number(low: float, high: float, words: str | None = None) -> Any:
+    return Annotated[float, Field(strict=True, ge=low, le=high, allow_inf_nan=False),
+                     Words(words or f"a finite number from {low:g} to {high:g}", always=words is not None)]
+
+
+def _whole(low: int, high: int, words: str | None = None) -> Any:
+    return Annotated[int, Field(strict=True, ge=low, le=high),
+                     Words(words or f"a whole number from {low:,} to {high:,}", always=words is not None)]
+
+
+# -- the bounds ------------------------------------------------------------------------------------------------------
 TIME_MIN_S, TIME_MAX_S = 0.0, 4102444800.0  # wall-clock moments: 1970-01-01 .. 2100-01-01 (UTC)
 ID_MAX = 2**63 - 1  # SQLite's largest integer
 EPOCH_MAX = 1_000_000
 GPU_INDEX_MAX = 1023
-_PERCENT = (0.0, 100.0)
-_ANY = (-1e15, 1e15)  # a loss, a reading in its own unit: any finite value of sane size
-BOUNDS: dict[str, tuple[float, float]] = {
-    "created_at": (TIME_MIN_S, TIME_MAX_S), "started_at": (TIME_MIN_S, TIME_MAX_S),
-    "ended_at": (TIME_MIN_S, TIME_MAX_S),
-    "t_s": (-1e7, 1e9), "t_start_s": (-1e7, 1e9), "t_end_s": (-1e7, 1e9),  # seconds from the worker's start
-    "epoch_seconds": (0.0, 1e8),
-    "samples_per_s": (0.0, 1e13), "achieved_gflops": (0.0, 1e12),
-    "cpu_percent": _PERCENT, "util_percent": _PERCENT, "mem_util_percent": _PERCENT,
-    "sm_active_percent": _PERCENT, "sm_occupancy_percent": _PERCENT, "tensor_active_percent": _PERCENT,
-    "fp32_active_percent": _PERCENT, "fp16_active_percent": _PERCENT, "dram_active_percent": _PERCENT,
-    "process_cpu_percent": (0.0, 100.0 * 65536),  # a process on many cores: 100 % per core
-    "process_rss_mib": (0.0, 1e10), "ram_used_mib": (0.0, 1e10), "mem_used_mib": (0.0, 1e10),
-    "mem_total_mib": (0.0, 1e10),
-    "power_w": (0.0, 1e6), "power_limit_w": (0.0, 1e6), "temp_c": (-273.0, 1000.0), "sm_clock_mhz": (0.0, 1e6),
-    "energy_j": (0.0, 1e18), "count": (0.0, 1e12), "id": (-ID_MAX, ID_MAX), "epoch": (1.0, EPOCH_MAX), "gpu_index": (0.0, GPU_INDEX_MAX), "cpu_energy_j": (0.0, 1e18),
-}
+PRICE_PER_HOUR_MIN = 1e-6  # a normal float: a subnormal price would count as above zero and rank a machine cheapest
+PRICE_PER_HOUR_MAX = 1e6  # any real machine costs less an hour; more is a typo that prints costs of inf
+TEXT_MAX = 1_000_000  # characters of one text (a traceback is the longest a run keeps)
+LINE_MAX = 10_000  # characters of one line (a name, a label, a device)
 
-
+Timestamp = _number(TIME_MIN_S, TIME_MAX_S)  # seconds since 1970 (created_at, started_at, ...)
+RunSeconds = _number(-1e7, 1e9)  # seconds from the worker's start (t_s, t_start_s, t_end_s)
+Seconds = _number(0.0, 1e8)  # a duration
+EpochSeconds = Annotated[float, Field(strict=True, gt=0.0, le=1e8, allow_inf_nan=False),
+                         Words("a positive number", always=True)]
+Percent = _number(0.0, 100.0)
+ProcessPercent = _number(0.0, 100.0 * 65536)  # a process on many cores: 100 % per core
+MiB = _number(0.0, 1e10)
+Watts = _number(0.0, 1e6)
+Celsius = _number(-273.0, 1000.0)
+MHz = _number(0.0, 1e6)
+Joules = _number(0.0, 1e18)
+SamplesPerSecond = _number(0.0, 1e13)
+Gflops = _number(0.0, 1e12)
+Number = _number(-1e15, 1e15)  # any finite value of sane size (a ratio, a figure in its own unit)
+Price = _number(PRICE_PER_HOUR_MIN, PRICE_PER_HOUR_MAX, f"an hourly price from {PRICE_PER_HOUR_MIN:g} to "
+                                                        f"{PRICE_PER_HOUR_MAX:g}")
 # what training measured may be NaN or infinite: a run whose loss diverged (exports write it as null)
-NON_FINITE_ALLOWED = frozenset({"loss", "val_loss", "accuracy", "val_accuracy"})
+Metric = Annotated[float, Field(strict=True), Words("a number")]
+Id = _whole(-ID_MAX, ID_MAX)  # a run's id, a source run's id: one bound for both
+Whole = _whole(-ID_MAX, ID_MAX)  # any whole number SQLite can hold (a pid, a parameter count)
+Count = _whole(0, 10**12)
+EpochNumber = _whole(1, EPOCH_MAX, f"an epoch number from 1 to {EPOCH_MAX:,}")
+GpuIndex = _whole(0, GPU_INDEX_MAX)
+Flag = Annotated[bool, Field(strict=True)]
+# valid Unicode (a lone surrogate takes a page down when it is encoded), of bounded size
+Text = Annotated[str, StringConstraints(max_length=TEXT_MAX), Words("text")]
+# one line: no control character (a newline or an escape sequence from outside would break a table or a terminal)
+Line = Annotated[str, StringConstraints(max_length=LINE_MAX, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$"),
+                 Words("one line of text (no control characters)", always=True)]
+
+# the bounds a column of the store is held to where it reads a row (bench.store_rows), by column
+NAMED: dict[str, Any] = {"created_at": Timestamp, "started_at": Timestamp, "ended_at": Timestamp,
+                         "achieved_gflops": Gflops, "id": Id}
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {}
 
 
 def problem(value: Any, key: str) -> str | None:
-    """What is wrong with ``value`` as the number field ``key`` (not a number, not finite, outside BOUNDS: any sane
-    size where unlisted), or None when it may be held."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return f"must be a number, got {value!r:.60}"
-    if key in NON_FINITE_ALLOWED and not math.isfinite(value):
-        return None
-    low, high = BOUNDS.get(key, _ANY)
-    if not math.isfinite(value) or not low <= value <= high:
-        return f"must be a finite number from {low:g} to {high:g}, got {value!r:.60}"
+    """What is wrong with ``value`` as the number ``key`` of NAMED (any finite number of sane size where unlisted),
+    or None when it may be held."""
+    if key not in _ADAPTERS:
+        _ADAPTERS[key] = TypeAdapter(NAMED.get(key, Number))
+    try:
+        _ADAPTERS[key].validate_python(value)
+    except ValidationError:
+        words = next((m.text for m in getattr(NAMED.get(key, Number), "__metadata__", ()) if isinstance(m, Words)),
+                     "a finite number")
+        return f"must be {words}, got {value!r:.60}"
     return None
 
 
 # -- what a user enters where no run config checks it ----------------------------------------------------------------
-# (name, unit) -> (low, high): a value must be finite, above low and at most high. The forms and the CLI's parsers
-# apply them through entered(); a run's own settings (epochs, batch size, ...) are bench.config's.
-PRICE_PER_HOUR_MAX = 1e6  # any real machine costs less an hour; more is a typo that prints costs of inf
+# (name) -> (low, high, what): a value must be finite, above low and at most high. The forms and the CLI's parsers
+# apply them through entered_problem(); a run's own settings (epochs, batch size, ...) are bench.config's.
 TIMEOUT_MAX_S = 86400.0  # a day
 ENTERED: dict[str, tuple[float, float, str]] = {
     "price_per_hour": (0.0, PRICE_PER_HOUR_MAX, "an hourly price"),
@@ -65,9 +109,17 @@ ENTERED: dict[str, tuple[float, float, str]] = {
 
 def entered_problem(value: Any, key: str) -> str | None:
     """What is wrong with ``value`` entered as ``key`` of ENTERED (not a number, not finite, outside its bounds),
-    naming the bounds; None when it may be used."""
+    naming the bounds; None when it may be used. A price is held to the records' own rule (``Price``: a normal
+    float from PRICE_PER_HOUR_MIN), so one entered is one a bundle or a comparison may hold."""
     low, high, what = ENTERED[key]
+    if key == "price_per_hour":
+        if problem(value, "price") is None:
+            return None
+        return f"{what} must be a finite number from {PRICE_PER_HOUR_MIN:g} to {high:g} (got {value!r:.60})"
     if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
             or not low < value <= high):
         return f"{what} must be a finite number above {low:g} and at most {high:g} (got {value!r:.60})"
     return None
+
+
+NAMED["price"] = Price

@@ -1,60 +1,59 @@
-"""The records this project writes and reads, defined once: run status, run record, comparison and sweep, each a
-frozen dataclass with one constructor and one validator. The readings a run holds (epoch, sample, GPU reading) live in
-bench.readings, shared with the monitor that takes them, and are re-exported here; the typed parts a document carries
-(a run's summary and diagnosis, a comparison's pairs, a sweep's rows) live in bench.record_types, below the analysis
-that fills them. This module sits above that analysis: a document without its summary gets one computed
-(``run_summary.summarize``), and a comparison's block is ``compare.comparison``.
+"""The records this project writes and reads, defined once as pydantic models (bench.record_base.Record): run
+status, run record, comparison, sweep and machine bundle. The readings a run holds (epoch, sample, GPU reading) live
+in bench.readings, shared with the monitor that takes them, and are re-exported here; the typed parts a document
+carries (a run's summary and diagnosis, a comparison's pairs, a sweep's rows, a machine's fingerprint) live in
+bench.record_types. Records hold what they are given and compute nothing: a run's summary, a comparison's block and a
+sweep's rows are computed by bench.analysis (``run_summary.summary_of``, ``compare.comparison_record``,
+``sweeps.sweep_record``), which builds the documents here.
 
-| schema              | built by                  | what it holds                                                     |
-|---------------------|---------------------------|-------------------------------------------------------------------|
-| ``bench.run/1``     | :func:`run_record`        | one run: status, config, hardware, info, epochs, samples, summary |
-| ``bench.comparison/1`` | :func:`comparison_record` | runs plus the speed-up (and headline) of each against the first |
-| ``bench.sweep/1``   | :func:`sweep_record`      | one row per (size, batch size, target) point, peaks, the runs     |
+| schema                 | model            | what it holds                                                     |
+|------------------------|------------------|-------------------------------------------------------------------|
+| ``bench.run/1``        | :class:`RunRecord`  | one run: status, config, hardware, info, epochs, samples, summary |
+| ``bench.comparison/1`` | :class:`Comparison` | runs plus the speed-up (and headline) of each against the first |
+| ``bench.sweep/1``      | :class:`Sweep`      | one row per (size, batch size, target) point, peaks, the runs   |
+| ``bench.bundle/1``     | :class:`MachineBundle` | one machine measured by the fixed suite                      |
 
 Inside the engine and the pages a run is a :class:`RunRecord` (the store reads its rows into one, a live run's snapshot
-gives one); its JSON form, written to files and downloads, is its ``to_dict()``. :func:`load` is the one place that checks a document read from outside (an import, a shipped result): it builds the
-typed record field by field, and every problem raises :class:`RecordError` naming the field, what it holds and what
-to do. Unknown keys are kept (``extra``), so files from newer versions still import. An imported GPU run must import
-on a CPU-only machine, so a config is checked for shape, not validated against this machine's hardware.
+gives one); its JSON form, written to files and downloads, is its ``to_dict()``. :func:`load_json` (JSON text, read
+by pydantic's own parser) and :func:`load` (decoded JSON) are the way in for a document from outside (an import, a
+shipped result): every problem raises :class:`RecordError` naming the field, what it holds and what to do. Unknown
+keys are kept (``extra``), so files from newer versions still import. An imported GPU run must import on a CPU-only
+machine, so a config is checked for shape, not validated against this machine's hardware.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from bench.analysis import compare, run_summary  # the arithmetic that fills a document (summaries, comparisons)
-from bench.record_types import Fingerprint, Pair, RecordedHardware, RunSummary, SweepRow
-from bench import typed
-from bench.typed import JsonValue
-from bench.run_info import RunError, RunInfo
+from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
+
 from bench.config import RunConfig
 from bench.errors import RecordError
-from bench.readings import (  # noqa: F401 - Epoch, Sample, GpuReading and check_number are part of this module's API
+from bench.limits import Gflops, Id, Line, Price, Text, Timestamp
+from bench.record_base import PathError, Record, json_error, record_error
+from bench.record_types import Fingerprint, Pair, RecordedHardware, RunSummary, SweepRow
+from bench.run_info import RunError, RunInfo
+from bench.readings import (  # noqa: F401 - Epoch, Sample, GpuReading are part of this module's API
     EXPORT_HINT,
     Epoch,
     GpuReading,
     Sample,
     fail,
-    int_within,
     is_int,
     is_number,
-    json_object,
     show_value,
-    check_number,
     epochs_of,
     samples_of,
 )
 
 RUN_SCHEMA: Literal["bench.run/1"] = "bench.run/1"
-COMPARISON_SCHEMA = "bench.comparison/1"
-SWEEP_SCHEMA = "bench.sweep/1"
+COMPARISON_SCHEMA: Literal["bench.comparison/1"] = "bench.comparison/1"
+SWEEP_SCHEMA: Literal["bench.sweep/1"] = "bench.sweep/1"
+BUNDLE_SCHEMA: Literal["bench.bundle/1"] = "bench.bundle/1"
 SCHEMAS = (RUN_SCHEMA, COMPARISON_SCHEMA)  # what an import into the store reads; a sweep is shown, not imported
 
 
@@ -99,200 +98,116 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     return json.dumps(strict(value), indent=indent, allow_nan=False, default=str)
 
 
-def _non_empty_list(data: Any, key: str, what: str) -> None:
-    """A document's list that must hold at least one item (a comparison's runs, a sweep's rows, a bundle's runs)."""
-    value = data.get(key) if isinstance(data, Mapping) else None
-    if not isinstance(value, list) or not value:
-        raise fail(key, f"must be a non-empty list of {what}, got {show_value(value)}")
-
-
 # -- the records ------------------------------------------------------------------------------------------------------
-@typed.record
-@dataclass(frozen=True)
-class RunRecord:
+class RunRecord(Record):
     """One run (``bench.run/1``): what was asked (config), where (hardware, info.placement), what happened."""
 
     NOUN: ClassVar[str] = "run record"
 
+    schema_name: Literal["bench.run/1"] = Field(default=RUN_SCHEMA, alias="schema")
+    id: Id | None = None
     status: Status
     config: RunConfig
-    hardware: RecordedHardware = field(default_factory=RecordedHardware)
+    hardware: RecordedHardware = Field(default_factory=RecordedHardware)
+    info: RunInfo = Field(default_factory=RunInfo)
+    created_at: Timestamp | None = None
+    started_at: Timestamp | None = None
+    ended_at: Timestamp | None = None
+    error: RunError | None = None
+    store_error: Text | None = None
     epochs: tuple[Epoch, ...] = ()
     samples: tuple[Sample, ...] = ()
-    id: int | None = typed.bound("id", default=None)
-    info: RunInfo = field(default_factory=RunInfo)
-    created_at: float | None = None
-    started_at: float | None = None
-    ended_at: float | None = None
-    error: RunError | None = None
-    store_error: str | None = None
     summary: RunSummary | None = None
-    label: str | None = None
+    label: Line | None = None
     members: tuple[RunRecord, ...] = ()  # a multi-worker run: the other members' own records (info.cluster)
-    schema: Literal["bench.run/1"] = RUN_SCHEMA
-    extra: dict[str, JsonValue] = field(default_factory=dict)
+    # the summary computed for a run that carries none (bench.analysis.run_summary.summary_of), kept with it
+    _computed_summary: Any = PrivateAttr(default=None)
 
+    @model_validator(mode="before")
     @classmethod
-    def from_dict(cls, data: Any, path: str = "") -> RunRecord:
-        """A run read from outside (a file, a store row): every field checked, RecordError naming the first problem.
-        A run's epochs are numbered once each; a member of a multi-worker run holds no members of its own."""
-        raw = json_object(data, path or "the record")
-        for key in ("hardware", "epochs", "samples"):  # a record file holds each, if only empty
-            if key not in raw:
-                raise fail(f"{path}.{key}" if path else key, "is missing")
-        if raw.get("error") == {}:  # written as an empty object by early versions: no error
-            raw = {**raw, "error": None}
-        run = typed.checked(cls, raw, path)
+    def _no_error(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("error") == {}:  # written as an empty object by early versions
+            return {**data, "error": None}
+        return data
+
+    @model_validator(mode="after")
+    def _numbered_once(self) -> RunRecord:
+        """A run's epochs are numbered once each; a member of a multi-worker run holds no members of its own."""
         seen: dict[int, int] = {}
-        for i, epoch in enumerate(run.epochs):
+        for i, epoch in enumerate(self.epochs):
             if epoch.epoch in seen:
-                where = f"{path}.epochs[{i}].epoch" if path else f"epochs[{i}].epoch"
-                raise fail(where, f"{epoch.epoch} appears twice (also at index {seen[epoch.epoch]})")
+                raise PathError(f"epochs[{i}].epoch", f"{epoch.epoch} appears twice (also at index {seen[epoch.epoch]})")
             seen[epoch.epoch] = i
-        if run.members and path.count("members["):
-            raise fail(f"{path}.members", "a member of a multi-worker run holds no members of its own")
-        return run
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> RunRecord:
-        """A run this project wrote (a live run's record, its own file), typed without the checks of
-        :meth:`from_dict`."""
-        return typed.trusted(cls, data)
-
-    @functools.cached_property
-    def summarized(self) -> RunSummary:
-        """The summary this run carries, else one computed from its epochs, samples, info and config (a run still
-        going, or one stored before summaries were kept): what every figure shown of a run is read from."""
-        if self.summary is not None:
-            return self.summary
-        return run_summary.summarize(self.epochs, self.samples, info=self.info, config=self.config)
+        for i, member in enumerate(self.members):
+            if member.members:
+                raise PathError(f"members[{i}].members", "a member of a multi-worker run holds no members of its own")
+        return self
 
     def with_members(self, members: Sequence[RunRecord]) -> RunRecord:
-        return dataclasses.replace(self, members=tuple(members))
+        return self.model_copy(update={"members": tuple(members)})
 
     def to_dict(self) -> dict[str, Any]:
-        return run_record(id=self.id, status=self.status, config=self.config, hardware=self.hardware, info=self.info,
-                          created_at=self.created_at, started_at=self.started_at, ended_at=self.ended_at,
-                          error=self.error, store_error=self.store_error, epochs=[e.to_dict() for e in self.epochs],
-                          samples=[s.to_dict() for s in self.samples], label=self.label,
-                          summary=self.summary, members=[m.to_dict() for m in self.members]) | self.extra
+        """Its ``bench.run/1`` document: every key of a run (null where not known), then the keys it was read with."""
+        out = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        if not out.get("members", True):  # written only for a run that coordinates others
+            del out["members"]
+        if "label" in out and out["label"] is None:
+            del out["label"]
+        return {"schema": RUN_SCHEMA, "id": self.id, "status": self.status.value, "config": self.config.to_dict(),
+                "hardware": {}, "info": {}, "created_at": self.created_at, "started_at": self.started_at,
+                "ended_at": self.ended_at, "error": None, "store_error": self.store_error, "epochs": [],
+                "samples": [], "summary": None} | out
 
 
-def run_record(*, id: int | None, status: str, config: RunConfig, hardware: RecordedHardware | None,
-               info: RunInfo | None, created_at: float | None, started_at: float | None, ended_at: float | None,
-               error: RunError | None, store_error: str | None,
-               epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]], label: str | None = None,
-               summary: RunSummary | None = None,
-               members: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-    """The one writer of a ``bench.run/1`` document (the JSON form of :meth:`RunRecord.to_dict`, for a live run and a
-    stored one alike). The summary is computed from the epochs and samples unless given.
-    ``members``: the other members' records of a multi-worker run this one coordinates (written only when some)."""
-    epochs, samples = list(epochs), list(samples)
-    info = info or RunInfo()
-    out = {
-        "schema": RUN_SCHEMA,
-        "id": id,
-        "status": str(status),
-        "config": config.to_dict(),
-        "hardware": hardware.to_dict() if hardware is not None else {},
-        "info": info.to_dict(),
-        "created_at": created_at,
-        "started_at": started_at,
-        "ended_at": ended_at,
-        "error": error.to_dict() if error is not None else None,
-        "store_error": store_error,
-        "epochs": epochs,
-        "samples": samples,
-        "summary": (summary if summary is not None
-                    else run_summary.summarize(epochs_of(epochs), samples_of(samples), info=info, config=config)
-                    ).to_dict(),
-    }
-    if label is not None:
-        out["label"] = label
-    if members:
-        out["members"] = [dict(m) for m in members]
-    return out
+def run_record(**fields: Any) -> dict[str, Any]:
+    """A ``bench.run/1`` document built from its fields (a part given as None: not known), holding what it is given
+    (a summary only where one is given: ``run_summary.summary_of`` computes one)."""
+    return RunRecord(**{k: v for k, v in fields.items() if v is not None}).to_dict()
 
 
-@typed.record
-@dataclass(frozen=True)
-class ComparisonBlock(typed.Record):
+class ComparisonBlock(Record):
     """A comparison's figures (``compare.comparison``): the baseline's run id, one pair per other run, the hourly
     prices entered; with exactly two runs the first pair's figures also stand at the top level (kept as they are)."""
 
     pairs: tuple[Pair, ...] = ()
-    baseline: int | None = typed.bound("id", default=None)
-    prices: dict[str, float] | None = typed.bound("price_per_hour", default=None)
-    extra: dict[str, JsonValue] = field(default_factory=dict)
-    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    baseline: Id | None = None
+    prices: dict[str, Price] | None = None
 
 
-@typed.record
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(Record):
     """Several runs of one config on different targets (``bench.comparison/1``): the runs, and ``comparison`` with
     the speed-up of each against the first (``compare.comparison``, each pair with its ``headline``)."""
 
-    runs: tuple[RunRecord, ...]
+    schema_name: Literal["bench.comparison/1"] = Field(default=COMPARISON_SCHEMA, alias="schema")
+    runs: Annotated[tuple[RunRecord, ...], Field(min_length=1)]
     comparison: ComparisonBlock | None = None
-    schema: Literal["bench.comparison/1"] = "bench.comparison/1"
-    extra: dict[str, JsonValue] = field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Comparison:
-        _non_empty_list(data, "runs", "run records")
-        return typed.checked(cls, data, "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": COMPARISON_SCHEMA, "runs": [r.to_dict() for r in self.runs],
-                "comparison": self.comparison.to_dict() if self.comparison is not None else None, **self.extra}
+                "comparison": self.comparison.to_dict() if self.comparison is not None else None,
+                **self.extra}
 
 
-def comparison_record(runs: Sequence[RunRecord], prices: Mapping[str, float] | None = None) -> Comparison:
-    """The one builder of a ``bench.comparison/1`` record: the runs and the speed-up of each against the first.
-
-    ``comparison`` holds ``baseline`` (the first run's id), ``pairs`` (one per other run: baseline_id,
-    baseline_target, target_id, target, speedup_median, speedup_min, speedup_max, total_time_ratio, first epoch times
-    and a ``headline`` sentence, energy_ratio and cost_ratio: compare.comparison) and, for exactly two runs, the first
-    pair's figures at the top level too. ``prices`` (target -> hourly price, entered by the user) gives the costs.
-
-    Raises:
-        RecordError: no runs.
-    """
-    if not runs:
-        raise RecordError("a comparison needs a list of at least one run record; pick two runs to compare")
-    return Comparison(runs=tuple(runs), comparison=typed.trusted(ComparisonBlock, compare.comparison(runs, prices)))
-
-
-@typed.record
-@dataclass(frozen=True)
-class Sweep:
+class Sweep(Record):
     """Model size (and batch size) against speed and utilization (``bench.sweep/1``): one row per point
     (``sweeps.sweep_row``), the matmul peak per target, and the runs (without their samples)."""
 
-    rows: tuple[SweepRow, ...]
-    peaks_gflops: dict[str, float | None] = typed.bound("achieved_gflops", default_factory=dict)
+    schema_name: Literal["bench.sweep/1"] = Field(default=SWEEP_SCHEMA, alias="schema")
+    rows: Annotated[tuple[SweepRow, ...], Field(min_length=1)]
+    peaks_gflops: dict[str, Gflops | None] = {}
     runs: tuple[RunRecord, ...] = ()
-    schema: Literal["bench.sweep/1"] = "bench.sweep/1"
-    extra: dict[str, JsonValue] = field(default_factory=dict)
 
-    @classmethod
-    def from_dict(cls, data: Any) -> Sweep:
-        _non_empty_list(data, "rows", "sweep points")
-        # a sweep keeps its runs without their samples (written before the key was kept empty: none at all)
-        runs = data.get("runs")
-        if isinstance(runs, list):
-            data = {**data, "runs": [{"samples": [], **run} if isinstance(run, dict) else run for run in runs]}
-        sweep = typed.checked(cls, data, "")
-        by_id = {r.id: r for r in sweep.runs}
-        rows = []
-        for raw, row in zip(data["rows"], sweep.rows):
-            run = by_id.get(row.run_id)
-            if "sample_interval_s" not in raw and run is not None:  # written before rows carried it: its run's
-                row = dataclasses.replace(row, sample_interval_s=run.config.sample_interval_s,
-                                          keys=(*(row.keys or ()), "sample_interval_s"))
-            rows.append(row)
-        return dataclasses.replace(sweep, rows=tuple(rows))
+    @model_validator(mode="after")
+    def _intervals(self) -> Sweep:
+        """A row written before rows carried their sampling interval takes its run's."""
+        by_id = {r.id: r for r in self.runs}
+        if all(r.carries("sample_interval_s") or r.run_id not in by_id for r in self.rows):
+            return self
+        rows = tuple(r if r.carries("sample_interval_s") or r.run_id not in by_id else
+                     r.model_copy(update={"sample_interval_s": by_id[r.run_id].config.sample_interval_s})
+                     for r in self.rows)
+        object.__setattr__(self, "rows", rows)  # still being read: not yet seen by anyone
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SWEEP_SCHEMA, "rows": [r.to_dict() for r in self.rows], "peaks_gflops": self.peaks_gflops,
@@ -303,73 +218,27 @@ class Sweep:
         return self.runs[0].hardware if self.runs else None
 
 
-def sweep_record(rows: Sequence[SweepRow], peaks_gflops: Mapping[str, float | None],
-                 runs: Sequence[RunRecord]) -> dict[str, Any]:
-    """The one builder of a ``bench.sweep/1`` document (runs are kept without their samples)."""
-    return {"schema": SWEEP_SCHEMA, "rows": [r.to_dict() for r in rows], "peaks_gflops": dict(peaks_gflops),
-            "runs": [dataclasses.replace(r, samples=(), summary=r.summarized).to_dict() for r in runs]}
-
-
-def load(data: Any) -> RunRecord | Comparison | Sweep:
-    """The one validator of a document read from outside: a run, a comparison or a sweep, typed.
-
-    Raises:
-        RecordError: the first problem found, naming the field path, e.g.
-            ``epochs[2].epoch_seconds must be a positive number, got 'abc'``.
-    """
-    if not isinstance(data, dict):
-        raise RecordError(f"a run record must be a JSON object, got {type(data).__name__}; {EXPORT_HINT}")
-    schema = data.get("schema")
-    known = (*SCHEMAS, SWEEP_SCHEMA)
-    if schema is None:
-        raise fail("schema", f"is missing (expected {' or '.join(SCHEMAS)}); is this a bench run record?")
-    if schema not in known:
-        raise fail("schema", f"{show_value(schema)} is not supported; this version reads {' and '.join(SCHEMAS)}")
-    if schema == RUN_SCHEMA:
-        return RunRecord.from_dict(data)
-    if schema == COMPARISON_SCHEMA:
-        return Comparison.from_dict(data)
-    return Sweep.from_dict(data)
-
-
-BUNDLE_SCHEMA = "bench.bundle/1"
-
-
-@typed.record
-@dataclass(frozen=True)
-class SuiteSpec(typed.Record):
+class SuiteSpec(Record):
     """Which suite measured a machine: its version (bumped whenever a workload changes) and variant."""
 
-    version: str
-    variant: str
-    extra: dict[str, JsonValue] = field(default_factory=dict)
+    version: Line
+    variant: Line
 
 
-@typed.record
-@dataclass(frozen=True)
-class MachineBundle:
+class MachineBundle(Record):
     """One machine measured by the fixed suite (``bench.bundle/1``, built by ``bench suite``): the machine's
     fingerprint (CPU, RAM, GPUs, OS, Python, framework and backend), the suite's version and variant, the user's label,
     hourly prices per target as entered, each target's matmul peak, and every run of the suite (without samples)."""
 
+    schema_name: Literal["bench.bundle/1"] = Field(default=BUNDLE_SCHEMA, alias="schema")
+    label: Line | None = None
+    notes: Text | None = None
+    created_at: Timestamp | None = None
     machine: Fingerprint
     suite: SuiteSpec
-    runs: tuple[RunRecord, ...]
-    label: str | None = None
-    notes: str | None = None
-    created_at: float | None = None
-    prices: dict[str, float] = typed.bound("price_per_hour", default_factory=dict)
-    peaks_gflops: dict[str, float | None] = typed.bound("achieved_gflops", default_factory=dict)
-    schema: Literal["bench.bundle/1"] = "bench.bundle/1"
-    extra: dict[str, JsonValue] = field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> MachineBundle:
-        _non_empty_list(data, "runs", "run records")
-        bundle = typed.checked(cls, data, "")
-        if any(not v > 0 for v in bundle.prices.values()):
-            raise fail("prices", f"must map targets to hourly prices above 0, got {show_value(bundle.prices)}")
-        return bundle
+    prices: dict[str, Price] = {}
+    peaks_gflops: dict[str, Gflops | None] = {}
+    runs: Annotated[tuple[RunRecord, ...], Field(min_length=1)]
 
     @property
     def suite_version(self) -> str:
@@ -380,34 +249,98 @@ class MachineBundle:
         return self.suite.variant
 
     def to_dict(self) -> dict[str, Any]:
-        return bundle_record(machine=self.machine, suite_version=self.suite_version, suite_variant=self.suite_variant,
-                             runs=self.runs, label=self.label, notes=self.notes,
-                             created_at=self.created_at, prices=self.prices,
-                             peaks_gflops=self.peaks_gflops) | self.extra
+        return {"schema": BUNDLE_SCHEMA, "label": self.label, "notes": self.notes, "created_at": self.created_at,
+                "machine": self.machine.to_dict(), "suite": self.suite.to_dict(), "prices": dict(self.prices),
+                "peaks_gflops": dict(self.peaks_gflops), "runs": [r.to_dict() for r in self.runs]} | self.extra
 
 
+def bundle_record(*, machine: Fingerprint, suite_version: str, suite_variant: str, runs: Sequence[RunRecord],
+                  **fields: Any) -> dict[str, Any]:
+    """A ``bench.bundle/1`` document built from its parts (runs as given: ``bench.runs.suite.bundle`` drops their
+    samples and fills their summaries)."""
+    return MachineBundle(machine=machine, suite=SuiteSpec(version=suite_version, variant=suite_variant),
+                         runs=tuple(runs), **{k: v for k, v in fields.items() if v is not None}).to_dict()
 
-def bundle_record(*, machine: Fingerprint, suite_version: str, suite_variant: str,
-                  runs: Sequence[RunRecord], label: str | None = None, notes: str | None = None,
-                  created_at: float | None = None, prices: Mapping[str, float] | None = None,
-                  peaks_gflops: Mapping[str, float | None] | None = None) -> dict[str, Any]:
-    """The one builder of a ``bench.bundle/1`` document (runs are kept without their samples: the summary each
-    carries holds what the gallery reads)."""
-    return {"schema": BUNDLE_SCHEMA, "label": label, "notes": notes, "created_at": created_at,
-            "machine": machine.to_dict(), "suite": {"version": suite_version, "variant": suite_variant},
-            "prices": dict(prices or {}), "peaks_gflops": dict(peaks_gflops or {}),
-            "runs": [dataclasses.replace(r, samples=(), summary=r.summarized).to_dict() for r in runs]}
+
+# -- the ways in ------------------------------------------------------------------------------------------------------
+Document = Annotated[Union[RunRecord, Comparison, Sweep], Field(discriminator="schema_name")]
+_DOCUMENT: TypeAdapter[RunRecord | Comparison | Sweep] = TypeAdapter(Document)
+_NEEDS = {RUN_SCHEMA: ("hardware", "epochs", "samples")}  # a run's file holds each, if only empty
+
+
+def load(data: Any) -> RunRecord | Comparison | Sweep:
+    """The one reader of a decoded document from outside: a run, a comparison or a sweep, typed.
+
+    Raises:
+        RecordError: the first problem found, naming the field path, e.g.
+            ``epochs[2].epoch_seconds must be a positive number, got 'abc'``.
+    """
+    _check_schema(data)
+    try:
+        return _DOCUMENT.validate_python(data)
+    except ValidationError as exc:
+        raise _document_error(exc, data) from None
+
+
+def load_json(text: str | bytes | bytearray) -> RunRecord | Comparison | Sweep:
+    """A document from outside as JSON text, read by pydantic's own parser (a lone surrogate, nesting deeper than
+    200 levels: refused, naming where); see :func:`load`.
+
+    Raises:
+        RecordError: as :func:`load`, or the text is not JSON.
+    """
+    try:
+        return _DOCUMENT.validate_json(text)
+    except ValidationError as exc:
+        if exc.errors()[0]["type"] == "json_invalid":
+            raise json_error(text, "", exc.errors()[0]["msg"]) from None
+        data = json.loads(text)  # JSON, since pydantic's parser read it: for the schema's own words
+        _check_schema(data)
+        raise _document_error(exc, data) from None
+
+
+def _check_schema(data: Any) -> None:
+    if not isinstance(data, dict):
+        raise RecordError(f"a run record must be a JSON object, got {type(data).__name__}; {EXPORT_HINT}")
+    schema = data.get("schema")
+    if schema is None:
+        raise fail("schema", f"is missing (expected {' or '.join(SCHEMAS)}); is this a bench run record?")
+    if schema not in (*SCHEMAS, SWEEP_SCHEMA):
+        raise fail("schema", f"{show_value(schema)} is not supported; this version reads {' and '.join(SCHEMAS)}")
+    for key in _NEEDS.get(schema, ()):
+        if key not in data:
+            raise fail(key, "is missing")
+
+
+def _document_error(exc: ValidationError, data: dict[str, Any]) -> RecordError:
+    cls = {RUN_SCHEMA: RunRecord, COMPARISON_SCHEMA: Comparison, SWEEP_SCHEMA: Sweep}[data["schema"]]
+    return record_error(exc, cls, "", skip=1)  # the union's tag (the schema) is no place in the document
 
 
 def load_bundle(data: Any) -> MachineBundle:
-    """A machine bundle read from outside, typed (see :func:`load` for the other records).
+    """A machine bundle read from outside (decoded JSON), typed (see :func:`load` for the other records).
 
     Raises:
         RecordError: not a JSON object, not ``bench.bundle/1``, or the first problem found, naming its field.
     """
+    _bundle_schema(data)
+    return MachineBundle.model_validate(data)
+
+
+def load_bundle_json(text: str | bytes | bytearray) -> MachineBundle:
+    """A machine bundle as JSON text, read by pydantic's own parser; see :func:`load_bundle`."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    if data is not None:
+        _bundle_schema(data)
+    return MachineBundle.model_validate_json(text)
+
+
+def _bundle_schema(data: Any) -> None:
     if not isinstance(data, dict):
         raise RecordError(f"a machine bundle must be a JSON object, got {type(data).__name__}; make one with "
                           "`python -m bench suite --out FILE`")
     if data.get("schema") != BUNDLE_SCHEMA:
         raise fail("schema", f"must be {BUNDLE_SCHEMA!r} for a machine bundle, got {show_value(data.get('schema'))}")
-    return MachineBundle.from_dict(data)

@@ -1,6 +1,6 @@
-"""What a run learned about itself while it ran (``info``) and how it failed (``error``), typed: declared once in
-bench.typed's way, so a stored row, an imported record and the worker's started event all become the same objects,
-and the JSON Schema in docs/schemas/ is generated from these declarations.
+"""What a run learned about itself while it ran (``info``) and how it failed (``error``), as pydantic models on
+bench.record_base.Record: a stored row, an imported record and the worker's started event all become the same
+objects, and the JSON Schema in docs/schemas/ is generated from these models.
 
 ``RunInfo`` is filled by the worker's started event (placement, framework, the model's size and arithmetic, the data,
 the parallel layout, a multi-worker run's cluster), by the supervisor (start-up phases, why energy or GPM figures are
@@ -10,111 +10,92 @@ a run that failed before it started has none, and records written by older versi
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from bench import typed
-from bench.typed import JsonValue
+from bench.limits import Count, Flag, Id, Line, Number, RunSeconds, Text, Timestamp, Whole
+from bench.record_base import Record
 
 
-@typed.record
-@dataclass(frozen=True)
-class Phase:
+class Phase(Record):
     """A start-up phase of the run (``importing jax``, ``loading data``, ``first step``, ``training``): its name and
     when it began, in seconds from the samples' origin."""
 
-    phase: str
-    t_s: float
+    NOUN: ClassVar[str] = "phase"
+
+    phase: Line
+    t_s: RunSeconds
 
 
-@typed.record(sparse=True)
-@dataclass(frozen=True)
-class ClusterInfo(typed.Record):
+class ClusterInfo(Record):
     """A multi-worker run's cluster as one member saw it: the cluster's id (shared by every member), this member's
     index, the member count, the members' addresses and JAX's process index."""
 
-    id: str
-    index: int
-    size: int
-    workers: tuple[str, ...] = ()
-    process: int | None = None
-    extra: dict[str, JsonValue] = field(default_factory=dict)
-    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    PATH: ClassVar[str] = "cluster"
+    SPARSE: ClassVar[bool] = True
+
+    id: Line
+    index: Count
+    size: Count
+    workers: tuple[Line, ...] = ()
+    process: Count | None = None
 
 
-@typed.record(sparse=True)
-@dataclass(frozen=True)
-class RunInfo(typed.Record):
+class RunInfo(Record):
     """What a run learned while it ran; every field None (or empty) where it was not learned."""
 
     PATH: ClassVar[str] = "info"
+    SPARSE: ClassVar[bool] = True
 
-    pid: int | None = None
-    framework: str | None = None
-    backend: str | None = None
-    devices_seen: tuple[str, ...] | None = None
-    placement: str | None = None  # where the first trainable variable lives: the device the run actually used
-    replicas: int | None = None
-    replica_devices: tuple[str, ...] | None = None
-    distribution: str | None = None
-    global_batch_size: int | None = None
+    pid: Whole | None = None
+    framework: Line | None = None
+    backend: Line | None = None
+    devices_seen: tuple[Line, ...] | None = None
+    placement: Line | None = None  # where the first trainable variable lives: the device the run actually used
+    replicas: Count | None = None
+    replica_devices: tuple[Line, ...] | None = None
+    distribution: Line | None = None
+    global_batch_size: Count | None = None
     cluster: ClusterInfo | None = None
-    per_device_batch_size: int | None = None
-    params: int | None = None
-    flops_per_sample: float | None = None
-    model_description: str | None = None
-    dataset_description: str | None = None
-    n_train: int | None = None
-    n_test: int | None = None
-    precision: str | None = None
-    jit_compile: bool | None = None
-    steps_per_execution: int | None = None
-    threads: int | None = None
-    input_pipeline: str | None = None
-    worker_start: str | None = None
-    energy_reasons: dict[str, str] | None = None  # device -> why its energy is not measured
-    gpm_reasons: dict[str, str] | None = None  # GPU -> why its SM/tensor activity is not measured
-    hard_stop: bool | None = None
+    per_device_batch_size: Count | None = None
+    params: Count | None = None
+    flops_per_sample: Number | None = None
+    model_description: Text | None = None
+    dataset_description: Text | None = None
+    n_train: Count | None = None
+    n_test: Count | None = None
+    precision: Line | None = None
+    jit_compile: Flag | None = None
+    steps_per_execution: Count | None = None
+    threads: Count | None = None
+    input_pipeline: Text | None = None
+    worker_start: Text | None = None
+    energy_reasons: dict[str, Text] | None = None  # device -> why its energy is not measured
+    gpm_reasons: dict[str, Text] | None = None  # GPU -> why its SM/tensor activity is not measured
+    hard_stop: Flag | None = None
     phases: tuple[Phase, ...] | None = None
     # set on import (bench import, History -> Import): where the run came from
-    imported: bool | None = None
-    source_hardware: str | None = None
-    source_id: int | None = None
-    imported_at: float | None = None
-    imported_status: str | None = None  # an imported run that was still active: the status it was exported with
-    stored_status: str | None = None  # a store row whose status this version does not know: what the row says
-    extra: dict[str, JsonValue] = field(default_factory=dict)
-    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
-
-    def updated(self, **fields: Any) -> RunInfo:
-        """A copy with ``fields`` set (the supervisor learns them one event at a time); a field this version does not
-        declare is kept among the extra keys."""
-        known = {f.name for f in dataclasses.fields(self)}
-        extra = {k: v for k, v in fields.items() if k not in known}
-        typed_fields = RunInfo.of({k: v for k, v in fields.items() if k in known})
-        values = {k: getattr(typed_fields, k) for k in fields if k in known}
-        keys = None if self.keys is None else (*self.keys, *(k for k in fields if k not in self.keys))
-        return dataclasses.replace(self, **values, extra={**self.extra, **extra}, keys=keys)
+    imported: Flag | None = None
+    source_hardware: Text | None = None
+    source_id: Id | None = None  # the source's id: the same type, and bound, as a run's own id
+    imported_at: Timestamp | None = None
+    imported_status: Line | None = None  # an imported run that was still active: the status it was exported with
+    stored_status: Line | None = None  # a store row whose status this version does not know: what the row says
 
     def with_phase(self, name: str, t_s: float) -> RunInfo:
-        return self.updated(phases=[*(typed.dump(p) for p in self.phases or ()), {"phase": name, "t_s": t_s}])
+        return self.updated(phases=[*(p.to_dict() for p in self.phases or ()), {"phase": name, "t_s": t_s}])
 
 
-@typed.record(sparse=True)
-@dataclass(frozen=True)
-class RunError(typed.Record):
+class RunError(Record):
     """Why a run failed: the exception's type (or the project's word: ``Hung``, ``WorkerDied``, ``Interrupted``),
     its message, what to do, and the worker's traceback where one was caught."""
 
     PATH: ClassVar[str] = "error"
+    SPARSE: ClassVar[bool] = True
 
-    error_type: str | None = None
-    message: str | None = None
-    hint: str | None = None
-    traceback: str | None = None
-    extra: dict[str, JsonValue] = field(default_factory=dict)
-    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    error_type: Line | None = None
+    message: Text | None = None
+    hint: Text | None = None
+    traceback: Text | None = None
 
     @property
     def headline(self) -> str:

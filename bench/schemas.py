@@ -1,10 +1,9 @@
-"""The JSON Schemas of the records, written to docs/schemas/ from their declarations (bench.typed) themselves:
-``python -m bench.schemas`` rewrites them; tests/unit/test_schemas.py fails when a file is out of date, and checks that
-every shipped record validates against its schema and that hostile ones do not.
+"""The JSON Schemas of the records, generated from the pydantic models themselves (``model_json_schema``):
+``make schemas`` (``python -m bench.schemas``) rewrites docs/schemas/; tests/unit/test_schemas.py fails when a file
+is out of date, and checks that every shipped record validates against its schema and that hostile ones do not.
 
-A schema says the types, the required keys and which objects keep unknown keys; what it cannot say (a number's
-bounds, finiteness, an epoch numbered twice, a run config's own rules) the checker that reads the record says, from
-the same declaration, with the field's path.
+A schema says the types, the bounds, the required keys and which objects keep unknown keys; what it cannot say (an
+epoch numbered twice, a run config's own rules) the model that reads the record says, with the field's path.
 """
 
 from __future__ import annotations
@@ -14,13 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench import typed
 from bench.record_types import Fingerprint
 from bench.records import Comparison, MachineBundle, RunRecord, Sweep
 from bench.run_info import RunError, RunInfo
 
 FOLDER = Path(__file__).resolve().parents[1] / "docs" / "schemas"
-SCHEMAS: dict[str, tuple[type, str]] = {  # file name -> (declaration, what it describes)
+SCHEMAS: dict[str, tuple[type[Any], str]] = {  # file name -> (model, what it describes)
     "run.schema.json": (RunRecord, "bench.run/1"),
     "comparison.schema.json": (Comparison, "bench.comparison/1"),
     "sweep.schema.json": (Sweep, "bench.sweep/1"),
@@ -32,13 +30,14 @@ SCHEMAS: dict[str, tuple[type, str]] = {  # file name -> (declaration, what it d
 
 
 def schema(name: str) -> dict[str, Any]:
-    cls, where = SCHEMAS[name]
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": name, "title": where,
-            **typed.json_schema(cls)}
+    model, where = SCHEMAS[name]
+    body = model.model_json_schema(by_alias=True, mode="validation")
+    body.pop("title", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": name, "title": where, **body}
 
 
 def text(name: str) -> str:
-    return json.dumps(schema(name), indent=2) + "\n"
+    return json.dumps(schema(name), indent=2, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from bench.analysis import compare, metrics
+from bench.analysis import compare, metrics, run_summary
 from bench.output import display, report
 from bench.training import models
 from bench.errors import RunActiveError, RunUnreadable
@@ -32,7 +32,7 @@ rows = []
 for run in runs:
     config, info = run.config, run.info
     # an active run (here or in another process) has no stored summary yet: what its epochs say so far
-    summary = run.summarized
+    summary = run_summary.summary_of(run)
     rows.append({
         "id": run.id,
         "status": str(run.status),

@@ -257,3 +257,51 @@ def mutations(draw: st.DrawFn, kind: str) -> Mutation:
         key = draw(st.sampled_from(ODD_KEYS) | st.sampled_from(KNOWN_KEYS))
         return Mutation(kind, seed, action, path, value=value, key=key)
     return Mutation(kind, seed, action, path, value=value)
+
+
+# == the record parser's ways in (bench.record_base, bench.records): hostile values ==================================
+# Text a parser must refuse or keep whole: lone surrogates (a page that encodes one goes down), control characters
+# where a line is expected, bidi marks and other format characters (kept: they are valid text), and numbers at and
+# past every edge: 2^63-1 (SQLite's largest integer), 2^64-1 (a vendor's "not supported"), subnormal, huge,
+# non-finite. Nesting past what the JSON parser allows (200) and far past what an export could recurse through.
+LONE_SURROGATES = ("\ud800", "\udfff", "a\udc80b")
+CONTROL_TEXT = ("line\nbreak", "\x00", "\x1b[2J", "\r", "\x7f", "\x85", "tab\there")
+BIDI_TEXT = ("\u202eevil", "\u200f", "\u2066x\u2069", "\ufeff", "\u200b")
+EDGE_NUMBERS: tuple[Any, ...] = (2**63 - 1, 2**63, 2**64 - 1, -(2**63 - 1), 5e-324, 2.2250738585072014e-308,
+                                 1.7976931348623157e308, math.inf, -math.inf, math.nan, -0.0, 1e-6, 1e6)
+
+
+def nested_list(depth: int) -> Any:
+    """A list ``depth`` levels deep, built without recursion."""
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+HOSTILE_TEXT = st.one_of(st.sampled_from((*LONE_SURROGATES, *CONTROL_TEXT, *BIDI_TEXT)),
+                         st.text(st.characters(categories=("Cs", "Cc", "Cf", "Zl", "Zp")), min_size=1, max_size=4),
+                         st.text(max_size=8))
+HOSTILE_NUMBER = st.one_of(st.sampled_from(EDGE_NUMBERS), st.floats(), st.integers(min_value=-(2**70),
+                                                                                   max_value=2**70))
+HOSTILE_NESTING = st.sampled_from((5, 150, 201, 700)).map(nested_list)
+HOSTILE_VALUE = st.one_of(HOSTILE_TEXT, HOSTILE_NUMBER, HOSTILE_NESTING, st.none(), st.booleans(),
+                          st.lists(HOSTILE_TEXT | HOSTILE_NUMBER, max_size=3),
+                          st.dictionaries(HOSTILE_TEXT, HOSTILE_TEXT | HOSTILE_NUMBER, max_size=2))
+
+
+@st.composite
+def hostile_mutations(draw: st.DrawFn, kind: str) -> Mutation:
+    """One hostile value put at any place of one seed of ``kind`` (replacing a value, or added under a known or
+    hostile key)."""
+    seed = draw(st.sampled_from(sorted(SEEDS[kind])))
+    fields = SEED_FIELDS[kind][seed]
+    path = draw(st.sampled_from(fields[draw(st.sampled_from(sorted(fields)))]))
+    target = at(SEEDS[kind][seed], path)
+    value = draw(HOSTILE_VALUE)
+    if isinstance(target, dict) and (not path or draw(st.booleans())):
+        key = draw(st.sampled_from(KNOWN_KEYS) | HOSTILE_TEXT)
+        return Mutation(kind, seed, "add", path, value=value, key=key)
+    if not path:
+        return Mutation(kind, seed, "none", path)
+    return Mutation(kind, seed, "replace", path, value=value)

@@ -8,7 +8,6 @@ draws one step.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,7 +110,7 @@ def shipped_sweep(name: str) -> records.Sweep | None:
     path = results.BUNDLED_DIR / name
     if not path.is_file():
         return None
-    sweep = records.load(json.loads(Path(path).read_text(encoding="utf-8")))
+    sweep = records.load_json(Path(path).read_text(encoding="utf-8"))
     return sweep if isinstance(sweep, records.Sweep) else None
 
 

@@ -162,7 +162,7 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
     from bench import records
     from bench.output import report
 
-    sweep = records.load(json.loads(path.read_text(encoding="utf-8")))
+    sweep = records.load_json(path.read_text(encoding="utf-8"))
     if not isinstance(sweep, records.Sweep):
         st.error(f"{escape(path.name)} is not a sweep result.")
         return

@@ -12,9 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.analysis import run_summary
 from bench.run_info import RunInfo
 from bench.analysis import metrics
 from bench.analysis.run_summary import Run
+from bench.errors import RecordError
+from bench.records import Comparison, ComparisonBlock, RunRecord
 from bench.config import ConfigError, Machine, RunConfig
 from bench.analysis import pricing
 from bench.target import Target, canonical, of_config, text_of_config
@@ -81,8 +84,24 @@ def pairs(records: Sequence[Run], prices: Mapping[str, float] | None = None) -> 
         pair = Pair(baseline_id=base.id, baseline_target=target(base), target_id=other.id,
                     target=target(other), **(dataclasses.asdict(result) if result else {}),
                     **_energy_and_cost(base, other, prices))
-        out.append(dataclasses.replace(pair, headline=headline(pair)))
+        out.append(pair.model_copy(update={"headline": headline(pair)}))
     return out
+
+
+def comparison_record(runs: Sequence[RunRecord], prices: Mapping[str, float] | None = None) -> Comparison:
+    """The one builder of a ``bench.comparison/1`` record: the runs and the speed-up of each against the first.
+
+    ``comparison`` holds ``baseline`` (the first run's id), ``pairs`` (one per other run: :func:`comparison`) and,
+    for exactly two runs, the first pair's figures at the top level too. ``prices`` (target -> hourly price, entered
+    by the user) gives the costs. The block is built under its model's types, so a price out of bounds is refused.
+
+    Raises:
+        RecordError: no runs, or a figure its type refuses.
+    """
+    if not runs:
+        raise RecordError("a comparison needs a list of at least one run record; pick two runs to compare")
+    return Comparison(runs=tuple(runs),
+                      comparison=ComparisonBlock.model_validate(comparison(runs, prices), path="comparison"))
 
 
 def comparison(records: Sequence[Run],
@@ -118,7 +137,7 @@ def _energy_and_cost(base: Run, other: Run,
 
 def achieved_gflops(run: Run) -> float | None:
     """A run's steady achieved GFLOP/s: its summary's figure, else FLOPs per sample x steady samples/s."""
-    return achieved_of(run.summarized, run.info)
+    return achieved_of(run_summary.summary_of(run), run.info)
 
 
 def achieved_of(summary: RunSummary, info: RunInfo | None) -> float | None:
@@ -252,8 +271,8 @@ def reference_pairs(records: Sequence[Run]) -> list[ReferenceRow]:
 
 
 def _reference_row(runs: tuple[Run, ...], cpu: Run | None, gpu: Run | None) -> ReferenceRow:
-    cpu_summary = cpu.summarized if cpu is not None else None
-    gpu_summary = gpu.summarized if gpu is not None else None
+    cpu_summary = run_summary.summary_of(cpu) if cpu is not None else None
+    gpu_summary = run_summary.summary_of(gpu) if gpu is not None else None
     return ReferenceRow(runs=runs, targets=tuple(target(r) for r in runs),
                         cpu_seconds=cpu_summary.total_seconds if cpu_summary else None,
                         gpu_seconds=gpu_summary.total_seconds if gpu_summary else None,

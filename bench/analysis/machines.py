@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.analysis import run_summary
 from bench.run_info import RunInfo
 from bench.record_types import RunSummary
 from bench.records import MachineBundle, RunRecord, Status
@@ -96,7 +97,7 @@ class Measured:
 def _measured(machine: Machine, run: RunRecord) -> Measured | None:
     if run.status != Status.FINISHED:
         return None
-    summary = run.summarized
+    summary = run_summary.summary_of(run)
     rate, steady = _positive(summary.steady_samples_per_s), _positive(summary.steady_epoch_seconds)
     if rate is None or steady is None:
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from bench.analysis import run_summary
 from bench.analysis.run_summary import Run
 from bench import limits
 from bench.config import ConfigError
@@ -74,7 +75,7 @@ def parse_prices(text: str | None, targets: Sequence[Target | str] | None = None
 def energy_per_epoch(run: Run) -> tuple[float | None, dict[str, str]]:
     """(joules per steady epoch summed over the run's devices, {} ) when every device was measured; else
     (None, {device: why not}) naming each unmeasured device (the run's target when the summary says nothing)."""
-    summary = run.summarized
+    summary = run_summary.summary_of(run)
     per_device, reasons = summary.energy_j_per_epoch, summary.energy_reasons
     if not per_device:
         device = text_of_config(run.config).split("/")[0]
@@ -91,7 +92,7 @@ def run_cost(run: Run, price_per_hour: float | None) -> tuple[float | None, floa
     included), else the sum of its epochs. None where the price or the time is missing."""
     if price_per_hour is None:
         return None, None
-    summary = run.summarized
+    summary = run_summary.summary_of(run)
     steady = summary.steady_epoch_seconds
     started, ended = run.started_at, run.ended_at
     run_s = ended - started if started is not None and ended is not None and ended >= started else summary.total_seconds

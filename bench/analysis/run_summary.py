@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Protocol
 
 from bench.config import RunConfig
@@ -16,6 +15,7 @@ from bench.run_info import RunInfo
 from bench.analysis import diagnosis
 from bench.readings import Epoch, GpuReading, Sample
 from bench.record_types import Diagnosis, RecordedHardware
+from bench.records import Comparison, RunRecord
 from bench.record_types import RunSummary as RunSummary  # the type this module fills; run_summary.RunSummary at call sites
 from bench.hardware import energy
 from bench.analysis.metrics import (finite_values, first_mean, first_mean_where, mean_gpu_util_percent, mean_or_none,
@@ -34,8 +34,7 @@ def summarize(epochs: Sequence[Epoch], samples: Sequence[Sample], *,
     windows = training_windows(epochs, samples)
     cpu_mean, cpu_window = first_mean_where(windows, lambda w: mean_or_none(s.cpu_percent for s in w))
     gpu_mean, gpu_window = first_mean_where(windows, mean_gpu_util_percent)
-    return replace(
-        gpu_truth_summary(epochs, samples, windows, info, config),
+    return gpu_truth_summary(epochs, samples, windows, info, config).updated(
         steady_epoch_seconds=steady,
         steady_samples_per_s=steady_samples_per_s(epochs),
         first_epoch_seconds=first.epoch_seconds if first else None,
@@ -105,8 +104,7 @@ def gpu_truth_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
                 throttled = (throttled or set()) | set(gpu.throttle_reasons)
     gflops = finite_values(e.achieved_gflops for e in steady)
     gpm_reasons = info.gpm_reasons
-    return replace(
-        spent,
+    return spent.updated(
         # means over the GPUs the run trained on (None on a CPU run and without GPM), windows as for utilization
         sm_active_percent=first_mean(windows, _gpu_mean_of("sm_active_percent", indices)),
         tensor_active_percent=first_mean(windows, _gpu_mean_of("tensor_active_percent", indices)),
@@ -155,15 +153,45 @@ class Run(Protocol):
     @property
     def samples(self) -> Sequence[Sample]: ...
     @property
-    def summarized(self) -> RunSummary:
-        """The summary the run carries, else one computed from its epochs, samples, info and config."""
-        ...
+    def summary(self) -> RunSummary | None: ...
+
+
+def summary_of(run: Run) -> RunSummary:
+    """The summary ``run`` carries, else one computed from its epochs, samples, info and config (a run still going,
+    or one stored before summaries were kept): what every figure shown of a run is read from. Computed once a run:
+    kept beside it (a record's ``_computed_summary``), since a record holds what it is given and computes nothing."""
+    if run.summary is not None:
+        return run.summary
+    kept = getattr(run, "_computed_summary", None)
+    if isinstance(kept, RunSummary):
+        return kept
+    summary = summarize(run.epochs, run.samples, info=run.info, config=run.config)
+    try:
+        setattr(run, "_computed_summary", summary)
+    except (AttributeError, TypeError, ValueError):  # a run that keeps nothing beside it: computed each time
+        pass
+    return summary
+
+
+def with_summary(run: RunRecord) -> RunRecord:
+    """``run`` (and each member of a multi-worker run) carrying its summary, computed where it has none: what an
+    export, a sweep or a bundle writes."""
+    if run.summary is not None and all(m.summary is not None for m in run.members):
+        return run
+    return run.model_copy(update={"summary": summary_of(run), "members": tuple(map(with_summary, run.members))})
+
+
+def with_summaries(document: RunRecord | Comparison) -> RunRecord | Comparison:
+    """A run or comparison whose every run carries its summary (see :func:`with_summary`)."""
+    if isinstance(document, Comparison):
+        return document.model_copy(update={"runs": tuple(map(with_summary, document.runs))})
+    return with_summary(document)
 
 
 def diagnosis_of(run: Run, peak_gflops: float | None = None) -> Diagnosis:
     """A run's diagnosis: the one its summary keeps, else (a record from before diagnoses were kept, or a peak to
     weigh) computed from its epochs, samples, info and config."""
-    kept = run.summarized.diagnosis
+    kept = summary_of(run).diagnosis
     if kept is not None and kept.verdict and peak_gflops is None:
         return kept
     return diagnosis.diagnose(run.epochs, run.samples, run.info, run.config, peak_gflops)

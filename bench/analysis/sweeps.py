@@ -5,13 +5,13 @@ from those rows."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.analysis import compare, metrics, run_summary
 from bench.analysis.run_summary import Run
+from bench.records import RunRecord, Sweep
 from bench.config import ConfigError, Machine, RunConfig
 from bench.hardware.peak_cache import PeakEntry
 from bench.record_types import SweepRow as SweepRow, SweepSpeedup as SweepSpeedup  # the types this module fills
@@ -67,7 +67,7 @@ def sweep_row(record: Run, peak: PeakEntry | float | None) -> SweepRow:
     entry (bench.hardware.peak_cache) with ``stale``. The share of the peak is never above 1: a run that achieved more than the
     peak, or a peak flagged for a new probe, gives ``peak_fraction`` None and ``peak_stale`` True."""
     config, info = record.config, record.info
-    summary = record.summarized
+    summary = run_summary.summary_of(record)
     achieved = compare.achieved_gflops(record)
     flagged, peak_gflops = (peak.stale, peak.peak_gflops) if isinstance(peak, PeakEntry) else (False, peak)
     stale = flagged or bool(achieved and peak_gflops and achieved > peak_gflops)
@@ -115,6 +115,14 @@ def device_count(record: Run) -> int:
 EXCHANGE_BOUND_EFFICIENCY = 0.75
 
 
+def sweep_record(rows: Sequence[SweepRow], peaks_gflops: Mapping[str, float | None],
+                 runs: Sequence[RunRecord]) -> dict[str, Any]:
+    """The one builder of a ``bench.sweep/1`` document (runs are kept without their samples, each with its
+    summary)."""
+    kept = tuple(run_summary.with_summary(r).model_copy(update={"samples": ()}) for r in runs)
+    return Sweep(rows=tuple(rows), peaks_gflops=dict(peaks_gflops), runs=kept).to_dict()
+
+
 def with_scaling(rows: Sequence[SweepRow]) -> list[SweepRow]:
     """``rows`` with, for each point that has a one-device row (same size, batch size, steps and target),
     ``speedup_over_one_device`` (samples/s with N over samples/s with 1) and ``scaling_efficiency`` (samples/s with N
@@ -129,8 +137,8 @@ def with_scaling(rows: Sequence[SweepRow]) -> list[SweepRow]:
         rate, base = row.samples_per_s, one.get(point(row))
         speedup = rate / base if rate and base else None
         efficiency = speedup / row.devices if speedup is not None else None
-        out.append(dataclasses.replace(row, speedup_over_one_device=speedup, scaling_efficiency=efficiency,
-                                       scaling_diagnosis=_exchange_bound(row, efficiency)))
+        out.append(row.model_copy(update={"speedup_over_one_device": speedup, "scaling_efficiency": efficiency,
+                                          "scaling_diagnosis": _exchange_bound(row, efficiency)}))
     return out
 
 

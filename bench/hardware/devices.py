@@ -158,7 +158,7 @@ class Hardware:
 
     def record(self) -> RecordedHardware:
         """This machine as a run's record keeps it (``hardware``)."""
-        return RecordedHardware.of(self.to_dict())
+        return RecordedHardware.model_validate(self.to_dict())
 
     @property
     def cores(self) -> int:

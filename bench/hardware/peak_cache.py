@@ -3,13 +3,12 @@ device, thread count, backend and dtype; flagged stale when a run achieves more;
 Measuring is bench.hardware.probe's job; this module never measures.
 
 An entry is a :class:`PeakEntry` from the moment it is read until it is written: ``peaks.json`` is a file a user may
-edit or damage, so :func:`read` parses each entry with bench.typed's checked reader and skips (with one warning
+edit or damage, so :func:`read` parses each entry with its model's checked reader and skips (with one warning
 naming the key and the field) an entry that does not read; a key a later version added is kept for the round trip.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import logging
@@ -17,88 +16,97 @@ import math
 import os
 import socket
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bench import limits, settings, typed
+from pydantic import PrivateAttr, model_validator
+
+from bench import limits, settings
 from bench.errors import RecordError
 from bench.hardware import devices
-from bench.typed import JsonValue
+from bench.limits import Count, Flag, Gflops, Line, Number, Percent, Seconds, Text, Timestamp, Id
+from bench.record_base import Record
 
 log = logging.getLogger("bench.hardware.probe")
 CACHE_VERSION = 2  # 1 kept one single-size measurement per size; those are not trusted as a ceiling
 
 
-@typed.record(sparse=True)
-@dataclass(frozen=True)
-class PeakConditions(typed.Record):
+class PeakConditions(Record):
     """What else the machine did around a probe: whole-machine CPU in the half second before, the other processes'
     share of all cores during it, and the 1-minute load average; each None where not known."""
 
-    busy_before_percent: float | None = typed.bound("cpu_percent", default=None)
-    others_cpu_percent: float | None = typed.bound("cpu_percent", default=None)
-    load_avg_1m: float | None = None
-    extra: dict[str, JsonValue] = field(default_factory=dict)
-    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    SPARSE: ClassVar[bool] = True
+
+    busy_before_percent: Percent | None = None
+    others_cpu_percent: Percent | None = None
+    load_avg_1m: Number | None = None
 
 
-@typed.record(sparse=True)
-@dataclass(frozen=True)
-class BeatenBy(typed.Record):
+class BeatenBy(Record):
     """The run that achieved more than a cached peak (and so flagged it stale): its GFLOP/s and its id."""
 
-    gflops: float = typed.bound("achieved_gflops")
-    run_id: int | None = typed.bound("id", default=None)
-    extra: dict[str, JsonValue] = field(default_factory=dict)
-    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    SPARSE: ClassVar[bool] = True
+
+    gflops: Gflops
+    run_id: Id | None = None
 
 
-@typed.record(sparse=True)
-@dataclass(frozen=True)
-class PeakEntry(typed.Record):
+class PeakEntry(Record):
     """One cached matmul peak: what bench.hardware.probe.measure_peak measured (the best GFLOP/s, the sizes and
     repeats, when, under what conditions, where), what the cache adds (``stale`` once a run beat it, by whom, how
     many probes and the last one's figure) and, as bench.hardware.probe.cached_peak hands it out, ``from_cache``."""
 
+    SPARSE: ClassVar[bool] = True
+
     PATH: ClassVar[str] = "peak"
 
-    peak_gflops: float = typed.bound("achieved_gflops")
-    device: str | None = None
-    backend: str | None = None
-    dtype: str | None = None
-    size: int | None = None  # the side that gave the peak
-    sizes: tuple[int, ...] | None = None
-    repeats: int | None = None
-    by_size: dict[str, float] | None = typed.bound("achieved_gflops", default=None)  # size -> best GFLOP/s
-    mean_gflops: float | None = typed.bound("achieved_gflops", default=None)
-    seconds: float | None = typed.bound("epoch_seconds", default=None)
-    matmuls: int | None = None
-    threads: int | None = None  # None for a GPU
-    measured_at: float | None = typed.bound("created_at", default=None)
+    peak_gflops: Gflops
+    device: Line | None = None
+    backend: Line | None = None
+    dtype: Line | None = None
+    size: Count | None = None  # the side that gave the peak
+    sizes: tuple[Count, ...] | None = None
+    repeats: Count | None = None
+    by_size: dict[str, Gflops] | None = None  # size -> best GFLOP/s
+    mean_gflops: Gflops | None = None
+    seconds: Seconds | None = None
+    matmuls: Count | None = None
+    threads: Count | None = None  # None for a GPU
+    measured_at: Timestamp | None = None
     conditions: PeakConditions | None = None
-    hardware_label: str | None = None
-    hostname: str | None = None
-    framework: str | None = None
-    placement: str | None = None
-    stale: bool = False
-    stale_since: float | None = typed.bound("created_at", default=None)
+    hardware_label: Text | None = None
+    hostname: Line | None = None
+    framework: Line | None = None
+    placement: Line | None = None
+    stale: Flag = False
+    stale_since: Timestamp | None = None
     beaten_by: BeatenBy | None = None
-    probes: int | None = None
-    last_probe_at: float | None = typed.bound("created_at", default=None)
-    last_probe_gflops: float | None = typed.bound("achieved_gflops", default=None)
-    from_cache: bool | None = None  # set by probe.cached_peak on what it hands out; never stored
-    extra: dict[str, JsonValue] = field(default_factory=dict)
-    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    probes: Count | None = None
+    last_probe_at: Timestamp | None = None
+    last_probe_gflops: Gflops | None = None
+    from_cache: Flag | None = None  # set by probe.cached_peak on what it hands out; never stored
+
+    _order: tuple[str, ...] = PrivateAttr(default=())  # the keys as read: written back in their order
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_order(cls, data: Any, handler: Any) -> Any:
+        entry = handler(data)
+        if isinstance(data, dict) and isinstance(entry, PeakEntry):
+            entry._order = tuple(data)
+        return entry
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        return {**{k: out[k] for k in self._order if k in out}, **out}
 
     def updated(self, **fields: Any) -> PeakEntry:
         """A copy with ``fields`` set; one set to None is left out when written (the cache clears ``beaten_by``
         so), one newly set is written after the keys the entry was read with."""
-        keys = self.keys
-        if keys is not None:
-            kept = tuple(k for k in keys if k not in fields or fields[k] is not None)
-            keys = (*kept, *(k for k, v in fields.items() if k not in kept and v is not None))
-        return dataclasses.replace(self, **fields, keys=keys)
+        new = self.model_copy(update=fields)
+        kept = {k for k in new.model_fields_set if fields.get(k, True) is not None}
+        object.__setattr__(new, "__pydantic_fields_set__", kept)
+        return new
 
 
 def default_cache_path() -> Path:
@@ -106,7 +114,7 @@ def default_cache_path() -> Path:
     return settings.store_path().parent / "peaks.json"
 
 
-def cache_key(device: str, *, cpu_threads: int | None, backend: str, dtype: str, hostname: str | None = None) -> str:
+def cache_key(device: str, *, cpu_threads: Count | None, backend: str, dtype: str, hostname: Line | None = None) -> str:
     """The cache entry name: one best peak per host, device, thread count, backend and dtype."""
     device = device.strip().lower()
     threads = (cpu_threads or devices.all_cores()) if device == "cpu" else None
@@ -132,7 +140,7 @@ def read(path: Path) -> dict[str, PeakEntry]:
     peaks: dict[str, PeakEntry] = {}
     for key, raw in data["peaks"].items():
         try:
-            peaks[str(key)] = PeakEntry.from_dict(raw, "")
+            peaks[str(key)] = PeakEntry.model_validate(raw, path="")
         except RecordError as exc:
             _warn_once(path, str(key), str(exc).split("; fix the file")[0])
     return peaks
@@ -170,7 +178,7 @@ def keep_best(old: PeakEntry | None, new: PeakEntry) -> PeakEntry:
                         last_probe_gflops=new.peak_gflops, from_cache=None)
 
 
-def lookup(device: str = "cpu", *, cpu_threads: int | None = None, backend: str | None = None,
+def lookup(device: str = "cpu", *, cpu_threads: Count | None = None, backend: Line | None = None,
            dtype: str = "float32", cache_path: Path | None = None) -> PeakEntry | None:
     """The cached best peak of ``device`` (stale or not) without measuring; None when it was never measured."""
     backend = (backend or "").strip().lower() or settings.default_backend()
@@ -182,7 +190,7 @@ def lookup(device: str = "cpu", *, cpu_threads: int | None = None, backend: str 
     return hit if hit is not None and is_plausible(hit) else None
 
 
-def mark_stale(device: str, achieved_gflops: float, *, cpu_threads: int | None = None, backend: str | None = None,
+def mark_stale(device: str, achieved_gflops: float, *, cpu_threads: Count | None = None, backend: Line | None = None,
                dtype: str = "float32", run_id: int | None = None, cache_path: Path | None = None) -> bool:
     """Flag the cached peak of ``device`` as due for a new probe because a run achieved ``achieved_gflops``, more
     than it. Returns True when this call flagged it (False: no entry, not beaten, or already flagged)."""

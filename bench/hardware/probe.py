@@ -313,7 +313,7 @@ def cached_peak(
         return hit.updated(from_cache=True)
     result = measure_peak(device, backend=backend, cpu_threads=cpu_threads, **kw)
     try:  # the child process's message: typed where it enters
-        measured = peak_cache.PeakEntry.from_dict(result, "the matmul probe's result")
+        measured = peak_cache.PeakEntry.model_validate(result, path="the matmul probe's result")
     except RecordError as exc:
         raise ProbeError(f"The {device} matmul probe gave an unusable result: {str(exc).split('; fix the file')[0]}; "
                          "run it again.") from None

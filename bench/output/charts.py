@@ -500,7 +500,7 @@ def warm_up() -> None:
     epochs = [Epoch(epoch=1, epoch_seconds=1.0, includes_tracing=True, t_end_s=1.0, loss=1.0, accuracy=0.5,
                     val_loss=1.0, val_accuracy=0.5)]
     series = [Series(label="warm-up", epochs=epochs, samples=samples,
-                     phases=[Phase("loading data", 0.0), Phase("first step", 0.5)])]
+                     phases=[Phase(phase="loading data", t_s=0.0), Phase(phase="first step", t_s=0.5)])]
     for fig in (epoch_time_figure(series), utilization_figure(series), loss_accuracy_figure(epochs)):
         fig.to_dict()
         fig.to_json()

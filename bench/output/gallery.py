@@ -45,11 +45,11 @@ def read_bundle(source: str | os.PathLike[str] | bytes, *, name: str = "the uplo
     if len(raw) > MAX_RECORD_BYTES:
         raise RecordError(f"{name} is larger than the {MAX_RECORD_BYTES // 2**20} MiB a bundle may be")
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
+        json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise RecordError(f"{name} is not JSON text ({exc}); {BUNDLE_HINT}") from None
     try:
-        return records.load_bundle(data)
+        return records.load_bundle_json(raw.decode("utf-8-sig"))  # read by pydantic's own parser
     except RecordError as exc:
         raise RecordError(f"{name}: {exc}") from None
 

@@ -86,14 +86,14 @@ def _display_names(runs: Sequence[RunRecord]) -> list[str]:
 
 
 # -- building records -------------------------------------------------------------------------------------------------
-comparison_record = records.comparison_record
+comparison_record = compare.comparison_record
 
 
 # -- exports ----------------------------------------------------------------------------------------------------------
 def to_json(record: Importable) -> str:
     """A run's or comparison's record as pretty, strict JSON text (a NaN loss is written as null; anything exotic
     becomes a string)."""
-    return records.json_text(record.to_dict())
+    return records.json_text(run_summary.with_summaries(record).to_dict())
 
 
 def _safe_cell(value: Any) -> Any:
@@ -321,8 +321,8 @@ def to_html(record: Importable) -> str:
         pairs = list(record.comparison.pairs if record.comparison is not None else ()) or compare.pairs(runs)
         headlines = []
         for i, pair in enumerate(pairs, start=1):
-            named = dataclasses.replace(pair, baseline_target=names[0],
-                                        target=names[i] if i < len(names) else pair.target)
+            named = pair.model_copy(update={"baseline_target": names[0],
+                                            "target": names[i] if i < len(names) else pair.target})
             headlines.append(compare.headline(named))
             caution = compare.caution(pair)
             if caution:
@@ -430,6 +430,8 @@ def load_record_file(path_or_bytes: str | os.PathLike[str] | bytes | bytearray |
         raise RecordError(f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; {EXPORT_HINT}") from None
     except RecursionError:
         raise RecordError(f"not a usable JSON record (nested too deeply); {EXPORT_HINT}") from None
+    if isinstance(data, dict) and data.get("schema") in records.SCHEMAS:  # read again by pydantic's own parser
+        return validate_record(records.load_json(text))
     return validate_record(data)
 
 

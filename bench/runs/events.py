@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from bench.readings import Epoch
+from bench.record_base import Record
 from bench.run_info import RunError, RunInfo
 
 PHASE = "phase"
@@ -30,16 +31,22 @@ FAILED = "failed"
 KINDS = (PHASE, STARTED, PROGRESS, EPOCH, FINISHED, FAILED)
 LAST = (FINISHED, FAILED)  # a run's last event: the supervisor stops reading after it
 _ENVELOPE = ("type", "time")
+_WALL = ("started_wall", "ended_wall")  # an epoch event's wall times: the event's, not the epoch's
 
 
 def event(kind: str, **fields: Any) -> dict[str, Any]:
-    """One event of ``kind``, stamped with the wall time now.
+    """One event of ``kind``, stamped with the wall time now; the fields of a ``started``, ``epoch`` or ``failed``
+    event are checked by the record they become (RunInfo, Epoch, RunError), so a worker cannot send what its
+    supervisor would refuse.
 
     Raises:
-        ValueError: ``kind`` is not one of KINDS.
+        ValueError: ``kind`` is not one of KINDS; RecordError (a ValueError): a field its record refuses.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown worker event {kind!r}; one of {', '.join(KINDS)}")
+    model = _MODELS.get(kind)
+    if model is not None:  # written under the types it is read with: a value out of bounds is refused here
+        model.model_validate({"includes_tracing": False, **fields_of(fields, *_WALL)} if kind == EPOCH else fields)
     return {"type": kind, "time": time.time(), **fields}
 
 
@@ -107,6 +114,7 @@ class Failed:
 
 
 Event = Union[Phase, Started, Progress, EpochEnded, Finished, Failed]
+_MODELS: dict[str, type[Record]] = {STARTED: RunInfo, EPOCH: Epoch, FAILED: RunError}  # the events holding a record
 
 
 def read(evt: Mapping[str, Any]) -> Event:
@@ -119,14 +127,15 @@ def read(evt: Mapping[str, Any]) -> Event:
     if kind == PHASE:
         return Phase(at, str(evt.get("phase")))
     if kind == STARTED:
-        return Started(at, RunInfo.of(fields_of(dict(evt))))
+        return Started(at, RunInfo.model_validate(fields_of(dict(evt))))
     if kind == PROGRESS:
         return Progress(at, int(evt["epoch"]), int(evt["batch"]), int(evt["batches"]))
     if kind == EPOCH:
-        return EpochEnded(at, Epoch.of(fields_of(dict(evt), "started_wall", "ended_wall")),
+        # an epoch sent without ``includes_tracing`` is a steady one, as it always was
+        return EpochEnded(at, Epoch.model_validate({"includes_tracing": False, **fields_of(dict(evt), *_WALL)}),
                           float(evt["started_wall"]), float(evt["ended_wall"]))
     if kind == FINISHED:
         return Finished(at, str(evt.get("status") or FINISHED))
     if kind == FAILED:
-        return Failed(at, RunError.of(fields_of(dict(evt))))
+        return Failed(at, RunError.model_validate(fields_of(dict(evt))))
     raise ValueError(f"unknown worker event {kind!r}; one of {', '.join(KINDS)}")

@@ -446,9 +446,9 @@ def group_document(group: RunGroup, runs: list[records.RunRecord]) -> GroupDocum
     """The comparison or sweep document of ``group``'s runs that trained, as the CLI builds it for the same runs (the
     group's prices; each sweep point against its target's probed peak); None for a group of another kind."""
     if group.kind == "compare":
-        return records.comparison_record(runs, dict(group.prices or {}))
+        return compare.comparison_record(runs, dict(group.prices or {}))
     if group.kind == "sweep":
         rows = [sweeps.sweep_row(r, group.peak(compare.target(r)).reference) for r in runs]
         peaks = {t: p.gflops for t, p in group.peaks.items()}
-        return records.Sweep.from_dict(records.sweep_record(rows, peaks, runs))
+        return records.Sweep.model_validate(sweeps.sweep_record(rows, peaks, runs))
     return None

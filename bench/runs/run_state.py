@@ -46,7 +46,7 @@ class GroupPeak:
         if not self.stale:
             return self.entry if self.entry is not None else self.gflops
         if self.entry is not None:
-            return replace(self.entry, stale=True)
+            return self.entry.updated(stale=True)
         return PeakEntry(peak_gflops=self.gflops, stale=True) if self.gflops is not None else None
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.record_types import CpuSpec, Fingerprint, GpuSpec
 from bench import records
+from bench.analysis import run_summary
 from bench.config import ConfigError, RunConfig, preset_training
 from bench.hardware import devices
 from bench.records import Status
@@ -193,6 +194,9 @@ def bundle(result: SuiteResult, *, machine: Fingerprint, variant: str, label: st
     the command reports it), the fingerprint, prices and peaks."""
     finished = [r for r in result.runs if r.status == Status.FINISHED]
     wall = f"suite wall time {_elapsed(result.wall_s)}" + (" (stopped early with Ctrl-C)" if result.interrupted else "")
-    return records.bundle_record(machine=machine, suite_version=SUITE_VERSION, suite_variant=variant, runs=finished,
-                                 label=label, notes="; ".join(n for n in (notes, wall) if n), created_at=time.time(),
-                                 prices=prices, peaks_gflops=peaks_gflops)
+    # runs are kept without their samples: the summary each carries holds what the gallery reads
+    runs = tuple(run_summary.with_summary(r).model_copy(update={"samples": ()}) for r in finished)
+    return records.MachineBundle(machine=machine, suite=records.SuiteSpec(version=SUITE_VERSION, variant=variant),
+                                 runs=runs, label=label, notes="; ".join(n for n in (notes, wall) if n),
+                                 created_at=time.time(), prices=dict(prices), peaks_gflops=dict(peaks_gflops)
+                                 ).to_dict()

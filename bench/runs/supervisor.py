@@ -10,7 +10,7 @@ import queue as queue_module
 import signal
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from bench.hardware import energy
@@ -203,8 +203,8 @@ class Supervisor:
                 devices = list(epoch.energy_j or {})
                 joules, estimated = energy.epoch_energy(state.samples, start, end, devices)
                 reasons = energy.epoch_throttle_reasons(state.samples, start, end, devices)
-                now = replace(epoch, energy_j=joules, energy_estimated=tuple(estimated),
-                              throttle_reasons=tuple(reasons) if reasons is not None else None)
+                now = epoch.updated(energy_j=joules, energy_estimated=tuple(estimated),
+                                    throttle_reasons=tuple(reasons) if reasons is not None else None)
                 self._unsettled.remove(number)
                 if now != epoch:  # written again only when the samples added something to it
                     state.epochs[at] = now
@@ -296,7 +296,8 @@ class Supervisor:
         """An ended epoch placed on the samples' time line, with its achieved GFLOP/s; its energy and throttle
         figures wait for the samples that cover it (``_settle``)."""
         flops = state.info.flops_per_sample
-        return replace(event.epoch, t_start_s=event.started_wall - t0_wall, t_end_s=event.ended_wall - t0_wall,
-                       achieved_gflops=metrics.achieved_gflops(flops, event.epoch.samples_per_s) if flops else None,
-                       energy_j={d: None for d in energy.devices_used(state.config.device, state.samples)},
-                       energy_estimated=(), throttle_reasons=None, keys=None)  # written whole
+        return Epoch(**{**dict(event.epoch), "t_start_s": event.started_wall - t0_wall,  # built here: written whole
+                        "t_end_s": event.ended_wall - t0_wall,
+                        "achieved_gflops": metrics.achieved_gflops(flops, event.epoch.samples_per_s) if flops else None,
+                        "energy_j": {d: None for d in energy.devices_used(state.config.device, state.samples)},
+                        "energy_estimated": (), "throttle_reasons": None})

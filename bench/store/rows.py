@@ -1,5 +1,5 @@
 """A stored run's rows read into a record, in one place: a ``runs`` row with its epoch rows (and its sample rows when
-asked) becomes a ``records.RunRecord`` through the checked reader ``RunRecord.from_dict``, as an imported file does,
+asked) becomes a ``records.RunRecord`` through the checked reader ``RunRecord.model_validate``, as an imported file does,
 or an :class:`UnreadableRun` that names the column or field it cannot read and what that held. Nothing a row holds
 (text that is not JSON, a list where an object belongs, an Infinity, a table from another version) raises out of
 :func:`read_run`, so one odd row never takes a listing down: the store lists it apart (``Store.listing``) and its
@@ -107,7 +107,7 @@ def read_run(row: Mapping[str, Any], epochs: Sequence[Any], samples: Sequence[An
     """The record a runs ``row`` (column -> value) holds with its ``epochs`` and ``samples`` (their rows' data
     texts, in order), checked as an import is; else an UnreadableRun naming what cannot be read. Never raises."""
     try:
-        return records.RunRecord.from_dict(_record_fields(row, epochs, samples))
+        return records.RunRecord.model_validate(_record_fields(row, epochs, samples))
     except _Unreadable as exc:
         reason = str(exc)
     except RecordError as exc:  # the checked reader names the field and what it held
@@ -148,7 +148,7 @@ def raw_run(row: Mapping[str, Any], epochs: Sequence[Mapping[str, Any]],
 
 
 def _record_fields(row: Mapping[str, Any], epochs: Sequence[Any], samples: Sequence[Any]) -> dict[str, Any]:
-    """The fields ``RunRecord.from_dict`` reads, from the rows: the JSON columns and readings decoded, the readings
+    """The fields ``RunRecord.model_validate`` reads, from the rows: the JSON columns and readings decoded, the readings
     lenient for (times out of bounds, a status not known) applied; a NULL column is a field not given."""
     missing = [column for column in _NEEDED if column not in row]
     if missing:

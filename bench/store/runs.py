@@ -15,7 +15,6 @@ manager and whenever it lists runs, so a dashboard opened beside a CLI run sees 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 import time
@@ -23,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.analysis import run_summary
 from bench import records, settings
 from bench.errors import RunLost, RunReplaced, RunUnreadable, StoreError
 from bench.readings import is_int, is_number
@@ -247,7 +247,7 @@ class Store(StoreFile):
         run = self._read(con, row, with_samples=True)
         if isinstance(run, UnreadableRun):
             return None
-        return json.dumps(dataclasses.replace(run, summary=None).summarized.to_dict())
+        return json.dumps(run_summary.summarize(run.epochs, run.samples, info=run.info, config=run.config).to_dict())
 
     def delete_run(self, run_id: int) -> bool:
         with self._op() as con:

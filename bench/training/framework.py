@@ -20,7 +20,7 @@ Config = RunConfig | Mapping[str, Any]  # a config as it crosses into the worker
 
 def typed(config: Config) -> RunConfig:
     """The run's config, typed once where it enters the worker (the supervisor and the probe send its settings)."""
-    return config if isinstance(config, RunConfig) else RunConfig.of(config)
+    return config if isinstance(config, RunConfig) else RunConfig.model_validate(dict(config))
 
 
 def prepare_environment(config: Config) -> dict[str, str]:

@@ -110,7 +110,7 @@ def test_wrong_types_read_from_json_are_refused_naming_the_setting(changes, key)
     """Read from a file or a record, a setting of the wrong type is refused when read, naming it: the config is
     parsed once, not carried as whatever it held."""
     with pytest.raises(RecordError, match=rf"config\.{key} must be "):
-        RunConfig.from_dict({**RunConfig().to_dict(), **changes})
+        RunConfig.model_validate({**RunConfig().to_dict(), **changes})
 
 
 def test_every_wrong_type_is_listed_at_once():
@@ -124,7 +124,7 @@ def test_every_wrong_type_is_listed_at_once():
 @pytest.mark.parametrize("data", [None, [], ["epochs", 5], "epochs=5", 5])
 def test_a_config_that_is_not_an_object_is_refused(data):
     with pytest.raises(RecordError, match=r"config must be a JSON object, got"):
-        RunConfig.from_dict(data)
+        RunConfig.model_validate(data)
 
 
 # -- the CLI: unknown names and malformed options, exit 2 with a message, no traceback ------------------------------

@@ -61,17 +61,17 @@ def test_thin_bounds_points_and_keeps_the_ends():
 
 
 def test_sweep_gflops_draws_each_peak():
-    rows = [SweepRow.of({"params": p, "target": "cpu", "batch_size": 128, "size": s, "achieved_gflops": g,
-                         "peak_gflops": 200.0}) for p, s, g in [(1e4, "xs", 5.0), (1e5, "s", 20.0), (1e6, "m", 60.0)]]
+    rows = [SweepRow.model_validate({"params": p, "target": "cpu", "batch_size": 128, "size": s, "achieved_gflops": g,
+                         "peak_gflops": 200.0}) for p, s, g in [(10**4, "xs", 5.0), (10**5, "s", 20.0), (10**6, "m", 60.0)]]
     fig = charts.sweep_gflops_figure(rows)
     assert list(fig.data[0].y) == [5.0, 20.0, 60.0]
     assert any(shape.y0 == 200.0 for shape in fig.layout.shapes)
 
 
 def test_a_stale_peak_is_named_as_being_re_measured():
-    rows = [SweepRow.of({"params": p, "target": "cpu", "batch_size": 128, "size": s, "achieved_gflops": g,
+    rows = [SweepRow.model_validate({"params": p, "target": "cpu", "batch_size": 128, "size": s, "achieved_gflops": g,
                          "peak_gflops": 100.0, "peak_stale": s == "m", "peak_fraction": None if s == "m" else g / 100.0})
-            for p, s, g in [(1e4, "xs", 5.0), (1e6, "m", 120.0)]]
+            for p, s, g in [(10**4, "xs", 5.0), (10**6, "m", 120.0)]]
     names = [tr.name for tr in charts.sweep_gflops_figure(rows).data if "matmul peak" in (tr.name or "")]
     assert names == ["cpu matmul peak 100 GFLOP/s (a run beat it: being re-measured)"]
 
@@ -95,7 +95,7 @@ def test_warm_up_builds_every_live_figure_kind():
 
 
 def test_each_peak_line_has_its_targets_colour():
-    rows = [SweepRow.of({"target": t, "params": p, "size": s, "batch_size": 128, "achieved_gflops": g,
+    rows = [SweepRow.model_validate({"target": t, "params": p, "size": s, "batch_size": 128, "achieved_gflops": g,
                          "peak_gflops": peak}) for t, peak in (("gpu:0", 170_000.0), ("cpu", 1_300.0))
             for s, p, g in (("xs", 25_000, 10.0), ("xl", 36_000_000, 300.0))]
     fig = charts.sweep_gflops_figure(rows)
@@ -122,7 +122,7 @@ def process_samples(n: int, cores: float) -> list[dict]:
 
 
 def sweep_rows() -> list[SweepRow]:
-    return [SweepRow.of({"params": p, "target": t, "batch_size": 128, "size": s, "samples_per_s": r,
+    return [SweepRow.model_validate({"params": p, "target": t, "batch_size": 128, "size": s, "samples_per_s": r,
                          "achieved_gflops": r / 100, "peak_gflops": 1_300.0, "mean_cpu_percent": 60.0,
                          "mean_gpu_util_percent": None})
             for t in ("cpu", "cpu/1") for p, s, r in ((25_450, "xs", 55_000.0), (669_706, "m", 7_900.0))]
@@ -268,8 +268,8 @@ def test_gpm_lines_only_where_the_gpu_reports_them():
 
 
 def test_sweep_utilization_draws_gpm_for_gpu_targets_that_have_it():
-    rows = [SweepRow.of({"params": p, "target": "gpu:0", "batch_size": 128, "size": s, "mean_gpu_util_percent": 80.0,
-                         "sm_active_percent": sm, "tensor_active_percent": None}) for p, s, sm in ((1e4, "xs", 10.0), (1e6, "m", 60.0))]
+    rows = [SweepRow.model_validate({"params": p, "target": "gpu:0", "batch_size": 128, "size": s, "mean_gpu_util_percent": 80.0,
+                         "sm_active_percent": sm, "tensor_active_percent": None}) for p, s, sm in ((10**4, "xs", 10.0), (10**6, "m", 60.0))]
     names = [t.name for t in charts.sweep_utilization_figure(rows).data]
     assert names == ["gpu:0 (GPU %)", "gpu:0 (SM active %)"]
 
@@ -316,7 +316,7 @@ def test_outside_text_is_drawn_as_text_in_every_chart():
     no outside image, the text itself shown (Plotly turns &lt; back into <)."""
     runs = [series(HOSTILE, epochs(3), process_samples(20, 2), (Phase(HOSTILE, 0.2), Phase("training", 1.0))),
             series("plain", epochs(2), process_samples(10, 1))]
-    rows = [SweepRow.of({"params": p, "target": HOSTILE, "batch_size": 128, "size": "xs", "samples_per_s": 5.0,
+    rows = [SweepRow.model_validate({"params": p, "target": HOSTILE, "batch_size": 128, "size": "xs", "samples_per_s": 5.0,
                          "achieved_gflops": 1.0, "peak_gflops": 9.0}) for p in (10, 20)]
     one = [series(HOSTILE, epochs(3), process_samples(20, 2), (Phase(HOSTILE, 0.2), Phase("training", 1.0)))]
     figures = [charts.epoch_time_figure(runs), charts.utilization_figure(runs), charts.utilization_figure(one),

@@ -20,12 +20,12 @@ def doc(run_id: int, target: str, total: float | None = None, steady: float | No
 
 
 def record(run_id: int, target: str, total: float | None = None, steady: float | None = None) -> RunRecord:
-    return RunRecord.of(doc(run_id, target, total, steady))
+    return RunRecord.model_validate(doc(run_id, target, total, steady))
 
 
 def of_config(config: dict[str, Any]) -> RunRecord:
     """A run holding only this config (an old or foreign file's, say)."""
-    return RunRecord.of({"status": "finished", "config": config})
+    return RunRecord(status="finished", config=RunConfig.model_construct(**config))  # its settings unchecked
 
 
 # -- parsing targets ------------------------------------------------------------------------------------------------
@@ -71,15 +71,15 @@ def test_sweep_targets_put_a_cpu_first_and_speedups_take_targets():
 
 def test_sweep_row_takes_the_utilization_window_of_its_side():
     summary = {"gpu_util_window": "all samples", "cpu_util_window": "steady epochs"}
-    gpu = RunRecord.of({**doc(1, "gpus"), "summary": summary})
-    cpu = RunRecord.of({**doc(2, "cpu/1"), "summary": summary})
+    gpu = RunRecord.model_validate({**doc(1, "gpus"), "summary": summary})
+    cpu = RunRecord.model_validate({**doc(2, "cpu/1"), "summary": summary})
     assert sweeps.sweep_row(gpu, None).utilization_window == "all samples"
     assert sweeps.sweep_row(cpu, None).utilization_window == "steady epochs"
 
 
 def _swept(achieved_rate: float, **summary: Any) -> RunRecord:
     """A finished CPU run whose steady rate x FLOPs per sample gives ``achieved_rate`` GFLOP/s."""
-    return RunRecord.of({**doc(4, "cpu"), "info": {"flops_per_sample": 1e6, "params": 10},
+    return RunRecord.model_validate({**doc(4, "cpu"), "info": {"flops_per_sample": 1e6, "params": 10},
                          "summary": {"steady_samples_per_s": achieved_rate * 1e3, "steady_epoch_seconds": 1.0,
                                      **summary}})
 
@@ -147,7 +147,7 @@ def test_other_groups_make_one_row_per_run_on_its_own_side(targets):
 
 
 def test_a_run_whose_target_is_malformed_stands_alone():
-    odd = RunRecord.of({"id": 3, "status": "finished", "config": {"device": "tpu"}, "summary": {"total_seconds": 5.0}})
+    odd = RunRecord.model_validate({"id": 3, "status": "finished", "config": {"device": "tpu"}, "summary": {"total_seconds": 5.0}})
     rows = compare.reference_pairs([record(1, "cpu", total=10.0), odd])
     assert len(rows) == 2 and rows[1].targets == ("tpu",) and rows[1].ratio is None
     assert compare.reference_pairs([]) == []

@@ -100,18 +100,18 @@ def test_npz_dataset_is_checked_through_its_file(tmp_path):
 
 def test_round_trip_and_unknown_fields():
     config = RunConfig(epochs=3, cpu_threads=1)
-    assert RunConfig.from_dict(config.to_dict()) == config
+    assert RunConfig.model_validate(config.to_dict()) == config
     with pytest.raises(RecordError, match=r"config holds unknown setting\(s\) 'epoch'"):
-        RunConfig.from_dict({**config.to_dict(), "epoch": 3})
+        RunConfig.model_validate({**config.to_dict(), "epoch": 3})
     with pytest.raises(RecordError, match=r"config\.epochs must be a whole number, got '3'"):
-        RunConfig.from_dict({**config.to_dict(), "epochs": "3"})
+        RunConfig.model_validate({**config.to_dict(), "epochs": "3"})
 
 
 def test_a_config_read_from_a_record_keeps_its_keys_and_gains_no_default():
     """A record written before a setting existed reads with today's default in memory, says it did not record it,
     and is written back without it: an old record never gains this machine's backend."""
     old = {k: v for k, v in RunConfig(epochs=3).to_dict().items() if k not in ("backend", "steps_per_execution")}
-    config = RunConfig.from_dict(old)
+    config = RunConfig.model_validate(old)
     assert config.epochs == 3 and config.steps_per_execution == 1
     assert not config.recorded("backend") and config.recorded("epochs")
     assert "backend" not in config.to_dict() and config.to_dict() == old

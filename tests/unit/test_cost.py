@@ -29,7 +29,7 @@ def run(run_id: int, target: str, times: list[float], energy: dict[str, float | 
            "epochs": epochs, "samples": [], "summary": summary}
     if wall is not None:
         out.update(started_at=1000.0, ended_at=1000.0 + wall)
-    return records.RunRecord.of(out)
+    return records.RunRecord.model_validate(out)
 
 
 CPU = run(1, "cpu", [46.0, 46.0, 46.0], energy={"cpu": 2300.0}, wall=200.0)
@@ -40,7 +40,7 @@ def test_energy_ratio_is_the_baselines_energy_per_steady_epoch_over_the_others()
     cmp = compare.comparison([CPU, GPU])
     assert cmp["energy_j_per_epoch_a"] == 2300.0 and cmp["energy_j_per_epoch_b"] == 200.0, "summed over devices"
     assert cmp["energy_ratio"] == pytest.approx(11.5)
-    head = compare.headline(compare.Pair.of(cmp["pairs"][0]))
+    head = compare.headline(compare.Pair.model_validate(cmp["pairs"][0]))
     assert head.startswith("gpu:0 trains 11.5x faster than cpu (median steady epoch; spread 11.5x–11.5x")
     assert "gpu:0 uses 11.5x less energy per epoch (200 J vs 2.3 kJ per steady epoch)" in head
     assert "not measured" not in head and "costs" not in head, "no price given: no cost"
@@ -67,13 +67,13 @@ def test_cost_per_steady_epoch_and_per_run_come_only_from_prices_given():
     assert cmp["cost_per_epoch_b"] == pytest.approx(4.0 * 2.50 / 3600)
     assert cmp["cost_per_run_a"] == pytest.approx(200.0 * 0.40 / 3600), "the run's wall time, start-up included"
     assert cmp["cost_ratio"] == pytest.approx((46.0 * 0.40) / (4.0 * 2.50))
-    head = compare.headline(compare.Pair.of(cmp["pairs"][0]))
+    head = compare.headline(compare.Pair.model_validate(cmp["pairs"][0]))
     assert f"gpu:0 costs {cmp['cost_ratio']:.1f}x less per epoch" in head
     assert cmp["prices"] == {"cpu": 0.40, "gpu:0": 2.50}
     only_one = compare.comparison([CPU, GPU], {"gpu:0": 2.50})
     assert only_one["cost_ratio"] is None and only_one["cost_per_epoch_a"] is None
     assert only_one["cost_per_epoch_b"] == pytest.approx(4.0 * 2.50 / 3600)
-    assert "costs" not in compare.headline(compare.Pair.of(only_one["pairs"][0]))
+    assert "costs" not in compare.headline(compare.Pair.model_validate(only_one["pairs"][0]))
     none = compare.comparison([CPU, GPU])
     assert none["cost_ratio"] is None and none["cost_per_epoch_a"] is None, "no price is invented"
 
@@ -99,7 +99,7 @@ def test_sides_within_noise_are_about_as_fast():
 
 
 def test_the_comparison_record_carries_the_ratios():
-    doc = records.comparison_record([CPU, GPU], {"cpu": 0.40, "gpu:0": 2.50}).to_dict()
+    doc = compare.comparison_record([CPU, GPU], {"cpu": 0.40, "gpu:0": 2.50}).to_dict()
     cmp = doc["comparison"]
     assert cmp["energy_ratio"] == pytest.approx(11.5) and cmp["cost_ratio"] == pytest.approx(1.84)
     assert "less energy per epoch" in cmp["pairs"][0]["headline"]

@@ -40,7 +40,7 @@ def _samples(epochs: list[dict], *, process: float | None, machine: float | None
 def diagnose(epochs: list[dict], samples: list[dict], info=None, config=None, **kwargs) -> dict:
     """diagnosis.diagnose on the dict fixtures above, typed as a record's epochs, samples and config are read back."""
     return diagnosis.diagnose(epochs_of(epochs), samples_of(samples), info,
-                              RunConfig.from_dict(config) if config is not None else None, **kwargs)
+                              RunConfig.model_validate(config) if config is not None else None, **kwargs)
 
 
 GPU_CONFIG = {"device": "gpu:0", "batch_size": 128, "steps_per_execution": 1}
@@ -197,30 +197,30 @@ def test_summary_keeps_the_diagnosis_and_records_without_one_still_get_it():
     epochs = _epochs(0.4)
     samples = _samples(epochs, process=100, machine=60)
     summary = run_summary.summarize(epochs_of(epochs), samples_of(samples), info=CPU_INFO,
-                                    config=RunConfig.from_dict(CPU_CONFIG))
+                                    config=RunConfig.model_validate(CPU_CONFIG))
     assert summary.diagnosis is not None and summary.diagnosis.kind == "host-bound"
     assert set(summary.to_dict()["diagnosis"]) >= {"verdict", "evidence"}
-    old = records.run_record(id=1, status="finished", config=RunConfig.of(CPU_CONFIG), hardware=None, info=CPU_INFO,
+    old = records.run_record(id=1, status="finished", config=RunConfig.model_validate(CPU_CONFIG), hardware=None, info=CPU_INFO,
                              created_at=None,
                              started_at=None, ended_at=None, error=None, store_error=None, epochs=epochs,
-                             samples=samples, summary=run_summary.RunSummary.of({"steady_epoch_seconds": 0.4}))
+                             samples=samples, summary=run_summary.RunSummary.model_validate({"steady_epoch_seconds": 0.4}))
     assert "diagnosis" not in old["summary"]  # kept as it was written
     assert old["summary"] == {"steady_epoch_seconds": 0.4}
-    assert run_summary.diagnosis_of(records.RunRecord.of(old)).kind == "host-bound"
+    assert run_summary.diagnosis_of(records.RunRecord.model_validate(old)).kind == "host-bound"
 
 
 def test_a_sweep_row_carries_steps_per_execution_and_the_verdict():
     epochs = _epochs(0.4)
-    record = records.run_record(id=1, status="finished", config=RunConfig.of(CPU_CONFIG | {"size": "xs"}),
+    record = records.run_record(id=1, status="finished", config=RunConfig.model_validate(CPU_CONFIG | {"size": "xs"}),
                                 hardware=None,
                                 info=CPU_INFO.updated(params=100), created_at=None, started_at=None, ended_at=None,
                                 error=None, store_error=None, epochs=epochs,
                                 samples=_samples(epochs, process=100, machine=60))
-    row = sweeps.sweep_row(records.RunRecord.of(record), None)
+    row = sweeps.sweep_row(records.RunRecord.model_validate(record), None)
     assert row.steps_per_execution == 1 and row.diagnosis_kind == "host-bound"
     del record["config"]["steps_per_execution"]  # a record from before the setting
-    assert "steps_per_execution" not in records.RunRecord.of(record).to_dict()["config"]
-    assert sweeps.sweep_row(records.RunRecord.of(record), None).steps_per_execution == 1
+    assert "steps_per_execution" not in records.RunRecord.model_validate(record).to_dict()["config"]
+    assert sweeps.sweep_row(records.RunRecord.model_validate(record), None).steps_per_execution == 1
 
 
 def test_thresholds_are_ordered_sensibly():

@@ -121,7 +121,7 @@ def test_the_link_parser_returns_checked_values_and_notes(params: dict[str, str]
                             target_options=["cpu/1", "cpu"])
     base = url_state.form_base(state.preset)
     config = {**base, **state.values}
-    RunConfig.from_dict({k: v for k, v in config.items() if k in RunConfig.__dataclass_fields__}).validate(HARDWARE)
+    RunConfig.model_validate({k: v for k, v in config.items() if k in RunConfig.model_fields}).validate(HARDWARE)
     for note in state.notes:
         assert "](" not in note.replace("` ", "`").split("`")[0], note  # running text never opens a link
 
@@ -216,3 +216,87 @@ def monkeypatch_session() -> Any:
     patch.setattr(PeakQueue, "queue", stop)
     yield patch
     patch.undo()
+
+
+# -- the record parser's ways in: hostile text, numbers and nesting (tests/strategies.py's last block) --------------
+# Each way in either takes a document whole (then it reads back, exports as strict UTF-8 JSON and reads again the
+# same) or refuses it with a RecordError naming the field. ``BENCH_FUZZ_EXAMPLES`` sets the budget (see TESTING.md).
+from bench import store_rows  # noqa: E402
+from bench.output import gallery, report  # noqa: E402
+from tests import strategies  # noqa: E402
+
+
+def _named(mutation: strategies.Mutation, message: str) -> bool:
+    """Whether a refusal names the field (or, for a key that is not text at all, says so where it sits)."""
+    key_not_text = mutation.key is not None and any(0xD800 <= ord(c) <= 0xDFFF for c in mutation.key)
+    return (mutation.names_it(message) or "appears twice" in message
+            or (key_not_text and "surrogate" in message)
+            or (mutation.key is not None and repr(mutation.key) in message))
+
+
+def _exports_cleanly(document: Any) -> None:
+    text = records.json_text(document.to_dict())
+    text.encode("utf-8")  # no lone surrogate survives an import
+    json.loads(text, parse_constant=lambda token: pytest.fail(f"not strict JSON: {token}"))
+    again = records.load_json(text) if not isinstance(document, records.MachineBundle) \
+        else records.load_bundle_json(text)
+    assert records.json_text(again.to_dict()) == text, "an accepted document reads back as it was written"
+
+
+@FUZZ
+@given(strategies.hostile_mutations("run") | strategies.hostile_mutations("comparison")
+       | strategies.hostile_mutations("sweep"))
+def test_a_run_comparison_or_sweep_file_is_taken_whole_or_refused_naming_the_field(
+        mutation: strategies.Mutation) -> None:
+    text = strategies.as_file_text(mutation.apply())
+    try:
+        document = records.load_json(text)
+    except records.RecordError as exc:
+        assert _named(mutation, str(exc)), f"{mutation}: {exc}"
+        return
+    _exports_cleanly(document)
+
+
+@FUZZ
+@given(strategies.hostile_mutations("run") | strategies.hostile_mutations("comparison"))
+def test_an_import_or_an_mlflow_artifacts_json_is_taken_whole_or_refused_naming_the_field(
+        mutation: strategies.Mutation) -> None:
+    """What ``bench import``, History's upload and ``bench import --mlflow`` (an artifact's bytes) read."""
+    data = strategies.as_file_text(mutation.apply()).encode("utf-8")
+    try:
+        document = report.load_record_file(data)
+    except records.RecordError as exc:
+        assert _named(mutation, str(exc)), f"{mutation}: {exc}"
+        return
+    _exports_cleanly(document)
+
+
+@FUZZ
+@given(strategies.hostile_mutations("bundle"))
+def test_a_bundle_is_taken_whole_or_refused_naming_the_field(mutation: strategies.Mutation) -> None:
+    data = strategies.as_file_text(mutation.apply()).encode("utf-8")
+    try:
+        bundle = gallery.read_bundle(data)
+    except records.RecordError as exc:
+        assert _named(mutation, str(exc).removeprefix("the upload: ")), f"{mutation}: {exc}"
+        return
+    _exports_cleanly(bundle)
+
+
+@FUZZ
+@given(strategies.hostile_mutations("run"))
+def test_a_store_row_reads_as_a_run_or_as_unreadable_with_the_field_never_raising(
+        mutation: strategies.Mutation) -> None:
+    doc = mutation.apply()
+    row = {"id": 1, **{c: doc.get(c) for c in store_rows.RECORD_COLUMNS if c != "id"}}
+    for column in store_rows.JSON_COLUMNS:
+        if row[column] is not None:
+            row[column] = json.dumps(row[column])
+    epochs = [json.dumps(e) for e in doc.get("epochs") or []] if isinstance(doc.get("epochs"), list) else []
+    samples = [json.dumps(s) for s in doc.get("samples") or []] if isinstance(doc.get("samples"), list) else []
+    read = store_rows.read_run(row, epochs, samples)
+    if isinstance(read, store_rows.UnreadableRun):
+        assert read.reason and "Traceback" not in read.reason
+        read.message.encode("utf-8")  # a listing prints it
+        return
+    _exports_cleanly(read)

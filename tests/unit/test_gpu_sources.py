@@ -120,8 +120,8 @@ def test_the_sampler_reads_a_scripted_mac_and_says_why_there_is_no_gpu_energy() 
 
 def test_a_reading_keeps_its_source_through_json_and_old_readings_have_none() -> None:
     reading = GpuReading(0, "Apple M2 Pro", util_percent=87.0, source="IOAccelerator (ioreg)")
-    assert GpuReading.from_dict(reading.to_dict()).source == "IOAccelerator (ioreg)"
-    assert GpuReading.from_dict({"index": 0, "util_percent": 5.0}).source is None
+    assert GpuReading.model_validate(reading.to_dict()).source == "IOAccelerator (ioreg)"
+    assert GpuReading.model_validate({"index": 0, "util_percent": 5.0}).source is None
     assert sources.info_of("AMD SMI") is amd.AMDSMI_INFO and sources.info_of(None) is None
 
 

@@ -25,5 +25,5 @@ def test_energy_text_per_device_or_the_reason() -> None:
     text = gpu_truth.energy_text(summary) or ""
     assert "CPU: not measured: RAPL not readable here: /sys/class/powercap is absent." in text
     assert "GPU 0: 512.3 J per epoch, 25.6 J per 1,000 samples (estimated from power samples)" in text
-    assert gpu_truth.energy_text(RunSummary.of({"steady_epoch_seconds": 1.0})) is None, \
+    assert gpu_truth.energy_text(RunSummary.model_validate({"steady_epoch_seconds": 1.0})) is None, \
         "a summary from before energy was measured"

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from bench import cli, records
+from bench.analysis import compare
 from bench.output import report
 from bench.config import RunConfig
 from bench.store import Store
@@ -38,7 +39,7 @@ def a_record(**changes: Any) -> dict[str, Any]:
 
 def typed(record: dict[str, Any]) -> records.RunRecord:
     """A hand-made record as the engine holds a run (exports and comparisons take a RunRecord, not its JSON)."""
-    return records.RunRecord.of(record)
+    return records.RunRecord.model_validate(record)
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -239,7 +240,7 @@ def test_a_comparison_pair_of_the_wrong_kind_is_refused_on_import(tmp_path: Path
                                                                    pair_change: dict[str, Any], field: str) -> None:
     """A comparison file's pairs are read into compare.Pair, whose headline and caution do arithmetic on them: a
     pair with text for a number, or an infinite ratio, is refused with its path before any page or export meets it."""
-    doc = records.comparison_record([typed(a_record(id=1)),
+    doc = compare.comparison_record([typed(a_record(id=1)),
                                      typed(a_record(id=2, config=RunConfig(device="cpu", cpu_threads=1).to_dict()))
                                      ]).to_dict()
     assert doc["comparison"]["pairs"], "the file holds a pair to spoil"
@@ -248,3 +249,82 @@ def test_a_comparison_pair_of_the_wrong_kind_is_refused_on_import(tmp_path: Path
     assert code == 2, out
     assert field in out and "Traceback" not in out, out
     assert Store().list_runs() == [], "nothing is imported"
+
+
+# -- one parser at every way in: what the hand-written reader let through ------------------------------------------
+def _bundle(**changes: Any) -> dict[str, Any]:
+    doc = json.loads((ROOT / "docs/results/bundle-cpu-2core.json").read_text(encoding="utf-8"))
+    doc.update(changes)
+    return doc
+
+
+def test_a_lone_surrogate_in_a_runs_placement_is_refused_on_import_and_nothing_is_stored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, json.dumps(a_record(info={"placement": "/GPU:0\ud800"})))  # written as "\ud800"
+    code, out = run_cli(["import", str(path)], capsys)
+    assert code == 2, out
+    assert "info.placement" in out and "surrogate" in out and "Traceback" not in out, out
+    assert Store().list_runs() == [] and Store().unreadable_runs() == [], "nothing is imported"
+
+
+def test_a_lone_surrogate_in_a_bundles_cpu_model_is_refused_on_import_and_nothing_is_stored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _bundle()
+    doc["machine"]["cpu"]["model"] = "EPYC \ud800"
+    code, out = run_cli(["import", str(write(tmp_path, json.dumps(doc), "bundle.json"))], capsys)
+    assert code == 2, out
+    assert "machine.cpu.model" in out and "Traceback" not in out, out
+    assert Store().list_bundles() == [], "a bundle import that errors stores nothing"
+
+
+def test_a_lone_surrogate_is_named_where_it_sits_by_pydantics_own_json_parser() -> None:
+    text = json.dumps(a_record(info={"placement": "\udfff"}))
+    with pytest.raises(records.RecordError, match=r"info\.placement must be valid Unicode text"):
+        records.load_json(text)
+
+
+def test_the_largest_id_sqlite_holds_imports_and_lists_as_readable(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    largest = 2**63 - 1
+    record = a_record(id=largest, info={"source_id": largest})
+    assert records.RunRecord.model_validate(record).info.source_id == largest
+    code, out = run_cli(["import", str(write(tmp_path, json.dumps(record)))], capsys)
+    assert code == 0, out
+    listing = Store().listing()
+    assert listing.unreadable == [], [u.reason for u in listing.unreadable]
+    assert len(listing.runs) == 1
+    for too_big in (2**63, 2**64 - 1):
+        with pytest.raises(records.RecordError, match=r"^id must be a whole number from"):
+            records.RunRecord.model_validate(a_record(id=too_big))
+        with pytest.raises(records.RecordError, match=r"^info\.source_id must be a whole number from"):
+            records.RunRecord.model_validate(a_record(info={"source_id": too_big}))
+
+
+def test_a_list_nested_700_deep_in_an_extra_key_is_refused_on_import_so_no_export_recurses(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = json.dumps(a_record()).replace('"info": {}', '"info": {"deep": ' + "[" * 700 + "]" * 700 + "}")
+    code, out = run_cli(["import", str(write(tmp_path, text))], capsys)
+    assert code == 2, out
+    assert "info.deep" in out and "nested too deeply" in out and "Traceback" not in out, out
+    assert Store().list_runs() == []
+    with pytest.raises(records.RecordError, match=r"info\.deep.* is nested too deeply"):
+        records.load_json(text)
+    shallow = json.dumps(a_record()).replace('"info": {}', '"info": {"deep": ' + "[" * 150 + "]" * 150 + "}")
+    run = records.load_json(shallow)
+    json.loads(report.to_json(run))  # what is accepted exports
+    report.to_csv(run)
+
+
+@pytest.mark.parametrize("price", [5e-324, -1.0, 0.0, float("inf"), 2e6])
+def test_a_price_outside_normal_hourly_prices_is_refused_in_a_loaded_comparison_and_a_bundle(price: float) -> None:
+    doc = json.loads((ROOT / "docs/results/h100-mlp-s.json").read_text(encoding="utf-8"))
+    doc["comparison"]["prices"] = {"cpu": price}
+    with pytest.raises(records.RecordError, match=r"^comparison\.prices\.cpu must be an hourly price from 1e-06"):
+        records.load(doc)
+    doc = json.loads((ROOT / "docs/results/h100-mlp-s.json").read_text(encoding="utf-8"))
+    doc["comparison"]["pairs"][0]["price_per_hour_a"] = price
+    with pytest.raises(records.RecordError, match=r"^comparison\.pairs\[0\]\.price_per_hour_a must be an hourly price"):
+        records.load(doc)
+    with pytest.raises(records.RecordError, match=r"^prices\.cpu must be an hourly price"):
+        records.load_bundle(_bundle(prices={"cpu": price}))
+    assert records.load_bundle(_bundle(prices={"cpu": 1e-6})).prices == {"cpu": 1e-6}

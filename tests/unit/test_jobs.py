@@ -207,7 +207,7 @@ def test_real_training_run_on_cpu(store):
     assert snap.summary.steady_epoch_seconds == snap.epochs[1].epoch_seconds
     assert any(s.process_cpu_percent for s in snap.samples if s.process_cpu_percent is not None)
     # every key the real worker and the supervisor put in the record is declared by its type
-    assert undeclared(records.RunRecord.from_dict(json.loads(json.dumps(snap.record().to_dict())))) == []
+    assert undeclared(records.RunRecord.model_validate(json.loads(json.dumps(snap.record().to_dict())))) == []
 
 
 @pytest.mark.slow

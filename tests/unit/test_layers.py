@@ -18,15 +18,16 @@ ROOT = Path(__file__).resolve().parents[2]
 # Lowest first. A module belongs to the layer of the longest prefix that names it; it may import its own layer and
 # the layers below.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("vocabulary", ("bench", "bench.errors", "bench.limits", "bench.settings", "bench.readings", "bench.target",
-                    "bench.safe_text")),
+    ("vocabulary", ("bench", "bench.errors", "bench.limits", "bench.settings", "bench.record_base", "bench.readings",
+                    "bench.target", "bench.safe_text")),
     ("plans", ("bench.training.models", "bench.training.datasets")),  # what a model and a data set are, no framework
     ("config", ("bench.config",)),
-    ("record types", ("bench.record_types",)),
+    # the records: pydantic models that hold what they are given and compute nothing (no analysis below them)
+    ("record types", ("bench.record_types", "bench.run_info", "bench.records")),
     ("hardware and frameworks", ("bench.hardware", "bench.training")),
     ("analysis", ("bench.analysis",)),
-    # the documents: built with the analysis (a summary computed when missing, a comparison's block)
-    ("documents", ("bench.records", "bench.analysis.machines", "bench.store")),
+    # the documents the analysis reads and the store keeps
+    ("documents", ("bench.analysis.machines", "bench.store")),
     ("runs", ("bench.runs",)),
     ("output", ("bench.output", "bench.schemas")),
     ("cli", ("bench.cli", "bench.cli_args", "bench.cli_machines", "bench.cli_store", "bench.__main__")),
@@ -163,3 +164,12 @@ def test_the_probe_shares_the_framework_set_up_and_never_imports_the_worker() ->
     assert not problems(imports_of("bench.hardware.probe", "from bench.training import framework\n", known))
     probe = [i.imported for i in all_imports() if i.module == "bench.hardware.probe"]
     assert "bench.training.framework" in probe and not any(_within(m, "bench.runs") for m in probe)
+def test_records_compute_nothing() -> None:
+    """The records hold what they are given: no module that declares a record imports the analysis (a summary, a
+    comparison's block and a sweep's rows are computed by bench.analysis, which builds the documents)."""
+    holders = ("bench.records", "bench.record_types", "bench.readings", "bench.run_info", "bench.record_base",
+               "bench.config", "bench.limits")
+    found = [f"{i.module} -> {i.imported} (line {i.line})" for i in all_imports()
+             if i.module in holders and _within(i.imported, "bench.analysis")]
+    assert not found, "records that compute:\n" + "\n".join(found)
+    assert layer_of("bench.records") < layer_of("bench.analysis"), "the records sit below the analysis that fills them"

@@ -27,8 +27,8 @@ def _run(model: str, size: str | None, batch: int, target: str, samples_per_s: f
     device, _, threads = target.partition("/")
     config = {"model": model, "size": size or "s", "batch_size": batch, "device": device, "backend": backend,
               "dataset": "synthetic-mnist", "cpu_threads": int(threads) if threads else None}
-    return records.RunRecord.from_dict(records.run_record(
-        id=run_id, status="finished", config=RunConfig.of(config), hardware=None, info=RunInfo(flops_per_sample=flops, n_train=10000),
+    return records.RunRecord.model_validate(records.run_record(
+        id=run_id, status="finished", config=RunConfig.model_validate(config), hardware=None, info=RunInfo(flops_per_sample=flops, n_train=10000),
         created_at=None, started_at=None, ended_at=None, error=None, store_error=None, epochs=[], samples=[],
         summary=RunSummary(steady_samples_per_s=samples_per_s, steady_epoch_seconds=10000 / samples_per_s,
                            energy_j_per_1000_samples={"cpu" if device == "cpu" else target: energy})))

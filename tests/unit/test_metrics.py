@@ -138,7 +138,7 @@ def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():
                for t in (0.5, 2.0, 3.4, 3.5, 3.6)]
 
     def record(device: str, epochs_: list) -> RunRecord:
-        return RunRecord.of({"config": {"device": device, "size": "s", "batch_size": 128}, "info": {},
+        return RunRecord.model_validate({"config": {"device": device, "size": "s", "batch_size": 128}, "info": {},
                              "epochs": epochs_, "samples": samples, "status": "finished"})
 
     short = sweeps.sweep_row(record("gpu:0", epochs), None)
@@ -154,7 +154,7 @@ def test_rows_without_a_recorded_window_are_flagged_when_a_steady_epoch_is_short
     from bench.analysis import sweeps
 
     def row(**data: float) -> sweeps.SweepRow:  # a row read from a file written before the window was recorded
-        return sweeps.SweepRow.of({"size": "s", "batch_size": 128, "target": "cpu", **data})
+        return sweeps.SweepRow.model_validate({"size": "s", "batch_size": 128, "target": "cpu", **data})
 
     old_short = row(steady_epoch_seconds=0.15, sample_interval_s=0.2)
     old_long = row(steady_epoch_seconds=0.6, sample_interval_s=0.2)

@@ -47,7 +47,7 @@ def _record(**over: object) -> RunRecord:
                         "loss": float("nan"), "accuracy": 0.7, "t_end_s": 3.5}],
             "samples": [{"t_s": 0.5, "cpu_percent": 40.0, "ram_used_mib": 2048.0, "gpus": [gpu]},
                         {"t_s": 1.0, "cpu_percent": None, "ram_used_mib": 2048.0, "gpus": []}]}
-    return RunRecord.of({**data, **over})
+    return RunRecord.model_validate({**data, **over})
 
 
 def test_samples_become_mlflows_system_metrics_by_its_own_names_and_units():

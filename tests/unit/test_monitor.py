@@ -6,7 +6,6 @@ tested against a real process tree.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -326,18 +325,18 @@ def test_sampler_t_s_counts_from_start_with_injected_clock() -> None:
 def test_sample_dict_round_trip_through_json() -> None:
     nvml.set_module(fake_nvml.not_supported())
     sample = Sampler(monitor_gpus=True).sample_once()
-    sample = dataclasses.replace(sample, t_s=1.25, process_cpu_percent=None)
+    sample = sample.model_copy(update={"t_s": 1.25, "process_cpu_percent": None})
     data = json.loads(json.dumps(sample.to_dict()))
     assert set(data) == {
         "t_s", "cpu_percent", "cpu_per_core", "process_cpu_percent", "process_rss_mib", "ram_used_mib", "gpus", "cpu_energy_j",
     }
     assert data["gpus"][0]["power_w"] is None
-    assert Sample.from_dict(data) == sample
+    assert Sample.model_validate(data) == sample
 
 
 def test_sample_from_dict_tolerates_unknown_and_missing_gpu_keys() -> None:
     data = {"t_s": 2, "cpu_percent": 50.0, "gpus": [{"index": 0, "util_percent": 7, "sm_active": 0.5}]}
-    sample = Sample.from_dict(data)
+    sample = Sample.model_validate(data)
     assert sample.gpus[0].util_percent == 7
     assert sample.gpus[0].power_w is None
     assert sample.cpu_per_core is None and sample.ram_used_mib is None

@@ -89,9 +89,9 @@ def test_an_unknown_key_round_trips_through_read_and_write(tmp_path: Path) -> No
 
 
 def test_a_new_probe_keeps_the_keys_it_was_read_with_and_adds_the_caches() -> None:
-    old = peak_cache.PeakEntry.from_dict({**GOOD, "stale": True, "stale_since": 1.76e9,
+    old = peak_cache.PeakEntry.model_validate({**GOOD, "stale": True, "stale_since": 1.76e9,
                                           "beaten_by": {"gflops": 120.0, "run_id": 9}, "tuned_by": "x"})
-    new = peak_cache.PeakEntry.from_dict({"device": "cpu", "peak_gflops": 90.0, "measured_at": 1.77e9})
+    new = peak_cache.PeakEntry.model_validate({"device": "cpu", "peak_gflops": 90.0, "measured_at": 1.77e9})
     best = peak_cache.keep_best(old, new).to_dict()
     assert best["peak_gflops"] == 105.1 and best["tuned_by"] == "x" and best["stale"] is False
     assert "beaten_by" not in best and "stale_since" not in best

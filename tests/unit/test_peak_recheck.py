@@ -3,7 +3,6 @@ the Train/Compare peak line (ui/peak.py) never shows a share above 100 %."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
@@ -23,7 +22,7 @@ from ui import peak
 TINY = fixtures.TINY.replace(epochs=2)
 MEASURED = {"device": "cpu", "peak_gflops": 105.1, "measured_at": 1.75e9, "sizes": [1024, 2048, 4096],
             "repeats": 3, "conditions": {"others_cpu_percent": 41.0}}
-PEAK = peak_cache.PeakEntry.from_dict(MEASURED)
+PEAK = peak_cache.PeakEntry.model_validate(MEASURED)
 
 
 @pytest.fixture
@@ -44,7 +43,7 @@ def cached(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         before = peak_cache.lookup(device, backend=TINY.backend)
         calls.append({"device": device, "refresh": refresh, "at": time.time(),
                       "stale_before": before is not None and before.stale})
-        return dataclasses.replace(PEAK, peak_gflops=204.0, stale=False)
+        return PEAK.updated(peak_gflops=204.0, stale=False)
 
     monkeypatch.setattr(probe, "cached_peak", fake_peak)
     return calls
@@ -85,7 +84,7 @@ def test_the_peak_line_never_shows_a_share_above_100_percent():
     beaten = peak.peak_text(128.6, PEAK)
     assert "peak being re-measured" in beaten and "%" not in beaten.split("(")[0]
     assert "122" not in beaten
-    assert "peak being re-measured" in peak.peak_text(52.55, dataclasses.replace(PEAK, stale=True))
+    assert "peak being re-measured" in peak.peak_text(52.55, PEAK.updated(stale=True))
     assert "peak not measured yet" in peak.peak_text(52.55, None)
     assert peak.peak_text(None, None).startswith("Last epoch: — GFLOP/s; peak not measured yet")
 
@@ -106,7 +105,7 @@ def test_a_group_peak_flagged_stale_keeps_its_figure_and_says_so():
 
     group = RunGroup(id=1, kind="sweep", targets=("cpu", "cpu/1"), created_at=0.0,
                      peaks={"cpu": GroupPeak(), "cpu/1": GroupPeak()})
-    entry = peak_cache.PeakEntry.from_dict({"peak_gflops": 30.0, "size": 512})
+    entry = peak_cache.PeakEntry.model_validate({"peak_gflops": 30.0, "size": 512})
     group = group.with_peak("cpu", 52.0, None, None).with_peak("cpu/1", 30.0, entry, None)
     assert group.peak("cpu").reference == 52.0 and group.peak("cpu/1").reference == entry
     assert group.peak("gpu:0") == GroupPeak(), "a target the group probes nothing for has no figure"

@@ -185,7 +185,7 @@ def _measured(gflops: float, at: float = 1.75e9, **extra: Any) -> dict[str, Any]
 
 
 def _entry(gflops: float, at: float = 1.75e9, **extra: Any) -> peak_cache.PeakEntry:
-    return peak_cache.PeakEntry.from_dict(_measured(gflops, at, **extra))
+    return peak_cache.PeakEntry.model_validate(_measured(gflops, at, **extra))
 
 
 def test_a_lower_new_probe_does_not_replace_the_best() -> None:

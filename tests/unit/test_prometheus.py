@@ -153,9 +153,9 @@ def test_every_series_a_full_scrape_serves_is_one_the_module_names() -> None:
     tpu = GpuReading(index=1, name="TPU v5e chip", util_percent=100.0, mem_used_mib=10035.0, power_w=None,
                      tensor_active_percent=14.0, source="libtpu monitoring (tpumonitoring)")
     mi300 = GpuReading(index=2, name="AMD Instinct MI300X", util_percent=71.0, power_w=612.0, source="AMD SMI")
-    sample = dataclasses.replace(h100, process_cpu_percent=50.0, process_rss_mib=10.0, cpu_percent=20.0,
-                                 cpu_per_core=(20.0,), ram_used_mib=100.0, cpu_energy_j=5.0,
-                                 gpus=(*(h100.gpus or ()), tpu, mi300))
+    sample = h100.updated(process_cpu_percent=50.0, process_rss_mib=10.0, cpu_percent=20.0,
+                      cpu_per_core=(20.0,), ram_used_mib=100.0, cpu_energy_j=5.0,
+                      gpus=(*(h100.gpus or ()), tpu, mi300))
     served = parsed(prometheus.exposition(prometheus.Scrape.of(MACHINE, sample, [figures(snapshot(), sample)])))
     assert set(served) == prometheus.SERIES
 

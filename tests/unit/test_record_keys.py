@@ -51,14 +51,14 @@ def hopper() -> Iterator[None]:
 def test_the_check_sees_an_undeclared_key() -> None:
     """The check itself: a reading the type does not know is reported with its path."""
     data = {"t_s": 1.0, "cpu_percent": 5.0, "gpus": [{"index": 0, "util_percent": 3.0, "fan_percent": 40.0}]}
-    assert undeclared(records.Sample.from_dict(data, "s")) == ["samples[0].gpus[0].fan_percent"]
+    assert undeclared(records.Sample.model_validate(data, "s")) == ["samples[0].gpus[0].fan_percent"]
 
 
 def test_the_check_sees_an_undeclared_summary_figure() -> None:
     data = {"status": "finished", "config": {}, "hardware": {}, "epochs": [], "samples": [],
             "summary": {"steady_epoch_seconds": 1.0, "median_watts": 300.0,
                         "diagnosis": {"kind": "undetermined", "verdict": "v", "confidence": 0.5}}}
-    assert undeclared(records.RunRecord.from_dict(data)) == ["summary.median_watts", "summary.diagnosis.confidence"]
+    assert undeclared(records.RunRecord.model_validate(data)) == ["summary.median_watts", "summary.diagnosis.confidence"]
 
 
 def test_a_sample_with_every_gpu_reading_is_declared(hopper: None) -> None:
@@ -67,7 +67,7 @@ def test_a_sample_with_every_gpu_reading_is_declared(hopper: None) -> None:
     sample = sampler.sample_once()  # the second sample closes a GPM interval: every reading is filled
     data = json.loads(json.dumps(sample.to_dict()))
     assert data["gpus"] and data["gpus"][0].get("sm_active_percent") is not None, "the fake GPU gave no GPM figures"
-    assert undeclared(records.Sample.from_dict(data, "sample")) == []
+    assert undeclared(records.Sample.model_validate(data, "sample")) == []
 
 
 def test_live_and_stored_run_records_are_declared(isolated_store: Any) -> None:
@@ -77,10 +77,10 @@ def test_live_and_stored_run_records_are_declared(isolated_store: Any) -> None:
         run_id = manager.submit(TINY)
         snap = manager.wait(run_id, timeout_s=60)
         assert snap.status == "finished" and snap.epochs and snap.samples
-        live = records.RunRecord.from_dict(json.loads(json.dumps(snap.record().to_dict())))
+        live = records.RunRecord.model_validate(json.loads(json.dumps(snap.record().to_dict())))
         read = store.get_run(run_id)  # the store's own RunRecord: its bookkeeping columns are not run fields
         assert read is not None
-        stored = records.RunRecord.from_dict(json.loads(json.dumps(read.to_dict())))
+        stored = records.RunRecord.model_validate(json.loads(json.dumps(read.to_dict())))
     finally:
         manager.shutdown()
     assert live.summary is not None and live.summary.diagnosis is not None, "the check saw a whole summary"
@@ -97,4 +97,4 @@ def test_one_type_per_reading() -> None:
     assert monitor.GpuReading is records.GpuReading
     sample = monitor.Sampler(interval_s=0.1, on_sample=lambda s: None, monitor_gpus=False).sample_once()
     assert type(sample) is records.Sample and isinstance(sample.cpu_per_core, tuple)
-    assert records.Sample.from_dict(sample.to_dict()) == sample, "a sample survives its JSON form unchanged"
+    assert records.Sample.model_validate(sample.to_dict()) == sample, "a sample survives its JSON form unchanged"

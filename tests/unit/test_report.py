@@ -64,7 +64,7 @@ def make_record(*, run_id: int = 7, device: str = "cpu", times: tuple[float, ...
 
 def typed(record: dict[str, Any]) -> records.RunRecord:
     """A hand-made record as the engine holds a run (exports and comparisons take a RunRecord, not its JSON)."""
-    return records.RunRecord.of(record)
+    return records.RunRecord.model_validate(record)
 
 
 # -- round trip ---------------------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def test_no_one_device_row_or_no_throughput_gives_no_figure() -> None:
 
 def test_a_record_counts_the_replicas_its_worker_reported() -> None:
     def run(info: dict, config: dict) -> RunRecord:
-        return RunRecord.of({"status": "finished", "info": info, "config": config})
+        return RunRecord.model_validate({"status": "finished", "info": info, "config": config})
 
     assert sweeps.device_count(run({"replicas": 4}, {"devices": 2})) == 4
     assert sweeps.device_count(run({}, {"devices": 2})) == 2

@@ -1,4 +1,4 @@
-"""docs/schemas/: the JSON Schemas generated from the record parts declared with bench.typed, up to date with the
+"""docs/schemas/: the JSON Schemas generated from the record models (`make schemas`), up to date with the
 declarations; every shipped record's parts valid against them and read by the checker; hostile parts refused by both."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ SHIPPED = _shipped()
 @pytest.mark.parametrize("name", sorted(schemas.SCHEMAS))
 def test_each_schema_file_is_the_one_its_declaration_generates(name: str) -> None:
     on_disk = (schemas.FOLDER / name).read_text(encoding="utf-8")
-    assert on_disk == schemas.text(name), f"docs/schemas/{name} is out of date: run `python -m bench.schemas`"
+    assert on_disk == schemas.text(name), f"docs/schemas/{name} is out of date: run `make schemas`"
     jsonschema.Draft202012Validator.check_schema(json.loads(on_disk))
 
 
@@ -58,15 +58,15 @@ def test_every_shipped_records_parts_are_valid_against_the_schemas_and_read_by_t
         for i, run in enumerate(_runs(doc)):
             if run.get("info") is not None:
                 info.validate(run["info"])
-                RunInfo.from_dict(run["info"], f"{path} runs[{i}].info")
+                RunInfo.model_validate(run["info"], f"{path} runs[{i}].info")
                 parts += 1
             if run.get("error"):
                 error.validate(run["error"])
-                RunError.from_dict(run["error"], f"{path} runs[{i}].error")
+                RunError.model_validate(run["error"], f"{path} runs[{i}].error")
                 parts += 1
         if doc.get("schema") == "bench.bundle/1":
             machine.validate(doc["machine"])
-            Fingerprint.from_dict(doc["machine"])
+            Fingerprint.model_validate(doc["machine"])
             parts += 1
     assert parts >= 20
 
@@ -87,7 +87,7 @@ def test_a_hostile_part_is_refused_by_the_schema_and_by_the_checker_naming_its_p
         jsonschema.validate(part, schemas.schema(name))
     cls = schemas.SCHEMAS[name][0]
     with pytest.raises(RecordError, match=path.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
-        cls.from_dict(part)
+        cls.model_validate(part)
 
 
 _DOCUMENT = {"bench.run/1": "run.schema.json", "bench.comparison/1": "comparison.schema.json",
@@ -129,7 +129,7 @@ def test_a_hostile_comparison_is_refused_by_its_schema_where_the_checker_refuses
 def test_unknown_keys_are_kept_for_the_round_trip() -> None:
     raw = {"placement": "cpu", "from_a_later_version": {"x": [1, 2]}, "cluster": {"id": "a", "index": 0, "size": 2,
                                                                              "later": True}}
-    assert RunInfo.from_dict(raw).to_dict() == raw
+    assert RunInfo.model_validate(raw).to_dict() == raw
 
 
 def test_an_old_key_read_under_a_new_name_is_refused_under_its_own_name() -> None:
@@ -138,5 +138,5 @@ def test_an_old_key_read_under_a_new_name_is_refused_under_its_own_name() -> Non
     from bench.readings import GpuReading
 
     with pytest.raises(RecordError, match=r"gpu\.power_watts must be a number or null, got True"):
-        GpuReading.from_dict({"index": 0, "power_watts": True})
-    assert GpuReading.from_dict({"index": 0, "power_watts": 71.5}).power_w == 71.5
+        GpuReading.model_validate({"index": 0, "power_watts": True})
+    assert GpuReading.model_validate({"index": 0, "power_watts": 71.5}).power_w == 71.5

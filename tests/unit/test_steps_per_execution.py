@@ -10,6 +10,7 @@ import queue as queue_module
 
 import pytest
 
+from bench.analysis import run_summary
 from bench.config import ConfigError, RunConfig
 from bench.runs.jobs import JobManager
 from tests.fixtures import NO_GPU
@@ -20,7 +21,7 @@ from . import fake_workers
 def test_default_is_one_and_old_configs_load():
     old = RunConfig().to_dict()
     del old["steps_per_execution"]
-    assert RunConfig.from_dict(old).steps_per_execution == 1
+    assert RunConfig.model_validate(old).steps_per_execution == 1
     assert "steps/exec" not in RunConfig().label()
     assert "8 steps/exec" in RunConfig(steps_per_execution=8).label()
 
@@ -55,7 +56,7 @@ def test_a_run_with_8_steps_per_execution_finishes_and_says_so(backend):
     assert snap.info.steps_per_execution == 8
     record = snap.record()
     assert record.config.steps_per_execution == 8
-    diagnosis = record.summarized.diagnosis
+    diagnosis = run_summary.summary_of(record).diagnosis
     assert diagnosis is not None
     assert isinstance(diagnosis.verdict, str) and diagnosis.verdict
     assert diagnosis.evidence["steps_per_execution"] == 8

@@ -309,7 +309,7 @@ def test_an_odd_shape_the_checked_reader_did_not_foresee_is_named_not_raised(mon
     def surprised(data, path=""):
         raise TypeError("unhashable type: 'dict'")
 
-    monkeypatch.setattr(RunRecord, "from_dict", surprised)
+    monkeypatch.setattr(RunRecord, "model_validate", surprised)
     row = {"id": 3, "created_at": 1000.0, "status": "finished", "config": json.dumps(CONFIG), "label": "x"}
     read = read_run(row, [])
     assert read == UnreadableRun(id=3, reason="TypeError: \"unhashable type: 'dict'\"", created_at=1000.0, label="x")

@@ -55,7 +55,7 @@ def test_the_configs_are_validated_workload_major() -> None:
 
 
 def _record(config: RunConfig, status: str = "finished") -> records.RunRecord:
-    return records.RunRecord.from_dict(records.run_record(id=1, status=status, config=config, hardware=None, info=None, created_at=None,
+    return records.RunRecord.model_validate(records.run_record(id=1, status=status, config=config, hardware=None, info=None, created_at=None,
                               started_at=None, ended_at=None, error=None, store_error=None, epochs=[], samples=[],
                               summary=RunSummary(steady_samples_per_s=1000.0, steady_epoch_seconds=1.0)))
 

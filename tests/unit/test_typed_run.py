@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 
-from bench.record_types import CpuSpec, Fingerprint
+from bench.analysis import sweeps
+from bench.record_types import CpuSpec, Fingerprint, SweepRow
 from bench import records
 from bench.analysis import compare, run_summary
 from bench.config import RunConfig
@@ -44,10 +45,10 @@ def test_a_stored_run_reads_back_as_the_checked_reader_reads_its_json(tmp_path):
     run_id = _stored_run(store, finished=True)
     run = store.get_run(run_id)
     assert isinstance(run, RunRecord) and run.summary is not None
-    checked = RunRecord.from_dict(run.to_dict())
+    checked = RunRecord.model_validate(run.to_dict())
     assert checked == run, "the trusted reading of a stored row is what the checked one gives"
     assert [e.epoch for e in run.epochs] == [1, 2, 3] and len(run.samples) == 12
-    assert run.summarized.steady_epoch_seconds == 1.05 and run.summarized is run.summary
+    assert run_summary.summary_of(run).steady_epoch_seconds == 1.05 and run_summary.summary_of(run) is run.summary
     listed = store.list_runs()
     assert [r.id for r in listed] == [run_id] and listed[0].samples == () and listed[0].epochs == run.epochs
 
@@ -56,8 +57,9 @@ def test_a_running_runs_summary_is_computed_from_what_it_has(tmp_path):
     store = Store(tmp_path / "s.sqlite3")
     run = store.get_run(_stored_run(store, finished=False))
     assert run is not None and run.summary is None, "no summary is stored before the run ends"
-    assert run.summarized.steady_epoch_seconds == 1.05 and run.summarized.epochs_done == 3
-    assert run.to_dict()["summary"]["steady_epoch_seconds"] == 1.05
+    assert run_summary.summary_of(run).steady_epoch_seconds == 1.05 and run_summary.summary_of(run).epochs_done == 3
+    assert run.to_dict()["summary"] is None, "a record holds what it is given"
+    assert run_summary.with_summary(run).to_dict()["summary"]["steady_epoch_seconds"] == 1.05
 
 
 def test_the_owners_columns_stay_in_the_store(tmp_path):
@@ -79,14 +81,14 @@ def test_a_snapshots_record_is_typed_and_reads_as_the_stored_one(tmp_path):
     assert isinstance(record, RunRecord)
     assert (record.id, record.status, record.epochs, record.samples) == (stored.id, stored.status, stored.epochs,
                                                                           stored.samples)
-    assert record.summarized.steady_epoch_seconds == stored.summarized.steady_epoch_seconds
+    assert run_summary.summary_of(record).steady_epoch_seconds == run_summary.summary_of(stored).steady_epoch_seconds
     assert compare.target(record) == compare.target(stored) == "cpu"
 
 
 def test_a_comparison_of_typed_runs_writes_the_json_an_import_reads(tmp_path):
     store = Store(tmp_path / "s.sqlite3")
     runs = [store.get_run(_stored_run(store, finished=True)) for _ in range(2)]
-    comparison = records.comparison_record([r for r in runs if r is not None])
+    comparison = compare.comparison_record([r for r in runs if r is not None])
     again = records.load(comparison.to_dict())
     assert isinstance(again, records.Comparison) and again.runs == comparison.runs
     [pair] = compare.pairs(again.runs)
@@ -96,13 +98,14 @@ def test_a_comparison_of_typed_runs_writes_the_json_an_import_reads(tmp_path):
 def test_a_sweep_or_bundle_keeps_the_figures_its_runs_samples_gave_though_it_drops_the_samples(tmp_path):
     store = Store(tmp_path / "s.sqlite3")
     run = store.get_run(_stored_run(store, finished=False))  # no stored summary: computed from what it has
-    assert run is not None and run.summary is None and run.summarized.mean_cpu_percent is not None
-    sweep = records.sweep_record([], {}, [run])
-    bundle = records.bundle_record(machine=Fingerprint(cpu=CpuSpec()), suite_version="1", suite_variant="quick", runs=[run])
+    assert run is not None and run.summary is None and run_summary.summary_of(run).mean_cpu_percent is not None
+    sweep = sweeps.sweep_record([SweepRow(size="s", batch_size=128, target="cpu", run_id=run.id)], {}, [run])
+    bundle = records.bundle_record(machine=Fingerprint(cpu=CpuSpec()), suite_version="1", suite_variant="quick",
+                                   runs=[run_summary.with_summary(run).model_copy(update={"samples": ()})])
     for doc in (sweep, bundle):
         [kept] = doc["runs"]
         assert kept["samples"] == []
-        assert kept["summary"]["mean_cpu_percent"] == run.summarized.mean_cpu_percent
+        assert kept["summary"]["mean_cpu_percent"] == run_summary.summary_of(run).mean_cpu_percent
 
 
 def test_a_row_with_a_status_this_version_does_not_know_reads_as_interrupted_and_says_why(tmp_path):
@@ -120,4 +123,4 @@ def test_a_row_with_a_status_this_version_does_not_know_reads_as_interrupted_and
     assert run is not None and run.info.stored_status == "paused" and run.info.placement == "/device:CPU:0"
     assert run.error is not None and "'paused'" in run.error.message and run.error.hint
     assert len(run.epochs) == 3, "its epochs are kept"
-    assert RunRecord.from_dict(run.to_dict()) == run
+    assert RunRecord.model_validate(run.to_dict()) == run

@@ -13,7 +13,6 @@ total; memory in use is what the GPU driver holds for all processes (a run's own
 
 from __future__ import annotations
 
-import dataclasses
 import plistlib
 import threading
 from typing import Any
@@ -95,17 +94,17 @@ class IoregSource:
     def read(self, index: int) -> GpuReading:
         entries = statistics(self._machine.ioreg())
         if index >= len(entries):
-            return GpuReading(index, source=self.info.name)
+            return GpuReading(index=index, source=self.info.name)
         return self.reading(index, key(entries[index], "PerformanceStatistics"))
 
     def reading(self, index: int, stats: Any, source: str | None = None) -> GpuReading:
         used = number(key(stats, "In use system memory"))
-        extra = {name: value for name, value in (("renderer_util_percent", _percent(stats, "Renderer Utilization %")),
+        extra: dict[str, Any] = {name: value for name, value in (("renderer_util_percent", _percent(stats, "Renderer Utilization %")),
                                                  ("tiler_util_percent", _percent(stats, "Tiler Utilization %")))
                  if value is not None}
         return GpuReading(index=index, name=None, util_percent=_percent(stats, "Device Utilization %"),
                           mem_used_mib=None if used is None else used / _MIB, source=source or self.info.name,
-                          extra=dict(extra))
+                          **extra)
 
 
 def open_ioreg(machine: Machine) -> IoregSource | str:
@@ -141,8 +140,8 @@ class MacmonSource:
             metrics = self._sampler.metrics()
         usage = getattr(metrics, "gpu_usage", None) or ()
         ratio = number(getattr(usage[0], "usage", None)) if usage else None
-        return dataclasses.replace(
-            self._ioreg.read(index), source=self.info.name,
+        return self._ioreg.read(index).updated(
+            source=self.info.name,
             util_percent=None if ratio is None else min(max(ratio, 0.0), 1.0) * 100,  # macmon gives a ratio
             power_w=number(getattr(getattr(metrics, "power", None), "gpu", None)),
             sm_clock_mhz=number(getattr(usage[0], "freq_mhz", None)) if usage else None)

@@ -114,7 +114,7 @@ class GpuCollector:
         handle = self._handle(index)
         name = self._names.get(index)
         if handle is None:
-            return GpuReading(index, name, source=SOURCE)
+            return GpuReading(index=index, name=name, source=SOURCE)
         util = nvml.query("nvmlDeviceGetUtilizationRates", handle)
         memory = nvml.query("nvmlDeviceGetMemoryInfo", handle)
         power_mw = nvml.query("nvmlDeviceGetPowerUsage", handle)

@@ -109,7 +109,7 @@ class ReadingCollector:
         try:
             return self._reader.read(index)
         except Exception:  # noqa: BLE001 - a source that fails mid-run gives a gap, never a crash
-            return GpuReading(index, source=self._info.name)
+            return GpuReading(index=index, source=self._info.name)
 
 
 def _run_ioreg() -> bytes | None:
