@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.analysis import run_summary
 from bench import records, settings
-from bench.errors import RunLost, RunReplaced, RunUnreadable, StoreError
+from bench.errors import RunLost, RunReplaced, StoreError
 from bench.readings import is_int, is_number
 from bench.store.bundles import BundleStore
 from bench.store.connection import StoreFile
