@@ -19,7 +19,7 @@ from bench import cli_machines, cli_store
 from bench import records as records_module
 from bench import safe_text
 from bench import target as target_module
-from bench.analysis import metrics
+from bench.analysis import metrics, run_summary
 from bench.cli_args import EXIT_NOT_STORED, PROG, UsageError, build_parser, config_from_args
 from bench.config import ConfigError, Machine, RunConfig
 from bench.output import display
@@ -238,8 +238,6 @@ def _print_summary(record: RunRecord) -> None:
     if steps != 1:
         print(f"steps per execution  {steps}")
     if record.status in (Status.FINISHED, Status.STOPPED):
-        from bench.analysis import run_summary
-
         print(f"diagnosis  {run_summary.diagnosis_of(record).verdict}")
     if record.error:
         err = record.error

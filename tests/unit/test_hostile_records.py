@@ -264,7 +264,7 @@ def test_a_lone_surrogate_in_a_runs_placement_is_refused_on_import_and_nothing_i
     code, out = run_cli(["import", str(path)], capsys)
     assert code == 2, out
     assert "info.placement" in out and "surrogate" in out and "Traceback" not in out, out
-    assert Store().list_runs() == [] and Store().unreadable_runs() == [], "nothing is imported"
+    assert Store().list_runs() == [] and Store().listing().unreadable == [], "nothing is imported"
 
 
 def test_a_lone_surrogate_in_a_bundles_cpu_model_is_refused_on_import_and_nothing_is_stored(

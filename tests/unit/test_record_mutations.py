@@ -513,14 +513,12 @@ def check_stored(change: RowChange) -> list[Problem]:
             return []
         try:
             listed = Store(db).list_runs()
-            unreadable = getattr(Store(db), "unreadable_runs", None)
+            told = Store(db).listing().unreadable
             shown = {r.id for r in listed}
-            if unreadable is not None:
-                told = unreadable()
-                say(f"unreadable_runs: {told!r}")
-                if run_id not in shown and not any(getattr(u, "id", None) == run_id for u in told):
-                    found.append(Problem("Store.list_runs / unreadable_runs",
-                                         f"run #{run_id} is neither listed nor said to be unreadable"))
+            say(f"unreadable runs: {told!r}")
+            if run_id not in shown and not any(getattr(u, "id", None) == run_id for u in told):
+                found.append(Problem("Store.list_runs / listing().unreadable",
+                                     f"run #{run_id} is neither listed nor said to be unreadable"))
         except StoreError as exc:
             found.append(Problem("Store.list_runs", "StoreError for one odd row", str(exc)[:300]))
         except Exception:  # noqa: BLE001
