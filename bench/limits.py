@@ -54,10 +54,16 @@ def problem(value: Any, key: str) -> str | None:
 # -- what a user enters where no run config checks it ----------------------------------------------------------------
 # (name, unit) -> (low, high): a value must be finite, above low and at most high. The forms and the CLI's parsers
 # apply them through entered(); a run's own settings (epochs, batch size, ...) are bench.config's.
-PRICE_PER_HOUR_MAX = 1e6  # any real machine costs less an hour; more is a typo that prints costs of inf
+# An hourly price is a normal float from PRICE_PER_HOUR_MIN to PRICE_PER_HOUR_MAX wherever it comes from (the CLI,
+# the pages, a bundle, a loaded comparison): below, a subnormal such as 5e-324 would count as above zero and rank a
+# machine cheapest at 0.00; above, a typo that prints costs of inf. bench.analysis.pricing applies it where prices
+# are entered and used.
+PRICE_PER_HOUR_MIN = 1e-6
+PRICE_PER_HOUR_MAX = 1e6
 TIMEOUT_MAX_S = 86400.0  # a day
+# a low of 0 is exclusive (above 0); any other low is the least value allowed
 ENTERED: dict[str, tuple[float, float, str]] = {
-    "price_per_hour": (0.0, PRICE_PER_HOUR_MAX, "an hourly price"),
+    "price_per_hour": (PRICE_PER_HOUR_MIN, PRICE_PER_HOUR_MAX, "an hourly price"),
     "timeout_s": (0.0, TIMEOUT_MAX_S, "a timeout in seconds"),
     "batch_size": (0.0, 1_000_000.0, "a batch size"),
 }
@@ -68,6 +74,7 @@ def entered_problem(value: Any, key: str) -> str | None:
     naming the bounds; None when it may be used."""
     low, high, what = ENTERED[key]
     if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
-            or not low < value <= high):
-        return f"{what} must be a finite number above {low:g} and at most {high:g} (got {value!r:.60})"
+            or not (low < value if low == 0 else low <= value) or not value <= high):
+        within = f"above {low:g} and at most {high:g}" if low == 0 else f"from {low:.6f} to {high:,.0f}"
+        return f"{what} must be a finite number {within} (got {value!r:.60})"
     return None
