@@ -267,7 +267,7 @@ def figure(raw: Any, name: str, *, scale: float = 1.0, who: str = "the driver",
 def bounded(index: int, source: str, figures: Mapping[str, Figure], **fields: Any) -> Reading:
     """A GPU reading of ``figures`` (each made by :func:`figure`) and the other ``fields`` as they are (name, throttle
     reasons, extra), with why each refused figure is not measured."""
-    values = {name: f.value for name, f in figures.items()}
+    values: dict[str, Any] = {name: f.value for name, f in figures.items()}
     return Reading(GpuReading(index=index, source=source, **values, **fields),
                    {name: f.why for name, f in figures.items() if f.why is not None})
 
