@@ -127,7 +127,7 @@ def check(m: S.Mutation) -> list[U.Problem]:
     return found
 
 
-@pytest.mark.parametrize("kind", ["run", "comparison", "bundle"])
+@pytest.mark.parametrize("kind", ["run", "comparison", "sweep", "bundle"])
 @BUDGET_TIMEOUT
 @WAYS_OUT
 @given(data=st.data())
