@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
 from dataclasses import replace
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bench import cli
 from bench.hardware.monitor import nvml, sources
@@ -22,9 +25,11 @@ from bench.hardware.monitor.source_types import figure, text
 from bench.readings import GpuReading
 from bench.runs.jobs import JobManager
 from bench.store import Store
+from tests import strategies as S
 from tests.fixtures import NO_GPU, TINY
 from tests.unit import fake_nvml, fake_workers
 from tests.unit import scripted_gpus as sg
+from tests.unit.test_ways_out import sane_reading_problems
 
 UINT64_MAX = 2**64 - 1
 UINT32_MAX = 2**32 - 1
@@ -207,6 +212,7 @@ def test_bench_devices_prints_no_inf_no_negative_and_no_driver_control(monkeypat
 
 
 # -- a run recorded over such a source ---------------------------------------------------------------------------------
+@pytest.mark.slow  # a run's worker process, then three exports (about 10 s)
 def test_a_run_over_a_not_supported_reading_reads_back_lists_and_exports(
         isolated_store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         tmp_path: Path) -> None:
@@ -230,3 +236,60 @@ def test_a_run_over_a_not_supported_reading_reads_back_lists_and_exports(
         out = tmp_path / f"run.{kind}"
         assert cli.main(["export", str(run_id), "--format", kind, "--out", str(out)]) == 0, kind
         assert out.stat().st_size > 0
+
+
+# -- any answer at all (hypothesis; the ways out of these readings: tests/unit/test_ways_out.py) ----------------------
+SOURCE_EXAMPLES = int(os.environ.get("BENCH_FUZZ_WAYS_OUT_EXAMPLES", "6")) * 4
+AT_THE_SOURCE = settings(max_examples=SOURCE_EXAMPLES, deadline=None,
+                         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+NUMBER = st.sampled_from(S.VENDOR_SENTINELS) | S.hostile_number()
+NVML_FIELDS = ("mem_total_bytes", "mem_used_bytes", "util_gpu_percent", "util_memory_percent", "power_milliwatts",
+               "temp_c", "sm_clock_mhz", "power_limit_milliwatts", "energy_millijoules")
+
+
+def _problems(reading: GpuReading, why: dict[str, str]) -> list[str]:
+    return sane_reading_problems(reading) + [f"{k}: {v!r}" for k, v in why.items()
+                                             if getattr(reading, k) is not None or not v.startswith("not measured")]
+
+
+@AT_THE_SOURCE
+@given(values=st.fixed_dictionaries({f: NUMBER for f in NVML_FIELDS}),
+       name=S.hostile_text().map(lambda t: t.encode("utf-8", "replace").decode("utf-8")))
+def test_any_nvml_answer_is_a_reading_the_import_accepts(values: dict[str, Any], name: str) -> None:
+    gpu = replace(fake_nvml.two_gpus().gpus[0], name=name, **values)
+    nvml.set_module(fake_nvml.FakeNvml([gpu], driver_version=name))
+    try:
+        collector = nvml_collector()
+        reading = collector.collect()[0]
+        assert not _problems(reading, collector.not_measured.get("gpu:0", {})), reading
+    finally:
+        nvml.reset()
+
+
+def nvml_collector() -> Any:
+    from bench.hardware.monitor.gpu import GpuCollector
+
+    return GpuCollector()
+
+
+@AT_THE_SOURCE
+@given(values=st.fixed_dictionaries({f: S.vendor_raw() for f in (
+    "gfx_activity", "umc_activity", "vram_used_mb", "vram_total_mb", "average_socket_power", "current_socket_power",
+    "power_limit_w", "energy_accumulator", "gfx_clock_mhz", "edge_temp_c")}), name=S.hostile_text())
+def test_any_amd_smi_answer_is_a_reading_the_import_accepts(values: dict[str, Any], name: str) -> None:
+    reading, why, source = _read(sg.amd_smi([sg.FakeAmdGpu(market_name=name, **values)]))
+    assert not _problems(reading, why), reading
+    listed = source.gpus()[0]
+    assert listed.name and "\n" not in listed.name and (listed.mem_total_mib is None or listed.mem_total_mib >= 0)
+    sources.reset()
+
+
+@AT_THE_SOURCE
+@given(duty=st.lists(S.vendor_raw().map(str), min_size=2, max_size=2),
+       hbm=st.lists(S.vendor_raw().map(str), min_size=2, max_size=2))
+def test_any_libtpu_answer_is_a_reading_the_import_accepts(duty: list[str], hbm: list[str]) -> None:
+    metrics = json.loads(sg.TPU_METRICS.read_text(encoding="utf-8"))
+    metrics["duty_cycle_pct"], metrics["hbm_capacity_usage"] = duty, hbm
+    reading, why, _ = _read(sg.tpu(metrics))
+    assert not _problems(reading, why), reading
+    sources.reset()
