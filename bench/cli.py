@@ -69,7 +69,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
             for name, why in refused.get(f"gpu:{r.index}", {}).items():
                 print(f"      gpu:{r.index} {safe_text.terminal(name)} {safe_text.terminal(why)}")
     else:
-        print(f"GPU   none usable: {hw.gpu_reason}")
+        print(f"GPU   none usable: {safe_text.terminal(hw.gpu_reason)}")
     cuda = {True: "built with CUDA", False: "built without CUDA", None: "CUDA support unknown"}[hw.framework_cuda]
     print(f"Framework  {hw.framework} {hw.framework_version or '(not installed)'} · {cuda}")
     print(f"Devices    {', '.join(devices.device_choices(hw))}")

@@ -123,6 +123,20 @@ def test_a_subnormal_price_entered_on_machines_is_no_price() -> None:
     assert "cheapest" not in text.lower() or "0.00 " not in text, text
 
 
+@pytest.mark.parametrize("text", ["5e-324", "-1", "1e400"])
+def test_the_compare_pages_price_out_of_bounds_starts_nothing(text: str) -> None:
+    at = app("pages/compare.py").run()
+    assert not at.exception, at.exception
+    priced = [t for t in at.text_input if str(t.key).startswith("cmp_price_")]
+    assert priced, "the page asks a price per target"
+    priced[0].set_value(text).run()
+    at.button(key="start_compare").click().run()
+    assert not at.exception, at.exception
+    said = shown(at)
+    assert "cannot start" in said and ("from 0.000001 to 1,000,000" in said or "above 0" in said), said
+    assert not any("queued" in t.value for t in at.toast)
+
+
 # -- a GPU source answering out of bounds -------------------------------------------------------------------------------
 def test_the_system_page_over_a_source_answering_out_of_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     gpu = sg.FakeAmdGpu(market_name="MI300X\n\x1b[31mred", vram_used_mb=2**64 - 1, vram_total_mb=2**64 - 1,
