@@ -67,7 +67,8 @@ def _sane(reading: GpuReading) -> None:
     (UINT64_MAX, "mem_used_mib", "18446744073709551615"), ("18446744073709551615\n", "mem_used_mib", "18446744073709551615"),
     (-5, "power_w", "outside"), (float("inf"), "power_w", "not a finite number"),
     (float("nan"), "util_percent", "not a finite number"), (1e30, "mem_total_mib", "outside"),
-    (101, "util_percent", "outside"), (-300, "temp_c", "outside")])
+    (101, "util_percent", "outside"), (-300, "temp_c", "outside"), (10**400, "energy_j", "not a finite number"),
+    ("1e400", "power_w", "not a finite number")])
 def test_a_figure_out_of_bounds_is_none_with_the_reason(raw: Any, name: str, says: str) -> None:
     sentinels = sg_sentinels()
     result = figure(raw, name, sentinels=sentinels)

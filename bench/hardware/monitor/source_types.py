@@ -253,7 +253,9 @@ def figure(raw: Any, name: str, *, scale: float = 1.0, who: str = "the driver",
         return Figure(None)
     try:
         value = float(whole if whole is not None else raw) * scale
-    except (TypeError, ValueError, OverflowError):
+    except OverflowError:  # a whole number past any float
+        return Figure(None, f"not measured: {who} reported {_shown(raw)}, not a finite number")
+    except (TypeError, ValueError):
         return Figure(None)  # "N/A", an empty file: a gap the source's SourceInfo explains
     low, high = BOUNDS[name]
     if not math.isfinite(value):
