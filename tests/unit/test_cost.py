@@ -161,3 +161,18 @@ def test_the_cli_price_option_refuses_a_subnormal_price(capsys: pytest.CaptureFi
         cli.main(["compare", "--targets", "cpu/1,cpu", "--price", "cpu=5e-324"])
     assert done.value.code == 2
     assert "from 0.000001 to 1,000,000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("price", [5e-324, -1.0])
+def test_a_machine_priced_out_of_bounds_is_never_ranked_cheapest(price: float) -> None:
+    """Machines: a bundle's (or a link's) price out of bounds is no price; the machine is not in the cost ranking."""
+    from bench.analysis import machines as M
+    from tests.unit.test_machines import _flops, _machine, _run
+
+    cheap = _machine("cheap", [_run("mlp", "xs", 128, "cpu", 40000, flops=_flops("xs"))], prices={"cpu": 1.0})
+    odd = _machine("odd", [_run("mlp", "xs", 128, "cpu", 40000, flops=_flops("xs"))], prices={"cpu": 1.0})
+    prices = M.prices_of([cheap, odd], {("odd", "cpu"): price})
+    assert ("odd", "cpu") not in prices and prices[("cheap", "cpu")] == 1.0
+    ranked = M.ranking([cheap, odd], "mlp", "xs", 128, prices=prices)
+    assert [r.machine for r in ranked.by_cost] == ["cheap"]
+    assert M.cost_per_1k(25.0, price) is None
