@@ -43,8 +43,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
     hw = devices.discover()
     data = hw.to_dict()
-    readings = _gpu_readings() if hw.gpus else []
+    readings, refused = _gpu_readings() if hw.gpus else ([], {})
     data["gpu_readings"] = [r.to_dict() for r in readings]
+    data["gpu_not_measured"] = refused
     if args.probe:
         data["framework_probe"] = devices.probe_framework(hw.framework)
     if args.json:
@@ -55,17 +56,20 @@ def cmd_devices(args: argparse.Namespace) -> int:
           f"{cpu.ram_total_mib / 1024:.1f} GiB RAM")
     if hw.gpus:
         for g in hw.gpus:
-            mem = f"{g.mem_total_mib / 1024:.0f} GiB" if g.mem_total_mib else "? GiB"
-            runtime = f"CUDA {g.cuda_driver_version or '?'}" if hw.vendor in (None, "nvidia") else \
-                f"read by {hw.gpu_source.name if hw.gpu_source else '?'}"
-            print(f"GPU {g.index} {safe_text.terminal(g.name)} · {mem} · driver {g.driver or '?'} · {runtime}")
+            mem = f"{g.mem_total_mib / 1024:.0f} GiB" if g.mem_total_mib else "memory not measured"
+            runtime = f"CUDA {safe_text.terminal(g.cuda_driver_version or '?')}" if hw.vendor in (None, "nvidia") \
+                else f"read by {safe_text.terminal(hw.gpu_source.name if hw.gpu_source else '?')}"
+            print(f"GPU {g.index} {safe_text.terminal(g.name)} · {mem} · driver {safe_text.terminal(g.driver or '?')}"
+                  f" · {runtime}")
         for r in readings:
             util = "not measured" if r.util_percent is None else f"{r.util_percent:.0f} %"
             mem_used = "not measured" if r.mem_used_mib is None else f"{r.mem_used_mib:,.0f} MiB"
             power = "not measured" if r.power_w is None else f"{r.power_w:.0f} W"
             print(f"      gpu:{r.index} now: utilization {util}, memory in use {mem_used}, power {power}")
+            for name, why in refused.get(f"gpu:{r.index}", {}).items():
+                print(f"      gpu:{r.index} {safe_text.terminal(name)} {safe_text.terminal(why)}")
     else:
-        print(f"GPU   none usable: {hw.gpu_reason}")
+        print(f"GPU   none usable: {safe_text.terminal(hw.gpu_reason)}")
     cuda = {True: "built with CUDA", False: "built without CUDA", None: "CUDA support unknown"}[hw.framework_cuda]
     print(f"Framework  {hw.framework} {hw.framework_version or '(not installed)'} · {cuda}")
     print(f"Devices    {', '.join(devices.device_choices(hw))}")
@@ -75,17 +79,22 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gpu_readings() -> list[GpuReading]:
-    """One reading of every GPU, from the source that answers here ([] where none does or it fails)."""
+def _gpu_readings() -> tuple[list[GpuReading], dict[str, dict[str, str]]]:
+    """One reading of every GPU, from the source that answers here ([] where none does or it fails), and why each
+    figure its bounds refused is not measured ("gpu:N" -> {reading: why})."""
     from bench.hardware.monitor import sources
 
     found = sources.find()
     if found.source is None:
-        return []
+        return [], {}
     try:
-        return found.source.collector().collect()
+        collector = found.source.collector()
+        readings = collector.collect()
+        refused = collector.not_measured
+        collector.close()
     except Exception:  # noqa: BLE001 - a listing of devices never fails on a reading
-        return []
+        return [], {}
+    return readings, refused
 
 
 class _ProgressLine:

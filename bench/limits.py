@@ -100,8 +100,9 @@ def problem(value: Any, key: str) -> str | None:
 # (name) -> (low, high, what): a value must be finite, above low and at most high. The forms and the CLI's parsers
 # apply them through entered_problem(); a run's own settings (epochs, batch size, ...) are bench.config's.
 TIMEOUT_MAX_S = 86400.0  # a day
+# a low of 0 is exclusive (above 0); any other low is the least value allowed
 ENTERED: dict[str, tuple[float, float, str]] = {
-    "price_per_hour": (0.0, PRICE_PER_HOUR_MAX, "an hourly price"),
+    "price_per_hour": (PRICE_PER_HOUR_MIN, PRICE_PER_HOUR_MAX, "an hourly price"),
     "timeout_s": (0.0, TIMEOUT_MAX_S, "a timeout in seconds"),
     "batch_size": (0.0, 1_000_000.0, "a batch size"),
 }
@@ -117,8 +118,9 @@ def entered_problem(value: Any, key: str) -> str | None:
             return None
         return f"{what} must be a finite number from {PRICE_PER_HOUR_MIN:g} to {high:g} (got {value!r:.60})"
     if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
-            or not low < value <= high):
-        return f"{what} must be a finite number above {low:g} and at most {high:g} (got {value!r:.60})"
+            or not (low < value if low == 0 else low <= value) or not value <= high):
+        within = f"above {low:g} and at most {high:g}" if low == 0 else f"from {low:.6f} to {high:,.0f}"
+        return f"{what} must be a finite number {within} (got {value!r:.60})"
     return None
 
 

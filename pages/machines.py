@@ -8,7 +8,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from bench import limits
 from bench.analysis import machines as M
+from bench.analysis import pricing
 from bench.errors import RecordError
 from bench.output import gallery
 from bench.output import ranking as R
@@ -103,14 +105,18 @@ with c2.expander("Hourly prices (for the cost per 1,000 samples)", icon=":materi
     link_prices = dict(p.split("=", 1) for p in params.get("mach_prices", "").split(";") if "=" in p)
     for pair in pairs:  # keyed by the pair: a bundle added or gone never moves a price to another machine
         key, (machine_key, _, target) = f"mach_price_{pair}", pair.partition("|")
-        if key not in st.session_state:
+        if key not in st.session_state:  # a link's or a bundle's price out of bounds starts as no price
             try:
-                st.session_state[key] = max(0.0, float(link_prices.get(pair, "") or own.get((machine_key, target), 0.0)))
+                first = float(link_prices.get(pair, "") or own.get((machine_key, target), 0.0))
             except ValueError:
-                st.session_state[key] = 0.0
+                first = 0.0
+            st.session_state[key] = pricing.usable_price(first) or 0.0
         value = st.number_input(f"{escape(names[machine_key], limit=200)} · {escape(target)} (0 = no price)",
-                                min_value=0.0, step=0.1, key=key, format="%.2f")
-        if value > 0:
+                                min_value=0.0, max_value=limits.PRICE_PER_HOUR_MAX, step=0.1, key=key, format="%.2f")
+        if value and pricing.usable_price(value) is None:  # 0.0000001, a subnormal: not a price, never "cheapest"
+            st.caption(f":material/warning: {escape(names[machine_key], limit=200)} · {escape(target)}: "
+                       f"{escape(limits.entered_problem(value, 'price_per_hour'))}; counted as no price.")
+        elif value:
             entered[(machine_key, target)] = float(value)
 prices = M.prices_of([], entered)  # as entered here: a bundle's own prices are the inputs' first values
 

@@ -233,6 +233,47 @@ def as_file_text(doc: Any) -> str:
     return json.dumps(doc, allow_nan=True)
 
 
+# -- the ways out: hostile values for what a page, an export or a listing shows ----------------------------------------
+# Text with lone surrogates, control characters, bidi marks and line breaks; huge, subnormal, negative and non-finite
+# numbers; the numbers a vendor library gives for "not supported". tests/unit/test_vendor_bounds.py feeds them to the
+# GPU sources, tests/unit/test_ways_out.py and tests/app/test_hostile_ways_out.py to every listing, export and page.
+# Their budget: BENCH_FUZZ_WAYS_OUT_EXAMPLES (docs/TESTING.md).
+LONE_SURROGATES = ("\ud800", "\udfff", "a\udc80b")
+CONTROLS = ("\x00", "\x07", "\x1b[2J", "\x1b]8;;https://evil.example\x07", "\r", "\n", "\t", "\x7f", "\x85", "\x9b")
+BIDI_MARKS = ("\u202e", "\u202d", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f", "\u061c", "\u2028",
+              "\u2029")
+HOSTILE_PIECES = (*LONE_SURROGATES, *CONTROLS, *BIDI_MARKS, "[x](https://evil.example)", "<script>1</script>", "=1+1",
+                  "\ufeff", "\u0000", "é", "名前")
+HUGE_NUMBERS = (1e308, -1e308, 1.7976931348623157e308, 1e30, 2**63 - 1, -(2**63 - 1), 2**64 - 1, 10**20)
+SUBNORMAL_NUMBERS = (5e-324, -5e-324, 2.2250738585072009e-308, 1e-310)
+NON_FINITE = (math.nan, math.inf, -math.inf)
+# what vendor libraries answer for "no value": all-ones of each width (AMD SMI's UINT16/32/64_MAX, NVML's
+# NVML_VALUE_NOT_AVAILABLE), the signed maxima, and -1 where a C int says "not supported"
+VENDOR_SENTINELS = (2**16 - 1, 2**32 - 1, 2**64 - 1, 2**31 - 1, 2**63 - 1, -1)
+
+
+def hostile_text(max_size: int = 40) -> st.SearchStrategy[str]:
+    """Text that a page, a terminal or a CSV must show as text: pieces of :data:`HOSTILE_PIECES` among any characters
+    (lone surrogates, controls and bidi marks included: no category is left out)."""
+    anything = st.text(st.characters(codec=None), max_size=max_size)
+    pieces = st.lists(st.sampled_from(HOSTILE_PIECES) | anything, min_size=1, max_size=4).map("".join)
+    return pieces | anything
+
+
+def hostile_number() -> st.SearchStrategy[float | int]:
+    """A number no figure should show as it is: huge, subnormal, negative, non-finite, or any float at all."""
+    return (st.sampled_from((*HUGE_NUMBERS, *SUBNORMAL_NUMBERS, *NON_FINITE, -1, -0.0, 0))
+            | st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True))
+
+
+def vendor_raw() -> st.SearchStrategy[Any]:
+    """A raw value a vendor library might return for one figure: a sentinel, a hostile number, digits as text (sysfs),
+    "N/A", None, or hostile text."""
+    return st.one_of(st.sampled_from(VENDOR_SENTINELS), hostile_number(),
+                     st.sampled_from(VENDOR_SENTINELS).map(lambda n: f"{n}\n"), st.just("N/A"), st.none(),
+                     hostile_text(12))
+
+
 @st.composite
 def mutations(draw: st.DrawFn, kind: str) -> Mutation:
     """One change at any place of one seed of ``kind``."""

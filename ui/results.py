@@ -210,12 +210,14 @@ def headline_block(records: Sequence[RunRecord], prices: Mapping[str, float] | N
     for pair in compare.pairs(records, prices):
         # the engine's sentence names the targets (an imported record's own words): escaped whole, its own
         # words have no markdown
-        text = escape(compare.headline(pair), limit=1200)
+        # the sentence pairs() made names each side apart (its run number or machine where the targets read the same)
+        text = escape(pair.headline or compare.headline(pair), limit=1200)
         if pair.speedup_median is not None:
             st.success(f"**{text}**", icon=":material/speed:")
             a, b = pair.first_epoch_seconds_a, pair.first_epoch_seconds_b
-            st.caption(f"First epoch, with tracing, reported apart: {escape(pair.baseline_target)} "
-                       f"{metrics.format_seconds(a)} · {escape(pair.target)} {metrics.format_seconds(b)}. "
+            name_a, name_b = compare.side_names(pair)
+            st.caption(f"First epoch, with tracing, reported apart: {escape(name_a)} "
+                       f"{metrics.format_seconds(a)} · {escape(name_b)} {metrics.format_seconds(b)}. "
                        f"Steady epochs used: {pair.steady_epochs_a:d} and {pair.steady_epochs_b:d}.")
             warning = compare.caution(pair)
             if warning:
@@ -393,7 +395,7 @@ def _group_header(gs: GroupSnapshot) -> dict[str, Any] | None:
     """While a comparison is live: each run's status line and bar, and each pair's headline so far."""
     if not gs.active:
         return None
-    lines = [{"kind": "caption", "text": f"**{compare.headline(pair)}**"}
+    lines = [{"kind": "caption", "text": f"**{pair.headline or compare.headline(pair)}**"}
              for pair in compare.pairs([snap.record() for snap in gs.runs], gs.group.prices)]
     return {"runs": [live.status_data(snap) for snap in gs.runs], "lines": lines}
 

@@ -8,6 +8,7 @@ articles' figures (:func:`reference_pairs`). Sweeps are bench.analysis.sweeps.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,7 +77,7 @@ def pairs(records: Sequence[Run], prices: Mapping[str, float] | None = None) -> 
     assumed."""
     if len(records) < 2:
         return []
-    prices = {canonical(k): float(v) for k, v in (prices or {}).items()}
+    prices = pricing.usable_prices(prices)
     base = records[0]
     out = []
     for other in records[1:]:
@@ -84,8 +85,32 @@ def pairs(records: Sequence[Run], prices: Mapping[str, float] | None = None) -> 
         pair = Pair(baseline_id=base.id, baseline_target=target(base), target_id=other.id,
                     target=target(other), **(dataclasses.asdict(result) if result else {}),
                     **_energy_and_cost(base, other, prices))
-        out.append(pair.model_copy(update={"headline": headline(pair)}))
+        out.append(pair.model_copy(update={"headline": headline(pair, (machine_name(base), machine_name(other)))}))
     return out
+
+
+def machine_name(run: Run) -> str | None:
+    """A short name of the machine a run ran on (its label, its host, its CPU), to tell two sides apart; None where
+    its record says none."""
+    hw = run.hardware
+    cpu = hw.cpu.model if hw.cpu is not None else None
+    name = next((n for n in (hw.label, hw.hostname, cpu) if isinstance(n, str) and n.strip()), None)
+    return " ".join(name.split())[:60] if name else None
+
+
+def side_names(pair: Pair, machines: tuple[str | None, str | None] = (None, None)) -> tuple[str, str]:
+    """The two sides of a pair as a headline names them: their targets; where the targets read the same ("cpu" and
+    "cpu": two runs of History, a loaded comparison), each with its run number (``cpu (#12)``), else its machine
+    (``cpu on laptop``), else its place (``cpu (the first run)``), so that no sentence names two sides alike."""
+    a, b = pair.baseline_target, pair.target
+    if a != b:
+        return a, b
+    if pair.baseline_id is not None and pair.target_id is not None and pair.baseline_id != pair.target_id:
+        return f"{a} (#{pair.baseline_id})", f"{b} (#{pair.target_id})"
+    first, second = machines
+    if first and second and first != second:
+        return f"{a} on {first}", f"{b} on {second}"
+    return f"{a} (the first run)", f"{b} (the second run)"
 
 
 def comparison_record(runs: Sequence[RunRecord], prices: Mapping[str, float] | None = None) -> Comparison:
@@ -112,8 +137,9 @@ def comparison(records: Sequence[Run],
     found = pairs(records, prices)
     out: dict[str, Any] = {"baseline": records[0].id if records else None,
                            "pairs": [p.to_dict() for p in found]}
-    if prices and found:
-        out["prices"] = {canonical(k): float(v) for k, v in prices.items()}
+    usable = pricing.usable_prices(prices)
+    if usable and found:
+        out["prices"] = usable
     if len(found) == 1:
         out.update({key: getattr(found[0], key) for key in _TOP_LEVEL})
     return out
@@ -156,15 +182,16 @@ def epoch_gflops(epoch: Epoch, info: RunInfo) -> float | None:
     return metrics.achieved_gflops(flops, epoch.samples_per_s) if flops else None
 
 
-def headline(pair: Pair) -> str:
+def headline(pair: Pair, machines: tuple[str | None, str | None] = (None, None)) -> str:
     """The comparison's sentence: '<faster> trains Nx faster than <slower> (median steady epoch; spread ...)', or
     '<baseline> and <other> are about as fast (...)' when the spread crosses 1x, since then the ranking itself is not
     settled; then the energy and cost per steady epoch where measured and priced, or which side's energy is missing
-    and why."""
+    and why. Each side is named by :func:`side_names` (``machines``: each side's machine, where known)."""
     median, spread_lo, spread_hi = pair.speedup_median, pair.speedup_min, pair.speedup_max
     if median is None or spread_lo is None or spread_hi is None:
         return "Not enough epochs for a speed-up yet: it needs at least two epochs on each side (epoch 1 includes tracing)."
-    faster, slower, factor = pair.target, pair.baseline_target, median
+    base_name, other_name = side_names(pair, machines)
+    faster, slower, factor = other_name, base_name, median
     total = pair.total_time_ratio
     flipped = median < 1
     if flipped:
@@ -175,12 +202,12 @@ def headline(pair: Pair) -> str:
     details = f"(median steady epoch ratio {factor:.2f}x; " if spread_lo < 1 < spread_hi else "(median steady epoch; "
     details += f"spread {spread_lo:.1f}x–{spread_hi:.1f}x{total_text})"
     if spread_lo < 1 < spread_hi:
-        speed = f"{pair.baseline_target} and {pair.target} are about as fast {details}"
+        speed = f"{base_name} and {other_name} are about as fast {details}"
     else:
         speed = f"{faster} trains {factor:.1f}x faster than {slower} {details}"
     # the energy and cost clauses speak of the side named first: the faster one (or the other one when about equal)
     subject_is_baseline = flipped and not spread_lo < 1 < spread_hi
-    subject = pair.baseline_target if subject_is_baseline else pair.target
+    subject = base_name if subject_is_baseline else other_name
     parts = [_ratio_clause(pair, "energy", subject_is_baseline, subject),
              _ratio_clause(pair, "cost", subject_is_baseline, subject)]
     missing = pair.energy_missing
@@ -195,8 +222,8 @@ def _ratio_clause(pair: Pair, what: str, subject_is_baseline: bool, subject: str
     cost; None without both figures. The clause names its side, so that it cannot be read as the other's."""
     a, b = ((pair.energy_j_per_epoch_a, pair.energy_j_per_epoch_b) if what == "energy"
             else (pair.cost_per_epoch_a, pair.cost_per_epoch_b))
-    if a is None or b is None or not a or not b:
-        return None
+    if a is None or b is None or not a > 0 or not b > 0 or not math.isfinite(a) or not math.isfinite(b):
+        return None  # a negative or zero figure (a price out of bounds from a file) is no ratio
     mine, theirs = (a, b) if subject_is_baseline else (b, a)
     show = _joules if what == "energy" else _money
     figures = f"({show(mine)} vs {show(theirs)} per steady epoch)"

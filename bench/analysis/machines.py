@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.analysis import run_summary
+from bench.analysis import pricing, run_summary
 from bench.run_info import RunInfo
 from bench.record_types import RunSummary
 from bench.records import MachineBundle, RunRecord, Status
@@ -202,14 +202,16 @@ def differences(traits: Mapping[str, str], baseline: Mapping[str, str] | None) -
 # -- prices -----------------------------------------------------------------------------------------------------------
 def prices_of(machines: Sequence[Machine], entered: Mapping[tuple[str, str], float] | None = None
               ) -> dict[tuple[str, str], float]:
-    """Hourly price per (machine key, target): the bundle's own, replaced by those entered here."""
+    """Hourly price per (machine key, target): the bundle's own, replaced by those entered here; a price
+    pricing.usable_price refuses (a subnormal, a negative, one past the bound) is no price."""
     out = {(m.key, canonical(t)): p for m in machines for t, p in m.bundle.prices.items()}
     out.update({(k, canonical(t)): p for (k, t), p in (entered or {}).items()})
-    return out
+    return {k: p for k, p in out.items() if pricing.usable_price(p) is not None}
 
 
 def cost_per_1k(seconds_per_1k: float | None, price_per_hour: float | None) -> float | None:
     """What 1,000 training samples cost at an hourly price; None without a price or a time."""
+    price_per_hour = pricing.usable_price(price_per_hour)
     if seconds_per_1k is None or price_per_hour is None:
         return None
     return seconds_per_1k * price_per_hour / 3600.0

@@ -4,7 +4,7 @@ per steady epoch and per run. A figure not measured (no price, no energy reading
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from bench.analysis import run_summary
 from bench.analysis.run_summary import Run
@@ -14,6 +14,23 @@ from bench.target import Target, canonical, text_of_config
 
 
 PRICE_EXAMPLE = "cpu=0.40,gpu:0=2.50"
+
+
+def usable_price(value: object) -> float | None:
+    """An hourly price as a cost may be computed from it: a finite number within ``bench.limits``'
+    PRICE_PER_HOUR_MIN..MAX (a normal float, never a subnormal or a negative); None otherwise, so that a cost is not
+    measured rather than wrong. Every price is used through it (comparisons, machines, entered or read from a file)."""
+    return float(value) if limits.entered_problem(value, "price_per_hour") is None else None  # type: ignore[arg-type]
+
+
+def usable_prices(prices: Mapping[str, object] | None) -> dict[str, float]:
+    """Target -> hourly price (each target in its canonical form), the prices :func:`usable_price` refuses left out."""
+    out: dict[str, float] = {}
+    for name, value in (prices or {}).items():
+        price = usable_price(value)
+        if price is not None:
+            out[canonical(name)] = price
+    return out
 
 
 def price_value(text: str, where: str) -> float | None:
@@ -90,6 +107,7 @@ def energy_per_epoch(run: Run) -> tuple[float | None, dict[str, str]]:
 def run_cost(run: Run, price_per_hour: float | None) -> tuple[float | None, float | None]:
     """(cost per steady epoch, cost per run) at an hourly price; the run is its wall time from start to end (start-up
     included), else the sum of its epochs. None where the price or the time is missing."""
+    price_per_hour = usable_price(price_per_hour)
     if price_per_hour is None:
         return None, None
     summary = run_summary.summary_of(run)

@@ -38,7 +38,7 @@ from bench.record_types import RecordedHardware
 from bench import settings
 from bench.hardware.monitor import sources
 from bench.hardware.monitor.nvidia import cuda_version_text
-from bench.hardware.monitor.source_types import SourceGpu, SourceInfo
+from bench.hardware.monitor.source_types import SourceGpu, SourceInfo, text as one_line
 from bench.target import Target
 
 __all__ = [
@@ -533,8 +533,8 @@ def _cpu_model() -> str:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 key, _, value = line.partition(":")
-                if key.strip() == "model name" and value.strip():
-                    return value.strip()
+                if key.strip() == "model name" and one_line(value):
+                    return one_line(value) or value.strip()
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown CPU"

@@ -15,10 +15,12 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from bench import settings
+from bench.safe_text import terminal
 from bench.hardware import devices, peak_cache
 from bench.hardware.monitor import amd, apple, nvml, sources
 from bench.hardware.monitor.gpm import GpmReader
-from bench.hardware.monitor.source_types import GpuSource
+from bench.hardware.monitor.gpu import NVML_NA
+from bench.hardware.monitor.source_types import GpuSource, figure, text
 from bench.hardware.monitor.rapl import POWERCAP_ROOT, RaplReader
 
 OK, MISSING, UNKNOWN = "ok", "missing", "unknown"
@@ -111,7 +113,7 @@ def _driver(found: sources.Found) -> tuple[Check, bool]:
                      f"{len(gpus)} GPU(s) read by {info.name}: {names}. Utilization here is {info.utilization}"), True
     ok, reason = nvml.available()
     if ok and not reason:
-        driver = nvml.query("nvmlSystemGetDriverVersion") or "version unknown"
+        driver = text(nvml.query("nvmlSystemGetDriverVersion")) or "version unknown"
         count = nvml.query("nvmlDeviceGetCount", default=0)
         return Check("NVIDIA driver and NVML", OK, f"driver {driver}, {count} GPU(s) seen by NVML"), True
     vendor, why = found.unreadable()
@@ -149,14 +151,15 @@ def _source_readings(source: GpuSource, tried: dict[str, str]) -> list[Check]:
     info = source.info
     collector = source.collector([0])
     reading = collector.collect()[0]
-    collector.close()
     shown = {"util_percent": ("utilization", "%.0f %%"), "mem_used_mib": ("memory in use", "%.0f MiB"),
              "mem_total_mib": ("memory total", "%.0f MiB"), "power_w": ("power", "%.1f W"),
              "temp_c": ("temperature", "%.0f °C"), "sm_clock_mhz": ("clock", "%.0f MHz"),
              "energy_j": ("energy counter", "%.0f J"), "tensor_active_percent": ("tensor activity", "%.0f %%")}
     got = [f"{label} {fmt % getattr(reading, name)}" for name, (label, fmt) in shown.items()
            if getattr(reading, name) is not None]
-    labels = {**{name: label for name, (label, _) in shown.items()}, "sm_active_percent": "SM activity",
+    got += [f"{labels_of(shown).get(name, name)} {why}" for name, why in collector.not_measured.get("gpu:0", {}).items()]
+    collector.close()
+    labels = {**labels_of(shown), "sm_active_percent": "SM activity",
               "tensor_active_percent": "tensor activity", "throttle_reasons": "clock-limit reasons"}
     gaps = [f"{labels.get(name, name)}: {why.rstrip('.')}" for name, why in info.not_measured.items()]
     checks = [Check(f"GPU readings ({info.name})", OK if reading.util_percent is not None else MISSING,
@@ -170,6 +173,10 @@ def _source_readings(source: GpuSource, tried: dict[str, str]) -> list[Check]:
     return checks
 
 
+def labels_of(shown: dict[str, tuple[str, str]]) -> dict[str, str]:
+    return {name: label for name, (label, _) in shown.items()}
+
+
 def _gpu_readings(driver_ok: bool) -> list[Check]:
     """GPM, the energy counter and the power limit of the first GPU NVML lists."""
     names = ("GPM (SM and tensor activity, Hopper and newer)", "energy counter", "power limit")
@@ -181,15 +188,17 @@ def _gpu_readings(driver_ok: bool) -> list[Check]:
            Check(names[0], MISSING, reader.reason, "A Hopper (H100) or newer GPU and driver 520 or newer give GPM; "
                  "older GPUs show NVML utilization only."))
     reader.close()
-    energy_mj = nvml.query("nvmlDeviceGetTotalEnergyConsumption", handle)
-    energy = (Check(names[1], OK, f"{energy_mj / 1000:,.0f} J so far on GPU 0") if energy_mj is not None else
-              Check(names[1], MISSING, "NVML gives no energy counter on GPU 0 (Volta and newer do)",
-                    "Energy per epoch is then power integrated over the samples, and marked as an estimate."))
-    limit_mw = nvml.query("nvmlDeviceGetEnforcedPowerLimit", handle)
-    power = (Check(names[2], OK, f"{limit_mw / 1000:,.0f} W on GPU 0") if limit_mw is not None else
-             Check(names[2], MISSING, "NVML gives no enforced power limit on GPU 0",
+    energy = figure(nvml.query("nvmlDeviceGetTotalEnergyConsumption", handle), "energy_j", scale=1e-3, who="NVML",
+                    sentinels=NVML_NA)
+    energy_check = (Check(names[1], OK, f"{energy.value:,.0f} J so far on GPU 0") if energy.value is not None else
+                    Check(names[1], MISSING, f"NVML gives no energy counter on GPU 0 ({energy.why or 'Volta and newer do'})",
+                          "Energy per epoch is then power integrated over the samples, and marked as an estimate."))
+    limit = figure(nvml.query("nvmlDeviceGetEnforcedPowerLimit", handle), "power_limit_w", scale=1e-3, who="NVML",
+                   sentinels=NVML_NA)
+    power = (Check(names[2], OK, f"{limit.value:,.0f} W on GPU 0") if limit.value is not None else
+             Check(names[2], MISSING, f"NVML gives no enforced power limit on GPU 0{f' ({limit.why})' if limit.why else ''}",
                    "Power is then shown without its limit."))
-    return [gpm, energy, power]
+    return [gpm, energy_check, power]
 
 
 def _rapl() -> Check:
@@ -241,9 +250,9 @@ def render(report: Report) -> str:
     marks = {OK: "ok     ", MISSING: "missing", UNKNOWN: "unknown"}
     lines = [f"GPU run possible here: {'yes' if report.gpu_ready else 'no'}"]
     for check in report.checks:
-        lines.append(f"[{marks[check.status]}] {check.name}: {check.detail}")
+        lines.append(f"[{marks[check.status]}] {terminal(check.name)}: {terminal(check.detail)}")
         if check.fix:
-            lines.append(f"           fix: {check.fix}")
+            lines.append(f"           fix: {terminal(check.fix)}")
     return "\n".join(lines)
 
 

@@ -117,7 +117,8 @@ class FakeAmdSmi:
     def amdsmi_get_energy_count(self, handle: int) -> dict[str, Any]:
         gpu = self._gpu(handle, "amdsmi_get_energy_count")
         self.energy_reads += 1
-        return {"energy_accumulator": gpu.energy_accumulator + 100_000 * self.energy_reads,
+        sentinel = gpu.energy_accumulator in (2**32 - 1, 2**64 - 1)  # "not supported" stays itself
+        return {"energy_accumulator": gpu.energy_accumulator + (0 if sentinel else 100_000 * self.energy_reads),
                 "counter_resolution": gpu.counter_resolution, "timestamp": 1_700_000_000}
 
     def amdsmi_get_clock_info(self, handle: int, clock: Any) -> dict[str, Any]:

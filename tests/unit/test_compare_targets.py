@@ -151,3 +151,35 @@ def test_a_run_whose_target_is_malformed_stands_alone():
     rows = compare.reference_pairs([record(1, "cpu", total=10.0), odd])
     assert len(rows) == 2 and rows[1].targets == ("tpu",) and rows[1].ratio is None
     assert compare.reference_pairs([]) == []
+
+
+# -- headlines never name two sides alike ------------------------------------------------------------------------------
+def timed(run_id: int | None, target: str, times: list[float], host: str | None = None) -> RunRecord:
+    epochs = [{"epoch": i + 1, "epoch_seconds": t, "includes_tracing": i == 0} for i, t in enumerate(times)]
+    return RunRecord.of({**doc(run_id or 0, target), **({"id": run_id} if run_id is not None else {}),
+                         "epochs": epochs, "hardware": {"hostname": host} if host else {}, "summary": None})
+
+
+def test_two_cpu_runs_are_named_by_their_run_numbers() -> None:
+    """History's overlay of two CPU runs: not "cpu and cpu are about as fast"."""
+    a, b = timed(12, "cpu", [3.0, 1.0, 1.1, 0.95]), timed(13, "cpu", [3.0, 1.02, 0.98, 1.05])
+    pair = compare.pairs([a, b])[0]
+    assert pair.headline is not None and pair.headline.startswith("cpu (#12) and cpu (#13) are about as fast")
+    assert compare.headline(pair).startswith("cpu (#12) and cpu (#13)")
+    faster = compare.pairs([a, timed(13, "cpu", [3.0, 0.5, 0.5, 0.5])])[0]
+    assert compare.headline(faster).startswith("cpu (#13) trains 2.0x faster than cpu (#12)")
+
+
+def test_same_targets_and_numbers_are_named_by_their_machines_or_their_places() -> None:
+    """A loaded comparison of two machines' runs that both were #1 on their own store."""
+    a, b = timed(1, "gpu:0", [3.0, 1.0, 1.0], "laptop"), timed(1, "gpu:0", [3.0, 0.5, 0.5], "server\n")
+    head = compare.pairs([a, b])[0].headline or ""
+    assert head.startswith("gpu:0 on server trains 2.0x faster than gpu:0 on laptop"), head
+    same = compare.pairs([a, timed(1, "gpu:0", [3.0, 0.5, 0.5], "laptop")])[0]
+    assert (same.headline or "").startswith("gpu:0 (the second run) trains 2.0x faster than gpu:0 (the first run)")
+    assert compare.side_names(same) == ("gpu:0 (the first run)", "gpu:0 (the second run)")
+
+
+def test_different_targets_keep_their_plain_names() -> None:
+    pair = compare.pairs([timed(1, "cpu", [3.0, 2.0, 2.0]), timed(2, "gpu:0", [3.0, 1.0, 1.0])])[0]
+    assert (pair.headline or "").startswith("gpu:0 trains 2.0x faster than cpu (")

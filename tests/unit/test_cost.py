@@ -118,3 +118,61 @@ def test_prices_parse_with_errors_that_say_what_to_write():
     with pytest.raises(ConfigError, match="gpu:0 is not among the targets"):
         pricing.parse_prices("gpu:0=2.5", ["cpu", "cpu/1"])
     assert pricing.price_value("  ", "price of cpu") is None
+
+
+# -- prices are normal floats from 0.000001 to 1,000,000 an hour, entered or used ---------------------------------------
+@pytest.mark.parametrize("price", [5e-324, 1e-7, -1.0, -0.0, 0.0, 1e6 * 1.5, float("inf"), float("nan"), True])
+def test_a_price_out_of_bounds_is_no_price_where_it_is_used(price: float) -> None:
+    """A loaded comparison, a bundle or a link may carry such a price: no cost is computed from it, so no side is
+    cheapest at 0.00 and none "costs -1.0x more"."""
+    assert pricing.usable_price(price) is None
+    pair = compare.pairs([CPU, GPU], {"cpu": price, "gpu:0": 2.5})[0]
+    assert pair.cost_per_epoch_a is None and pair.cost_ratio is None and pair.price_per_hour_a is None
+    head = compare.headline(pair)
+    assert "costs" not in head and "-1.0x" not in head
+    assert compare.comparison([CPU, GPU], {"cpu": price, "gpu:0": 2.5}).get("prices") == {"gpu:0": 2.5}
+    assert pricing.run_cost(CPU, price) == (None, None)
+
+
+def test_negative_prices_on_both_sides_never_say_costs_more() -> None:
+    pair = compare.pairs([CPU, GPU], {"cpu": -1.0, "gpu:0": -1.0})[0]
+    assert pair.cost_ratio is None and "costs" not in compare.headline(pair)
+
+
+@pytest.mark.parametrize("price", [1e-6, 0.40, 1e6])
+def test_the_bounds_themselves_are_prices(price: float) -> None:
+    assert pricing.usable_price(price) == price and pricing.price_value(repr(price), "price") == price
+
+
+@pytest.mark.parametrize("text", ["5e-324", "1e-7", "1000001", "1e309", "-1", "nan"])
+def test_an_entered_price_out_of_bounds_is_refused_with_the_bounds(text: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        pricing.price_value(text, "price of cpu")
+    said = " ".join(refused.value.errors)
+    assert "price of cpu" in said and ("above 0" in said or "from 0.000001 to 1,000,000" in said), said
+    with pytest.raises(ConfigError):
+        pricing.parse_prices(f"cpu={text}")
+
+
+def test_the_cli_price_option_refuses_a_subnormal_price(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import cli
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["compare", "--targets", "cpu/1,cpu", "--price", "cpu=5e-324"])
+    assert done.value.code == 2
+    assert "from 0.000001 to 1,000,000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("price", [5e-324, -1.0])
+def test_a_machine_priced_out_of_bounds_is_never_ranked_cheapest(price: float) -> None:
+    """Machines: a bundle's (or a link's) price out of bounds is no price; the machine is not in the cost ranking."""
+    from bench.analysis import machines as M
+    from tests.unit.test_machines import _flops, _machine, _run
+
+    cheap = _machine("cheap", [_run("mlp", "xs", 128, "cpu", 40000, flops=_flops("xs"))], prices={"cpu": 1.0})
+    odd = _machine("odd", [_run("mlp", "xs", 128, "cpu", 40000, flops=_flops("xs"))], prices={"cpu": 1.0})
+    prices = M.prices_of([cheap, odd], {("odd", "cpu"): price})
+    assert ("odd", "cpu") not in prices and prices[("cheap", "cpu")] == 1.0
+    ranked = M.ranking([cheap, odd], "mlp", "xs", 128, prices=prices)
+    assert [r.machine for r in ranked.by_cost] == ["cheap"]
+    assert M.cost_per_1k(25.0, price) is None

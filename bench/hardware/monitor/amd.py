@@ -17,9 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.hardware.monitor.source_types import (Machine, ReadingCollector, SourceGpu, SourceInfo, key,
-                                                 number)
-from bench.readings import GpuReading
+from bench.hardware.monitor.source_types import (Figure, Machine, Reading, ReadingCollector, Sentinels, SourceGpu,
+                                                 SourceInfo, all_ones, bounded, figure, key, number, text)
 
 __all__ = ["AMDSMI_INFO", "AmdSmiSource", "NO_CARD", "SYSFS_INFO", "SysfsSource", "open_amdsmi", "open_sysfs"]
 
@@ -45,6 +44,10 @@ SYSFS_INFO = SourceInfo(
 AMDSMI_MISSING = ("AMD SMI is not usable (the amdsmi package or ROCm's libamd_smi is missing): install ROCm, then "
                   "`pip install amdsmi` (or the amdsmi of /opt/rocm/share/amd_smi)")
 _MIB = 2**20
+# amdsmi.h: a query the card does not support answers the field's all-ones value (UINT16_MAX for activity,
+# temperatures and clocks, UINT32_MAX and UINT64_MAX for power, energy and memory)
+AMDSMI_NA = Sentinels(all_ones(16, 32, 64), "AMD SMI's 'not supported'")
+SYSFS_NA = Sentinels(all_ones(32, 64), "the amdgpu driver's all-ones 'no value'")
 
 
 # -- AMD SMI ------------------------------------------------------------------------------------------------------
@@ -71,18 +74,17 @@ class AmdSmiSource:
             vram = self._ask("amdsmi_get_gpu_vram_usage", handle)
             driver = self._ask("amdsmi_get_gpu_driver_info", handle)
             uuid = self._ask("amdsmi_get_gpu_device_uuid", handle)
-            name = key(asic, "market_name")
-            total = number(key(vram, "vram_total"))
-            gpus.append(SourceGpu(index=index, name=str(name) if name else f"AMD GPU {index}",
-                                  mem_total_mib=total, driver=_text(key(driver, "driver_version")),
-                                  uuid=_text(uuid)))
+            total = figure(key(vram, "vram_total"), "mem_total_mib", sentinels=AMDSMI_NA)
+            gpus.append(SourceGpu(index=index, name=_text(key(asic, "market_name")) or f"AMD GPU {index}",
+                                  mem_total_mib=total.value, driver=_text(key(driver, "driver_version")),
+                                  uuid=_text(uuid), not_measured=_why({"mem_total_mib": total})))
         return gpus
 
     def collector(self, indices: list[int] | None = None) -> ReadingCollector:
         chosen = list(range(len(self._handles))) if indices is None else indices
         return ReadingCollector(self, self.info, chosen, len(self._handles))
 
-    def read(self, index: int) -> GpuReading:
+    def read(self, index: int) -> Reading:
         handle = self._handles[index]
         activity = self._ask("amdsmi_get_gpu_activity", handle)
         vram = self._ask("amdsmi_get_gpu_vram_usage", handle)
@@ -91,49 +93,54 @@ class AmdSmiSource:
         clock = self._ask("amdsmi_get_clock_info", handle, _enum(self._smi, "AmdSmiClkType", "GFX"))
         temp = self._ask("amdsmi_get_temp_metric", handle, _enum(self._smi, "AmdSmiTemperatureType", "EDGE"),
                          _enum(self._smi, "AmdSmiTemperatureMetric", "CURRENT"))
-        watts = _first(number(key(power, "average_socket_power")), number(key(power, "current_socket_power")),
-                       number(key(power, "socket_power")))
-        return GpuReading(
-            index=index, name=None,
-            util_percent=_percent(key(activity, "gfx_activity")),
-            mem_util_percent=_percent(key(activity, "umc_activity")),
-            mem_used_mib=number(key(vram, "vram_used")),
-            mem_total_mib=number(key(vram, "vram_total")),
-            power_w=_watts(watts), power_limit_w=_watts(number(key(power, "power_limit"))),
-            temp_c=number(temp), sm_clock_mhz=number(key(clock, "clk")),
-            energy_j=_joules(energy), source=self.info.name)
+        watts = _given(key(power, "average_socket_power"), key(power, "current_socket_power"),
+                       key(power, "socket_power"))
+        return bounded(index, self.info.name, {
+            "util_percent": figure(key(activity, "gfx_activity"), "util_percent", sentinels=AMDSMI_NA),
+            "mem_util_percent": figure(key(activity, "umc_activity"), "mem_util_percent", sentinels=AMDSMI_NA),
+            "mem_used_mib": figure(key(vram, "vram_used"), "mem_used_mib", sentinels=AMDSMI_NA),
+            "mem_total_mib": figure(key(vram, "vram_total"), "mem_total_mib", sentinels=AMDSMI_NA),
+            "power_w": _watts(watts, "power_w"), "power_limit_w": _watts(key(power, "power_limit"), "power_limit_w"),
+            "temp_c": figure(temp, "temp_c", sentinels=AMDSMI_NA),
+            "sm_clock_mhz": figure(key(clock, "clk"), "sm_clock_mhz", sentinels=AMDSMI_NA),
+            "energy_j": _joules(energy)})
 
 
 def _enum(module: Any, kind: str, member: str) -> Any:
     return getattr(getattr(module, kind, None), member, None)
 
 
-def _joules(energy: Any) -> float | None:
+def _joules(energy: Any) -> Figure:
     """The energy accumulator times its resolution (microjoules a count), in joules. Older amdsmi names the
     accumulator ``power``, newer ``energy_accumulator``."""
-    count = _first(number(key(energy, "energy_accumulator")), number(key(energy, "power")))
+    count = _given(key(energy, "energy_accumulator"), key(energy, "power"))
     resolution = number(key(energy, "counter_resolution"))
-    return None if count is None or resolution is None else count * resolution / 1e6
+    if resolution is None or not 0 < resolution < 1e9:
+        return figure(None, "energy_j")
+    return figure(count, "energy_j", scale=resolution / 1e6, sentinels=AMDSMI_NA)
 
 
-def _watts(value: float | None) -> float | None:
+def _watts(raw: Any, name: str) -> Figure:
     """AMD SMI's power in W; a value above 10 kW is the microwatts some versions give (power_limit), scaled."""
-    if value is None or value >= 2**32 - 1:  # UINT32_MAX: "not supported" (amdsmi.h)
-        return None
-    return value / 1e6 if value > 10_000 else value
+    value = number(raw)
+    return figure(raw, name, scale=1e-6 if value is not None and value > 10_000 else 1.0, sentinels=AMDSMI_NA)
 
 
-def _percent(value: Any) -> float | None:
-    number_ = number(value)
-    return number_ if number_ is not None and 0 <= number_ <= 100 else None
+def _given(*values: Any) -> Any:
+    """The first raw value that is a number (AMD SMI says "N/A" where a card has no such figure), else None."""
+    return next((v for v in values if number(v) is not None or isinstance(v, (int, float))), None)
 
 
-def _first(*values: float | None) -> float | None:
-    return next((v for v in values if v is not None), None)
+def _first(*values: Figure) -> Figure:
+    return next((f for f in values if f.value is not None or f.why is not None), Figure(None))
 
 
 def _text(value: Any) -> str | None:
-    return str(value) if isinstance(value, str) and value and value != "N/A" else None
+    return text(value) if isinstance(value, str) and value.strip() != "N/A" else None
+
+
+def _why(figures: dict[str, Figure]) -> dict[str, str]:
+    return {name: f.why for name, f in figures.items() if f.why is not None}
 
 
 def open_amdsmi(machine: Machine) -> AmdSmiSource | str:
@@ -189,34 +196,34 @@ class SysfsSource:
     def gpus(self) -> list[SourceGpu]:
         gpus = []
         for index, device in enumerate(self._cards):
-            name = _read(device / "product_name") or f"AMD GPU (device {_read(device / 'device') or '?'})"
-            total = number(_read(device / "mem_info_vram_total"))
-            gpus.append(SourceGpu(index=index, name=name, mem_total_mib=None if total is None else total / _MIB,
-                                  uuid=_read(device / "unique_id")))
+            name = text(_read(device / "product_name")) or f"AMD GPU (device {text(_read(device / 'device')) or '?'})"
+            total = figure(_read(device / "mem_info_vram_total"), "mem_total_mib", scale=1 / _MIB, sentinels=SYSFS_NA)
+            gpus.append(SourceGpu(index=index, name=name, mem_total_mib=total.value,
+                                  uuid=text(_read(device / "unique_id")), not_measured=_why({"mem_total_mib": total})))
         return gpus
 
     def collector(self, indices: list[int] | None = None) -> ReadingCollector:
         chosen = list(range(len(self._cards))) if indices is None else indices
         return ReadingCollector(self, self.info, chosen, len(self._cards))
 
-    def read(self, index: int) -> GpuReading:
+    def read(self, index: int) -> Reading:
         device = self._cards[index]
         hwmon = _hwmon(device)
 
-        def sensor(name: str, scale: float) -> float | None:
-            value = number(_read(hwmon / name)) if hwmon is not None else None
-            return None if value is None else value / scale
+        def sensor(file: str, name: str, scale: float) -> Figure:
+            return figure(_read(hwmon / file) if hwmon is not None else None, name, scale=scale, sentinels=SYSFS_NA)
 
-        used, total = number(_read(device / "mem_info_vram_used")), number(_read(device / "mem_info_vram_total"))
-        return GpuReading(
-            index=index, name=None,
-            util_percent=_percent(_read(device / "gpu_busy_percent")),
-            mem_util_percent=_percent(_read(device / "mem_busy_percent")),
-            mem_used_mib=None if used is None else used / _MIB,
-            mem_total_mib=None if total is None else total / _MIB,
-            power_w=_first(sensor("power1_average", 1e6), sensor("power1_input", 1e6)),
-            power_limit_w=sensor("power1_cap", 1e6), temp_c=sensor("temp1_input", 1000),
-            sm_clock_mhz=sensor("freq1_input", 1e6), source=self.info.name)
+        def device_file(file: str, name: str, scale: float = 1.0) -> Figure:
+            return figure(_read(device / file), name, scale=scale, sentinels=SYSFS_NA)
+
+        return bounded(index, self.info.name, {
+            "util_percent": device_file("gpu_busy_percent", "util_percent"),
+            "mem_util_percent": device_file("mem_busy_percent", "mem_util_percent"),
+            "mem_used_mib": device_file("mem_info_vram_used", "mem_used_mib", 1 / _MIB),
+            "mem_total_mib": device_file("mem_info_vram_total", "mem_total_mib", 1 / _MIB),
+            "power_w": _first(sensor("power1_average", "power_w", 1e-6), sensor("power1_input", "power_w", 1e-6)),
+            "power_limit_w": sensor("power1_cap", "power_limit_w", 1e-6),
+            "temp_c": sensor("temp1_input", "temp_c", 1e-3), "sm_clock_mhz": sensor("freq1_input", "sm_clock_mhz", 1e-6)})
 
 
 def open_sysfs(machine: Machine) -> SysfsSource | str:

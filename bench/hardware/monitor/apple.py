@@ -17,9 +17,8 @@ import plistlib
 import threading
 from typing import Any
 
-from bench.hardware.monitor.source_types import (Machine, ReadingCollector, SourceGpu, SourceInfo, key,
-                                                 number)
-from bench.readings import GpuReading
+from bench.hardware.monitor.source_types import (Figure, Machine, Reading, ReadingCollector, SourceGpu, SourceInfo,
+                                                 bounded, figure, key, number, text)
 
 __all__ = ["IOREG_INFO", "IoregSource", "MACMON_INFO", "MacmonSource", "open_ioreg", "open_macmon", "statistics"]
 
@@ -66,13 +65,12 @@ def statistics(plist: bytes | None) -> list[dict[str, Any]]:
 def _name(entry: dict[str, Any]) -> str:
     model = key(entry, "model")
     cores = number(key(entry, "gpu-core-count"))
-    base = str(model) if isinstance(model, str) and model else str(key(entry, "IOClass") or "Apple GPU")
-    return f"{base} ({cores:.0f}-core GPU)" if cores else base
+    base = (text(model) if isinstance(model, str) else None) or text(key(entry, "IOClass")) or "Apple GPU"
+    return f"{base} ({cores:.0f}-core GPU)" if cores and 0 < cores < 100_000 else base
 
 
-def _percent(stats: Any, name: str) -> float | None:
-    value = number(key(stats, name))
-    return value if value is not None and 0 <= value <= 100 else None
+def _percent(stats: Any, name: str) -> Figure:
+    return figure(key(stats, name), "util_percent", who="ioreg")
 
 
 class IoregSource:
@@ -91,20 +89,21 @@ class IoregSource:
         chosen = list(range(len(self._names))) if indices is None else indices
         return ReadingCollector(self, self.info, chosen, len(self._names))
 
-    def read(self, index: int) -> GpuReading:
+    def read(self, index: int) -> Reading:
         entries = statistics(self._machine.ioreg())
-        if index >= len(entries):
-            return GpuReading(index=index, source=self.info.name)
-        return self.reading(index, key(entries[index], "PerformanceStatistics"))
+        return self.reading(index, key(entries[index], "PerformanceStatistics") if index < len(entries) else None)
 
-    def reading(self, index: int, stats: Any, source: str | None = None) -> GpuReading:
-        used = number(key(stats, "In use system memory"))
-        extra: dict[str, Any] = {name: value for name, value in (("renderer_util_percent", _percent(stats, "Renderer Utilization %")),
-                                                 ("tiler_util_percent", _percent(stats, "Tiler Utilization %")))
-                 if value is not None}
-        return GpuReading(index=index, name=None, util_percent=_percent(stats, "Device Utilization %"),
-                          mem_used_mib=None if used is None else used / _MIB, source=source or self.info.name,
-                          **extra)
+    def reading(self, index: int, stats: Any, source: str | None = None,
+                more: dict[str, Figure] | None = None) -> Reading:
+        """ioreg's figures of GPU ``index`` (``stats``: its PerformanceStatistics; None: no reading), and ``more``
+        (another source's figures over the same GPU)."""
+        extra = {name: figure.value for name, figure in (
+            ("renderer_util_percent", _percent(stats, "Renderer Utilization %")),
+            ("tiler_util_percent", _percent(stats, "Tiler Utilization %"))) if figure.value is not None}
+        return bounded(index, source or self.info.name, {
+            "util_percent": _percent(stats, "Device Utilization %"),
+            "mem_used_mib": figure(key(stats, "In use system memory"), "mem_used_mib", scale=1 / _MIB, who="ioreg"),
+            **(more or {})}, extra=dict(extra))
 
 
 def open_ioreg(machine: Machine) -> IoregSource | str:
@@ -125,6 +124,7 @@ class MacmonSource:
 
     def __init__(self, machine: Machine, module: Any, sampler: Any) -> None:
         self._ioreg = IoregSource(machine, statistics(machine.ioreg()) or [{"PerformanceStatistics": {}}])
+        self._machine = machine
         self._module = module
         self._sampler = sampler
         self._lock = threading.Lock()
@@ -135,16 +135,20 @@ class MacmonSource:
     def collector(self, indices: list[int] | None = None) -> ReadingCollector:
         return ReadingCollector(self, self.info, [0] if indices is None else indices, 1)
 
-    def read(self, index: int) -> GpuReading:
+    def read(self, index: int) -> Reading:
         with self._lock:
             metrics = self._sampler.metrics()
         usage = getattr(metrics, "gpu_usage", None) or ()
-        ratio = number(getattr(usage[0], "usage", None)) if usage else None
-        return self._ioreg.read(index).updated(
-            source=self.info.name,
-            util_percent=None if ratio is None else min(max(ratio, 0.0), 1.0) * 100,  # macmon gives a ratio
-            power_w=number(getattr(getattr(metrics, "power", None), "gpu", None)),
-            sm_clock_mhz=number(getattr(usage[0], "freq_mhz", None)) if usage else None)
+        first = usage[0] if isinstance(usage, (list, tuple)) and usage else None
+        entries = statistics(self._ioreg_plist())
+        stats = key(entries[index], "PerformanceStatistics") if index < len(entries) else None
+        return self._ioreg.reading(index, stats, self.info.name, {
+            "util_percent": figure(getattr(first, "usage", None), "util_percent", scale=100, who="macmon"),  # a ratio
+            "power_w": figure(getattr(getattr(metrics, "power", None), "gpu", None), "power_w", who="macmon"),
+            "sm_clock_mhz": figure(getattr(first, "freq_mhz", None), "sm_clock_mhz", who="macmon")})
+
+    def _ioreg_plist(self) -> bytes | None:
+        return self._machine.ioreg()
 
 
 def open_macmon(machine: Machine) -> MacmonSource | str:

@@ -11,12 +11,15 @@ import threading
 from typing import Any
 
 from bench.hardware.monitor import nvml
-from bench.hardware.monitor.gpm import GpmReader, none as gpm_none
+from bench.hardware.monitor.gpm import GPM_FIELDS, GpmReader, none as gpm_none
+from bench.hardware.monitor.source_types import Figure, NotMeasured, Sentinels, all_ones, bounded, figure, text
 from bench.readings import GpuReading  # the one GPU reading type, shared with the records
 
 __all__ = ["GpuCollector", "GpuReading", "GpuUnavailable", "throttle_words"]
 
 _MIB = 2**20
+# nvml.h: NVML_VALUE_NOT_AVAILABLE_uint / _ulonglong, what a field NVML cannot read on this GPU holds
+NVML_NA = Sentinels(all_ones(32, 64), "NVML's 'not available'")
 SOURCE = "NVML"  # the source every reading of this collector names (bench.hardware.monitor.nvidia)
 # NVML constants, from nvml.h (pynvml.NVML_TEMPERATURE_GPU / NVML_CLOCK_SM); read from the module when it has them.
 _NVML_TEMPERATURE_GPU = 0
@@ -74,6 +77,7 @@ class GpuCollector:
         self._names: dict[int, str] = {}
         self._gpm: dict[int, GpmReader] = {}
         self._lock = threading.Lock()
+        self._refused = NotMeasured(SOURCE)
         for index in self.indices:
             self._handle(index)
 
@@ -84,6 +88,11 @@ class GpuCollector:
             reasons = {f"gpu:{i}": "NVML gave no handle for this GPU." for i in self.indices if i not in self._gpm}
             reasons.update({f"gpu:{i}": g.reason for i, g in self._gpm.items() if g.reason is not None})
             return reasons
+
+    @property
+    def not_measured(self) -> dict[str, dict[str, str]]:
+        """``"gpu:N"`` -> {reading: why} for each figure of the latest reading its bounds refused."""
+        return self._refused.latest()
 
     def collect(self) -> list[GpuReading]:
         """One reading per index, in the order of ``indices``; never raises."""
@@ -103,9 +112,9 @@ class GpuCollector:
             handle = nvml.query("nvmlDeviceGetHandleByIndex", index)
             if handle is not None:
                 self._handles[index] = handle
-                name = nvml.query("nvmlDeviceGetName", handle)
+                name = text(nvml.query("nvmlDeviceGetName", handle))
                 if name:
-                    self._names[index] = str(name)
+                    self._names[index] = name
                 if index not in self._gpm:
                     self._gpm[index] = GpmReader(handle)
         return handle
@@ -126,27 +135,20 @@ class GpuCollector:
         if reasons is None:  # drivers before 535 have only the older name
             reasons = nvml.query("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
         gpm = self._gpm[index].read() if index in self._gpm else gpm_none()  # every GPM field, None where not read
-        return GpuReading(
-            index=index,
-            name=name,
-            util_percent=_number(getattr(util, "gpu", None)),
-            mem_util_percent=_number(getattr(util, "memory", None)),
-            mem_used_mib=_scaled(getattr(memory, "used", None), _MIB),
-            mem_total_mib=_scaled(getattr(memory, "total", None), _MIB),
-            power_w=_scaled(power_mw, 1000),
-            temp_c=_number(temp_c),
-            sm_clock_mhz=_number(sm_clock_mhz),
-            power_limit_w=_scaled(limit_mw, 1000),
-            throttle_reasons=throttle_words(reasons),
-            energy_j=_scaled(energy_mj, 1000),
-            sm_active_percent=gpm.sm_active_percent,
-            sm_occupancy_percent=gpm.sm_occupancy_percent,
-            tensor_active_percent=gpm.tensor_active_percent,
-            fp32_active_percent=gpm.fp32_active_percent,
-            fp16_active_percent=gpm.fp16_active_percent,
-            dram_active_percent=gpm.dram_active_percent,
-            source=SOURCE,
-        )
+        reading = bounded(index, SOURCE, {
+            "util_percent": _nvml(getattr(util, "gpu", None), "util_percent"),
+            "mem_util_percent": _nvml(getattr(util, "memory", None), "mem_util_percent"),
+            "mem_used_mib": _nvml(getattr(memory, "used", None), "mem_used_mib", 1 / _MIB),
+            "mem_total_mib": _nvml(getattr(memory, "total", None), "mem_total_mib", 1 / _MIB),
+            "power_w": _nvml(power_mw, "power_w", 1e-3),
+            "temp_c": _nvml(temp_c, "temp_c"),
+            "sm_clock_mhz": _nvml(sm_clock_mhz, "sm_clock_mhz"),
+            "power_limit_w": _nvml(limit_mw, "power_limit_w", 1e-3),
+            "energy_j": _nvml(energy_mj, "energy_j", 1e-3),
+            **{name: _nvml(getattr(gpm, name), name) for name in GPM_FIELDS},
+        }, name=name, throttle_reasons=throttle_words(reasons))
+        self._refused.note(index, reading.not_measured)
+        return reading.gpu
 
 
 def throttle_words(mask: Any) -> tuple[str, ...] | None:
@@ -164,16 +166,6 @@ def throttle_words(mask: Any) -> tuple[str, ...] | None:
     return tuple(words)
 
 
-def _number(value: Any) -> float | None:
-    """``value`` as a float, or None when it is missing or not a number."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _scaled(value: Any, divisor: float) -> float | None:
-    number = _number(value)
-    return None if number is None else number / divisor
+def _nvml(raw: Any, name: str, scale: float = 1.0) -> Figure:
+    """NVML's raw value as the reading ``name``: the one bounds check (source_types.figure), NVML's sentinels named."""
+    return figure(raw, name, scale=scale, who="NVML", sentinels=NVML_NA)

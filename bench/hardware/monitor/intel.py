@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bench.hardware.monitor.source_types import Machine, ReadingCollector, SourceGpu, SourceInfo
-from bench.readings import GpuReading
+from bench.hardware.monitor.source_types import (Machine, Reading, ReadingCollector, Sentinels, SourceGpu, SourceInfo,
+                                                 all_ones, bounded, figure, text)
 
 __all__ = ["FIRST_INTERVAL_S", "INFO", "NOT_STARTED", "SysmanSource", "open_sysman"]
 
@@ -47,6 +47,7 @@ INFO = SourceInfo(
 PYZES_MISSING = ("Level Zero Sysman is not usable (the pyzes package or Level Zero's loader, libze_loader, is "
                  "missing): install Intel's GPU driver with Level Zero, then `pip install pyzes`")
 _MIB = 2**20
+SYSMAN_NA = Sentinels(all_ones(32, 64), "Level Zero Sysman's all-ones 'no value'")
 
 
 @dataclass(frozen=True)
@@ -119,9 +120,11 @@ class SysmanSource:
             ok = self._call("zesDeviceGetProperties", device, ctypes.byref(props))
             name = (_text(props.modelName) or _text(props.core.name)) if ok else None
             _, total = self._memory(device)
-            gpus.append(SourceGpu(index=index, name=name or f"Intel GPU {index}", mem_total_mib=total,
+            checked = figure(total, "mem_total_mib", who="Level Zero Sysman")
+            gpus.append(SourceGpu(index=index, name=name or f"Intel GPU {index}", mem_total_mib=checked.value,
                                   driver=_text(props.driverVersion) if ok else None,
-                                  uuid=bytes(props.core.uuid.id).hex() if ok else None))
+                                  uuid=bytes(props.core.uuid.id).hex() if ok else None,
+                                  not_measured={"mem_total_mib": checked.why} if checked.why else {}))
         return gpus
 
     def collector(self, indices: list[int] | None = None) -> ReadingCollector:
@@ -154,7 +157,7 @@ class SysmanSource:
         power = self._power[index]
         energy = self._struct("zes_power_energy_counter_t")
         if power is not None and self._call("zesPowerGetEnergyCounter", power, ctypes.byref(energy)):
-            now["energy", index, 0] = _Counter(float(energy.energy), float(energy.timestamp))
+            now["energy", index, 0] = _Counter(int(energy.energy), float(energy.timestamp))  # exact: sentinels
         return now
 
     def _deltas(self, index: int) -> tuple[dict[tuple[str, int, int], _Counter], dict[tuple[str, int, int], float]]:
@@ -171,23 +174,24 @@ class SysmanSource:
             self._last.update(now)
         return now, rates
 
-    def read(self, index: int) -> GpuReading:
+    def read(self, index: int) -> Reading:
         now, rates = self._deltas(index)
         busy = [min(rate, 1.0) * 100 for (kind, _, _), rate in rates.items() if kind == "engine"]
         energy_key = ("energy", index, 0)
         used, total = self._memory(self._devices[index])
-        return GpuReading(
-            index=index, name=None, util_percent=max(busy) if busy else None,
-            mem_used_mib=used, mem_total_mib=total,
-            power_w=rates.get(energy_key),  # microjoules a microsecond: watts
-            energy_j=now[energy_key].value / 1e6 if energy_key in now else None, source=self.info.name)
+        who = "Level Zero Sysman"
+        return bounded(index, self.info.name, {
+            "util_percent": figure(max(busy) if busy else None, "util_percent", who=who),
+            "mem_used_mib": figure(used, "mem_used_mib", who=who),
+            "mem_total_mib": figure(total, "mem_total_mib", who=who),
+            "power_w": figure(rates.get(energy_key), "power_w", who=who),  # microjoules a microsecond: watts
+            "energy_j": figure(now[energy_key].value if energy_key in now else None, "energy_j", scale=1e-6,
+                               who=who, sentinels=SYSMAN_NA)})
 
 
 def _text(value: Any) -> str | None:
     """A fixed-size C string field as text (up to its first NUL); None where empty."""
-    raw = bytes(value).split(b"\0", 1)[0] if isinstance(value, (bytes, bytearray)) else b""
-    text = raw.decode("utf-8", "replace").strip()
-    return text or None
+    return text(bytes(value).split(b"\0", 1)[0] if isinstance(value, (bytes, bytearray)) else None)
 
 
 def open_sysman(machine: Machine) -> SysmanSource | str:

@@ -9,7 +9,8 @@ from typing import Any
 
 from bench.hardware.monitor import nvml
 from bench.hardware.monitor.gpu import GpuCollector
-from bench.hardware.monitor.source_types import Machine, SourceGpu, SourceInfo
+from bench.hardware.monitor.gpu import NVML_NA
+from bench.hardware.monitor.source_types import Machine, SourceGpu, SourceInfo, figure, text
 
 __all__ = ["INFO", "NvmlSource", "open_source"]
 
@@ -28,19 +29,19 @@ class NvmlSource:
 
     def gpus(self) -> list[SourceGpu]:
         """Every GPU NVML sees, with its static facts."""
-        driver = nvml.query("nvmlSystemGetDriverVersion")
+        driver = text(nvml.query("nvmlSystemGetDriverVersion"))
         cuda = cuda_version_text(nvml.query("nvmlSystemGetCudaDriverVersion"))
         gpus: list[SourceGpu] = []
         for index in range(int(nvml.query("nvmlDeviceGetCount", default=0))):
             handle = nvml.query("nvmlDeviceGetHandleByIndex", index)
             name = nvml.query("nvmlDeviceGetName", handle) if handle is not None else None
             memory = nvml.query("nvmlDeviceGetMemoryInfo", handle) if handle is not None else None
-            total_bytes = getattr(memory, "total", None)
+            total = figure(getattr(memory, "total", None), "mem_total_mib", scale=1 / _MIB, who="NVML",
+                           sentinels=NVML_NA)
             uuid = nvml.query("nvmlDeviceGetUUID", handle) if handle is not None else None
-            gpus.append(SourceGpu(index=index, name=str(name) if name else f"GPU {index}",
-                                  mem_total_mib=None if total_bytes is None else total_bytes / _MIB,
-                                  driver=str(driver) if driver else None, runtime_version=cuda,
-                                  uuid=str(uuid) if uuid else None))
+            gpus.append(SourceGpu(index=index, name=text(name) or f"GPU {index}", mem_total_mib=total.value,
+                                  driver=driver, runtime_version=cuda, uuid=text(uuid),
+                                  not_measured={"mem_total_mib": total.why} if total.why else {}))
         return gpus
 
     def collector(self, indices: list[int] | None = None) -> GpuCollector:
@@ -55,6 +56,6 @@ def open_source(machine: Machine) -> NvmlSource | str:
 
 def cuda_version_text(version: Any) -> str | None:
     """NVML's integer CUDA driver version as text: 12040 -> "12.4"."""
-    if not isinstance(version, int) or version <= 0:
+    if not isinstance(version, int) or isinstance(version, bool) or not 0 < version < 1_000_000:
         return None
     return f"{version // 1000}.{(version % 1000) // 10}"

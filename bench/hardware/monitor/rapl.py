@@ -14,6 +14,8 @@ import re
 import threading
 from pathlib import Path
 
+from bench.hardware.monitor.source_types import figure
+
 __all__ = ["POWERCAP_ROOT", "RaplReader"]
 
 logger = logging.getLogger(__name__)
@@ -61,7 +63,7 @@ class RaplReader:
                     delta = delta + span if span else 0
                 self._total_uj += delta
             self._last_uj = values
-            return self._total_uj / 1e6
+            return figure(self._total_uj, "cpu_energy_j", scale=1e-6, who="RAPL").value  # the one bounds check
 
     def _open(self) -> None:
         if not self.root.is_dir():

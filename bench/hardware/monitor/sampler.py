@@ -115,6 +115,12 @@ class Sampler:
         return self._gpu.gpm_reasons
 
     @property
+    def not_measured(self) -> dict[str, dict[str, str]]:
+        """``"gpu:N"`` -> {reading: why} for each figure of that GPU's latest reading that its bounds refused (a
+        vendor's "not supported" value, a negative power, ...): None in the sample, the reason here."""
+        return self._gpu.not_measured if self._gpu is not None else {}
+
+    @property
     def is_running(self) -> bool:
         """Whether the sampler thread is alive."""
         return self._thread is not None and self._thread.is_alive()

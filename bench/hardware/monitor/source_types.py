@@ -8,17 +8,24 @@ amd.py, apple.py, intel.py, tpu.py) imports it, and sources.py imports them.
 from __future__ import annotations
 
 import importlib
+import logging
+import math
 import platform
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
+from bench.limits import BOUNDS
 from bench.readings import GpuReading
+from bench.safe_text import terminal, unsafe
 
-__all__ = ["Collector", "GpuSource", "Machine", "ReadingCollector", "SourceGpu", "SourceInfo", "key", "number"]
+__all__ = ["Collector", "Figure", "GpuSource", "Machine", "NotMeasured", "Reading", "ReadingCollector",
+           "Sentinels", "SourceGpu", "SourceInfo", "TEXT_LIMIT", "bounded", "figure", "key", "number", "text"]
+
+logger = logging.getLogger(__name__)
 
 IOREG_COMMAND = ("ioreg", "-r", "-d", "1", "-w", "0", "-c", "IOAccelerator", "-a")
 DRM_ROOT = Path("/sys/class/drm")
@@ -50,6 +57,7 @@ class SourceGpu:
     driver: str | None = None
     runtime_version: str | None = None  # the CUDA the NVIDIA driver runs; ROCm's version; None on a Mac
     uuid: str | None = None
+    not_measured: Mapping[str, str] = field(default_factory=dict)  # a fact refused by its bounds -> why
 
 
 class Collector(Protocol):
@@ -59,6 +67,9 @@ class Collector(Protocol):
 
     @property
     def gpm_reasons(self) -> dict[str, str]: ...
+
+    @property
+    def not_measured(self) -> dict[str, dict[str, str]]: ...
 
     def collect(self) -> list[GpuReading]: ...
 
@@ -76,7 +87,7 @@ class GpuSource(Protocol):
 
 
 class Reader(Protocol):
-    def read(self, index: int) -> GpuReading: ...
+    def read(self, index: int) -> Reading: ...
 
 
 class ReadingCollector:
@@ -92,6 +103,7 @@ class ReadingCollector:
         self._reader = reader
         self._info = info
         self._lock = threading.Lock()
+        self._refused = NotMeasured(info.name)
 
     @property
     def gpm_reasons(self) -> dict[str, str]:
@@ -102,14 +114,21 @@ class ReadingCollector:
         with self._lock:
             return [self._safe(index) for index in self.indices]
 
+    @property
+    def not_measured(self) -> dict[str, dict[str, str]]:
+        """``"gpu:N"`` -> {reading: why} for each figure of the latest reading its bounds refused."""
+        return self._refused.latest()
+
     def close(self) -> None:
         return None
 
     def _safe(self, index: int) -> GpuReading:
         try:
-            return self._reader.read(index)
+            reading = self._reader.read(index)
         except Exception:  # noqa: BLE001 - a source that fails mid-run gives a gap, never a crash
             return GpuReading(index=index, source=self._info.name)
+        self._refused.note(index, reading.not_measured)
+        return reading.gpu
 
 
 def _run_ioreg() -> bytes | None:
@@ -149,17 +168,142 @@ class Machine:
 
 
 def number(value: Any) -> float | None:
-    """``value`` as a float, or None when it is missing, "N/A" or not a number (never 0 for a gap)."""
+    """``value`` as a finite float, or None when it is missing, "N/A", not a number or not finite (never 0 for a
+    gap). Not a reading's figure: those pass :func:`figure`."""
     if value is None or isinstance(value, bool):
         return None
     try:
         result = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return result if result == result else None
+    return result if math.isfinite(result) else None
 
 
 def key(mapping: Any, name: str) -> Any:
     """``mapping[name]`` where a source's answer (a plist dict, an amdsmi dict) has it, else None: the one place a
     source's outside answer is looked into, before its values become a typed reading."""
     return mapping[name] if isinstance(mapping, Mapping) and name in mapping else None
+
+
+# -- a vendor's raw value made a figure: the one bounds check every source's readings pass ---------------------------
+# A vendor library says "no value" with a number (AMD SMI's UINT16/32/64_MAX, NVML's 0xFFFFFFFF), a driver may give a
+# negative power, an infinity or a NaN, a name or a version with a newline in it. Each source turns its raw values into
+# a reading through :func:`figure` (numbers) and :func:`text` (names, versions), here alone: a figure outside
+# bench.limits.BOUNDS (the bounds an imported record is held to) is None with the reason, never a record that cannot
+# be read back; text is valid Unicode on one line.
+TEXT_LIMIT = 200  # characters of a name, driver version or UUID a source may give
+
+
+@dataclass(frozen=True)
+class Sentinels:
+    """The whole numbers a source gives for "no value", and what it calls them."""
+
+    values: frozenset[int]
+    meaning: str  # "AMD SMI's 'not supported'"
+
+
+def all_ones(*bits: int) -> frozenset[int]:
+    """The unsigned maxima of the given widths (16 -> 0xFFFF)."""
+    return frozenset(2**b - 1 for b in bits)
+
+
+class Figure(NamedTuple):
+    """One figure as a source turned its raw value into it: the value, or None and why it is not measured."""
+
+    value: float | None
+    why: str | None = None
+
+
+class Reading(NamedTuple):
+    """One GPU's reading and, for each figure its bounds refused, why."""
+
+    gpu: GpuReading
+    not_measured: dict[str, str]
+
+
+def _shown(raw: Any) -> str:
+    return terminal(raw if isinstance(raw, (int, str)) and not isinstance(raw, bool) else repr(raw))[:60]
+
+
+def _whole(raw: Any) -> int | None:
+    """``raw`` as a whole number where it is one exactly (an int, or text of digits as sysfs gives): sentinels are
+    compared before any float loses their last digits."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, (str, bytes)):
+        digits = raw.strip()
+        try:
+            return int(digits) if digits and len(digits) < 40 else None
+        except ValueError:
+            return None
+    return None
+
+
+def figure(raw: Any, name: str, *, scale: float = 1.0, who: str = "the driver",
+           sentinels: Sentinels | None = None) -> Figure:
+    """``raw`` (as the vendor gave it: a number, digits as text, "N/A", None) times ``scale`` as the reading
+    ``name`` (a GpuReading field): None where missing or not a number; None with the reason where it is one of the
+    source's ``sentinels``, not finite, or outside ``bench.limits.BOUNDS[name]``."""
+    whole = _whole(raw)
+    if sentinels is not None and whole is not None and whole in sentinels.values:
+        return Figure(None, f"not measured: {who} reported {whole} ({sentinels.meaning})")
+    if raw is None or isinstance(raw, bool):
+        return Figure(None)
+    try:
+        value = float(whole if whole is not None else raw) * scale
+    except OverflowError:  # a whole number past any float
+        return Figure(None, f"not measured: {who} reported {_shown(raw)}, not a finite number")
+    except (TypeError, ValueError):
+        return Figure(None)  # "N/A", an empty file: a gap the source's SourceInfo explains
+    low, high = BOUNDS[name]
+    if not math.isfinite(value):
+        return Figure(None, f"not measured: {who} reported {_shown(raw)}, not a finite number")
+    if not low <= value <= high:
+        return Figure(None, f"not measured: {who} reported {_shown(raw)}, outside the {low:g} to {high:g} a "
+                            f"{name} can be")
+    return Figure(value)
+
+
+def bounded(index: int, source: str, figures: Mapping[str, Figure], **fields: Any) -> Reading:
+    """A GPU reading of ``figures`` (each made by :func:`figure`) and the other ``fields`` as they are (name, throttle
+    reasons, extra), with why each refused figure is not measured."""
+    values: dict[str, Any] = {name: f.value for name, f in figures.items()}
+    return Reading(GpuReading(index=index, source=source, **values, **fields),
+                   {name: f.why for name, f in figures.items() if f.why is not None})
+
+
+def text(raw: Any, limit: int = TEXT_LIMIT) -> str | None:
+    """A name, version or UUID a source gave, as one line of valid Unicode: bytes decoded (bad bytes replaced), a lone
+    surrogate replaced, every control character, bidi control and line break made a space, blanks collapsed, at most
+    ``limit`` characters; None where nothing is left (or it was no text)."""
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, (bytes, bytearray)):
+        raw = bytes(raw).decode("utf-8", "replace")
+    words = str(raw).encode("utf-8", "replace").decode("utf-8")
+    cleaned = " ".join("".join(" " if unsafe(c) else c for c in words).split())
+    return cleaned[:limit] or None
+
+
+class NotMeasured:
+    """The figures each GPU's latest reading had refused, each new one logged once (a sampler reads twice a second)."""
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._latest: dict[int, dict[str, str]] = {}
+        self._logged: set[tuple[int, str]] = set()
+        self._lock = threading.Lock()
+
+    def note(self, index: int, refused: Mapping[str, str]) -> None:
+        with self._lock:
+            self._latest[index] = dict(refused)
+            for name, why in refused.items():
+                if (index, name) not in self._logged:
+                    self._logged.add((index, name))
+                    logger.warning("%s, GPU %d, %s %s", self._source, index, name, why)
+
+    def latest(self) -> dict[str, dict[str, str]]:
+        with self._lock:
+            return {f"gpu:{i}": dict(r) for i, r in self._latest.items() if r}

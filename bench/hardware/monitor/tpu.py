@@ -18,8 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from bench.hardware.monitor.source_types import Machine, ReadingCollector, SourceGpu, SourceInfo, number
-from bench.readings import GpuReading
+from bench.hardware.monitor.source_types import (Figure, Machine, Reading, ReadingCollector, SourceGpu, SourceInfo,
+                                                 bounded, figure, number)
 
 __all__ = ["CHIPS_HERE", "INFO", "TpuCollector", "TpuSource", "open_tpu", "tpu_chips"]
 
@@ -96,23 +96,30 @@ class TpuSource:
 
     def gpus(self) -> list[SourceGpu]:
         totals = self._metric(HBM_TOTAL)
-        return [SourceGpu(index=i, name=name, mem_total_mib=_mib(_at(totals, i))) for i, name in enumerate(self._names)]
+        gpus = []
+        for i, name in enumerate(self._names):
+            total = _mib(_at(totals, i), "mem_total_mib")
+            gpus.append(SourceGpu(index=i, name=name, mem_total_mib=total.value,
+                                  not_measured={"mem_total_mib": total.why} if total.why else {}))
+        return gpus
 
     def collector(self, indices: list[int] | None = None) -> TpuCollector:
         chosen = list(range(len(self._names))) if indices is None else indices
         return TpuCollector(self, self.info, chosen, len(self._names))
 
-    def read(self, index: int) -> GpuReading:
+    def read(self, index: int) -> Reading:
         cores = self._metric(TENSORCORE)
-        return GpuReading(
-            index=index, name=None, util_percent=_percent(_at(self._metric(UTILIZATION), index)),
-            tensor_active_percent=_percent(_chip_mean(cores, index, len(self._names))),
-            mem_used_mib=_mib(_at(self._metric(HBM_USED), index)),
-            mem_total_mib=_mib(_at(self._metric(HBM_TOTAL), index)), source=self.info.name)
+        return bounded(index, self.info.name, {
+            "util_percent": figure(_at(self._metric(UTILIZATION), index), "util_percent", who="libtpu"),
+            "tensor_active_percent": figure(_chip_mean(cores, index, len(self._names)), "tensor_active_percent",
+                                            who="libtpu"),
+            "mem_used_mib": _mib(_at(self._metric(HBM_USED), index), "mem_used_mib"),
+            "mem_total_mib": _mib(_at(self._metric(HBM_TOTAL), index), "mem_total_mib")})
 
 
-def _at(values: list[Any], index: int) -> float | None:
-    return number(values[index]) if 0 <= index < len(values) else None
+def _at(values: list[Any], index: int) -> Any:
+    """Chip ``index``'s raw value (libtpu gives text), or None."""
+    return values[index] if 0 <= index < len(values) else None
 
 
 def _chip_mean(cores: list[Any], index: int, chips: int) -> float | None:
@@ -125,12 +132,8 @@ def _chip_mean(cores: list[Any], index: int, chips: int) -> float | None:
     return sum(known) / len(known) if known and len(known) == len(values) else None
 
 
-def _percent(value: float | None) -> float | None:
-    return value if value is not None and 0 <= value <= 100 else None
-
-
-def _mib(value: float | None) -> float | None:
-    return None if value is None else value / _MIB
+def _mib(raw: Any, name: str) -> Figure:
+    return figure(raw, name, scale=1 / _MIB, who="libtpu")
 
 
 def open_tpu(machine: Machine) -> TpuSource | str:
