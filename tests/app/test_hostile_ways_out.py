@@ -95,8 +95,8 @@ def test_a_loaded_comparisons_prices_out_of_bounds_cost_nothing(prices: dict[str
     from bench.errors import RecordError
     from bench.output import report
 
-    runs = [records.RunRecord.from_dict(_run(1, "cpu", [1.0, 1.0, 1.0], "a")),
-            records.RunRecord.from_dict(_run(2, "cpu/1", [0.5, 0.5, 0.5], "a"))]
+    runs = [records.RunRecord.model_validate(_run(1, "cpu", [1.0, 1.0, 1.0], "a")),
+            records.RunRecord.model_validate(_run(2, "cpu/1", [0.5, 0.5, 0.5], "a"))]
     doc = records.comparison_record(runs, {"cpu": 1.0, "cpu/1": 2.0}).to_dict()
     doc = copy.deepcopy(doc)
     doc["comparison"]["prices"] = prices

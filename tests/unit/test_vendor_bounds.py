@@ -56,7 +56,7 @@ def _read(machine: sources.Machine) -> tuple[GpuReading, dict[str, str], Any]:
 
 def _sane(reading: GpuReading) -> None:
     """Every figure of the reading is None or a finite number within what an import accepts."""
-    assert GpuReading.from_dict(json.loads(json.dumps(reading.to_dict()))) is not None
+    assert GpuReading.model_validate_json(json.dumps(reading.to_dict())) is not None
     for name in FIGURES:
         value = getattr(reading, name)
         assert value is None or math.isfinite(value), (name, value)

@@ -29,7 +29,7 @@ from bench import safe_text
 from bench.config import RunConfig
 from bench.hardware.monitor import nvml, sources
 from bench.hardware.monitor.sampler import Sampler
-from bench.limits import BOUNDS
+from bench.hardware.monitor.source_types import field_bounds
 from bench.readings import GpuReading
 from tests import strategies as S
 from tests.unit import scripted_gpus as sg
@@ -158,14 +158,14 @@ AMD_FIGURES = ("gfx_activity", "umc_activity", "vram_used_mb", "vram_total_mb", 
 def sane_reading_problems(reading: GpuReading) -> list[str]:
     """What is wrong with a reading a source made: a figure not finite or out of bounds, text that is not one clean
     line, a reading the import refuses."""
-    found = [f"{name} = {value!r}" for name, (low, high) in BOUNDS.items()
-             if hasattr(reading, name) and _is_number(value := getattr(reading, name))
-             and not (math.isfinite(value) and low <= value <= high)]
+    found = [f"{name} = {value!r}" for name in type(reading).model_fields
+             if _is_number(value := getattr(reading, name))
+             and not (math.isfinite(value) and (bounds := field_bounds(name))[0] <= value <= bounds[1])]
     for text in (reading.name, reading.source):
         if text is not None and (printable_problems("reading", text) or "\n" in text):
             found.append(f"text {text!r}")
     try:
-        GpuReading.from_dict(json.loads(json.dumps(reading.to_dict())))
+        GpuReading.model_validate_json(json.dumps(reading.to_dict()))
     except Exception as exc:  # noqa: BLE001 - the import's refusal, or anything else
         found.append(f"the import refuses it: {exc}")
     return found

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from bench.limits import BOUNDS
-from bench.readings import GpuReading
+from bench.readings import GpuReading, Sample
 from bench.safe_text import terminal, unsafe
 
 __all__ = ["Collector", "Figure", "GpuSource", "Machine", "NotMeasured", "Reading", "ReadingCollector",
@@ -189,7 +188,7 @@ def key(mapping: Any, name: str) -> Any:
 # A vendor library says "no value" with a number (AMD SMI's UINT16/32/64_MAX, NVML's 0xFFFFFFFF), a driver may give a
 # negative power, an infinity or a NaN, a name or a version with a newline in it. Each source turns its raw values into
 # a reading through :func:`figure` (numbers) and :func:`text` (names, versions), here alone: a figure outside
-# bench.limits.BOUNDS (the bounds an imported record is held to) is None with the reason, never a record that cannot
+# the bounds of GpuReading's fields (those an imported record is held to) is None with the reason, never a record that cannot
 # be read back; text is valid Unicode on one line.
 TEXT_LIMIT = 200  # characters of a name, driver version or UUID a source may give
 
@@ -241,11 +240,33 @@ def _whole(raw: Any) -> int | None:
     return None
 
 
+def field_bounds(name: str) -> tuple[float, float]:
+    """The least and greatest value GpuReading's (else Sample's) field ``name`` holds, read from its declared type (bench.limits),
+    so that a source refuses exactly what a record would."""
+    found = {"ge": -math.inf, "le": math.inf}
+
+    def walk(tp: Any) -> None:
+        for meta in getattr(tp, "__metadata__", ()):
+            for key in found:
+                if hasattr(meta, key):
+                    found[key] = getattr(meta, key)
+            for inner in getattr(meta, "metadata", ()):
+                for key in found:
+                    if hasattr(inner, key):
+                        found[key] = getattr(inner, key)
+        for arg in getattr(tp, "__args__", ()):
+            walk(arg)
+
+    model = GpuReading if name in GpuReading.model_fields else Sample
+    walk(model.model_fields[name].annotation)
+    return float(found["ge"]), float(found["le"])
+
+
 def figure(raw: Any, name: str, *, scale: float = 1.0, who: str = "the driver",
            sentinels: Sentinels | None = None) -> Figure:
     """``raw`` (as the vendor gave it: a number, digits as text, "N/A", None) times ``scale`` as the reading
     ``name`` (a GpuReading field): None where missing or not a number; None with the reason where it is one of the
-    source's ``sentinels``, not finite, or outside ``bench.limits.BOUNDS[name]``."""
+    source's ``sentinels``, not finite, or outside the bounds GpuReading's field ``name`` is declared with."""
     whole = _whole(raw)
     if sentinels is not None and whole is not None and whole in sentinels.values:
         return Figure(None, f"not measured: {who} reported {whole} ({sentinels.meaning})")
@@ -257,7 +278,7 @@ def figure(raw: Any, name: str, *, scale: float = 1.0, who: str = "the driver",
         return Figure(None, f"not measured: {who} reported {_shown(raw)}, not a finite number")
     except (TypeError, ValueError):
         return Figure(None)  # "N/A", an empty file: a gap the source's SourceInfo explains
-    low, high = BOUNDS[name]
+    low, high = field_bounds(name)
     if not math.isfinite(value):
         return Figure(None, f"not measured: {who} reported {_shown(raw)}, not a finite number")
     if not low <= value <= high:
