@@ -143,6 +143,13 @@ class RunRecord(Record):
                 raise PathError(f"members[{i}].members", "a member of a multi-worker run holds no members of its own")
         return self
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> RunRecord:
+        """A copy; one whose readings, info or config change does not keep the summary computed for the original."""
+        copy = super().model_copy(update=update, deep=deep)
+        if update and set(update) & {"epochs", "samples", "info", "config", "summary"}:
+            copy._computed_summary = None
+        return copy
+
     def with_members(self, members: Sequence[RunRecord]) -> RunRecord:
         return self.model_copy(update={"members": tuple(members)})
 
