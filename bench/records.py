@@ -143,6 +143,13 @@ class RunRecord(Record):
                 raise PathError(f"members[{i}].members", "a member of a multi-worker run holds no members of its own")
         return self
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> RunRecord:
+        """A copy; one whose readings, info or config change does not keep the summary computed for the original."""
+        copy = super().model_copy(update=update, deep=deep)
+        if update and set(update) & {"epochs", "samples", "info", "config", "summary"}:
+            copy._computed_summary = None
+        return copy
+
     def with_members(self, members: Sequence[RunRecord]) -> RunRecord:
         return self.model_copy(update={"members": tuple(members)})
 
@@ -277,7 +284,7 @@ def load(data: Any) -> RunRecord | Comparison | Sweep:
     """
     _check_schema(data)
     try:
-        return _DOCUMENT.validate_python(data)
+        return _complete(_DOCUMENT.validate_python(data))
     except ValidationError as exc:
         raise _document_error(exc, data) from None
 
@@ -290,13 +297,37 @@ def load_json(text: str | bytes | bytearray) -> RunRecord | Comparison | Sweep:
         RecordError: as :func:`load`, or the text is not JSON.
     """
     try:
-        return _DOCUMENT.validate_json(text)
+        document = _DOCUMENT.validate_json(text)
     except ValidationError as exc:
         if exc.errors()[0]["type"] == "json_invalid":
             raise json_error(text, "", exc.errors()[0]["msg"]) from None
         data = json.loads(text)  # JSON, since pydantic's parser read it: for the schema's own words
         _check_schema(data)
         raise _document_error(exc, data) from None
+    return _complete(document)
+
+
+_NEEDED = ("hardware", "epochs", "samples")
+
+
+def _complete(document: Any) -> Any:
+    """``document`` when each run in it holds its hardware, epochs and samples (a file holds each, if only empty; a
+    sweep's and a bundle's runs may lack their samples); else RecordError naming the first missing one."""
+    if isinstance(document, RunRecord):
+        _holds(document, "", _NEEDED)
+    elif isinstance(document, (Comparison, Sweep, MachineBundle)):
+        needed = _NEEDED if isinstance(document, Comparison) else _NEEDED[:2]
+        for i, run in enumerate(document.runs):
+            _holds(run, f"runs[{i}]", needed)
+    return document
+
+
+def _holds(run: RunRecord, path: str, needed: tuple[str, ...]) -> None:
+    for key in needed:
+        if key not in run.model_fields_set:
+            raise fail(f"{path}.{key}" if path else key, "is missing")
+    for i, member in enumerate(run.members):
+        _holds(member, f"{path}.members[{i}]" if path else f"members[{i}]", needed)
 
 
 def _check_schema(data: Any) -> None:
@@ -324,7 +355,7 @@ def load_bundle(data: Any) -> MachineBundle:
         RecordError: not a JSON object, not ``bench.bundle/1``, or the first problem found, naming its field.
     """
     _bundle_schema(data)
-    return MachineBundle.model_validate(data)
+    return _complete(MachineBundle.model_validate(data))
 
 
 def load_bundle_json(text: str | bytes | bytearray) -> MachineBundle:
@@ -335,7 +366,7 @@ def load_bundle_json(text: str | bytes | bytearray) -> MachineBundle:
         data = None
     if data is not None:
         _bundle_schema(data)
-    return MachineBundle.model_validate_json(text)
+    return _complete(MachineBundle.model_validate_json(text))
 
 
 def _bundle_schema(data: Any) -> None:
