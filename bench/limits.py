@@ -76,7 +76,7 @@ Text = Annotated[str, StringConstraints(max_length=TEXT_MAX), Words("text")]
 Line = Annotated[str, StringConstraints(max_length=LINE_MAX, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$"),
                  Words("one line of text (no control characters)", always=True)]
 
-# the bounds a column of the store is held to where it reads a row (bench.store_rows), by column
+# the bounds a column of the store is held to where it reads a row (bench.store.rows), by column
 NAMED: dict[str, Any] = {"created_at": Timestamp, "started_at": Timestamp, "ended_at": Timestamp,
                          "achieved_gflops": Gflops, "id": Id}
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {}

@@ -221,7 +221,7 @@ def monkeypatch_session() -> Any:
 # -- the record parser's ways in: hostile text, numbers and nesting (tests/strategies.py's last block) --------------
 # Each way in either takes a document whole (then it reads back, exports as strict UTF-8 JSON and reads again the
 # same) or refuses it with a RecordError naming the field. ``BENCH_FUZZ_EXAMPLES`` sets the budget (see TESTING.md).
-from bench import store_rows  # noqa: E402
+from bench.store import rows as store_rows  # noqa: E402
 from bench.output import gallery, report  # noqa: E402
 from tests import strategies  # noqa: E402
 
