@@ -116,7 +116,7 @@ def entered_problem(value: Any, key: str) -> str | None:
     if key == "price_per_hour":
         if problem(value, "price") is None:
             return None
-        return f"{what} must be a finite number from {PRICE_PER_HOUR_MIN:g} to {high:g} (got {value!r:.60})"
+        return f"{what} must be a finite number from {PRICE_PER_HOUR_MIN:.6f} to {high:,.0f} (got {value!r:.60})"
     if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
             or not (low < value if low == 0 else low <= value) or not value <= high):
         within = f"above {low:g} and at most {high:g}" if low == 0 else f"from {low:.6f} to {high:,.0f}"

@@ -3,7 +3,6 @@ per steady epoch and per run. A figure not measured (no price, no energy reading
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 from bench.analysis import run_summary
@@ -34,7 +33,7 @@ def usable_prices(prices: Mapping[str, object] | None) -> dict[str, float]:
 
 
 def price_value(text: str, where: str) -> float | None:
-    """One hourly price as entered: blank = no price (None); else a number above 0 (ConfigError otherwise)."""
+    """One hourly price as entered: blank = no price (None); else a normal number from 0.000001 to 1,000,000 (ConfigError otherwise)."""
     text = str(text).strip()
     if not text:
         return None
@@ -43,12 +42,9 @@ def price_value(text: str, where: str) -> float | None:
     except ValueError:
         raise ConfigError([f"{where}: {text!r} is not a number; give an hourly price such as 0.40, or leave it "
                            "blank for no price"]) from None
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError([f"{where}: an hourly price must be above 0 (got {text!r}); leave a target out to give it "
-                           "no price"])
     problem = limits.entered_problem(value, "price_per_hour")
     if problem:
-        raise ConfigError([f"{where}: {problem}"])
+        raise ConfigError([f"{where}: {problem}; leave a target out to give it no price"])
     return value
 
 

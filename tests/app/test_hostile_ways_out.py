@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from bench import records
+from bench.analysis import compare
 from bench.config import RunConfig
 from bench.store import Store
 from tests import strategies as S
@@ -97,7 +98,7 @@ def test_a_loaded_comparisons_prices_out_of_bounds_cost_nothing(prices: dict[str
 
     runs = [records.RunRecord.model_validate(_run(1, "cpu", [1.0, 1.0, 1.0], "a")),
             records.RunRecord.model_validate(_run(2, "cpu/1", [0.5, 0.5, 0.5], "a"))]
-    doc = records.comparison_record(runs, {"cpu": 1.0, "cpu/1": 2.0}).to_dict()
+    doc = compare.comparison_record(runs, {"cpu": 1.0, "cpu/1": 2.0}).to_dict()
     doc = copy.deepcopy(doc)
     doc["comparison"]["prices"] = prices
     data = json.dumps(doc).encode()

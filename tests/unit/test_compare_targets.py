@@ -156,7 +156,7 @@ def test_a_run_whose_target_is_malformed_stands_alone():
 # -- headlines never name two sides alike ------------------------------------------------------------------------------
 def timed(run_id: int | None, target: str, times: list[float], host: str | None = None) -> RunRecord:
     epochs = [{"epoch": i + 1, "epoch_seconds": t, "includes_tracing": i == 0} for i, t in enumerate(times)]
-    return RunRecord.of({**doc(run_id or 0, target), **({"id": run_id} if run_id is not None else {}),
+    return RunRecord.model_validate({**doc(run_id or 0, target), **({"id": run_id} if run_id is not None else {}),
                          "epochs": epochs, "hardware": {"hostname": host} if host else {}, "summary": None})
 
 
@@ -172,7 +172,7 @@ def test_two_cpu_runs_are_named_by_their_run_numbers() -> None:
 
 def test_same_targets_and_numbers_are_named_by_their_machines_or_their_places() -> None:
     """A loaded comparison of two machines' runs that both were #1 on their own store."""
-    a, b = timed(1, "gpu:0", [3.0, 1.0, 1.0], "laptop"), timed(1, "gpu:0", [3.0, 0.5, 0.5], "server\n")
+    a, b = timed(1, "gpu:0", [3.0, 1.0, 1.0], "laptop"), timed(1, "gpu:0", [3.0, 0.5, 0.5], "server")
     head = compare.pairs([a, b])[0].headline or ""
     assert head.startswith("gpu:0 on server trains 2.0x faster than gpu:0 on laptop"), head
     same = compare.pairs([a, timed(1, "gpu:0", [3.0, 0.5, 0.5], "laptop")])[0]

@@ -114,7 +114,8 @@ def test_prices_parse_with_errors_that_say_what_to_write():
     assert bad.value.errors == [
         "--price: 'gpu0=2' is not TARGET=PRICE; write e.g. cpu=0.40,gpu:0=2.50",
         "--price cpu: 'x' is not a number; give an hourly price such as 0.40, or leave it blank for no price",
-        "--price gpu:1: an hourly price must be above 0 (got '0'); leave a target out to give it no price"]
+        "--price gpu:1: an hourly price must be a finite number from 0.000001 to 1,000,000 (got 0.0); leave a target "
+        "out to give it no price"]
     with pytest.raises(ConfigError, match="gpu:0 is not among the targets"):
         pricing.parse_prices("gpu:0=2.5", ["cpu", "cpu/1"])
     assert pricing.price_value("  ", "price of cpu") is None

@@ -274,7 +274,7 @@ def test_a_lone_surrogate_in_a_bundles_cpu_model_is_refused_on_import_and_nothin
     code, out = run_cli(["import", str(write(tmp_path, json.dumps(doc), "bundle.json"))], capsys)
     assert code == 2, out
     assert "machine.cpu.model" in out and "Traceback" not in out, out
-    assert Store().list_bundles() == [], "a bundle import that errors stores nothing"
+    assert Store().bundles.list() == [], "a bundle import that errors stores nothing"
 
 
 def test_a_lone_surrogate_is_named_where_it_sits_by_pydantics_own_json_parser() -> None:

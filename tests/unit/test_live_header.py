@@ -19,7 +19,7 @@ def snap(**over):
             "owner": None, "phase": "training", "active": True, "queue_position": None, "summary": RunSummary(),
             "store_error": None, "error": None,
             "epochs": [{"epoch": 1, "epoch_seconds": 2.5, "samples_per_s": 8000.0, "includes_tracing": True},
-                       {"epoch": 2, "epoch_seconds": 2.0, "samples_per_s": 10000.0}],
+                       {"epoch": 2, "epoch_seconds": 2.0, "samples_per_s": 10000.0, "includes_tracing": False}],
             "samples": [{"t_s": 1.0, "cpu_percent": 97.0, "gpus": []}],
             "progress": Progress(epoch=3, batch=10, batches=40)}
     base.update(over)
@@ -50,6 +50,6 @@ def test_the_header_data_holds_the_same_words_as_the_elements():
 
 
 def test_a_throttled_epoch_is_a_warning_line():
-    s = snap(epochs=[{"epoch": 1, "epoch_seconds": 2.0, "throttle_reasons": ["power cap"]}])
+    s = snap(epochs=[{"epoch": 1, "epoch_seconds": 2.0, "throttle_reasons": ["power cap"], "includes_tracing": False}])
     kinds = [line["kind"] for line in live.header_data(s)["lines"]]
     assert "warning" in kinds
