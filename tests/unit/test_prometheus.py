@@ -5,7 +5,6 @@ The text is read back with prometheus_client's own parser, as a Prometheus serve
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -21,6 +20,7 @@ from bench.run_info import RunInfo
 from bench.runs.run_state import Progress, RunSnapshot
 from tests.fixtures import NO_GPU
 from tests.unit import fake_nvml
+from tests.fixtures import fresh_nvml  # noqa: F401 - the fixture, used by name
 
 HOPPER = fake_nvml.hopper_with_gpm().gpus[0]
 MACHINE = dataclasses.replace(NO_GPU, hostname="node-7", gpus=[devices.GpuInfo(
@@ -28,11 +28,7 @@ MACHINE = dataclasses.replace(NO_GPU, hostname="node-7", gpus=[devices.GpuInfo(
     uuid=HOPPER.uuid)], gpu_reason=None)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_nvml() -> Iterator[None]:
-    nvml.reset()
-    yield
-    nvml.reset()
+pytestmark = pytest.mark.usefixtures("fresh_nvml")
 
 
 def parsed(text: bytes) -> dict[str, list]:
