@@ -70,12 +70,6 @@ def test_cpu_per_second_and_verdicts():
     assert stats.verdict("page_ready_s", None) == "not measured"
 
 
-def test_the_publishers_cadence_matches_the_live_feed():
-    """The notes and the report say how often the publisher looks and charts; they must be the feed's."""
-    live_feed = pytest.importorskip("ui.live_feed", reason="streamlit is not installed")
-    assert (stats.PUBLISH_TICK_S, stats.PUBLISH_CHART_S) == (live_feed.TICK_S, live_feed.CHART_S)
-
-
 def test_schedule_alternates_every_kind_each_round_with_a_rotated_order():
     order = stats.schedule(["bare", "engine", "watched"], 3)
     assert order == [(1, "bare"), (1, "engine"), (1, "watched"), (2, "engine"), (2, "watched"), (2, "bare"),

@@ -307,3 +307,17 @@ def test_the_route_serves_the_live_runs_other_processes_write_to_the_store(tmp_p
     finally:
         other.kill()
         other.wait()
+
+
+def test_an_on_off_variable_has_one_reading_for_metrics_and_the_pre_started_worker() -> None:
+    from bench import settings
+    from ui import metrics_route
+
+    for raw, want in (("", True), ("1", True), (" YES ", True), ("on", True), ("0", False), ("off", False),
+                      ("No", False), ("false", False)):
+        assert metrics_route.enabled({metrics_route.ENV: raw}) is want, raw
+        assert settings.switch("X", not want if raw == "" else True, {"X": raw}) is (not want if raw == "" else want)
+    with pytest.raises(ValueError, match=r"^BENCH_METRICS='2' must be 1 \(serve /metrics\) or 0 \(do not\)$"):
+        metrics_route.enabled({metrics_route.ENV: "2"})
+    with pytest.raises(ValueError, match=r"^X='maybe' must be 1 or 0$"):
+        settings.switch("X", True, {"X": "maybe"})
