@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,9 +29,23 @@ def run(args: list[str], tmp_path: Path, *, timeout_s: float = 240.0, env: dict[
         ) -> subprocess.CompletedProcess[str]:
     """``python ARGS`` from the checkout, its store in ``tmp_path``; fails with its output when it exits non-zero."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(tmp_path / "runs.sqlite3"), **(env or {})}
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=full_env, capture_output=True, text=True,
-                          timeout=timeout_s)
-    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    # a session of its own, so that a benchmark that runs out of time is ended with every process it started (its
+    # server, the server's worker, Chromium), not its first process alone
+    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{' '.join(args)} took more than {timeout_s:.0f} s:\n{out[-3000:]}\n{err[-3000:]}")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever it left behind
+        except ProcessLookupError:
+            pass
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{out[-3000:]}\n{err[-3000:]}"
     return done
 
 
@@ -165,12 +180,15 @@ def test_feed_cost_smoke_reads_each_way_of_feeding(tmp_path: Path) -> None:
 
 # -- benchmarks/classroom.py + viewers.py (the live view's; their current command line) -------------------------------
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # its smallest pass trains three real runs after the pre-started worker loads the framework
 def test_classroom_smoke_serves_one_emulated_viewer(tmp_path: Path) -> None:
     needs_browser()
     out = tmp_path / "classroom.json"
     run(["-m", "benchmarks.classroom", "--viewers", "1", "--epochs", "2", "--limit", "512", "--size", "xs",
-         "--calibrate", "0", "--out", str(out)], tmp_path, timeout_s=400)
-    assert read(out), "the classroom wrote no result"
+         "--calibrate", "0", "--out", str(out)], tmp_path, timeout_s=840)
+    result = read(out)
+    assert [r["viewers"] for r in result["runs"]] == [1], "one class of one emulated viewer"
+    assert len(result["baselines"]) == 2 and result["baseline"]["steady_epoch_s"]
 
 
 # -- python -m bench suite ------------------------------------------------------------------------------------------
