@@ -1,5 +1,6 @@
 """One home for the test doubles and fixtures many test files share: a tiny run, a scripted machine with no GPU,
-NVML's state reset around a test, a store in the test's own folder, a run queue of quick stand-in workers.
+NVML's state reset around a test, a store in the test's own folder, a run queue of quick stand-in workers (the
+fixtures ``fresh_nvml``, ``store`` and ``manager``: a test file imports the one it uses).
 
 A file that needs another shape derives it from these, so that what it changes is what it says:
 ``dataclasses.replace(TINY, epochs=2)``, ``dataclasses.replace(NO_GPU, gpus=[...], gpu_reason=None)``.
@@ -48,7 +49,7 @@ def store(isolated_store: Path) -> Store:
 
 
 @pytest.fixture
-def quick_manager(isolated_store: Path) -> Iterator[JobManager]:
+def manager(isolated_store: Path) -> Iterator[JobManager]:
     """A run queue on the test's own store whose runs are replayed in a blink (tests/unit/fake_workers.quick)."""
     from tests.unit import fake_workers
 
