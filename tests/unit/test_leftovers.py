@@ -52,3 +52,13 @@ def test_a_child_that_ends_within_the_grace_is_no_leak() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_process_is_named_with_the_test_it_was_created_in_on_the_wall_clock() -> None:
+    """psutil's start times lie behind the wall clock by up to a second (a boot time in whole seconds): taken back
+    to the wall clock, a process started early in a short test is that test's, not the one before."""
+    tests = [("a", 100.0, 100.3), ("b", 100.3, 100.6), ("c", 100.6, 101.0)]
+    assert leftovers._during(tests, 100.35 - leftovers.BOOT_SKEW_S) == "b"
+    assert leftovers._during(tests, 100.9 - leftovers.BOOT_SKEW_S) == "c"
+    assert leftovers._during(tests, 105.0 - leftovers.BOOT_SKEW_S) == "c", "after every window: the last test"
+    assert 0.0 <= leftovers.BOOT_SKEW_S < 1.05
