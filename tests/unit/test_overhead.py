@@ -556,3 +556,12 @@ def test_watch_cores_is_taken_over_the_held_window_when_one_was_watched():
     assert result["details"]["watch_server_cpu_share"] == pytest.approx(0.3 / 11.0)
     without = stats.result_from(plan, base["config"], {"logical_cores": 2}, base["runs"], {}, [], None)
     assert without["watch_cores"] == without["details"]["side_cpu_cores"].get("watched")
+
+
+def test_the_report_says_how_long_the_page_watched_when_a_window_was_held():
+    result = fake_result()
+    assert "held live for" not in report.render_markdown(result)
+    result["details"].update(watch_window_s=10.8, watch_server_cpu_share=0.03, watch_chromium_cpu_share=0.06,
+                             watched_runs_cpu_cores=0.05)
+    text = report.render_markdown(result)
+    assert "one Chromium page watched a replayed run held live for 10.8 s" in text and "0.05 cores" in text
