@@ -22,7 +22,7 @@ INSTALL     := $(PY) scripts/installer.py $(VENV_PY)
 HADOLINT    ?= $(firstword $(wildcard $(VENV)/bin/hadolint) hadolint)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv install install-dev run test test-fast typecheck schemas gpu-verify bench lint-docker image-check clean distclean
+.PHONY: help venv install install-dev run test test-fast test-bench typecheck schemas gpu-verify bench lint-docker image-check clean distclean
 
 help:
 	@echo "Targets:"
@@ -30,6 +30,7 @@ help:
 	@echo "                    (the CUDA build of the framework where an NVIDIA driver answers; GPU=1 / GPU=0 force it)"
 	@echo "  make test         install dev deps and run all tests: unit, app, e2e (TEST_WORKERS=2, PYTEST_ARGS=...)"
 	@echo "  make test-fast    unit and app tests that train no model, load no framework, open no browser (~90 s)"
+	@echo "  make test-bench   the smoke runs of every benchmark and measuring command (also in make test)"
 	@echo "  make typecheck    mypy over bench/ (every definition typed) and ui/ (also run by make test)"
 	@echo "  make schemas      write docs/schemas/*.schema.json from the record models (tests fail when they are stale)"
 	@echo "  make gpu-verify   check every GPU claim on this machine's GPU (each step 'skipped: no GPU' without one)"
@@ -89,6 +90,10 @@ test: install-dev typecheck
 # 87 s of pytest against 96 s with -n 2, docs/TESTING.md).
 test-fast: install-dev
 	$(VENV_PY) -m pytest -n $(FAST_WORKERS) --dist loadfile -m "not slow and not e2e" tests/unit tests/app $(PYTEST_ARGS)
+
+# The smoke runs of every benchmark and measuring `bench` command, alone (they are part of `make test`)
+test-bench: install-dev
+	$(VENV_PY) -m pytest tests/unit/test_benchmarks_smoke.py $(PYTEST_ARGS)
 
 typecheck: install-dev
 	$(VENV_PY) -m mypy

@@ -83,14 +83,31 @@ def default_backend(env: Mapping[str, str] | None = None) -> str:
     return (env.get("KERAS_BACKEND") or DEFAULT_BACKEND).strip().lower() or DEFAULT_BACKEND
 
 
+ON = ("1", "true", "yes", "on")
+OFF = ("0", "false", "no", "off")
+
+
+def switch(name: str, default: bool, environ: Mapping[str, str] | None = None, *, on: str = "",
+           off: str = "") -> bool:
+    """The one reading of an on/off variable: 1, true, yes or on; 0, false, no or off; unset or empty: ``default``.
+    ``on`` and ``off`` say what each does, for the message.
+
+    Raises:
+        ValueError: the variable holds anything else (the message names it and the values it takes).
+    """
+    raw = (os.environ if environ is None else environ).get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ON:
+        return True
+    if raw in OFF:
+        return False
+    raise ValueError(f"{name}={raw!r} must be 1{f' ({on})' if on else ''} or 0{f' ({off})' if off else ''}")
+
+
 def prestart_worker() -> bool:
     """Whether the dashboard keeps a pre-started worker for the next run (BENCH_PRESTART=0 turns it off)."""
-    raw = os.environ.get("BENCH_PRESTART", "1").strip().lower()
-    if raw in ("1", "true", "yes", "on", ""):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"BENCH_PRESTART={raw!r} must be 1 or 0")
+    return switch("BENCH_PRESTART", True)
 
 
 def worker_target() -> Callable[..., None] | None:

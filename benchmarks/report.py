@@ -458,6 +458,17 @@ def before_publisher_note(r: Mapping[str, Any]) -> str:
             f"with many viewers: [{CLASSROOM}]({CLASSROOM}).")
 
 
+def _watch_line(d: Mapping[str, Any]) -> list[str]:
+    """The watch_cores bullet of "Measured in detail", for a pass that watched a held window (none before)."""
+    window = d.get("watch_window_s")
+    if window is None:
+        return []
+    return [f"- **`watch_cores`**: one Chromium page watched a replayed run held live for {window:.1f} s: the server "
+            f"used {_share(d.get('watch_server_cpu_share'))} of a core and Chromium "
+            f"{_share(d.get('watch_chromium_cpu_share'))}; over the watched real runs' own steady windows the two "
+            f"took {_fmt(d.get('watched_runs_cpu_cores'), 'cores')}."]
+
+
 def _rerun_line(d: Mapping[str, Any], legacy: bool) -> str:
     """The rerun_ms bullet of "Measured in detail"."""
     unwatched = d.get("server_cpu_ms_per_s_unwatched")
@@ -533,6 +544,7 @@ def detail_lines(r: Mapping[str, Any]) -> list[str]:
         f"- **`first_batch_s`**: cold starts (BENCH_PRESTART=0): {_seconds(d.get('first_batch_runs_s')) or '—'}. "
         f"With the dashboard's default pre-started worker (a second server, BENCH_PRESTART=1): {prestarted}.",
         _rerun_line(d, legacy),
+        *_watch_line(d),
         f"- **`memory_growth_mb`**: a 30-minute run replayed in {(p.get('memory_real_s') or 0):.0f} s"
         + ("" if legacy else ", published as fast as the publisher can while it streams (each replayed event spans "
                              "more samples than one real chart interval)")

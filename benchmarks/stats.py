@@ -1,6 +1,7 @@
 """The overhead pass's numbers: targets, the arithmetic of its figures, the plan of what to run, and the result.
 
-Pure: nothing here measures, imports a framework or starts a process. Every figure compares two sides measured in
+Pure: nothing here measures, imports a framework or starts a process (the publisher's cadence is read from
+ui.live_feed, its one home). Every figure compares two sides measured in
 the same pass, alternating, because a shared machine drifts (see docs/PERFORMANCE-METHOD.md).
 """
 
@@ -15,14 +16,15 @@ from typing import Any
 
 from bench.analysis import metrics
 from bench.readings import epochs_of
+from ui import live_feed
 
 SCHEMA = "bench.overhead/1"
 # The Train page's live panel has no timed rerun (since 2026-11-26): one publisher per server (ui.live_feed) looks at
 # the current run every TICK_S and gives a live run's charts their new points every CHART_S, once for every viewer,
 # and the browsers take each change from a server-sent-events stream. The server's CPU while a page watches is
 # therefore counted per second of watching, not per refresh.
-PUBLISH_TICK_S = 1.0  # ui.live_feed.TICK_S: how often the publisher looks at the run (the header's words)
-PUBLISH_CHART_S = 2.0  # ui.live_feed.CHART_S: how often a live run's charts get their new points
+PUBLISH_TICK_S = live_feed.TICK_S  # how often the publisher looks at the run (the header's words)
+PUBLISH_CHART_S = live_feed.CHART_S  # how often a live run's charts get their new points
 
 # name -> (target, unit, what it is). Every target is an upper bound.
 TARGETS: dict[str, tuple[float, str, str]] = {

@@ -1,11 +1,11 @@
 """The check that no process of the suite outlives it: a test that leaves a child process alive fails, by name.
 
 Every pytest process (the controller, or each pytest-xdist worker) marks its environment with its own id
-(``MARK_ENV``), which every process it starts inherits, however deep. After each test the processes under this one
-are noted with the test that was running when they appeared. At the end of each test module (its module fixtures
-torn down), a process it started that is still alive and no longer under this process (orphaned: its parent died,
-as a worker stand-in of a killed CLI once was) is a leak; at the end of the session (every fixture torn down) so is
-any process still under this one. Each leak is reported as an error in the teardown of the test that was running
+(``MARK_ENV``), which every process it starts inherits, however deep. At the end of each test module (its module
+fixtures torn down) the processes still alive that this one started, under it or orphaned since, are noted, each with
+the test during which it was created (by its start time: no look at the process table between tests). One no
+longer under this process (orphaned: its parent died, as a worker stand-in of a killed CLI once was) is a leak; at
+the end of the session (every fixture torn down) so is any process still under this one. Each leak is reported as an error in the teardown of the test that was running
 when it appeared, naming it and the process, and the process is killed so that it cannot disturb what runs next.
 
 Processes that live as long as the interpreter by design (multiprocessing's resource tracker and fork server) are not
@@ -73,14 +73,18 @@ class Leftovers:
     def install(self) -> None:
         os.environ[MARK_ENV] = self.mark
 
-    def note(self, test: str) -> None:
-        """Note the processes under this one now (after ``test`` ran); new ones are ``test``'s."""
+    def note(self, tests: list[tuple[str, float, float]]) -> None:
+        """Note the processes under this one now, each with the test during whose window it was created."""
         for proc in self._descendants():
-            self._add(proc, test)
+            try:
+                created = proc.create_time()
+            except psutil.Error:
+                continue
+            self._add(proc, _during(tests, created))
 
     def orphans(self, tests: list[tuple[str, float, float]]) -> None:
         """Note the processes this one started that are no longer under it (their parent died), each with the test
-        during whose window it was created. Slower than :meth:`note` (it looks at every process of this group)."""
+        during whose window it was created (it looks at every process of this process group)."""
         try:
             group = os.getpgid(0)
         except OSError:
@@ -94,9 +98,7 @@ class Leftovers:
             key = (proc.pid, proc.info["create_time"])
             if key in self.seen or not _ours(proc, self.mark):
                 continue
-            created = proc.info["create_time"]
-            test = next((name for name, start, end in tests if start <= created <= end), tests[-1][0] if tests else "?")
-            self._add(proc, test)
+            self._add(proc, _during(tests, proc.info["create_time"]))
 
     def left_alive(self, *, under_me_too: bool, grace_s: float = GRACE_S) -> list[Seen]:
         """The noted processes still alive after ``grace_s``: orphans only, or every one with ``under_me_too``."""
@@ -140,6 +142,31 @@ class Leftovers:
         self.seen[key] = Seen(pid=proc.pid, created=key[1], test=test, command=command)
 
 
+def _boot_skew_s() -> float:
+    """How far psutil's process start times lie behind the wall clock: Linux gives the boot time in whole seconds,
+    so a process's create_time() is early by the boot time's lost fraction (up to a second)."""
+    try:
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime_s = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return (time.time() - uptime_s) - psutil.boot_time()
+
+
+BOOT_SKEW_S = _boot_skew_s()
+
+
+def _during(tests: list[tuple[str, float, float]], created: float) -> str:
+    """The test (node id, start, end) during which a process created at ``created`` (psutil's clock) appeared; the
+    last one that began before it when none holds it (created in a teardown between two tests)."""
+    at = created + BOOT_SKEW_S
+    found = next((name for name, start, end in tests if start - 0.02 <= at <= end + 0.02), None)
+    if found is not None:
+        return found
+    before = [name for name, start, _ in tests if start <= at]
+    return before[-1] if before else (tests[0][0] if tests else "?")
+
+
 def report(leaks: list[Seen], when: str) -> str:
     by_test: dict[str, list[Seen]] = {}
     for leak in leaks:
@@ -155,26 +182,31 @@ class Plugin:
     def __init__(self) -> None:
         self.leftovers = Leftovers()
         self.leftovers.install()
-        self.tests: list[tuple[str, float, float]] = []  # this module's tests: (node id, start, end)
+        self.tests: list[tuple[str, float, float]] = []  # this module's tests so far: (node id, start, end)
+        self.started = 0.0  # when the test under way began
+        self.module_ended = False
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-        start = time.time()
+        self.started = time.time()
         try:
             return (yield)
         finally:
-            self.tests.append((item.nodeid, start, time.time()))
+            if self.module_ended:
+                self.tests, self.module_ended = [], False
+            else:
+                self.tests.append((item.nodeid, self.started, time.time()))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
         result = yield
-        leftovers = self.leftovers
-        leftovers.note(item.nodeid)
-        module_ends = nextitem is None or nextitem.path != item.path
-        if not module_ends:
+        if nextitem is not None and nextitem.path == item.path:
             return result
-        leftovers.orphans(self.tests or [(item.nodeid, 0.0, time.time())])
-        self.tests = []
+        self.module_ended = True
+        tests = [*self.tests, (item.nodeid, self.started, time.time())]
+        leftovers = self.leftovers
+        leftovers.note(tests)
+        leftovers.orphans(tests)
         leaks = leftovers.left_alive(under_me_too=nextitem is None)
         if not leaks:
             return result

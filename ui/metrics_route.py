@@ -20,6 +20,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from bench import settings
 from bench.readings import Sample
 from bench.records import ACTIVE
 from bench.runs.run_state import RunSnapshot
@@ -45,12 +46,7 @@ def enabled(environ: Mapping[str, str] = os.environ) -> bool:
     Raises:
         ValueError: BENCH_METRICS is neither 1 nor 0 (nor true/false, yes/no, on/off).
     """
-    raw = environ.get(ENV, "1").strip().lower()
-    if raw in ("1", "true", "yes", "on", ""):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{ENV}={raw!r} must be 1 (serve /metrics) or 0 (do not)")
+    return settings.switch(ENV, True, environ, on="serve /metrics", off="do not")
 
 
 def follow(manager: JobManager) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +16,12 @@ from bench import cli
 from bench.hardware import devices, doctor
 from bench.hardware.monitor import nvml
 from tests.unit import fake_nvml
+from tests.fixtures import fresh_nvml  # noqa: F401 - the fixture, used by name
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_nvml() -> Iterator[None]:
-    nvml.reset()
-    yield
-    nvml.reset()
+pytestmark = pytest.mark.usefixtures("fresh_nvml")
 
 
 @pytest.mark.slow

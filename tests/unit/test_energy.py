@@ -5,7 +5,6 @@ summary's energy keys, and the supervisor settling an epoch once a sample lies a
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from bench.run_info import RunInfo
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.runs.supervisor import Supervisor
+from tests.fixtures import fresh_nvml  # noqa: F401 - the fixture, used by name
 
 try:
     from tests.unit import fake_nvml
@@ -28,11 +28,7 @@ except ImportError:  # tests/unit is not a package on sys.path
     import fake_nvml  # type: ignore[no-redef]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_nvml() -> Iterator[None]:
-    nvml.reset()
-    yield
-    nvml.reset()
+pytestmark = pytest.mark.usefixtures("fresh_nvml")
 
 
 def powercap(root: Path, packages: dict[str, tuple[int, int]], extra: tuple[str, ...] = ()) -> Path:

@@ -23,13 +23,11 @@ from bench.store import Store, StoreError
 from tests.fixtures import NO_GPU, TINY
 from tests.polling import wait_for
 from tests.unit import fake_nvml, fake_workers
+from tests.fixtures import store  # noqa: F401 - the fixture, used by name
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def store(isolated_store) -> Store:
-    return Store(isolated_store)
 
 
 def manager_with(target, store: Store | None, **kwargs) -> JobManager:

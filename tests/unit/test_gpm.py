@@ -3,7 +3,6 @@ older one, power and its limit, clock-event (throttle) reasons in words, and NVM
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 import pynvml
 import pytest
@@ -12,6 +11,7 @@ from bench.hardware.monitor import Sampler, nvml
 from bench.hardware.monitor import gpm
 from bench.hardware.monitor.gpm import GPM_FIELDS, UNSUPPORTED_REASON, GpmReader
 from bench.hardware.monitor.gpu import GpuCollector, throttle_words
+from tests.fixtures import fresh_nvml  # noqa: F401 - the fixture, used by name
 
 try:
     from tests.unit import fake_nvml
@@ -21,11 +21,7 @@ except ImportError:  # tests/unit is not a package on sys.path
 GPM_KEYS = tuple(GPM_FIELDS)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_nvml() -> Iterator[None]:
-    nvml.reset()
-    yield
-    nvml.reset()
+pytestmark = pytest.mark.usefixtures("fresh_nvml")
 
 
 def test_hopper_gpm_figures_come_from_two_samples() -> None:

@@ -18,13 +18,11 @@ from tests.fixtures import NO_GPU, TINY
 from tests.polling import wait_for
 from tests.unit import fake_workers
 from tests.unit.test_record_keys import undeclared
+from tests.fixtures import store  # noqa: F401 - the fixture, used by name
 
 HW = NO_GPU
 
 
-@pytest.fixture
-def store(isolated_store) -> Store:
-    return Store(isolated_store)
 
 
 def manager_with(target, store: Store | None, **kwargs) -> JobManager:
@@ -146,9 +144,7 @@ def test_a_worker_that_exits_0_after_stop_without_its_last_event_is_stopped_not_
     shown as failed ("exited with code 0 without reporting") with a remedy about batch size."""
     jm = manager_with(fake_workers.stops_without_a_word, store)
     run_id = jm.submit(TINY.replace(epochs=200))
-    deadline = time.time() + 30
-    while not store.get_run(run_id).epochs and time.time() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: store.get_run(run_id).epochs, 30, "the run's first epoch", poll_s=0.05)
     assert jm.stop(run_id)
     snap = jm.wait(run_id, timeout_s=30)
     assert snap.status == "stopped", snap.error

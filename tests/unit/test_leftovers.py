@@ -23,8 +23,9 @@ def test_an_orphaned_grandchild_is_named_with_the_test_that_started_it_and_kille
     started = time.time()
     out = subprocess.run([sys.executable, "-c", ORPHANING], capture_output=True, text=True, timeout=30, check=True)
     orphan = int(out.stdout.split()[0])
-    check.note("test_a")  # the parent is gone already: the orphan is not under this process
-    check.orphans([("test_a", started, time.time())])
+    window = [("test_a", started, time.time())]
+    check.note(window)  # the parent is gone already: the orphan is not under this process
+    check.orphans(window)
     try:
         leaks = [s for s in check.left_alive(under_me_too=False, grace_s=0.5) if s.pid == orphan]
         assert [s.test for s in leaks] == ["test_a"]
@@ -42,11 +43,22 @@ def test_an_orphaned_grandchild_is_named_with_the_test_that_started_it_and_kille
 
 def test_a_child_that_ends_within_the_grace_is_no_leak() -> None:
     check = leftovers.Leftovers()
+    started = time.time()
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
     try:
-        check.note("test_b")
+        check.note([("test_a", 0.0, started - 1), ("test_b", started, time.time() + 1)])
         assert [s.test for s in check.seen.values() if s.pid == child.pid] == ["test_b"]
         assert not [s for s in check.left_alive(under_me_too=True) if s.pid == child.pid]
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_process_is_named_with_the_test_it_was_created_in_on_the_wall_clock() -> None:
+    """psutil's start times lie behind the wall clock by up to a second (a boot time in whole seconds): taken back
+    to the wall clock, a process started early in a short test is that test's, not the one before."""
+    tests = [("a", 100.0, 100.3), ("b", 100.3, 100.6), ("c", 100.6, 101.0)]
+    assert leftovers._during(tests, 100.35 - leftovers.BOOT_SKEW_S) == "b"
+    assert leftovers._during(tests, 100.9 - leftovers.BOOT_SKEW_S) == "c"
+    assert leftovers._during(tests, 105.0 - leftovers.BOOT_SKEW_S) == "c", "after every window: the last test"
+    assert 0.0 <= leftovers.BOOT_SKEW_S < 1.05

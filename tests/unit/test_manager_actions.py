@@ -12,18 +12,11 @@ from bench.hardware.peak_cache import PeakEntry
 from bench.runs.jobs import JobManager, RunActiveError
 from bench.store import Store
 from tests.polling import wait_for
-from tests.unit import fake_workers
+from tests.fixtures import manager  # noqa: F401 - the fixture, used by name
 
 HW = NO_GPU
 TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, batch_size=64, limit_samples=512,
                  sample_interval_s=0.2)
-
-
-@pytest.fixture
-def manager(isolated_store):
-    jm = JobManager(Store(isolated_store), hardware=HW, worker_target=fake_workers.quick)
-    yield jm
-    jm.shutdown()
 
 
 def test_a_deleted_run_leaves_the_queue_the_current_view_and_the_store_at_once(manager):

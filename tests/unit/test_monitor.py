@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
 
 import psutil
 import pytest
@@ -21,6 +20,8 @@ import pytest
 from bench.hardware.monitor import CpuReading, GpuReading, Sample, Sampler, nvml
 from bench.hardware.monitor.cpu import CpuCollector
 from bench.hardware.monitor.gpu import GpuCollector, GpuUnavailable
+from tests.fixtures import fresh_nvml  # noqa: F401 - the fixture, used by name
+from tests.polling import wait_for
 
 try:
     from tests.unit import fake_nvml
@@ -34,20 +35,7 @@ MEASUREMENTS = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _fresh_nvml() -> Iterator[None]:
-    nvml.reset()
-    yield
-    nvml.reset()
-
-
-def wait_for(predicate: Callable[[], bool], timeout_s: float = 5.0, what: str = "condition") -> None:
-    """Poll ``predicate`` until true; fail the test after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.01)
+pytestmark = pytest.mark.usefixtures("fresh_nvml")
 
 
 def assert_all_missing(reading: GpuReading) -> None:

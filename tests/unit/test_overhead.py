@@ -70,12 +70,6 @@ def test_cpu_per_second_and_verdicts():
     assert stats.verdict("page_ready_s", None) == "not measured"
 
 
-def test_the_publishers_cadence_matches_the_live_feed():
-    """The notes and the report say how often the publisher looks and charts; they must be the feed's."""
-    live_feed = pytest.importorskip("ui.live_feed", reason="streamlit is not installed")
-    assert (stats.PUBLISH_TICK_S, stats.PUBLISH_CHART_S) == (live_feed.TICK_S, live_feed.CHART_S)
-
-
 def test_schedule_alternates_every_kind_each_round_with_a_rotated_order():
     order = stats.schedule(["bare", "engine", "watched"], 3)
     assert order == [(1, "bare"), (1, "engine"), (1, "watched"), (2, "engine"), (2, "watched"), (2, "bare"),
@@ -562,3 +556,12 @@ def test_watch_cores_is_taken_over_the_held_window_when_one_was_watched():
     assert result["details"]["watch_server_cpu_share"] == pytest.approx(0.3 / 11.0)
     without = stats.result_from(plan, base["config"], {"logical_cores": 2}, base["runs"], {}, [], None)
     assert without["watch_cores"] == without["details"]["side_cpu_cores"].get("watched")
+
+
+def test_the_report_says_how_long_the_page_watched_when_a_window_was_held():
+    result = fake_result()
+    assert "held live for" not in report.render_markdown(result)
+    result["details"].update(watch_window_s=10.8, watch_server_cpu_share=0.03, watch_chromium_cpu_share=0.06,
+                             watched_runs_cpu_cores=0.05)
+    text = report.render_markdown(result)
+    assert "one Chromium page watched a replayed run held live for 10.8 s" in text and "0.05 cores" in text

@@ -12,24 +12,14 @@ from bench.analysis import compare
 from bench.hardware import peak_cache, probe
 from bench.readings import epochs_of
 from bench.run_info import RunInfo
-from bench.runs.jobs import JobManager
-from bench.store import Store
 from tests import fixtures
-from tests.fixtures import NO_GPU
-from tests.unit import fake_workers
 from ui import peak
+from tests.fixtures import manager  # noqa: F401 - the fixture, used by name
 
 TINY = fixtures.TINY.replace(epochs=2)
 MEASURED = {"device": "cpu", "peak_gflops": 105.1, "measured_at": 1.75e9, "sizes": [1024, 2048, 4096],
             "repeats": 3, "conditions": {"others_cpu_percent": 41.0}}
 PEAK = peak_cache.PeakEntry.model_validate(MEASURED)
-
-
-@pytest.fixture
-def manager(isolated_store):
-    jm = JobManager(Store(isolated_store), hardware=NO_GPU, worker_target=fake_workers.quick)
-    yield jm
-    jm.shutdown()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ The text is read back with prometheus_client's own parser, as a Prometheus serve
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -21,6 +20,7 @@ from bench.run_info import RunInfo
 from bench.runs.run_state import Progress, RunSnapshot
 from tests.fixtures import NO_GPU
 from tests.unit import fake_nvml
+from tests.fixtures import fresh_nvml  # noqa: F401 - the fixture, used by name
 
 HOPPER = fake_nvml.hopper_with_gpm().gpus[0]
 MACHINE = dataclasses.replace(NO_GPU, hostname="node-7", gpus=[devices.GpuInfo(
@@ -28,11 +28,7 @@ MACHINE = dataclasses.replace(NO_GPU, hostname="node-7", gpus=[devices.GpuInfo(
     uuid=HOPPER.uuid)], gpu_reason=None)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_nvml() -> Iterator[None]:
-    nvml.reset()
-    yield
-    nvml.reset()
+pytestmark = pytest.mark.usefixtures("fresh_nvml")
 
 
 def parsed(text: bytes) -> dict[str, list]:
@@ -311,3 +307,17 @@ def test_the_route_serves_the_live_runs_other_processes_write_to_the_store(tmp_p
     finally:
         other.kill()
         other.wait()
+
+
+def test_an_on_off_variable_has_one_reading_for_metrics_and_the_pre_started_worker() -> None:
+    from bench import settings
+    from ui import metrics_route
+
+    for raw, want in (("", True), ("1", True), (" YES ", True), ("on", True), ("0", False), ("off", False),
+                      ("No", False), ("false", False)):
+        assert metrics_route.enabled({metrics_route.ENV: raw}) is want, raw
+        assert settings.switch("X", not want if raw == "" else True, {"X": raw}) is (not want if raw == "" else want)
+    with pytest.raises(ValueError, match=r"^BENCH_METRICS='2' must be 1 \(serve /metrics\) or 0 \(do not\)$"):
+        metrics_route.enabled({metrics_route.ENV: "2"})
+    with pytest.raises(ValueError, match=r"^X='maybe' must be 1 or 0$"):
+        settings.switch("X", True, {"X": "maybe"})
