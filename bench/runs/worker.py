@@ -180,6 +180,8 @@ def _classify_error(exc: BaseException) -> tuple[str, str]:
         return "OutOfMemory", "The host ran out of memory: lower the sample limit, the batch size or the model size."
     if name == "DatasetError":
         return name, "Pick another dataset, or place the file the message names."
+    if name == "ModelFileError":
+        return name, "Pick another model file, or a data set it fits."
     return name, "See the message above; try a smaller configuration or the synthetic dataset."
 
 
@@ -306,7 +308,7 @@ class Training:
     framework: str  # "tensorflow 2.x.y"
     devices_seen: list[str]
     data: Any  # bench.training.datasets.Dataset
-    plan: Any  # bench.training.models.ModelPlan
+    plan: Any  # bench.training.models.ModelPlan, or an OwnModel (a model file), set once it is loaded
     y_train: Any  # labels as the loss wants them (one-hot for categorical_crossentropy)
     y_test: Any
     parallel: Parallel | None  # data-parallel over several devices, or None for one device
@@ -370,9 +372,11 @@ def prepare_training(config: Config, on_phase: Callable[[str], None] | None = No
     say("loading data")
     data = datasets.load(cfg.dataset, seed=cfg.seed, limit_samples=cfg.limit_samples, npz_path=cfg.npz_path)
     info = data.info
-    plan = models.plan(cfg.model, cfg.size, info.input_shape, info.num_classes, info.vocab_size)
+    # a model file is loaded inside the run's scope below; it trains on integer labels (models.fit_to_data)
+    plan = None if cfg.model_file else models.plan(cfg.model, cfg.size, info.input_shape, info.num_classes,
+                                                   info.vocab_size)
     y_train, y_test = data.y_train, data.y_test
-    if plan.loss == "categorical_crossentropy":
+    if plan is not None and plan.loss == "categorical_crossentropy":
         eye = np.eye(info.num_classes, dtype="float32")
         y_train, y_test = eye[y_train], eye[y_test]
 
@@ -385,11 +389,15 @@ def prepare_training(config: Config, on_phase: Callable[[str], None] | None = No
     training = Training(config=cfg, framework=version, devices_seen=devices_seen, data=data, plan=plan,
                         y_train=y_train, y_test=y_test, parallel=parallel)
     with training.scope():
-        training.model = keras_build.build(plan)
+        if cfg.model_file:
+            training.model, training.plan = keras_build.build_file(cfg.model_file, info.input_shape,
+                                                                   info.num_classes, info.vocab_size)
+        else:
+            training.model = keras_build.build(plan)
         training.model.compile(
             optimizer=_optimizer(cfg.optimizer, cfg.effective_learning_rate()),
-            loss=keras_build.build_loss(plan),
-            metrics=keras_build.build_metrics(plan),
+            loss=keras_build.build_loss(training.plan),
+            metrics=keras_build.build_metrics(training.plan),
             jit_compile=cfg.jit_compile,
             steps_per_execution=cfg.steps_per_execution,
         )
