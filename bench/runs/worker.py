@@ -185,7 +185,9 @@ def _classify_error(exc: BaseException) -> tuple[str, str]:
     return name, "See the message above; try a smaller configuration or the synthetic dataset."
 
 
-def _make_callback(queue: Any, stop_event: Any, n_train: int, batch_size: int, epochs: int) -> Any:
+def event_callback(queue: Any, stop_event: Any, n_train: int, batch_size: int, epochs: int) -> Any:
+    """The Keras callback that turns a fit into this project's events on ``queue`` (see EventCallback): a worker's,
+    and a script's through bench.integrations.keras."""
     import keras
 
     batches = max(1, -(-n_train // batch_size))
@@ -452,7 +454,7 @@ def train(config: Config, queue: Any, stop_event: Any, *, prestarted: bool = Fal
         input_pipeline=INPUT_PIPELINES.get(cfg.backend, "NumPy arrays"),
         worker_start="pre-started (framework loaded before Start)" if prestarted else "cold (spawned at Start)",
     )
-    callback = _make_callback(queue, stop_event, training.n_train, training.local_batch_size, cfg.epochs)
+    callback = event_callback(queue, stop_event, training.n_train, training.local_batch_size, cfg.epochs)
     with training.scope():
         model.fit(**training.fit_arguments(), callbacks=[callback])
     return "stopped" if callback.stopped else "finished"

@@ -76,47 +76,49 @@ def _square(value: Any) -> int | None:
     return int(values[0]) if len(set(values)) == 1 else None
 
 
-def _dense_spec(cfg: dict[str, Any]) -> LayerSpec | None:
-    return LayerSpec.of("Dense", units=int(cfg["units"]), activation=_activation(cfg),
-                        use_bias=bool(cfg.get("use_bias", True)))
+def _dense_spec(layer: Any) -> LayerSpec | None:
+    return LayerSpec.of("Dense", units=int(layer.units), activation=_activation(layer),
+                        use_bias=bool(getattr(layer, "use_bias", True)))
 
 
-def _conv2d_spec(cfg: dict[str, Any]) -> LayerSpec | None:
-    k = _square(cfg.get("kernel_size"))
-    if k is None or _square(cfg.get("strides", 1)) != 1 or _square(cfg.get("dilation_rate", 1)) != 1 \
-            or int(cfg.get("groups", 1)) != 1 or cfg.get("data_format", "channels_last") != "channels_last":
+def _channels_last(layer: Any) -> bool:
+    return getattr(layer, "data_format", "channels_last") == "channels_last"
+
+
+def _conv2d_spec(layer: Any) -> LayerSpec | None:
+    k = _square(layer.kernel_size)
+    if k is None or _square(layer.strides) != 1 or _square(layer.dilation_rate) != 1 \
+            or int(getattr(layer, "groups", 1)) != 1 or not _channels_last(layer):
         return None
-    return LayerSpec.of("Conv2D", filters=int(cfg["filters"]), kernel_size=k, padding=cfg.get("padding", "valid"),
-                        activation=_activation(cfg), use_bias=bool(cfg.get("use_bias", True)))
+    return LayerSpec.of("Conv2D", filters=int(layer.filters), kernel_size=k, padding=layer.padding,
+                        activation=_activation(layer), use_bias=bool(layer.use_bias))
 
 
-def _pool_spec(cfg: dict[str, Any]) -> LayerSpec | None:
-    pool = _square(cfg.get("pool_size"))
-    strides = _square(cfg.get("strides") or cfg.get("pool_size"))
-    if pool is None or strides != pool or cfg.get("padding", "valid") != "valid" \
-            or cfg.get("data_format", "channels_last") != "channels_last":
+def _pool_spec(layer: Any) -> LayerSpec | None:
+    pool = _square(layer.pool_size)
+    if pool is None or _square(layer.strides) != pool or layer.padding != "valid" or not _channels_last(layer):
         return None
     return LayerSpec.of("MaxPooling2D", pool_size=pool)
 
 
-def _activation(cfg: dict[str, Any]) -> str | None:
-    act = cfg.get("activation")
-    return act if isinstance(act, str) else None
+def _activation(layer: Any) -> str | None:
+    """A layer's activation by name ("relu"; None for linear). Read from the layer, not ``get_config()``: that
+    serialises the dtype policy, which under Keras 3 imports TensorFlow even on another backend."""
+    name = getattr(getattr(layer, "activation", None), "__name__", None)
+    return None if name in (None, "linear") else str(name)
 
 
 # Keras layer class -> its LayerSpec where the plans have a formula for it (None from the maker: not this variant)
-_SPECS: dict[str, Callable[[dict[str, Any]], LayerSpec | None]] = {
+_SPECS: dict[str, Callable[[Any], LayerSpec | None]] = {
     "Dense": _dense_spec,
     "Conv2D": _conv2d_spec,
     "MaxPooling2D": _pool_spec,
-    "Flatten": lambda cfg: LayerSpec.of("Flatten"),
-    "Dropout": lambda cfg: LayerSpec.of("Dropout", rate=float(cfg.get("rate", 0.0))),
-    "GlobalAveragePooling2D": lambda cfg: (LayerSpec.of("GlobalAveragePooling2D")
-                                           if cfg.get("data_format", "channels_last") == "channels_last" else None),
-    "GlobalAveragePooling1D": lambda cfg: (LayerSpec.of("GlobalAveragePooling1D")
-                                           if cfg.get("data_format", "channels_last") == "channels_last" else None),
-    "Embedding": lambda cfg: LayerSpec.of("Embedding", input_dim=int(cfg["input_dim"]),
-                                          output_dim=int(cfg["output_dim"])),
+    "Flatten": lambda layer: LayerSpec.of("Flatten"),
+    "Dropout": lambda layer: LayerSpec.of("Dropout", rate=float(layer.rate)),
+    "GlobalAveragePooling2D": lambda layer: LayerSpec.of("GlobalAveragePooling2D") if _channels_last(layer) else None,
+    "GlobalAveragePooling1D": lambda layer: LayerSpec.of("GlobalAveragePooling1D") if _channels_last(layer) else None,
+    "Embedding": lambda layer: LayerSpec.of("Embedding", input_dim=int(layer.input_dim),
+                                            output_dim=int(layer.output_dim)),
 }
 # layers that do no matrix arithmetic by the FLOP convention and keep the shape: counted 0, as activations are
 _NO_FLOPS = frozenset({"InputLayer", "Activation", "ReLU", "Softmax", "LeakyReLU", "ELU", "SpatialDropout1D",
@@ -131,7 +133,7 @@ def _layer_specs(model: keras.Model) -> list[LayerSpec | str]:
         if kind in _NO_FLOPS:
             continue
         make = _SPECS.get(kind)
-        spec = make(layer.get_config()) if make is not None else None
+        spec = make(layer) if make is not None else None
         found.append(spec if spec is not None else kind)
     return found
 
@@ -144,12 +146,12 @@ def _ends_in_probabilities(model: keras.Model) -> bool:
     """Whether the model's output is already softmax / sigmoid (then its loss takes probabilities, not logits)."""
     for layer in reversed(model.layers):
         kind = type(layer).__name__
-        if kind in ("Softmax",):
+        if kind == "Softmax":
             return True
-        act = layer.get_config().get("activation") if hasattr(layer, "get_config") else None
-        if isinstance(act, str) and act != "linear":
+        act = _activation(layer)
+        if act is not None:
             return act in ("softmax", "sigmoid")
-        if kind not in _NO_FLOPS and kind not in ("Dropout",):
+        if kind not in _NO_FLOPS and kind != "Dropout":
             return False
     return False
 
