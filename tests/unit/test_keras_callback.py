@@ -152,3 +152,17 @@ def test_the_cost_benchmark_runs_at_its_smallest_size(tmp_path):
     result = json.loads(out.read_text())
     assert result["steady_epoch_s_without"] > 0 and result["steady_epoch_s_with"] > 0
     assert result["runs_stored"] and result["runs_stored"][0]["status"] == "finished"
+
+
+def test_the_example_records_its_run_and_saves_a_file_the_train_page_takes(isolated_store, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(isolated_store), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "own_model.py"), "--epochs", "2", "--samples",
+                           "512", "--batch-size", "64"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [run] = Store(isolated_store).list_runs()
+    assert run.status == "finished" and len(run.epochs) == 2 and run.config.model == "own_cnn"
+    assert f"recorded as run #{run.id}" in done.stdout
+    own = models.check_model_file(str(tmp_path / "own_model.keras"), (28, 28, 1), 10)
+    assert own.params == run.info.params and own.flops_per_sample == run.info.flops_per_sample, \
+        "the file and the script's run have the same size and arithmetic"
