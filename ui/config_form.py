@@ -196,14 +196,15 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
                                  key=f"{prefix}_interval", disabled=disabled)
 
     mlflow_setting(disabled=disabled, prefix=prefix)
+    if model_file is not None:  # the uploaded file replaces the family or preset: its name, no size
+        model = models.file_model_name(model_file)
     return RunConfig(
-        dataset=dataset, model=model, size=None if model in models.PRESETS else size, epochs=epochs,
+        dataset=dataset, model=model, size=None if model in models.PRESETS or model_file else size, epochs=epochs,
         batch_size=batch_size, device=target.device,
         cpu_threads=int(threads) if target.is_cpu and int(threads) < cores else None,
         sample_interval_s=float(interval), limit_samples=limit or None, seed=seed, optimizer=optimizer,
         learning_rate=float(lr) or None, precision=precision, jit_compile=bool(jit), npz_path=npz_path,
-        steps_per_execution=steps if steps_ok else 1, devices=count if count > 1 else None,
-        **({"model": models.file_model_name(model_file), "size": None, "model_file": model_file} if model_file else {}),
+        steps_per_execution=steps if steps_ok else 1, devices=count if count > 1 else None, model_file=model_file,
     )
 
 

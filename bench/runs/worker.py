@@ -391,8 +391,8 @@ def prepare_training(config: Config, on_phase: Callable[[str], None] | None = No
     training = Training(config=cfg, framework=version, devices_seen=devices_seen, data=data, plan=plan,
                         y_train=y_train, y_test=y_test, parallel=parallel)
     with training.scope():
-        if cfg.model_file:
-            training.model, training.plan = keras_build.build_file(cfg.model_file, info.input_shape,
+        if plan is None:  # a model file
+            training.model, training.plan = keras_build.build_file(str(cfg.model_file), info.input_shape,
                                                                    info.num_classes, info.vocab_size)
         else:
             training.model = keras_build.build(plan)
