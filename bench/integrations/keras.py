@@ -69,6 +69,24 @@ class _ThisProcess:
     terminate = kill = close_run  # the supervisor never ends the script: it closes the run
 
 
+class _Events(queue.Queue):  # type: ignore[type-arg]  # of event dicts
+    """The run's events on their way to its supervisor, the first progress event only: the batch progress a worker
+    reports (up to ten a second) would wake the supervisor's thread as often, each wake taking the GIL from the
+    training thread, and no other process sees it (a dashboard reads this run's epochs from the store). The first
+    one marks where training began on the utilization chart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._progressed = False
+
+    def put(self, item: dict[str, Any], block: bool = True, timeout: float | None = None) -> None:
+        if item.get("type") == events.PROGRESS:
+            if self._progressed:
+                return
+            self._progressed = True
+        super().put(item, block, timeout)
+
+
 def device_of(placement: str) -> str:
     """The target a run's placement names (``cpu`` or ``gpu:N``), as a config holds it: where its first variable
     lives, read through the project's one rule (``target.on_gpu``); N is the device's index as the backend numbers it,
@@ -116,7 +134,7 @@ class BenchCallback(keras.callbacks.Callback):
         self.device = device
         self.run_id: int | None = None  # the run's id in the store, once fit has begun
         self._inner: Any = None  # the worker's event callback, made at each fit's start
-        self._events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._events = _Events()
         self._process: _ThisProcess | None = None
         self._supervisor: threading.Thread | None = None
         self._writer: RunWriter | None = None
@@ -129,7 +147,7 @@ class BenchCallback(keras.callbacks.Callback):
         steps = self.params.get("steps") if self.params else None
         epochs = int(self.params.get("epochs") or 1) if self.params else 1
         n_train = self.samples or (int(steps) * self.batch_size if steps else self.batch_size)
-        self._events = queue.Queue()
+        self._events = _Events()
         self._inner = worker.event_callback(self._events, threading.Event(), n_train, self.batch_size, epochs)
         self._inner.set_model(self.model)
         self._inner.set_params(self.params)
