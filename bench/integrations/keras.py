@@ -153,8 +153,8 @@ class BenchCallback(keras.callbacks.Callback):
         self._inner.set_params(self.params)
         try:
             self._open(epochs, n_train)
-        except (StoreError, ValueError) as exc:  # the training goes on; only its record is lost
-            log.warning("bench: this run is not recorded: %s", exc)
+        except Exception as exc:  # noqa: BLE001 - the training goes on whatever the recording meets; only its
+            log.warning("bench: this run is not recorded: %s", exc)  # record is lost, and the user is told
             self._supervisor = None
 
     def on_train_end(self, logs: dict | None = None) -> None:

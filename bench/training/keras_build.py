@@ -134,6 +134,8 @@ def _layer_specs(model: keras.Model) -> list[LayerSpec | str]:
             continue
         make = _SPECS.get(kind)
         spec = make(layer) if make is not None else None
+        if spec is None and make is not None:  # a kind with a formula, in a variant without one
+            kind = f"{kind} (this variant)"
         found.append(spec if spec is not None else kind)
     return found
 
@@ -162,11 +164,16 @@ def own_model(model: keras.Model, name: str | None = None) -> OwnModel:
     layers in one line, and whether it ends in probabilities. A model with several inputs or outputs has its FLOPs
     left uncounted."""
     layers = _layer_specs(model)
-    inputs, outputs = list(getattr(model, "inputs", None) or []), list(getattr(model, "outputs", None) or [])
+    try:  # a subclassed model has no symbolic inputs and outputs
+        inputs, outputs = list(model.inputs or []), list(model.outputs or [])
+    except (AttributeError, ValueError):
+        inputs, outputs = [], []
     input_shape = tuple(model.inputs[0].shape[1:]) if len(inputs) == 1 else ()
     output_units = outputs[0].shape[-1] if len(outputs) == 1 else None
     if len(inputs) == 1 and len(outputs) == 1:
         flops, reason = models.own_flops(input_shape, layers)
+    elif not inputs:
+        flops, reason = None, "a subclassed model's layers are not a chain this can follow"
     else:
         flops, reason = None, f"the model has {len(inputs)} inputs and {len(outputs)} outputs, not one chain"
     return OwnModel(name=name or model.name, input_shape=tuple(None if d is None else int(d) for d in input_shape),

@@ -655,7 +655,8 @@ def own_flops(input_shape: tuple[int | None, ...], layers: list[LayerSpec | str]
     unknown = [layer for layer in layers if isinstance(layer, str)]
     if unknown:
         kinds = ", ".join(dict.fromkeys(unknown))
-        return None, f"no formula here for {kinds} (formulas: {', '.join(LAYER_KINDS)})"
+        return None, (f"no formula here for {kinds} (formulas: {', '.join(LAYER_KINDS)}; Conv2D at stride 1, "
+                      "max pooling at a stride of its size, channels last)")
     if any(d is None for d in input_shape):
         return None, f"the input shape {tuple(input_shape)} has an open dimension"
     specs = [layer for layer in layers if isinstance(layer, LayerSpec)]
