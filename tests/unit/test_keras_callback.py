@@ -166,3 +166,28 @@ def test_the_example_records_its_run_and_saves_a_file_the_train_page_takes(isola
     own = models.check_model_file(str(tmp_path / "own_model.keras"), (28, 28, 1), 10)
     assert own.params == run.info.params and own.flops_per_sample == run.info.flops_per_sample, \
         "the file and the script's run have the same size and arithmetic"
+
+
+def test_a_layer_without_a_formula_leaves_the_flops_uncounted_and_says_which():
+    keras = pytest.importorskip("keras")
+    from bench.training.keras_build import own_model
+
+    model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Conv2D(4, 3, strides=2),
+                              keras.layers.BatchNormalization(), keras.layers.Flatten(), keras.layers.Dense(10)])
+    own = own_model(model)
+    assert own.params == model.count_params()
+    assert own.flops_per_sample is None
+    assert "Conv2D (this variant)" in own.flops_reason and "BatchNormalization" in own.flops_reason
+    assert "FLOPs not counted" in own.describe()
+
+
+def test_a_store_that_cannot_be_opened_costs_the_record_never_the_training(tmp_path):
+    keras = pytest.importorskip("keras")
+    from bench.integrations.keras import BenchCallback
+
+    model, x, y = _model_and_data(keras, samples=128)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    callback = BenchCallback(batch_size=64, store=blocker / "runs.sqlite3")
+    history = model.fit(x, y, batch_size=64, epochs=2, callbacks=[callback], verbose=0)
+    assert len(history.history["loss"]) == 2 and callback.run_id is None
