@@ -40,6 +40,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--samples", type=int, default=20000, help="training samples (default 20000)")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--hidden", type=int, default=256, help="width of the two hidden Dense layers (default 256)")
+    p.add_argument("--sample-interval", dest="sample_interval_s", type=float, default=0.5,
+                   help="the callback's sample_interval_s (default 0.5, as bench run samples)")
     p.add_argument("--backend", default=None, help="Keras backend (default: KERAS_BACKEND, else the project's)")
     p.add_argument("--json", dest="json_path", default=None, help="write the result to this file")
     return p.parse_args(argv)
@@ -101,7 +103,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     for _ in range(args.repeats):
         for arm in ("without", "with"):
             timer = EpochTimer()
-            hooks = _Instrumented(BenchCallback(batch_size=args.batch_size, store=store) if arm == "with"
+            hooks = _Instrumented(BenchCallback(batch_size=args.batch_size, store=store,
+                                                sample_interval_s=args.sample_interval_s) if arm == "with"
                                   else EmptyHooks())
             model.fit(x, y, batch_size=args.batch_size, epochs=args.epochs, callbacks=[hooks.callback, timer],
                       verbose=0)
@@ -120,7 +123,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "backend": keras.config.backend(), "machine": platform.platform(), "cpus": os.cpu_count(),
         "python": sys.version.split()[0], "repeats": args.repeats, "epochs": args.epochs, "samples": args.samples,
-        "batch_size": args.batch_size, "hidden": args.hidden, "params": int(model.count_params()),
+        "batch_size": args.batch_size, "hidden": args.hidden, "sample_interval_s": args.sample_interval_s, "params": int(model.count_params()),
         "steady_epoch_s_without": without, "steady_epoch_s_with": with_,
         "cost_s": with_ - without, "cost_share": (with_ - without) / without, "target_share": TARGET_SHARE,
         # the bound the target is judged on: every CPU second of the callback's threads counted as taken from the
@@ -187,7 +190,8 @@ def _thread_cpu_s(names: tuple[str, ...]) -> float:
 
 def report(result: dict[str, Any]) -> str:
     return (f"{result['backend']}, {result['cpus']} CPUs, MLP {result['params']:,} params, "
-            f"{result['samples']} samples, batch {result['batch_size']}, {result['repeats']} x (without, with) x "
+            f"{result['samples']} samples, batch {result['batch_size']}, samples every "
+            f"{result['sample_interval_s']:g} s, {result['repeats']} x (without, with) x "
             f"{result['epochs'] - 1} steady epochs\n"
             f"median steady epoch without the callback: {result['steady_epoch_s_without']:.4f} s\n"
             f"median steady epoch with the callback:    {result['steady_epoch_s_with']:.4f} s\n"
