@@ -123,7 +123,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "backend": keras.config.backend(), "machine": platform.platform(), "cpus": os.cpu_count(),
         "python": sys.version.split()[0], "repeats": args.repeats, "epochs": args.epochs, "samples": args.samples,
-        "batch_size": args.batch_size, "hidden": args.hidden, "sample_interval_s": args.sample_interval_s, "params": int(model.count_params()),
+        "batch_size": args.batch_size, "hidden": args.hidden, "sample_interval_s": args.sample_interval_s,
+        "params": int(model.count_params()),
         "steady_epoch_s_without": without, "steady_epoch_s_with": with_,
         "cost_s": with_ - without, "cost_share": (with_ - without) / without, "target_share": TARGET_SHARE,
         # the bound the target is judged on: every CPU second of the callback's threads counted as taken from the
