@@ -40,8 +40,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--samples", type=int, default=20000, help="training samples (default 20000)")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--hidden", type=int, default=256, help="width of the two hidden Dense layers (default 256)")
-    p.add_argument("--sample-interval", dest="sample_interval_s", type=float, default=0.5,
-                   help="the callback's sample_interval_s (default 0.5, as bench run samples)")
+    p.add_argument("--sample-interval", dest="sample_interval_s", type=float, default=None,
+                   help="the callback's sample_interval_s (default: the callback's own, 1 s; bench run samples every "
+                        "0.5 s)")
     p.add_argument("--backend", default=None, help="Keras backend (default: KERAS_BACKEND, else the project's)")
     p.add_argument("--json", dest="json_path", default=None, help="write the result to this file")
     return p.parse_args(argv)
@@ -224,6 +225,10 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ.setdefault("KERAS_BACKEND", settings.default_backend())
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if args.sample_interval_s is None:
+        from bench.integrations import keras as integration  # after KERAS_BACKEND is set: it imports Keras
+
+        args.sample_interval_s = integration.DEFAULT_SAMPLE_INTERVAL_S
     result = measure(args)
     print(report(result))
     if args.json_path:

@@ -45,6 +45,9 @@ DEFAULT_DATASET = "own data"
 INPUT_PIPELINE = "the script's own"
 WORKER_START = "the script's own process (bench.integrations.keras.BenchCallback)"
 CLOSE_TIMEOUT_S = 30.0  # how long the end of fit waits for the run's last writes
+# Samples are taken in the training's own process here (a bench run's are taken in its supervisor's): every second,
+# not every half second as bench run does, halves what the sampler takes from the training (docs/CALLBACK.md).
+DEFAULT_SAMPLE_INTERVAL_S = 1.0
 
 
 class _ThisProcess:
@@ -110,7 +113,7 @@ class BenchCallback(keras.callbacks.Callback):
         samples: training samples per epoch, when they are not ``steps x batch_size`` (a partial last batch).
         dataset: what the data is called in History (default "own data").
         store: the store's path (default: BENCH_STORE, else the dashboard's own), or a Store.
-        sample_interval_s: seconds between CPU/GPU samples (0.1 .. 10).
+        sample_interval_s: seconds between CPU/GPU samples (0.1 .. 10; default 1, bench run's is 0.5).
         device: the target to record (``cpu``, ``gpu:N``); default: where the model's first variable lives.
 
     A ``fit`` that raises (an error, Ctrl-C in a notebook) never reaches ``on_train_end``: its run stays live while
@@ -121,7 +124,7 @@ class BenchCallback(keras.callbacks.Callback):
     async_safe = True  # like the worker's callback: Keras may run on_train_batch_end off the training thread
 
     def __init__(self, batch_size: int, *, samples: int | None = None, dataset: str | None = None,
-                 store: str | Path | Store | None = None, sample_interval_s: float = 0.5,
+                 store: str | Path | Store | None = None, sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S,
                  device: str | None = None) -> None:
         super().__init__()
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
