@@ -214,7 +214,8 @@ class BenchCallback(keras.callbacks.Callback):
             per_device_batch_size=self.batch_size, params=own.params, flops_per_sample=own.flops_per_sample,
             model_description=own.describe(), dataset_description=self.dataset, n_train=n_train,
             precision=config.precision, jit_compile=config.jit_compile,
-            steps_per_execution=config.steps_per_execution, input_pipeline=INPUT_PIPELINE, worker_start=WORKER_START))
+            steps_per_execution=config.steps_per_execution, input_pipeline=INPUT_PIPELINE, worker_start=WORKER_START,
+            threads=config.threads(devices.all_cores()) if config.device == "cpu" else None))  # as a worker says
 
     def _close(self, last: dict[str, Any]) -> None:
         """The run's last event; wait for its supervisor to store the outcome, then stop renewing its heartbeat."""

@@ -74,6 +74,7 @@ def test_a_fit_with_the_callback_is_a_stored_run_like_bench_runs_own(isolated_st
     assert run.summary.steady_epoch_seconds is not None and run.summary.achieved_gflops is not None
     assert run.samples and run.samples[0].process_rss_mib > 0, "samples of the script's own process"
     assert run.info.placement and run.info.worker_start.startswith("the script's own process")
+    assert run.info.threads is not None and run.info.threads >= 1, "a CPU run says its threads, as a worker does"
 
 
 def test_a_second_fit_after_one_that_raised_closes_the_first_as_stopped(isolated_store):
