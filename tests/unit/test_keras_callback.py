@@ -192,3 +192,26 @@ def test_a_store_that_cannot_be_opened_costs_the_record_never_the_training(tmp_p
     callback = BenchCallback(batch_size=64, store=blocker / "runs.sqlite3")
     history = model.fit(x, y, batch_size=64, epochs=2, callbacks=[callback], verbose=0)
     assert len(history.history["loss"]) == 2 and callback.run_id is None
+
+
+def test_train_shows_another_processs_live_run_over_its_own_ended_ones(isolated_store, monkeypatch):
+    """A dashboard that has run something of its own still shows a script's run (any other process's) while that one
+    is live, and its own latest run again once nothing else is live."""
+    from bench.runs import jobs
+    from tests.fixtures import TINY
+    from tests.unit import fake_workers
+
+    monkeypatch.setattr(jobs, "STORED_REFRESH_S", 0.0)
+    dashboard = JobManager(Store(isolated_store), hardware=NO_GPU, worker_target=fake_workers.quick)
+    try:
+        own = dashboard.submit(TINY)
+        assert dashboard.wait(own, timeout_s=60).status == "finished"
+        assert dashboard.current().id == own
+        store = Store(isolated_store)
+        other = store.create_run(TINY.to_dict(), status="running")  # another process's (this pid is alive)
+        snap = dashboard.current()
+        assert snap.id == other and snap.active and snap.owner, "the live run of another process is shown"
+        store.update_run(other, status="finished", ended_at=1.0)
+        assert not dashboard.current().active
+    finally:
+        dashboard.shutdown()
