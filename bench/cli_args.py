@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 
 from bench import limits, settings
 from bench.config import OPTIMIZERS, ConfigError, RunConfig, preset_training
+from bench.training.models import MODEL_FILE_MAX_MB, file_model_name
 
 
 def _run_id(text: str) -> int:
@@ -121,6 +122,9 @@ def add_run_options(p: argparse.ArgumentParser, *, with_device: bool = True, ste
     p.add_argument("--npz", dest="npz_path", default=None, help="your .npz file (with --dataset npz)")
     p.add_argument("--model", default=d.model, help="mlp, cnn, text or a seed preset (default mlp)")
     p.add_argument("--size", default=d.size, help="xs, s, m, l, xl (default s)")
+    p.add_argument("--model-file", dest="model_file", default=None, metavar="PATH",
+                   help=f"your own .keras file instead of --model/--size (at most {MODEL_FILE_MAX_MB} MB; loaded in "
+                        "Keras's safe mode: no Lambda or custom layers)")
     p.add_argument("--epochs", type=_positive_int, default=d.epochs)
     p.add_argument("--batch-size", type=_positive_int, default=d.batch_size)
     if with_device:
@@ -173,6 +177,8 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
     for name in ("workers", "worker_index"):
         if getattr(args, name, None) is not None:
             values[name] = getattr(args, name)
+    if getattr(args, "model_file", None) is not None:  # a user's .keras file instead of --model/--size
+        values.update(model=file_model_name(args.model_file), size=None, model_file=args.model_file)
     values.update(overrides)
     return RunConfig(**values)
 

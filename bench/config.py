@@ -99,6 +99,9 @@ class RunConfig(Record):
     # One member of a multi-worker run: every member's HOST:PORT (the first coordinates), and which one this is.
     workers: Line | None = None
     worker_index: Whole | None = None
+    # A user's .keras file trained instead of a family or preset (``model`` then holds the file's name, ``size`` None);
+    # checked by validate (models.check_model_file: safe mode, the data's shapes), built by the worker.
+    model_file: Line | None = None
 
     def __init__(self, /, **data: Any) -> None:
         """A config built in code (a form, the CLI): held as given, every setting set; ``validate`` checks it."""
@@ -234,7 +237,14 @@ class RunConfig(Record):
 
         if info is not None:
             try:
-                models.plan(self.model, self.size, info.input_shape, info.num_classes, info.vocab_size)
+                if self.model_file is not None:
+                    if not isinstance(self.model_file, str):
+                        raise models.ModelFileError(f"the model file must be given as a path (text), e.g. "
+                                                    f"--model-file mine.keras (got {self.model_file!r})")
+                    models.check_model_file(self.model_file, info.input_shape, info.num_classes, info.vocab_size,
+                                            backend=self.backend)
+                else:
+                    models.plan(self.model, self.size, info.input_shape, info.num_classes, info.vocab_size)
             except models.ModelError as exc:
                 errors.append(str(exc))
             limit = self.limit_samples if is_int(self.limit_samples) else None

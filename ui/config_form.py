@@ -43,6 +43,46 @@ def _save_upload(uploaded: Any) -> str:
     return str(path)
 
 
+def _save_model_upload(uploaded: Any) -> str:
+    """An uploaded model file kept for its runs under its own name (letters, digits, ``._-`` kept), in a folder named
+    by its content's hash. Streamlit's own upload limit (server.maxUploadSize, 200 MB by default) matches
+    models.MODEL_FILE_MAX_MB."""
+    data = uploaded.getvalue()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(uploaded.name))[-120:] or "model.keras"
+    folder = upload_dir() / digest
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    if not path.exists():
+        path.write_bytes(data)
+    return str(path)
+
+
+def _model_file_upload(info: Any, prefix: str, disabled: bool) -> str | None:
+    """The model-file uploader: the saved file's path when one is given (None: a family or preset), checked against
+    the chosen data set at once (models.check_model_file: safe mode, shapes), its size and arithmetic or its refusal
+    shown; a refused file is refused again by validation when Start is pressed, so nothing is stored."""
+    uploaded = st.file_uploader(
+        f"Or your own model: a .keras file (at most {models.MODEL_FILE_MAX_MB} MB)", type=["keras"],
+        key=f"{prefix}_model_file", disabled=disabled,
+        help="Saved with model.save('model.keras'). Loaded in Keras's safe mode: Keras's own layers only (no Lambda "
+             "or custom layers). It replaces the model above, trains with the settings below, and is compared and "
+             "swept like a preset.")
+    if uploaded is None:
+        return None
+    path = _save_model_upload(uploaded)
+    if not info.n_train:
+        return path
+    try:
+        with st.spinner("Reading the model file in Keras's safe mode..."):
+            own = models.check_model_file(path, info.input_shape, info.num_classes, info.vocab_size,
+                                          backend=RunConfig().backend)
+        st.caption(escape(own.describe(), limit=600))
+    except models.ModelError as exc:
+        st.error(escape(exc, limit=800))
+    return path
+
+
 def apply_preset(name: str, prefix: str = "cfg") -> None:
     """Set the form's widgets to a seed preset (model, dataset, epochs, batch, optimizer) with a demo-sized limit."""
     st.session_state.update(form_values.preset_widgets(name, prefix))
@@ -88,7 +128,8 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
         size = st.select_slider("Model size", options=list(models.SIZES),
                                 key=f"{prefix}_size", disabled=disabled or is_preset,
                                 help="Presets have a fixed size." if is_preset else None)
-        if info.n_train:
+        model_file = _model_file_upload(info, prefix, disabled)
+        if info.n_train and model_file is None:
             try:
                 plan = models.plan(model, None if is_preset else size, info.input_shape, info.num_classes,
                                    info.vocab_size)
@@ -155,13 +196,15 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
                                  key=f"{prefix}_interval", disabled=disabled)
 
     mlflow_setting(disabled=disabled, prefix=prefix)
+    if model_file is not None:  # the uploaded file replaces the family or preset: its name, no size
+        model = models.file_model_name(model_file)
     return RunConfig(
-        dataset=dataset, model=model, size=None if model in models.PRESETS else size, epochs=epochs,
+        dataset=dataset, model=model, size=None if model in models.PRESETS or model_file else size, epochs=epochs,
         batch_size=batch_size, device=target.device,
         cpu_threads=int(threads) if target.is_cpu and int(threads) < cores else None,
         sample_interval_s=float(interval), limit_samples=limit or None, seed=seed, optimizer=optimizer,
         learning_rate=float(lr) or None, precision=precision, jit_compile=bool(jit), npz_path=npz_path,
-        steps_per_execution=steps if steps_ok else 1, devices=count if count > 1 else None,
+        steps_per_execution=steps if steps_ok else 1, devices=count if count > 1 else None, model_file=model_file,
     )
 
 

@@ -27,6 +27,8 @@ def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Targe
     """Every (size, batch size, steps per execution, device count, target) point as a validated config, in run order
     (size-major; the targets and device counts of one point run back to back, so noise hits both sides of a speed-up
     alike). ``devices``: data-parallel device counts (1 = one device), a scaling axis."""
+    if base.model_file is not None:  # a model file has one size, its own: the sweep varies the rest
+        sizes = [base.size or ""]
     if not sizes:
         raise ConfigError([f"give at least one model size, e.g. --sizes xs,s,m (from {', '.join(models.SIZES)})"])
     if batch_sizes is not None and not batch_sizes:
@@ -36,7 +38,7 @@ def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Targe
                            "the option out"])
     if devices is not None and not devices:
         raise ConfigError(["give at least one device count, e.g. --devices 1,2, or leave the option out"])
-    bad = [s for s in sizes if s not in models.SIZES]
+    bad = [s for s in sizes if s not in models.SIZES and base.model_file is None]
     if bad:
         raise ConfigError([f"unknown size(s) {', '.join(bad)}; pick from {', '.join(models.SIZES)}"])
     if base.model in models.PRESETS:

@@ -197,8 +197,9 @@ class JobManager:
             return self._snapshot_locked(state) if state is not None else None
 
     def current(self) -> RunSnapshot | None:
-        """The active run if any, else the most recent one, else the latest run in the store (after a restart, or
-        one that another process runs), else None."""
+        """The active run if any, else one that another process runs live in the store (a CLI run, a script's
+        BenchCallback), else the most recent one here, else the latest run in the store (after a restart), else
+        None."""
         with self._lock:
             active = [s for s in self._runs.values() if s.status in (Status.STARTING, Status.RUNNING)]
             if active:
@@ -206,10 +207,15 @@ class JobManager:
             queued = [q for q in self._queue if isinstance(q, int)]
             if queued:
                 return self._snapshot_locked(self._runs[queued[0]])
-            if self._runs:
+            own = bool(self._runs)
+        stored = self.latest_stored()
+        with self._lock:
+            if stored is not None and stored.active and stored.id not in self._runs:
+                return stored  # another process's run, live: it is what this machine is training now
+            if own:
                 latest = max(self._runs.values(), key=lambda s: s.created_at)
                 return self._snapshot_locked(latest)
-        return self.latest_stored()
+        return stored
 
     def latest_stored(self) -> RunSnapshot | None:
         """The newest run in the store as a snapshot: after a restart, or one another process runs (it grows live).

@@ -63,10 +63,14 @@ def _classify_error(exc: BaseException) -> tuple[str, str]:
         return "OutOfMemory", "The host ran out of memory: lower the sample limit, the batch size or the model size."
     if name == "DatasetError":
         return name, "Pick another dataset, or place the file the message names."
+    if name == "ModelFileError":
+        return name, "Pick another model file, or a data set it fits."
     return name, "See the message above; try a smaller configuration or the synthetic dataset."
 
 
-def _make_callback(queue: Any, stop_event: Any, n_train: int, batch_size: int, epochs: int) -> Any:
+def event_callback(queue: Any, stop_event: Any, n_train: int, batch_size: int, epochs: int) -> Any:
+    """The Keras callback that turns a fit into this project's events on ``queue`` (see EventCallback): a worker's,
+    and a script's through bench.integrations.keras."""
     import keras
 
     batches = max(1, -(-n_train // batch_size))
@@ -189,7 +193,7 @@ class Training:
     framework: str  # "tensorflow 2.x.y"
     devices_seen: list[str]
     data: Any  # bench.training.datasets.Dataset
-    plan: Any  # bench.training.models.ModelPlan
+    plan: Any  # bench.training.models.ModelPlan, or an OwnModel (a model file), set once it is loaded
     y_train: Any  # labels as the loss wants them (one-hot for categorical_crossentropy)
     y_test: Any
     parallel: Parallel | None  # data-parallel over several devices, or None for one device
@@ -253,9 +257,11 @@ def prepare_training(config: Config, on_phase: Callable[[str], None] | None = No
     say("loading data")
     data = datasets.load(cfg.dataset, seed=cfg.seed, limit_samples=cfg.limit_samples, npz_path=cfg.npz_path)
     info = data.info
-    plan = models.plan(cfg.model, cfg.size, info.input_shape, info.num_classes, info.vocab_size)
+    # a model file is loaded inside the run's scope below; it trains on integer labels (models.fit_to_data)
+    plan = None if cfg.model_file else models.plan(cfg.model, cfg.size, info.input_shape, info.num_classes,
+                                                   info.vocab_size)
     y_train, y_test = data.y_train, data.y_test
-    if plan.loss == "categorical_crossentropy":
+    if plan is not None and plan.loss == "categorical_crossentropy":
         eye = np.eye(info.num_classes, dtype="float32")
         y_train, y_test = eye[y_train], eye[y_test]
 
@@ -268,11 +274,15 @@ def prepare_training(config: Config, on_phase: Callable[[str], None] | None = No
     training = Training(config=cfg, framework=version, devices_seen=devices_seen, data=data, plan=plan,
                         y_train=y_train, y_test=y_test, parallel=parallel)
     with training.scope():
-        training.model = keras_build.build(plan)
+        if plan is None:  # a model file
+            training.model, training.plan = keras_build.build_file(str(cfg.model_file), info.input_shape,
+                                                                   info.num_classes, info.vocab_size)
+        else:
+            training.model = keras_build.build(plan)
         training.model.compile(
             optimizer=_optimizer(cfg.optimizer, cfg.effective_learning_rate()),
-            loss=keras_build.build_loss(plan),
-            metrics=keras_build.build_metrics(plan),
+            loss=keras_build.build_loss(training.plan),
+            metrics=keras_build.build_metrics(training.plan),
             jit_compile=cfg.jit_compile,
             steps_per_execution=cfg.steps_per_execution,
         )
@@ -327,7 +337,7 @@ def train(config: Config, queue: Any, stop_event: Any, *, prestarted: bool = Fal
         input_pipeline=INPUT_PIPELINES.get(cfg.backend, "NumPy arrays"),
         worker_start="pre-started (framework loaded before Start)" if prestarted else "cold (spawned at Start)",
     )
-    callback = _make_callback(queue, stop_event, training.n_train, training.local_batch_size, cfg.epochs)
+    callback = event_callback(queue, stop_event, training.n_train, training.local_batch_size, cfg.epochs)
     with training.scope():
         model.fit(**training.fit_arguments(), callbacks=[callback])
     return "stopped" if callback.stopped else "finished"

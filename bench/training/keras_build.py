@@ -1,4 +1,6 @@
-"""A ModelPlan (bench.training.models) made into Keras 3 objects: the model, its loss and its accuracy metric.
+"""A ModelPlan (bench.training.models) made into Keras 3 objects: the model, its loss and its accuracy metric; and a
+Keras model read back into the plans' terms (an OwnModel: its parameters and FLOPs by the same convention), for a
+user's ``.keras`` file (loaded in safe mode only) and a script's model recorded by bench.integrations.keras.
 
 Keras is imported lazily, inside the training worker, so the Streamlit server can import bench.training.models (parameter
 counts, FLOPs) without loading a framework. Only Keras 3 APIs are used, so the models build on any backend.
@@ -6,9 +8,12 @@ counts, FLOPs) without loading a framework. Only Keras 3 APIs are used, so the m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+import sys
+from typing import TYPE_CHECKING, Any, Callable
 
-from bench.training.models import ModelError, ModelPlan
+from bench.training import models
+from bench.training.models import LayerSpec, ModelError, ModelFileError, ModelPlan, OwnModel
 
 if TYPE_CHECKING:  # pragma: no cover - only for type checkers
     import keras
@@ -35,7 +40,7 @@ def build(plan: ModelPlan) -> keras.Model:
     return keras.Model(inputs=inputs, outputs=x, name=plan.name)
 
 
-def build_loss(plan: ModelPlan) -> keras.losses.Loss:
+def build_loss(plan: ModelPlan | OwnModel) -> keras.losses.Loss:
     """The Keras loss object matching `plan.loss` and `plan.from_logits` (imports Keras lazily)."""
     import keras
 
@@ -49,7 +54,7 @@ def build_loss(plan: ModelPlan) -> keras.losses.Loss:
     return classes[plan.loss](from_logits=plan.from_logits)
 
 
-def build_metrics(plan: ModelPlan) -> list[keras.metrics.Metric]:
+def build_metrics(plan: ModelPlan | OwnModel) -> list[keras.metrics.Metric]:
     """An accuracy metric that reads this plan's outputs correctly, named "accuracy" (imports Keras lazily).
 
     Binary logits are thresholded at 0 (not 0.5), one-hot labels use CategoricalAccuracy, int labels
@@ -62,3 +67,158 @@ def build_metrics(plan: ModelPlan) -> list[keras.metrics.Metric]:
     if plan.loss == "categorical_crossentropy":
         return [keras.metrics.CategoricalAccuracy(name="accuracy")]
     return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+
+# -- a Keras model read back into the plans' terms --------------------------------------------------------------------
+def _square(value: Any) -> int | None:
+    """A kernel or pool size given as n or (n, n): n; None for anything else."""
+    values = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    return int(values[0]) if len(set(values)) == 1 else None
+
+
+def _dense_spec(layer: Any) -> LayerSpec | None:
+    return LayerSpec.of("Dense", units=int(layer.units), activation=_activation(layer),
+                        use_bias=bool(getattr(layer, "use_bias", True)))
+
+
+def _channels_last(layer: Any) -> bool:
+    return getattr(layer, "data_format", "channels_last") == "channels_last"
+
+
+def _conv2d_spec(layer: Any) -> LayerSpec | None:
+    k = _square(layer.kernel_size)
+    if k is None or _square(layer.strides) != 1 or _square(layer.dilation_rate) != 1 \
+            or int(getattr(layer, "groups", 1)) != 1 or not _channels_last(layer):
+        return None
+    return LayerSpec.of("Conv2D", filters=int(layer.filters), kernel_size=k, padding=layer.padding,
+                        activation=_activation(layer), use_bias=bool(layer.use_bias))
+
+
+def _pool_spec(layer: Any) -> LayerSpec | None:
+    pool = _square(layer.pool_size)
+    if pool is None or _square(layer.strides) != pool or layer.padding != "valid" or not _channels_last(layer):
+        return None
+    return LayerSpec.of("MaxPooling2D", pool_size=pool)
+
+
+def _activation(layer: Any) -> str | None:
+    """A layer's activation by name ("relu"; None for linear). Read from the layer, not ``get_config()``: that
+    serialises the dtype policy, which under Keras 3 imports TensorFlow even on another backend."""
+    name = getattr(getattr(layer, "activation", None), "__name__", None)
+    return None if name in (None, "linear") else str(name)
+
+
+# Keras layer class -> its LayerSpec where the plans have a formula for it (None from the maker: not this variant)
+_SPECS: dict[str, Callable[[Any], LayerSpec | None]] = {
+    "Dense": _dense_spec,
+    "Conv2D": _conv2d_spec,
+    "MaxPooling2D": _pool_spec,
+    "Flatten": lambda layer: LayerSpec.of("Flatten"),
+    "Dropout": lambda layer: LayerSpec.of("Dropout", rate=float(layer.rate)),
+    "GlobalAveragePooling2D": lambda layer: LayerSpec.of("GlobalAveragePooling2D") if _channels_last(layer) else None,
+    "GlobalAveragePooling1D": lambda layer: LayerSpec.of("GlobalAveragePooling1D") if _channels_last(layer) else None,
+    "Embedding": lambda layer: LayerSpec.of("Embedding", input_dim=int(layer.input_dim),
+                                            output_dim=int(layer.output_dim)),
+}
+# layers that do no matrix arithmetic by the FLOP convention and keep the shape: counted 0, as activations are
+_NO_FLOPS = frozenset({"InputLayer", "Activation", "ReLU", "Softmax", "LeakyReLU", "ELU", "SpatialDropout1D",
+                       "SpatialDropout2D", "GaussianDropout", "GaussianNoise", "AlphaDropout"})
+
+
+def _layer_specs(model: keras.Model) -> list[LayerSpec | str]:
+    """The model's layers in order as the plans' LayerSpecs; a layer without a formula as its class name."""
+    found: list[LayerSpec | str] = []
+    for layer in model.layers:
+        kind = type(layer).__name__
+        if kind in _NO_FLOPS:
+            continue
+        make = _SPECS.get(kind)
+        spec = make(layer) if make is not None else None
+        if spec is None and make is not None:  # a kind with a formula, in a variant without one
+            kind = f"{kind} (this variant)"
+        found.append(spec if spec is not None else kind)
+    return found
+
+
+def _label(item: LayerSpec | str) -> str:
+    return item.label() if isinstance(item, LayerSpec) else item
+
+
+def _ends_in_probabilities(model: keras.Model) -> bool:
+    """Whether the model's output is already softmax / sigmoid (then its loss takes probabilities, not logits)."""
+    for layer in reversed(model.layers):
+        kind = type(layer).__name__
+        if kind == "Softmax":
+            return True
+        act = _activation(layer)
+        if act is not None:
+            return act in ("softmax", "sigmoid")
+        if kind not in _NO_FLOPS and kind != "Dropout":
+            return False
+    return False
+
+
+def own_model(model: keras.Model, name: str | None = None) -> OwnModel:
+    """A built Keras model in the plans' terms: its parameter count (Keras's ``count_params``), its training FLOPs per
+    sample by the plans' convention (``models.own_flops``: None, with the reason, where a layer has no formula), its
+    layers in one line, and whether it ends in probabilities. A model with several inputs or outputs has its FLOPs
+    left uncounted."""
+    layers = _layer_specs(model)
+    try:  # a subclassed model has no symbolic inputs and outputs
+        inputs, outputs = list(model.inputs or []), list(model.outputs or [])
+    except (AttributeError, ValueError):
+        inputs, outputs = [], []
+    input_shape = tuple(model.inputs[0].shape[1:]) if len(inputs) == 1 else ()
+    output_units = outputs[0].shape[-1] if len(outputs) == 1 else None
+    if len(inputs) == 1 and len(outputs) == 1:
+        flops, reason = models.own_flops(input_shape, layers)
+    elif not inputs:
+        flops, reason = None, "a subclassed model's layers are not a chain this can follow"
+    else:
+        flops, reason = None, f"the model has {len(inputs)} inputs and {len(outputs)} outputs, not one chain"
+    return OwnModel(name=name or model.name, input_shape=tuple(None if d is None else int(d) for d in input_shape),
+                    output_units=None if output_units is None else int(output_units),
+                    params=int(model.count_params()), flops_per_sample=flops, flops_reason=reason,
+                    layer_labels=tuple(_label(layer) for layer in layers),
+                    from_logits=not _ends_in_probabilities(model))
+
+
+def load_file(path: str) -> keras.Model:
+    """A user's ``.keras`` file as a Keras model, after ``models.check_archive``, through
+    ``keras.saving.load_model(path, compile=False, safe_mode=True)``: no Lambda layer, no code from the file.
+
+    Raises:
+        ModelFileError: the file is refused or does not load; the message says why.
+    """
+    import keras
+
+    models.check_archive(path)
+    try:
+        return keras.saving.load_model(path, compile=False, safe_mode=True)
+    except Exception as exc:  # noqa: BLE001 - Keras raises many kinds for a file it cannot read
+        text = " ".join(str(exc).split())[:600]
+        raise ModelFileError(f"{models.file_model_name(path)!r} does not load in Keras's safe mode: {text}") from None
+
+
+def build_file(path: str, input_shape: tuple[int, ...], num_classes: int,
+               vocab_size: int | None = None) -> tuple[keras.Model, OwnModel]:
+    """A model file loaded for training on a data set: the uncompiled model and its OwnModel (checked against the data
+    by ``models.fit_to_data``, which raises ModelFileError when it does not fit)."""
+    model = load_file(path)
+    own = models.fit_to_data(own_model(model, models.file_model_name(path)), input_shape, num_classes, vocab_size)
+    return model, own
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m bench.training.keras_build PATH``: the file's OwnModel as one JSON line, or {"error": why}
+    (models.check_model_file runs this in a child process, so its caller never loads a framework)."""
+    try:
+        model = load_file(argv[0])
+        print(json.dumps(own_model(model, models.file_model_name(argv[0])).to_dict()), flush=True)
+    except ModelError as exc:
+        print(json.dumps({"error": str(exc)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -156,7 +156,7 @@ def stop_within_execution(config: dict[str, Any], queue: Any, stop_at_call: int)
     worker.prepare_environment(config)
     training = worker.prepare_training(config)
     stop = StopAtCall(stop_at_call)
-    callback = worker._make_callback(queue, stop, training.n_train, training.config.batch_size, training.config.epochs)
+    callback = worker.event_callback(queue, stop, training.n_train, training.config.batch_size, training.config.epochs)
     with training.scope():
         training.model.fit(**training.fit_arguments(), callbacks=[callback])
     iterations = training.model.optimizer.iterations

@@ -29,6 +29,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the documents the analysis reads and the store keeps
     ("documents", ("bench.analysis.machines", "bench.store")),
     ("runs", ("bench.runs",)),
+    # a script's own training recorded as a run: its process plays the worker, a Supervisor folds its events
+    ("integrations", ("bench.integrations",)),
     ("output", ("bench.output", "bench.schemas")),
     ("cli", ("bench.cli", "bench.cli_args", "bench.cli_machines", "bench.cli_store", "bench.__main__")),
     ("ui", ("ui",)),
