@@ -32,7 +32,7 @@ def main() -> int:
         doc = json.loads((RESULTS / name).read_text())
         for run in doc.get("runs") or []:
             if run.get("status") == "finished":
-                runs.append(records.RunRecord.from_dict({**run, "samples": run.get("samples") or [],
+                runs.append(records.RunRecord.model_validate({**run, "samples": run.get("samples") or [],
                                                          "label": f"{name} run {run.get('id')}"}))
         peaks.update({k: v for k, v in (doc.get("peaks_gflops") or {}).items() if v})
     cpu = devices["cpu"]
