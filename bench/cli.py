@@ -41,6 +41,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_devices(args: argparse.Namespace) -> int:
     from bench.hardware import devices
 
+    if getattr(args, "cluster", None) is not None:
+        return _cluster_devices(args)
     hw = devices.discover()
     data = hw.to_dict()
     readings = _gpu_readings() if hw.gpus else []
@@ -163,9 +165,9 @@ def _open_store() -> Any:
         return None
 
 
-def _new_manager() -> Any:
+def _new_manager(launcher: Any = None) -> Any:
     """The run queue of one command, on the store, with the worker stand-in BENCH_WORKER_TARGET names (as the
-    dashboard's); a bad value is bad input."""
+    dashboard's); a bad value is bad input. With ``launcher`` (``_cluster``) its runs go to the cluster."""
     from bench import settings
     from bench.runs.jobs import JobManager
 
@@ -173,7 +175,56 @@ def _new_manager() -> Any:
         target = settings.worker_target()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if launcher is not None:
+        return JobManager(_open_store(), worker_target=target, hardware=launcher.machine, launcher=launcher)
     return JobManager(_open_store(), worker_target=target)
+
+
+def _cluster(args: argparse.Namespace) -> Any:
+    """The launcher onto the Ray cluster of --cluster (else BENCH_RAY_ADDRESS), None to run on this machine. A
+    cluster that cannot be used is bad input (exit 2), said with what to do."""
+    from bench.cluster import nodes
+
+    address = nodes.address_of(getattr(args, "cluster", None))
+    if address is None:
+        if getattr(args, "cluster_on", None):
+            raise UsageError(f"--on names nodes of a cluster: give --cluster ADDRESS too (or set {nodes.ADDRESS_ENV})")
+        return None
+    from bench.cluster.launch import ClusterLauncher
+
+    try:
+        return ClusterLauncher(address, where=getattr(args, "cluster_on", None))
+    except nodes.ClusterError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _run_side_by_side(configs: list[RunConfig], manager: Any) -> tuple[list[RunRecord], list[bool]]:
+    """A cluster's runs, all queued at once: each is placed as a matching device frees up; a line whenever a run's
+    state, node or epoch count changes. Ctrl-C stops them all."""
+    ids = [manager.submit(config) for config in configs]
+    said: dict[int, str] = {}
+    try:
+        while True:
+            snaps = [manager.snapshot(i) for i in ids]
+            for n, snap in enumerate(snaps, 1):
+                where = snap.info.extra.get("ray")
+                node = f" on node {str(where.get('node_id', ''))[:8]}" if isinstance(where, dict) else ""
+                line = f"{snap.status}{node}: {snap.phase}, {len(snap.epochs)}/{snap.config.epochs} epochs"
+                if said.get(snap.id) != line:
+                    said[snap.id] = line
+                    print(f"== {n}/{len(ids)} run #{snap.id} {safe_text.terminal(snap.config.label())}: {line}",
+                          file=sys.stderr)
+            if not any(snap.active for snap in snaps):
+                break
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("\nstopping…", file=sys.stderr)
+        for run_id in ids:
+            manager.stop(run_id)
+        for run_id in ids:
+            manager.wait(run_id, timeout_s=30)
+    snaps = [manager.snapshot(i) for i in ids]
+    return [snap.record() for snap in snaps], [snap.saved for snap in snaps]
 
 
 def execute_run(config: RunConfig, *, manager: Any = None) -> tuple[RunRecord, bool]:
@@ -253,12 +304,31 @@ def _this_machine() -> Machine:
     return devices.discover()
 
 
+def _cluster_devices(args: argparse.Namespace) -> int:
+    """``devices --cluster ADDRESS``: the cluster's nodes, their resources and the hardware discovered on each."""
+    from bench.cluster import nodes
+
+    address = nodes.address_of(args.cluster) or "auto"
+    try:
+        found = nodes.inventory(address)
+    except nodes.ClusterError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        print(records_module.json_text({"cluster": address, "nodes": found}))
+        return 0
+    print(f"Ray cluster at {address}: {len(found)} node(s)")
+    for entry in found:
+        print(f"{safe_text.terminal(entry['label'])}\n      {safe_text.terminal(entry['hardware'] or entry['why'])}")
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    config.validate(_this_machine())
+    launcher = _cluster(args)
+    config.validate(launcher.machine if launcher is not None else _this_machine())
     _check_out(args.json_path, "--json")
     mlflow = cli_store.mlflow_uri(args)
-    record, saved = execute_run(config)
+    record, saved = execute_run(config, manager=_new_manager(launcher) if launcher is not None else None)
     if args.json_path:
         _write_json(args.json_path, record)
     _print_summary(record)
@@ -272,6 +342,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[RunRecord], list[bool]]:
     manager = manager or _new_manager()
+    if manager.launcher is not None:
+        return _run_side_by_side(configs, manager)
     records, saved = [], []
     for i, config in enumerate(configs, 1):
         print(f"== {i}/{len(configs)}: {safe_text.terminal(config.label())}", file=sys.stderr)
@@ -304,13 +376,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     targets = compare.parse_targets(args.targets)
     if len(targets) < 2:
         raise UsageError("compare needs at least two targets, e.g. --targets cpu/1,cpu")
-    hardware = _this_machine()
+    launcher = _cluster(args)
+    hardware = launcher.machine if launcher is not None else _this_machine()
     target_module.refuse_duplicates(targets, hardware)
     _check_out(args.json_path, "--json")
     mlflow = cli_store.mlflow_uri(args)
     prices = pricing.parse_prices(args.price, targets)
     configs = compare.target_configs(config_from_args(args, device="cpu"), targets, hardware)
-    records, saved = _run_many(configs)
+    records, saved = _run_many(configs, _new_manager(launcher) if launcher is not None else None)
     result = records_module.comparison_record(records, prices)
     if args.json_path:
         _write_json(args.json_path, result)
@@ -364,13 +437,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         except ValueError:
             raise UsageError(f"--devices {args.devices!r}: give whole numbers of devices, e.g. 1,2,4") from None
     targets = compare.parse_targets(args.targets)
-    hardware = _this_machine()
+    launcher = _cluster(args)
+    hardware = launcher.machine if launcher is not None else _this_machine()
     target_module.refuse_duplicates(targets, hardware)
     configs = sweeps.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches,
                                     hardware, steps_per_execution=steps, devices=counts)
     from bench.hardware import peak_cache, probe
-    manager = _new_manager()
+    manager = _new_manager(launcher)
     entries: dict[str, peak_cache.PeakEntry | None] = {}
+    if launcher is not None and not args.no_peak:  # the peaks probed here are this machine's, not the nodes'
+        print("on a cluster the points are not measured against a matmul peak (this machine's is not the "
+              "nodes'): as with --no-peak", file=sys.stderr)
+        args.no_peak = True
     if not args.no_peak:
         for target in targets:  # in the run queue: a probe never overlaps a run
             print(f"measuring the matmul peak of {target} (best of several sizes, or the cached best)…",

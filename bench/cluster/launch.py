@@ -269,7 +269,7 @@ class RunLaunch:
 
     def sampler(self, interval_s: float, on_sample: Callable[[Sample], None]) -> _NodeSampler:
         self.on_sample = on_sample
-        return _NodeSampler()
+        return _NodeSampler(self)
 
     def placed(self, node: Node, machine: NodeMachine, described: dict[str, Any], launched: dict[str, Any],
                held: dict[str, Any]) -> None:
@@ -289,7 +289,11 @@ class RunLaunch:
 
 
 class _NodeSampler:
-    """The supervisor's sampler of a cluster run: the node samples; its samples arrive with the run's events."""
+    """The supervisor's sampler of a cluster run: the node samples; its samples arrive with the run's events, until
+    the supervisor stops it (the run's samples are then written: later ones are not the run's)."""
+
+    def __init__(self, launch: RunLaunch) -> None:
+        self._launch = launch
 
     def set_pid(self, pid: int | None) -> None:
         pass
@@ -298,7 +302,7 @@ class _NodeSampler:
         pass
 
     def stop(self, timeout_s: float = 2.0) -> None:
-        pass
+        self._launch.on_sample = None
 
 
 @dataclass
@@ -427,7 +431,7 @@ class RayProcess:
 
         silent_since: float | None = None
         try:
-            while True:
+            while ray.is_initialized():  # the process left the cluster (it ends): nothing more comes
                 if self._stop_event.is_set() and not self._ended.stop_sent:
                     self._agent.stop.remote()
                     self._ended.stop_sent = True
@@ -435,6 +439,10 @@ class RayProcess:
                     batch = ray.get(self._agent.poll.remote(), timeout=CALL_TIMEOUT_S)
                 except RayActorError as exc:
                     self._lose(exc)
+                    return
+                except Exception as exc:  # noqa: BLE001 - the connection itself failed: the run is cut off
+                    if ray.is_initialized():
+                        self._lose(exc)
                     return
                 except GetTimeoutError:
                     silent_since = silent_since or time.monotonic()
@@ -485,6 +493,7 @@ class RayProcess:
         try:
             import ray
 
-            ray.kill(agent, no_restart=True)
+            if ray.is_initialized():
+                ray.kill(agent, no_restart=True)
         except Exception:  # noqa: BLE001 - a lost node's agent is gone already
             log.debug("ending the agent failed", exc_info=True)

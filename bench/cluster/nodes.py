@@ -39,6 +39,9 @@ def address_of(given: str | None) -> str | None:
 
 
 def _ray() -> Any:
+    # a run's threads that outlive the connection (a process at its exit) must not join the cluster again by
+    # themselves, as Ray does by default for a call made before ray.init
+    os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
     try:
         import ray
     except ImportError:
@@ -80,6 +83,7 @@ def connect(address: str) -> Any:
             raise ClusterError(f"The Ray cluster cannot be reached: {why}. Start it (`ray start --head`), check the "
                                f"address (--cluster or {ADDRESS_ENV}), or run without a cluster; local runs are "
                                "not affected.")
+        logging.getLogger("ray").setLevel(logging.WARNING)  # its connection chatter is not the user's
         try:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
         except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; each is this one message
@@ -244,3 +248,26 @@ def machine_of(address: str, node: Node, timeout_s: float = 60.0) -> NodeMachine
     found = NodeMachine(node=node, hardware=hardware, node_cores=int(cores))
     _machines[node.id] = found
     return found
+
+
+def inventory(address: str) -> list[dict[str, Any]]:
+    """What the cluster holds, node by node: Ray's view (id, address, kind, resources) and the hardware the project
+    discovered there (a label, the CPU, the GPUs); a node that did not answer says why. For ``bench devices
+    --cluster`` and the dashboard's cluster setting.
+
+    Raises:
+        ClusterError: the cluster cannot be joined.
+    """
+    out = []
+    for node in nodes(address):
+        entry: dict[str, Any] = {**node.to_dict(), "label": node.label(),
+                                 "resources": {k: v for k, v in node.resources.items() if not k.startswith("node:")}}
+        try:
+            machine = machine_of(address, node)
+            entry["hardware"] = machine.hardware.label()
+            entry["cores"] = machine.cores
+        except ClusterError as exc:
+            entry["hardware"] = None
+            entry["why"] = str(exc)
+        out.append(entry)
+    return out
