@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("documents", ("bench.records", "bench.analysis.machines", "bench.store", "bench.store_rows")),
     # the probe's child process sets up its environment as a worker does (bench.runs.worker.prepare_environment)
     ("runs", ("bench.runs", "bench.hardware.probe")),
+    ("cluster", ("bench.cluster",)),  # runs placed on a Ray cluster: above the runs it hands to the supervisor
     ("output", ("bench.output", "bench.schemas")),
     ("cli", ("bench.cli", "bench.cli_args", "bench.cli_machines", "bench.cli_store", "bench.__main__")),
     ("ui", ("ui",)),
