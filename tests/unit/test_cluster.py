@@ -9,6 +9,8 @@ One cluster for the module; the test that removes the second node runs last.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -135,6 +137,29 @@ def test_the_cli_sweeps_on_the_cluster_and_an_unreachable_one_exits_2(cluster: A
     refused = bench("run", "--cluster", "127.0.0.1:9", "--epochs", "1", timeout=60)
     assert refused.returncode == 2 and "cannot be reached" in refused.stderr, refused.stderr
     assert len(Store(isolated_store).list_runs()) == 2  # nothing queued for the unreachable cluster
+
+
+def test_a_supervisor_that_dies_mid_run_leaves_it_interrupted_and_its_node_free(cluster: Any, isolated_store: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch,
+                                                                               tmp_path: Path) -> None:
+    monkeypatch.setenv("BENCH_WORKER_TARGET", PACED_WORKER_TARGET)
+    child = subprocess.Popen([sys.executable, "-m", "bench", "run", "--cluster", cluster.address, "--on", "node_b",
+                              "--epochs", "40"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        store = Store(isolated_store)
+        wait_for(lambda: any(r.epochs for r in store.list_runs()), 90, "the CLI's run training on the cluster")
+    finally:
+        child.kill()  # the dashboard or CLI gone: no supervisor, no Stop, no end written
+        child.wait(10)
+    run = wait_for(lambda: next((r for r in store.list_runs() if r.status == Status.INTERRUPTED), None), 30,
+                   "the orphaned run marked interrupted")
+    assert run.epochs and run.info.extra["ray"]["custom_resources"] == ["node_b"]
+    # its agent ended with its owner, so node_b's cores are free for the next run
+    manager = _manager(cluster, tmp_path, epoch_s=0.3, where="node_b")
+    after = manager.wait(manager.submit(_config(2)), timeout_s=60)
+    assert after.status == Status.FINISHED, after.error
+    manager.shutdown()
 
 
 def test_a_lost_node_interrupts_its_run_with_its_epochs_and_the_group_goes_on(cluster: Any, tmp_path: Path) -> None:
