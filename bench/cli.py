@@ -536,6 +536,9 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from bench.runs import suite
 
     variant = "quick" if args.quick else "full"
+    launcher = _cluster(args)
+    if launcher is not None:
+        return _suite_on_cluster(args, launcher, variant)
     hw = devices.discover()
     targets = suite.suite_targets(hw)
     prices = pricing.parse_prices(args.price, targets)
@@ -572,6 +575,61 @@ def cmd_suite(args: argparse.Namespace) -> int:
     print(f"wrote {out}: {len(doc['runs'])} of {len(configs)} runs ({doc['notes']})")
     manager.shutdown()
     return 0 if len(doc["runs"]) == len(configs) else 1
+
+
+def _suite_on_cluster(args: argparse.Namespace, launcher: Any, variant: str) -> int:
+    """``suite --cluster``: the suite once on one node of each kind the cluster holds, the kinds side by side, each
+    kind's runs one after the other on its node; one bundle per kind, stored and written beside --out."""
+    import threading
+
+    from bench.analysis import pricing
+    from bench.cluster import launch
+    from bench.runs import suite
+    from bench.target import Target
+
+    kinds = launch.node_kinds(launcher)
+    stem = (args.out or f"bench-bundle-{time.strftime('%Y%m%d-%H%M%S')}.json").removesuffix(".json")
+    plans = []
+    for node, machine in kinds:
+        targets = [Target.parse(t) for t in launch.suite_targets(node, machine)]
+        configs = suite.suite_configs(variant, targets, machine)
+        out = f"{stem}-{node.kind.replace(' ', '-')}.json"
+        _check_out(out, "--out")
+        plans.append((node, machine, targets, configs, out))
+        print(f"suite {suite.SUITE_VERSION} ({variant}) on {node.label()}: {len(configs)} runs -> {out}",
+              file=sys.stderr)
+    results: dict[str, Any] = {}
+
+    def one_kind(node: Any, configs: list[RunConfig]) -> None:
+        from bench.cluster.launch import ClusterLauncher
+
+        manager = _new_manager(ClusterLauncher(launcher.address, where=node.id))
+        results[node.id] = suite.run_suite(configs, lambda c: execute_run(c, manager=manager),
+                                           lambda text: print(f"[{node.kind}] {text}", file=sys.stderr, flush=True))
+        manager.shutdown()
+
+    threads = [threading.Thread(target=one_kind, args=(node, configs), daemon=True)
+               for node, _, _, configs, _ in plans]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    store, complete = _open_store(), True
+    for node, machine, targets, configs, out in plans:
+        doc = suite.bundle(results[node.id], machine=suite.fingerprint(machine.hardware), variant=variant,
+                           label=args.label or f"{node.kind} ({node.hostname or node.ip})",
+                           prices=pricing.parse_prices(args.price, targets), peaks_gflops={},
+                           notes=f"measured on Ray node {node.id} of the cluster at {launcher.address}")
+        if not doc["runs"]:
+            print(f"error: no run finished on {node.label()}: no bundle for it", file=sys.stderr)
+            complete = False
+            continue
+        _write_json(out, doc)
+        if store is not None:
+            store.add_bundle(doc)
+        complete = complete and len(doc["runs"]) == len(configs)
+        print(f"wrote {out}: {len(doc['runs'])} of {len(configs)} runs ({doc['notes']})")
+    return 0 if complete else 1
 
 
 def _watch_ctrl_c() -> Any:

@@ -497,3 +497,23 @@ class RayProcess:
                 ray.kill(agent, no_restart=True)
         except Exception:  # noqa: BLE001 - a lost node's agent is gone already
             log.debug("ending the agent failed", exc_info=True)
+
+
+def node_kinds(launcher: ClusterLauncher) -> list[tuple[Node, NodeMachine]]:
+    """One node of each kind the cluster holds (accelerator type and custom resources: ``Node.kind``), with its
+    hardware: where ``bench suite --cluster`` runs the suite once per kind."""
+    chosen: dict[str, Node] = {}
+    for node in sorted(launcher.nodes(), key=lambda n: n.id):
+        chosen.setdefault(node.kind, node)
+    return [(node, launcher.node_machine(node)) for node in chosen.values()]
+
+
+def suite_targets(node: Node, machine: NodeMachine) -> list[str]:
+    """The suite's targets on one node: all its cores, one core (where it has more), one whole GPU (where it has
+    one: a cluster run holds a GPU, which Ray picks)."""
+    found = ["cpu"]
+    if machine.cores > 1:
+        found.append("cpu/1")
+    if node.gpus and machine.gpu_reason is None:
+        found.append("gpu:0")
+    return found

@@ -21,6 +21,7 @@ os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")  # as bench.cluster sets i
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -r requirements-ray.txt")
 
 from bench.cluster import nodes as cluster_nodes  # noqa: E402
+from bench.cluster import launch  # noqa: E402
 from bench.cluster.launch import ClusterLauncher  # noqa: E402
 from bench.config import RunConfig  # noqa: E402
 from bench.records import Status  # noqa: E402
@@ -73,6 +74,10 @@ def test_the_cluster_lists_both_nodes_with_their_resources_and_hardware(cluster:
     assert len({n["node_id"] for n in found}) == 2  # one host, two nodes told apart by Ray's node id
     assert sorted(r for n in found for r in n["custom_resources"]) == ["node_a", "node_b"]
     assert all(n["hardware"] and n["cores"] >= 1 for n in found)
+    # the suite runs once per kind of node: here two kinds, told apart by their custom resources
+    kinds = launch.node_kinds(ClusterLauncher(cluster.address))
+    assert sorted(node.kind for node, _ in kinds) == ["CPU node_a", "CPU node_b"]
+    assert all(launch.suite_targets(node, machine)[0] == "cpu" for node, machine in kinds)
 
 
 def test_a_sweep_of_four_points_runs_on_both_nodes_live_and_stored_with_where(cluster: Any, tmp_path: Path) -> None:
