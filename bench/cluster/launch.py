@@ -396,20 +396,19 @@ class RayProcess:
         self._agent = actor_class.options(
             **held, max_restarts=0, name=None,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.id, soft=False)).remote()
-        sent = time.time()
         described = self._ask(self._agent.describe.remote(), PLACE_TIMEOUT_S)
         if described is None:  # stopped while Ray started the agent
             self._close_agent()
             return
-        received = time.time()
         launched = ray.get(self._agent.launch.remote(self._target, self._config, self._log_path,
                                                      float(self._config.get("sample_interval_s") or 0.5)),
                            timeout=CALL_TIMEOUT_S)
-        # the node's clock onto this machine's, from the round trip of describe (its midpoint)
-        skew = (sent + received) / 2 - float(described["wall"])
-        self._ended.t_offset = skew
+        # The supervisor's clock starts when this returns; the node's samples count from its sampler's start. The
+        # worker's wall times are moved by the difference, so an epoch lands where the node's samples say it was,
+        # whatever the two machines' clocks read (no clock sync needed).
         self.pid = int(launched["pid"])
         launch.placed(node, machine, described, launched, {k: v for k, v in held.items() if v})
+        self._ended.t_offset = time.time() - float(launched["t0_wall"])
 
     def _ask(self, ref: Any, timeout_s: float) -> Any:
         """ray.get of ``ref`` that gives up (None) when the run is stopped meanwhile."""
