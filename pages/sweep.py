@@ -16,8 +16,9 @@ manager = common.get_manager()
 hardware = common.get_hardware()
 
 st.title("Sweep")
-st.caption("Short runs over model sizes (and batch sizes, steps per execution) on one or more targets, queued one "
-           "after the other.")
+st.caption("Short runs over model sizes (and batch sizes, steps per execution) on one or more targets, "
+           + ("side by side on the Ray cluster's nodes, each alone on its device." if manager.launcher else
+              "queued one after the other."))
 common.store_warning()
 
 # Epochs long enough to be sampled: on a 2-core machine the smallest (xs) model's steady epoch at batch 128 takes
