@@ -347,8 +347,9 @@ def exposition(scrape: Scrape) -> bytes:
 
 def own_sample(run: RunSnapshot | None) -> Sample | None:
     """The latest sample of a live run that this process samples (the JobManager's sampler took it); None for none,
-    for a run shown from the store (another process samples it) and for one that has ended."""
-    if run is None or not run.active or run.owner is not None or not run.samples:
+    for a run shown from the store (another process samples it), one on a Ray cluster's node (its samples are the
+    node's, not this machine's) and for one that has ended."""
+    if run is None or not run.active or run.owner is not None or not run.samples or "ray" in run.info.extra:
         return None
     return run.samples[-1]
 
