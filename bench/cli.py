@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, TextIO, cast
 
-from bench import cli_machines, cli_store
+from bench import cli_cluster, cli_machines, cli_store
 from bench import records as records_module
 from bench import safe_text
 from bench import target as target_module
@@ -42,7 +42,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     from bench.hardware import devices
 
     if getattr(args, "cluster", None) is not None:
-        return _cluster_devices(args)
+        return cli_cluster.devices(args)
     hw = devices.discover()
     data = hw.to_dict()
     readings = _gpu_readings() if hw.gpus else []
@@ -167,7 +167,7 @@ def _open_store() -> Any:
 
 def _new_manager(launcher: Any = None) -> Any:
     """The run queue of one command, on the store, with the worker stand-in BENCH_WORKER_TARGET names (as the
-    dashboard's); a bad value is bad input. With ``launcher`` (``_cluster``) its runs go to the cluster."""
+    dashboard's); a bad value is bad input. With ``launcher`` (bench.cli_cluster) its runs go to the cluster."""
     from bench import settings
     from bench.runs.jobs import JobManager
 
@@ -178,53 +178,6 @@ def _new_manager(launcher: Any = None) -> Any:
     if launcher is not None:
         return JobManager(_open_store(), worker_target=target, hardware=launcher.machine, launcher=launcher)
     return JobManager(_open_store(), worker_target=target)
-
-
-def _cluster(args: argparse.Namespace) -> Any:
-    """The launcher onto the Ray cluster of --cluster (else BENCH_RAY_ADDRESS), None to run on this machine. A
-    cluster that cannot be used is bad input (exit 2), said with what to do."""
-    from bench.cluster import nodes
-
-    address = nodes.address_of(getattr(args, "cluster", None))
-    if address is None:
-        if getattr(args, "cluster_on", None):
-            raise UsageError(f"--on names nodes of a cluster: give --cluster ADDRESS too (or set {nodes.ADDRESS_ENV})")
-        return None
-    from bench.cluster.launch import ClusterLauncher
-
-    try:
-        return ClusterLauncher(address, where=getattr(args, "cluster_on", None))
-    except nodes.ClusterError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _run_side_by_side(configs: list[RunConfig], manager: Any) -> tuple[list[RunRecord], list[bool]]:
-    """A cluster's runs, all queued at once: each is placed as a matching device frees up; a line whenever a run's
-    state, node or epoch count changes. Ctrl-C stops them all."""
-    ids = [manager.submit(config) for config in configs]
-    said: dict[int, str] = {}
-    try:
-        while True:
-            snaps = [manager.snapshot(i) for i in ids]
-            for n, snap in enumerate(snaps, 1):
-                where = snap.info.extra.get("ray")
-                node = f" on node {str(where.get('node_id', ''))[:8]}" if isinstance(where, dict) else ""
-                line = f"{snap.status}{node}: {snap.phase}, {len(snap.epochs)}/{snap.config.epochs} epochs"
-                if said.get(snap.id) != line:
-                    said[snap.id] = line
-                    print(f"== {n}/{len(ids)} run #{snap.id} {safe_text.terminal(snap.config.label())}: {line}",
-                          file=sys.stderr)
-            if not any(snap.active for snap in snaps):
-                break
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        print("\nstopping…", file=sys.stderr)
-        for run_id in ids:
-            manager.stop(run_id)
-        for run_id in ids:
-            manager.wait(run_id, timeout_s=30)
-    snaps = [manager.snapshot(i) for i in ids]
-    return [snap.record() for snap in snaps], [snap.saved for snap in snaps]
 
 
 def execute_run(config: RunConfig, *, manager: Any = None) -> tuple[RunRecord, bool]:
@@ -304,27 +257,9 @@ def _this_machine() -> Machine:
     return devices.discover()
 
 
-def _cluster_devices(args: argparse.Namespace) -> int:
-    """``devices --cluster ADDRESS``: the cluster's nodes, their resources and the hardware discovered on each."""
-    from bench.cluster import nodes
-
-    address = nodes.address_of(args.cluster) or "auto"
-    try:
-        found = nodes.inventory(address)
-    except nodes.ClusterError as exc:
-        raise UsageError(str(exc)) from None
-    if args.json:
-        print(records_module.json_text({"cluster": address, "nodes": found}))
-        return 0
-    print(f"Ray cluster at {address}: {len(found)} node(s)")
-    for entry in found:
-        print(f"{safe_text.terminal(entry['label'])}\n      {safe_text.terminal(entry['hardware'] or entry['why'])}")
-    return 0
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    launcher = _cluster(args)
+    launcher = cli_cluster.launcher(args)
     config.validate(launcher.machine if launcher is not None else _this_machine())
     _check_out(args.json_path, "--json")
     mlflow = cli_store.mlflow_uri(args)
@@ -343,7 +278,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[RunRecord], list[bool]]:
     manager = manager or _new_manager()
     if manager.launcher is not None:
-        return _run_side_by_side(configs, manager)
+        return cli_cluster.run_side_by_side(configs, manager)
     records, saved = [], []
     for i, config in enumerate(configs, 1):
         print(f"== {i}/{len(configs)}: {safe_text.terminal(config.label())}", file=sys.stderr)
@@ -376,7 +311,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     targets = compare.parse_targets(args.targets)
     if len(targets) < 2:
         raise UsageError("compare needs at least two targets, e.g. --targets cpu/1,cpu")
-    launcher = _cluster(args)
+    launcher = cli_cluster.launcher(args)
     hardware = launcher.machine if launcher is not None else _this_machine()
     target_module.refuse_duplicates(targets, hardware)
     _check_out(args.json_path, "--json")
@@ -437,7 +372,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         except ValueError:
             raise UsageError(f"--devices {args.devices!r}: give whole numbers of devices, e.g. 1,2,4") from None
     targets = compare.parse_targets(args.targets)
-    launcher = _cluster(args)
+    launcher = cli_cluster.launcher(args)
     hardware = launcher.machine if launcher is not None else _this_machine()
     target_module.refuse_duplicates(targets, hardware)
     configs = sweeps.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches,
@@ -536,9 +471,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from bench.runs import suite
 
     variant = "quick" if args.quick else "full"
-    launcher = _cluster(args)
+    launcher = cli_cluster.launcher(args)
     if launcher is not None:
-        return _suite_on_cluster(args, launcher, variant)
+        return cli_cluster.suite(args, launcher, variant, manager_of=_new_manager, run=execute_run,
+                                 out=_check_out, write=_write_json, store=_open_store)
     hw = devices.discover()
     targets = suite.suite_targets(hw)
     prices = pricing.parse_prices(args.price, targets)
@@ -575,61 +511,6 @@ def cmd_suite(args: argparse.Namespace) -> int:
     print(f"wrote {out}: {len(doc['runs'])} of {len(configs)} runs ({doc['notes']})")
     manager.shutdown()
     return 0 if len(doc["runs"]) == len(configs) else 1
-
-
-def _suite_on_cluster(args: argparse.Namespace, launcher: Any, variant: str) -> int:
-    """``suite --cluster``: the suite once on one node of each kind the cluster holds, the kinds side by side, each
-    kind's runs one after the other on its node; one bundle per kind, stored and written beside --out."""
-    import threading
-
-    from bench.analysis import pricing
-    from bench.cluster import launch
-    from bench.runs import suite
-    from bench.target import Target
-
-    kinds = launch.node_kinds(launcher)
-    stem = (args.out or f"bench-bundle-{time.strftime('%Y%m%d-%H%M%S')}.json").removesuffix(".json")
-    plans = []
-    for node, machine in kinds:
-        targets = [Target.parse(t) for t in launch.suite_targets(node, machine)]
-        configs = suite.suite_configs(variant, targets, machine)
-        out = f"{stem}-{node.kind.replace(' ', '-')}.json"
-        _check_out(out, "--out")
-        plans.append((node, machine, targets, configs, out))
-        print(f"suite {suite.SUITE_VERSION} ({variant}) on {node.label()}: {len(configs)} runs -> {out}",
-              file=sys.stderr)
-    results: dict[str, Any] = {}
-
-    def one_kind(node: Any, configs: list[RunConfig]) -> None:
-        from bench.cluster.launch import ClusterLauncher
-
-        manager = _new_manager(ClusterLauncher(launcher.address, where=node.id))
-        results[node.id] = suite.run_suite(configs, lambda c: execute_run(c, manager=manager),
-                                           lambda text: print(f"[{node.kind}] {text}", file=sys.stderr, flush=True))
-        manager.shutdown()
-
-    threads = [threading.Thread(target=one_kind, args=(node, configs), daemon=True)
-               for node, _, _, configs, _ in plans]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    store, complete = _open_store(), True
-    for node, machine, targets, configs, out in plans:
-        doc = suite.bundle(results[node.id], machine=suite.fingerprint(machine.hardware), variant=variant,
-                           label=args.label or f"{node.kind} ({node.hostname or node.ip})",
-                           prices=pricing.parse_prices(args.price, targets), peaks_gflops={},
-                           notes=f"measured on Ray node {node.id} of the cluster at {launcher.address}")
-        if not doc["runs"]:
-            print(f"error: no run finished on {node.label()}: no bundle for it", file=sys.stderr)
-            complete = False
-            continue
-        _write_json(out, doc)
-        if store is not None:
-            store.add_bundle(doc)
-        complete = complete and len(doc["runs"]) == len(configs)
-        print(f"wrote {out}: {len(doc['runs'])} of {len(configs)} runs ({doc['notes']})")
-    return 0 if complete else 1
 
 
 def _watch_ctrl_c() -> Any:

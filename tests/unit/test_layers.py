@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runs", ("bench.runs", "bench.hardware.probe")),
     ("cluster", ("bench.cluster",)),  # runs placed on a Ray cluster: above the runs it hands to the supervisor
     ("output", ("bench.output", "bench.schemas")),
-    ("cli", ("bench.cli", "bench.cli_args", "bench.cli_machines", "bench.cli_store", "bench.__main__")),
+    ("cli", ("bench.cli", "bench.cli_args", "bench.cli_cluster", "bench.cli_machines", "bench.cli_store",
+             "bench.__main__")),
     ("ui", ("ui",)),
     ("pages", ("pages", "app")),
 )
