@@ -126,14 +126,23 @@ class ClusterLauncher:
         self._lock = threading.Condition()
         self._runs: dict[int, Node | None] = {}  # run id -> the node it holds (None while it waits)
         self._busy: dict[str, _Busy] = {}
+        self._nodes_read: tuple[float, list[Node]] = (-NODES_REFRESH_S, [])
         found = self.nodes()
         if not found:
             raise ClusterError(self._no_node_message())
-        self.machine = ClusterMachine(address, [cluster_nodes.machine_of(address, n) for n in found], where)
+        self.machine = ClusterMachine(address, cluster_nodes.machines_of(address, found), where)
 
     def nodes(self) -> list[Node]:
-        """The alive nodes runs may go to."""
-        return [n for n in cluster_nodes.nodes(self.address) if n.matches(self.where)]
+        """The alive nodes runs may go to, read from the cluster at most every NODES_REFRESH_S (every waiting run
+        asks)."""
+        with self._lock:
+            read_at, known = self._nodes_read
+            if time.monotonic() - read_at < NODES_REFRESH_S:
+                return known
+        found = [n for n in cluster_nodes.nodes(self.address) if n.matches(self.where)]
+        with self._lock:
+            self._nodes_read = (time.monotonic(), found)
+        return found
 
     def _no_node_message(self) -> str:
         every = cluster_nodes.nodes(self.address)
@@ -222,6 +231,7 @@ class ClusterLauncher:
             kind, count = slots_needed(config, node)
             busy = self._busy.setdefault(node.id, _Busy())
             setattr(busy, kind, max(0, getattr(busy, kind) - count))
+            self._nodes_read = (-NODES_REFRESH_S, [])  # a run ended (its node lost, maybe): read the nodes afresh
             self._lock.notify_all()
 
     def node_machine(self, node: Node) -> NodeMachine:

@@ -232,22 +232,27 @@ def machine_of(address: str, node: Node, timeout_s: float = 60.0) -> NodeMachine
     Raises:
         ClusterError: the node did not answer within ``timeout_s``.
     """
-    known = _machines.get(node.id)
-    if known is not None:
-        return known
+    return machines_of(address, [node], timeout_s)[0]
+
+
+def machines_of(address: str, found: list[Node], timeout_s: float = 60.0) -> list[NodeMachine]:
+    """:func:`machine_of` for several nodes, asked at once (a lab of thirty machines answers in one round)."""
     ray = connect(address)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    task = ray.remote(num_cpus=0, max_retries=0)(_discover_here).options(
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node.id, soft=False))
-    try:
-        hardware, cores = ray.get(task.remote(), timeout=timeout_s)
-    except Exception as exc:  # noqa: BLE001 - a lost node, a timeout, an import error there: one message
-        raise ClusterError(f"{node.label()} did not say what hardware it has ({type(exc).__name__}: {exc}); check "
-                           "that the project is installed there (docs/CLUSTER.md).") from None
-    found = NodeMachine(node=node, hardware=hardware, node_cores=int(cores))
-    _machines[node.id] = found
-    return found
+    task = ray.remote(num_cpus=0, max_retries=0)(_discover_here)
+    asked = {node.id: task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node.id, soft=False)).remote()
+             for node in found if node.id not in _machines}
+    for node in found:
+        if node.id not in asked:
+            continue
+        try:
+            hardware, cores = ray.get(asked[node.id], timeout=timeout_s)
+        except Exception as exc:  # noqa: BLE001 - a lost node, a timeout, an import error there: one message
+            raise ClusterError(f"{node.label()} did not say what hardware it has ({type(exc).__name__}: {exc}); "
+                               "check that the project is installed there (docs/CLUSTER.md).") from None
+        _machines[node.id] = NodeMachine(node=node, hardware=hardware, node_cores=int(cores))
+    return [_machines[node.id] for node in found]
 
 
 def inventory(address: str) -> list[dict[str, Any]]:
@@ -259,7 +264,12 @@ def inventory(address: str) -> list[dict[str, Any]]:
         ClusterError: the cluster cannot be joined.
     """
     out = []
-    for node in nodes(address):
+    found = nodes(address)
+    try:
+        machines_of(address, found)  # all asked at once; one that fails is said on its own line below
+    except ClusterError:
+        pass
+    for node in found:
         entry: dict[str, Any] = {**node.to_dict(), "label": node.label(),
                                  "resources": {k: v for k, v in node.resources.items() if not k.startswith("node:")}}
         try:
