@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import Server
-from tests.e2e.steps import screenshot, store_of
+from tests.e2e.steps import screenshot, set_number, store_of
 from tests.e2e.test_sweep_scaling import pick
 from tests.unit.test_cluster import cluster  # noqa: F401 - the two-node cluster fixture (skips without Ray)
 
@@ -48,6 +48,7 @@ def test_a_sweep_on_two_nodes_shows_each_point_live_with_its_node(page: Any, clu
     page.goto(cluster_server.url + "/sweep")
     page.get_by_role("heading", name="Sweep", exact=True).wait_for()
     pick(page, "Batch sizes", "64", "128")  # x the default sizes xs, s, m: six points on two nodes
+    set_number(page, "Epochs", 8)  # half a second each: every point stays live for seconds, long enough to be read
     page.get_by_role("button", name="Start sweep").click()
     deadline = time.monotonic() + 240
     while _finished(cluster_server) < 6 and time.monotonic() < deadline:  # read the page while the points run
