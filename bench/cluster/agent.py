@@ -130,6 +130,13 @@ class NodeAgent:
         return {"events": taken, "samples": samples, "done": done,
                 "exitcode": process.exitcode if process is not None and not alive else None}
 
+    def sample_once(self) -> Sample:
+        """One reading now, on the run's sample clock: the supervisor's closing sample, so the last epoch's end lies
+        between two samples."""
+        if self._sampler is None:
+            raise RuntimeError("the run's sampler has not started")
+        return self._sampler.sample_once()
+
     def stop(self) -> None:
         """The run's Stop: the worker reads it at its next batch."""
         if self._stop is not None:

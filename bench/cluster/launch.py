@@ -314,6 +314,12 @@ class _NodeSampler:
     def stop(self, timeout_s: float = 2.0) -> None:
         self._launch.on_sample = None
 
+    def sample_once(self) -> Sample:
+        """The supervisor's closing sample, taken on the node (raises when the node's agent has ended)."""
+        if self._launch.process is None:
+            raise RuntimeError("the run was not started on a node")
+        return self._launch.process.sample_once()
+
 
 @dataclass
 class _Ended:
@@ -379,6 +385,15 @@ class RayProcess:
 
     def kill(self) -> None:
         self._close_agent()
+
+    def sample_once(self) -> Sample:
+        """One reading on the node now (its agent's sampler)."""
+        import ray
+
+        agent = self._agent
+        if agent is None:
+            raise RuntimeError("the node's agent has ended")
+        return ray.get(agent.sample_once.remote(), timeout=CALL_TIMEOUT_S)  # type: ignore[no-any-return]
 
     @property
     def ended_as(self) -> tuple[str, RunError] | None:
