@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, TextIO, cast
 
-from bench import cli_machines, cli_store
+from bench import cli_cluster, cli_machines, cli_store
 from bench import records as records_module
 from bench import safe_text
 from bench import target as target_module
@@ -41,6 +41,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_devices(args: argparse.Namespace) -> int:
     from bench.hardware import devices
 
+    if getattr(args, "cluster", None) is not None:
+        return cli_cluster.devices(args)
     hw = devices.discover()
     data = hw.to_dict()
     readings, refused = _gpu_readings() if hw.gpus else ([], {})
@@ -172,9 +174,9 @@ def _open_store() -> Any:
         return None
 
 
-def _new_manager() -> Any:
+def _new_manager(launcher: Any = None) -> Any:
     """The run queue of one command, on the store, with the worker stand-in BENCH_WORKER_TARGET names (as the
-    dashboard's); a bad value is bad input."""
+    dashboard's); a bad value is bad input. With ``launcher`` (bench.cli_cluster) its runs go to the cluster."""
     from bench import settings
     from bench.runs.jobs import JobManager
 
@@ -182,6 +184,8 @@ def _new_manager() -> Any:
         target = settings.worker_target()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if launcher is not None:
+        return JobManager(_open_store(), worker_target=target, hardware=launcher.machine, launcher=launcher)
     return JobManager(_open_store(), worker_target=target)
 
 
@@ -262,10 +266,11 @@ def _this_machine() -> Machine:
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    config.validate(_this_machine())
+    launcher = cli_cluster.launcher(args)
+    config.validate(launcher.machine if launcher is not None else _this_machine())
     _check_out(args.json_path, "--json")
     mlflow = cli_store.mlflow_uri(args)
-    record, saved = execute_run(config)
+    record, saved = execute_run(config, manager=_new_manager(launcher) if launcher is not None else None)
     if args.json_path:
         _write_json(args.json_path, record)
     _print_summary(record)
@@ -279,6 +284,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_many(configs: list[RunConfig], manager: Any = None) -> tuple[list[RunRecord], list[bool]]:
     manager = manager or _new_manager()
+    if manager.launcher is not None:
+        return cli_cluster.run_side_by_side(configs, manager)
     records, saved = [], []
     for i, config in enumerate(configs, 1):
         print(f"== {i}/{len(configs)}: {safe_text.terminal(config.label())}", file=sys.stderr)
@@ -313,13 +320,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     targets = compare.parse_targets(args.targets)
     if len(targets) < 2:
         raise UsageError("compare needs at least two targets, e.g. --targets cpu/1,cpu")
-    hardware = _this_machine()
+    launcher = cli_cluster.launcher(args)
+    hardware = launcher.machine if launcher is not None else _this_machine()
     target_module.refuse_duplicates(targets, hardware)
     _check_out(args.json_path, "--json")
     mlflow = cli_store.mlflow_uri(args)
     prices = pricing.parse_prices(args.price, targets)
     configs = compare.target_configs(config_from_args(args, device="cpu"), targets, hardware)
-    records, saved = _run_many(configs)
+    records, saved = _run_many(configs, _new_manager(launcher) if launcher is not None else None)
     result = compare.comparison_record(records, prices)
     if args.json_path:
         _write_json(args.json_path, result)
@@ -373,13 +381,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         except ValueError:
             raise UsageError(f"--devices {args.devices!r}: give whole numbers of devices, e.g. 1,2,4") from None
     targets = compare.parse_targets(args.targets)
-    hardware = _this_machine()
+    launcher = cli_cluster.launcher(args)
+    hardware = launcher.machine if launcher is not None else _this_machine()
     target_module.refuse_duplicates(targets, hardware)
     configs = sweeps.sweep_configs(config_from_args(args, device="cpu"), sizes, targets, batches,
                                     hardware, steps_per_execution=steps, devices=counts)
     from bench.hardware import peak_cache, probe
-    manager = _new_manager()
+    manager = _new_manager(launcher)
     entries: dict[str, peak_cache.PeakEntry | None] = {}
+    if launcher is not None and not args.no_peak:  # the peaks probed here are this machine's, not the nodes'
+        print("on a cluster the points are not measured against a matmul peak (this machine's is not the "
+              "nodes'): as with --no-peak", file=sys.stderr)
+        args.no_peak = True
     if not args.no_peak:
         for target in targets:  # in the run queue: a probe never overlaps a run
             print(f"measuring the matmul peak of {target} (best of several sizes, or the cached best)…",
@@ -467,6 +480,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from bench.runs import suite
 
     variant = "quick" if args.quick else "full"
+    launcher = cli_cluster.launcher(args)
+    if launcher is not None:
+        return cli_cluster.suite(args, launcher, variant, manager_of=_new_manager, run=execute_run,
+                                 out=_check_out, write=_write_json, store=_open_store)
     hw = devices.discover()
     targets = suite.suite_targets(hw)
     prices = pricing.parse_prices(args.price, targets)

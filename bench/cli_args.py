@@ -183,6 +183,18 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
     return RunConfig(**values)
 
 
+def add_cluster_options(p: argparse.ArgumentParser, what: str) -> None:
+    """``--cluster ADDRESS`` and ``--on WHERE``: run on a Ray cluster (docs/CLUSTER.md)."""
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help=f"run {what} on the Ray cluster at ADDRESS (HOST:PORT of its head, or auto on a node of it; "
+                        "default: BENCH_RAY_ADDRESS, else this machine): each run alone on a node's device, side by "
+                        "side on as many as match; needs `pip install -r requirements-ray.txt`")
+    p.add_argument("--on", dest="cluster_on", default=None, metavar="WHERE",
+                   help="with --cluster: only the nodes named by WHERE: an accelerator type (H100), a custom "
+                        "resource (node_b), a node's address or the start of its id (`bench devices --cluster` "
+                        "lists them)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Train on CPU and GPU, measure time and utilization.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -190,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("devices", help="what hardware exists and what the framework sees")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--probe", action="store_true", help="also import the framework in a subprocess and list its devices")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="list the nodes of the Ray cluster at ADDRESS (or BENCH_RAY_ADDRESS) and their hardware")
 
     p = sub.add_parser("doctor", help="what the GPU story needs on this machine: a checklist with fixes "
                                       "(exit 0 when a GPU run is possible here, 1 when not)")
@@ -205,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --workers: which member this process is (0 = the first)")
     p.add_argument("--json", dest="json_path", default=None, help="write the run record to this file")
     add_mlflow_option(p, "the run (params, per-epoch metrics, system metrics, record and report)")
+    add_cluster_options(p, "the run")
 
     p = sub.add_parser("runs", help="list stored runs, oldest first")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -216,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "e.g. cpu=0.40,gpu:0=2.50 (no price is assumed for a target left out)")
     p.add_argument("--json", dest="json_path", default=None, help="write runs + comparison to this file")
     add_mlflow_option(p, "the comparison (a parent run, its headline as a tag, one child run per target)")
+    add_cluster_options(p, "the comparison's runs")
 
     p = sub.add_parser("sweep", help="model size (and batch size, steps per execution) vs speed and utilization")
     add_run_options(p, with_device=False, steps_list=True)
@@ -225,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-peak", action="store_true", help="skip the matmul peak probe")
     p.add_argument("--json", dest="json_path", default=None, help="write the sweep rows to this file")
     add_mlflow_option(p, "the sweep (a parent run, its headline as a tag, one child run per point)")
+    add_cluster_options(p, "the sweep's points")
 
     p = sub.add_parser("suite", help="the fixed machine suite on every target of this machine: one machine bundle "
                                      "for the Machines page (docs/MACHINES.md)")
@@ -233,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label", default=None, help='what to call this machine, e.g. "team workstation"')
     p.add_argument("--out", default=None, help="bundle file (default bench-bundle-DATE.json in the current folder)")
     p.add_argument("--no-peak", action="store_true", help="skip the matmul peak probe")
+    add_cluster_options(p, "the suite once on each kind of node (one bundle per kind)")
 
     p = sub.add_parser("machines", help="the machine bundles (stored and shipped) and the ranking for one model")
     p.add_argument("--model", default="mlp", help="a family (mlp, cnn, text) or a seed preset (default mlp)")

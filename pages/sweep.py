@@ -8,7 +8,7 @@ from bench.output import charts
 from bench.analysis import compare, sweeps
 from bench.training import models
 from bench.config import ConfigError
-from ui import common, config_form, machine, results
+from ui import cluster, common, config_form, machine, results
 from ui.safe_text import escape
 
 common.page_setup()
@@ -16,8 +16,9 @@ manager = common.get_manager()
 hardware = common.get_hardware()
 
 st.title("Sweep")
-st.caption("Short runs over model sizes (and batch sizes, steps per execution) on one or more targets, queued one "
-           "after the other.")
+st.caption("Short runs over model sizes (and batch sizes, steps per execution) on one or more targets, "
+           + ("side by side on the Ray cluster's nodes, each alone on its device." if manager.launcher else
+              "queued one after the other."))
 common.store_warning()
 
 # Epochs long enough to be sampled: on a 2-core machine the smallest (xs) model's steady epoch at batch 128 takes
@@ -51,7 +52,8 @@ if st.button("Start sweep", type="primary", icon=":material/stacked_line_chart:"
                                         steps_per_execution=steps or None, devices=device_counts or None)
         # each target's matmul peak is probed in the queue, before the sweep's runs and never during a run
         peaks = {str(t): next(c for c in configs if c.target() == t) for t in chosen}
-        manager.groups.submit("sweep", configs, targets=targets, peaks=peaks)
+        # on a cluster the points run on its nodes: this machine's peaks are not theirs
+        manager.groups.submit("sweep", configs, targets=targets, peaks=None if manager.launcher else peaks)
         st.toast(f"Sweep queued: {len(chosen)} peak probe(s), then {len(configs)} runs")
     except ConfigError as exc:
         st.error("This sweep cannot start:\n\n" + "\n".join(f"- {escape(e, limit=400)}" for e in exc.errors))
@@ -74,7 +76,7 @@ def sweep_panel() -> None:
     st.progress(done / len(runs), text=f"{done} of {len(runs)} points done")
     records = [snap.record() for snap in runs]
     rows = sweeps.with_scaling([sweeps.sweep_row(r, group.peak(compare.target(r)).reference) for r in records])
-    page_columns = {"state": [snap.phase for snap in runs], "peak_share": [sweeps.peak_share_text(r) for r in rows]}
+    page_columns = {"state": [cluster.state_with_where(snap) for snap in runs], "peak_share": [sweeps.peak_share_text(r) for r in rows]}
     results.sweep_table(rows, ["run_id", "size", "batch_size", "steps_per_execution", "target", "devices", "state",
                                 "params", "steady_epoch_seconds", "samples_per_s", "scaling_efficiency", "achieved_gflops", "peak_gflops",
                                 "peak_share", "mean_cpu_percent", "mean_gpu_util_percent", *results.GPM_KEYS,

@@ -8,7 +8,7 @@ import streamlit as st
 
 from bench.analysis import diagnosis
 from bench.target import Target
-from ui import common, live, machine
+from ui import cluster, common, live, machine
 from ui.safe_text import escape
 
 common.page_setup()
@@ -122,6 +122,9 @@ arithmetic was the limit, so a busy GPU is called compute-bound only from SM/ten
 SM/tensor thresholds are provisional until measured on a GPU here. The share of the peak is known in a Sweep (it
 probes the peak first).
 """)
+
+st.subheader("Cluster")
+cluster.cluster_panel()
 
 st.subheader("Measured matmul peak")
 st.caption("A short float32 matrix-multiply probe per device, in a separate process; the ceiling Sweep compares "

@@ -32,6 +32,12 @@ def get_manager() -> JobManager:
     except StoreError as exc:
         store, store_error = None, str(exc)
     threading.Thread(target=charts.warm_up, name="bench-chart-warmup", daemon=True).start()
+    from ui import cluster
+
+    launcher, _ = cluster.launcher()  # BENCH_RAY_ADDRESS: runs go to the cluster (System page says why not)
+    if launcher is not None:
+        return JobManager(store, hardware=launcher.machine, store_error=store_error,
+                          worker_target=settings.worker_target(), launcher=launcher)
     return JobManager(store, hardware=get_hardware(), prestart=settings.prestart_worker(),
                       store_error=store_error, worker_target=settings.worker_target())
 

@@ -22,7 +22,7 @@ from bench.runs.jobs import JobManager, RunSnapshot
 from bench.hardware.monitor import sources
 from bench.readings import Sample
 from bench.records import Status
-from ui import common, gpu_truth, live_feed, machine, peak, present, static_files, v2_component
+from ui import cluster, common, gpu_truth, live_feed, machine, peak, present, static_files, v2_component
 from ui.safe_text import escape
 from ui.shared_cache import SharedCache
 
@@ -60,6 +60,9 @@ def status_parts(snap: RunSnapshot) -> list[tuple[str, bool]]:
     where = snap.info.placement
     if where:  # the full name: History
         parts += [(" · trained on ", False), (display.short_device(where), True)]
+    node = cluster.where_text(snap)
+    if node:  # a run on a Ray cluster: which node holds it
+        parts += [(" · on ", False), (node, True)]
     if snap.owner:
         parts.append((f" · run by {snap.owner} (shown from the store)", False))
     origin = display.imported(snap.info)

@@ -68,6 +68,7 @@ class JobManager:
         prestart: bool = False,
         sampler_factory: SamplerFactory | None = None,
         store_error: str | None = None,
+        launcher: Any | None = None,
     ):
         self.store = store
         self.store_error = store_error if store is None else None
@@ -78,6 +79,9 @@ class JobManager:
         self.stop_grace_s = stop_grace_s if stop_grace_s is not None else settings.stop_grace_s()
         self._worker_target = worker_target
         self.prestart = prestart and worker_target is None
+        # runs go to a Ray cluster (bench.cluster.launch.ClusterLauncher: placed, side by side, each alone on its
+        # device) when set; None: this machine, one at a time
+        self.launcher = launcher
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         # Held from a run's store id to its place in the queue (and over a whole group), so that the queue runs in the
@@ -140,6 +144,8 @@ class JobManager:
                     state.id = self._next_memory_id
                     self._next_memory_id -= 1
                 self._runs[state.id] = state
+                if self.launcher is not None:
+                    self.launcher.accept(state.id)
                 self._queue.append(state.id)
                 self._stop_events[state.id] = self._ctx.Event()
                 self._ensure_dispatcher()
@@ -333,27 +339,37 @@ class JobManager:
             if not isinstance(item, int):
                 item()
                 continue
+            if self.launcher is not None and self.launcher.holds(item):  # placed on the cluster, beside the others
+                self.launcher.start(self._runs[item], self._lock, self._stop_events[item],
+                                    lambda run_id=item: self._run_item(run_id))
+                continue
+            self._run_item(item)
+
+    def _run_item(self, item: int) -> None:
+        """Supervise run ``item`` to its end, then hand it on (hooks, its peak, the next spare)."""
+        with self._lock:
+            state = self._runs[item]
+            state.status = Status.STARTING
+            state.phase = "starting worker"
+            state.started_at = time.time()
+        try:
+            self._supervise(state)
+        except Exception as exc:  # noqa: BLE001 - the dispatcher must survive anything a run does
+            log.exception("supervisor failed for run %s", item)
             with self._lock:
-                state = self._runs[item]
-                state.status = Status.STARTING
-                state.phase = "starting worker"
-                state.started_at = time.time()
-            try:
-                self._supervise(state)
-            except Exception as exc:  # noqa: BLE001 - the dispatcher must survive anything a run does
-                log.exception("supervisor failed for run %s", item)
-                with self._lock:
-                    if state.status not in TERMINAL:
-                        state.error = RunError(error_type=type(exc).__name__, message=str(exc),
-                                               hint="This is a bug in the dashboard; the next run starts normally.")
-                        finish(state, Status.FAILED)
-                self.writer.persist_end(state)
-            self._after_run(state)
-            try:
-                self._recheck_peak(state)
-            except Exception:  # noqa: BLE001 - a peak check must never stop the queue
-                log.exception("checking run %s against its peak failed", item)
-            self._prestart_after(state.config)
+                if state.status not in TERMINAL:
+                    state.error = RunError(error_type=type(exc).__name__, message=str(exc),
+                                           hint="This is a bug in the dashboard; the next run starts normally.")
+                    finish(state, Status.FAILED)
+            self.writer.persist_end(state)
+        self._after_run(state)
+        if self.launcher is not None and self.launcher.holds(item):
+            return  # a node's run: this machine's peaks and spare worker are not its
+        try:
+            self._recheck_peak(state)
+        except Exception:  # noqa: BLE001 - a peak check must never stop the queue
+            log.exception("checking run %s against its peak failed", item)
+        self._prestart_after(state.config)
 
     def _after_run(self, state: RunState) -> None:
         """Hand an ended run's record to each finished hook, and a group's runs to each group hook once its last run
@@ -411,6 +427,13 @@ class JobManager:
     def _supervise(self, state: RunState) -> None:
         from bench.runs import worker
 
+        if self.launcher is not None and self.launcher.holds(state.id):  # the run's worker and sampler on its node
+            launch = self.launcher.context(state, self._lock, self.writer)
+            Supervisor(state, lock=self._lock, writer=self.writer, ctx=launch,
+                       worker_target=self._worker_target or worker.worker_main, sampler_factory=launch.sampler,
+                       stop_event=self._stop_events[state.id], log_path=self._log_path(state.id),
+                       hang_timeout_s=self.hang_timeout_s, stop_grace_s=self.stop_grace_s).run()
+            return
         spare = self.pool.take(state.config)
         if spare is not None:
             with self._lock:  # Stop now reaches the spare's event

@@ -18,7 +18,7 @@ from typing import Any
 from bench.record_types import CpuSpec, Fingerprint, GpuSpec
 from bench import records
 from bench.analysis import run_summary
-from bench.config import ConfigError, RunConfig, preset_training
+from bench.config import ConfigError, Machine, RunConfig, preset_training
 from bench.hardware import devices
 from bench.records import Status
 from bench.target import Target
@@ -97,7 +97,7 @@ def suite_targets(hw: devices.Hardware) -> list[Target]:
     return found
 
 
-def suite_configs(variant: str, targets: Sequence[Target], hw: devices.Hardware) -> list[RunConfig]:
+def suite_configs(variant: str, targets: Sequence[Target], hw: Machine) -> list[RunConfig]:
     """Every (workload, target) of the suite as a validated config, workload-major (a workload's targets run back
     to back, so noise hits every side of a speed-up alike).
 

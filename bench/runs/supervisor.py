@@ -175,6 +175,9 @@ class Supervisor:
             worker.process.join(timeout=5)
             with self._lock:
                 self._classify_end(state, worker.process.exitcode, outcome.terminated_reason)
+                ended_as = getattr(worker.process, "ended_as", None)  # a cluster run: its node lost, or not placed
+                if ended_as is not None and outcome.terminated_reason is None:
+                    state.pending_status, state.error = ended_as
         final = state.pending_status or Status.FAILED
         state.ended_at = time.time()
         # the store learns the outcome before any reader can see the run as ended

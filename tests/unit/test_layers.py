@@ -31,8 +31,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runs", ("bench.runs",)),
     # a script's own training recorded as a run: its process plays the worker, a Supervisor folds its events
     ("integrations", ("bench.integrations",)),
+    ("cluster", ("bench.cluster",)),  # runs placed on a Ray cluster: above the runs it hands to the supervisor
     ("output", ("bench.output", "bench.schemas")),
-    ("cli", ("bench.cli", "bench.cli_args", "bench.cli_machines", "bench.cli_store", "bench.__main__")),
+    ("cli", ("bench.cli", "bench.cli_args", "bench.cli_cluster", "bench.cli_machines", "bench.cli_store",
+             "bench.__main__")),
     ("ui", ("ui",)),
     ("pages", ("pages", "app")),
 )
