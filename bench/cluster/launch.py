@@ -105,7 +105,7 @@ class ClusterMachine:
     def record(self) -> RecordedHardware:
         """What a run's record says before it is placed: the cluster, not this machine."""
         where = f", on {self.where}" if self.where else ""
-        return RecordedHardware.of({"label": f"a node of the Ray cluster at {self.address}{where} (not placed yet)"})
+        return RecordedHardware.model_validate({"label": f"a node of the Ray cluster at {self.address}{where} (not placed yet)"})
 
     def label(self) -> str:
         return f"Ray cluster at {self.address}: {len(self.machines)} node(s)"
@@ -502,12 +502,12 @@ class RayProcess:
     def _lose(self, exc: BaseException) -> None:
         node = self._launch.node
         name = node.label() if node is not None else "its node"
-        self._ended.lost = RunError(
-            error_type="NodeLost",
-            message=f"The cluster lost {name} while this run trained on it ({type(exc).__name__}). Epochs "
-                    "finished before then are kept.",
-            hint="Start the run again; the cluster places it on a node that is up.",
-            extra={"node_id": node.id if node is not None else None})
+        self._ended.lost = RunError.model_validate({
+            "error_type": "NodeLost",
+            "message": f"The cluster lost {name} while this run trained on it ({type(exc).__name__}). Epochs "
+                       "finished before then are kept.",
+            "hint": "Start the run again; the cluster places it on a node that is up.",
+            "node_id": node.id if node is not None else None})
         log.warning("run %s: %s", self._launch.state.id, self._ended.lost.message)
 
     def _close_agent(self) -> None:
