@@ -124,4 +124,4 @@ distclean: clean
 
 # The JSON Schemas of the records, generated from their pydantic models (tests/unit/test_schemas.py fails when stale).
 schemas: | $(VENV_PY)
-	$(VENV_PY) -m bench.schemas
+	$(VENV_PY) -m bench.output.schemas

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bench.cli import main
+from bench.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

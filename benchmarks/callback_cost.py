@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.backend:
         os.environ["KERAS_BACKEND"] = args.backend
     else:
-        from bench import settings
+        from bench.vocab import settings
 
         os.environ.setdefault("KERAS_BACKEND", settings.default_backend())
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

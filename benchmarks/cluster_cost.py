@@ -118,7 +118,7 @@ def _quiet_cpu(manager: Any, config: Any) -> float:
 
 
 def _side(name: str, manager: Any, runs: int, epochs: int, log: Path) -> dict[str, Any]:
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
 
     results = []
     for i in range(runs):

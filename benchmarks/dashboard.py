@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.common import ROOT, cpu_seconds, wait_for
 
 if TYPE_CHECKING:
-    from bench.records import RunRecord
+    from bench.vocab.records import RunRecord
 
 CHROMIUM = os.environ.get("BENCH_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -363,7 +363,7 @@ def prestarted_first_batches(browser: Any, server: DashboardServer, config: Any,
 
 def settle(server: DashboardServer, timeout_s: float = 600.0) -> None:
     """Wait until no run of ``server`` is queued or active (after a try that left one going)."""
-    from bench.records import TERMINAL
+    from bench.vocab.records import TERMINAL
     from bench.store import Store
 
     store = Store(server.store_path)
@@ -371,6 +371,6 @@ def settle(server: DashboardServer, timeout_s: float = 600.0) -> None:
 
 
 def _ended(run: RunRecord | None) -> RunRecord | None:
-    from bench.records import TERMINAL
+    from bench.vocab.records import TERMINAL
 
     return run if run and run.status in TERMINAL else None

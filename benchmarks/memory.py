@@ -112,7 +112,7 @@ def memory_main(cores: int, gpus: int, real_s: float, after_s: float, trace: boo
 
     import psutil
 
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
     from bench.runs.jobs import JobManager
     from bench.store import Store
     from ui import live_feed

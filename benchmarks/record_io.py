@@ -78,7 +78,7 @@ def run_document(samples: int, epochs: int) -> dict[str, Any]:
 
 # -- the readers and writers of whichever version this is -------------------------------------------------------------
 def operations() -> dict[str, Callable[[Any], Any]]:
-    from bench import records
+    from bench.vocab import records
 
     run_cls = records.RunRecord
     if hasattr(run_cls, "model_validate"):  # pydantic models

@@ -1,10 +1,10 @@
-"""Weighs the hand-written reading validators (bench.readings) against msgspec and pydantic v2 declaring the same
+"""Weighs the hand-written reading validators (bench.vocab.readings) against msgspec and pydantic v2 declaring the same
 constraints on the type: import time, time to check a run's samples, the message for a bad value, the lines each takes.
 
     python -m benchmarks.record_libs [--samples 5000] [--report docs/RECORDS.md]
 
 msgspec and pydantic are not the project's dependencies: run this from a Python that has them (pip install msgspec
-pydantic) with the checkout on PYTHONPATH. bench.readings imports only bench.limits and bench.errors, so it runs there.
+pydantic) with the checkout on PYTHONPATH. bench.vocab.readings imports only bench.vocab.limits and bench.vocab.errors, so it runs there.
 """
 
 # No `from __future__ import annotations`: msgspec and pydantic read these local types when the classes are made.
@@ -23,7 +23,7 @@ from typing import Annotated, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# The same bounds as bench.limits.BOUNDS declares for these keys: percentages 0..100, MiB, watts, joules, seconds.
+# The same bounds as bench.vocab.limits.BOUNDS declares for these keys: percentages 0..100, MiB, watts, joules, seconds.
 PCT = (0.0, 100.0)
 T_MAX = 4_102_444_800.0  # 2100-01-01, as limits' time bound
 BIG = 1e15
@@ -174,20 +174,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path)
     args = parser.parse_args(argv)
 
-    from bench.readings import Sample
+    from bench.vocab.readings import Sample
 
     SampleM, msgspec = _msgspec_types()
     adapter, pydantic = _pydantic_types()
     data = samples(args.samples)
     checks = {
-        "hand-written (bench.readings)": lambda d: [Sample.from_dict(s, f"samples[{i}]") for i, s in enumerate(d)],
+        "hand-written (bench.vocab.readings)": lambda d: [Sample.from_dict(s, f"samples[{i}]") for i, s in enumerate(d)],
         f"msgspec {msgspec.__version__}": lambda d: msgspec.convert(d, list[SampleM]),
         f"pydantic {pydantic.VERSION}": adapter.validate_python,
     }
     bad = json.loads(json.dumps(data[:3]))
     bad[2]["gpus"][0]["power_w"] = math.inf
     rows = []
-    for (name, check), module in zip(checks.items(), ("bench.readings", "msgspec", "pydantic")):
+    for (name, check), module in zip(checks.items(), ("bench.vocab.readings", "msgspec", "pydantic")):
         median, low, high = timed(check, data)
         rows.append({"validator": name, "import_ms": import_seconds(module) * 1000,
                      "check_ms": median * 1000, "spread_ms": (low * 1000, high * 1000),
@@ -216,7 +216,7 @@ def report(rows: list[dict[str, Any]], count: int, hand_lines: int, declared: in
                      f"({r['spread_ms'][0]:.0f}-{r['spread_ms'][1]:.0f}) | {r['per_sample_us']:.1f} µs | "
                      f"`{r['bad_value'][:110]}` |")
     lines = (f"Code: the hand-written checks of a sample and a GPU reading take {hand_lines} non-blank lines "
-             f"(bench/readings.py); the same types with their bounds declared as msgspec Structs take {declared}.")
+             f"(bench/vocab/readings.py); the same types with their bounds declared as msgspec Structs take {declared}.")
     return "\n".join([head, "", *table, "", lines, ""])
 
 

@@ -87,7 +87,7 @@ def render_main(real_s: float, repeats: int) -> dict[str, Any]:
     """AppTest wall time of the Train page, and the live panel's publisher work per change, with a live 30-minute
     run in the manager (keys: the module's docstring)."""
     sys.path.insert(0, str(ROOT))
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
     from bench.runs.jobs import JobManager
     from bench.store import Store
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.analysis import metrics
-from bench.readings import epochs_of
+from bench.vocab.readings import epochs_of
 from ui import live_feed
 
 SCHEMA = "bench.overhead/1"
@@ -142,7 +142,7 @@ class Plan:
 
     def config(self) -> Any:
         """The RunConfig every path trains (the Train page's defaults, with Epochs and Training samples set)."""
-        from bench.config import RunConfig
+        from bench.vocab.config import RunConfig
 
         return RunConfig(epochs=self.epochs, limit_samples=self.limit_samples, cpu_threads=self.cpu_threads)
 

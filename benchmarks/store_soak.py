@@ -69,7 +69,7 @@ def _timed_store(path: Path, latencies: list[float]) -> Any:
 
 def child(index: int, store_path: Path, seconds: float, out: Path) -> None:
     """One writing process: runs back to back until ``seconds`` pass, listing the store all the while."""
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
     from bench.hardware import devices
     from bench.runs.jobs import JobManager
     from bench.store import Store, StoreError

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from bench.analysis import compare, pricing
-from bench.training import models
-from bench.config import ConfigError
+from bench.plans import models
+from bench.vocab.config import ConfigError
 from ui import common, config_form, present, results, url_state
 from ui.safe_text import escape
 

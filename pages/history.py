@@ -7,8 +7,8 @@ import streamlit as st
 
 from bench.analysis import compare, metrics, run_summary
 from bench.output import display, report
-from bench.training import models
-from bench.errors import RunActiveError, RunUnreadable
+from bench.plans import models
+from bench.vocab.errors import RunActiveError, RunUnreadable
 from ui import common, results, unreadable_runs
 from ui.safe_text import escape
 

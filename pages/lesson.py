@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bench.config import ConfigError
+from bench.vocab.config import ConfigError
 from ui import common, lesson
 from ui.safe_text import escape
 

@@ -8,14 +8,14 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from bench import limits
+from bench.vocab import limits
 from bench.analysis import machines as M
 from bench.analysis import pricing
-from bench.errors import RecordError
+from bench.vocab.errors import RecordError
 from bench.output import gallery
 from bench.output import ranking as R
 from bench.store import StoreError
-from bench.training import models
+from bench.plans import models
 from ui import common, present
 from ui.results import CHART_CONFIG
 from ui.safe_text import code, escape

@@ -6,8 +6,8 @@ import streamlit as st
 
 from bench.output import charts
 from bench.analysis import compare, sweeps
-from bench.training import models
-from bench.config import ConfigError
+from bench.plans import models
+from bench.vocab.config import ConfigError
 from ui import cluster, common, config_form, machine, results
 from ui.safe_text import escape
 

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from bench.analysis import diagnosis
-from bench.target import Target
+from bench.vocab.target import Target
 from ui import cluster, common, live, machine
 from ui.safe_text import escape
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bench/ and benchmarks/
 
-from bench.config import RunConfig  # noqa: E402
+from bench.vocab.config import RunConfig  # noqa: E402
 from bench.hardware import devices  # noqa: E402
 from bench.runs.jobs import JobManager  # noqa: E402
-from bench.settings import default_backend as backend  # noqa: E402
+from bench.vocab.settings import default_backend as backend  # noqa: E402
 from bench.store import Store  # noqa: E402
 from benchmarks import stats  # noqa: E402
 from benchmarks.overhead import bare_run, engine_run, machine  # noqa: E402

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import records
+from bench.vocab import records
 from bench.output import report
 
 RESULTS = ROOT / "docs" / "results"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.hardware import devices
 from bench.hardware.monitor import nvml
 from bench.runs.jobs import JobManager

@@ -300,7 +300,7 @@ def mutations(draw: st.DrawFn, kind: str) -> Mutation:
     return Mutation(kind, seed, action, path, value=value)
 
 
-# == the record parser's ways in (bench.record_base, bench.records): hostile values ==================================
+# == the record parser's ways in (bench.vocab.record_base, bench.vocab.records): hostile values ==================================
 # Text a parser must refuse or keep whole: lone surrogates (a page that encodes one goes down), control characters
 # where a line is expected, bidi marks and other format characters (kept: they are valid text), and numbers at and
 # past every edge: 2^63-1 (SQLite's largest integer), 2^64-1 (a vendor's "not supported"), subnormal, huge,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from bench import settings, target
-from bench.target import Target
+from bench.vocab import settings, target
+from bench.vocab.target import Target
 from bench.output import charts
 from bench.hardware import devices
 from bench.runs.jobs import JobManager
@@ -121,7 +121,7 @@ def target_options(hardware: devices.Hardware) -> list[str]:
     cores = hardware.cpu.logical_cores
     offered = [Target.parse(c) for c in devices.offered_devices(hardware)]
     candidates = [Target("cpu", threads=n) for n in sorted({1, max(1, cores // 2)})] + offered
-    # each what it trains on once (bench.target.duplicates): "cpu" and "gpus" win over their equals, e.g. cpu/2 on 2
+    # each what it trains on once (bench.vocab.target.duplicates): "cpu" and "gpus" win over their equals, e.g. cpu/2 on 2
     kept = set(target.distinct(sorted(candidates, key=lambda t: t.threads is not None or t.kind == "gpu"), hardware))
     return [str(t) for t in candidates if t in kept]
 

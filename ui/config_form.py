@@ -9,12 +9,12 @@ from typing import Any
 
 import streamlit as st
 
-from bench import settings
+from bench.vocab import settings
 from bench.output import mlflow_log
-from bench.training import datasets, models
-from bench.config import (BATCH_MAX, EPOCHS_MAX, INTERVAL_MAX_S, INTERVAL_MIN_S, LEARNING_RATE_MAX, OPTIMIZERS,
+from bench.plans import datasets, models
+from bench.vocab.config import (BATCH_MAX, EPOCHS_MAX, INTERVAL_MAX_S, INTERVAL_MIN_S, LEARNING_RATE_MAX, OPTIMIZERS,
                           PRECISIONS, STEPS_PER_EXECUTION_BACKENDS, STEPS_PER_EXECUTION_MAX, RunConfig)
-from bench.target import Target
+from bench.vocab.target import Target
 from ui import common, form_values, machine
 from ui.safe_text import escape
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bench.config import RunConfig, preset_training
-from bench.training import datasets, models
+from bench.vocab.config import RunConfig, preset_training
+from bench.plans import datasets, models
 
 # RunConfig field -> the form widget's key suffix (a widget's key is "<page prefix>_<suffix>")
 WIDGET_KEYS: dict[str, str] = {

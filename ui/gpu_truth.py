@@ -12,7 +12,7 @@ import streamlit as st
 
 from bench.analysis.run_summary import RunSummary
 from bench.hardware.monitor import sources
-from bench.readings import Epoch, Sample
+from bench.vocab.readings import Epoch, Sample
 from bench.runs.run_state import RunSnapshot
 from ui.safe_text import escape
 

@@ -16,12 +16,12 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from bench import records, safe_text
+from bench.vocab import records, safe_text
 from bench.output import charts
 from bench.analysis import compare, metrics, sweeps
 from bench.analysis.sweeps import SweepRow
 from bench.hardware import devices
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.runs.jobs import JobManager
 from ui import common, machine, present, results
 from ui.safe_text import escape

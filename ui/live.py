@@ -20,8 +20,8 @@ from bench.output import charts, display, report
 from bench.analysis import metrics
 from bench.runs.jobs import JobManager, RunSnapshot
 from bench.hardware.monitor import sources
-from bench.readings import Sample
-from bench.records import Status
+from bench.vocab.readings import Sample
+from bench.vocab.records import Status
 from ui import cluster, common, gpu_truth, live_feed, machine, peak, present, static_files, v2_component
 from ui.safe_text import escape
 from ui.shared_cache import SharedCache

@@ -20,12 +20,12 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bench import settings
-from bench.readings import Sample
-from bench.records import ACTIVE
+from bench.vocab import settings
+from bench.vocab.readings import Sample
+from bench.vocab.records import ACTIVE
 from bench.runs.run_state import RunSnapshot
 from bench.store import Store, StoreError
-from bench.target import text_of_config
+from bench.vocab.target import text_of_config
 from ui import common
 
 if TYPE_CHECKING:

@@ -16,9 +16,9 @@ from bench.analysis import compare
 from bench.analysis.run_summary import Run
 from bench.hardware import peak_cache
 from bench.hardware.peak_cache import PeakEntry
-from bench.readings import Epoch
-from bench.run_info import RunInfo
-from bench.target import of_config
+from bench.vocab.readings import Epoch
+from bench.vocab.run_info import RunInfo
+from bench.vocab.target import of_config
 from ui.safe_text import escape
 
 # plain words: the line is drawn escaped (it names the run's target), and as text by the live view

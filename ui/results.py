@@ -13,10 +13,10 @@ import streamlit as st
 from bench.output import charts, display
 from bench.analysis import compare, metrics, references, run_summary, sweeps
 from bench.analysis.run_summary import Run
-from bench.run_info import RunInfo
+from bench.vocab.run_info import RunInfo
 from bench.analysis.sweeps import SweepRow
 from bench.runs.jobs import JobManager
-from bench.records import ACTIVE, Comparison, RunRecord, Status
+from bench.vocab.records import ACTIVE, Comparison, RunRecord, Status
 from bench.runs.run_state import RunGroup, RunSnapshot
 from ui import live, live_feed, peak, present
 from ui.safe_text import escape
@@ -159,7 +159,7 @@ def show_shipped_sweep(path: Path, *, key: str) -> None:
     """A `python -m bench sweep --json` file: its table and charts, labelled with the machine it came from."""
     import json
 
-    from bench import records
+    from bench.vocab import records
     from bench.output import report
 
     sweep = records.load_json(path.read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import streamlit as st
 
-from bench import records
+from bench.vocab import records
 from bench.store import Store, UnreadableRun
 from ui import common
 from ui.safe_text import escape

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.training import models
-from bench.config import ConfigError, Machine, RunConfig
+from bench.plans import models
+from bench.vocab.config import ConfigError, Machine, RunConfig
 from ui import form_values
 from ui.safe_text import code, escape
 
@@ -24,7 +24,7 @@ FORM_KEYS: dict[str, str] = {name: form_values.WIDGET_KEYS[name] for name in
 INT_FIELDS = ("epochs", "batch_size", "limit_samples", "seed")
 TRAIN_FIELDS = tuple(FORM_KEYS)
 COMPARE_FIELDS = tuple(f for f in FORM_KEYS if f != "device")
-# A preset's name in a link -> the preset (bench.training.models.PRESETS). One table, so a renamed preset keeps its old links.
+# A preset's name in a link -> the preset (bench.plans.models.PRESETS). One table, so a renamed preset keeps its old links.
 PRESET_URL_NAMES: dict[str, str] = {name: name for name in models.PRESETS}
 OTHER_PARAMS = ("preset", "targets", "present")
 

@@ -14,26 +14,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.analysis import run_summary
-from bench.run_info import RunInfo
+from bench.vocab.run_info import RunInfo
 from bench.analysis import metrics
 from bench.analysis.run_summary import Run
-from bench.errors import RecordError
-from bench.records import Comparison, ComparisonBlock, RunRecord
-from bench.config import ConfigError, Machine, RunConfig
+from bench.vocab.errors import RecordError
+from bench.vocab.records import Comparison, ComparisonBlock, RunRecord
+from bench.vocab.config import ConfigError, Machine, RunConfig
 from bench.analysis import pricing
-from bench.target import Target, canonical, of_config, text_of_config
-from bench.readings import Epoch
-from bench.record_types import RunSummary
-from bench.record_types import Pair as Pair  # the type this module fills; compare.Pair at call sites
+from bench.vocab.target import Target, canonical, of_config, text_of_config
+from bench.vocab.readings import Epoch
+from bench.vocab.record_types import RunSummary
+from bench.vocab.record_types import Pair as Pair  # the type this module fills; compare.Pair at call sites
 
 
 def target(run: Run) -> str:
-    """A run's target as text (cpu, cpu/N, gpu:N, gpus); the rule lives in bench.target."""
+    """A run's target as text (cpu, cpu/N, gpu:N, gpus); the rule lives in bench.vocab.target."""
     return text_of_config(run.config)
 
 
 def target_of(run: Run) -> Target | None:
-    """A run's target as a Target, None when its config's is malformed; the rule lives in bench.target."""
+    """A run's target as a Target, None when its config's is malformed; the rule lives in bench.vocab.target."""
     return of_config(run.config)
 
 

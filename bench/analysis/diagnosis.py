@@ -26,12 +26,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from bench.config import RunConfig
-from bench.run_info import RunInfo
+from bench.vocab.config import RunConfig
+from bench.vocab.run_info import RunInfo
 from bench.analysis import metrics
-from bench.readings import Epoch, Sample
-from bench.target import of_config, on_gpu
-from bench.record_types import Diagnosis, Kind
+from bench.vocab.readings import Epoch, Sample
+from bench.vocab.target import of_config, on_gpu
+from bench.vocab.record_types import Diagnosis, Kind
 
 # -- thresholds (each with the runs that set it: docs/GPU.md, 'The diagnosis thresholds and the figures that set them')
 # NVML busy below this = the GPU sat idle most of the time.
@@ -89,7 +89,7 @@ def _gpu_mean(samples: Sequence[Sample], key: str) -> float | None:
 
 
 def _on_gpu(config: RunConfig | None, info: RunInfo) -> bool | None:
-    """bench.target.on_gpu of a run's config (no target when it has none, or names no device this version reads)
+    """bench.vocab.target.on_gpu of a run's config (no target when it has none, or names no device this version reads)
     and placement."""
     return on_gpu(of_config(config) if config is not None else None, info.placement)
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.analysis import pricing, run_summary
-from bench.run_info import RunInfo
-from bench.record_types import RunSummary
-from bench.records import MachineBundle, RunRecord, Status
-from bench.target import canonical, text_of_config
-from bench.training import models
-from bench.training.datasets import registry
+from bench.vocab.run_info import RunInfo
+from bench.vocab.record_types import RunSummary
+from bench.vocab.records import MachineBundle, RunRecord, Status
+from bench.vocab.target import canonical, text_of_config
+from bench.plans import models
+from bench.plans.datasets import registry
 
 MEASURED = "measured"
 INTERPOLATED = "interpolated"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.readings import Epoch, Sample
+from bench.vocab.readings import Epoch, Sample
 
 
 def finite_values(values: Iterable[Any]) -> list[float]:

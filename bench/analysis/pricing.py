@@ -7,16 +7,16 @@ from collections.abc import Mapping, Sequence
 
 from bench.analysis import run_summary
 from bench.analysis.run_summary import Run
-from bench import limits
-from bench.config import ConfigError
-from bench.target import Target, canonical, text_of_config
+from bench.vocab import limits
+from bench.vocab.config import ConfigError
+from bench.vocab.target import Target, canonical, text_of_config
 
 
 PRICE_EXAMPLE = "cpu=0.40,gpu:0=2.50"
 
 
 def usable_price(value: object) -> float | None:
-    """An hourly price as a cost may be computed from it: a finite number within ``bench.limits``'
+    """An hourly price as a cost may be computed from it: a finite number within ``bench.vocab.limits``'
     PRICE_PER_HOUR_MIN..MAX (a normal float, never a subnormal or a negative); None otherwise, so that a cost is not
     measured rather than wrong. Every price is used through it (comparisons, machines, entered or read from a file)."""
     return float(value) if limits.entered_problem(value, "price_per_hour") is None else None  # type: ignore[arg-type]

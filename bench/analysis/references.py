@@ -12,7 +12,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Reference:
-    preset: str  # bench.training.models.PRESETS key this article's model matches
+    preset: str  # bench.plans.models.PRESETS key this article's model matches
     article: str
     task: str
     cpu: str

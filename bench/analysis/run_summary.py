@@ -1,4 +1,4 @@
-"""A run's ``summary`` block (its type: bench.record_types.RunSummary): the steady-state figures of bench.analysis.metrics, the diagnosis of bench.analysis.diagnosis and what
+"""A run's ``summary`` block (its type: bench.vocab.record_types.RunSummary): the steady-state figures of bench.analysis.metrics, the diagnosis of bench.analysis.diagnosis and what
 the devices really did (energy, GPM activity, throttle reasons), from the run's epochs, samples, info and config.
 
 It sits above both: metrics is arithmetic that knows no verdicts, and the diagnosis reads metrics.
@@ -10,13 +10,13 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from bench.config import RunConfig
-from bench.run_info import RunInfo
+from bench.vocab.config import RunConfig
+from bench.vocab.run_info import RunInfo
 from bench.analysis import diagnosis
-from bench.readings import Epoch, GpuReading, Sample
-from bench.record_types import Diagnosis, RecordedHardware
-from bench.records import Comparison, RunRecord
-from bench.record_types import RunSummary as RunSummary  # the type this module fills; run_summary.RunSummary at call sites
+from bench.vocab.readings import Epoch, GpuReading, Sample
+from bench.vocab.record_types import Diagnosis, RecordedHardware
+from bench.vocab.records import Comparison, RunRecord
+from bench.vocab.record_types import RunSummary as RunSummary  # the type this module fills; run_summary.RunSummary at call sites
 from bench.hardware import energy
 from bench.analysis.metrics import (finite_values, first_mean, first_mean_where, mean_gpu_util_percent, mean_or_none,
                            steady_epoch_seconds, steady_epochs, steady_samples_per_s, training_windows)
@@ -131,7 +131,7 @@ def _joules_per_1000(epoch: Epoch, device: str) -> float | None:
 
 
 class Run(Protocol):
-    """What the analysis reads of one run: ``bench.records.RunRecord`` (stored, imported, or a live run's snapshot)
+    """What the analysis reads of one run: ``bench.vocab.records.RunRecord`` (stored, imported, or a live run's snapshot)
     satisfies it. A protocol, so that the analysis, which the records module builds on, need not import it."""
 
     @property

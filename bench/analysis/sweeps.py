@@ -11,13 +11,13 @@ from typing import Any
 
 from bench.analysis import compare, metrics, run_summary
 from bench.analysis.run_summary import Run
-from bench.records import RunRecord, Sweep
-from bench.config import ConfigError, Machine, RunConfig
+from bench.vocab.records import RunRecord, Sweep
+from bench.vocab.config import ConfigError, Machine, RunConfig
 from bench.hardware.peak_cache import PeakEntry
-from bench.record_types import SweepRow as SweepRow, SweepSpeedup as SweepSpeedup  # the types this module fills
-from bench.target import Target, canonical, of_config, text_of_config
-from bench.target import on_gpu as on_gpu_rule
-from bench.training import models
+from bench.vocab.record_types import SweepRow as SweepRow, SweepSpeedup as SweepSpeedup  # the types this module fills
+from bench.vocab.target import Target, canonical, of_config, text_of_config
+from bench.vocab.target import on_gpu as on_gpu_rule
+from bench.plans import models
 
 
 def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Target | str],
@@ -226,7 +226,7 @@ def sweep_targets(rows: Sequence[SweepRow]) -> list[str]:
 
 
 def on_gpu(row: SweepRow) -> bool:
-    """Whether a sweep row's target is a GPU (or all of them), by bench.target.on_gpu; a row whose target is no target
+    """Whether a sweep row's target is a GPU (or all of them), by bench.vocab.target.on_gpu; a row whose target is no target
     counts as CPU."""
     try:
         target: Target | None = Target.parse(row.target)
@@ -236,5 +236,5 @@ def on_gpu(row: SweepRow) -> bool:
 
 
 def _on_gpu_record(record: Run) -> bool:
-    """Whether a finished run trained on a GPU, by bench.target.on_gpu of its config and placement."""
+    """Whether a finished run trained on a GPU, by bench.vocab.target.on_gpu of its config and placement."""
     return on_gpu_rule(of_config(record.config), record.info.placement) is True

@@ -29,11 +29,11 @@ from typing import Any, Callable
 from bench.cluster import nodes as cluster_nodes
 from bench.cluster.agent import NodeAgent
 from bench.cluster.nodes import ClusterError, Node, NodeMachine
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.hardware.monitor import Sample
-from bench.record_types import RecordedHardware
-from bench.records import Status
-from bench.run_info import RunError
+from bench.vocab.record_types import RecordedHardware
+from bench.vocab.records import Status
+from bench.vocab.run_info import RunError
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 
@@ -73,7 +73,7 @@ class _Busy:
 
 @dataclass
 class ClusterMachine:
-    """The cluster as one machine for validation (``bench.config.Machine``): a run is valid when some node it may go
+    """The cluster as one machine for validation (``bench.vocab.config.Machine``): a run is valid when some node it may go
     to can run it. GPUs: those of the matching node with the most; cores: the largest node's."""
 
     address: str

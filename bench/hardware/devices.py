@@ -34,12 +34,12 @@ from typing import Any
 
 import psutil
 
-from bench.record_types import RecordedHardware
-from bench import settings
+from bench.vocab.record_types import RecordedHardware
+from bench.vocab import settings
 from bench.hardware.monitor import sources
 from bench.hardware.monitor.nvidia import cuda_version_text
 from bench.hardware.monitor.source_types import SourceGpu, SourceInfo, text as one_line
-from bench.target import Target
+from bench.vocab.target import Target
 
 __all__ = [
     "CpuInfo",
@@ -166,7 +166,7 @@ class Hardware:
         return all_cores()
 
     def device_choices(self) -> list[str]:
-        """:func:`device_choices` of this machine (what ``bench.config.RunConfig.validate`` checks a device against)."""
+        """:func:`device_choices` of this machine (what ``bench.vocab.config.RunConfig.validate`` checks a device against)."""
         return device_choices(self)
 
     def label(self) -> str:

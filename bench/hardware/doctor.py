@@ -14,8 +14,8 @@ import platform
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from bench import settings
-from bench.safe_text import terminal
+from bench.vocab import settings
+from bench.vocab.safe_text import terminal
 from bench.hardware import devices, peak_cache
 from bench.hardware.monitor import amd, apple, nvml, sources
 from bench.hardware.monitor.gpm import GpmReader

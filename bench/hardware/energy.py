@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bench.readings import Sample
+from bench.vocab.readings import Sample
 
 __all__ = ["covers", "devices_used", "epoch_energy", "epoch_throttle_reasons", "gpu_index"]
 

@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 
 from pydantic import PrivateAttr, model_validator
 
-from bench import limits, settings
-from bench.errors import RecordError
+from bench.vocab import limits, settings
+from bench.vocab.errors import RecordError
 from bench.hardware import devices
-from bench.limits import Count, Flag, Gflops, Line, Number, Percent, Seconds, Text, Timestamp, Id
-from bench.record_base import Record
+from bench.vocab.limits import Count, Flag, Gflops, Line, Number, Percent, Seconds, Text, Timestamp, Id
+from bench.vocab.record_base import Record
 
 log = logging.getLogger("bench.hardware.probe")
 CACHE_VERSION = 2  # 1 kept one single-size measurement per size; those are not trusted as a ceiling

@@ -32,10 +32,10 @@ from typing import Any
 
 import psutil
 
-from bench import settings
-from bench.errors import RecordError
+from bench.vocab import settings
+from bench.vocab.errors import RecordError
 from bench.hardware import devices, peak_cache
-from bench.target import Target
+from bench.vocab.target import Target
 
 log = logging.getLogger(__name__)
 

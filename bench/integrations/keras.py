@@ -27,17 +27,17 @@ from typing import Any
 
 import keras
 
-from bench import settings
-from bench.config import RunConfig
+from bench.vocab import settings
+from bench.vocab.config import RunConfig
 from bench.hardware import devices
-from bench.records import Status
+from bench.vocab.records import Status
 from bench.runs import events, worker
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.runs.supervisor import Supervisor, default_sampler
 from bench.runs.worker_process import Spare
 from bench.store import Store, StoreError
-from bench.target import on_gpu
+from bench.vocab.target import on_gpu
 from bench.training import keras_build
 
 log = logging.getLogger("bench.integrations.keras")

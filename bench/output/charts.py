@@ -1,6 +1,6 @@
 """Plotly figures shared by every page and by exported reports (plotly only, no Streamlit).
 
-Each function takes typed run data (a run's :class:`Series`: its epochs and samples as bench.readings types; sweep
+Each function takes typed run data (a run's :class:`Series`: its epochs and samples as bench.vocab.readings types; sweep
 rows as the dicts of a ``bench.sweep/1`` record) and returns a
 ``plotly.graph_objects.Figure``. Missing readings stay None, so lines show gaps rather than false zeros; a reading
 never taken (no GPM, no process data) draws no line at all. Sizes, ticks and label placement: bench.output.chart_style.
@@ -19,12 +19,12 @@ from plotly.subplots import make_subplots
 
 from bench.analysis import sweeps
 from bench.analysis.run_summary import Run
-from bench.run_info import Phase
+from bench.vocab.run_info import Phase
 from bench.analysis.sweeps import SweepRow, SweepSpeedup
-from bench import safe_text
+from bench.vocab import safe_text
 from bench.output import chart_style as style
 from bench.output.chart_style import PALETTE
-from bench.readings import Epoch, GpuReading, Sample
+from bench.vocab.readings import Epoch, GpuReading, Sample
 
 GPU_DASHES = ("solid", "dot", "dash", "longdash", "dashdot")
 MAX_POINTS = 1500  # per line drawn; longer histories are thinned evenly for drawing only

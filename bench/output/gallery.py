@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import records
+from bench.vocab import records
 from bench.analysis import machines as M
-from bench.errors import RecordError
+from bench.vocab.errors import RecordError
 from bench.output import charts
 from bench.output import ranking as ranking_chart
 from bench.output.report import MAX_RECORD_BYTES

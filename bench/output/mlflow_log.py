@@ -38,12 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import records, settings
+from bench.vocab import records, settings
 from bench.analysis import compare
 from bench.output import report
-from bench.readings import Epoch, GpuReading, Sample
-from bench.record_types import RecordedHardware, SweepRow
-from bench.records import RunRecord, Status
+from bench.vocab.readings import Epoch, GpuReading, Sample
+from bench.vocab.record_types import RecordedHardware, SweepRow
+from bench.vocab.records import RunRecord, Status
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ def tags_of(run: RunRecord) -> dict[str, str]:
     """Where and how a run ran, as tags: its id in this store, status, target, placement, framework, machine."""
     info = run.info
     tags = {"mlflow.runName": report.run_label(run), "bench.status": str(run.status),
-            "bench.target": compare.target(run), "bench.hardware": report.hardware_label(run.hardware),
+            "bench.vocab.target": compare.target(run), "bench.hardware": report.hardware_label(run.hardware),
             "bench.placement": info.placement, "bench.framework": info.framework,
             "bench.run_id": None if run.id is None else str(run.id)}
     return {k: v for k, v in tags.items() if v}

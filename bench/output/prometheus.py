@@ -34,8 +34,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from bench.hardware.devices import Hardware
 from bench.hardware.monitor.gpu import SOURCE as NVML_SOURCE
 from bench.hardware.monitor.sampler import Sampler
-from bench.readings import Epoch, GpuReading, Sample
-from bench.records import Status
+from bench.vocab.readings import Epoch, GpuReading, Sample
+from bench.vocab.records import Status
 
 __all__ = ["CONTENT_TYPE", "DCGM_FIELDS", "Exporter", "MAX_AGE_S", "SERIES", "RunFigures", "Scrape",
            "ScrapeCollector", "exposition"]

@@ -25,14 +25,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import limits, records, safe_text
+from bench.vocab import limits, records, safe_text
 from bench.output import charts, display
 from bench.analysis import compare, metrics, run_summary
-from bench.readings import Epoch, Sample, is_int, is_number
-from bench.records import ACTIVE as ACTIVE_STATUSES
-from bench.records import EXPORT_HINT, RecordError, RunRecord
-from bench.record_types import RecordedHardware
-from bench.run_info import RunError
+from bench.vocab.readings import Epoch, Sample, is_int, is_number
+from bench.vocab.records import ACTIVE as ACTIVE_STATUSES
+from bench.vocab.records import EXPORT_HINT, RecordError, RunRecord
+from bench.vocab.record_types import RecordedHardware
+from bench.vocab.run_info import RunError
 from bench.store.imports import ImportedRun, Source
 
 Importable = records.RunRecord | records.Comparison  # what a file or an export holds: one run, or a comparison
@@ -97,7 +97,7 @@ def to_json(record: Importable) -> str:
 
 
 def _safe_cell(value: Any) -> Any:
-    """A cell no spreadsheet runs as a formula (bench.safe_text.spreadsheet_cell: the one rule)."""
+    """A cell no spreadsheet runs as a formula (bench.vocab.safe_text.spreadsheet_cell: the one rule)."""
     return safe_text.spreadsheet_cell(value)
 
 

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
-from bench.readings import Epoch
-from bench.record_base import Record
-from bench.run_info import RunError, RunInfo
+from bench.vocab.readings import Epoch
+from bench.vocab.record_base import Record
+from bench.vocab.run_info import RunError, RunInfo
 
 PHASE = "phase"
 STARTED = "started"

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from bench.config import RunConfig
-from bench.config import Machine
+from bench.vocab.config import RunConfig
+from bench.vocab.config import Machine
 from bench.hardware import devices
 from bench.hardware.peak_cache import PeakEntry
 from bench.runs.peaks import PeakFuture, PeakQueue

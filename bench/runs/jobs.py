@@ -20,17 +20,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from bench import records, settings
+from bench.vocab import records, settings
 from bench.analysis import compare, sweeps
-from bench.errors import RunActiveError, RunUnreadable
-from bench.config import RunConfig
+from bench.vocab.errors import RunActiveError, RunUnreadable
+from bench.vocab.config import RunConfig
 from bench.hardware import devices
 from bench.runs.groups import GroupRegistry
 from bench.runs.peaks import PeakQueue
 from bench.runs.prestart import PRESTART_DELAY_S, SparePool
-from bench.records import Status
-from bench.record_types import RecordedHardware
-from bench.run_info import RunError
+from bench.vocab.records import Status
+from bench.vocab.record_types import RecordedHardware
+from bench.vocab.run_info import RunError
 from bench.runs.run_state import TERMINAL, RunGroup, RunSnapshot, RunState, finish, snapshot_of
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError

@@ -17,11 +17,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from bench import records
+from bench.vocab import records
 from bench.analysis import compare, run_summary
 from bench.hardware import peak_cache, probe
 from bench.hardware.peak_cache import PeakEntry
-from bench.records import Status
+from bench.vocab.records import Status
 from bench.runs.run_state import RunState
 from bench.store import Store, StoreError
 

@@ -11,7 +11,7 @@ import logging
 import threading
 from typing import Any, Callable
 
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.runs.worker_process import Spare, kill, start_worker_process
 
 log = logging.getLogger("bench.runs.jobs")

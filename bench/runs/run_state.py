@@ -8,14 +8,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from bench import records
-from bench.readings import Epoch, Sample
+from bench.vocab import records
+from bench.vocab.readings import Epoch, Sample
 from bench.analysis import metrics, run_summary
-from bench.record_types import RecordedHardware, RunSummary
-from bench.config import RunConfig
+from bench.vocab.record_types import RecordedHardware, RunSummary
+from bench.vocab.config import RunConfig
 from bench.hardware.peak_cache import PeakEntry
-from bench.records import Status
-from bench.run_info import RunError, RunInfo
+from bench.vocab.records import Status
+from bench.vocab.run_info import RunError, RunInfo
 
 TERMINAL = records.TERMINAL
 

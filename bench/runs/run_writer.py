@@ -19,10 +19,10 @@ import logging
 import threading
 from typing import Any, Callable, Iterable
 
-from bench import settings
+from bench.vocab import settings
 from bench.analysis import run_summary
 from bench.analysis.run_summary import RunSummary
-from bench.readings import Epoch, Sample
+from bench.vocab.readings import Epoch, Sample
 from bench.runs.run_state import TERMINAL, RunState
 from bench.store import RunKey, RunReplaced, Store, StoreError
 

@@ -15,14 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.record_types import CpuSpec, Fingerprint, GpuSpec
-from bench import records
+from bench.vocab.record_types import CpuSpec, Fingerprint, GpuSpec
+from bench.vocab import records
 from bench.analysis import run_summary
-from bench.config import ConfigError, Machine, RunConfig, preset_training
+from bench.vocab.config import ConfigError, Machine, RunConfig, preset_training
 from bench.hardware import devices
-from bench.records import Status
-from bench.target import Target
-from bench.training import models
+from bench.vocab.records import Status
+from bench.vocab.target import Target
+from bench.plans import models
 
 SUITE_VERSION = "2"  # 2: the seed presets train with their articles' optimizer and learning rate (1: Adam)
 VARIANTS = ("quick", "full")

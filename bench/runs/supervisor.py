@@ -17,9 +17,9 @@ from bench.hardware import energy
 from bench.runs import events
 from bench.analysis import metrics
 from bench.hardware.monitor import Sample, Sampler
-from bench.readings import Epoch
-from bench.records import Status
-from bench.run_info import RunError
+from bench.vocab.readings import Epoch
+from bench.vocab.records import Status
+from bench.vocab.run_info import RunError
 from bench.runs.run_state import TERMINAL, Progress, RunState, finish
 from bench.runs.run_writer import SAMPLE_FLUSH_S, RunWriter
 from bench.runs.worker_process import Spare, kill, start_worker_process

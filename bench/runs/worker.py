@@ -40,7 +40,7 @@ PARENT_CHECK_INTERVAL_S = 1.0  # how often a worker checks that the server which
 def keras_device_name(device: Any) -> str:
     """Our device choice (a Target, or a config's device text) -> the name keras.device() takes inside the worker
     (visibility already narrowed): Target.keras_device."""
-    from bench.target import Target
+    from bench.vocab.target import Target
 
     return (device if isinstance(device, Target) else Target.from_device(device)).keras_device
 
@@ -189,11 +189,11 @@ INPUT_PIPELINES = {"tensorflow": "tf.data, autotune off, prefetch 2", "jax": "Nu
 class Training:
     """A run ready to ``model.fit``: what :func:`prepare_training` made from a config (see there)."""
 
-    config: Any  # bench.config.RunConfig
+    config: Any  # bench.vocab.config.RunConfig
     framework: str  # "tensorflow 2.x.y"
     devices_seen: list[str]
-    data: Any  # bench.training.datasets.Dataset
-    plan: Any  # bench.training.models.ModelPlan, or an OwnModel (a model file), set once it is loaded
+    data: Any  # bench.plans.datasets.Dataset
+    plan: Any  # bench.plans.models.ModelPlan, or an OwnModel (a model file), set once it is loaded
     y_train: Any  # labels as the loss wants them (one-hot for categorical_crossentropy)
     y_test: Any
     parallel: Parallel | None  # data-parallel over several devices, or None for one device
@@ -240,7 +240,8 @@ def prepare_training(config: Config, on_phase: Callable[[str], None] | None = No
     exactly what a run trains. ``on_phase`` hears each phase as it begins ("importing ...", "loading data",
     "building model").
     """
-    from bench.training import datasets, keras_build, models
+    from bench.plans import datasets, models
+    from bench.training import keras_build
 
     say = on_phase or (lambda phase: None)
     cfg = typed(config)
@@ -422,7 +423,7 @@ def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: A
         framework_setup(env.backend, env.cpu_threads, logical_cpus(env))
         import keras  # noqa: F401 - loaded now so the run does not wait for it
 
-        from bench.training import datasets, models  # noqa: F401
+        from bench.plans import datasets, models  # noqa: F401
     except BaseException:  # noqa: BLE001 - a spare that cannot load reports it when a run arrives
         traceback.print_exc()
     prepared = None

@@ -5,7 +5,7 @@ imported runs with where they came from (``Store.imports``, bench.store.imports)
 
 from __future__ import annotations
 
-from bench.errors import RunLost, RunReplaced, RunUnreadable, StoreError
+from bench.vocab.errors import RunLost, RunReplaced, RunUnreadable, StoreError
 from bench.store.bundles import BundleStore
 from bench.store.identity import Owner, RunKey
 from bench.store.imports import ImportedRun, ImportLog, Source

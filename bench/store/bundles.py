@@ -7,8 +7,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from bench import records
-from bench.errors import RecordError
+from bench.vocab import records
+from bench.vocab.errors import RecordError
 from bench.store.connection import StoreFile
 
 

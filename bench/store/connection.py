@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from bench import settings
-from bench.errors import StoreError
+from bench.vocab import settings
+from bench.vocab.errors import StoreError
 from bench.store import schema
 from bench.store.rows import text_of
 

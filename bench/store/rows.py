@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Union
 
-from bench import limits, records
-from bench.errors import RecordError, RunUnreadable
-from bench.readings import EXPORT_HINT, is_int, is_number, show_value
+from bench.vocab import limits, records
+from bench.vocab.errors import RecordError, RunUnreadable
+from bench.vocab.readings import EXPORT_HINT, is_int, is_number, show_value
 
 # the runs columns a record is read from (the owner's columns are the store's bookkeeping: Store.owner_of)
 RECORD_COLUMNS = ("id", "created_at", "started_at", "ended_at", "status", "config", "hardware", "info", "error",

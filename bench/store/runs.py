@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.analysis import run_summary
-from bench import records, settings
-from bench.errors import RunLost, RunReplaced, StoreError
-from bench.readings import is_int, is_number
+from bench.vocab import records, settings
+from bench.vocab.errors import RunLost, RunReplaced, StoreError
+from bench.vocab.readings import is_int, is_number
 from bench.store.bundles import BundleStore
 from bench.store.connection import StoreFile
 from bench.store.identity import SAME_STAMP_S, Owner, RunKey

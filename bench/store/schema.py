@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from bench.errors import StoreError
+from bench.vocab.errors import StoreError
 
 
 class StoreTooNew(StoreError):

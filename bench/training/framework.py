@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.hardware import devices
 from bench.training.parallel import Cluster, gpus_taken, requested_devices
 

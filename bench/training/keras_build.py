@@ -1,8 +1,8 @@
-"""A ModelPlan (bench.training.models) made into Keras 3 objects: the model, its loss and its accuracy metric; and a
+"""A ModelPlan (bench.plans.models) made into Keras 3 objects: the model, its loss and its accuracy metric; and a
 Keras model read back into the plans' terms (an OwnModel: its parameters and FLOPs by the same convention), for a
 user's ``.keras`` file (loaded in safe mode only) and a script's model recorded by bench.integrations.keras.
 
-Keras is imported lazily, inside the training worker, so the Streamlit server can import bench.training.models (parameter
+Keras is imported lazily, inside the training worker, so the Streamlit server can import bench.plans.models (parameter
 counts, FLOPs) without loading a framework. Only Keras 3 APIs are used, so the models build on any backend.
 """
 
@@ -12,8 +12,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
-from bench.training import models
-from bench.training.models import LayerSpec, ModelError, ModelFileError, ModelPlan, OwnModel
+from bench.plans import models
+from bench.plans.models import LayerSpec, ModelError, ModelFileError, ModelPlan, OwnModel
 
 if TYPE_CHECKING:  # pragma: no cover - only for type checkers
     import keras

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 
 T = TypeVar("T")
 

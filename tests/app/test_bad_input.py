@@ -24,13 +24,13 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bench import cli
-from bench.training import datasets
-from bench.training.datasets.registry import DOWNLOAD_SOCKET_TIMEOUT_S
+from bench.cli import main as cli
+from bench.plans import datasets
+from bench.plans.datasets.registry import DOWNLOAD_SOCKET_TIMEOUT_S
 from bench.output import report
 from bench.hardware import devices
-from bench.config import ConfigError, RunConfig
-from bench.errors import RecordError
+from bench.vocab.config import ConfigError, RunConfig
+from bench.vocab.errors import RecordError
 
 ROOT = Path(__file__).resolve().parents[2]
 

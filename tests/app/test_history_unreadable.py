@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.store import Store
 from ui.safe_text import escape
 

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app.markdown_text import outside_code
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]

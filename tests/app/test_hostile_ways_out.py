@@ -19,9 +19,9 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from bench import records
+from bench.vocab import records
 from bench.analysis import compare
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.store import Store
 from tests import strategies as S
 from tests.app import test_record_mutations_pages as P
@@ -93,7 +93,7 @@ def test_a_loaded_comparison_of_two_same_named_targets_names_their_machines() ->
 def test_a_loaded_comparisons_prices_out_of_bounds_cost_nothing(prices: dict[str, float]) -> None:
     """A comparison file whose prices are negative or subnormal: refused at the way in, or shown without a cost;
     never "costs -1.0x more" nor a cost of 0.00."""
-    from bench.errors import RecordError
+    from bench.vocab.errors import RecordError
     from bench.output import report
 
     runs = [records.RunRecord.model_validate(_run(1, "cpu", [1.0, 1.0, 1.0], "a")),
@@ -159,7 +159,7 @@ OTHER_PAGES = ("pages/train.py", "pages/sweep.py", "pages/lesson.py", "pages/sys
 
 def other_pages(m: S.Mutation) -> list[Any]:
     """The pages test_record_mutations_pages does not open, over a store that holds the record where it is valid."""
-    from bench.errors import RecordError
+    from bench.vocab.errors import RecordError
     from bench.output import report
 
     found: list[Any] = []

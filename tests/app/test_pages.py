@@ -169,7 +169,7 @@ def test_a_finished_comparison_shows_its_headline_and_export_buttons(monkeypatch
     """The page's view of a finished comparison; its runs are replayed (a real one: tests/unit/test_cli.py)."""
     monkeypatch.setenv("BENCH_WORKER_TARGET", PACED_WORKER_TARGET)
     from bench.analysis import compare
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
     from ui.common import get_hardware, get_manager
 
     manager = get_manager()
@@ -262,7 +262,7 @@ def test_compare_figures_are_built_once_for_every_viewer(monkeypatch):
     import streamlit as st
 
     from bench.output import charts
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
     from tests.unit import fake_workers
     from ui import common
 

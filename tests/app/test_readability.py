@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from bench import records
+from bench.vocab import records
 from bench.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,8 +24,8 @@ from hypothesis import strategies as hst
 from streamlit.testing.v1 import AppTest
 
 from tests.app.markdown_text import outside_code
-from bench import records
-from bench.errors import RecordError
+from bench.vocab import records
+from bench.vocab.errors import RecordError
 from tests import strategies as S
 from tests.unit import test_record_mutations as U
 

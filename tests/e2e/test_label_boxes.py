@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from bench.output import charts
-from bench.readings import epochs_of, samples_of
-from bench.run_info import Phase
+from bench.vocab.readings import epochs_of, samples_of
+from bench.vocab.run_info import Phase
 from ui import present, static_files
 
 pytestmark = pytest.mark.e2e

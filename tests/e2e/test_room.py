@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from tests.e2e.steps import screenshot
 
 pytestmark = pytest.mark.e2e

@@ -6,12 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench import cli
+from bench.cli import main as cli
 
 
 @pytest.fixture
 def main(capsys: pytest.CaptureFixture[str]):
-    """``bench.cli.main(ARGS)`` in this process, with what it printed: (returncode, stdout, stderr), as ``bench``
+    """``bench.cli.main.main(ARGS)`` in this process, with what it printed: (returncode, stdout, stderr), as ``bench``
     returns them (argparse's refusals exit through SystemExit, as they do from the entry point)."""
     def call(*args: str) -> SimpleNamespace:
         capsys.readouterr()

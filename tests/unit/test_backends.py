@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.runs.jobs import JobManager
 from tests.fixtures import NO_GPU
 

@@ -9,8 +9,8 @@ import pytest
 
 from bench.analysis.sweeps import SweepRow
 from bench.output import chart_style, charts
-from bench.readings import epochs_of, samples_of
-from bench.run_info import Phase
+from bench.vocab.readings import epochs_of, samples_of
+from bench.vocab.run_info import Phase
 
 
 def epochs(n: int) -> list[dict]:

@@ -2,7 +2,7 @@
 
 Commands that train, and one of each kind of refusal, run as a user runs them (`python -m bench ...` in a child
 Python: the entry point, exit codes and streams); the other refusals and the store commands call the same
-``bench.cli.main`` in this process, which is what the entry point runs."""
+``bench.cli.main.main`` in this process, which is what the entry point runs."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_bad_input_exits_nonzero_with_message_and_no_traceback(main, args, messa
 
 def test_bad_input_through_the_entry_point():
     """The child Python's exit status and stderr for a refused value (a ConfigError) and an unparsable one
-    (argparse): what the in-process cases above check through bench.cli.main."""
+    (argparse): what the in-process cases above check through bench.cli.main.main."""
     out = bench("run", "--epochs", "0", timeout=60)
     assert (out.returncode, out.stdout) == (2, ""), out.stdout + out.stderr
     assert out.stderr.startswith("error: ") and "epochs must be a whole number from 1 to 1000" in out.stderr

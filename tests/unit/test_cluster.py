@@ -23,8 +23,8 @@ ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -r re
 from bench.cluster import nodes as cluster_nodes  # noqa: E402
 from bench.cluster import launch  # noqa: E402
 from bench.cluster.launch import ClusterLauncher  # noqa: E402
-from bench.config import RunConfig  # noqa: E402
-from bench.records import Status  # noqa: E402
+from bench.vocab.config import RunConfig  # noqa: E402
+from bench.vocab.records import Status  # noqa: E402
 from bench.runs.jobs import JobManager  # noqa: E402
 from bench.store import Store  # noqa: E402
 from benchmarks.standins import PACED_WORKER_TARGET, PacedWorker  # noqa: E402

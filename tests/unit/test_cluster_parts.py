@@ -11,11 +11,11 @@ import pytest
 
 from bench.cluster.launch import ClusterMachine, demand, slots_needed, suite_targets
 from bench.cluster.nodes import Node, NodeMachine, address_of
-from bench.config import ConfigError, RunConfig
+from bench.vocab.config import ConfigError, RunConfig
 from bench.hardware.monitor import Sample
 from ui import metrics_route
-from bench.records import Status
-from bench.run_info import RunInfo
+from bench.vocab.records import Status
+from bench.vocab.run_info import RunInfo
 from bench.runs.run_state import RunState, snapshot_of
 from tests.fixtures import NO_GPU
 

@@ -9,9 +9,9 @@ import pytest
 from bench.analysis import compare, sweeps
 from bench.hardware import devices
 from bench.hardware.peak_cache import PeakEntry
-from bench.config import ConfigError, RunConfig
-from bench.records import RunRecord
-from bench.target import Target
+from bench.vocab.config import ConfigError, RunConfig
+from bench.vocab.records import RunRecord
+from bench.vocab.target import Target
 
 
 def doc(run_id: int, target: str, total: float | None = None, steady: float | None = None) -> dict[str, Any]:

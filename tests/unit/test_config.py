@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bench.hardware import devices
-from bench.config import ConfigError, RunConfig
-from bench.errors import RecordError
-from bench.target import Target
+from bench.vocab.config import ConfigError, RunConfig
+from bench.vocab.errors import RecordError
+from bench.vocab.target import Target
 
 NO_GPU = devices.Hardware(
     cpu=devices.CpuInfo(model="test cpu", physical_cores=2, logical_cores=2, ram_total_mib=1024.0),
@@ -141,11 +141,11 @@ def test_target_and_label():
     (["--optimizer", "adam"], "adam", None),  # named: the user's optimizer at its own default rate
 ])
 def test_a_seed_preset_trains_with_its_articles_optimizer_unless_told_otherwise(argv, optimizer, learning_rate):
-    """One rule for the CLI, the machine suite and the preset buttons (bench.config.preset_training): the CLI and the
+    """One rule for the CLI, the machine suite and the preset buttons (bench.vocab.config.preset_training): the CLI and the
     suite used Adam for the presets while the pages used the article's SGD, so the same preset trained two ways."""
-    from bench import cli, cli_args
+    from bench.cli import main as cli, args as cli_args
     from bench.runs import suite
-    from bench.training import models
+    from bench.plans import models
 
     args = cli.build_parser().parse_args(["run", "--model", "seed-cifar10-mlp", *argv])
     config = cli_args.config_from_args(args)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from bench import records
+from bench.vocab import records
 from bench.analysis import compare, pricing
-from bench.config import ConfigError, RunConfig
+from bench.vocab.config import ConfigError, RunConfig
 
 RAPL = "RAPL not readable here: /sys/class/powercap is absent"
 
@@ -156,7 +156,7 @@ def test_an_entered_price_out_of_bounds_is_refused_with_the_bounds(text: str) ->
 
 
 def test_the_cli_price_option_refuses_a_subnormal_price(capsys: pytest.CaptureFixture[str]) -> None:
-    from bench import cli
+    from bench.cli import main as cli
 
     with pytest.raises(SystemExit) as done:
         cli.main(["compare", "--targets", "cpu/1,cpu", "--price", "cpu=5e-324"])

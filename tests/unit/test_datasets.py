@@ -1,4 +1,4 @@
-"""Tests for bench.training.datasets: registry, synthetic generators, digits, keras cache parsers, offline errors, user .npz."""
+"""Tests for bench.plans.datasets: registry, synthetic generators, digits, keras cache parsers, offline errors, user .npz."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench.training import datasets as d
-from bench.training.datasets import DatasetError, keras_cache, registry
+from bench.plans import datasets as d
+from bench.plans.datasets import DatasetError, keras_cache, registry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SYNTHETIC = ("synthetic-mnist", "synthetic-cifar10", "synthetic-imdb")
@@ -122,7 +122,7 @@ def test_package_reexports_the_public_names_and_no_private_helpers() -> None:
 
 def test_importing_and_describing_never_imports_tensorflow() -> None:
     code = (
-        "import sys, bench.training.datasets as d\n"
+        "import sys, bench.plans.datasets as d\n"
         "[d.get_info(n) for n in d.DATASETS if n != 'npz']\n"
         "d.load('synthetic-mnist', limit_samples=10)\n"
         "d.load('synthetic-imdb', limit_samples=10)\n"

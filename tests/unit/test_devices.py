@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from bench.hardware import devices
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.hardware.devices import GpuInfo, Hardware, device_choices, discover
 from bench.hardware.monitor import nvml
-from bench.target import Target
+from bench.vocab.target import Target
 
 try:
     from tests.unit import fake_nvml

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bench import records
-from bench.config import RunConfig
+from bench.vocab import records
+from bench.vocab.config import RunConfig
 from bench.analysis import diagnosis, run_summary, sweeps
-from bench.readings import epochs_of, samples_of
-from bench.run_info import RunInfo
+from bench.vocab.readings import epochs_of, samples_of
+from bench.vocab.run_info import RunInfo
 
 
 def _epochs(seconds: float, n: int = 4, samples: int = 8000) -> list[dict]:

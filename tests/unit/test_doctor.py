@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bench import cli
+from bench.cli import main as cli
 from bench.hardware import devices, doctor
 from bench.hardware.monitor import nvml
 from tests.unit import fake_nvml

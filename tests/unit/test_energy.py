@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.record_types import RecordedHardware
+from bench.vocab.record_types import RecordedHardware
 from bench.hardware import energy
 from bench.analysis import run_summary
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.hardware.monitor import Sampler, nvml
 from bench.hardware.monitor.rapl import RaplReader
-from bench.readings import epochs_of, samples_of
-from bench.run_info import RunInfo
+from bench.vocab.readings import epochs_of, samples_of
+from bench.vocab.run_info import RunInfo
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.runs.supervisor import Supervisor
@@ -209,7 +209,7 @@ def test_summary_energy_per_steady_epoch_and_per_1000_samples() -> None:
 def test_the_live_headers_energy_is_the_summarys_energy() -> None:
     """The live header reads run_summary.energy_summary alone (not the whole summary, at every refresh): it must give
     what the summary's energy keys give, for a measured run, an unmeasured one and an all-GPUs run."""
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
     from bench.runs.run_state import RunSnapshot
 
     epochs = [epoch(1, {"cpu": 900.0, "gpu:0": 5000.0}), epoch(2, {"cpu": 100.0, "gpu:0": None}),
@@ -297,7 +297,7 @@ def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
 def test_a_snapshots_summary_is_computed_once(monkeypatch) -> None:
     """An ended run's panel reads the summary three times a refresh; a snapshot computes it once, a new snapshot
     (the run moved on) afresh."""
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
     from bench.runs.run_state import RunSnapshot
 
     calls = []
@@ -316,8 +316,8 @@ def test_a_snapshots_summary_is_computed_once(monkeypatch) -> None:
 def test_a_snapshots_record_carries_the_summary_it_computed(monkeypatch) -> None:
     """record() hands the snapshot's own summary to the record (the Sweep and Compare panels call it every refresh),
     and it is the summary run_record computes from the record's own fields."""
-    from bench import records
-    from bench.config import RunConfig
+    from bench.vocab import records
+    from bench.vocab.config import RunConfig
     from bench.runs.run_state import RunSnapshot
 
     snap = RunSnapshot(id=1, config=RunConfig(), status="finished", created_at=0.0, started_at=0.0, ended_at=9.0,

@@ -11,8 +11,8 @@ import time
 from collections import Counter
 from typing import Any
 
-from bench.record_types import RecordedHardware
-from bench.readings import Epoch, Sample
+from bench.vocab.record_types import RecordedHardware
+from bench.vocab.readings import Epoch, Sample
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError

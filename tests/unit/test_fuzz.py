@@ -20,9 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench import cli, limits, records
-from bench.training import datasets
-from bench.config import RunConfig
+from bench.cli import main as cli
+from bench.vocab import limits, records
+from bench.plans import datasets
+from bench.vocab.config import RunConfig
 from bench.hardware.devices import CpuInfo, Hardware
 from ui import url_state
 

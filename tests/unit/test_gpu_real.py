@@ -11,7 +11,7 @@ import pytest
 
 from bench.analysis import compare
 from bench.hardware import devices
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.runs.jobs import JobManager
 
 pytestmark = pytest.mark.slow  # every test here trains a real model

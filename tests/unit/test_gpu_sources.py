@@ -9,7 +9,7 @@ import pytest
 from bench.hardware import devices, doctor
 from bench.hardware.monitor import amd, apple, intel, nvml, sources, tpu
 from bench.hardware.monitor.sampler import Sampler
-from bench.readings import GpuReading
+from bench.vocab.readings import GpuReading
 from tests.unit import fake_nvml
 from tests.unit import scripted_gpus as sg
 
@@ -219,7 +219,7 @@ def test_bench_devices_shows_each_scripted_gpu_its_source_and_a_reading(monkeypa
     reading from it; the text form names the source where a CUDA version would stand, and says what is not measured."""
     import json
 
-    from bench import cli
+    from bench.cli import main as cli
 
     with sg.use(monkeypatch, machine, backend=backend):
         assert cli.main(["devices", "--json"]) == 0

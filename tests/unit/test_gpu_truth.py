@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.analysis.run_summary import RunSummary
-from bench.readings import epochs_of
+from bench.vocab.readings import epochs_of
 from ui import gpu_truth
 
 

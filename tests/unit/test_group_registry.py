@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench.config import ConfigError, RunConfig
+from bench.vocab.config import ConfigError, RunConfig
 from bench.hardware.peak_cache import PeakEntry
 from bench.runs.groups import GroupRegistry
 from bench.runs.run_state import GroupPeak

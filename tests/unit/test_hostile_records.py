@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from bench import cli, records
+from bench.cli import main as cli
+from bench.vocab import records
 from bench.analysis import compare
 from bench.output import report
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]

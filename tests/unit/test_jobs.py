@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from bench import records
-from bench.config import RunConfig
+from bench.vocab import records
+from bench.vocab.config import RunConfig
 from bench.runs.jobs import JobManager
 from bench.store import Store
 from tests.fixtures import NO_GPU, TINY
@@ -268,14 +268,14 @@ def test_managers_start_cold_unless_asked():
 
 @pytest.mark.parametrize(("raw", "expected"), [("1", True), ("", True), ("on", True), ("0", False), ("off", False)])
 def test_prestart_setting(monkeypatch, raw, expected):
-    from bench import settings
+    from bench.vocab import settings
 
     monkeypatch.setenv("BENCH_PRESTART", raw)
     assert settings.prestart_worker() is expected
 
 
 def test_prestart_setting_rejects_nonsense(monkeypatch):
-    from bench import settings
+    from bench.vocab import settings
 
     monkeypatch.setenv("BENCH_PRESTART", "maybe")
     with pytest.raises(ValueError, match="BENCH_PRESTART='maybe' must be 1 or 0"):

@@ -16,7 +16,7 @@ import pytest
 
 from bench.runs.jobs import JobManager
 from bench.store import Store
-from bench.training import models
+from bench.plans import models
 from tests.fixtures import NO_GPU
 from tests.polling import wait_for
 

@@ -4,8 +4,8 @@ the run, and rows that grow with the font in the projector view (the boxes thems
 from __future__ import annotations
 
 from bench.output import chart_style, charts
-from bench.readings import epochs_of, samples_of
-from bench.run_info import Phase
+from bench.vocab.readings import epochs_of, samples_of
+from bench.vocab.run_info import Phase
 from ui import present
 
 PHASES = (Phase("loading data", 0.5), Phase("building model", 1.0), Phase("first step", 1.5), Phase("training", 2.0))

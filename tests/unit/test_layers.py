@@ -15,29 +15,29 @@ from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Lowest first. A module belongs to the layer of the longest prefix that names it; it may import its own layer and
-# the layers below.
+# Lowest first: each layer is a package (or two) of bench/, ui/ or pages/. A module belongs to the layer of the
+# longest prefix that names it; it may import its own layer and the layers below. No prefix is a catch-all: a new
+# package belongs to no layer until it is named here and in docs/ARCHITECTURE.md's picture (test_the_picture_...).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("vocabulary", ("bench", "bench.errors", "bench.limits", "bench.settings", "bench.record_base", "bench.readings",
-                    "bench.target", "bench.safe_text")),
-    ("plans", ("bench.training.models", "bench.training.datasets")),  # what a model and a data set are, no framework
-    ("config", ("bench.config",)),
-    # the records: pydantic models that hold what they are given and compute nothing (no analysis below them)
-    ("record types", ("bench.record_types", "bench.run_info", "bench.records")),
+    ("plans", ("bench.plans",)),  # what a model and a data set are, no framework
+    # what a run, a reading, a config and a record are (pydantic models that hold what they are given and compute
+    # nothing), the bounds, settings, errors and outside text: discovers and computes nothing
+    ("vocabulary", ("bench.vocab",)),
     ("hardware and frameworks", ("bench.hardware", "bench.training")),
     ("analysis", ("bench.analysis",)),
-    # the documents the analysis reads and the store keeps
-    ("documents", ("bench.analysis.machines", "bench.store")),
+    ("store", ("bench.store",)),
     ("runs", ("bench.runs",)),
     # a script's own training recorded as a run: its process plays the worker, a Supervisor folds its events
     ("integrations", ("bench.integrations",)),
     ("cluster", ("bench.cluster",)),  # runs placed on a Ray cluster: above the runs it hands to the supervisor
-    ("output", ("bench.output", "bench.schemas")),
-    ("cli", ("bench.cli", "bench.cli_args", "bench.cli_cluster", "bench.cli_machines", "bench.cli_store",
-             "bench.__main__")),
+    ("output", ("bench.output",)),
+    ("cli", ("bench.cli", "bench.__main__")),
     ("ui", ("ui",)),
     ("pages", ("pages", "app")),
 )
+# modules named by their exact name alone, never as a prefix: the package ``bench`` itself (its docstring and
+# version) sits with the lowest layer and holds nothing else
+EXACT: dict[str, str] = {"bench": "plans"}
 # what a layer may never import, whatever its place: the engine is headless; a page reaches the machine through
 # ui (ui.machine, ui.common), never bench.hardware itself
 FORBIDDEN: dict[str, tuple[str, ...]] = {
@@ -51,13 +51,15 @@ PROJECT = ("bench", "ui", "pages", "app")
 
 
 class Import(NamedTuple):
-    module: str  # the importing module, e.g. "bench.config"
+    module: str  # the importing module, e.g. "bench.vocab.config"
     imported: str  # the module imported, e.g. "bench.hardware.devices"
     line: int
 
 
 def layer_of(module: str) -> int | None:
     """The index in LAYERS of ``module``'s layer (its longest matching prefix), None when no layer names it."""
+    if module in EXACT:
+        return [name for name, _ in LAYERS].index(EXACT[module])
     best: tuple[int, int] | None = None  # (prefix length, layer)
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
@@ -143,14 +145,14 @@ def test_every_module_has_a_layer() -> None:
 
 
 def test_the_checker_reports_an_upward_import_even_inside_a_function() -> None:
-    known = {"bench.config", "bench.hardware.devices", "bench.readings", "pages.train", "ui.machine"}
-    source = "from bench.readings import is_int\n\ndef f():\n    from bench.hardware import devices\n"
-    found = problems(imports_of("bench.config", source, known))
-    assert found == ["bench.config -> bench.hardware.devices (line 4): config reaches up to hardware and frameworks"]
+    known = {"bench.vocab.config", "bench.hardware.devices", "bench.vocab.readings", "pages.train", "ui.machine"}
+    source = "from bench.vocab.readings import is_int\n\ndef f():\n    from bench.hardware import devices\n"
+    found = problems(imports_of("bench.vocab.config", source, known))
+    assert found == ["bench.vocab.config -> bench.hardware.devices (line 4): vocabulary reaches up to hardware and frameworks"]
     page = problems(imports_of("pages.train", "from ui import machine\nimport bench.hardware.devices\n", known))
     assert page == ["pages.train -> bench.hardware.devices (line 2): pages never imports bench.hardware"]
-    engine = problems(imports_of("bench.readings", "import streamlit as st\n", known))
-    assert engine == ["bench.readings -> streamlit (line 1): bench never imports streamlit"]
+    engine = problems(imports_of("bench.vocab.readings", "import streamlit as st\n", known))
+    assert engine == ["bench.vocab.readings -> streamlit (line 1): bench never imports streamlit"]
 
 
 def test_the_checker_reads_relative_imports_and_names_a_module_in_no_layer() -> None:
@@ -158,7 +160,7 @@ def test_the_checker_reads_relative_imports_and_names_a_module_in_no_layer() -> 
     relative = imports_of("bench.analysis.compare", "from . import metrics\nfrom ..runs import jobs\n", known)
     assert [i.imported for i in relative] == ["bench.analysis.metrics", "bench.runs.jobs"]
     assert problems(relative) == ["bench.analysis.compare -> bench.runs.jobs (line 2): analysis reaches up to runs"]
-    assert "is in no layer" in problems([Import("scripts.tool", "bench.config", 1)])[0]
+    assert "is in no layer" in problems([Import("scripts.tool", "bench.vocab.config", 1)])[0]
 
 
 def test_the_probe_shares_the_framework_set_up_and_never_imports_the_worker() -> None:
@@ -171,9 +173,64 @@ def test_the_probe_shares_the_framework_set_up_and_never_imports_the_worker() ->
 def test_records_compute_nothing() -> None:
     """The records hold what they are given: no module that declares a record imports the analysis (a summary, a
     comparison's block and a sweep's rows are computed by bench.analysis, which builds the documents)."""
-    holders = ("bench.records", "bench.record_types", "bench.readings", "bench.run_info", "bench.record_base",
-               "bench.config", "bench.limits")
+    holders = ("bench.vocab.records", "bench.vocab.record_types", "bench.vocab.readings", "bench.vocab.run_info", "bench.vocab.record_base",
+               "bench.vocab.config", "bench.vocab.limits")
     found = [f"{i.module} -> {i.imported} (line {i.line})" for i in all_imports()
              if i.module in holders and _within(i.imported, "bench.analysis")]
     assert not found, "records that compute:\n" + "\n".join(found)
-    assert layer_of("bench.records") < layer_of("bench.analysis"), "the records sit below the analysis that fills them"
+    assert layer_of("bench.vocab.records") < layer_of("bench.analysis"), "the records sit below the analysis that fills them"
+
+
+# -- the picture in docs/ARCHITECTURE.md ----------------------------------------------------------------------------
+def picture_layers(text: str) -> list[str]:
+    """The packages the layer picture of ARCHITECTURE.md names in its first column, top to bottom, as dotted
+    prefixes (``bench/output/`` -> ``bench.output``, ``app.py`` -> ``app``)."""
+    block = text.split("## Layers", 1)[1].split("```", 2)[1]
+    names = []
+    for line in block.splitlines():
+        if not line or line[0] in " ─":
+            continue
+        for path in line[:20].split(","):
+            path = path.strip()
+            if path:
+                names.append(path.removesuffix("/").removesuffix(".py").replace("/", "."))
+    return names
+
+
+def test_the_picture_in_architecture_md_is_drawn_from_these_layers() -> None:
+    drawn = picture_layers((ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+    wanted = [prefix for _, prefixes in reversed(LAYERS) for prefix in prefixes]
+    assert sorted(drawn) == sorted(wanted), f"ARCHITECTURE.md names {drawn}; LAYERS holds {wanted}"
+    order = [layer_of(name) for name in drawn]
+    assert order == sorted(order, reverse=True), f"ARCHITECTURE.md draws the layers out of order: {drawn}"
+
+
+def test_the_picture_check_names_a_package_drawn_out_of_place() -> None:
+    picture = "## Layers\n\n```\nbench/vocab/        x\nbench/runs/         y\n```\n"
+    drawn = picture_layers(picture)
+    assert drawn == ["bench.vocab", "bench.runs"]
+    order = [layer_of(name) for name in drawn]
+    assert order != sorted(order, reverse=True), "the vocabulary drawn above the runs must read as out of order"
+
+
+def test_bench_keeps_at_most_ten_modules_at_its_top() -> None:
+    top = sorted(p.name for p in (ROOT / "bench").glob("*.py"))
+    assert len(top) <= 10, f"bench/ holds {len(top)} modules at its top ({top}); put them in the layer's package"
+
+
+def public_methods(source: str) -> dict[str, int]:
+    """Each class of ``source`` with the number of its public methods (properties and class methods included)."""
+    counts = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            counts[node.name] = sum(1 for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                    and not f.name.startswith("_"))
+    return counts
+
+
+def test_no_class_in_bench_holds_more_than_fifteen_public_methods() -> None:
+    big = [f"{path.relative_to(ROOT)}: {name} has {n}" for path in sorted((ROOT / "bench").rglob("*.py"))
+           for name, n in public_methods(path.read_text(encoding="utf-8")).items() if n > 15]
+    assert not big, "classes doing more than one thing (at most 15 public methods):\n" + "\n".join(big)
+    wide = "class Wide:\n" + "".join(f"    def m{i}(self): ...\n" for i in range(16))
+    assert public_methods(wide) == {"Wide": 16}, "the count must see a class of sixteen"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from bench.output import charts
-from bench.readings import epochs_of, samples_of
+from bench.vocab.readings import epochs_of, samples_of
 from ui import live_chart as lc
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.output import charts
-from bench.readings import epochs_of, samples_of
+from bench.vocab.readings import epochs_of, samples_of
 from ui import live_chart as lc
 from ui import live_feed
 

@@ -7,9 +7,9 @@ import functools
 from types import SimpleNamespace
 
 from bench.analysis.run_summary import RunSummary
-from bench.config import RunConfig
-from bench.readings import epochs_of, samples_of
-from bench.run_info import RunInfo
+from bench.vocab.config import RunConfig
+from bench.vocab.readings import epochs_of, samples_of
+from bench.vocab.run_info import RunInfo
 from bench.runs.run_state import Progress, RunSnapshot
 from ui import live
 

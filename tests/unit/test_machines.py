@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from bench import records
-from bench.config import RunConfig
+from bench.vocab import records
+from bench.vocab.config import RunConfig
 from bench.analysis import machines as M
 from bench.analysis.run_summary import RunSummary
-from bench.errors import RecordError
-from bench.record_types import CpuSpec, Fingerprint
-from bench.run_info import RunInfo
+from bench.vocab.errors import RecordError
+from bench.vocab.record_types import CpuSpec, Fingerprint
+from bench.vocab.run_info import RunInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.fixtures import NO_GPU
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.hardware.peak_cache import PeakEntry
 from bench.runs.jobs import JobManager, RunActiveError
 from bench.store import Store

@@ -819,7 +819,7 @@ def test_the_checker_passes_escaped_tables_known_constants_and_trusted_expressio
 def test_the_checker_checks_what_an_appender_appends_and_reads_owned_values() -> None:
     source = '''
 import streamlit as st
-from bench.training import models
+from bench.plans import models
 from ui.safe_text import code
 def parse(params, state):
     for name in params:
@@ -830,7 +830,7 @@ def show(key):
     st.caption(models.PRESETS[key].description)
     st.caption(models.SIZES[key] + models.plan(key).describe())  # SIZES: a literal tuple, checked there
 '''
-    assert check_source(source, "t.py", owned={"bench.training.models.PRESETS": "the presets"},
+    assert check_source(source, "t.py", owned={"bench.plans.models.PRESETS": "the presets"},
                         appenders={"pages.test.parse": "notes"}) == [
         "t.py:8: state.notes.append in pages.test.parse interpolates name unescaped",
         "t.py:12: call st.caption interpolates models.plan(key).describe() unescaped",

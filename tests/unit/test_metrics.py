@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.analysis import metrics, run_summary
-from bench.readings import epochs_of, samples_of
+from bench.vocab.readings import epochs_of, samples_of
 
 
 def ep(n: int, seconds: float, tracing: bool = False, rate: float | None = None) -> dict:
@@ -130,7 +130,7 @@ def test_a_gpu_mean_falls_back_to_wider_windows_when_the_steady_ones_hold_no_rea
 
 def test_sweep_rows_whose_utilization_is_not_from_steady_epochs_are_flagged():
     from bench.analysis import sweeps
-    from bench.records import RunRecord
+    from bench.vocab.records import RunRecord
 
     epochs = [{**ep(1, 2.0, True, 1.0), "t_start_s": 1.0, "t_end_s": 3.0},
               {**ep(2, 0.1, rate=1.0), "t_start_s": 3.2, "t_end_s": 3.3}]  # shorter than the sampling interval

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from bench.output import mlflow_log
-from bench.records import RunRecord
+from bench.vocab.records import RunRecord
 from bench.runs.jobs import JobManager
 from bench.store import Store
 from benchmarks.standins import PACED_WORKER_TARGET
@@ -78,7 +78,7 @@ def test_epochs_become_metrics_with_the_epoch_as_step():
 
 
 def test_the_engine_and_the_dashboard_form_load_no_mlflow_until_asked():
-    code = ("import sys, bench.cli, bench.output.mlflow_log, bench.runs.jobs, ui.config_form; "
+    code = ("import sys, bench.cli.main, bench.output.mlflow_log, bench.runs.jobs, ui.config_form; "
             "sys.exit('mlflow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                          capture_output=True, text=True, timeout=60)
@@ -176,7 +176,7 @@ def test_a_comparison_is_a_parent_run_with_one_child_per_run(tracking, main, mon
     assert parent.data.tags["mlflow.note.content"] == headline
     assert parent.data.params["epochs"] == "2" and "cpu_threads" not in parent.data.params, "shared settings only"
     children = _runs(client, experiment, f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
-    assert [c.data.tags["bench.target"] for c in children] == ["cpu/1", "cpu"]
+    assert [c.data.tags["bench.vocab.target"] for c in children] == ["cpu/1", "cpu"]
     for child in children:
         assert child.info.status == "FINISHED"
         assert client.get_metric_history(child.info.run_id, "epoch_seconds")
@@ -269,7 +269,7 @@ def test_the_dashboard_logs_a_comparison_as_a_parent_with_its_children(tracking,
 def test_a_dashboard_group_reaches_mlflow_as_its_document_built_by_the_run_queue(monkeypatch):
     """The run queue hands a group's hook its runs and the document the CLI would write for them (the figures take
     plain typed data, never the queue's RunGroup): a comparison, a sweep, or none for a lesson step."""
-    from bench import records
+    from bench.vocab import records
     from bench.runs import jobs
     from bench.runs.run_state import RunGroup
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli
+from bench.cli import main as cli
 from bench.analysis import compare, sweeps
-from bench.config import ConfigError, RunConfig
+from bench.vocab.config import ConfigError, RunConfig
 from bench.store import Store
-from bench.training import models
+from bench.plans import models
 from tests.fixtures import NO_GPU
 
 pytestmark = pytest.mark.slow  # Keras makes the files here and loads them in a child process

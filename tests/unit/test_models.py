@@ -1,4 +1,4 @@
-"""Tests for bench.training.models: plans as pure data (params, FLOPs, errors) and their Keras builds."""
+"""Tests for bench.plans.models: plans as pure data (params, FLOPs, errors) and their Keras builds."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.training import keras_build, models
+from bench.training import keras_build
+from bench.plans import models
 from bench.training.keras_build import build
-from bench.training.models import FAMILIES, PRESETS, SIZES, LayerSpec, ModelError, ModelPlan, compatible, measure, plan
+from bench.plans.models import FAMILIES, PRESETS, SIZES, LayerSpec, ModelError, ModelPlan, compatible, measure, plan
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MNIST_SHAPE = (28, 28, 1)
@@ -245,7 +246,7 @@ def test_compatible_matrix() -> None:
 def test_planning_never_imports_a_framework() -> None:
     code = (
         "import sys\n"
-        "import bench.training.models as m\n"
+        "import bench.plans.models as m\n"
         "for f in m.FAMILIES:\n"
         "    for s in m.SIZES:\n"
         "        shape, vocab = ((250,), 1000) if f == 'text' else ((28, 28, 1), None)\n"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import records
+from bench.vocab import records
 from bench.hardware import devices
-from bench.config import ConfigError, RunConfig
+from bench.vocab.config import ConfigError, RunConfig
 from bench.output import report
 from bench.store import Store
 

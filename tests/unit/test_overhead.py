@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli
+from bench.cli import main as cli
 from benchmarks import overhead, report, standins, stats
 from tests.fixtures import NO_GPU
 from tests.polling import wait_for
@@ -362,7 +362,7 @@ def test_an_engine_without_the_harness_beside_it_says_so(tmp_path):
 
 # -- the stand-ins, through JobManager's own arguments -------------------------------------------------------------
 def test_the_replayed_run_reaches_jobmanager_through_its_worker_target_and_sampler_factory():
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
     from bench.runs.jobs import JobManager
 
     sampler = standins.SamplerChoice(standins.replay_sampler(40, 4, 1, 0.3))
@@ -380,7 +380,7 @@ def test_the_replayed_run_reaches_jobmanager_through_its_worker_target_and_sampl
 
 
 def test_the_held_replay_stays_live_until_stop():
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
     from bench.runs.jobs import JobManager
 
     manager = JobManager(None, hardware=NO_GPU, worker_target=standins.ReplayedWorker(real_s=0.3, hold=True),
@@ -398,7 +398,7 @@ def test_the_held_replay_stays_live_until_stop():
 def test_the_benchmarks_publish_the_live_panel_as_the_dashboard_does(monkeypatch):
     """The render and memory figures time the live panel's publisher as ui.live.feed makes it, on a clock of the
     benchmark's own and never the process's; each forced refresh with a chart interval's samples more builds a chart."""
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
     from bench.runs.jobs import JobManager
 
     pytest.importorskip("ui.live", reason="streamlit is not installed")
@@ -436,7 +436,7 @@ def test_the_bare_baseline_trains_what_prepare_training_prepares(tmp_path):
     """The bare side runs in its own process, a plain model.fit on bench.runs.worker.prepare_training's model and data."""
     from benchmarks.common import run_child
 
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
 
     config = RunConfig(model="mlp", size="xs", epochs=2, batch_size=64, limit_samples=512, cpu_threads=1).validate(NO_GPU)
     (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))

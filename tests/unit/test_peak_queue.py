@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from bench.analysis import compare
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.hardware import peak_cache, probe
-from bench.records import Status
+from bench.vocab.records import Status
 from bench.runs.peaks import PeakQueue
 from bench.runs.run_state import RunState
 from bench.store import Store

@@ -10,8 +10,8 @@ import pytest
 
 from bench.analysis import compare
 from bench.hardware import peak_cache, probe
-from bench.readings import epochs_of
-from bench.run_info import RunInfo
+from bench.vocab.readings import epochs_of
+from bench.vocab.run_info import RunInfo
 from tests import fixtures
 from ui import peak
 from tests.fixtures import manager  # noqa: F401 - the fixture, used by name

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import threading
 
-from bench.record_types import RecordedHardware
-from bench.readings import Sample
+from bench.vocab.record_types import RecordedHardware
+from bench.vocab.readings import Sample
 from bench.output import charts
-from bench.records import Status
-from bench.run_info import Phase
+from bench.vocab.records import Status
+from bench.vocab.run_info import Phase
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.store import Store

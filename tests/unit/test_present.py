@@ -6,7 +6,7 @@ import pytest
 
 from bench.analysis.sweeps import SweepRow
 from bench.output import charts
-from bench.readings import epochs_of, samples_of
+from bench.vocab.readings import epochs_of, samples_of
 from ui import lesson, present
 
 EPOCHS = [{"epoch": e, "epoch_seconds": 1.0 + e, "includes_tracing": e == 1, "t_end_s": float(e), "loss": 1.0 / e,

@@ -11,12 +11,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.hardware import devices
 from bench.hardware.monitor import Sampler, nvml
 from bench.output import prometheus
-from bench.readings import GpuReading, Sample, epochs_of
-from bench.run_info import RunInfo
+from bench.vocab.readings import GpuReading, Sample, epochs_of
+from bench.vocab.run_info import RunInfo
 from bench.runs.run_state import Progress, RunSnapshot
 from tests.fixtures import NO_GPU
 from tests.unit import fake_nvml
@@ -310,7 +310,7 @@ def test_the_route_serves_the_live_runs_other_processes_write_to_the_store(tmp_p
 
 
 def test_an_on_off_variable_has_one_reading_for_metrics_and_the_pre_started_worker() -> None:
-    from bench import settings
+    from bench.vocab import settings
     from ui import metrics_route
 
     for raw, want in (("", True), ("1", True), (" YES ", True), ("on", True), ("0", False), ("off", False),

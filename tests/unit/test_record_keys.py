@@ -1,4 +1,4 @@
-"""Every key the engine writes into a record is declared by the record's type (bench.records): a reading, an epoch
+"""Every key the engine writes into a record is declared by the record's type (bench.vocab.records): a reading, an epoch
 field or a run field added in one place and not in its type would be carried along as ``extra``, unchecked, and an
 import of such a record would not validate it. Records from a live run, from the store and from the sampler with a
 Hopper GPU's full set of readings are read back and must leave nothing undeclared."""
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bench import records
+from bench.vocab import records
 from bench.runs.jobs import JobManager
 from bench.hardware.monitor import Sampler, nvml
 from bench.store import Store

@@ -38,8 +38,9 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from bench import cli, records, safe_text
-from bench.errors import RecordError
+from bench.cli import main as cli
+from bench.vocab import records, safe_text
+from bench.vocab.errors import RecordError
 from tests import strategies as S
 
 EXAMPLES = int(os.environ.get("BENCH_FUZZ_EXAMPLES", "40"))
@@ -71,7 +72,7 @@ EXPECTED = ("UsageError", "ConfigError", "StoreError")  # the CLI's own refusals
 
 
 def bench(*argv: str) -> Answer:
-    """``python -m bench ARGV`` as bench.cli.main runs it, with what it printed and the traceback of any exception a
+    """``python -m bench ARGV`` as bench.cli.main.main runs it, with what it printed and the traceback of any exception a
     command let out (the CLI prints ``error: TypeError: ...`` for those and exits 1; the traceback says where)."""
     caught: list[str] = []
 
@@ -221,7 +222,7 @@ def html_problems(step: str, text: str) -> list[Problem]:
 
 # -- one mutated document through the loader and the CLI ----------------------------------------------------------------
 def route_of(doc: Any) -> str:
-    """What ``bench import`` reads a document as (bench.cli.cmd_import): a bundle or a record."""
+    """What ``bench import`` reads a document as (bench.cli.main.cmd_import): a bundle or a record."""
     return "bundle" if isinstance(doc, dict) and doc.get("schema") == records.BUNDLE_SCHEMA else "record"
 
 

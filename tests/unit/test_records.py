@@ -1,4 +1,4 @@
-"""bench.records: the one home of the record shapes. Statuses written once, one builder per record, one validator,
+"""bench.vocab.records: the one home of the record shapes. Statuses written once, one builder per record, one validator,
 and every shipped result still loads and round-trips unchanged."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from bench import records
+from bench.vocab import records
 from bench.analysis import compare, run_summary, sweeps
-from bench.config import RunConfig
-from bench.record_types import RecordedHardware
+from bench.vocab.config import RunConfig
+from bench.vocab.record_types import RecordedHardware
 from bench.analysis.sweeps import SweepRow
-from bench.records import Comparison, RecordError, RunRecord, Status, Sweep
-from bench.run_info import RunInfo
+from bench.vocab.records import Comparison, RecordError, RunRecord, Status, Sweep
+from bench.vocab.run_info import RunInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -127,7 +127,7 @@ def test_sweep_builder_drops_samples_and_validates_rows():
 
 # -- the write paths under the read path's types ---------------------------------------------------------------------
 def test_a_reading_out_of_bounds_cannot_be_built_and_a_sampler_can_make_it_not_measured() -> None:
-    from bench.readings import GpuReading, Sample
+    from bench.vocab.readings import GpuReading, Sample
 
     with pytest.raises(RecordError, match=r"^gpu\.mem_used_mib must be a finite number from 0 to 1e\+10, got "
                                           r"18446744073709551615"):

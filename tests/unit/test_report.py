@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench import records
+from bench.vocab import records
 from bench.output import report
 from bench.output.report import RecordError
 from bench.store import Store

@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from bench.record_types import RecordedHardware
-from bench.readings import Epoch, Sample
-from bench.records import Status
+from bench.vocab.record_types import RecordedHardware
+from bench.vocab.readings import Epoch, Sample
+from bench.vocab.records import Status
 from bench.runs.run_state import RunState, snapshot_of
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError

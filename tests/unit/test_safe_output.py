@@ -1,5 +1,5 @@
 """Outside text is safe by construction where it is shown: the terminal runs none of its control sequences
-(bench.safe_text.terminal, the CLI's TerminalStream) and a spreadsheet runs none of its formulas nor splits its
+(bench.vocab.safe_text.terminal, the CLI's TerminalStream) and a spreadsheet runs none of its formulas nor splits its
 cells into rows (bench.output.report.spreadsheet_safe)."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench import cli, safe_text
+from bench.cli import main as cli
+from bench.vocab import safe_text
 from bench.output import report
 from bench.store import Store
 

@@ -7,9 +7,9 @@ import pytest
 
 from bench.analysis import sweeps
 from bench.analysis.sweeps import SweepRow
-from bench.config import ConfigError, RunConfig
+from bench.vocab.config import ConfigError, RunConfig
 from bench.hardware import devices
-from bench.records import RunRecord
+from bench.vocab.records import RunRecord
 from tests.unit.test_config import TWO_GPUS
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from bench import schemas
-from bench.errors import RecordError
-from bench.record_types import Fingerprint
-from bench.run_info import RunError, RunInfo
+from bench.output import schemas
+from bench.vocab.errors import RecordError
+from bench.vocab.record_types import Fingerprint
+from bench.vocab.run_info import RunError, RunInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,7 +120,7 @@ def test_a_hostile_comparison_is_refused_by_its_schema_where_the_checker_refuses
     # an error inside a value that may be null is reported at that value (anyOf), its causes below it
     paths = [c.json_path for e in errors for c in (e, *(e.context or ()))]
     assert errors and any(p.startswith(where) for p in paths), paths
-    from bench import records
+    from bench.vocab import records
 
     with pytest.raises(RecordError):
         records.load(doc)
@@ -135,7 +135,7 @@ def test_unknown_keys_are_kept_for_the_round_trip() -> None:
 def test_an_old_key_read_under_a_new_name_is_refused_under_its_own_name() -> None:
     """``power_watts`` (written before ``power_w``) holding a non-number is named as the file names it (the property
     tests found it named ``power_w``, a key the file does not have)."""
-    from bench.readings import GpuReading
+    from bench.vocab.readings import GpuReading
 
     with pytest.raises(RecordError, match=r"gpu\.power_watts must be a number or null, got True"):
         GpuReading.model_validate({"index": 0, "power_watts": True})

@@ -20,8 +20,8 @@ from typing import Iterator
 
 import pytest
 
-from bench.config import RunConfig
-from bench.records import RunRecord
+from bench.vocab.config import RunConfig
+from bench.vocab.records import RunRecord
 from bench.runs.jobs import JobManager
 from bench.store import Store
 from benchmarks.standins import PACED_WORKER_TARGET

@@ -3,7 +3,7 @@ run's progress bar says what it waits for."""
 
 from __future__ import annotations
 
-from bench.config import RunConfig
+from bench.vocab.config import RunConfig
 from bench.runs.worker import AFTER_PREPARATION, same_preparation
 from ui.live import starting_text
 

@@ -11,7 +11,7 @@ import queue as queue_module
 import pytest
 
 from bench.analysis import run_summary
-from bench.config import ConfigError, RunConfig
+from bench.vocab.config import ConfigError, RunConfig
 from bench.runs.jobs import JobManager
 from tests.fixtures import NO_GPU
 

@@ -120,7 +120,7 @@ def test_new_run_records_its_owner_and_a_heartbeat(tmp_path):
 
 
 def test_exporting_a_killed_owners_run_says_interrupted_without_a_listing_first(isolated_store, tmp_path, capsys):
-    from bench import cli
+    from bench.cli import main as cli
 
     store = Store(isolated_store)
     run_id = store.create_run({}, status="running")

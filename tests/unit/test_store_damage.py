@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.record_types import RecordedHardware
-from bench.readings import Epoch, Sample
+from bench.vocab.record_types import RecordedHardware
+from bench.vocab.readings import Epoch, Sample
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError

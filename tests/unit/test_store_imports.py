@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bench import cli
+from bench.cli import main as cli
 from bench.output import report
 from bench.store import RunReplaced, Store
 from tests.unit.test_report import make_record, typed
@@ -250,7 +250,7 @@ def test_every_export_of_an_imported_run_says_so(isolated_store: Path, tmp_path:
 
 def test_an_mlflow_import_is_a_new_run_that_names_its_source(isolated_store: Path, monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from bench import cli_store
+    from bench.cli import store as cli_store
     from bench.output import mlflow_log
 
     store = Store(isolated_store)
@@ -304,7 +304,7 @@ def test_a_multi_worker_record_imported_whole_reads_as_one_run_with_its_members(
 
 
 def test_the_bundle_store_keeps_no_bundle_it_cannot_keep_whole(isolated_store: Path) -> None:
-    from bench.errors import RecordError
+    from bench.vocab.errors import RecordError
 
     shipped = Path(__file__).resolve().parents[2] / "docs" / "results" / "bundle-cpu-2core.json"
     doc = json.loads(shipped.read_text())

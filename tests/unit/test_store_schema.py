@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import records
+from bench.vocab import records
 from bench.store import SCHEMA_VERSION, Store, StoreError, StoreTooNew
 from bench.store import schema
 
@@ -131,7 +131,7 @@ def test_a_store_of_a_newer_version_is_refused_and_left_as_it_is(tmp_path: Path)
 
 def test_the_cli_says_what_to_do_with_a_newer_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from bench import cli
+    from bench.cli import main as cli
 
     path = tmp_path / "newer.sqlite3"
     Store(path)

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench import records
-from bench.config import RunConfig
-from bench.errors import RunUnreadable, StoreError
-from bench.records import RunRecord
+from bench.vocab import records
+from bench.vocab.config import RunConfig
+from bench.vocab.errors import RunUnreadable, StoreError
+from bench.vocab.records import RunRecord
 from bench.store import Store
 from bench.store.rows import RAW_SCHEMA, UnreadableRun, read_run
 

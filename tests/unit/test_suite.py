@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from bench.analysis.run_summary import RunSummary
-from bench import cli, records
-from bench.config import ConfigError, RunConfig
+from bench.cli import main as cli
+from bench.vocab import records
+from bench.vocab.config import ConfigError, RunConfig
 from bench.hardware import devices
 from bench.runs import suite
-from bench.training import models
+from bench.plans import models
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,12 +1,12 @@
-"""Tests for bench.target.Target: the one parser of cpu, cpu/N, gpu:N, gpus and what a target says about itself."""
+"""Tests for bench.vocab.target.Target: the one parser of cpu, cpu/N, gpu:N, gpus and what a target says about itself."""
 
 from __future__ import annotations
 
 import pytest
 
 from bench.hardware import devices
-from bench.config import ConfigError, RunConfig
-from bench.target import Target
+from bench.vocab.config import ConfigError, RunConfig
+from bench.vocab.target import Target
 
 HARDWARE = devices.Hardware(
     cpu=devices.CpuInfo(model="test cpu", physical_cores=8, logical_cores=16, ram_total_mib=1024.0),

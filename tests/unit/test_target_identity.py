@@ -1,15 +1,15 @@
 """Targets are what they train on: two that resolve to the same devices and threads on a machine are one target
-there (bench.target.duplicates), refused by the CLI; prices and timeouts are bounded where the CLI reads them."""
+there (bench.vocab.target.duplicates), refused by the CLI; prices and timeouts are bounded where the CLI reads them."""
 
 from __future__ import annotations
 
 
 import pytest
 
-from bench import target
+from bench.vocab import target
 from bench.hardware import devices
 from bench.hardware.devices import CpuInfo, GpuInfo, Hardware
-from bench.target import Target
+from bench.vocab.target import Target
 
 
 def machine(cores: int, gpus: int = 0, monkeypatch: pytest.MonkeyPatch | None = None) -> Hardware:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 
 from bench.analysis import sweeps
-from bench.record_types import CpuSpec, Fingerprint, SweepRow
-from bench import records
+from bench.vocab.record_types import CpuSpec, Fingerprint, SweepRow
+from bench.vocab import records
 from bench.analysis import compare, run_summary
-from bench.config import RunConfig
-from bench.records import RunRecord
-from bench.run_info import RunInfo
+from bench.vocab.config import RunConfig
+from bench.vocab.records import RunRecord
+from bench.vocab.run_info import RunInfo
 from bench.runs.run_state import RunSnapshot
 from bench.store import Owner, Store
 

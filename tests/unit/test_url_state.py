@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.hardware import devices
-from bench.training import models
+from bench.plans import models
 from ui import url_state
 
 TARGETS = ["cpu/1", "cpu"]

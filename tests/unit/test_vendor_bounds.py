@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench import cli
+from bench.cli import main as cli
 from bench.hardware.monitor import nvml, sources
 from bench.hardware.monitor.source_types import figure, text
-from bench.readings import GpuReading
+from bench.vocab.readings import GpuReading
 from bench.runs.jobs import JobManager
 from bench.store import Store
 from tests import strategies as S

@@ -25,12 +25,12 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from bench import safe_text
-from bench.config import RunConfig
+from bench.vocab import safe_text
+from bench.vocab.config import RunConfig
 from bench.hardware.monitor import nvml, sources
 from bench.hardware.monitor.sampler import Sampler
 from bench.hardware.monitor.source_types import field_bounds
-from bench.readings import GpuReading
+from bench.vocab.readings import GpuReading
 from tests import strategies as S
 from tests.unit import scripted_gpus as sg
 from tests.unit import test_record_mutations as U
@@ -76,7 +76,7 @@ def every_answer_checked(found: list[U.Problem]) -> Iterator[None]:
 def loader_refuses_lone_surrogates() -> bool:
     """Whether the way in refuses a record whose text holds a lone surrogate (text must be valid Unicode): until it
     does, such a record reaches the store, and no way out can print it."""
-    from bench.errors import RecordError
+    from bench.vocab.errors import RecordError
     from bench.output import report
 
     try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench import settings
-from bench.config import RunConfig
+from bench.vocab import settings
+from bench.vocab.config import RunConfig
 from bench.runs.jobs import JobManager
 from benchmarks import standins
 from tests.fixtures import NO_GPU
@@ -93,7 +93,7 @@ def test_a_held_replay_waits_before_its_last_epoch_until_released_and_can_be_sto
 def test_the_cli_runs_the_stand_in_and_refuses_a_wrong_name_before_any_run(monkeypatch, capsys, tmp_path) -> None:
     """`python -m bench run` honours the variable as the dashboard does (tests/unit/test_shared_store.py replays
     its CLI runs with it), and a name that loads nothing is bad input: exit 2 with what to do, nothing stored."""
-    from bench import cli
+    from bench.cli import main as cli
     from bench.store import Store
 
     args = ["run", "--epochs", "2", "--limit-samples", "256", "--json", str(tmp_path / "r.json")]

@@ -13,7 +13,7 @@ from typing import Any
 from bench.hardware.monitor import nvml
 from bench.hardware.monitor.gpm import GPM_FIELDS, GpmReader, none as gpm_none
 from bench.hardware.monitor.source_types import Figure, NotMeasured, Sentinels, all_ones, bounded, figure, text
-from bench.readings import GpuReading  # the one GPU reading type, shared with the records
+from bench.vocab.readings import GpuReading  # the one GPU reading type, shared with the records
 
 __all__ = ["GpuCollector", "GpuReading", "GpuUnavailable", "throttle_words"]
 

@@ -18,7 +18,7 @@ from bench.hardware.monitor.cpu import CpuCollector
 from bench.hardware.monitor import sources
 from bench.hardware.monitor.rapl import POWERCAP_ROOT, RaplReader
 from bench.hardware.monitor.source_types import Collector, SourceInfo
-from bench.readings import Sample  # the one sample type, shared with the records
+from bench.vocab.readings import Sample  # the one sample type, shared with the records
 
 __all__ = ["Sample", "Sampler"]
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from bench.readings import GpuReading, Sample
-from bench.safe_text import terminal, unsafe
+from bench.vocab.readings import GpuReading, Sample
+from bench.vocab.safe_text import terminal, unsafe
 
 __all__ = ["Collector", "Figure", "GpuSource", "Machine", "NotMeasured", "Reading", "ReadingCollector",
            "Sentinels", "SourceGpu", "SourceInfo", "TEXT_LIMIT", "bounded", "figure", "key", "number", "text"]
@@ -241,7 +241,7 @@ def _whole(raw: Any) -> int | None:
 
 
 def field_bounds(name: str) -> tuple[float, float]:
-    """The least and greatest value GpuReading's (else Sample's) field ``name`` holds, read from its declared type (bench.limits),
+    """The least and greatest value GpuReading's (else Sample's) field ``name`` holds, read from its declared type (bench.vocab.limits),
     so that a source refuses exactly what a record would."""
     found = {"ge": -math.inf, "le": math.inf}
 

@@ -1,8 +1,8 @@
-"""The records this project writes and reads, defined once as pydantic models (bench.record_base.Record): run
+"""The records this project writes and reads, defined once as pydantic models (bench.vocab.record_base.Record): run
 status, run record, comparison, sweep and machine bundle. The readings a run holds (epoch, sample, GPU reading) live
-in bench.readings, shared with the monitor that takes them, and are re-exported here; the typed parts a document
+in bench.vocab.readings, shared with the monitor that takes them, and are re-exported here; the typed parts a document
 carries (a run's summary and diagnosis, a comparison's pairs, a sweep's rows, a machine's fingerprint) live in
-bench.record_types. Records hold what they are given and compute nothing: a run's summary, a comparison's block and a
+bench.vocab.record_types. Records hold what they are given and compute nothing: a run's summary, a comparison's block and a
 sweep's rows are computed by bench.analysis (``run_summary.summary_of``, ``compare.comparison_record``,
 ``sweeps.sweep_record``), which builds the documents here.
 
@@ -31,13 +31,13 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
-from bench.config import RunConfig
-from bench.errors import RecordError
-from bench.limits import Gflops, Id, Line, Price, Text, Timestamp
-from bench.record_base import PathError, Record, json_error, record_error
-from bench.record_types import Fingerprint, Pair, RecordedHardware, RunSummary, SweepRow
-from bench.run_info import RunError, RunInfo
-from bench.readings import (  # noqa: F401 - Epoch, Sample, GpuReading are part of this module's API
+from bench.vocab.config import RunConfig
+from bench.vocab.errors import RecordError
+from bench.vocab.limits import Gflops, Id, Line, Price, Text, Timestamp
+from bench.vocab.record_base import PathError, Record, json_error, record_error
+from bench.vocab.record_types import Fingerprint, Pair, RecordedHardware, RunSummary, SweepRow
+from bench.vocab.run_info import RunError, RunInfo
+from bench.vocab.readings import (  # noqa: F401 - Epoch, Sample, GpuReading are part of this module's API
     EXPORT_HINT,
     Epoch,
     GpuReading,

@@ -1,5 +1,5 @@
 """What a run learned about itself while it ran (``info``) and how it failed (``error``), as pydantic models on
-bench.record_base.Record: a stored row, an imported record and the worker's started event all become the same
+bench.vocab.record_base.Record: a stored row, an imported record and the worker's started event all become the same
 objects, and the JSON Schema in docs/schemas/ is generated from these models.
 
 ``RunInfo`` is filled by the worker's started event (placement, framework, the model's size and arithmetic, the data,
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from bench.limits import Count, Flag, Id, Line, Number, RunSeconds, Text, Timestamp, Whole
-from bench.record_base import Record
+from bench.vocab.limits import Count, Flag, Id, Line, Number, RunSeconds, Text, Timestamp, Whole
+from bench.vocab.record_base import Record
 
 
 class Phase(Record):

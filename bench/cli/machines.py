@@ -1,5 +1,5 @@
 """The machine-bundle commands of `python -m bench`: ``machines`` (the gallery and the ranking for one model) and
-``import`` of a bundle. The suite that writes a bundle is ``bench suite`` (bench.runs.suite, run from bench.cli).
+``import`` of a bundle. The suite that writes a bundle is ``bench suite`` (bench.runs.suite, run from bench.cli.main).
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench import limits, records
-from bench.cli_args import PROG, UsageError
-from bench.config import ConfigError
+from bench.vocab import limits, records
+from bench.cli.args import PROG, UsageError
+from bench.vocab.config import ConfigError
 from bench.output import display
-from bench.safe_text import terminal
+from bench.vocab.safe_text import terminal
 
 
 def import_bundle(path: str) -> int:
@@ -102,7 +102,7 @@ def _machine_prices(text: str | None, keys: dict[str, Any]) -> dict[tuple[str, s
     """``1:gpu:0=2.50,2:cpu=0.10`` (machine number as listed : target = hourly price) -> {(key, target): price};
     ``keys``: the listed number -> its machines.Machine."""
     from bench.analysis import machines, pricing
-    from bench.target import Target
+    from bench.vocab.target import Target
 
     out: dict[tuple[str, str], float] = {}
     for part in (text or "").split(","):

@@ -1,5 +1,5 @@
 """The JSON Schemas of the records, generated from the pydantic models themselves (``model_json_schema``):
-``make schemas`` (``python -m bench.schemas``) rewrites docs/schemas/; tests/unit/test_schemas.py fails when a file
+``make schemas`` (``python -m bench.output.schemas``) rewrites docs/schemas/; tests/unit/test_schemas.py fails when a file
 is out of date, and checks that every shipped record validates against its schema and that hostile ones do not.
 
 A schema says the types, the bounds, the required keys and which objects keep unknown keys; what it cannot say (an
@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.record_types import Fingerprint
-from bench.records import Comparison, MachineBundle, RunRecord, Sweep
-from bench.run_info import RunError, RunInfo
+from bench.vocab.record_types import Fingerprint
+from bench.vocab.records import Comparison, MachineBundle, RunRecord, Sweep
+from bench.vocab.run_info import RunError, RunInfo
 
 FOLDER = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 SCHEMAS: dict[str, tuple[type[Any], str]] = {  # file name -> (model, what it describes)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bench.training.datasets.registry import (
+from bench.plans.datasets.registry import (
     CONNECT_TIMEOUT_S,
     DATASETS,
     DOWNLOAD_SOCKET_TIMEOUT_S,

@@ -1,11 +1,11 @@
 """One reading type per reading: a GPU at one instant, the machine at one instant (a sample), one finished epoch.
 
-The monitor's samplers build these (bench.hardware.monitor), the worker's epochs become them, and bench.records holds
-them in a run record. Each is a pydantic model on bench.record_base.Record, its numbers typed with bench.limits'
+The monitor's samplers build these (bench.hardware.monitor), the worker's epochs become them, and bench.vocab.records holds
+them in a run record. Each is a pydantic model on bench.vocab.record_base.Record, its numbers typed with bench.vocab.limits'
 constrained types, so a reading out of bounds can be neither built nor read: ``GpuReading(...)`` and
 ``Sample.model_validate(...)`` refuse it alike (a RecordError naming the field's path). A sampler that meets a vendor's
 out-of-bounds value makes it "not measured" with :meth:`GpuReading.measured`. In the vocabulary at the bottom of the
-engine: it imports bench.limits and bench.record_base only, so the monitor and the records share it without a circle.
+engine: it imports bench.vocab.limits and bench.vocab.record_base only, so the monitor and the records share it without a circle.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AliasChoices, Field, TypeAdapter, ValidationError
 
-from bench.limits import (Celsius, EpochNumber, EpochSeconds, Flag, Gflops, GpuIndex, Joules, Line, Metric, MHz, MiB,
+from bench.vocab.limits import (Celsius, EpochNumber, EpochSeconds, Flag, Gflops, GpuIndex, Joules, Line, Metric, MHz, MiB,
                           Percent, ProcessPercent, RunSeconds, SamplesPerSecond, Watts)
-from bench.record_base import Record
+from bench.vocab.record_base import Record
 # the small checks every reader of outside data shares; re-exported here, where the readers of records find them
-from bench.record_base import EXPORT_HINT, fail, is_int, is_number, show_value  # noqa: F401
+from bench.vocab.record_base import EXPORT_HINT, fail, is_int, is_number, show_value  # noqa: F401
 
 
 class GpuReading(Record):

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.training.datasets.registry import (
+from bench.plans.datasets.registry import (
     NPZ_KEYS,
     NPZ_MAX_BYTES,
     NPZ_MAX_CLASSES,

@@ -1,10 +1,10 @@
 """The bounds of every number and the rules of every text a record carries, declared once as constrained types
-(``Annotated`` pydantic types): the records (bench.readings, bench.run_info, bench.record_types, bench.records,
-bench.config) declare their fields with them, so one rule holds wherever a record is built (the worker, the samplers,
+(``Annotated`` pydantic types): the records (bench.vocab.readings, bench.vocab.run_info, bench.vocab.record_types, bench.vocab.records,
+bench.vocab.config) declare their fields with them, so one rule holds wherever a record is built (the worker, the samplers,
 the supervisor), read (an import, a bundle, a store row, an MLflow artifact) or written. A number outside its bounds
 (or not finite) is refused with its path, so that no page, export or store write meets an Infinity, a NaN, a date past
 any calendar or an integer SQLite cannot hold; text is valid Unicode (no lone surrogate), and a line holds no control
-character. What a user may ask of a run (epochs, batch size, ...) is bench.config's; what a user enters where no
+character. What a user may ask of a run (epochs, batch size, ...) is bench.vocab.config's; what a user enters where no
 run config checks it (a price, a timeout) is ENTERED below."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pydantic import Field, StringConstraints, TypeAdapter, ValidationError
 @dataclass(frozen=True)
 class Words:
     """How a message names what a field may hold ("a finite number from 0 to 100", "an epoch number from 1 to
-    1,000,000"): carried in a type's ``Annotated`` metadata, read by bench.record_base when it words an error."""
+    1,000,000"): carried in a type's ``Annotated`` metadata, read by bench.vocab.record_base when it words an error."""
 
     text: str
     always: bool = False  # say ``text`` for a wrong type too (not "must be a number")
@@ -98,7 +98,7 @@ def problem(value: Any, key: str) -> str | None:
 
 # -- what a user enters where no run config checks it ----------------------------------------------------------------
 # (name) -> (low, high, what): a value must be finite, above low and at most high. The forms and the CLI's parsers
-# apply them through entered_problem(); a run's own settings (epochs, batch size, ...) are bench.config's.
+# apply them through entered_problem(); a run's own settings (epochs, batch size, ...) are bench.vocab.config's.
 TIMEOUT_MAX_S = 86400.0  # a day
 # a low of 0 is exclusive (above 0); any other low is the least value allowed
 ENTERED: dict[str, tuple[float, float, str]] = {

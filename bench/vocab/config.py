@@ -13,12 +13,12 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import ConfigDict, Field, model_validator
 
-from bench import settings
-from bench.training import datasets, models
-from bench.errors import ConfigError as ConfigError  # raised by validate(); callers catch it from here
-from bench.limits import Flag, Line, Number, Text, Whole
-from bench.record_base import PathError, Record, is_int
-from bench.target import Target
+from bench.vocab import settings
+from bench.plans import datasets, models
+from bench.vocab.errors import ConfigError as ConfigError  # raised by validate(); callers catch it from here
+from bench.vocab.limits import Flag, Line, Number, Text, Whole
+from bench.vocab.record_base import PathError, Record, is_int
+from bench.vocab.target import Target
 
 EPOCHS_MAX = 1000
 BATCH_MAX = 65536
@@ -67,7 +67,7 @@ def preset_training(model: str) -> dict[str, Any]:
 class RunConfig(Record):
     """One training run. Defaults suit a live demo: the first epoch shows within seconds on a laptop CPU.
 
-    A pydantic model on bench.record_base.Record: a record's config is read with every setting's type checked
+    A pydantic model on bench.vocab.record_base.Record: a record's config is read with every setting's type checked
     (``model_validate``: unknown settings refused, so a typo never passes silently) and written back with the keys it
     was read with, so a record older than a setting does not gain this machine's default for it (``recorded`` says
     whether it holds one). One built in code is not checked when built: ``validate`` checks every value against this

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from bench.errors import ConfigError
-from bench.readings import is_int
+from bench.vocab.errors import ConfigError
+from bench.vocab.readings import is_int
 
 KINDS = ("cpu", "gpu", "gpus")
 FORMS = "cpu, cpu/N, gpu:N, gpus"

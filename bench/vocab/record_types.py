@@ -2,9 +2,9 @@
 (:class:`Diagnosis`), a comparison's pair (:class:`Pair`), a sweep's point (:class:`SweepRow`, :class:`SweepSpeedup`)
 and the machine a record names (:class:`RecordedHardware`, :class:`Fingerprint`).
 
-Types only, pydantic models on bench.record_base.Record with bench.limits' constrained types. The arithmetic that
+Types only, pydantic models on bench.vocab.record_base.Record with bench.vocab.limits' constrained types. The arithmetic that
 fills them lives in bench.analysis (metrics, diagnosis, run_summary, compare, sweeps) and imports them from here;
-bench.records holds the documents that carry them. Like bench.readings, this module sits in the vocabulary at the
+bench.vocab.records holds the documents that carry them. Like bench.vocab.readings, this module sits in the vocabulary at the
 bottom of the engine.
 """
 
@@ -14,9 +14,9 @@ import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from bench.limits import (Count, Flag, Gflops, GpuIndex, Id, Joules, Line, MiB, Number, Percent, Price, Whole,
+from bench.vocab.limits import (Count, Flag, Gflops, GpuIndex, Id, Joules, Line, MiB, Number, Percent, Price, Whole,
                           ProcessPercent, SamplesPerSecond, Seconds, Text)
-from bench.record_base import Record
+from bench.vocab.record_base import Record
 
 
 # -- a run's diagnosis (filled by bench.analysis.diagnosis.diagnose) ---------------------------------------------------

@@ -1,5 +1,5 @@
 """The commands' Ray cluster side (``--cluster ADDRESS``, docs/CLUSTER.md): the launcher a command's queue hands its
-runs to, a comparison's or sweep's runs side by side, ``devices --cluster`` and ``suite --cluster``. bench.cli calls
+runs to, a comparison's or sweep's runs side by side, ``devices --cluster`` and ``suite --cluster``. bench.cli.main calls
 these; what they need of it (its queue, its foreground run, its file checks) is handed in, so neither imports the
 other's module at load.
 """
@@ -12,11 +12,11 @@ import threading
 import time
 from typing import Any, Callable
 
-from bench import records as records_module
-from bench import safe_text
-from bench.cli_args import UsageError
-from bench.config import RunConfig
-from bench.records import RunRecord
+from bench.vocab import records as records_module
+from bench.vocab import safe_text
+from bench.cli.args import UsageError
+from bench.vocab.config import RunConfig
+from bench.vocab.records import RunRecord
 
 
 def launcher(args: argparse.Namespace) -> Any:
@@ -94,7 +94,7 @@ def suite(args: argparse.Namespace, cluster: Any, variant: str, *, manager_of: C
     from bench.analysis import pricing
     from bench.cluster import launch
     from bench.runs import suite as suite_module
-    from bench.target import Target
+    from bench.vocab.target import Target
 
     stem = (args.out or f"bench-bundle-{time.strftime('%Y%m%d-%H%M%S')}.json").removesuffix(".json")
     plans = []

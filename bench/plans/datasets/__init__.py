@@ -24,14 +24,14 @@ Modules, by job:
 Only numpy and the standard library are imported at module level; keras and scikit-learn are imported inside the
 functions that need them, so the Streamlit server can import this package (and call ``get_info``) without TensorFlow.
 Private helpers are not re-exported here: patch them in the module that defines them (e.g.
-``bench.training.datasets.keras_cache._can_reach``).
+``bench.plans.datasets.keras_cache._can_reach``).
 """
 
 from __future__ import annotations
 
-from bench.training.datasets.api import get_info, load
-from bench.training.datasets.keras_cache import default_cache_dir, find_cache, load_keras_cached
-from bench.training.datasets.registry import (
+from bench.plans.datasets.api import get_info, load
+from bench.plans.datasets.keras_cache import default_cache_dir, find_cache, load_keras_cached
+from bench.plans.datasets.registry import (
     CONNECT_TIMEOUT_S,
     DATASETS,
     DEFAULT_DATASET,
@@ -46,7 +46,7 @@ from bench.training.datasets.registry import (
     DatasetError,
     DatasetInfo,
 )
-from bench.training.datasets.user_npz import check_npz
+from bench.plans.datasets.user_npz import check_npz
 
 __all__ = [
     "CONNECT_TIMEOUT_S",

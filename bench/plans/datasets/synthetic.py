@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from bench.training.datasets.registry import IMDB_NUM_WORDS, TEXT_LENGTH
+from bench.plans.datasets.registry import IMDB_NUM_WORDS, TEXT_LENGTH
 
 _TASK_SEED = 20240917  # fixes the synthetic *tasks* (class prototypes, cue words); the run seed varies the samples
 

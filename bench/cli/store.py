@@ -1,5 +1,5 @@
 """`python -m bench runs | export | import`: the stored runs from a terminal (listed, written out, read in), every
-outside text through bench.safe_text.terminal; a run this version cannot read is listed apart, and exported raw."""
+outside text through bench.vocab.safe_text.terminal; a run this version cannot read is listed apart, and exported raw."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench import cli_machines, safe_text, settings
-from bench import records as records_module
+from bench.cli import machines as cli_machines
+from bench.vocab import safe_text, settings
+from bench.vocab import records as records_module
 from bench.analysis import metrics
 from bench.output import display
-from bench.cli_args import MLFLOW_FROM_ENV, PROG, UsageError
-from bench.records import RunRecord
+from bench.cli.args import MLFLOW_FROM_ENV, PROG, UsageError
+from bench.vocab.records import RunRecord
 
 if TYPE_CHECKING:  # the module itself is imported where MLflow is asked for: it loads the report's charts
     from bench.output.mlflow_log import Outcome

@@ -15,16 +15,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, TextIO, cast
 
-from bench import cli_cluster, cli_machines, cli_store
-from bench import records as records_module
-from bench import safe_text
-from bench import target as target_module
+from bench.cli import cluster as cli_cluster, machines as cli_machines, store as cli_store
+from bench.vocab import records as records_module
+from bench.vocab import safe_text
+from bench.vocab import target as target_module
 from bench.analysis import metrics, run_summary
-from bench.cli_args import EXIT_NOT_STORED, PROG, UsageError, build_parser, config_from_args
-from bench.config import ConfigError, Machine, RunConfig
+from bench.cli.args import EXIT_NOT_STORED, PROG, UsageError, build_parser, config_from_args
+from bench.vocab.config import ConfigError, Machine, RunConfig
 from bench.output import display
-from bench.readings import GpuReading
-from bench.records import Comparison, RunRecord, Status
+from bench.vocab.readings import GpuReading
+from bench.vocab.records import Comparison, RunRecord, Status
 
 if TYPE_CHECKING:  # the hardware layer loads with the command that needs it
     from bench.hardware.peak_cache import PeakEntry
@@ -176,8 +176,8 @@ def _open_store() -> Any:
 
 def _new_manager(launcher: Any = None) -> Any:
     """The run queue of one command, on the store, with the worker stand-in BENCH_WORKER_TARGET names (as the
-    dashboard's); a bad value is bad input. With ``launcher`` (bench.cli_cluster) its runs go to the cluster."""
-    from bench import settings
+    dashboard's); a bad value is bad input. With ``launcher`` (bench.cli.cluster) its runs go to the cluster."""
+    from bench.vocab import settings
     from bench.runs.jobs import JobManager
 
     try:
@@ -452,7 +452,7 @@ def _peaks_after_runs(manager: Any, entries: dict[str, PeakEntry | None]) -> dic
     """After a sweep: wait for the re-probes of peaks that a run beat (queued by the manager), then take each
     target's peak from the cache as it now stands (its best, or still stale when a probe failed)."""
     from bench.hardware import peak_cache
-    from bench.target import Target
+    from bench.vocab.target import Target
 
     pending = manager.peaks.pending()
     if pending:
@@ -539,7 +539,7 @@ def _watch_ctrl_c() -> Any:
 
 
 def cmd_machines(args: argparse.Namespace) -> int:
-    """The machine bundles (shipped and stored) and the ranking for one model (bench.cli_machines)."""
+    """The machine bundles (shipped and stored) and the ranking for one model (bench.cli.machines)."""
     return cli_machines.cmd_machines(args, _open_store())
 
 
@@ -568,7 +568,7 @@ def _tolerant_output() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Carry out one command; everything it prints (listings, errors, argparse's usage) goes through
-    :class:`bench.safe_text.TerminalStream`, so outside text never reaches the terminal as a control sequence."""
+    :class:`bench.vocab.safe_text.TerminalStream`, so outside text never reaches the terminal as a control sequence."""
     _tolerant_output()
     streams = sys.stdout, sys.stderr
     sys.stdout = cast(TextIO, safe_text.TerminalStream(sys.stdout))

@@ -1,5 +1,5 @@
 """The words of `python -m bench`: its commands, their options and the types that check them, and a run's settings
-read from them. bench.cli carries the commands out."""
+read from them. bench.cli.main carries the commands out."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from bench import limits, settings
-from bench.config import OPTIMIZERS, ConfigError, RunConfig, preset_training
-from bench.training.models import MODEL_FILE_MAX_MB, file_model_name
+from bench.vocab import limits, settings
+from bench.vocab.config import OPTIMIZERS, ConfigError, RunConfig, preset_training
+from bench.plans.models import MODEL_FILE_MAX_MB, file_model_name
 
 
 def _run_id(text: str) -> int:
@@ -36,7 +36,7 @@ def _positive_int(text: str) -> int:
 
 
 def _bounded(key: str, convert: Any) -> Any:
-    """An argparse type: ``convert`` the text, then refuse a value outside ``bench.limits.ENTERED[key]``, the bound
+    """An argparse type: ``convert`` the text, then refuse a value outside ``bench.vocab.limits.ENTERED[key]``, the bound
     named."""
     def parse(text: str) -> Any:
         try:
@@ -57,7 +57,7 @@ _batch_size = _bounded("batch_size", int)
 
 def _prices(text: str) -> str:
     """``--price TARGET=PRICE,...`` checked where it is read: each a target and a price within
-    ``bench.limits.ENTERED["price_per_hour"]``; the text itself is kept (the command matches it to its targets)."""
+    ``bench.vocab.limits.ENTERED["price_per_hour"]``; the text itself is kept (the command matches it to its targets)."""
     from bench.analysis import pricing
 
     try:

@@ -1,6 +1,6 @@
 """The one base of every record (:class:`Record`, a frozen pydantic v2 model that keeps unknown keys for the round
 trip) and the one shape of a record's error: a RecordError naming the field's path (``epochs[2].epoch_seconds``),
-what it held and what to do, worded from pydantic's error and the field's type (bench.limits' constrained types).
+what it held and what to do, worded from pydantic's error and the field's type (bench.vocab.limits' constrained types).
 
 A record read from outside (``model_validate``, ``model_validate_json``) keeps the keys it was read with and is
 written back with them (``to_dict``: ``model_dump(mode="json", exclude_unset=True)``), so a record older than a field
@@ -8,7 +8,7 @@ does not gain today's default for it; one built in code (``Record(...)``) is wri
 without its None fields: a run's info holds what the run learned). JSON from outside is parsed by pydantic's own
 parser, which refuses a lone surrogate and nesting deeper than 200; the error then names where in the document.
 
-A leaf of the engine's vocabulary: it imports bench.errors and bench.limits only.
+A leaf of the engine's vocabulary: it imports bench.vocab.errors and bench.vocab.limits only.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any, ClassVar, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from typing_extensions import Self
 
-from bench.errors import RecordError
-from bench.limits import Words
+from bench.vocab.errors import RecordError
+from bench.vocab.limits import Words
 
 EXPORT_HINT = "export a run with `python -m bench export ID --format json`"
 NESTING_MAX = 200  # the depth pydantic's JSON parser allows: deeper is refused on import, so no export recurses past it
@@ -57,7 +57,7 @@ class PathError(ValueError):
 
 
 class Record(BaseModel):
-    """A record: frozen, its unknown keys kept (``extra``) and written back, its fields typed with bench.limits."""
+    """A record: frozen, its unknown keys kept (``extra``) and written back, its fields typed with bench.vocab.limits."""
 
     model_config = ConfigDict(frozen=True, extra="allow", protected_namespaces=(), revalidate_instances="never",
                               ser_json_inf_nan="null", populate_by_name=True)

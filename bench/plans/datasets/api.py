@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.training.datasets import keras_cache, synthetic, user_npz
-from bench.training.datasets.registry import (
+from bench.plans.datasets import keras_cache, synthetic, user_npz
+from bench.plans.datasets.registry import (
     DATASETS,
     NPZ_MAX_BYTES,
     Dataset,

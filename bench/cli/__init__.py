@@ -1,0 +1,1 @@
+"""The command line: python -m bench (main.py), its options (args.py) and the store and machine commands."""

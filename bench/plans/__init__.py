@@ -1,0 +1,1 @@
+"""The plans: what a model and a data set are, with no framework loaded."""
