@@ -12,6 +12,7 @@ import streamlit as st
 from bench.vocab import settings
 from bench.output import mlflow_log
 from bench.plans import datasets, models
+from bench.plans import model_file as user_models
 from bench.vocab.config import (BATCH_MAX, EPOCHS_MAX, INTERVAL_MAX_S, INTERVAL_MIN_S, LEARNING_RATE_MAX, OPTIMIZERS,
                           PRECISIONS, STEPS_PER_EXECUTION_BACKENDS, STEPS_PER_EXECUTION_MAX, RunConfig)
 from bench.vocab.target import Target
@@ -46,7 +47,7 @@ def _save_upload(uploaded: Any) -> str:
 def _save_model_upload(uploaded: Any) -> str:
     """An uploaded model file kept for its runs under its own name (letters, digits, ``._-`` kept), in a folder named
     by its content's hash. Streamlit's own upload limit (server.maxUploadSize, 200 MB by default) matches
-    models.MODEL_FILE_MAX_MB."""
+    user_models.MODEL_FILE_MAX_MB."""
     data = uploaded.getvalue()
     digest = hashlib.sha256(data).hexdigest()[:16]
     name = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(uploaded.name))[-120:] or "model.keras"
@@ -60,10 +61,10 @@ def _save_model_upload(uploaded: Any) -> str:
 
 def _model_file_upload(info: Any, prefix: str, disabled: bool) -> str | None:
     """The model-file uploader: the saved file's path when one is given (None: a family or preset), checked against
-    the chosen data set at once (models.check_model_file: safe mode, shapes), its size and arithmetic or its refusal
+    the chosen data set at once (user_models.check_model_file: safe mode, shapes), its size and arithmetic or its refusal
     shown; a refused file is refused again by validation when Start is pressed, so nothing is stored."""
     uploaded = st.file_uploader(
-        f"Or your own model: a .keras file (at most {models.MODEL_FILE_MAX_MB} MB)", type=["keras"],
+        f"Or your own model: a .keras file (at most {user_models.MODEL_FILE_MAX_MB} MB)", type=["keras"],
         key=f"{prefix}_model_file", disabled=disabled,
         help="Saved with model.save('model.keras'). Loaded in Keras's safe mode: Keras's own layers only (no Lambda "
              "or custom layers). It replaces the model above, trains with the settings below, and is compared and "
@@ -75,7 +76,7 @@ def _model_file_upload(info: Any, prefix: str, disabled: bool) -> str | None:
         return path
     try:
         with st.spinner("Reading the model file in Keras's safe mode..."):
-            own = models.check_model_file(path, info.input_shape, info.num_classes, info.vocab_size,
+            own = user_models.check_model_file(path, info.input_shape, info.num_classes, info.vocab_size,
                                           backend=RunConfig().backend)
         st.caption(escape(own.describe(), limit=600))
     except models.ModelError as exc:
@@ -197,7 +198,7 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
 
     mlflow_setting(disabled=disabled, prefix=prefix)
     if model_file is not None:  # the uploaded file replaces the family or preset: its name, no size
-        model = models.file_model_name(model_file)
+        model = user_models.file_model_name(model_file)
     return RunConfig(
         dataset=dataset, model=model, size=None if model in models.PRESETS or model_file else size, epochs=epochs,
         batch_size=batch_size, device=target.device,

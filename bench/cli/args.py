@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 from bench.vocab import limits, settings
 from bench.vocab.config import OPTIMIZERS, ConfigError, RunConfig, preset_training
-from bench.plans.models import MODEL_FILE_MAX_MB, file_model_name
+from bench.plans.model_file import MODEL_FILE_MAX_MB, file_model_name
 
 
 def _run_id(text: str) -> int:

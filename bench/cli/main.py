@@ -8,14 +8,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, TextIO, cast
 
-from bench.cli import cluster as cli_cluster, machines as cli_machines, store as cli_store
+from bench.cli import cluster as cli_cluster, machines as cli_machines, overhead, store as cli_store
 from bench.vocab import records as records_module
 from bench.vocab import safe_text
 from bench.vocab import target as target_module
@@ -543,18 +542,9 @@ def cmd_machines(args: argparse.Namespace) -> int:
     return cli_machines.cmd_machines(args, _open_store())
 
 
-def cmd_overhead(args: argparse.Namespace) -> int:
-    """Hand over to the overhead harness (benchmarks/overhead.py), which runs from a checkout, not an install: a
-    child Python started in the checkout runs it as ``python -m benchmarks.overhead``, with this exit code."""
-    root = Path(__file__).resolve().parents[1]
-    if not (root / "benchmarks" / "overhead.py").is_file():
-        raise UsageError(f"`overhead` measures the dashboard with the harness in benchmarks/, which is not beside this "
-                         f"engine ({root}): run `python -m bench overhead` from a checkout of the project.")
-    return subprocess.call([sys.executable, "-m", "benchmarks.overhead", *args.harness_args], cwd=root)
-
-
-COMMANDS = {"devices": cmd_devices, "doctor": cmd_doctor, "run": cmd_run, "runs": cli_store.cmd_runs, "compare": cmd_compare, "sweep": cmd_sweep,
-            "suite": cmd_suite, "machines": cmd_machines, "export": cli_store.cmd_export, "import": cli_store.cmd_import, "overhead": cmd_overhead}
+COMMANDS = {"devices": cmd_devices, "doctor": cmd_doctor, "run": cmd_run, "runs": cli_store.cmd_runs,
+            "compare": cmd_compare, "sweep": cmd_sweep, "suite": cmd_suite, "machines": cmd_machines,
+            "export": cli_store.cmd_export, "import": cli_store.cmd_import, "overhead": overhead.cmd_overhead}
 
 
 def _tolerant_output() -> None:

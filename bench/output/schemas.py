@@ -17,7 +17,7 @@ from bench.vocab.record_types import Fingerprint
 from bench.vocab.records import Comparison, MachineBundle, RunRecord, Sweep
 from bench.vocab.run_info import RunError, RunInfo
 
-FOLDER = Path(__file__).resolve().parents[1] / "docs" / "schemas"
+FOLDER = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 SCHEMAS: dict[str, tuple[type[Any], str]] = {  # file name -> (model, what it describes)
     "run.schema.json": (RunRecord, "bench.run/1"),
     "comparison.schema.json": (Comparison, "bench.comparison/1"),

@@ -241,6 +241,7 @@ def prepare_training(config: Config, on_phase: Callable[[str], None] | None = No
     "building model").
     """
     from bench.plans import datasets, models
+    from bench.plans import model_file
     from bench.training import keras_build
 
     say = on_phase or (lambda phase: None)
@@ -258,7 +259,7 @@ def prepare_training(config: Config, on_phase: Callable[[str], None] | None = No
     say("loading data")
     data = datasets.load(cfg.dataset, seed=cfg.seed, limit_samples=cfg.limit_samples, npz_path=cfg.npz_path)
     info = data.info
-    # a model file is loaded inside the run's scope below; it trains on integer labels (models.fit_to_data)
+    # a model file is loaded inside the run's scope below; it trains on integer labels (model_file.fit_to_data)
     plan = None if cfg.model_file else models.plan(cfg.model, cfg.size, info.input_shape, info.num_classes,
                                                    info.vocab_size)
     y_train, y_test = data.y_train, data.y_test

@@ -13,7 +13,10 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from bench.plans import models
-from bench.plans.models import LayerSpec, ModelError, ModelFileError, ModelPlan, OwnModel
+
+from bench.plans import model_file
+from bench.plans.models import LayerSpec, ModelError, ModelPlan
+from bench.plans.model_file import ModelFileError, OwnModel
 
 if TYPE_CHECKING:  # pragma: no cover - only for type checkers
     import keras
@@ -160,7 +163,7 @@ def _ends_in_probabilities(model: keras.Model) -> bool:
 
 def own_model(model: keras.Model, name: str | None = None) -> OwnModel:
     """A built Keras model in the plans' terms: its parameter count (Keras's ``count_params``), its training FLOPs per
-    sample by the plans' convention (``models.own_flops``: None, with the reason, where a layer has no formula), its
+    sample by the plans' convention (``model_file.own_flops``: None, with the reason, where a layer has no formula), its
     layers in one line, and whether it ends in probabilities. A model with several inputs or outputs has its FLOPs
     left uncounted."""
     layers = _layer_specs(model)
@@ -171,7 +174,7 @@ def own_model(model: keras.Model, name: str | None = None) -> OwnModel:
     input_shape = tuple(model.inputs[0].shape[1:]) if len(inputs) == 1 else ()
     output_units = outputs[0].shape[-1] if len(outputs) == 1 else None
     if len(inputs) == 1 and len(outputs) == 1:
-        flops, reason = models.own_flops(input_shape, layers)
+        flops, reason = model_file.own_flops(input_shape, layers)
     elif not inputs:
         flops, reason = None, "a subclassed model's layers are not a chain this can follow"
     else:
@@ -184,7 +187,7 @@ def own_model(model: keras.Model, name: str | None = None) -> OwnModel:
 
 
 def load_file(path: str) -> keras.Model:
-    """A user's ``.keras`` file as a Keras model, after ``models.check_archive``, through
+    """A user's ``.keras`` file as a Keras model, after ``model_file.check_archive``, through
     ``keras.saving.load_model(path, compile=False, safe_mode=True)``: no Lambda layer, no code from the file.
 
     Raises:
@@ -192,29 +195,29 @@ def load_file(path: str) -> keras.Model:
     """
     import keras
 
-    models.check_archive(path)
+    model_file.check_archive(path)
     try:
         return keras.saving.load_model(path, compile=False, safe_mode=True)
     except Exception as exc:  # noqa: BLE001 - Keras raises many kinds for a file it cannot read
         text = " ".join(str(exc).split())[:600]
-        raise ModelFileError(f"{models.file_model_name(path)!r} does not load in Keras's safe mode: {text}") from None
+        raise ModelFileError(f"{model_file.file_model_name(path)!r} does not load in Keras's safe mode: {text}") from None
 
 
 def build_file(path: str, input_shape: tuple[int, ...], num_classes: int,
                vocab_size: int | None = None) -> tuple[keras.Model, OwnModel]:
     """A model file loaded for training on a data set: the uncompiled model and its OwnModel (checked against the data
-    by ``models.fit_to_data``, which raises ModelFileError when it does not fit)."""
+    by ``model_file.fit_to_data``, which raises ModelFileError when it does not fit)."""
     model = load_file(path)
-    own = models.fit_to_data(own_model(model, models.file_model_name(path)), input_shape, num_classes, vocab_size)
+    own = model_file.fit_to_data(own_model(model, model_file.file_model_name(path)), input_shape, num_classes, vocab_size)
     return model, own
 
 
 def _main(argv: list[str]) -> int:
     """``python -m bench.training.keras_build PATH``: the file's OwnModel as one JSON line, or {"error": why}
-    (models.check_model_file runs this in a child process, so its caller never loads a framework)."""
+    (model_file.check_model_file runs this in a child process, so its caller never loads a framework)."""
     try:
         model = load_file(argv[0])
-        print(json.dumps(own_model(model, models.file_model_name(argv[0])).to_dict()), flush=True)
+        print(json.dumps(own_model(model, model_file.file_model_name(argv[0])).to_dict()), flush=True)
     except ModelError as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
     return 0

@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from bench.vocab import settings
 from bench.plans import datasets, models
+from bench.plans import model_file as user_models
 from bench.vocab.errors import ConfigError as ConfigError  # raised by validate(); callers catch it from here
 from bench.vocab.limits import Flag, Line, Number, Text, Whole
 from bench.vocab.record_base import PathError, Record, is_int
@@ -64,6 +65,9 @@ def preset_training(model: str) -> dict[str, Any]:
 
 
 
+LIMIT_SAMPLES_MAX = 1_000_000_000  # more samples than any data set holds: a link's 2**63 is a typo, not a limit
+
+
 class RunConfig(Record):
     """One training run. Defaults suit a live demo: the first epoch shows within seconds on a laptop CPU.
 
@@ -100,7 +104,7 @@ class RunConfig(Record):
     workers: Line | None = None
     worker_index: Whole | None = None
     # A user's .keras file trained instead of a family or preset (``model`` then holds the file's name, ``size`` None);
-    # checked by validate (models.check_model_file: safe mode, the data's shapes), built by the worker.
+    # checked by validate (user_models.check_model_file: safe mode, the data's shapes), built by the worker.
     model_file: Line | None = None
 
     def __init__(self, /, **data: Any) -> None:
@@ -215,8 +219,10 @@ class RunConfig(Record):
         cores = hardware.cores
         if self.cpu_threads is not None and (not is_int(self.cpu_threads) or not 1 <= self.cpu_threads <= cores):
             errors.append(f"CPU threads must be from 1 to {cores} on this machine, or empty for all (got {self.cpu_threads!r})")
-        if self.limit_samples is not None and (not is_int(self.limit_samples) or self.limit_samples < 1):
-            errors.append(f"sample limit must be a whole number >= 1, or empty for the whole set (got {self.limit_samples!r})")
+        if self.limit_samples is not None and (not is_int(self.limit_samples)
+                                               or not 1 <= self.limit_samples <= LIMIT_SAMPLES_MAX):
+            errors.append(f"sample limit must be a whole number from 1 to {LIMIT_SAMPLES_MAX:,}, or empty for the whole "
+                          f"set (got {self.limit_samples!r})")
 
         errors.extend(self._device_errors(hardware))
         errors.extend(self._data_parallel_errors(hardware))
@@ -239,9 +245,9 @@ class RunConfig(Record):
             try:
                 if self.model_file is not None:
                     if not isinstance(self.model_file, str):
-                        raise models.ModelFileError(f"the model file must be given as a path (text), e.g. "
+                        raise user_models.ModelFileError(f"the model file must be given as a path (text), e.g. "
                                                     f"--model-file mine.keras (got {self.model_file!r})")
-                    models.check_model_file(self.model_file, info.input_shape, info.num_classes, info.vocab_size,
+                    user_models.check_model_file(self.model_file, info.input_shape, info.num_classes, info.vocab_size,
                                             backend=self.backend)
                 else:
                     models.plan(self.model, self.size, info.input_shape, info.num_classes, info.vocab_size)

@@ -19,7 +19,7 @@ import types
 import typing
 from typing import Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 from typing_extensions import Self
 
 from bench.vocab.errors import RecordError
@@ -56,6 +56,33 @@ class PathError(ValueError):
         self.path, self.problem = path, problem
 
 
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unpaired(value: Any, path: str) -> str | None:
+    """The path below ``path`` of the first text (a key or a value) in ``value`` that is not valid Unicode; None."""
+    if isinstance(value, str):
+        return None if _encodes(value) else path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and not _encodes(key):
+                return f"{path}[{key!r}]"
+            found = _unpaired(item, f"{path}[{key!r}]")
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _unpaired(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 class Record(BaseModel):
     """A record: frozen, its unknown keys kept (``extra``) and written back, its fields typed with bench.vocab.limits."""
 
@@ -83,6 +110,16 @@ class Record(BaseModel):
         object.__setattr__(self, "__pydantic_fields_set__", fields | set(self.__pydantic_extra__ or ()))
 
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # pydantic's own: nested reads skip it
+
+    @model_validator(mode="after")
+    def _extra_is_valid_unicode(self) -> Self:
+        """The unknown keys kept beside a record are held to the one rule every text is: valid Unicode (a lone
+        surrogate read from a Python dict, a store row, would else be written back and refused by every reader)."""
+        for key, value in (self.__pydantic_extra__ or {}).items():
+            where = _unpaired(value, f"[{key!r}]") if _encodes(key) else f"[{key!r}]"
+            if where is not None:
+                raise PathError(where, "must be valid Unicode text (it holds a lone surrogate)")
+        return self
 
     @classmethod
     def model_validate(cls, obj: Any, path: str | None = None, **kwargs: Any) -> Self:  # type: ignore[override]

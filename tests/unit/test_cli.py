@@ -176,7 +176,7 @@ def test_compare_writes_runs_and_the_comparison(main, tmp_path):
     ("gpu0=2", "--price: 'gpu0=2' is not TARGET=PRICE; write e.g. cpu=0.40,gpu:0=2.50"),
     ("cpu", "--price: 'cpu' is not TARGET=PRICE"),
     ("cpu=cheap", "--price cpu: 'cheap' is not a number"),
-    ("cpu=-1", "an hourly price must be above 0"),
+    ("cpu=-1", "an hourly price must be a finite number from 0.000001 to 1,000,000"),
     ("gpu:0=2.5", "--price: gpu:0 is not among the targets (cpu, cpu/1)"),
     ("cpu=1,cpu=2", "cpu is priced twice"),
 ])

@@ -122,6 +122,7 @@ def test_the_link_parser_returns_checked_values_and_notes(params: dict[str, str]
                             target_options=["cpu/1", "cpu"])
     base = url_state.form_base(state.preset)
     config = {**base, **state.values}
+    config["limit_samples"] = config.get("limit_samples") or None  # the form's 0: the whole set
     RunConfig.model_validate({k: v for k, v in config.items() if k in RunConfig.model_fields}).validate(HARDWARE)
     for note in state.notes:
         assert "](" not in note.replace("` ", "`").split("`")[0], note  # running text never opens a link

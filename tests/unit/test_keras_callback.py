@@ -17,6 +17,7 @@ import pytest
 from bench.runs.jobs import JobManager
 from bench.store import Store
 from bench.plans import models
+from bench.plans import model_file
 from tests.fixtures import NO_GPU
 from tests.polling import wait_for
 
@@ -164,7 +165,7 @@ def test_the_example_records_its_run_and_saves_a_file_the_train_page_takes(isola
     [run] = Store(isolated_store).list_runs()
     assert run.status == "finished" and len(run.epochs) == 2 and run.config.model == "own_cnn"
     assert f"recorded as run #{run.id}" in done.stdout
-    own = models.check_model_file(str(tmp_path / "own_model.keras"), (28, 28, 1), 10)
+    own = model_file.check_model_file(str(tmp_path / "own_model.keras"), (28, 28, 1), 10)
     assert own.params == run.info.params and own.flops_per_sample == run.info.flops_per_sample, \
         "the file and the script's run have the same size and arithmetic"
 

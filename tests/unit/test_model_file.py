@@ -15,6 +15,7 @@ from bench.analysis import compare, sweeps
 from bench.vocab.config import ConfigError, RunConfig
 from bench.store import Store
 from bench.plans import models
+from bench.plans import model_file
 from tests.fixtures import NO_GPU
 
 pytestmark = pytest.mark.slow  # Keras makes the files here and loads them in a child process
@@ -53,12 +54,12 @@ def files(tmp_path_factory) -> dict[str, Path]:
     paths["not_archive"].write_text("model = Sequential(...)  # a script, not a saved model\n")
     paths["too_big"] = folder / "huge.keras"
     with open(paths["too_big"], "wb") as f:  # sparse: over the limit without writing 200 MB
-        f.truncate((models.MODEL_FILE_MAX_MB + 1) * 1024 * 1024)
+        f.truncate((model_file.MODEL_FILE_MAX_MB + 1) * 1024 * 1024)
     return paths
 
 
 def file_config(path: Path, **changes) -> RunConfig:
-    return RunConfig(**{**MNIST, "model": models.file_model_name(str(path)), "size": None,
+    return RunConfig(**{**MNIST, "model": model_file.file_model_name(str(path)), "size": None,
                         "model_file": str(path), **changes})
 
 
@@ -82,7 +83,7 @@ def test_a_custom_layer_is_refused(files):
 
 
 def test_a_file_over_the_size_limit_is_refused(files):
-    assert f"at most {models.MODEL_FILE_MAX_MB} MB" in refused(files["too_big"])
+    assert f"at most {model_file.MODEL_FILE_MAX_MB} MB" in refused(files["too_big"])
 
 
 def test_a_model_whose_input_does_not_fit_the_data_is_refused(files):
@@ -107,7 +108,7 @@ def test_the_cli_refuses_a_bad_file_with_exit_2_and_stores_nothing(files, name, 
 
 
 def test_a_good_file_is_counted_as_the_plans_count_theirs(files):
-    own = models.check_model_file(str(files["good"]), (28, 28, 1), 10)
+    own = model_file.check_model_file(str(files["good"]), (28, 28, 1), 10)
     plan = models.plan("mlp", "xs", (28, 28, 1), 10)  # the same layers
     assert (own.params, own.flops_per_sample) == (plan.params, plan.flops_per_sample)
     assert own.loss == "sparse_categorical_crossentropy" and own.from_logits

@@ -291,7 +291,7 @@ def test_the_shipped_doc_is_the_shipped_result_rendered():
 def test_bench_hands_the_overhead_options_to_the_harness():
     args = cli.build_parser().parse_args(["overhead", "--quick", "--json", "x.json"])
     assert (args.command, args.harness_args) == ("overhead", ["--quick", "--json", "x.json"])
-    assert cli.COMMANDS["overhead"] is cli.cmd_overhead
+    assert cli.COMMANDS["overhead"] is cli.overhead.cmd_overhead
     options = overhead.build_parser().parse_args(args.harness_args)
     assert (options.quick, options.json_path, options.rounds, options.write_doc) == (True, "x.json", None, False)
 
