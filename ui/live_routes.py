@@ -43,28 +43,33 @@ async def serve_static(request: Any) -> Any:
 
 
 class _Waker:
-    """Wakes every stream of one event loop when the publisher's thread published (one call across threads per
-    event, whatever the number of subscribers)."""
+    """Tells every stream of one event loop that the publisher's thread published (one call across threads per
+    event, whatever the number of subscribers). A stream waits on the condition for the publisher's sequence number
+    to pass the last one it sent, so what it waits for is read from the publisher itself, never from a signal it
+    could have missed: a publish while it read the snapshot, wrote an event or a keep-alive is sent at its next
+    look."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.event = asyncio.Event()
+        self.changed = asyncio.Condition()
 
     def poke(self) -> None:
-        self.loop.call_soon_threadsafe(self._wake)
+        self.loop.call_soon_threadsafe(self._schedule)
 
-    def _wake(self) -> None:
-        self.event.set()
-        self.event = asyncio.Event()
+    def _schedule(self) -> None:
+        self.loop.create_task(self._notify())
+
+    async def _notify(self) -> None:
+        async with self.changed:
+            self.changed.notify_all()
 
 
 # publisher -> its wakers by event loop; held weakly, so a publisher replaced (a new JobManager) takes its wakers
 # with it, and a new one never finds a waker that was registered with another
-_WAKERS: weakref.WeakKeyDictionary[live_feed.Publisher, dict[asyncio.AbstractEventLoop, _Waker]] = \
-    weakref.WeakKeyDictionary()
+_WAKERS: weakref.WeakKeyDictionary[Any, dict[asyncio.AbstractEventLoop, _Waker]] = weakref.WeakKeyDictionary()
 
 
-def _waker(publisher: live_feed.Publisher) -> _Waker:
+def _waker(publisher: Any) -> _Waker:
     loop = asyncio.get_running_loop()
     wakers = _WAKERS.setdefault(publisher, {})
     waker = wakers.get(loop)
@@ -74,29 +79,40 @@ def _waker(publisher: live_feed.Publisher) -> _Waker:
     return waker
 
 
-async def events(publisher: live_feed.Publisher, variant: str) -> AsyncIterator[bytes]:
-    """One subscriber's stream: a snapshot, then every increment in order (a snapshot again if it fell behind)."""
+async def _published_after(waker: _Waker, publisher: Any, sent: int, timeout: float) -> bool:
+    """Wait until the publisher's sequence number is past ``sent`` (True) or ``timeout`` passed (False). The check
+    and the wait are one step of this event loop, and a publish notifies on this loop after it raised the number, so
+    no publish falls between them."""
+    async with waker.changed:
+        try:
+            await asyncio.wait_for(waker.changed.wait_for(lambda: publisher.seq > sent), timeout)
+        except asyncio.TimeoutError:
+            return publisher.seq > sent
+    return True
+
+
+async def events(publisher: Any, variant: str) -> AsyncIterator[bytes]:
+    """One subscriber's stream: a snapshot, then every event after the last one it sent, in order (a snapshot again
+    if it fell behind), whatever happened while it wrote; a keep-alive while nothing did."""
     waker = _waker(publisher)
     publisher.subscribed(+1)
     try:
         yield f"retry: {RETRY_MS}\n\n".encode()
         publisher.want(variant)
-        seq, data = await asyncio.to_thread(publisher.snapshot, variant)
+        sent, data = await asyncio.to_thread(publisher.snapshot, variant)
         yield data
         while True:
-            wake = waker.event
-            try:
-                await asyncio.wait_for(wake.wait(), KEEPALIVE_S)
-            except asyncio.TimeoutError:
+            if not await _published_after(waker, publisher, sent, KEEPALIVE_S):
                 yield b": keepalive\n\n"
                 continue
             publisher.want(variant)
-            found = publisher.since(seq, variant)
-            if found is None:
-                seq, data = await asyncio.to_thread(publisher.snapshot, variant)
+            found = publisher.since(sent, variant)
+            if found is None:  # fell further behind than the ring holds
+                sent, data = await asyncio.to_thread(publisher.snapshot, variant)
                 yield data
                 continue
             for seq, data in found:
+                sent = seq
                 yield data
     finally:
         publisher.subscribed(-1)

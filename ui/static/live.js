@@ -371,11 +371,9 @@ const RUN_LAYOUT = { headers: "one", charts: ["epochs", "util", "loss"], note: "
 const RERUN_SPREAD_MS_PER_VIEWER = 100;
 const RERUN_SPREAD_MAX_MS = 10000;
 const RERUN_AFTER_MS = 1500;
-// A rerun asked for can be lost (asked while the page was still applying another run of its script, e.g. the Stop
-// click's own): until the page has drawn the new state, it is asked again, each wait twice the last, from 15 s to 60 s
-// at most (a rerun that lands, however slowly, within the first wait is asked for once).
-const RERUN_RETRY_MS = 15000;
-const RERUN_RETRY_MAX_MS = 60000;
+// A rerun asked for while the page is still running another (the Stop click's own) can be dropped: that run then ends
+// with the page drawing an older state than the stream's, and the element, redrawn, asks again (viewElement). No
+// timer: the stream loses no event (ui/live_routes.py), and the page's own redraw says what it drew.
 
 function buildView(root, data) {
   root.replaceChildren();
@@ -473,25 +471,24 @@ async function applyChart(view, name, change, config) {
 
 function askRerun(view, state, viewers) {
   // The page's Streamlit elements (Stop, the ended run's header) follow the run's state: ask for this fragment's rerun
-  // once per new state (again only while the page has not drawn it: requestRerun), after a random delay that grows
+  // once per new state (again when the page draws an older one: viewElement), after a random delay that grows
   // with the class, so a hundred pages do not rerun at once.
   if (state.key === view.drawnState) { if (view.pending) { clearTimeout(view.pending.timer); view.pending = null; } return; }
   if (view.pending && view.pending.key === state.key) return;
   if (view.pending) clearTimeout(view.pending.timer);
   const spread = Math.min(RERUN_SPREAD_MAX_MS, RERUN_SPREAD_MS_PER_VIEWER * Math.max(1, viewers || 1));
-  requestRerun(view, state.key, RERUN_AFTER_MS + Math.random() * spread, RERUN_RETRY_MS);
+  requestRerun(view, state.key, RERUN_AFTER_MS + Math.random() * spread);
 }
 
-function requestRerun(view, key, delay, retry) {
+function requestRerun(view, key, delay) {
   // once ``delay`` has passed, ask for the rerun unless the page drew ``key`` meanwhile (viewElement then clears
-  // ``pending``); then wait ``retry`` and ask again while it has not
+  // ``pending``)
   const timer = setTimeout(() => {
     view.pending = null;
     if (view.drawnState === key || !view.root.isConnected) return;
     view.reruns += 1;
     view.root.dataset.reruns = String(view.reruns);
     view.setTriggerValue("changed", { state: key, at: Date.now() });
-    requestRerun(view, key, retry, Math.min(RERUN_RETRY_MAX_MS, retry * 2));
   }, delay);
   view.pending = { key, timer };
 }
@@ -537,6 +534,10 @@ export function viewElement(component) {
   view.data = data;
   view.drawnState = data.state;
   if (view.pending && view.pending.key === data.state) { clearTimeout(view.pending.timer); view.pending = null; }
+  else if (view.streamState && view.streamState !== data.state && view.seq > data.seq && !view.pending) {
+    // the page drew an older state than the stream has sent: its rerun request was dropped; ask again
+    requestRerun(view, view.streamState, RERUN_AFTER_MS);
+  }
   if (data.seq > view.seq && "header" in data) { // drawn before the stream caught up
     if (data.header === null && view.headerSts.length && data.ended_slot) { view.streamState = data.state; holdHeader(view); }
     else { unhold(view); showHeader(view, data.header); }
