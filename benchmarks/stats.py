@@ -22,7 +22,7 @@ SCHEMA = "bench.overhead/1"
 # and the browsers take each change from a server-sent-events stream. The server's CPU while a page watches is
 # therefore counted per second of watching, not per refresh.
 PUBLISH_TICK_S = 1.0  # ui.live_feed.TICK_S: how often the publisher looks at the run (the header's words)
-PUBLISH_CHART_S = 2.0  # ui.live_feed.CHART_S: how often a live run's charts get their new points
+PUBLISH_CHART_S = 1.0  # ui.live_feed.CHART_S: the longest a live run's charts wait for their new points
 
 # name -> (target, unit, what it is). Every target is an upper bound.
 TARGETS: dict[str, tuple[float, str, str]] = {

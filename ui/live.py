@@ -22,7 +22,7 @@ from bench.runs.jobs import JobManager, RunSnapshot
 from bench.hardware.monitor import sources
 from bench.readings import Sample
 from bench.records import Status
-from ui import common, gpu_truth, live_feed, machine, peak, present, static_files, v2_component
+from ui import common, gpu_truth, live_chart, live_feed, machine, peak, present, static_files, v2_component
 from ui.safe_text import escape
 from ui.shared_cache import SharedCache
 
@@ -299,9 +299,13 @@ def _figures(snap: Any, variant: str, names: set[str]) -> dict[str, go.Figure]:
 def make_publisher(manager: Any, *, clock: Callable[[], float] = time.monotonic) -> live_feed.Publisher:
     """A publisher of ``manager``'s current run with the Train page's words and charts (benchmarks make their own,
     on a clock of theirs)."""
-    return live_feed.Publisher(manager.current, header=_live_header,
-                               line=lambda snap: sidebar_line(snap, manager.spare_state()), charts=_chart_keys,
-                               figures=_figures, clock=clock)
+    publisher = live_feed.Publisher(manager.current, header=_live_header,
+                                    line=lambda snap: sidebar_line(snap, manager.spare_state()), charts=_chart_keys,
+                                    figures=_figures, grow=(live_chart.start, live_chart.grow), clock=clock)
+    listen = getattr(manager, "on_change", None)
+    if listen is not None:  # the run's epoch ends, samples, phases and status wake it (bench.runs.jobs)
+        listen(publisher.poke)
+    return publisher
 
 
 def feed(manager: JobManager) -> live_feed.Publisher:
