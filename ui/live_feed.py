@@ -235,8 +235,10 @@ class Publisher:
             # cleared before the look: a change after it pokes again, and the look sees every change before it
             self._poked.clear()
             try:
+                seq = self.seq
                 self.refresh(force=poked)
-                published_at = time.monotonic()
+                if self.seq != seq:
+                    published_at = time.monotonic()
             except Exception:  # a failed look must not end the stream for everyone; the next tick tries again
                 log.exception("live feed: reading the current run failed")
             if self._viewers:

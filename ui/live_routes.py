@@ -44,24 +44,22 @@ async def serve_static(request: Any) -> Any:
 
 class _Waker:
     """Tells every stream of one event loop that the publisher's thread published (one call across threads per
-    event, whatever the number of subscribers). A stream waits on the condition for the publisher's sequence number
-    to pass the last one it sent, so what it waits for is read from the publisher itself, never from a signal it
-    could have missed: a publish while it read the snapshot, wrote an event or a keep-alive is sent at its next
-    look."""
+    event, whatever the number of subscribers). A stream waits for the publisher's sequence number to pass the last
+    one it sent: what it waits for is read from the publisher itself, never from a signal it could have missed, so
+    a publish while it read the snapshot, wrote an event or a keep-alive is sent at its next look."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.changed = asyncio.Condition()
+        self.waiting: set[asyncio.Future[None]] = set()
 
     def poke(self) -> None:
-        self.loop.call_soon_threadsafe(self._schedule)
+        self.loop.call_soon_threadsafe(self._wake)
 
-    def _schedule(self) -> None:
-        self.loop.create_task(self._notify())
-
-    async def _notify(self) -> None:
-        async with self.changed:
-            self.changed.notify_all()
+    def _wake(self) -> None:
+        waiting, self.waiting = self.waiting, set()
+        for future in waiting:
+            if not future.done():
+                future.set_result(None)
 
 
 # publisher -> its wakers by event loop; held weakly, so a publisher replaced (a new JobManager) takes its wakers
@@ -80,15 +78,20 @@ def _waker(publisher: Any) -> _Waker:
 
 
 async def _published_after(waker: _Waker, publisher: Any, sent: int, timeout: float) -> bool:
-    """Wait until the publisher's sequence number is past ``sent`` (True) or ``timeout`` passed (False). The check
-    and the wait are one step of this event loop, and a publish notifies on this loop after it raised the number, so
-    no publish falls between them."""
-    async with waker.changed:
-        try:
-            await asyncio.wait_for(waker.changed.wait_for(lambda: publisher.seq > sent), timeout)
-        except asyncio.TimeoutError:
-            return publisher.seq > sent
-    return True
+    """Wait until the publisher's sequence number is past ``sent`` (True) or ``timeout`` passed (False). The look
+    and the start of the wait are one step of this event loop (no await between them), and a publish wakes this
+    loop after it raised the number, so no publish falls between them."""
+    if publisher.seq > sent:
+        return True
+    future: asyncio.Future[None] = waker.loop.create_future()
+    waker.waiting.add(future)
+    try:
+        await asyncio.wait_for(future, timeout)
+    except asyncio.TimeoutError:
+        pass
+    finally:
+        waker.waiting.discard(future)
+    return bool(publisher.seq > sent)
 
 
 async def events(publisher: Any, variant: str) -> AsyncIterator[bytes]:
