@@ -11,8 +11,8 @@ costs the publisher early and late in a run.
 - ``latency``: a server (uvicorn, the stream's route, ui/live_routes.py) in a process of its own, publishing a paced
   run (a sample every 0.5 s, an epoch every 2 s) that wakes the publisher as the supervisor does
   (``Publisher.poke``); ``--viewers`` clients in a second process, each an HTTP/1.1 connection reading the stream as
-  a browser's EventSource does. Latency: from the epoch's end (the server's wall clock, carried in the event) to
-  the moment each viewer has read the event with that epoch's bar; p50, p95 and max over every viewer and epoch.
+  a browser's EventSource does. Latency: from the epoch's end (the server's wall clock, which it reports at the
+  end) to the moment each viewer has read the event with that epoch's bar; p50, p95 and max over every viewer and epoch.
   Both processes share the machine's clock. ``published_*``: from the epoch's end to the event's making (the
   coalescing and the publisher's work), the rest is delivery. The server's CPU while they watch is its process' CPU
   time over the window.
@@ -82,8 +82,7 @@ def make_publisher(run: PacedRun, *, grow: bool) -> Any:
     from ui import live, live_chart, live_feed
 
     return live_feed.Publisher(
-        run.snapshot, header=lambda s: {"epoch": s.last_epoch, "ended_at": s.last_end},
-        line=lambda s: None, charts=live._chart_keys, figures=live._figures,
+        run.snapshot, header=lambda s: None, line=lambda s: None, charts=live._chart_keys, figures=live._figures,
         grow=(live_chart.start, live_chart.grow) if grow else None)
 
 
@@ -145,15 +144,15 @@ def serve(port: int, seconds: float) -> None:
             time.sleep(0.1)
         start = time.process_time()
         time.sleep(seconds)
-        print(json.dumps({"server_cores": (time.process_time() - start) / seconds, "viewers": publisher.viewers}),
-              flush=True)
+        print(json.dumps({"server_cores": (time.process_time() - start) / seconds, "viewers": publisher.viewers,
+                          "ended_at": run.ended_at}), flush=True)
 
     threading.Thread(target=report, daemon=True).start()
     server.run()
 
 
 # -- latency: the viewers ---------------------------------------------------------------------------------------------
-async def _viewer(port: int, got: list[tuple[float, float]], stop: asyncio.Event, ready: list[int]) -> None:
+async def _viewer(port: int, got: list[tuple[int, float, float]], stop: asyncio.Event, ready: list[int]) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(f"GET /bench/live?feed=train HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
                  f"\r\n".encode())
@@ -178,17 +177,16 @@ async def _viewer(port: int, got: list[tuple[float, float]], stop: asyncio.Event
             if b'"epochs":{"op":"extend"' not in body.replace(b" ", b""):
                 continue
             msg = json.loads(body)
-            header = msg.get("header") or {}
-            if header.get("ended_at"):
-                got.append((now - header["ended_at"], msg["at"] - header["ended_at"]))
+            for epoch in msg["charts"]["epochs"]["groups"][0]["update"]["x"][0]:
+                got.append((epoch, now, msg["at"]))
     writer.close()
 
 
 CLIENT_CORES = [0.0]  # the viewers' process over the window: near 1.0, the viewers themselves are what is slow
 
 
-async def _watch(port: int, viewers: int, seconds: float, flag: Path) -> list[tuple[float, float]]:
-    got: list[tuple[float, float]] = []
+async def _watch(port: int, viewers: int, seconds: float, flag: Path) -> list[tuple[int, float, float]]:
+    got: list[tuple[int, float, float]] = []
     stop = asyncio.Event()
     ready = [0]
     tasks = [asyncio.create_task(_viewer(port, got, stop, ready)) for _ in range(viewers)]
@@ -230,8 +228,9 @@ def latency(viewers: int, seconds: float) -> dict[str, Any]:
         server.terminate()
         server.wait(10)
         flag.unlink(missing_ok=True)
-    ms = sorted(x * 1000 for x, _ in got)
-    published = sorted(x * 1000 for _, x in got)
+    ended = {int(k): v for k, v in server_figures.pop("ended_at", {}).items()}
+    ms = sorted((now - ended[e]) * 1000 for e, now, _ in got if e in ended)
+    published = sorted((at - ended[e]) * 1000 for e, _, at in got if e in ended)
 
     def pick(values: list[float], q: float) -> float | None:
         return round(values[min(len(values) - 1, int(q * len(values)))], 1) if values else None

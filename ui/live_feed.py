@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from ui import live_chart
+from ui import live_chart, live_messages
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +92,9 @@ class _Variant:
 
 
 def _encode(message: Mapping[str, Any]) -> bytes:
-    """One server-sent event: ``data: <json>`` and a blank line (JSON never holds a raw newline)."""
-    return b"data: " + json.dumps(message, separators=(",", ":"), allow_nan=False, default=str).encode() + b"\n\n"
+    """One server-sent event, its message parsed into its type first (ui.live_messages: a tick or a snapshot)."""
+    kind = live_messages.Tick if message.get("kind") == "tick" else live_messages.Snapshot
+    return live_messages.encode(kind.model_validate(message))
 
 
 def _scope_sig(scope: Any) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+from tests.unit.test_live_feed import header
 from ui import live_feed
 
 
@@ -17,7 +18,7 @@ class Run:
 def test_a_poke_is_published_at_once_and_pokes_close_together_make_one_event(monkeypatch):
     monkeypatch.setattr(live_feed, "TICK_S", 30.0)  # no look but the poked ones within the test
     box = [Run(0)]
-    pub = live_feed.Publisher(lambda: box[0], header=lambda r: {"n": r.n}, line=lambda r: None,
+    pub = live_feed.Publisher(lambda: box[0], header=lambda r: header(r.id, r.n), line=lambda r: None,
                               charts=lambda r: {}, figures=lambda r, v, n: {})
     published = threading.Event()
     pub.on_publish(published.set)
@@ -35,7 +36,7 @@ def test_a_poke_is_published_at_once_and_pokes_close_together_make_one_event(mon
         time.sleep(3 * live_feed.COALESCE_S)
         assert took < 1.0, f"published {took:.2f} s after the poke"
         assert pub.seq - seq <= 2, "pokes within the window were not coalesced"
-        assert pub.header == {"n": 5}
+        assert pub.header == header(1, 5)
     finally:
         pub.subscribed(-1)
         pub.close()
