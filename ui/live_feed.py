@@ -111,7 +111,7 @@ class Publisher:
 
     Args:
         current: the run to show (the JobManager's ``current``).
-        header: the live header's words for an active run (ui.live.header_data), None for an ended one.
+        header: the header's words for a run (ui.live.header_data: in every state), None for none to show.
         line: the sidebar's line for a run or for none (None: nothing to say).
         charts: a run's charts by name, each with the key of what it draws (a chart whose key did not change is not
             built again: the epoch chart changes once an epoch, the utilization chart with every sample).
@@ -192,7 +192,7 @@ class Publisher:
 
     @property
     def header(self) -> dict[str, Any] | None:
-        """The live header's words as last published (None while no run is live)."""
+        """The header's words as last published (None while there is none to show)."""
         return self._header_now
 
     # -- subscribers --------------------------------------------------------------------------------------------
@@ -256,7 +256,7 @@ class Publisher:
     def _publish(self, snap: Snapshot | None, now: float) -> None:
         state = State.of(snap)
         changed_state = state.key != self.state.key
-        header = self._header(snap) if snap is not None and snap.active else None
+        header = self._header(snap) if snap is not None else None  # the header callable says for which states
         line = self._line(snap)
         message: dict[str, Any] = {}
         if changed_state:

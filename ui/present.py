@@ -35,6 +35,10 @@ html { font-size: 19px; }
 [data-testid="stMetricLabel"] p { font-size: 1.4rem; font-weight: 600; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 1rem; }
 [data-testid="stProgress"] p { font-size: 1.3rem; }
+.bench-live-header .blh-value { font-size: 3.2rem; font-weight: 700; line-height: 1.1; }
+.bench-live-header .blh-label { font-size: 1.4rem; font-weight: 600; }
+.bench-live-header .blh-note, .bench-live-header .blh-caption, .bench-live-view .blv-note { font-size: 1rem; }
+.bench-live-header .blh-progress-text { font-size: 1.3rem; }
 [data-testid="stAlertContainer"] p { font-size: 1.25rem; }
 h1 { font-size: 2.6rem !important; }
 [data-testid="stRadio"] label p, [data-testid="stExpander"] summary p { font-size: 1.1rem; }
