@@ -4,7 +4,8 @@
   latest group of that kind) as server-sent events (ui.live_feed): one snapshot, then the increments every viewer
   shares. Read-only: it takes no input but the variant, and says nothing a viewer's
   page does not show already.
-- ``GET {base}/bench/static/<name>``: plotly.js and the live elements' script, each named with its content's hash so
+- ``GET {base}/watch``: the watch page (ui/watch.py), the live view alone, static: what the projector's QR code opens.
+- ``GET {base}/bench/static/<name>``: plotly.js (whole, and its basic bundle) and the live elements' modules, each named with its content's hash so
   a browser keeps it for a year and fetches it once (gzip-compressed when the browser accepts it).
 - ``GET {base}/metrics``: this machine and the current run in Prometheus's text format (ui.metrics_route), one text
   shared by every scrape within a second; 404 with ``BENCH_METRICS=0``.
@@ -27,6 +28,24 @@ RETRY_MS = 2000  # what the browser waits before it reconnects a dropped stream
 
 
 # -- handlers -------------------------------------------------------------------------------------------------------
+async def serve_watch(request: Any) -> Any:
+    """The watch page (ui/watch.py): one static page for every watcher, compressed once."""
+    from starlette.responses import PlainTextResponse, Response
+
+    from ui import watch
+
+    if not host_allowed(request.headers.get("host")):
+        return PlainTextResponse("This host is not in server.allowedHosts.", status_code=403)
+    found = watch.page()
+    headers = {"Cache-Control": "no-cache", "ETag": f'"{found.etag}"', "Vary": "Accept-Encoding",
+               "X-Content-Type-Options": "nosniff"}
+    if request.headers.get("if-none-match") == f'"{found.etag}"':
+        return Response(status_code=304, headers=headers)
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        return Response(found.gzipped, media_type=found.media_type, headers={**headers, "Content-Encoding": "gzip"})
+    return Response(found.body, media_type=found.media_type, headers=headers)
+
+
 async def serve_static(request: Any) -> Any:
     from starlette.responses import PlainTextResponse, Response
 
@@ -135,6 +154,17 @@ def host_allowed(host: str | None) -> bool:
     return any(name == h or (h.startswith("*.") and name.endswith(h[1:])) for h in allowed)
 
 
+def _train_feed() -> live_feed.Publisher | None:
+    """The current run's publisher, made as the first dashboard page makes it (the server's one JobManager)."""
+    try:
+        from ui import common, live
+
+        return live.feed(common.get_manager())
+    except Exception:  # noqa: BLE001 - the browser retries; the dashboard's own pages say what is wrong
+        log.exception("live stream: the current run's feed could not be made")
+        return None
+
+
 async def stream(request: Any) -> Any:
     from starlette.responses import PlainTextResponse, StreamingResponse
 
@@ -147,6 +177,8 @@ async def stream(request: Any) -> Any:
     if variant not in live_feed.VARIANTS:
         return PlainTextResponse(f"variant must be one of {', '.join(live_feed.VARIANTS)}", status_code=400)
     publisher = live_feed.installed(feed)
+    if publisher is None and feed == "train":  # the watch page, before any dashboard page was drawn
+        publisher = await asyncio.to_thread(_train_feed)
     if publisher is None:  # no page has drawn this feed yet in this process (a restarted server): the browser retries
         return PlainTextResponse("The dashboard is starting; open a page first.", status_code=503,
                                  headers={"Retry-After": "2"})
@@ -168,5 +200,6 @@ def routes() -> list[Any]:
 
     base = base_path()
     return [Route(f"{base}/bench/live", stream, methods=["GET"]),
+            Route(f"{base}/watch", serve_watch, methods=["GET"]),
             Route(f"{base}/bench/static/{{name}}", serve_static, methods=["GET"]),
             Route(f"{base}/metrics", metrics if metrics_route.enabled() else metrics_route.off, methods=["GET"])]
