@@ -61,10 +61,10 @@ def _cpu(proc: Any) -> float:
 
 
 class Pass:
-    def __init__(self, folder: Path, query: str, *, prestart: bool = True) -> None:
+    def __init__(self, folder: Path, query: str, *, prestart: bool = True, env: dict[str, str] | None = None) -> None:
         from playwright.sync_api import sync_playwright
 
-        self.server = DashboardServer(folder, prestart=prestart)
+        self.server = DashboardServer(folder, prestart=prestart, env=env)
         self.server.wait_healthy(120)
         self.query = query
         self._pw = sync_playwright().start()
@@ -377,11 +377,17 @@ def watch_run(p: Pass, n: int, join_over_s: float) -> dict[str, Any]:
 def watchers_main(args: Any) -> None:
     query = f"epochs={args.epochs}&limit_samples={args.limit}&size={args.size}"
     folder = Path(tempfile.mkdtemp(prefix="classroom-watch-"))
-    p = Pass(folder, query)
+    if args.paced:  # runs replayed (no framework): the join, the bytes and the server's cost, not the run's slowdown
+        from benchmarks.standins import PACED_WORKER_TARGET
+
+        p = Pass(folder, query, prestart=False, env={"BENCH_WORKER_TARGET": PACED_WORKER_TARGET})
+    else:
+        p = Pass(folder, query)
     result: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "load_avg_at_start": os.getloadavg()},
-                              "config": query}
+                              "config": query, "paced": args.paced}
     try:
-        p.worker_ready()
+        if not args.paced:
+            p.worker_ready()
         result["baseline"] = watch_run(p, 0, 0)
         print(json.dumps(result["baseline"]), flush=True)
         result["watched"] = watch_run(p, args.watchers, args.join_over)
@@ -433,6 +439,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=str(ROOT / "docs" / "measurements" / "classroom.json"))
     parser.add_argument("--watchers", type=int, default=0, help="the watch page: this many watchers join a live run")
     parser.add_argument("--join-over", type=float, default=20.0, help="--watchers: the seconds they join over")
+    parser.add_argument("--paced", action="store_true", help="--watchers: runs replayed, no framework")
     args = parser.parse_args(argv)
     if args.watchers:
         watchers_main(args)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 STATIC = Path(__file__).with_name("static")
 ASSETS_CSS = Path(__file__).with_name("assets")
+VENDOR = Path(__file__).with_name("vendor")  # third parties' files, as published (ui/vendor/README.md)
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ _IMPORT = re.compile(r'from "\./(live[a-z-]*\.js)"')
 def _sources() -> dict[str, Path]:
     # plotly-basic.min.js: plotly.js's basic bundle (scatter, bar), vendored from npm's plotly.js-basic-dist-min
     # (the same version as plotly.min.js): the watch page's, a third of the whole
-    return {"plotly.min.js": _plotly_path(), "plotly-basic.min.js": STATIC / "plotly-basic.min.js",
+    return {"plotly.min.js": _plotly_path(), "plotly-basic.min.js": VENDOR / "plotly-basic.min.js",
             **{name: STATIC / name for name in MODULES}}
 
 

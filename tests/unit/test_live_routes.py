@@ -40,6 +40,7 @@ def test_only_the_named_files_are_served(client, name):
 
 def test_the_stream_is_read_only_and_checks_its_one_parameter(client, monkeypatch):
     monkeypatch.setattr(live_feed, "_PUBLISHERS", {})
+    monkeypatch.setattr(live_routes, "_train_feed", lambda: None)  # no dashboard's job manager to make it from
     assert client.post("/bench/live").status_code == 405
     assert client.get("/bench/live?variant=<script>").status_code == 400
     assert client.get("/bench/live?feed=../history").status_code == 400
