@@ -106,7 +106,7 @@ class Pass:
     def start_run(self) -> int:
         before = {r.id for r in self.store.list_runs()}
         self.presenter.get_by_role("button", name="Start", exact=True).click()
-        return int(wait_for(lambda: max(({r.id for r in self.store.list_runs()} - before), default=None), 120,
+        return int(wait_for(lambda: max(({r.id for r in self.store.list_runs()} - before), default=0), 120,
                             "the run to be stored"))
 
     def run_record(self, run_id: int) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,8 @@ SAMPLE_S = 0.5
 EPOCH_S = 2.0
 
 
-def sample(i: int, gpu: bool) -> dict:
-    row = {"t_s": i * SAMPLE_S, "cpu_percent": float(i % 97), "process_cpu_percent": 50.0 + (i % 7) * 30,
+def sample(i: int, gpu: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {"t_s": i * SAMPLE_S, "cpu_percent": float(i % 97), "process_cpu_percent": 50.0 + (i % 7) * 30,
            "ram_used_mib": 4000.0 + i, "process_rss_mib": 900.0 + i % 11}
     if gpu:
         row["gpus"] = [{"index": 0, "util_percent": float(i % 100),
