@@ -180,7 +180,7 @@ class Sent:
     named: int = 0  # epoch names sent (they alternate between the name rows)
     last_end: float | None = None  # the end of the last epoch sent (where the next one's name starts)
     flags: tuple[Any, ...] = ()  # util: (process, ram, rss, gpu lines, top cores) so far
-    templates: tuple[Any, ...] = ()  # util: (an epoch's line, a name in row 0, a name in row 1)
+    templates: tuple[Any, ...] = ()  # util: (an epoch's line, a name in row 0, a name in row 1, the right axis)
 
 
 def _util_flags(samples: Any, before: tuple[Any, ...] | None) -> tuple[Any, ...]:
@@ -241,10 +241,28 @@ def _util_shape(snap: Any, flags: tuple[Any, ...], waiting: bool) -> tuple[Any, 
     phases = snap.info.phases or ()
     has_epoch = any(e.t_end_s is not None for e in snap.epochs[:1])
     t_max = snap.samples[-1].t_s if snap.samples else 0.0
-    top = max(1, math.ceil(flags[4] * 1.1)) if flags[0] else None
-    # before the first epoch ends, the last phase's band reaches the newest sample: the chart goes whole
-    return (len(phases), has_epoch, waiting, _readers(flags) if not waiting else None, top,
+    # before the first epoch ends, the last phase's band reaches the newest sample: the chart goes whole (the right
+    # axis' top is not in the shape: a new top is a layout change, _cores_axis)
+    return (len(phases), has_epoch, waiting, _readers(flags) if not waiting else None,
             None if has_epoch or not phases else t_max)
+
+
+def _cores_top(flags: tuple[Any, ...]) -> int | None:
+    """The right axis' top in cores (bench.output.charts.utilization_figure's rule), None without that axis."""
+    import math
+
+    return max(1, math.ceil(flags[4] * 1.1)) if flags[0] else None
+
+
+def _cores_axis(template: tuple[str, dict[str, Any]] | None, top: int) -> dict[str, Any] | None:
+    """The right axis (as the variant styled it) with the top ``top`` cores, as the figure would be built with it."""
+    from bench.output import chart_style, charts
+
+    if template is None:
+        return None
+    key, axis = template
+    step = max(1, int(chart_style.nice_step(top, 4)))
+    return {key: {**axis, "range": [0, top * charts.UTIL_TOP / 100], "tickvals": list(range(0, top + 1, step))}}
 
 
 def _util_templates(layout: dict[str, Any], named: int) -> tuple[Any, ...]:
@@ -256,7 +274,9 @@ def _util_templates(layout: dict[str, Any], named: int) -> tuple[Any, ...]:
     by_row: list[Any] = [None, None]
     for k, ann in enumerate(names):
         by_row[k % 2] = ann
-    return (lines[-1] if lines else None, *by_row)
+    cores = next(((key, axis) for key, axis in layout.items() if key.startswith("yaxis") and isinstance(axis, dict)
+                  and (axis.get("title") or {}).get("text") == "cores"), None)
+    return (lines[-1] if lines else None, *by_row, cores)
 
 
 def start(name: str, snap: Any, layout: dict[str, Any]) -> Sent:
@@ -338,7 +358,13 @@ def _grow_util(snap: Any, sent: Sent) -> tuple[dict[str, Any] | None, Sent] | No
             update["y"].append([_value(s, key, index, scale) for s in samples])
     shapes, names = [], []
     named, last_end = sent.named, sent.last_end
-    line, *rows = sent.templates
+    line, *rows, cores = sent.templates
+    layout = None
+    top = _cores_top(flags)
+    if top is not None and top != _cores_top(sent.flags):
+        layout = _cores_axis(cores, top)
+        if layout is None:
+            return None
     for e in snap.epochs[sent.epochs:]:
         if e.t_end_s is None:
             continue
@@ -357,7 +383,7 @@ def _grow_util(snap: Any, sent: Sent) -> tuple[dict[str, Any] | None, Sent] | No
     after = Sent(shape=sent.shape, epochs=len(snap.epochs), last_t=samples[-1].t_s if samples else sent.last_t,
                  named=named, last_end=last_end, flags=flags, templates=sent.templates)
     append = {k: v for k, v in (("shapes", shapes), ("annotations", names)) if v}
-    if not traces and not append:
+    if not traces and not append and not layout:
         return None, after
-    return {"groups": [{"traces": traces, "update": update}] if traces else [], "layout": None,
+    return {"groups": [{"traces": traces, "update": update}] if traces else [], "layout": layout,
             "append": append or None}, after

@@ -35,7 +35,9 @@ export function statusElement(component) {
       if ("line" in msg && msg.seq >= st.seq) { st.seq = msg.seq; showLine(root, msg.line); }
     }));
   }
-  if (data.seq >= st.seq) { st.seq = data.seq; showLine(root, data.line); }
+  // the page's own words only until the stream has spoken: after that the line and the header change together, in
+  // the same message (two elements drawn by one page run can be a publish apart)
+  if (st.seq < 0) showLine(root, data.line);
 }
 
 // -- the live view -------------------------------------------------------------------------------------------------
@@ -162,7 +164,7 @@ export function viewElement(component) {
     // the page drew an older state than the stream has sent: its rerun request was dropped; ask again
     requestRerun(view, view.streamState, rerunDelay(1, 0));
   }
-  if (data.seq > view.seq && "header" in data) showHeader(view, data.header); // drawn before the stream caught up
+  if (view.seq < 0 && "header" in data) showHeader(view, data.header); // until the stream's snapshot (statusElement)
   showWatching(view, view.viewers);
   root.dataset.drawnState = data.state;
 }
