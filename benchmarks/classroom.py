@@ -106,8 +106,8 @@ class Pass:
     def start_run(self) -> int:
         before = {r.id for r in self.store.list_runs()}
         self.presenter.get_by_role("button", name="Start", exact=True).click()
-        return int(wait_for(lambda: max(({r.id for r in self.store.list_runs()} - before), default=0), 120,
-                            "the run to be stored"))
+        return int(wait_for(lambda: max({r.id for r in self.store.list_runs() if r.id is not None} - before,
+                                        default=0), 120, "the run to be stored"))
 
     def run_record(self, run_id: int) -> Any:
         return self.store.get_run(run_id, with_samples=False)
