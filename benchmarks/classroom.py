@@ -20,6 +20,16 @@ does) on this machine:
    bytes per viewer near epoch 5 and near the last epoch: a cost that grew with the run's length would show here.
 
 Writes docs/measurements/classroom.json and prints the table that docs/CLASSROOM.md holds.
+
+    python -m benchmarks.classroom --watchers 1000 [--join-over 20] [--epochs 12]
+
+**The watch page** instead (what the projector's QR code opens): a real Chromium page opens ``/watch`` once (the files
+a phone fetches, and their bytes on the wire); a run with nobody watching gives the baseline; then, while a second
+run trains (from its second epoch), N emulated watchers (benchmarks/watchers.py: every file as the browser fetched
+it, gzip accepted, then the stream) join over ``--join-over`` seconds; the time until the last holds its first
+snapshot, the server's CPU while they watch (a window after they joined, the run's own cost with nobody watching
+taken from the baseline run's same window), and the run's steady epoch time against the baseline. Writes
+docs/measurements/watchers.json.
 """
 
 from __future__ import annotations
@@ -51,10 +61,10 @@ def _cpu(proc: Any) -> float:
 
 
 class Pass:
-    def __init__(self, folder: Path, query: str, *, prestart: bool = True) -> None:
+    def __init__(self, folder: Path, query: str, *, prestart: bool = True, env: dict[str, str] | None = None) -> None:
         from playwright.sync_api import sync_playwright
 
-        self.server = DashboardServer(folder, prestart=prestart)
+        self.server = DashboardServer(folder, prestart=prestart, env=env)
         self.server.wait_healthy(120)
         self.query = query
         self._pw = sync_playwright().start()
@@ -96,8 +106,8 @@ class Pass:
     def start_run(self) -> int:
         before = {r.id for r in self.store.list_runs()}
         self.presenter.get_by_role("button", name="Start", exact=True).click()
-        return int(wait_for(lambda: max(({r.id for r in self.store.list_runs()} - before), default=None), 120,
-                            "the run to be stored"))
+        return int(wait_for(lambda: max({r.id for r in self.store.list_runs() if r.id is not None} - before,
+                                        default=0), 120, "the run to be stored"))
 
     def run_record(self, run_id: int) -> Any:
         return self.store.get_run(run_id, with_samples=False)
@@ -299,6 +309,108 @@ def _median_pass(passes: list[dict[str, Any]]) -> dict[str, Any]:
     return row
 
 
+def watch_files(p: Pass) -> tuple[list[str], int]:
+    """The files a fresh Chromium fetches for the watch page (paths, in order) and their bytes on the wire."""
+    context = p.browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    origin = p.server.url
+    files: list[str] = []
+    page.on("request", lambda r: files.append(r.url[len(origin):]) if r.url.startswith(origin)
+            and r.resource_type not in ("eventsource",) and "/bench/live" not in r.url else None)
+    page.goto(f"{origin}/watch")
+    page.locator(".bench-live-chart .main-svg").first.wait_for(timeout=120_000)
+    page.wait_for_timeout(1000)
+    wire = int(page.evaluate("""() => performance.getEntriesByType('navigation')[0].transferSize +
+        performance.getEntriesByType('resource').filter((r) => !r.name.includes('/bench/live'))
+        .reduce((s, r) => s + r.transferSize, 0)"""))
+    context.close()
+    return list(dict.fromkeys(files)), wire
+
+
+class Watchers(Emulated):
+    """N emulated watchers of the watch page in their own process (benchmarks/watchers.py)."""
+
+    def __init__(self, url: str, n: int, files: list[str], join_over_s: float) -> None:  # noqa: D107
+        import psutil
+
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.watchers", url, str(n), json.dumps(files),
+                                      str(join_over_s)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=VIEWER_LOG.open("a"), text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        self.ps = psutil.Process(self.proc.pid)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the emulated watchers ended before they were ready")
+        self.joined = json.loads(line)
+        self.ready = self.joined["ready"]
+        self.cpu0 = _cpu(self.ps)
+
+
+WATCH_WINDOW_S = 15.0
+
+
+def watch_run(p: Pass, n: int, join_over_s: float) -> dict[str, Any]:
+    """A run from its second epoch: a Chromium page loads the watch page (the files a phone fetches with a run live,
+    and their bytes), N watchers join (n=0: nobody), then a window watching; the run to its end."""
+    run_id = p.start_run()
+    p.wait_epochs(run_id, 2)
+    files, wire = watch_files(p) if n else ([], None)
+    cpu_a, t_a = p.server.cpu_s(), time.monotonic()
+    watchers = Watchers(p.server.url, n, files, join_over_s) if n else None
+    join_s = time.monotonic() - t_a
+    join_cores = (p.server.cpu_s() - cpu_a) / join_s if n else None
+    time.sleep(2)
+    cpu_w, t_w = p.server.cpu_s(), time.monotonic()
+    time.sleep(WATCH_WINDOW_S)
+    window_cores = (p.server.cpu_s() - cpu_w) / (time.monotonic() - t_w)
+    live = p.run_record(run_id)
+    still_live = live is not None and live.status == "running"
+    run = p.wait_end(run_id)
+    summary = watchers.stop() if watchers else {}
+    return {"watchers": n, "run_id": run_id, "epochs": len(run.epochs), "steady_epoch_s": steady_median(run),
+            "joined": watchers.joined if watchers else None, "join_wall_s": round(join_s, 2),
+            "server_cores_joining": round(join_cores, 4) if join_cores is not None else None,
+            "server_cores_window": round(window_cores, 4), "window_while_live": still_live, "files": files,
+            "first_load_files_wire_bytes": wire, **summary}
+
+
+def watchers_main(args: Any) -> None:
+    query = f"epochs={args.epochs}&limit_samples={args.limit}&size={args.size}"
+    folder = Path(tempfile.mkdtemp(prefix="classroom-watch-"))
+    if args.paced:  # runs replayed (no framework): the join, the bytes and the server's cost, not the run's slowdown
+        from benchmarks.standins import PACED_WORKER_TARGET
+
+        p = Pass(folder, query, prestart=False, env={"BENCH_WORKER_TARGET": PACED_WORKER_TARGET})
+    else:
+        p = Pass(folder, query)
+    result: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "load_avg_at_start": os.getloadavg()},
+                              "config": query, "paced": args.paced}
+    try:
+        if not args.paced:
+            p.worker_ready()
+        result["baseline"] = watch_run(p, 0, 0)
+        print(json.dumps(result["baseline"]), flush=True)
+        result["watched"] = watch_run(p, args.watchers, args.join_over)
+        print(json.dumps(result["watched"]), flush=True)
+        result["baseline_after"] = watch_run(p, 0, 0)
+        print(json.dumps(result["baseline_after"]), flush=True)
+    finally:
+        p.close()
+        result["load_avg_at_end"] = os.getloadavg()
+        out = Path(args.out).with_name("watchers.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    base = statistics.median(b["steady_epoch_s"] for b in (result["baseline"], result["baseline_after"])
+                             if b["steady_epoch_s"])
+    w = result["watched"]
+    alone = statistics.median([result["baseline"]["server_cores_window"], result["baseline_after"]["server_cores_window"]])
+    print(f"| watchers | joined (last snapshot) | first load, files on the wire | server cores watching (less the run "
+          f"alone) | epoch vs nobody |\n|---|---|---|---|---|\n| {w['watchers']} | {w['joined']['joined_s']} s "
+          f"(p50 {w['joined']['joined_p50_s']} s, {w['joined']['failed']} failed) | {w['first_load_files_wire_bytes']:,} B | "
+          f"{w['server_cores_window'] - alone:.3f} ({w['server_cores_window']:.3f} - {alone:.3f}) | "
+          f"{(w['steady_epoch_s'] or 0) / base:.2f}x |")
+
+
 def table(result: dict[str, Any]) -> str:
     base = result["baseline"]["steady_epoch_s"]
     rows = ["| viewers | server cores (whole run) | server cores (training) | epoch vs nobody | newest update age "
@@ -325,7 +437,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--long-limit", type=int, default=4096)
     parser.add_argument("--repeat", type=int, default=1, help="the sequence nobody, N..., nobody this many times")
     parser.add_argument("--out", default=str(ROOT / "docs" / "measurements" / "classroom.json"))
+    parser.add_argument("--watchers", type=int, default=0, help="the watch page: this many watchers join a live run")
+    parser.add_argument("--join-over", type=float, default=20.0, help="--watchers: the seconds they join over")
+    parser.add_argument("--paced", action="store_true", help="--watchers: runs replayed, no framework")
     args = parser.parse_args(argv)
+    if args.watchers:
+        watchers_main(args)
+        return
     counts = [int(n) for n in args.viewers.split(",") if n.strip()]
     query = f"epochs={args.epochs}&limit_samples={args.limit}&size={args.size}"
     folder = Path(tempfile.mkdtemp(prefix="classroom-"))

@@ -1,6 +1,6 @@
 """Emulated viewers of the dashboard: each does over HTTP and the websocket what a Chromium page of the Train page does.
 
-A viewer, as Streamlit 1.67's front end and the live view element (ui/static/live.js) behave:
+A viewer, as Streamlit 1.67's front end and the live view element (ui/static/live*.js) behave:
 
 1. fetches what a fresh browser fetched on its first load of the page (the list is taken from a real Chromium page in
    the same pass: the page's HTML, Streamlit's scripts and styles, the live element's script and plotly.js), each
@@ -32,7 +32,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-RERUN_AFTER_S = 1.5  # as ui/static/live.js: RERUN_AFTER_MS, RERUN_SPREAD_MS_PER_VIEWER, RERUN_SPREAD_MAX_MS
+RERUN_AFTER_S = 1.5  # as ui/static/live-plan.js: RERUN_AFTER_MS, RERUN_SPREAD_MS_PER_VIEWER, RERUN_SPREAD_MAX_MS
 RERUN_SPREAD_S_PER_VIEWER = 0.1
 RERUN_SPREAD_MAX_S = 10.0
 AGE_SAMPLE_S = 0.5

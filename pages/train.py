@@ -13,8 +13,14 @@ manager = common.get_manager()
 hardware = common.get_hardware()
 
 st.title("Train")
-st.caption("One training run, live: time per epoch beside CPU and GPU utilization.")
+# The projector's first screen shows the run while one is live: its panel comes first, the settings after it
+projecting_live = present.is_on() and (live_now := manager.current()) is not None and live_now.active
+if not projecting_live:
+    st.caption("One training run, live: time per epoch beside CPU and GPU utilization.")
 common.store_warning()
+if projecting_live:
+    live.live_panel(manager, can_control=common.can_control())
+    st.divider()
 
 control = common.can_control()
 started = st.session_state.get("train_last_started")
@@ -62,5 +68,6 @@ if start:
 if "train_started" in st.session_state:
     st.toast(f"Run #{st.session_state.pop('train_started'):d} queued")
 
-st.divider()
-live.live_panel(manager, can_control=control)
+if not projecting_live:
+    st.divider()
+    live.live_panel(manager, can_control=control)

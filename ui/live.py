@@ -1,9 +1,9 @@
 """The live run panel: progress, metric tiles and the side-by-side charts of the current run.
 
-While a run is live the page holds one element (``live_view``) that takes the header's words and the charts' new points
-from the stream of ui.live_feed, computed once for every viewer; the panel's fragment has no timer and reruns only
-when the run's state changes (the element asks for it). Once the run has ended its header and messages are
-Streamlit's own elements above that element. The words and figures come from the functions here, for both.
+The page holds one element (``live_view``) that takes the run's header (in every state: queued, live, ended, failed)
+and the charts' new points from the stream of ui.live_feed, computed once for every viewer; the panel's fragment has
+no timer and reruns only when the run's state changes (the element asks for it), for the Stop button and, once the
+run has ended, its messages (Streamlit's own elements). The words and figures come from the functions here.
 No thread ever calls st.*.
 """
 
@@ -22,7 +22,7 @@ from bench.runs.jobs import JobManager, RunSnapshot
 from bench.hardware.monitor import sources
 from bench.vocab.readings import Sample
 from bench.vocab.records import Status
-from ui import cluster, common, gpu_truth, live_feed, machine, peak, present, static_files, v2_component
+from ui import cluster, common, gpu_truth, live_chart, live_feed, machine, peak, present, static_files, v2_component
 from ui.safe_text import escape
 from ui.shared_cache import SharedCache
 
@@ -276,8 +276,10 @@ def sidebar_line(snap: RunSnapshot | None, spare: str | None = None) -> dict[str
     return {"icon": icon_name(snap.status), "text": text, "note": note}
 
 
-def _live_header(snap: Any) -> dict[str, Any] | None:
-    return header_data(snap) if snap.active else None
+def _run_header(snap: Any) -> dict[str, Any] | None:
+    """The Train page's header of the current run in every state (queued, live, ended, failed), drawn by the live
+    view alone: a run's end changes its words in place, with no rerun."""
+    return header_data(snap)
 
 
 def _chart_keys(snap: Any) -> dict[str, Any]:
@@ -305,9 +307,13 @@ def _figures(snap: Any, variant: str, names: set[str]) -> dict[str, go.Figure]:
 def make_publisher(manager: Any, *, clock: Callable[[], float] = time.monotonic) -> live_feed.Publisher:
     """A publisher of ``manager``'s current run with the Train page's words and charts (benchmarks make their own,
     on a clock of theirs)."""
-    return live_feed.Publisher(manager.current, header=_live_header,
-                               line=lambda snap: sidebar_line(snap, manager.spare_state()), charts=_chart_keys,
-                               figures=_figures, clock=clock)
+    publisher = live_feed.Publisher(manager.current, header=_run_header,
+                                    line=lambda snap: sidebar_line(snap, manager.spare_state()), charts=_chart_keys,
+                                    figures=_figures, grow=(live_chart.start, live_chart.grow), clock=clock)
+    listen = getattr(manager, "on_change", None)
+    if listen is not None:  # the run's epoch ends, samples, phases and status wake it (bench.runs.jobs)
+        listen(publisher.poke)
+    return publisher
 
 
 def feed(manager: JobManager) -> live_feed.Publisher:
@@ -343,27 +349,20 @@ RUN_LAYOUT = {"headers": "one", "charts": ["epochs", "util", "loss"], "note": "u
 
 
 def view(publisher: live_feed.Publisher, *, feed: str, key: str, presenter: bool,
-         layout: dict[str, Any] | None = None, ended_slot: str | None = None) -> None:
+         layout: dict[str, Any] | None = None) -> None:
     """A live view element on ``feed``'s stream: its header(s) and charts, fed by the stream; it asks for the
     fragment around it to rerun (with a little random delay, so a class does not rerun at once) only when the state
-    changes (a run starts or ends). With ``ended_slot`` (the key of the container where the page draws an ended
-    run's header), a run's live header stays until that container is drawn whole (ui/static/live.js holdHeader)."""
+    changes (a run starts or ends)."""
     chosen = variant()
     publisher.want(chosen)
     live_view_component(key=key, data=_element_data(
         publisher, publisher.state, feed=feed, variant=chosen, header=publisher.header, presenter=presenter,
-        nvml_note=_machine_note(), layout=layout or RUN_LAYOUT, ended_slot=ended_slot), on_changed_change=lambda: None)
-
-
-# The container of the Train page's ended run's header; ui/assets/live_view.css hides it by this key (its class
-# st-key-bench_ended_header) while the live header stands in for it.
-ENDED_SLOT = "bench_ended_header"
+        nvml_note=_machine_note(), layout=layout or RUN_LAYOUT), on_changed_change=lambda: None)
 
 
 def live_view(manager: JobManager, *, presenter: bool) -> None:
-    """The Train page's live view: the live header (while a run is live, and after it until the page has drawn the
-    ended run's header) and the run's three charts."""
-    view(feed(manager), feed="train", key="live_view", presenter=presenter, ended_slot=ENDED_SLOT)
+    """The Train page's live view: the current run's header in every state and its three charts."""
+    view(feed(manager), feed="train", key="live_view", presenter=presenter)
 
 
 def sidebar_status(manager: JobManager) -> None:
@@ -403,16 +402,12 @@ def live_panel(manager: JobManager, *, can_control: bool = True) -> None:
             queued = [i for i in manager.queued_ids() if snap is None or i != snap.id]
             if queued:
                 st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i:d}' for i in queued)}")
-        # the ended run's header: always this container, so the element below keeps its place; its key names it to
-        # the element, which keeps the live header until it is drawn
-        with st.container(key=ENDED_SLOT):
-            if snap is not None and not snap.active:
-                st.markdown(status_line(snap))
-                progress_bar(snap)
-                metric_tiles(snap)
-                run_messages(snap)
-            elif snap is not None and snap.store_error:
-                st.warning(escape(snap.store_error, limit=600))
+        # the run's messages once it has ended (the finished line, the diagnosis, an error): its header is the live
+        # view's, in every state
+        if snap is not None and not snap.active:
+            run_messages(snap)
+        elif snap is not None and snap.store_error:
+            st.warning(escape(snap.store_error, limit=600))
         live_view(manager, presenter=can_control)
 
     _panel()

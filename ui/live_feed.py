@@ -21,16 +21,17 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from ui import live_chart
+from ui import live_chart, live_messages
 
 log = logging.getLogger(__name__)
 
-TICK_S = 1.0  # how often the publisher looks at the run: the header's words change at most this often (each look
-# that finds a change is one event for every viewer, so the tick sets a class's event rate: docs/CLASSROOM.md)
-CHART_S = 2.0  # how often a live run's charts get their new points (each increment a few samples and an epoch mark)
+TICK_S = 1.0  # how often the publisher looks at the run unwoken (a run read from the store, the number watching)
+COALESCE_S = 0.1  # a wake-up (ui.live: the run's epoch end, sample, phase, status) is published at most this often;
+# the changes it finds in that time go as one event (docs/CLASSROOM.md)
+CHART_S = TICK_S  # the longest a live run's charts wait for their new points: each look sends what changed
 RING = 64  # increments kept; a subscriber further behind gets a snapshot instead
 VARIANTS = ("plain", "present")
 IDLE_STOP_S = 10.0  # the publisher's thread ends this long after its last subscriber left
@@ -82,15 +83,23 @@ class State:
 
 @dataclass
 class _Variant:
-    charts: dict[str, live_chart.Prepared] = field(default_factory=dict)  # each chart as last published
+    charts: dict[str, live_chart.Prepared] = field(default_factory=dict)  # each chart as last sent whole
+    figures: dict[str, dict[str, Any]] = field(default_factory=dict)  # each as viewers hold it now (for joiners)
+    sent: dict[str, Any] = field(default_factory=dict)  # with ``grow``: what viewers hold of each, per chart
     keys: dict[str, Hashable] = field(default_factory=dict)  # what each was built from
     wanted_at: float | None = None  # when a subscriber or a page last asked for this variant
     snapshot: tuple[int, bytes] | None = None  # (seq, encoded snapshot) for joiners
 
 
 def _encode(message: Mapping[str, Any]) -> bytes:
-    """One server-sent event: ``data: <json>`` and a blank line (JSON never holds a raw newline)."""
-    return b"data: " + json.dumps(message, separators=(",", ":"), allow_nan=False, default=str).encode() + b"\n\n"
+    """One server-sent event, its message parsed into its type first (ui.live_messages: a tick or a snapshot)."""
+    kind = live_messages.Tick if message.get("kind") == "tick" else live_messages.Snapshot
+    return live_messages.encode(kind.model_validate(message))
+
+
+def _scope_sig(scope: Any) -> str:
+    """A run's part of a figure's signature (a new run's figures go whole)."""
+    return live_chart._hash(scope)
 
 
 def _whole(prep: live_chart.Prepared) -> dict[str, Any]:
@@ -102,23 +111,28 @@ class Publisher:
 
     Args:
         current: the run to show (the JobManager's ``current``).
-        header: the live header's words for an active run (ui.live.header_data), None for an ended one.
+        header: the header's words for a run (ui.live.header_data: in every state), None for none to show.
         line: the sidebar's line for a run or for none (None: nothing to say).
         charts: a run's charts by name, each with the key of what it draws (a chart whose key did not change is not
             built again: the epoch chart changes once an epoch, the utilization chart with every sample).
         figures: the named charts of a run, built for a variant ("plain" or "present").
+        grow: where given, ``(start, grow)`` of ui.live_chart: a chart's increment built from the readings the run
+            added since it was last sent (``grow(name, snap, sent)``, None when it must go whole), never from its
+            whole figure; without it, each changed chart is built whole and diffed with the last (live_chart.increment).
         clock: time source (tests).
     """
 
     def __init__(self, current: Callable[[], Snapshot | None], *, header: Callable[[Any], dict[str, Any] | None],
                  line: Callable[[Any], dict[str, Any] | None], charts: Callable[[Any], Mapping[str, Hashable]],
                  figures: Callable[[Any, str, set[str]], Mapping[str, Any]],
+                 grow: tuple[Callable[..., Any], Callable[..., Any]] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._current = current
         self._header = header
         self._line = line
         self._charts = charts
         self._figures = figures
+        self._grow = grow
         self._clock = clock
         self._lock = threading.RLock()
         self.seq = 0
@@ -128,13 +142,14 @@ class Publisher:
         self._variants: dict[str, _Variant] = {name: _Variant() for name in VARIANTS}
         self._ring: dict[str, deque[tuple[int, bytes]]] = {name: deque(maxlen=RING) for name in VARIANTS}
         self._looked_at = -1e9
-        self._charted_at = -1e9
+        self._poked = threading.Event()
         self._viewers = 0
         self._viewers_sent = 0
         self._listeners: list[Callable[[], None]] = []
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self.builds = 0  # how many times the charts were built (a test's view of the sharing)
+        self.builds = 0  # how many looks changed a chart, grown or built whole (a test's view of the sharing)
+        self.whole_builds = 0  # how many of them built a chart whole
 
     # -- reading ------------------------------------------------------------------------------------------------
     def refresh(self, *, force: bool = False) -> State:
@@ -177,7 +192,7 @@ class Publisher:
 
     @property
     def header(self) -> dict[str, Any] | None:
-        """The live header's words as last published (None while no run is live)."""
+        """The header's words as last published (None while there is none to show)."""
         return self._header_now
 
     # -- subscribers --------------------------------------------------------------------------------------------
@@ -203,11 +218,28 @@ class Publisher:
     def close(self) -> None:
         self._stop.set()
 
+    def poke(self) -> None:
+        """The run changed (an epoch ended, a sample came, a phase or status changed): publish it soon, at most every
+        COALESCE_S. Cheap and safe from any thread (the supervisor's)."""
+        self._poked.set()
+
     def _loop(self) -> None:
         idle_since: float | None = None
-        while not self._stop.wait(TICK_S / 2):
+        published_at = -1e9
+        while not self._stop.is_set():
+            poked = self._poked.wait(TICK_S)
+            if self._stop.is_set():
+                return
+            wait = COALESCE_S - (time.monotonic() - published_at)
+            if poked and wait > 0 and self._stop.wait(wait):  # the changes of that time go as one event
+                return
+            # cleared before the look: a change after it pokes again, and the look sees every change before it
+            self._poked.clear()
             try:
-                self.refresh()
+                seq = self.seq
+                self.refresh(force=poked)
+                if self.seq != seq:
+                    published_at = time.monotonic()
             except Exception:  # a failed look must not end the stream for everyone; the next tick tries again
                 log.exception("live feed: reading the current run failed")
             if self._viewers:
@@ -224,7 +256,7 @@ class Publisher:
     def _publish(self, snap: Snapshot | None, now: float) -> None:
         state = State.of(snap)
         changed_state = state.key != self.state.key
-        header = self._header(snap) if snap is not None and snap.active else None
+        header = self._header(snap) if snap is not None else None  # the header callable says for which states
         line = self._line(snap)
         message: dict[str, Any] = {}
         if changed_state:
@@ -235,13 +267,10 @@ class Publisher:
             message["line"] = line
         if self._viewers != self._viewers_sent:
             message["viewers"] = self._viewers
-        charts_due = changed_state or (state.active and now - self._charted_at >= CHART_S)
         chart_changes: dict[str, dict[str, Any]] = {}
-        if charts_due:
-            self._charted_at = now
-            for variant in self._live_variants(now):
-                # a new run's figures differ in their signature (its id is in it): they go whole without forcing
-                chart_changes[variant] = self._build_charts(variant, snap, fresh=False)
+        for variant in self._live_variants(now):
+            # a new run's figures differ in their signature (its id is in it): they go whole without forcing
+            chart_changes[variant] = self._build_charts(variant, snap, fresh=False)
         if not message and not any(chart_changes.values()):
             return
         self.seq += 1
@@ -258,35 +287,63 @@ class Publisher:
                 if name == "plain" or (v.wanted_at is not None and now - v.wanted_at <= IDLE_STOP_S)]
 
     def _build_charts(self, variant: str, snap: Snapshot | None, *, fresh: bool) -> dict[str, Any]:
-        """Each chart of ``variant`` built from ``snap``: the changes to publish by chart name (a whole figure where
-        its traces changed or ``fresh``, else the new points and marks), and the prepared figures kept."""
+        """Each chart of ``variant`` whose readings changed in ``snap``: the changes to publish by chart name (the new
+        points and marks, or the whole figure where its traces changed or ``fresh``); the figures as viewers now
+        hold them are kept for joiners."""
         held = self._variants[variant]
         if snap is None:
             dropped: dict[str, Any] = {name: None for name in held.charts}
-            held.charts, held.keys = {}, {}
+            held.charts, held.figures, held.sent, held.keys = {}, {}, {}, {}
             return dropped
         keys = dict(self._charts(snap))
         due = {name for name, key in keys.items() if fresh or held.keys.get(name) != key or name not in held.charts}
         out: dict[str, Any] = {name: None for name in held.charts if name not in keys}
-        charts = {name: prep for name, prep in held.charts.items() if name in keys}
+        for name in [n for n in held.charts if n not in keys]:
+            held.charts.pop(name)
+            held.figures.pop(name, None)
+            held.sent.pop(name, None)
+        scope = (snap.id, snap.created_at)
+        whole = set(due)
         if due:
             self.builds += 1
-            for name, fig in self._figures(snap, variant, due).items():
-                prep = live_chart.prepare(fig, scope=(snap.id, snap.created_at))
+        if self._grow is not None and not fresh:
+            for name in sorted(due):
                 before = held.charts.get(name)
-                if fresh or before is None or before.signature != prep.signature:
+                sent = held.sent.get(name)
+                if before is None or sent is None or before.signature.split("|")[0] != _scope_sig(scope):
+                    continue
+                step = self._grow[1](name, snap, sent)
+                if step is None:
+                    continue
+                change, held.sent[name] = step
+                whole.discard(name)
+                if change is not None:
+                    live_chart.apply(held.figures[name], change)
+                    out[name] = {"op": "extend", **change}
+        if whole:
+            self.whole_builds += 1
+            for name, fig in self._figures(snap, variant, whole).items():
+                prep = live_chart.prepare(fig, scope=scope)
+                prep = replace(prep, signature=f"{_scope_sig(scope)}|{prep.signature}")
+                before = held.charts.get(name)
+                if self._grow is not None or fresh or before is None or before.signature != prep.signature:
                     out[name] = _whole(prep)
+                    if self._grow is not None:
+                        held.sent[name] = self._grow[0](name, snap, prep.layout)
                 else:
                     step = live_chart.increment(before, prep)
                     if step is not None:
                         out[name] = {"op": "extend", **step}
-                charts[name] = prep
-        held.charts, held.keys = charts, keys
+                held.charts[name] = prep
+                held.figures[name] = {"data": prep.data, "layout": prep.layout}
+        held.keys = keys
         return out
 
     def _snapshot_message(self, variant: str) -> dict[str, Any]:
         state = self.state
-        charts = {name: _whole(prep) for name, prep in self._variants[variant].charts.items()}
+        held = self._variants[variant]
+        charts = {name: {"op": "full", "sig": prep.signature, "figure": held.figures[name]}
+                  for name, prep in held.charts.items()}
         return {"kind": "snapshot", "seq": self.seq, "at": round(time.time(), 3), "viewers": self._viewers,
                 "state": {"key": state.key, "run": state.run, "status": state.status, "active": state.active},
                 "header": self._header_now, "line": self._line_now, "charts": charts, "config": live_chart.CONFIG}

@@ -4,7 +4,8 @@
   latest group of that kind) as server-sent events (ui.live_feed): one snapshot, then the increments every viewer
   shares. Read-only: it takes no input but the variant, and says nothing a viewer's
   page does not show already.
-- ``GET {base}/bench/static/<name>``: plotly.js and the live elements' script, each named with its content's hash so
+- ``GET {base}/watch``: the watch page (ui/watch.py), the live view alone, static: what the projector's QR code opens.
+- ``GET {base}/bench/static/<name>``: plotly.js (whole, and its basic bundle) and the live elements' modules, each named with its content's hash so
   a browser keeps it for a year and fetches it once (gzip-compressed when the browser accepts it).
 - ``GET {base}/metrics``: this machine and the current run in Prometheus's text format (ui.metrics_route), one text
   shared by every scrape within a second; 404 with ``BENCH_METRICS=0``.
@@ -27,6 +28,24 @@ RETRY_MS = 2000  # what the browser waits before it reconnects a dropped stream
 
 
 # -- handlers -------------------------------------------------------------------------------------------------------
+async def serve_watch(request: Any) -> Any:
+    """The watch page (ui/watch.py): one static page for every watcher, compressed once."""
+    from starlette.responses import PlainTextResponse, Response
+
+    from ui import watch
+
+    if not host_allowed(request.headers.get("host")):
+        return PlainTextResponse("This host is not in server.allowedHosts.", status_code=403)
+    found = watch.page()
+    headers = {"Cache-Control": "no-cache", "ETag": f'"{found.etag}"', "Vary": "Accept-Encoding",
+               "X-Content-Type-Options": "nosniff"}
+    if request.headers.get("if-none-match") == f'"{found.etag}"':
+        return Response(status_code=304, headers=headers)
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        return Response(found.gzipped, media_type=found.media_type, headers={**headers, "Content-Encoding": "gzip"})
+    return Response(found.body, media_type=found.media_type, headers=headers)
+
+
 async def serve_static(request: Any) -> Any:
     from starlette.responses import PlainTextResponse, Response
 
@@ -43,28 +62,31 @@ async def serve_static(request: Any) -> Any:
 
 
 class _Waker:
-    """Wakes every stream of one event loop when the publisher's thread published (one call across threads per
-    event, whatever the number of subscribers)."""
+    """Tells every stream of one event loop that the publisher's thread published (one call across threads per
+    event, whatever the number of subscribers). A stream waits for the publisher's sequence number to pass the last
+    one it sent: what it waits for is read from the publisher itself, never from a signal it could have missed, so
+    a publish while it read the snapshot, wrote an event or a keep-alive is sent at its next look."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.event = asyncio.Event()
+        self.waiting: set[asyncio.Future[None]] = set()
 
     def poke(self) -> None:
         self.loop.call_soon_threadsafe(self._wake)
 
     def _wake(self) -> None:
-        self.event.set()
-        self.event = asyncio.Event()
+        waiting, self.waiting = self.waiting, set()
+        for future in waiting:
+            if not future.done():
+                future.set_result(None)
 
 
 # publisher -> its wakers by event loop; held weakly, so a publisher replaced (a new JobManager) takes its wakers
 # with it, and a new one never finds a waker that was registered with another
-_WAKERS: weakref.WeakKeyDictionary[live_feed.Publisher, dict[asyncio.AbstractEventLoop, _Waker]] = \
-    weakref.WeakKeyDictionary()
+_WAKERS: weakref.WeakKeyDictionary[Any, dict[asyncio.AbstractEventLoop, _Waker]] = weakref.WeakKeyDictionary()
 
 
-def _waker(publisher: live_feed.Publisher) -> _Waker:
+def _waker(publisher: Any) -> _Waker:
     loop = asyncio.get_running_loop()
     wakers = _WAKERS.setdefault(publisher, {})
     waker = wakers.get(loop)
@@ -74,29 +96,45 @@ def _waker(publisher: live_feed.Publisher) -> _Waker:
     return waker
 
 
-async def events(publisher: live_feed.Publisher, variant: str) -> AsyncIterator[bytes]:
-    """One subscriber's stream: a snapshot, then every increment in order (a snapshot again if it fell behind)."""
+async def _published_after(waker: _Waker, publisher: Any, sent: int, timeout: float) -> bool:
+    """Wait until the publisher's sequence number is past ``sent`` (True) or ``timeout`` passed (False). The look
+    and the start of the wait are one step of this event loop (no await between them), and a publish wakes this
+    loop after it raised the number, so no publish falls between them."""
+    if publisher.seq > sent:
+        return True
+    future: asyncio.Future[None] = waker.loop.create_future()
+    waker.waiting.add(future)
+    try:
+        await asyncio.wait_for(future, timeout)
+    except asyncio.TimeoutError:
+        pass
+    finally:
+        waker.waiting.discard(future)
+    return bool(publisher.seq > sent)
+
+
+async def events(publisher: Any, variant: str) -> AsyncIterator[bytes]:
+    """One subscriber's stream: a snapshot, then every event after the last one it sent, in order (a snapshot again
+    if it fell behind), whatever happened while it wrote; a keep-alive while nothing did."""
     waker = _waker(publisher)
     publisher.subscribed(+1)
     try:
         yield f"retry: {RETRY_MS}\n\n".encode()
         publisher.want(variant)
-        seq, data = await asyncio.to_thread(publisher.snapshot, variant)
+        sent, data = await asyncio.to_thread(publisher.snapshot, variant)
         yield data
         while True:
-            wake = waker.event
-            try:
-                await asyncio.wait_for(wake.wait(), KEEPALIVE_S)
-            except asyncio.TimeoutError:
+            if not await _published_after(waker, publisher, sent, KEEPALIVE_S):
                 yield b": keepalive\n\n"
                 continue
             publisher.want(variant)
-            found = publisher.since(seq, variant)
-            if found is None:
-                seq, data = await asyncio.to_thread(publisher.snapshot, variant)
+            found = publisher.since(sent, variant)
+            if found is None:  # fell further behind than the ring holds
+                sent, data = await asyncio.to_thread(publisher.snapshot, variant)
                 yield data
                 continue
             for seq, data in found:
+                sent = seq
                 yield data
     finally:
         publisher.subscribed(-1)
@@ -116,6 +154,17 @@ def host_allowed(host: str | None) -> bool:
     return any(name == h or (h.startswith("*.") and name.endswith(h[1:])) for h in allowed)
 
 
+def _train_feed() -> live_feed.Publisher | None:
+    """The current run's publisher, made as the first dashboard page makes it (the server's one JobManager)."""
+    try:
+        from ui import common, live
+
+        return live.feed(common.get_manager())
+    except Exception:  # noqa: BLE001 - the browser retries; the dashboard's own pages say what is wrong
+        log.exception("live stream: the current run's feed could not be made")
+        return None
+
+
 async def stream(request: Any) -> Any:
     from starlette.responses import PlainTextResponse, StreamingResponse
 
@@ -128,6 +177,8 @@ async def stream(request: Any) -> Any:
     if variant not in live_feed.VARIANTS:
         return PlainTextResponse(f"variant must be one of {', '.join(live_feed.VARIANTS)}", status_code=400)
     publisher = live_feed.installed(feed)
+    if publisher is None and feed == "train":  # the watch page, before any dashboard page was drawn
+        publisher = await asyncio.to_thread(_train_feed)
     if publisher is None:  # no page has drawn this feed yet in this process (a restarted server): the browser retries
         return PlainTextResponse("The dashboard is starting; open a page first.", status_code=503,
                                  headers={"Retry-After": "2"})
@@ -149,5 +200,6 @@ def routes() -> list[Any]:
 
     base = base_path()
     return [Route(f"{base}/bench/live", stream, methods=["GET"]),
+            Route(f"{base}/watch", serve_watch, methods=["GET"]),
             Route(f"{base}/bench/static/{{name}}", serve_static, methods=["GET"]),
             Route(f"{base}/metrics", metrics if metrics_route.enabled() else metrics_route.off, methods=["GET"])]

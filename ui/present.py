@@ -35,6 +35,10 @@ html { font-size: 19px; }
 [data-testid="stMetricLabel"] p { font-size: 1.4rem; font-weight: 600; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 1rem; }
 [data-testid="stProgress"] p { font-size: 1.3rem; }
+.bench-live-header .blh-value { font-size: 3.2rem; font-weight: 700; line-height: 1.1; }
+.bench-live-header .blh-label { font-size: 1.4rem; font-weight: 600; }
+.bench-live-header .blh-note, .bench-live-header .blh-caption, .bench-live-view .blv-note { font-size: 1rem; }
+.bench-live-header .blh-progress-text { font-size: 1.3rem; }
 [data-testid="stAlertContainer"] p { font-size: 1.25rem; }
 h1 { font-size: 2.6rem !important; }
 [data-testid="stRadio"] label p, [data-testid="stExpander"] summary p { font-size: 1.1rem; }
@@ -134,18 +138,21 @@ def styled(fig: go.Figure) -> go.Figure:
 
 
 def share_link() -> str:
-    """The address a class opens: this page as this browser asked for it, with its settings, without the projector
-    switch (a student's laptop is not the projector)."""
-    from urllib.parse import urlencode
+    """The address a class opens: the watch page (ui/watch.py: the live run alone, no dashboard session per phone,
+    the dashboard one click away) on this server, as this browser reached it."""
+    from urllib.parse import urlsplit
 
-    base = str(st.context.url or "").split("?", 1)[0]
-    params = {k: v for k, v in st.query_params.to_dict().items() if k != QUERY}
-    return base + (f"?{urlencode(params)}" if params else "")
+    from ui import static_files, watch
+
+    parts = urlsplit(str(st.context.url or ""))
+    if not parts.scheme or not parts.netloc:
+        return ""
+    return f"{parts.scheme}://{parts.netloc}{static_files.base_path()}{watch.PATH}"
 
 
 def share_qr() -> None:
-    """The share link as a QR code (segno) and as text, for the projector view: a class joins the live run in
-    seconds."""
+    """The watch page's link as a QR code (segno) and as text, for the projector view: a class joins the live run
+    in seconds."""
     link = share_link()
     if not link:
         return

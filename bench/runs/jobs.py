@@ -101,6 +101,7 @@ class JobManager:
         # to this hook, not to the finished-run hook of the same name)
         self.group_hooks: dict[str, GroupHook] = {}
         self._groups_handed: set[int] = set()
+        self._change_listeners: list[Callable[[], None]] = []  # on_change
         self._stored_view: tuple[float, RunSnapshot | None] | None = None  # (read at, latest stored run)
         self._stored_version: tuple[int, str, int, int] | None = None
         self.writer = RunWriter(store, self._lock)
@@ -328,6 +329,18 @@ class JobManager:
             self._dispatcher = threading.Thread(target=self._dispatch_loop, name="bench-dispatcher", daemon=True)
             self._dispatcher.start()
 
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (from the thread that made the change, without the lock; it must return at once) when a
+        run is queued, starts, reports a phase, a sample or an epoch, or ends: the live feed publishes on it."""
+        self._change_listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in list(self._change_listeners):
+            try:
+                listener()
+            except Exception:  # noqa: BLE001 - a listener must never stop a run
+                log.exception("a change listener failed")
+
     def _dispatch_loop(self) -> None:
         while True:
             with self._lock:
@@ -352,6 +365,7 @@ class JobManager:
             state.status = Status.STARTING
             state.phase = "starting worker"
             state.started_at = time.time()
+        self._changed()
         try:
             self._supervise(state)
         except Exception as exc:  # noqa: BLE001 - the dispatcher must survive anything a run does
@@ -362,6 +376,7 @@ class JobManager:
                                            hint="This is a bug in the dashboard; the next run starts normally.")
                     finish(state, Status.FAILED)
             self.writer.persist_end(state)
+        self._changed()
         self._after_run(state)
         if self.launcher is not None and self.launcher.holds(item):
             return  # a node's run: this machine's peaks and spare worker are not its
@@ -432,7 +447,8 @@ class JobManager:
             Supervisor(state, lock=self._lock, writer=self.writer, ctx=launch,
                        worker_target=self._worker_target or worker.worker_main, sampler_factory=launch.sampler,
                        stop_event=self._stop_events[state.id], log_path=self._log_path(state.id),
-                       hang_timeout_s=self.hang_timeout_s, stop_grace_s=self.stop_grace_s).run()
+                       hang_timeout_s=self.hang_timeout_s, stop_grace_s=self.stop_grace_s,
+                       on_change=self._changed).run()
             return
         spare = self.pool.take(state.config)
         if spare is not None:
@@ -443,7 +459,8 @@ class JobManager:
         Supervisor(state, lock=self._lock, writer=self.writer, ctx=self._ctx,
                    worker_target=self._worker_target or worker.worker_main, sampler_factory=self._sampler_factory,
                    stop_event=self._stop_events[state.id], log_path=self._log_path(state.id),
-                   hang_timeout_s=self.hang_timeout_s, stop_grace_s=self.stop_grace_s).run(spare)
+                   hang_timeout_s=self.hang_timeout_s, stop_grace_s=self.stop_grace_s,
+                   on_change=self._changed).run(spare)
 
     def _log_path(self, run_id: int | str) -> str | None:
         """Where the worker's own stdout/stderr go (framework chatter), next to the store."""

@@ -64,7 +64,8 @@ class Supervisor:
 
     def __init__(self, state: RunState, *, lock: threading.Lock, writer: RunWriter, ctx: Any,
                  worker_target: Callable[..., None], sampler_factory: SamplerFactory, stop_event: Any,
-                 log_path: str | None, hang_timeout_s: float, stop_grace_s: float):
+                 log_path: str | None, hang_timeout_s: float, stop_grace_s: float,
+                 on_change: Callable[[], None] | None = None):
         self.state = state
         self._lock = lock
         self.writer = writer
@@ -76,6 +77,7 @@ class Supervisor:
         self.hang_timeout_s = hang_timeout_s
         self.stop_grace_s = stop_grace_s
         self._unsettled: list[int] = []  # the epochs (numbers) whose energy waits for a sample after their end
+        self._changed = on_change or (lambda: None)  # told of every sample, phase, epoch and the end (the live feed)
 
     def run(self, spare: Spare | None = None) -> None:
         """Supervise the worker until the run ends; the outcome is stored before it is shown."""
@@ -122,6 +124,7 @@ class Supervisor:
                 half = len(state.samples) // 2
                 state.samples[:half] = state.samples[:half:2]
                 state.sample_seqs[:half] = state.sample_seqs[:half:2]
+        self._changed()
 
     def _loop(self, worker: _Worker, outcome: _Outcome) -> None:
         """Fold the worker's events into the run until it ends: by its own last event, by exiting, by a Stop past
@@ -184,6 +187,7 @@ class Supervisor:
         self.writer.persist_end(state, final)
         with self._lock:
             finish(state, final)
+        self._changed()
         worker.process.join(timeout=15)
         if worker.process.is_alive():
             kill(worker.process)
@@ -273,6 +277,8 @@ class Supervisor:
                 state.error = event.error
                 state.pending_status = Status.FAILED
                 state.phase = "finishing"
+        if not isinstance(event, events.Progress):  # a batch's progress goes with the next sample
+            self._changed()
         if isinstance(event, events.Started):
             self.writer.update(state, status=Status.RUNNING, info=state.info)
         elif isinstance(event, events.EpochEnded):

@@ -163,8 +163,8 @@ def test_two_pages_and_a_subscriber_see_the_same_epochs_without_timer_reruns(bro
 
 
 def test_the_projector_view_shows_the_share_link_as_a_qr_code_and_the_room(browser, server):
-    """The projector view's QR code is the link shown beside it (the page's address and settings, without the
-    projector switch); the presenter's screen says how many are watching."""
+    """The projector view's QR code is the link shown beside it: the watch page (the live run alone, no dashboard
+    session); the presenter's screen says how many are watching, the watch page's viewers included."""
     from ui.present import qr_data_uri
 
     projector = new_page(browser, timeout_ms=90_000)
@@ -175,15 +175,12 @@ def test_the_projector_view_shows_the_share_link_as_a_qr_code_and_the_room(brows
         code = main(projector).locator('img[src^="data:image/svg+xml"]').first
         code.wait_for()
         link = main(projector).locator('[data-testid="stCode"] code').first.inner_text().strip()
-        assert link.startswith(f"{server.url}/train?") and "epochs=3" in link and "present" not in link, link
+        assert link == f"{server.url}/watch", link
         assert code.get_attribute("src") == qr_data_uri(link), "the code is the link shown beside it"
         assert projector.get_by_text("This code says localhost").count() == 1  # served on localhost here
-        # the link opens the same settings, without the projector view (folded if the last test's run is still live)
+        # the link opens the watch page, one click from the dashboard
         student.goto(link)
-        student.get_by_role("heading", name="Train").wait_for()
-        epochs = student.get_by_label("Epochs", exact=True)
-        epochs.wait_for(state="attached")
-        assert epochs.input_value() == "3"
+        student.get_by_role("link", name="Open the full dashboard").wait_for()
         assert student.locator('img[src^="data:image/svg+xml"]').count() == 0, "no projector view on the link"
 
         def watching() -> int:

@@ -12,9 +12,9 @@ from tests.polling import wait_for
 pytestmark = pytest.mark.e2e
 
 SIZES = """() => { const h = document.querySelector('.bench-live-header');
-    if (!h || !h.querySelector('[data-testid="stMetricValue"]')) return null;
+    if (!h || !h.querySelector('.blh-value')) return null;
     const px = (sel) => parseFloat(getComputedStyle(h.querySelector(sel)).fontSize);
-    return {value: px('[data-testid="stMetricValue"]'), progress: px('[data-testid="stProgress"] p'),
+    return {value: px('.blh-value'), progress: px('.blh-progress-text'),
             root: parseFloat(getComputedStyle(document.documentElement).fontSize)}; }"""
 
 
@@ -38,7 +38,7 @@ def test_the_live_header_takes_the_projector_views_sizes(browser, page, server):
             big = wait_for_js(room, f"() => {{ const s = ({SIZES})(); return s && s.root === 19 ? s : null; }}",
                               "the header in the projector view, with the projector's style", timeout_ms=90_000)
             assert big["root"] == 19, big  # ui/present.py: html { font-size: 19px }
-            assert big["value"] >= 3.2 * 19 - 0.5, (big, plain)  # [data-testid="stMetricValue"] { font-size: 3.2rem }
+            assert big["value"] >= 3.2 * 19 - 0.5, (big, plain)  # .blh-value { font-size: 3.2rem }
             assert big["progress"] >= 1.3 * 19 - 0.5, (big, plain)
             assert plain["value"] < big["value"], (plain, big)
             screenshot(room, "room-live-header")

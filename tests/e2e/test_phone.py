@@ -59,7 +59,7 @@ def test_a_phone_joining_a_live_run_sees_it_first_and_its_names_never_overlap(br
         try:
             open_watching(phone, server.url)
             status = main(phone).get_by_text(f"Run #{run_id}").first
-            progress = main(phone).locator('[data-testid="stProgress"]').first
+            progress = main(phone).locator('.blh-progress').first
             expect(progress, "the run's progress").to_contain_text("Epoch", use_inner_text=True, timeout=60_000)
             assert phone.evaluate("() => window.scrollY") == 0
             for what, element in (("status line", status), ("progress", progress)):
@@ -69,7 +69,7 @@ def test_a_phone_joining_a_live_run_sees_it_first_and_its_names_never_overlap(br
             assert phone.get_by_text(f"run #{run_id} was live when you came").count() == 1
 
             # tiles and charts one under the other
-            tiles = main(phone).locator('[data-testid="stMetric"]')
+            tiles = main(phone).locator('.blh-tile')
             expect(tiles.nth(3), "the tiles").to_be_attached(timeout=30_000)
             lefts = {round(tiles.nth(i).bounding_box()["x"]) for i in range(4)}
             assert len(lefts) == 1, f"the tiles stand one under the other: {lefts}"

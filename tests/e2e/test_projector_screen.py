@@ -62,3 +62,30 @@ def test_the_projector_views_first_screen_shows_everything_whole(browser, server
         page.screenshot(path=str(SHOTS / f"projector-{width}x{height}.png"))
     finally:
         page.context.close()
+
+
+def test_the_projectors_first_screen_shows_a_live_run(browser, page, server):
+    """At 1920x1080 with ?present=1 and a run live, the run's header and the top of its charts are on the first
+    screen (the settings, the QR code and the controls come after them)."""
+    from tests.e2e.steps import open_train, set_number, start_and_wait_running, store_of, wait_for_js
+
+    open_train(page, server.url)
+    set_number(page, "Epochs", 4)
+    set_number(page, "Training samples (0 = all)", 20000)
+    set_number(page, "Batch size", 40)
+    with server.holding_last_epoch():
+        start_and_wait_running(page, store_of(server))
+        room = new_page(browser, width=1920, height=1080, timeout_ms=90_000)
+        try:
+            room.goto(f"{server.url}/train?present=1")
+            boxes = wait_for_js(room, """() => { const r = (e) => e && e.getBoundingClientRect();
+                const header = r(document.querySelector('.bench-live-header .blh-tiles'));
+                const chart = r(document.querySelector('.bench-live-chart .main-svg'));
+                return getComputedStyle(document.documentElement).fontSize === '19px' && header && chart
+                    && {header: header.bottom, chart: chart.top, chartBottom: chart.bottom, scroll: window.scrollY}; }""",
+                                "the live run's header and charts in the projector view", timeout_ms=90_000)
+            assert boxes["scroll"] == 0, boxes
+            assert boxes["header"] <= 1080 and boxes["chart"] <= 1080 - 250, f"the charts start on the first screen: {boxes}"
+            room.screenshot(path=str(SHOTS / "projector-1920x1080-live.png"))
+        finally:
+            room.context.close()

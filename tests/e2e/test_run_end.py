@@ -1,8 +1,8 @@
-"""Real Chromium: when a run ends on the Train page, the ended run's header replaces the live one in place: the page
-never shows grey placeholders (Streamlit's stSkeleton, drawn while an element's code loads), an empty chart, no header
-at all, or two headers at once. What the page shows is recorded in the page itself every 50 ms, however late the test
-gets round to reading it; the page opens with no run, so Streamlit loads its metric and progress code only when the
-run ends (the slowest case)."""
+"""Real Chromium: when a run ends on the Train page, its header (the live view's, in every state) changes in place:
+one header with its four tiles from the first to the last, never two, never none, never a grey placeholder or an
+empty chart, and the sidebar's line and the header say the same status at every moment (both from one message of
+the stream). What the page shows is recorded in the page itself every 50 ms, however late the test gets round to
+reading it."""
 
 from __future__ import annotations
 
@@ -19,12 +19,17 @@ RECORD = """() => {
     const t0 = performance.now();
     setInterval(() => {
         const main = document.querySelector('[data-testid="stMain"]');
+        const side = document.querySelector('.bench-live-status');
         if (!main) return;
         const visible = (selector) => [...main.querySelectorAll(selector)].filter((e) => e.checkVisibility());
         const charts = visible('.bench-live-chart');
+        const headers = visible('.bench-live-header');
+        const line = side ? side.innerText : "";
         const now = {
-            skeletons: visible('[data-testid="stSkeleton"]').length,
-            tiles: visible('[data-testid="stMetric"]').length,
+            headers: headers.length,
+            tiles: visible('.bench-live-header .blh-tile').length,
+            header_status: headers.length ? headers[0].dataset.status : null,
+            line_status: (line.match(/Run #\\d+: (\\w+)/) || [])[1] || null,
             charts: charts.length,
             empty_charts: charts.filter((c) => !c.querySelector('.main-svg')).length,
             finished: main.innerText.includes('Finished: steady'),
@@ -35,25 +40,28 @@ RECORD = """() => {
 }"""
 
 
-def test_the_ended_runs_header_replaces_the_live_one_in_place(page, server):
+def test_a_runs_end_changes_its_header_in_place_with_the_sidebar(page, server):
     open_train(page, server.url)
     set_number(page, "Epochs", 3)
     set_number(page, "Training samples (0 = all)", 5000)
     page.evaluate(RECORD)
     page.get_by_role("button", name="Start").click()
-    try:  # the ended run's header drawn, and the live header gone
+    try:  # the run's end drawn, and the page's own messages for it
         page.wait_for_function("""() => document.querySelector('[data-testid="stMain"]').innerText
-            .includes('Finished: steady') && !document.querySelector('.bench-live-view[data-holding]')
-            && !document.querySelector('.bench-live-header [data-testid="stMetric"]')""", timeout=180_000, polling=200)
+            .includes('Finished: steady') && document.querySelector('.bench-live-header[data-status="finished"]')""",
+                               timeout=180_000, polling=200)
     except PlaywrightTimeout:
         raise AssertionError(f"the run did not end on the page: {what_the_page_shows(page, server)}") from None
-    page.wait_for_timeout(500)  # a few more records after the swap
+    page.wait_for_timeout(500)  # a few more records after the end
     shown = page.evaluate("() => window.__shown")
-    assert shown[-1]["finished"] and shown[-1]["tiles"] == 4, shown[-1]
-    first_tiles = next(i for i, s in enumerate(shown) if s["tiles"])
-    after = shown[first_tiles:]
-    assert all(s["tiles"] == 4 for s in after), f"one header with its four tiles from the first on: {after}"
-    assert not any(s["skeletons"] for s in shown), f"no grey placeholder: {shown}"
+    assert shown[-1]["finished"] and shown[-1]["tiles"] == 4 and shown[-1]["header_status"] == "finished", shown[-1]
+    first = next(i for i, s in enumerate(shown) if s["headers"])
+    after = shown[first:]
+    assert all(s["headers"] == 1 and s["tiles"] == 4 for s in after), f"one header, four tiles, throughout: {after}"
     assert not any(s["empty_charts"] for s in shown), f"no chart shown empty: {shown}"
     drawn = [s["charts"] for s in after]
     assert drawn == sorted(drawn), f"no chart goes away: {after}"
+    disagree = [s for s in after if s["line_status"] and s["header_status"] != s["line_status"]]
+    assert not disagree, f"the sidebar and the header said different things: {disagree}"
+    stop = page.get_by_role("button", name="Stop")
+    assert stop.count() == 0, "the Stop button stayed after the run's end"

@@ -50,10 +50,16 @@ def util_figure(run: Run) -> Any:
     return charts.utilization_figure(series)
 
 
+def header(run: int, epochs: int) -> dict:
+    """A live header as ui.live.header_data makes it (ui.live_messages.RunHeader), its progress text the epochs."""
+    return {"run": run, "status": {"icon": "directions_run", "parts": [[f"Run #{run} ", False], ["running", True]]},
+            "progress": {"fraction": 0.0, "text": f"{epochs} epochs"}, "tiles": [], "lines": [], "primary": None}
+
+
 def make(run_box: list[Run | None], clock: Clock) -> live_feed.Publisher:
     return live_feed.Publisher(
         lambda: run_box[0],
-        header=lambda r: {"run": r.id, "epochs": r.n_epochs} if r.active else None,
+        header=lambda r: header(r.id, r.n_epochs) if r.active else None,
         line=lambda r: {"text": f"Run #{r.id}: {r.status}" if r else "No run yet."},
         charts=lambda r: {"util": (r.n_epochs, r.n_samples, r.status)},
         figures=lambda r, variant, names: {"util": util_figure(r)}, clock=clock)
@@ -76,7 +82,7 @@ def test_a_state_change_is_published_at_once_and_the_same_bytes_go_to_everyone()
     assert state.run == 1 and state.active and state.key == "1@100.0:live"
     (first,) = pub.since(before, "plain")
     event = decode(first[1])
-    assert event["state"]["key"] == state.key and event["header"] == {"run": 1, "epochs": 0}
+    assert event["state"]["key"] == state.key and event["header"] == header(1, 0)
     assert event["charts"]["util"]["op"] == "full", "a new run's charts go out whole"
     assert pub.since(before, "plain") == [first], "every subscriber is handed the same encoded event"
     assert pub.since(pub.seq, "plain") == []

@@ -40,6 +40,7 @@ def test_only_the_named_files_are_served(client, name):
 
 def test_the_stream_is_read_only_and_checks_its_one_parameter(client, monkeypatch):
     monkeypatch.setattr(live_feed, "_PUBLISHERS", {})
+    monkeypatch.setattr(live_routes, "_train_feed", lambda: None)  # no dashboard's job manager to make it from
     assert client.post("/bench/live").status_code == 405
     assert client.get("/bench/live?variant=<script>").status_code == 400
     assert client.get("/bench/live?feed=../history").status_code == 400
@@ -77,13 +78,13 @@ def test_gzip_copy_is_the_file(client):
 
 
 def test_the_emulated_viewers_wait_as_the_browser_does():
-    """benchmarks/viewers.py reruns after a state change with the delays ui/static/live.js uses (one home: the
+    """benchmarks/viewers.py reruns after a state change with the delays ui/static/live-plan.js uses (one home: the
     script; the emulation reads the same numbers or the class it measures is not the one the browser makes)."""
     import re
 
     from benchmarks import viewers
 
-    script = (static_files.STATIC / "live.js").read_text(encoding="utf-8")
+    script = (static_files.STATIC / "live-plan.js").read_text(encoding="utf-8")
 
     def const(name: str) -> float:
         found = re.search(rf"const {name} = (\d+);", script)
