@@ -54,8 +54,8 @@ class PacedRun:
     """A run as the publisher reads it (the fields of a RunSnapshot the Train page's charts use), grown by hand."""
 
     def __init__(self) -> None:
-        from bench.readings import epochs_of, samples_of
-        from bench.run_info import Phase
+        from bench.vocab.readings import epochs_of, samples_of
+        from bench.vocab.run_info import Phase
 
         self._epochs_of, self._samples_of = epochs_of, samples_of
         self.phases = (Phase(phase="importing torch", t_s=0.0), Phase(phase="training", t_s=1.0))

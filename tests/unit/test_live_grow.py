@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from bench.readings import epochs_of, samples_of
-from bench.run_info import Phase
+from bench.vocab.readings import epochs_of, samples_of
+from bench.vocab.run_info import Phase
 from ui import live, live_chart, live_feed
 
 SAMPLE_S = 0.5

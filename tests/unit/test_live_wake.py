@@ -54,7 +54,7 @@ def test_the_job_manager_tells_its_listeners():
 
 def test_a_runs_epochs_samples_and_end_each_tell_the_listeners():
     """A replayed run (no framework): every sample, epoch end and its end reach the listener."""
-    from bench.config import RunConfig
+    from bench.vocab.config import RunConfig
     from bench.runs.jobs import JobManager
     from benchmarks import standins
     from tests.fixtures import NO_GPU
