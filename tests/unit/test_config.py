@@ -57,7 +57,7 @@ def test_default_config_is_valid_and_a_demo():
         ({"jit_compile": "yes"}, r"jit_compile must be true or false"),
         ({"cpu_threads": 0}, r"CPU threads must be from 1 to"),
         ({"cpu_threads": 10**6}, r"CPU threads must be from 1 to"),
-        ({"limit_samples": 0}, r"sample limit must be a whole number >= 1"),
+        ({"limit_samples": 0}, r"sample limit must be a whole number from 1 to 1,000,000,000"),
         ({"seed": -1}, r"seed must be a whole number from 0"),
         ({"backend": "mxnet"}, r"Keras backend 'mxnet' is unknown; set KERAS_BACKEND to one of tensorflow, jax, torch"),
         ({"device": "tpu"}, r"'tpu'"),
