@@ -466,7 +466,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from bench.hardware import devices, probe
     from bench.runs import suite
 
-    variant = "quick" if args.quick else "full"
+    variant = "smoke" if args.smoke else "quick" if args.quick else "full"
     hw = devices.discover()
     targets = suite.suite_targets(hw)
     prices = pricing.parse_prices(args.price, targets)

@@ -165,8 +165,17 @@ def replay_env(hold: Path) -> dict[str, str]:
 
 def watch_window(browser: Any, server: DashboardServer, config: Any, plan: Plan, hold: Path) -> dict[str, Any]:
     """watch_cores' window: one page watches a replayed run (``server`` replays them, held by ``hold``) for
-    plan.watch_window_s seconds from its first epoch; the server's and Chromium's CPU over that window."""
-    return server_run(browser, server, config.replace(epochs=2), watch=True, hold=hold, window_s=plan.watch_window_s)
+    plan.watch_window_s seconds from its first epoch; the server's and Chromium's CPU over that window. In the smallest
+    configuration the page is also profiled over it (where its CPU goes), in place of a profiled run of its own."""
+    return server_run(browser, server, config.replace(epochs=2), watch=True, hold=hold, window_s=plan.watch_window_s,
+                      profile=plan.replayed)
+
+
+def keep_profile(extra: dict[str, Any], profiled: dict[str, Any] | None) -> None:
+    """Where the watching page's CPU goes, from a profiled watched run, into ``extra``."""
+    if profiled is not None and profiled.get("page_profile_ms_per_s") is not None:
+        extra["page_profile_ms_per_s"] = profiled["page_profile_ms_per_s"]
+        extra["page_profile_chromium_cpu_share"] = profiled["chromium_cpu_s"] / max(profiled["window_s"], 1e-9)
 
 
 def machine() -> dict[str, Any]:
@@ -267,13 +276,12 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
                 f"(epochs {secs}) wall {row['wall_s']:.0f} s{other}")
         if server is not None:
             extra["server_rss_end_mb"] = server.rss_mb()
-            say("where the watching page's CPU goes: one more watched run, profiled (not one of the measured sides)")
-            profiled = with_retries(functools.partial(server_run, browser, server, config, watch=True, profile=True),
-                                    "the profiled watched run", server, extra["notes"], say, tries=2)
-            if profiled is not None:
-                extra["page_profile_ms_per_s"] = profiled["page_profile_ms_per_s"]
-                extra["page_profile_chromium_cpu_share"] = (profiled["chromium_cpu_s"]
-                                                            / max(profiled["window_s"], 1e-9))
+            if not plan.replayed:  # the smallest configuration profiles its watched window instead
+                say("where the watching page's CPU goes: one more watched run, profiled (not one of the measured "
+                    "sides)")
+                keep_profile(extra, with_retries(
+                    functools.partial(server_run, browser, server, config, watch=True, profile=True),
+                    "the profiled watched run", server, extra["notes"], say, tries=2))
             if not plan.replayed:  # the window's server replays its run; the measured server trains for real
                 server.stop()
                 server = None
@@ -284,6 +292,8 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
             say(f"watching: one page on a replayed run held live for {plan.watch_window_s:g} s")
             extra["watch_window"] = with_retries(functools.partial(watch_window, browser, server, config, plan, hold),
                                                  "the watched window", server, extra["notes"], say, tries=2)
+            if plan.replayed:
+                keep_profile(extra, extra["watch_window"])
             server.stop()
             server = None
         if plan.browser and plan.prestart_runs:
