@@ -69,7 +69,7 @@ def _family(kind: str, model: str, size: str, batch: int, dataset: str, epochs: 
 _SCALE: dict[str, tuple[int, int, int, tuple[str, ...]]] = {
     "quick": (3, 4096, 32768, ("xs", "s", "m")),
     "full": (3, 20000, 20000, ("xs", "s", "m", "l", "xl")),
-    "smoke": (3, 512, 512, ("xs",)),
+    "smoke": (3, 512, 4096, ("xs",)),
 }
 
 

@@ -21,7 +21,6 @@ def test_store_soak_smoke_loses_nothing(tmp_path: Path) -> None:
     assert result["problems"] == []
 
 
-@pytest.mark.slow
 def test_record_libs_smoke_weighs_each_library(tmp_path: Path) -> None:
     pytest.importorskip("msgspec", reason="benchmarks/record_libs.py weighs msgspec, not a project dependency")
     pytest.importorskip("pydantic", reason="benchmarks/record_libs.py weighs pydantic v2")
