@@ -2,8 +2,8 @@
 its store in the test's folder, ended with every process it started; and the checks on what it wrote.
 
 The smoke runs are split into several files so that pytest-xdist (``--dist loadfile``) spreads them over its
-processes; tests/conftest.py collects them first, so that the longest start first and none is left to run alone at the
-end (docs/TESTING.md).
+processes; tests/conftest.py collects them first (:func:`longest_first`), so that the longest start first and none is
+left to run alone at the end (docs/TESTING.md).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import pytest
 from benchmarks.dashboard import browser_unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
-SMOKE_FILES = "test_smoke_"  # the files of the smoke runs: tests/unit/test_smoke_*.py
 
 
 def run(args: list[str], tmp_path: Path, *, timeout_s: float = 240.0, env: dict[str, str] | None = None,
@@ -61,3 +60,21 @@ def needs_browser() -> None:
 def measured(value: Any) -> bool:
     """A figure that was measured: a finite number from 0 up (not None, not a bool, not NaN)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and value >= 0
+
+
+# The smoke files, longest first, as measured (docs/TESTING.md): pytest-xdist hands a file to whichever process is
+# free in collection order (the Makefile turns its reordering by test count off), so the longest start first and the
+# short ones fill in beside them, and no long one is left to run alone at the end.
+LONGEST_FIRST = ("test_smoke_classroom.py", "test_smoke_overhead.py", "test_smoke_watch_cost.py",
+                 "test_smoke_feed_cost.py", "test_smoke_metrics_scrape.py", "test_smoke_suite.py",
+                 "test_smoke_render_cost.py", "test_smoke_stores.py")
+
+
+def longest_first(items: list[pytest.Item]) -> None:
+    """Move the smoke files' tests to the front of ``items``, longest file first; every other test keeps its place
+    after them (a stable sort, so a file's tests stay together and in their order)."""
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)
