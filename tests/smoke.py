@@ -67,7 +67,7 @@ def measured(value: Any) -> bool:
 # short ones fill in beside them, and no long one is left to run alone at the end.
 LONGEST_FIRST = ("test_smoke_classroom.py", "test_smoke_overhead.py", "test_smoke_watch_cost.py",
                  "test_smoke_feed_cost.py", "test_smoke_metrics_scrape.py", "test_smoke_suite.py",
-                 "test_smoke_render_cost.py", "test_smoke_stores.py")
+                 "test_smoke_stores.py")
 
 
 def longest_first(items: list[pytest.Item]) -> None:

@@ -1,6 +1,6 @@
 """The smoke run of `python -m bench overhead` (benchmarks/overhead.py, with benchmarks/dashboard.py, memory.py and
-render_cost.py beside it): its smallest configuration, every side replayed, each figure asserted measured; and the
-smallest configuration never written to the doc (docs/TESTING.md)."""
+render_cost.py, whose smoke runs these are): its smallest configuration, every side replayed, each figure asserted
+measured; and the smallest configuration never written to the doc (docs/TESTING.md)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,9 @@ def test_bench_overhead_smoke_measures_every_figure_over_a_real_watched_window(t
         assert details["watch_window_s"] >= 3.0, "the page watched a live run for the whole window"
         assert details["page_profile_ms_per_s"], "the watching page's profile: where its CPU goes"
     assert details["train_page_rerun_wall_ms"] is not None and details["publish_wall_ms"] is not None
+    render = details["render"]  # benchmarks/render_cost.py's own result: its smoke run is this one
+    assert render["publish_ms"] and all(measured(v) for v in render["publish_ms"])
+    assert render["page_ms"] and render["event_bytes"] > 0
     [memory] = details["memory"]
     assert memory["samples_kept"] > 0 and memory["renders_during_stream"] > 0
     assert any("replayed by a stand-in worker" in note for note in details["notes"])
