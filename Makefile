@@ -8,7 +8,8 @@ ARGS        ?=
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist; 0 runs everything in this one). A file's tests stay in one process (--dist loadfile),
 # so a module's server, browser and store are shared as written; two processes on the 2-core CI machine: 7.5 min
-# against 11 serially.
+# against 11 serially. Files are handed out in collection order (--no-loadscope-reorder, not by test count), so that
+# the longest, the benchmarks' smoke runs, start first (tests/conftest.py, tests/smoke.py).
 TEST_WORKERS ?= 2
 FAST_WORKERS ?= 3
 IMAGE_CHECK_ARGS ?=
@@ -82,7 +83,8 @@ run: install
 
 # The whole suite; its duration guard allows 15 s a test here (browsers and servers share the cores: docs/TESTING.md)
 test: install-dev typecheck
-	BENCH_FAST_TEST_BOUND_S=$${BENCH_FAST_TEST_BOUND_S:-15} $(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	BENCH_FAST_TEST_BOUND_S=$${BENCH_FAST_TEST_BOUND_S:-15} $(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
+		--no-loadscope-reorder $(PYTEST_ARGS)
 
 # The tests a change can be checked with in a minute: no `slow` test (a real model trained, a real worker started, the
 # framework loaded) and no browser. tests/duration_guard.py fails a run whose unmarked tests grow slow: docs/TESTING.md
@@ -91,9 +93,11 @@ test: install-dev typecheck
 test-fast: install-dev
 	$(VENV_PY) -m pytest -n $(FAST_WORKERS) --dist loadfile -m "not slow and not e2e" tests/unit tests/app $(PYTEST_ARGS)
 
-# The smoke runs of every benchmark and measuring `bench` command, alone (they are part of `make test`)
+# The smoke runs of every benchmark and measuring `bench` command, alone (they are part of `make test`), spread over
+# the test processes as in `make test`
 test-bench: install-dev
-	$(VENV_PY) -m pytest tests/unit/test_benchmarks_smoke.py $(PYTEST_ARGS)
+	$(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/unit/test_smoke_*.py \
+		$(PYTEST_ARGS)
 
 typecheck: install-dev
 	$(VENV_PY) -m mypy

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -165,8 +166,17 @@ def replay_env(hold: Path) -> dict[str, str]:
 
 def watch_window(browser: Any, server: DashboardServer, config: Any, plan: Plan, hold: Path) -> dict[str, Any]:
     """watch_cores' window: one page watches a replayed run (``server`` replays them, held by ``hold``) for
-    plan.watch_window_s seconds from its first epoch; the server's and Chromium's CPU over that window."""
-    return server_run(browser, server, config.replace(epochs=2), watch=True, hold=hold, window_s=plan.watch_window_s)
+    plan.watch_window_s seconds from its first epoch; the server's and Chromium's CPU over that window. In the smallest
+    configuration the page is also profiled over it (where its CPU goes), in place of a profiled run of its own."""
+    return server_run(browser, server, config.replace(epochs=2), watch=True, hold=hold, window_s=plan.watch_window_s,
+                      profile=plan.replayed)
+
+
+def keep_profile(extra: dict[str, Any], profiled: dict[str, Any] | None) -> None:
+    """Where the watching page's CPU goes, from a profiled watched run, into ``extra``."""
+    if profiled is not None and profiled.get("page_profile_ms_per_s") is not None:
+        extra["page_profile_ms_per_s"] = profiled["page_profile_ms_per_s"]
+        extra["page_profile_chromium_cpu_share"] = profiled["chromium_cpu_s"] / max(profiled["window_s"], 1e-9)
 
 
 def machine() -> dict[str, Any]:
@@ -181,6 +191,37 @@ def machine() -> dict[str, Any]:
         "hostname": hw.hostname, "platform": hw.platform or platform.platform(), "python": platform.python_version(),
         "label": hw.label(),
     }
+
+
+def memory_and_render(plan: Plan, tmp: Path, say: Callable[[str], None],
+                      ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The memory replay (benchmarks.memory) and the render timing (benchmarks.render_cost), each in its own process:
+    memory over a 30-minute run published live, in each scenario of ``plan``, and the publisher's and the Train page's
+    work per change."""
+    say("memory: replaying a 30-minute run (3,600 samples, 36 epochs) through JobManager, published live")
+    memory: list[dict[str, Any]] = []
+    scenarios = ((32, 2, False),) if plan.quick else ((2, 0, False), (32, 2, False), (32, 2, True))
+    for cores, gpus, trace in scenarios:
+        spec = {"cores": cores, "gpus": gpus, "real_s": plan.memory_real_s, "trace": trace,
+                "after_s": 5.0 if trace else plan.memory_real_s}
+        out = tmp / f"memory-{cores}-{gpus}-{int(trace)}.json"
+        run_child("benchmarks.memory", ["memory", json.dumps(spec), str(out)], timeout_s=900,
+                  log_path=tmp / "memory.log")
+        memory.append(json.loads(out.read_text(encoding="utf-8")))
+        m = memory[-1]
+        say(f"memory {cores} cores {gpus} GPUs{' (tracemalloc)' if trace else ''}: peak +{m['peak_growth_mb']:.1f} MB, "
+            f"retained +{m['retained_growth_mb']:.1f} MB, the publisher built charts {m['renders_during_stream']} "
+            f"times while it streamed")
+    say("render: the live panel's publisher and the Train page (AppTest) with a live 30-minute run")
+    out = tmp / "render.json"
+    run_child("benchmarks.render_cost",
+              ["render", json.dumps({"real_s": plan.memory_real_s, "repeats": plan.render_repeats}), str(out)],
+              timeout_s=900, log_path=tmp / "render.log")
+    render = json.loads(out.read_text(encoding="utf-8"))
+    publish_ms, page_ms = median(render.get("publish_ms") or []), median(render.get("page_ms") or [])
+    say(f"render: the publisher {publish_ms or 0:.1f} ms per change (once for every viewer), an event of "
+        f"{render.get('event_bytes') or 0:,.0f} bytes; the Train page rerun {page_ms or 0:.0f} ms")
+    return memory, render
 
 
 def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
@@ -207,6 +248,12 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
                               "second an epoch, no framework): the smallest configuration, which shows the harness "
                               "works; its figures are not what the dashboard costs a training run.")
     hold = tmp / "hold-the-watched-run"
+    beside = None
+    if plan.replayed:  # the smallest configuration's figures are not costs: its children need not wait their turn
+        beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-render").submit(
+            memory_and_render, plan, tmp, say)
+        extra["notes"].append("The memory replay and the render timing ran beside the other sides (the smallest "
+                              "configuration alone; a real pass runs them after).")
     sampler = SamplerChoice(default_sampler)  # the 'sampling_off' side swaps in the null sampler per run
     manager = JobManager(Store(tmp / "engine.sqlite3"), sampler_factory=sampler,
                          worker_target=STEADY_WORKER if plan.replayed else None)
@@ -267,13 +314,12 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
                 f"(epochs {secs}) wall {row['wall_s']:.0f} s{other}")
         if server is not None:
             extra["server_rss_end_mb"] = server.rss_mb()
-            say("where the watching page's CPU goes: one more watched run, profiled (not one of the measured sides)")
-            profiled = with_retries(functools.partial(server_run, browser, server, config, watch=True, profile=True),
-                                    "the profiled watched run", server, extra["notes"], say, tries=2)
-            if profiled is not None:
-                extra["page_profile_ms_per_s"] = profiled["page_profile_ms_per_s"]
-                extra["page_profile_chromium_cpu_share"] = (profiled["chromium_cpu_s"]
-                                                            / max(profiled["window_s"], 1e-9))
+            if not plan.replayed:  # the smallest configuration profiles its watched window instead
+                say("where the watching page's CPU goes: one more watched run, profiled (not one of the measured "
+                    "sides)")
+                keep_profile(extra, with_retries(
+                    functools.partial(server_run, browser, server, config, watch=True, profile=True),
+                    "the profiled watched run", server, extra["notes"], say, tries=2))
             if not plan.replayed:  # the window's server replays its run; the measured server trains for real
                 server.stop()
                 server = None
@@ -284,6 +330,8 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
             say(f"watching: one page on a replayed run held live for {plan.watch_window_s:g} s")
             extra["watch_window"] = with_retries(functools.partial(watch_window, browser, server, config, plan, hold),
                                                  "the watched window", server, extra["notes"], say, tries=2)
+            if plan.replayed:
+                keep_profile(extra, extra["watch_window"])
             server.stop()
             server = None
         if plan.browser and plan.prestart_runs:
@@ -305,29 +353,7 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
         if playwright is not None:
             playwright.stop()
 
-    say("memory: replaying a 30-minute run (3,600 samples, 36 epochs) through JobManager, published live")
-    memory = []
-    scenarios = ((32, 2, False),) if plan.quick else ((2, 0, False), (32, 2, False), (32, 2, True))
-    for cores, gpus, trace in scenarios:
-        spec = {"cores": cores, "gpus": gpus, "real_s": plan.memory_real_s, "trace": trace,
-                "after_s": 5.0 if trace else plan.memory_real_s}
-        out = tmp / f"memory-{cores}-{gpus}-{int(trace)}.json"
-        run_child("benchmarks.memory", ["memory", json.dumps(spec), str(out)], timeout_s=900,
-                  log_path=tmp / "memory.log")
-        memory.append(json.loads(out.read_text(encoding="utf-8")))
-        m = memory[-1]
-        say(f"memory {cores} cores {gpus} GPUs{' (tracemalloc)' if trace else ''}: peak +{m['peak_growth_mb']:.1f} MB, "
-            f"retained +{m['retained_growth_mb']:.1f} MB, the publisher built charts {m['renders_during_stream']} "
-            f"times while it streamed")
-    say("render: the live panel's publisher and the Train page (AppTest) with a live 30-minute run")
-    out = tmp / "render.json"
-    run_child("benchmarks.render_cost",
-              ["render", json.dumps({"real_s": plan.memory_real_s, "repeats": plan.render_repeats}), str(out)],
-              timeout_s=900, log_path=tmp / "render.log")
-    render = json.loads(out.read_text(encoding="utf-8"))
-    publish_ms, page_ms = median(render.get("publish_ms") or []), median(render.get("page_ms") or [])
-    say(f"render: the publisher {publish_ms or 0:.1f} ms per change (once for every viewer), an event of "
-        f"{render.get('event_bytes') or 0:,.0f} bytes; the Train page rerun {page_ms or 0:.0f} ms")
+    memory, render = beside.result() if beside is not None else memory_and_render(plan, tmp, say)
     shutil.rmtree(tmp, ignore_errors=True)
     result = result_from(plan, config.to_dict(), machine(), runs, extra, memory, render)
     result["duration_s"] = time.monotonic() - t_start

@@ -161,7 +161,7 @@ def plan_for(quick: bool = False, *, rounds: int | None = None, browser: bool = 
     a 3 s watched window, no pre-started worker: about a minute, for the test suite."""
     if smoke:
         return Plan(quick=True, rounds=rounds or 1, epochs=3, limit_samples=12000, cpu_threads=None, page_starts=1,
-                    memory_real_s=2.0, render_repeats=1, with_unwatched=False, browser=browser, prestart_runs=0,
+                    memory_real_s=1.0, render_repeats=1, with_unwatched=False, browser=browser, prestart_runs=0,
                     watch_window_s=3.0, replayed=True)
     if quick:
         return Plan(quick=True, rounds=rounds or 3, epochs=3, limit_samples=12000, cpu_threads=None, page_starts=1,

@@ -1,6 +1,7 @@
 """Shared fixtures: every test gets its own store file and upload folder, never the user's; the guard on unmarked
-slow tests (tests/duration_guard.py) and the check that no test leaves a process alive (tests/leftovers.py). The
-shared run config and machine are in tests/fixtures.py, the one wait loop in tests/polling.py."""
+slow tests (tests/duration_guard.py), the check that no test leaves a process alive (tests/leftovers.py) and the
+benchmarks' smoke runs collected first, longest first (tests/smoke.py). The shared run config and machine are in
+tests/fixtures.py, the one wait loop in tests/polling.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import duration_guard, leftovers
+from tests import duration_guard, leftovers, smoke
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -25,6 +26,10 @@ os.environ.setdefault("BENCH_PRESTART", "0")
 def pytest_configure(config: pytest.Config) -> None:
     duration_guard.register(config)
     leftovers.register(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    smoke.longest_first(items)
 
 
 @pytest.fixture(autouse=True)

@@ -245,7 +245,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("suite", help="the fixed machine suite on every target of this machine: one machine bundle "
                                      "for the Machines page (docs/MACHINES.md)")
-    p.add_argument("--quick", action="store_true", help="fewer samples and sizes: within 10 minutes on 2 cores")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="fewer samples and sizes: within 10 minutes on 2 cores")
+    size.add_argument("--smoke", action="store_true", help="every kind of workload once, a few batches each: checks "
+                                                           "that the suite runs, in a minute (not a machine's figures)")
     p.add_argument("--price", type=_prices, default=None, help="hourly price per target of this machine, e.g. cpu=0.40,gpu:0=2.50")
     p.add_argument("--label", default=None, help='what to call this machine, e.g. "team workstation"')
     p.add_argument("--out", default=None, help="bundle file (default bench-bundle-DATE.json in the current folder)")

@@ -478,7 +478,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     from bench.hardware import devices, probe
     from bench.runs import suite
 
-    variant = "quick" if args.quick else "full"
+    variant = "smoke" if args.smoke else "quick" if args.quick else "full"
     launcher = cli_cluster.launcher(args)
     if launcher is not None:
         return cli_cluster.suite(args, launcher, variant, manager_of=_new_manager, run=execute_run,

@@ -3,7 +3,9 @@ worth showing and each GPU), and the machine bundle (``bench.bundle/1``) that ho
 
 The workloads are a table (:data:`WORKLOADS`), one row per workload and variant: the three seed presets, an MLP
 size sweep at two batch sizes, one CNN and one text size. ``quick`` trains fewer samples and sizes (within 10 minutes
-on a 2-core machine); ``full`` more (within 45 minutes on a GPU machine). Bump :data:`SUITE_VERSION` whenever a row
+on a 2-core machine); ``full`` more (within 45 minutes on a GPU machine); ``smoke`` every kind of row once at its
+smallest (the sweep's smallest size alone, a few batches each), so that the test suite walks the whole loop in
+seconds. Bump :data:`SUITE_VERSION` whenever a row
 changes: bundles of different versions are flagged as unequal beside the figures they affect.
 """
 
@@ -25,7 +27,7 @@ from bench.vocab.target import Target
 from bench.plans import models
 
 SUITE_VERSION = "2"  # 2: the seed presets train with their articles' optimizer and learning rate (1: Adam)
-VARIANTS = ("quick", "full")
+VARIANTS = ("quick", "full", "smoke")
 SWEEP_BATCH_SIZES = (128, 2048)  # the shipped H100 records hold batch 128 (xs..xl) and 2048 (xs, m, xl)
 
 
@@ -67,11 +69,12 @@ def _family(kind: str, model: str, size: str, batch: int, dataset: str, epochs: 
 _SCALE: dict[str, tuple[int, int, int, tuple[str, ...]]] = {
     "quick": (3, 4096, 32768, ("xs", "s", "m")),
     "full": (3, 20000, 20000, ("xs", "s", "m", "l", "xl")),
+    "smoke": (3, 512, 4096, ("xs",)),
 }
 
 
 def workloads(variant: str) -> tuple[Workload, ...]:
-    """The suite's workloads for ``quick`` or ``full``, in run order.
+    """The suite's workloads for ``quick``, ``full`` or ``smoke``, in run order.
 
     Raises:
         ConfigError: an unknown variant.

@@ -126,8 +126,11 @@ TINY = ["--dataset", "synthetic-mnist", "--model", "mlp", "--epochs", "2", "--ba
         "--limit-samples", "1024", "--sample-interval", "0.2"]
 
 
-@pytest.mark.slow
-def test_compare_writes_runs_and_the_comparison(main, tmp_path):
+@pytest.mark.slow  # two CLI processes and their workers, run to their end
+def test_compare_writes_runs_and_the_comparison(main, tmp_path, monkeypatch):
+    """The comparison, its prices, export and import, on replayed runs (BENCH_WORKER_TARGET): a real CLI run is
+    test_run_writes_the_json_record_and_lists_it's, the sweep's real training test_sweep_rows's."""
+    monkeypatch.setenv("BENCH_WORKER_TARGET", PACED_WORKER_TARGET)
     path = tmp_path / "cmp.json"
     out = bench("compare", "--targets", "cpu/1,cpu", "--size", "xs", *TINY, "--price", "cpu=0.40,cpu/1=0.10",
                 "--json", str(path))

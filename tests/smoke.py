@@ -1,0 +1,80 @@
+"""What the benchmarks' smoke runs share (tests/unit/test_smoke_*.py): a benchmark run as a command from the checkout,
+its store in the test's folder, ended with every process it started; and the checks on what it wrote.
+
+The smoke runs are split into several files so that pytest-xdist (``--dist loadfile``) spreads them over its
+processes; tests/conftest.py collects them first (:func:`longest_first`), so that the longest start first and none is
+left to run alone at the end (docs/TESTING.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.dashboard import browser_unavailable
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(args: list[str], tmp_path: Path, *, timeout_s: float = 240.0, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` from the checkout, its store in ``tmp_path``; fails with its output when it exits non-zero."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(tmp_path / "runs.sqlite3"), **(env or {})}
+    # a session of its own, so that a benchmark that runs out of time is ended with every process it started (its
+    # server, the server's worker, Chromium), not its first process alone
+    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{' '.join(args)} took more than {timeout_s:.0f} s:\n{out[-3000:]}\n{err[-3000:]}")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever it left behind
+        except ProcessLookupError:
+            pass
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{out[-3000:]}\n{err[-3000:]}"
+    return done
+
+
+def read(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def needs_browser() -> None:
+    reason = browser_unavailable()
+    if reason:
+        pytest.skip(f"needs a browser: {reason}")
+
+
+def measured(value: Any) -> bool:
+    """A figure that was measured: a finite number from 0 up (not None, not a bool, not NaN)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and value >= 0
+
+
+# The smoke files, longest first, as measured (docs/TESTING.md): pytest-xdist hands a file to whichever process is
+# free in collection order (the Makefile turns its reordering by test count off), so the longest start first and the
+# short ones fill in beside them, and no long one is left to run alone at the end.
+LONGEST_FIRST = ("test_smoke_classroom.py", "test_smoke_overhead.py", "test_smoke_watch_cost.py",
+                 "test_smoke_feed_cost.py", "test_smoke_metrics_scrape.py", "test_smoke_suite.py",
+                 "test_smoke_stores.py")
+
+
+def longest_first(items: list[pytest.Item]) -> None:
+    """Move the smoke files' tests to the front of ``items``, longest file first; every other test keeps its place
+    after them (a stable sort, so a file's tests stay together and in their order)."""
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)
