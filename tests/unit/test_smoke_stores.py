@@ -27,7 +27,7 @@ def test_record_libs_smoke_weighs_each_library(tmp_path: Path) -> None:
     report = tmp_path / "libs.md"
     run(["-m", "benchmarks.record_libs", "--samples", "50", "--report", str(report)], tmp_path)
     text = report.read_text(encoding="utf-8")
-    assert "msgspec" in text and "pydantic" in text and "bench.readings" in text
+    assert "msgspec" in text and "pydantic" in text and "bench.vocab.readings" in text
 
 
 @pytest.mark.slow
