@@ -36,6 +36,8 @@ for run in runs:
     rows.append({
         "id": run.id,
         "status": str(run.status),
+        # beside the status, never scrolled out of sight: a run measured elsewhere must not pass as this machine's
+        "measured": display.imported(info) or "here",
         "model": config.model if config.model in models.PRESETS else f"{config.model} {config.size or ''}".strip(),
         "dataset": config.dataset,
         "target": compare.target(run),
@@ -46,7 +48,6 @@ for run in runs:
         "mean CPU %": summary.mean_cpu_percent,
         "mean GPU %": summary.mean_gpu_util_percent,
         "workers": info.cluster.size if info.cluster else 1,
-        "measured": display.imported(info) or "here",
         "trained on": display.short_device(info.placement) if info.placement else display.MISSING,
         "device (full name)": info.placement or display.MISSING,
         "when": display.when(run.created_at),

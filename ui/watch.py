@@ -29,6 +29,8 @@ body { margin: 0; font-family: "Source Sans Pro", system-ui, -apple-system, "Seg
 .watch-top h1 { font-size: 1.25rem; margin: 0; }
 .watch-top a { color: #1f4fd1; font-weight: 600; }
 main { padding: 1rem; max-width: 1400px; margin: 0 auto; }
+/* Material Symbols is Streamlit's font, not served here: its icon names would show as words ("check_circle") */
+.blh-icon, .bls-icon, .blh-help { display: none; }
 .bench-live-view[data-state="none"]::before, .bench-live-view:not([data-state])::before {
   content: attr(data-waiting); opacity: 0.7; }
 """
