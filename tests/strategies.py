@@ -222,7 +222,8 @@ class Mutation:
         for n, text in enumerate(candidates, 1):
             if not text:
                 continue
-            inside = r"(?:[.\[][^\s]*)?" if n == len(changed) else ""
+            # the changed place itself, a path inside it, or an ancestor followed by a key the loader writes as ['key']
+            inside = r"(?:[.\[][^\s]*)?" if n == len(changed) else r"(?:\[[^\s]*)?"
             if re.search(r"(?:^|(?<=[\s:'\"`(]))" + re.escape(text) + inside + r"(?=$|[\s:;,'\"`)])", message):
                 return True
         return False

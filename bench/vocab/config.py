@@ -17,7 +17,7 @@ from bench.vocab import settings
 from bench.plans import datasets, models
 from bench.plans import model_file as user_models
 from bench.vocab.errors import ConfigError as ConfigError  # raised by validate(); callers catch it from here
-from bench.vocab.limits import Flag, Line, Number, Text, Whole
+from bench.vocab.limits import Count, Flag, Line, Number, Text, Whole
 from bench.vocab.record_base import PathError, Record, is_int
 from bench.vocab.target import Target
 
@@ -84,7 +84,7 @@ class RunConfig(Record):
     model: Line = "mlp"  # a family (mlp, cnn, text) or a seed preset (seed-cifar10-mlp, ...)
     size: Line | None = "s"  # xs, s, m, l, xl; ignored by presets
     epochs: Whole = 5
-    batch_size: Whole = 128
+    batch_size: Count = 128  # a file's batch size past 10^12 is refused where it is read (validate holds the form to BATCH_MAX)
     device: Line = "cpu"  # cpu, gpu:N, gpus
     cpu_threads: Whole | None = None  # None = all cores
     sample_interval_s: Number = 0.5

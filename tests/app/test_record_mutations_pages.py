@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGE_EXAMPLES = int(os.environ.get("BENCH_FUZZ_PAGE_EXAMPLES", "5"))
 # no shrinking: each step renders pages (a minute and more); a failing example is one change already, and the unit
 # part (tests/unit/test_record_mutations.py) shrinks its own
-PAGES = settings(max_examples=PAGE_EXAMPLES, deadline=None, derandomize=False, print_blob=True,
+PAGES = settings(max_examples=PAGE_EXAMPLES, deadline=None, print_blob=True,
                  phases=[Phase.explicit, Phase.reuse, Phase.generate],
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                         HealthCheck.data_too_large, HealthCheck.filter_too_much])

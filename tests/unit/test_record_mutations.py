@@ -44,7 +44,7 @@ from bench.vocab.errors import RecordError
 from tests import strategies as S
 
 EXAMPLES = int(os.environ.get("BENCH_FUZZ_EXAMPLES", "40"))
-MUTATE = settings(max_examples=EXAMPLES, deadline=None, derandomize=False, print_blob=True,
+MUTATE = settings(max_examples=EXAMPLES, deadline=None, print_blob=True,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                          HealthCheck.data_too_large, HealthCheck.filter_too_much])
 

@@ -36,7 +36,7 @@ from tests.unit import scripted_gpus as sg
 from tests.unit import test_record_mutations as U
 
 EXAMPLES = int(os.environ.get("BENCH_FUZZ_WAYS_OUT_EXAMPLES", "6"))
-WAYS_OUT = settings(max_examples=EXAMPLES, deadline=None, derandomize=False, print_blob=True,
+WAYS_OUT = settings(max_examples=EXAMPLES, deadline=None, print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                            HealthCheck.data_too_large, HealthCheck.filter_too_much])
 pytestmark = pytest.mark.slow  # each example imports, lists and exports through the CLI (a second and more)
