@@ -8,13 +8,18 @@ counts, FLOPs) without loading a framework. Only Keras 3 APIs are used, so the m
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
+import math
+import re
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from bench.plans import models
 
 from bench.plans import model_file
+from bench.training import step_flops
 from bench.plans.models import LayerSpec, ModelError, ModelPlan
 from bench.plans.model_file import ModelFileError, OwnModel
 
@@ -161,11 +166,12 @@ def _ends_in_probabilities(model: keras.Model) -> bool:
     return False
 
 
-def own_model(model: keras.Model, name: str | None = None) -> OwnModel:
+def own_model(model: keras.Model, name: str | None = None,
+              flops: tuple[int | None, str | None] | None = None) -> OwnModel:
     """A built Keras model in the plans' terms: its parameter count (Keras's ``count_params``), its training FLOPs per
-    sample by the plans' convention (``model_file.own_flops``: None, with the reason, where a layer has no formula), its
-    layers in one line, and whether it ends in probabilities. A model with several inputs or outputs has its FLOPs
-    left uncounted."""
+    sample (``flops`` when the caller counted them; else the compiler's count of its step where this process runs JAX,
+    ``step_flops.counted``; else the plans' formulas, ``model_file.own_flops``, None with the reason where a layer has
+    none), its layers in one line, and whether it ends in probabilities."""
     layers = _layer_specs(model)
     try:  # a subclassed model has no symbolic inputs and outputs
         inputs, outputs = list(model.inputs or []), list(model.outputs or [])
@@ -173,53 +179,141 @@ def own_model(model: keras.Model, name: str | None = None) -> OwnModel:
         inputs, outputs = [], []
     input_shape = tuple(model.inputs[0].shape[1:]) if len(inputs) == 1 else ()
     output_units = outputs[0].shape[-1] if len(outputs) == 1 else None
-    if len(inputs) == 1 and len(outputs) == 1:
-        flops, reason = model_file.own_flops(input_shape, layers)
-    elif not inputs:
-        flops, reason = None, "a subclassed model's layers are not a chain this can follow"
-    else:
-        flops, reason = None, f"the model has {len(inputs)} inputs and {len(outputs)} outputs, not one chain"
+    if flops is None and step_flops.available():
+        flops = step_flops.counted(model)
+    source: str | None = model_file.FLOP_SOURCE_COMPILER
+    if flops is None or flops[0] is None:
+        compiler_reason = flops[1] if flops is not None else step_flops.NOT_JAX
+        flops, source = _formula_flops(inputs, outputs, input_shape, layers), model_file.FLOP_SOURCE_FORMULAS
+        if flops[0] is None:
+            flops, source = (None, f"{compiler_reason}; {flops[1]}"), None
     return OwnModel(name=name or model.name, input_shape=tuple(None if d is None else int(d) for d in input_shape),
                     output_units=None if output_units is None else int(output_units),
-                    params=int(model.count_params()), flops_per_sample=flops, flops_reason=reason,
+                    params=int(model.count_params()), flops_per_sample=flops[0], flops_reason=flops[1],
                     layer_labels=tuple(_label(layer) for layer in layers),
-                    from_logits=not _ends_in_probabilities(model))
+                    from_logits=not _ends_in_probabilities(model), flops_source=source)
+
+
+def _formula_flops(inputs: list[Any], outputs: list[Any], input_shape: tuple[Any, ...],
+                   layers: list[LayerSpec | str]) -> tuple[int | None, str | None]:
+    """The plans' formulas over a one-input, one-output chain of layers they know."""
+    if len(inputs) == 1 and len(outputs) == 1:
+        return model_file.own_flops(input_shape, layers)
+    if not inputs:
+        return None, "a subclassed model's layers are not a chain this can follow"
+    return None, f"the model has {len(inputs)} inputs and {len(outputs)} outputs, not one chain"
 
 
 def load_file(path: str) -> keras.Model:
-    """A user's ``.keras`` file as a Keras model, after ``model_file.check_archive``, through
-    ``keras.saving.load_model(path, compile=False, safe_mode=True)``: no Lambda layer, no code from the file.
+    """A user's ``.keras`` file as a Keras model, after ``model_file.check_archive`` (the caps), through
+    ``keras.saving.load_model(path, compile=False, safe_mode=True)``: what safe mode refuses is refused.
 
     Raises:
-        ModelFileError: the file is refused or does not load; the message says why.
+        ModelFileError: the file is refused or does not load; the message says why and what to do.
     """
     import keras
 
-    model_file.check_archive(path)
+    archive = model_file.check_archive(path)
     try:
         return keras.saving.load_model(path, compile=False, safe_mode=True)
     except Exception as exc:  # noqa: BLE001 - Keras raises many kinds for a file it cannot read
-        text = " ".join(str(exc).split())[:600]
-        raise ModelFileError(f"{model_file.file_model_name(path)!r} does not load in Keras's safe mode: {text}") from None
+        raise refusal(model_file.file_model_name(path), archive.top_class, exc) from None
+
+
+def refusal(name: str, top_class: str | None, exc: BaseException) -> ModelFileError:
+    """Keras's own refusal of a file, said for a person: what safe mode refused, and what to do."""
+    text = " ".join(str(exc).split())
+    if "Lambda" in text and "safe_mode" in text:
+        return ModelFileError(f"{name!r} holds a Lambda layer (arbitrary Python code), which Keras's safe mode does "
+                              "not load: rebuild that part from Keras layers and save the model again.")
+    if "TFSMLayer" in text:
+        return ModelFileError(f"{name!r} holds a TFSMLayer (a TensorFlow SavedModel), which Keras's safe mode does "
+                              "not load: rebuild that part from Keras layers and save the model again.")
+    if "Could not locate" in text or "custom" in text.lower():
+        if top_class not in (None, "Functional", "Sequential", "Model"):
+            return ModelFileError(
+                f"{name!r} is a subclassed model (class {top_class!r}), which only its own code can rebuild and "
+                "Keras's safe mode runs no code from a file: write it with keras.Model(inputs, outputs) (the "
+                "functional API) or keras.Sequential from Keras's own layers and save that.")
+        found = re.search(r"Could not locate \w+ '([^']{1,80})'", text)
+        return ModelFileError(f"{name!r} holds a custom object{(' ' + repr(found.group(1))) if found else ''} that "
+                              "Keras does not "
+                              "ship, and Keras's safe mode runs no code from a file: rebuild that part from Keras's "
+                              "own layers and save the model again.")
+    return ModelFileError(f"{name!r} does not load in Keras's safe mode: {text[:600]}")
 
 
 def build_file(path: str, input_shape: tuple[int, ...], num_classes: int,
                vocab_size: int | None = None) -> tuple[keras.Model, OwnModel]:
     """A model file loaded for training on a data set: the uncompiled model and its OwnModel (checked against the data
-    by ``model_file.fit_to_data``, which raises ModelFileError when it does not fit)."""
+    by ``model_file.fit_to_data``, which raises ModelFileError when it does not fit). Its FLOPs are the compiler's:
+    counted here on JAX, else by the reading child (``model_file.check_model_file``), which reads on JAX."""
     model = load_file(path)
-    own = model_file.fit_to_data(own_model(model, model_file.file_model_name(path)), input_shape, num_classes, vocab_size)
-    return model, own
+    name = model_file.file_model_name(path)
+    own = own_model(model, name)
+    if own.flops_source != model_file.FLOP_SOURCE_COMPILER and not step_flops.available():
+        try:
+            checked = model_file.check_model_file(path, input_shape, num_classes, vocab_size, backend="jax")
+            if checked.flops_source == model_file.FLOP_SOURCE_COMPILER:
+                own = dataclasses.replace(own, flops_per_sample=checked.flops_per_sample, flops_reason=None,
+                                          flops_source=checked.flops_source)
+        except ModelError:
+            pass  # the formulas' figure, or "not counted", stands
+    return model, model_file.fit_to_data(own, input_shape, num_classes, vocab_size)
+
+
+def read_checked(path: str, max_params: int) -> OwnModel:
+    """What the reading child answers for a file: its config (within the caps) built by Keras's safe mode on abstract
+    shapes, nothing allocated; refused when its parameters pass ``max_params``; its training step's FLOPs counted on
+    those shapes; then the file loaded whole (its weights read) and described.
+
+    Raises:
+        ModelFileError: the reason, and what to do.
+    """
+    import keras
+
+    archive = model_file.check_archive(path)
+    name = model_file.file_model_name(path)
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            abstract = keras.saving.deserialize_keras_object(copy.deepcopy(archive.config), safe_mode=True)
+            params = sum(math.prod(int(d) for d in v.shape) for v in abstract.weights)
+    except Exception as exc:  # noqa: BLE001 - safe mode's refusals and Keras's own errors
+        raise refusal(name, archive.top_class, exc) from None
+    if params > max_params:
+        raise ModelFileError(too_large(name, params, max_params))
+    flops: tuple[int | None, str | None] | None = None
+    if step_flops.available():
+        try:
+            flops = step_flops.counted_from_config(archive.config)
+        except Exception as exc:  # noqa: BLE001 - the count is a figure, never a reason to refuse
+            flops = (None, f"JAX could not count the step ({' '.join(str(exc).split())[:160]})")
+    return own_model(load_file(path), name, flops)
+
+
+def too_large(name: str, params: int, max_params: int) -> str:
+    """The refusal of a model over the parameter bound, with the figures."""
+    gib = params * model_file.TRAINING_COPIES * 4 / 2**30
+    budget = max_params * model_file.TRAINING_COPIES * 4 / 2**30
+    return (f"{name!r} has {params:,} parameters: training it holds about {gib:,.1f} GiB (weights, gradients and "
+            f"Adam's two moments in float32), more than the {budget:,.1f} GiB allowed here "
+            f"({model_file.MODEL_MEMORY_SHARE:.0%} of the device's free memory: at most {max_params:,} parameters). "
+            "Save a smaller model, or train on a device with more memory.")
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m bench.training.keras_build PATH``: the file's OwnModel as one JSON line, or {"error": why}
+    """``python -m bench.training.keras_build PATH MAX_PARAMS MEMORY_MIB``: the file's OwnModel as one JSON line, or
+    {"error": why}, read under an address-space limit of MEMORY_MIB set before Keras is imported
     (model_file.check_model_file runs this in a child process, so its caller never loads a framework)."""
+    path, max_params, memory = argv[0], int(argv[1]), int(argv[2])
+    model_file.limit_memory(memory)
     try:
-        model = load_file(argv[0])
-        print(json.dumps(own_model(model, model_file.file_model_name(argv[0])).to_dict()), flush=True)
+        print(json.dumps(read_checked(path, max_params).to_dict()), flush=True)
     except ModelError as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
+    except MemoryError:
+        print(json.dumps({"error": f"{model_file.file_model_name(path)!r} needs more than the {memory:,} MiB its "
+                                   "reading is allowed here: save a smaller model."}), flush=True)
     return 0
 
 

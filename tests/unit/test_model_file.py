@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -107,12 +108,17 @@ def test_the_cli_refuses_a_bad_file_with_exit_2_and_stores_nothing(files, name, 
     assert not isolated_store.exists() or Store(isolated_store).list_runs() == []
 
 
-def test_a_good_file_is_counted_as_the_plans_count_theirs(files):
+def test_a_good_file_is_counted_by_the_compiler_and_agrees_with_the_plans_formulas(files):
     own = model_file.check_model_file(str(files["good"]), (28, 28, 1), 10)
     plan = models.plan("mlp", "xs", (28, 28, 1), 10)  # the same layers
-    assert (own.params, own.flops_per_sample) == (plan.params, plan.flops_per_sample)
+    assert own.params == plan.params and own.flops_source == model_file.FLOP_SOURCE_COMPILER
+    # the formulas count a gradient with respect to the first layer's input, which no framework computes
+    # (784 x 32 multiply-adds: 2 FLOPs each); the rest agrees within the bias adds and activations
+    first_input_gradient = 2 * 784 * 32
+    assert abs(own.flops_per_sample - (plan.flops_per_sample - first_input_gradient)) < 0.01 * own.flops_per_sample
     assert own.loss == "sparse_categorical_crossentropy" and own.from_logits
     assert "Dense 32 relu" in own.describe() and f"{plan.params:,} params" in own.describe()
+    assert model_file.FLOP_SOURCE_COMPILER in own.describe()
 
 
 def test_a_good_file_is_compared_across_targets_and_swept_over_batch_size_like_a_preset(files):
@@ -136,7 +142,151 @@ def test_a_good_file_trains_as_a_run(files, isolated_store):
     assert snap.status == "finished", snap.error
     assert len(snap.epochs) == 2 and snap.epochs[0].includes_tracing
     plan = models.plan("mlp", "xs", (28, 28, 1), 10)
-    assert snap.info.params == plan.params and snap.info.flops_per_sample == plan.flops_per_sample
+    checked = model_file.check_model_file(str(files["good"]), (28, 28, 1), 10)
+    assert snap.info.params == plan.params and snap.info.flops_per_sample == checked.flops_per_sample
     assert snap.info.model_description.startswith("good.keras: Flatten -> Dense 32 relu")
     stored = Store(isolated_store).get_run(run_id)
     assert stored.config.model_file == str(files["good"]) and stored.config.model == "good.keras"
+
+
+# -- what people really bring, and what an attacker brings (issue: any Keras model a person brings) ------------------
+def _zip(path: Path, members: dict[str, bytes], level: int = 1) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=level) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory) -> dict[str, Path]:
+    """A zip bomb (config.json inflating to 1 GiB, 4.7 MB on disk), a config with a 60 MB model name (60 KB on
+    disk), one with a 5,000-character layer name, a Dense of 10^8 units on MNIST (78 billion parameters, its config
+    written from an abstract build: no weight ever existed), a Lambda inside a nested model and a subclassed model."""
+    import zipfile
+
+    keras = pytest.importorskip("keras")
+    folder = tmp_path_factory.mktemp("hostile")
+    paths = {"bomb": folder / "bomb.keras"}
+    with zipfile.ZipFile(paths["bomb"], "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        archive.writestr("metadata.json", '{"keras_version": "3.15.1"}')
+        with archive.open("config.json", "w", force_zip64=True) as member:
+            member.write(b'{"class_name": "Functional", "config": {"name": "')
+            chunk = b"a" * (16 << 20)
+            for _ in range(64):
+                member.write(chunk)
+            member.write(b'"}}')
+    meta = b'{"keras_version": "3.15.1"}'
+    paths["long_name"] = _zip(folder / "long_name.keras", {
+        "metadata.json": meta, "config.json": b'{"class_name": "Sequential", "config": {"name": "' + b"n" * (60 << 20)
+        + b'"}}'})
+    good = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten(), keras.layers.Dense(8),
+                             keras.layers.Dense(10)], name="fine")
+    config = json.dumps(keras.saving.serialize_keras_object(good)).replace('"fine"', '"' + "x" * 5000 + '"')
+    paths["long_layer_name"] = _zip(folder / "long_layer_name.keras", {"metadata.json": meta,
+                                                                       "config.json": config.encode()})
+    with keras.StatelessScope(initialize_variables=False):  # built on abstract shapes: nothing allocated
+        huge = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten(), keras.layers.Dense(10**8),
+                                 keras.layers.Dense(10)], name="huge")
+        huge_config = json.dumps(keras.saving.serialize_keras_object(huge))
+    paths["huge_dense"] = _zip(folder / "huge_dense.keras", {"metadata.json": meta,
+                                                             "config.json": huge_config.encode()})
+    inner = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten(),
+                              keras.layers.Lambda(lambda t: t * 2, output_shape=(784,))], name="inner")
+    inputs = keras.Input((28, 28, 1))
+    paths["nested_lambda"] = folder / "nested_lambda.keras"
+    keras.Model(inputs, keras.layers.Dense(10)(inner(inputs))).save(paths["nested_lambda"])
+
+    @keras.saving.register_keras_serializable(package="Mine")
+    class MyNet(keras.Model):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.flat, self.out = keras.layers.Flatten(), keras.layers.Dense(10)
+
+        def call(self, x):
+            return self.out(self.flat(x))
+
+    subclassed = MyNet()
+    subclassed(keras.ops.zeros((1, 28, 28, 1)))
+    paths["subclassed"] = folder / "subclassed.keras"
+    subclassed.save(paths["subclassed"])
+    return paths
+
+
+MEASURE = """
+import json, sys, time
+from bench.plans import model_file
+start = time.monotonic()
+try:
+    model_file.check_model_file(sys.argv[1], (28, 28, 1), 10)
+    said = None
+except model_file.ModelFileError as exc:
+    said = str(exc)
+# VmHWM: this process's own peak (ru_maxrss would carry the forking parent's over the exec)
+peak_kib = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0])
+print(json.dumps({"said": said, "seconds": time.monotonic() - start, "peak_mib": peak_kib / 1024}))
+"""
+
+
+def _refused_in_a_process(path: Path) -> dict:
+    """The check a dashboard or the CLI runs, in a fresh process: what it said, how long it took, its peak memory."""
+    import subprocess
+    import sys
+
+    if not Path("/proc/self/status").exists():
+        pytest.skip("the peak memory is read from /proc/self/status (VmHWM), which this platform lacks")
+    done = subprocess.run([sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True, timeout=240,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_zip_bomb_is_refused_from_the_zip_directory_in_a_few_seconds_and_megabytes(hostile):
+    answer = _refused_in_a_process(hostile["bomb"])
+    assert answer["said"] and "config.json of 1,024.0 MB" in answer["said"], answer  # as the zip directory says
+    assert answer["seconds"] < 5, answer
+    # the process that refused it (a dashboard's, the CLI's) never inflated it: Python, pydantic and psutil alone
+    assert answer["peak_mib"] < 150, answer
+
+
+@pytest.mark.parametrize("name, words", [("long_name", "config.json of 60.0 MB"),
+                                         ("long_layer_name", "a name or setting of 5,000 characters")])
+def test_a_config_with_an_overlong_name_is_refused_before_keras_reads_it(hostile, name, words):
+    answer = _refused_in_a_process(hostile[name])
+    assert answer["said"] and words in answer["said"], answer
+    assert answer["seconds"] < 5 and answer["peak_mib"] < 150, answer
+
+
+def test_a_model_too_large_for_the_device_is_refused_before_a_weight_is_allocated(hostile):
+    answer = _refused_in_a_process(hostile["huge_dense"])
+    assert answer["said"] and "79,500,000,010 parameters" in answer["said"], answer
+    assert "GiB" in answer["said"] and "at most" in answer["said"], "the figures and the bound in the message"
+    assert answer["seconds"] < 60, answer  # a framework's start in the child, then its config: no allocation to wait on
+    limit = model_file.max_params(1024)  # a 1 GiB device: 512 MiB for 4 float32 copies
+    assert limit == 512 * 1024 * 1024 // 16
+
+
+def test_a_lambda_inside_a_nested_model_is_refused_by_safe_mode(hostile):
+    with pytest.raises(model_file.ModelFileError, match="holds a Lambda layer"):
+        model_file.check_model_file(str(hostile["nested_lambda"]), (28, 28, 1), 10)
+
+
+def test_a_subclassed_model_is_told_how_to_save_it_so_it_loads(hostile):
+    with pytest.raises(model_file.ModelFileError) as caught:
+        model_file.check_model_file(str(hostile["subclassed"]), (28, 28, 1), 10)
+    assert "subclassed model (class 'MyNet')" in str(caught.value) and "functional API" in str(caught.value)
+
+
+def test_the_reading_child_runs_under_an_address_space_limit():
+    """The limit the child sets on itself before Keras is imported: an allocation past it fails there."""
+    import subprocess
+    import sys
+
+    code = ("from bench.plans import model_file; model_file.limit_memory(512)\n"
+            "try:\n    b = bytearray(1024 * 1024 * 1024)\n    print('allocated')\nexcept MemoryError:\n"
+            "    print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.strip() == "refused", done.stdout + done.stderr[-500:]
+    assert model_file.child_memory_limit_mib(0) == model_file.CHILD_MEMORY_BASE_MIB

@@ -1,0 +1,109 @@
+"""Models people really bring (STYLE habit 23), each saved by Keras and trained for one epoch on a small slice through
+the command line: MobileNetV2 (keras.applications, alpha 0.35, 32x32x3), a ResNet-style functional block with Add, an
+LSTM text model, a model with MultiHeadAttention, and a functional model with a Sequential nested in it and a layer
+shared twice. Each run's record carries Keras's own parameter count and the compiler's FLOPs per sample.
+
+The runs train on JAX (the compiler's count in the worker itself); the residual model trains once more on TensorFlow,
+where the worker takes the count from the reading child, which reads on JAX."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main as cli
+from bench.plans import model_file
+
+pytestmark = pytest.mark.slow  # real models made, read in a child and trained
+
+pytest.importorskip("jax", reason="the compiler's FLOP count reads the step lowered by JAX")
+
+
+def _corpus(keras, folder: Path) -> dict[str, tuple[Path, int]]:
+    """Each model saved as a person would: model.save("name.keras"); with its parameter count as Keras reports it."""
+    layers = keras.layers
+    made = {}
+
+    made["mobilenet_v2"] = keras.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35, weights=None,
+                                                          classes=10)
+
+    inputs = keras.Input((32, 32, 3))
+    x = layers.Conv2D(16, 3, padding="same", activation="relu")(inputs)
+    y = layers.Conv2D(16, 3, padding="same")(x)
+    y = layers.BatchNormalization()(y)
+    x = layers.Activation("relu")(layers.Add()([x, y]))
+    x = layers.GlobalAveragePooling2D()(x)
+    made["residual"] = keras.Model(inputs, layers.Dense(10)(x), name="residual")
+
+    tokens = keras.Input((200,), dtype="int32")
+    x = layers.Embedding(10_000, 16)(tokens)
+    made["lstm_text"] = keras.Model(tokens, layers.Dense(1)(layers.LSTM(16)(x)), name="lstm_text")
+
+    tokens = keras.Input((200,), dtype="int32")
+    x = layers.Embedding(10_000, 16)(tokens)
+    x = layers.LayerNormalization()(layers.Add()([x, layers.MultiHeadAttention(2, 8)(x, x)]))
+    made["attention"] = keras.Model(tokens, layers.Dense(2)(layers.GlobalAveragePooling1D()(x)), name="attention")
+
+    trunk = keras.Sequential([keras.Input((28, 28, 1)), layers.Flatten(), layers.Dense(32, activation="relu")],
+                             name="trunk")
+    shared = layers.Dense(32, activation="relu", name="shared")
+    inputs = keras.Input((28, 28, 1))
+    x = shared(trunk(inputs))
+    x = shared(x)  # the same layer twice: its weights once
+    made["nested"] = keras.Model(inputs, layers.Dense(10)(x), name="nested")
+
+    paths = {}
+    for name, model in made.items():
+        path = folder / f"{name}.keras"
+        model.save(path)
+        paths[name] = (path, int(model.count_params()))
+    return paths
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, tuple[Path, int]]:
+    keras = pytest.importorskip("keras")
+    return _corpus(keras, tmp_path_factory.mktemp("corpus"))
+
+
+DATASETS = {"mobilenet_v2": "synthetic-cifar10", "residual": "synthetic-cifar10", "lstm_text": "synthetic-imdb",
+            "attention": "synthetic-imdb", "nested": "synthetic-mnist"}
+
+
+def _train(path: Path, dataset: str, out: Path) -> dict:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(["run", "--dataset", dataset, "--model-file", str(path), "--epochs", "1", "--batch-size", "32",
+                         "--limit-samples", "96", "--json", str(out)])
+    assert code == 0, err.getvalue()[-3000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("name", list(DATASETS))
+def test_a_real_model_trains_through_the_cli_with_its_parameters_and_compiler_flops(corpus, name, isolated_store,
+                                                                                     tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    path, params = corpus[name]
+    record = _train(path, DATASETS[name], tmp_path / "run.json")
+    assert record["status"] == "finished" and len(record["epochs"]) == 1
+    info = record["info"]
+    assert info["params"] == params, "Keras's own count"
+    assert info["flops_per_sample"] and info["flops_per_sample"] > 2 * params, \
+        f"a training step costs more than two FLOPs a weight: {info['flops_per_sample']}"
+    assert model_file.FLOP_SOURCE_COMPILER in info["model_description"], info["model_description"]
+    assert record["epochs"][0]["achieved_gflops"] and record["epochs"][0]["achieved_gflops"] > 0
+
+
+def test_on_tensorflow_the_worker_takes_the_reading_childs_count(corpus, isolated_store, tmp_path, monkeypatch):
+    pytest.importorskip("tensorflow")
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
+    path, params = corpus["residual"]
+    record = _train(path, "synthetic-cifar10", tmp_path / "run.json")
+    assert record["info"]["params"] == params and record["info"]["framework"].startswith("tensorflow")
+    on_jax = model_file.check_model_file(str(path), (32, 32, 3), 10, backend="jax")
+    assert record["info"]["flops_per_sample"] == on_jax.flops_per_sample
+    assert model_file.FLOP_SOURCE_COMPILER in record["info"]["model_description"]
