@@ -66,9 +66,10 @@ def _model_file_upload(info: Any, prefix: str, disabled: bool) -> str | None:
     uploaded = st.file_uploader(
         f"Or your own model: a .keras file (at most {user_models.MODEL_FILE_MAX_MB} MB)", type=["keras"],
         key=f"{prefix}_model_file", disabled=disabled,
-        help="Saved with model.save('model.keras'). Loaded in Keras's safe mode: Keras's own layers only (no Lambda "
-             "or custom layers). It replaces the model above, trains with the settings below, and is compared and "
-             "swept like a preset.")
+        help="Saved with model.save('model.keras'): Sequential, functional (nested models, shared layers) or a "
+             "keras.applications model built with weights=None. Read by Keras's safe mode (no Lambda or custom "
+             "layers), within caps (a 16 MB config, 1 GB inflated, a model that fits the device's memory). It "
+             "replaces the model above, trains with the settings below, and is compared and swept like a preset.")
     if uploaded is None:
         return None
     path = _save_model_upload(uploaded)

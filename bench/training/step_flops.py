@@ -8,8 +8,8 @@ uninitialized).
 The lowered program is read, not the compiled one: what the compiler later rewrites for one platform (the CPU turns a
 depthwise convolution's gradient into a dense one, three times the arithmetic) is the platform's cost, not the model's.
 A loop (``stablehlo.while``) is counted once by the analysis, not once per iteration, so recurrent layers are unrolled
-for the count (``unroll=True``: the same arithmetic, written out); a step that still holds a loop is not counted,
-with that reason. How the figures compare with the plans' formulas on every preset: docs/CALLBACK.md.
+for the count (``unroll=True``: the same arithmetic, written out; the loops left are dropout's random numbers); a
+model that cannot be rebuilt from its config with its loops unrolled is not counted when its step holds a loop. How the figures compare with the plans' formulas on every preset: docs/CALLBACK.md.
 
 Needs the JAX backend (Keras's backend is fixed per process): ``available()`` says whether this process can count.
 """
@@ -40,6 +40,39 @@ def unrolled(config: Any) -> Any:
     return config
 
 
+def has_loops(config: Any) -> bool:
+    """Whether a Keras config holds a recurrent layer left rolled (``"unroll": false``), which :func:`unrolled`
+    writes out for the count."""
+    stack = [config]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("unroll") is False:
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def rolled_layers(model: Any) -> list[str]:
+    """The model's recurrent layers left rolled (``unroll`` False), nested models and wrappers (Bidirectional,
+    TimeDistributed) looked into: their class names."""
+    found: list[str] = []
+    stack, seen = [model], set()
+    while stack:
+        layer = stack.pop()
+        if id(layer) in seen:
+            continue
+        seen.add(id(layer))
+        if getattr(layer, "unroll", None) is False:
+            found.append(type(layer).__name__)
+        stack.extend(getattr(layer, "layers", None) or [])
+        stack.extend(inner for inner in (getattr(layer, "layer", None), getattr(layer, "forward_layer", None),
+                                         getattr(layer, "backward_layer", None)) if inner is not None)
+    return found
+
+
 def counted_from_config(config: Any) -> tuple[int | None, str | None]:
     """Training FLOPs per sample of the model a Keras config describes (safe mode: what it refuses is refused before),
     built on abstract shapes with its recurrent layers unrolled: ``(flops, None)`` or ``(None, why)``. The config is
@@ -50,7 +83,7 @@ def counted_from_config(config: Any) -> tuple[int | None, str | None]:
         return None, NOT_JAX
     with keras.StatelessScope(initialize_variables=False):
         model = keras.saving.deserialize_keras_object(unrolled(config), safe_mode=True)
-        return step_flops(model)
+        return step_flops(model, loops_counted=True)
 
 
 def counted(model: Any) -> tuple[int | None, str | None]:
@@ -60,6 +93,8 @@ def counted(model: Any) -> tuple[int | None, str | None]:
 
     if not available():
         return None, NOT_JAX
+    if not rolled_layers(model):
+        return step_flops(model, loops_counted=True)  # nothing to unroll: the model itself, not a rebuilt copy
     try:
         config = keras.saving.serialize_keras_object(model)
     except Exception:  # noqa: BLE001 - a subclassed model may not serialize; it is counted as it is
@@ -72,9 +107,11 @@ def counted(model: Any) -> tuple[int | None, str | None]:
     return step_flops(model)
 
 
-def step_flops(model: Any) -> tuple[int | None, str | None]:
+def step_flops(model: Any, *, loops_counted: bool = False) -> tuple[int | None, str | None]:
     """Training FLOPs per sample of a built one-input, one-output model on the JAX backend: its step lowered for
-    COUNT_BATCH samples on abstract shapes, read by XLA's cost analysis."""
+    COUNT_BATCH samples on abstract shapes, read by XLA's cost analysis. ``loops_counted``: the model's recurrent
+    layers are unrolled (``counted_from_config``), so a loop left in the step is random-number generation (dropout's
+    masks), not the model's arithmetic; otherwise a step holding a loop is not counted."""
     import jax
 
     try:
@@ -88,7 +125,7 @@ def step_flops(model: Any) -> tuple[int | None, str | None]:
         return None, f"the input shape {sample} has an open dimension"
     try:
         lowered = jax.jit(_step(model, int(outputs[0].shape[-1] or 1))).lower(*_abstract(model, sample))
-        if "stablehlo.while" in lowered.as_text():
+        if not loops_counted and "stablehlo.while" in lowered.as_text():
             return None, "the training step holds a loop the compiler counts once, not once per iteration"
         analysis = lowered.cost_analysis()
     except Exception as exc:  # noqa: BLE001 - a model JAX cannot lower here is not counted, with the reason

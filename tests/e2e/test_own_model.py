@@ -100,3 +100,45 @@ def test_a_scripts_run_shows_live_on_train_then_in_history(page, server, tmp_pat
     expect(page.get_by_text("1 run(s) selected").first, "the script's run listed in History").to_be_visible(
         timeout=30_000)
     screenshot(page, "own-model-history")
+
+
+def test_a_zip_bomb_uploaded_on_train_is_refused_and_the_server_stays_small(page, server, tmp_path: Path):
+    """A 4.7 MB .keras whose config.json inflates to 1 GiB, uploaded as a person would: the page says why within
+    seconds, and the server's resident memory, sampled every 20 ms through the upload and the refusal, barely moves
+    (it reads the zip directory, never the member)."""
+    import threading
+    import zipfile
+
+    bomb = tmp_path / "bomb.keras"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        with archive.open("config.json", "w", force_zip64=True) as member:
+            member.write(b'{"class_name": "Functional", "config": {"name": "')
+            for _ in range(64):
+                member.write(b"a" * (16 << 20))
+            member.write(b'"}}')
+    page.goto(server.url + "/train")
+    page.get_by_role("heading", name="Train").wait_for(timeout=90_000)
+    uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text=".keras file")
+    uploader.wait_for(timeout=60_000)
+    before = server.ps.memory_info().rss
+    peak, done = [before], threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak.append(server.ps.memory_info().rss)
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        uploader.locator("input[type=file]").set_input_files(str(bomb))
+        expect(main(page).get_by_text("config.json of 1,024.0 MB").first,
+               "the refusal, with the inflated size").to_be_visible(timeout=60_000)
+    finally:
+        done.set()
+        sampler.join(timeout=5)
+    grown_mib = (max(peak) - before) / 2**20
+    print(f"server RSS {before / 2**20:.0f} MiB before the upload, peak {max(peak) / 2**20:.0f} MiB "
+          f"(+{grown_mib:.0f} MiB) over {len(peak)} samples")
+    assert grown_mib < 100, f"the server grew by {grown_mib:.0f} MiB refusing a zip bomb"
+    screenshot(page, "own-model-bomb-refused")

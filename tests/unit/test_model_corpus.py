@@ -78,7 +78,7 @@ def _train(path: Path, dataset: str, out: Path) -> dict:
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         code = cli.main(["run", "--dataset", dataset, "--model-file", str(path), "--epochs", "1", "--batch-size", "32",
-                         "--limit-samples", "96", "--json", str(out)])
+                         "--limit-samples", "96", "--jit-compile", "--json", str(out)])
     assert code == 0, err.getvalue()[-3000:]
     return json.loads(out.read_text())
 
