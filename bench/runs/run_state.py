@@ -201,7 +201,7 @@ class RunState:
     unsaved_samples: list[tuple[int, Sample]] = field(default_factory=list)
     samples_in_flight: int = 0  # taken out of unsaved_samples by a write that has not returned yet
     next_sample_seq: int = 0
-    # each of ``samples``' number in the run, thinned with it (Supervisor._on_sample): a run whose row the store lost
+    # each of ``samples``' number in the run, thinned with it (Recorder.on_sample): a run whose row the store lost
     # writes every sample it still holds again, each under its number
     sample_seqs: list[int] = field(default_factory=list)
     rewrite_whole: bool = False  # the store lost the run's row: the next re-write writes every sample held in memory

@@ -1,6 +1,8 @@
-"""The supervision of one run's worker process: spawn it (or hand the run to a pre-started one), sample it, fold
-its events into the RunState, write each epoch as it arrives, and enforce Stop (cooperative at batch end, terminate
-after a grace period), hang detection and crash reporting. One Supervisor per run, on the manager's dispatcher thread.
+"""The watch over one run's worker process: spawn it (or hand the run to a pre-started one), sample it, read its
+events off its queue and feed them, its samples and, where it ends without a last event, the outcome its ending means
+to the run's :class:`~bench.runs.recorder.Recorder` (which folds them into the RunState and writes them); enforce Stop
+(cooperative at batch end, terminate after a grace period), hang detection and crash reporting. One Supervisor per
+run, on the manager's dispatcher thread.
 """
 
 from __future__ import annotations
@@ -13,19 +15,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from bench.hardware import energy
-from bench.runs import events
-from bench.analysis import metrics
 from bench.hardware.monitor import Sample, Sampler
-from bench.vocab.readings import Epoch
 from bench.vocab.records import Status
 from bench.vocab.run_info import RunError
-from bench.runs.run_state import TERMINAL, Progress, RunState, finish
-from bench.runs.run_writer import SAMPLE_FLUSH_S, RunWriter
+from bench.runs.recorder import Recorder
+from bench.runs.run_state import RunState
+from bench.runs.run_writer import RunWriter
 from bench.runs.worker_process import Spare, kill, start_worker_process
 
 log = logging.getLogger("bench.runs.jobs")
-MAX_LIVE_SAMPLES = 8000  # in memory per run; older halves are thinned 2:1 beyond this (the store keeps all)
 # After the worker process has ended, how long its queue is still read for the events it sent last (its feeder thread
 # flushed them into the pipe before it exited, but under load they may not be readable yet).
 EXIT_DRAIN_S = 1.0
@@ -43,12 +41,11 @@ def default_sampler(interval_s: float, on_sample: Callable[[Sample], None]) -> S
 
 @dataclass
 class _Worker:
-    """A started worker: its process, its event queue, the sampler watching it and the wall time it started."""
+    """A started worker: its process, its event queue and the sampler watching it."""
 
     process: Any
     events: Any
     sampler: Any
-    t0_wall: float
 
 
 @dataclass
@@ -60,15 +57,16 @@ class _Outcome:
 
 
 class Supervisor:
-    """Runs one RunState to its end. ``lock`` guards the state; ``stop_event`` is the run's Stop flag."""
+    """Runs one RunState to its end. ``lock`` guards the state; ``stop_event`` is the run's Stop flag. What the run
+    says is folded by ``self.recorder``; this class watches the process that says it."""
 
     def __init__(self, state: RunState, *, lock: threading.Lock, writer: RunWriter, ctx: Any,
                  worker_target: Callable[..., None], sampler_factory: SamplerFactory, stop_event: Any,
                  log_path: str | None, hang_timeout_s: float, stop_grace_s: float,
                  on_change: Callable[[], None] | None = None):
         self.state = state
+        self.recorder = Recorder(state, lock=lock, writer=writer, on_change=on_change)
         self._lock = lock
-        self.writer = writer
         self._ctx = ctx
         self._target = worker_target
         self._sampler_factory = sampler_factory
@@ -76,8 +74,6 @@ class Supervisor:
         self._log_path = log_path
         self.hang_timeout_s = hang_timeout_s
         self.stop_grace_s = stop_grace_s
-        self._unsettled: list[int] = []  # the epochs (numbers) whose energy waits for a sample after their end
-        self._changed = on_change or (lambda: None)  # told of every sample, phase, epoch and the end (the live feed)
 
     def run(self, spare: Spare | None = None) -> None:
         """Supervise the worker until the run ends; the outcome is stored before it is shown."""
@@ -98,39 +94,22 @@ class Supervisor:
             process = self._ctx.Process(target=self._target,
                                         args=(state.config.to_dict(), events, self.stop_event, self._log_path),
                                         name=f"bench-worker-{state.id}", daemon=True)
-        sampler = self._sampler_factory(state.config.sample_interval_s, self._on_sample)
-        with self._lock:  # why energy or GPM figures will be None; kept in the run's info for its summary
-            state.info = state.info.updated(energy_reasons=dict(getattr(sampler, "energy_reasons", None) or {}),
-                                            gpm_reasons=dict(getattr(sampler, "gpm_reasons", None) or {}))
-        self.writer.update(state, status=Status.STARTING, started_at=state.started_at)
+        sampler = self._sampler_factory(state.config.sample_interval_s, self.recorder.on_sample)
+        self.recorder.begin(sampler)
         if spare is not None:
             spare.inbox.put((state.config.to_dict(), self._log_path))
         else:
             start_worker_process(process)
         sampler.set_pid(process.pid)
         sampler.start()
-        # t_s of samples and epochs share one origin: the moment the worker started
-        return _Worker(process=process, events=events, sampler=sampler, t0_wall=time.time())
-
-    def _on_sample(self, sample: Sample) -> None:
-        """Keep one sample in memory with its number in the run (older halves thinned 2:1 past MAX_LIVE_SAMPLES) and
-        for the store."""
-        state = self.state
-        with self._lock:
-            seq = self.writer.keep_sample(state, sample)
-            state.samples.append(sample)
-            state.sample_seqs.append(seq)
-            if len(state.samples) > MAX_LIVE_SAMPLES:
-                half = len(state.samples) // 2
-                state.samples[:half] = state.samples[:half:2]
-                state.sample_seqs[:half] = state.sample_seqs[:half:2]
-        self._changed()
+        self.recorder.start_clock()  # t_s of samples and epochs share one origin: the moment the worker started
+        return _Worker(process=process, events=events, sampler=sampler)
 
     def _loop(self, worker: _Worker, outcome: _Outcome) -> None:
-        """Fold the worker's events into the run until it ends: by its own last event, by exiting, by a Stop past
-        its grace period or by hanging (the last two end the process)."""
+        """Feed the worker's events to the recorder until the run ends: by its own last event, by exiting, by a Stop
+        past its grace period or by hanging (the last two end the process)."""
         state = self.state
-        last_event = last_flush = time.monotonic()
+        last_event = time.monotonic()
         exited_at: float | None = None
         while True:
             try:
@@ -140,14 +119,10 @@ class Supervisor:
             now = time.monotonic()
             if event is not None:
                 last_event = now
-                if self._apply_event(state, event, worker.t0_wall):
+                if self.recorder.apply(event):
                     outcome.ended_by_event = True
                     return
-            if self._unsettled:
-                self._settle(state)
-            if now - last_flush >= SAMPLE_FLUSH_S:
-                self.writer.flush_samples(state)
-                last_flush = now
+            self.recorder.tick()
             if event is None and not worker.process.is_alive():
                 # its last events can still be on their way through the queue's pipe: read them for a moment
                 exited_at = now if exited_at is None else exited_at
@@ -163,31 +138,24 @@ class Supervisor:
                 return
 
     def _finish(self, worker: _Worker, outcome: _Outcome) -> None:
-        """Close the run: a last sample and the epochs' energy, the outcome stored before any reader sees the run
-        as ended, then the process and its queue ended."""
-        state = self.state
-        if self._unsettled and hasattr(worker.sampler, "sample_once"):
+        """Close the run: a last sample for the epochs' energy, the outcome of a process that ended without its last
+        event, the run closed by the recorder (stored before any reader sees it as ended), then the process and its
+        queue ended."""
+        recorder = self.recorder
+        if recorder.unsettled and hasattr(worker.sampler, "sample_once"):
             try:  # one closing sample, so the last epoch's end lies between two samples
-                self._on_sample(worker.sampler.sample_once())
+                recorder.on_sample(worker.sampler.sample_once())
             except Exception:  # noqa: BLE001 - a failed reading must not mask the run's outcome
                 log.debug("closing sample failed", exc_info=True)
         worker.sampler.stop()
-        self._settle(state, final=True)
-        self.writer.flush_samples(state)
         if not outcome.ended_by_event:
             worker.process.join(timeout=5)
-            with self._lock:
-                self._classify_end(state, worker.process.exitcode, outcome.terminated_reason)
-                ended_as = getattr(worker.process, "ended_as", None)  # a cluster run: its node lost, or not placed
-                if ended_as is not None and outcome.terminated_reason is None:
-                    state.pending_status, state.error = ended_as
-        final = state.pending_status or Status.FAILED
-        state.ended_at = time.time()
-        # the store learns the outcome before any reader can see the run as ended
-        self.writer.persist_end(state, final)
-        with self._lock:
-            finish(state, final)
-        self._changed()
+            status, error, hard_stop = self._end_of(worker.process.exitcode, outcome.terminated_reason)
+            ended_as = getattr(worker.process, "ended_as", None)  # a cluster run: its node lost, or not placed
+            if ended_as is not None and outcome.terminated_reason is None:
+                status, error = Status(ended_as[0]), ended_as[1]
+            recorder.ended(status, error, hard_stop=hard_stop)
+        recorder.close()
         worker.process.join(timeout=15)
         if worker.process.is_alive():
             kill(worker.process)
@@ -196,117 +164,30 @@ class Supervisor:
         except Exception:  # noqa: BLE001 - a broken queue must not mask the run's outcome
             pass
 
-    def _settle(self, state: RunState, final: bool = False) -> None:
-        """Give each epoch a sample has been taken after (every one when ``final``) its joules and throttle reasons
-        from the samples around it, and write it again when that changed it."""
-        settled = []
-        with self._lock:
-            for number in list(self._unsettled):
-                at = next(i for i, e in enumerate(state.epochs) if e.epoch == number)
-                epoch = state.epochs[at]
-                if not final and not energy.covers(state.samples, epoch.t_end_s):
-                    continue
-                start, end = epoch.t_start_s, epoch.t_end_s
-                devices = list(epoch.energy_j or {})
-                joules, estimated = energy.epoch_energy(state.samples, start, end, devices)
-                reasons = energy.epoch_throttle_reasons(state.samples, start, end, devices)
-                now = epoch.updated(energy_j=joules, energy_estimated=tuple(estimated),
-                                    throttle_reasons=tuple(reasons) if reasons is not None else None)
-                self._unsettled.remove(number)
-                if now != epoch:  # written again only when the samples added something to it
-                    state.epochs[at] = now
-                    settled.append(now)
-        for epoch in settled:
-            self.writer.add_epoch(state, epoch)
-
-    def _classify_end(self, state: RunState, exitcode: int | None, reason: str | None) -> None:
-        """Decide the outcome of a worker that ended without a finished/failed event."""
+    def _end_of(self, exitcode: int | None, reason: str | None) -> tuple[Status, RunError | None, bool]:
+        """The outcome of a worker that ended without a finished/failed event: (status, error, hard stop)."""
         if reason == "stopped":
-            state.error = None
-            state.pending_status = Status.STOPPED
-            state.info = state.info.updated(hard_stop=True)
-            return
-        if exitcode == 0 and state.stop_requested_at is not None:  # asked to stop, and it ended cleanly
-            state.error = None
-            state.pending_status = Status.STOPPED
-            return
+            return Status.STOPPED, None, True
+        if exitcode == 0 and self.state.stop_requested_at is not None:  # asked to stop, and it ended cleanly
+            return Status.STOPPED, None, False
         if reason == "hung":
-            state.error = RunError(
+            return Status.FAILED, RunError(
                 error_type="Hung",
                 message=f"The worker sent nothing for {self.hang_timeout_s:.0f} s and was ended.",
                 hint="Try a smaller model or batch; raise BENCH_HANG_TIMEOUT_S if a single batch really takes longer.",
-            )
+            ), False
+        if exitcode is not None and exitcode < 0:
+            try:
+                name = signal.Signals(-exitcode).name
+            except ValueError:
+                name = f"signal {-exitcode}"
+            how = f"was killed by {name}"
+            if -exitcode == signal.SIGKILL:
+                how += " (often the system running out of memory)"
         else:
-            if exitcode is not None and exitcode < 0:
-                try:
-                    name = signal.Signals(-exitcode).name
-                except ValueError:
-                    name = f"signal {-exitcode}"
-                how = f"was killed by {name}"
-                if -exitcode == signal.SIGKILL:
-                    how += " (often the system running out of memory)"
-            else:
-                how = f"exited with code {exitcode} without reporting"
-            state.error = RunError(
-                error_type="WorkerDied",
-                message=f"The training process {how}. Epochs finished before then are kept.",
-                hint="Lower the batch size, model size or sample limit, then start again.",
-            )
-        state.pending_status = Status.FAILED
-
-    def _apply_event(self, state: RunState, raw: dict[str, Any], t0_wall: float) -> bool:
-        """Fold one worker event into the run. Returns True when the event ends the run."""
-        event = events.read(raw)
-        with self._lock:
-            self._mark_phase(state, event, t0_wall)
-            if isinstance(event, events.Phase):
-                state.phase = event.phase
-            elif isinstance(event, events.Started):
-                state.info = state.info.updated(**event.info.to_dict())
-                state.status = Status.RUNNING
-                state.phase = "training"
-            elif isinstance(event, events.Progress):
-                state.progress = Progress(epoch=event.epoch, batch=event.batch, batches=event.batches)
-            elif isinstance(event, events.EpochEnded):
-                state.epochs.append(self._epoch(state, event, t0_wall))
-                self._unsettled.append(state.epochs[-1].epoch)
-            elif isinstance(event, events.Finished):
-                state.pending_status = Status(event.status) if event.status in TERMINAL else Status.FINISHED
-                state.phase = "finishing"
-            else:
-                state.error = event.error
-                state.pending_status = Status.FAILED
-                state.phase = "finishing"
-        if not isinstance(event, events.Progress):  # a batch's progress goes with the next sample
-            self._changed()
-        if isinstance(event, events.Started):
-            self.writer.update(state, status=Status.RUNNING, info=state.info)
-        elif isinstance(event, events.EpochEnded):
-            self.writer.add_epoch(state, state.epochs[-1])
-        return isinstance(event, (events.Finished, events.Failed))
-
-    @staticmethod
-    def _mark_phase(state: RunState, event: events.Event, t0_wall: float) -> None:
-        """Start-up phases for the utilization chart: when each began, seconds from the samples' origin (the first
-        progress after the first step starts "training")."""
-        phases = state.info.phases or ()
-        if isinstance(event, events.Phase):
-            name = event.phase
-        elif isinstance(event, events.Started):
-            name = "first step"
-        elif isinstance(event, events.Progress) and phases and phases[-1].phase == "first step":
-            name = "training"
-        else:
-            return
-        state.info = state.info.with_phase(name, round(event.time - t0_wall, 3))
-
-    @staticmethod
-    def _epoch(state: RunState, event: events.EpochEnded, t0_wall: float) -> Epoch:
-        """An ended epoch placed on the samples' time line, with its achieved GFLOP/s; its energy and throttle
-        figures wait for the samples that cover it (``_settle``)."""
-        flops = state.info.flops_per_sample
-        return Epoch(**{**dict(event.epoch), "t_start_s": event.started_wall - t0_wall,  # built here: written whole
-                        "t_end_s": event.ended_wall - t0_wall,
-                        "achieved_gflops": metrics.achieved_gflops(flops, event.epoch.samples_per_s) if flops else None,
-                        "energy_j": {d: None for d in energy.devices_used(state.config.device, state.samples)},
-                        "energy_estimated": (), "throttle_reasons": None})
+            how = f"exited with code {exitcode} without reporting"
+        return Status.FAILED, RunError(
+            error_type="WorkerDied",
+            message=f"The training process {how}. Epochs finished before then are kept.",
+            hint="Lower the batch size, model size or sample limit, then start again.",
+        ), False

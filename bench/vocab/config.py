@@ -13,11 +13,11 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import ConfigDict, Field, model_validator
 
-from bench.vocab import settings
+from bench.vocab import safe_text, settings
 from bench.plans import datasets, models
 from bench.plans import model_file as user_models
 from bench.vocab.errors import ConfigError as ConfigError  # raised by validate(); callers catch it from here
-from bench.vocab.limits import Count, Flag, Line, Number, Text, Whole
+from bench.vocab.limits import LINE_MAX, Count, Flag, Line, Number, Text, Whole
 from bench.vocab.record_base import PathError, Record, is_int
 from bench.vocab.target import Target
 
@@ -152,6 +152,8 @@ class RunConfig(Record):
         return self.replace(**(target if isinstance(target, Target) else Target.parse(target)).fields())
 
     def label(self) -> str:
+        """The run in one line (History, the CLI, the store's label column): one line of at most LINE_MAX characters
+        without control characters (``safe_text.one_line``), so a label a run is written with always reads back."""
         size = f" {self.size}" if self.size and not self.model.startswith("seed-") else ""
         try:
             where = str(self.target())
@@ -161,7 +163,8 @@ class RunConfig(Record):
         on = f" × {self.devices} devices" if self.devices and self.devices > 1 else ""
         if self.workers:
             on += f" · worker {self.worker_index} of {len(self.worker_addresses())}"
-        return f"{self.model}{size} · {self.dataset} · {where}{on} · batch {self.batch_size}{spe}"
+        label = f"{self.model}{size} · {self.dataset} · {where}{on} · batch {self.batch_size}{spe}"
+        return safe_text.one_line(label, LINE_MAX) or "run"  # what a record's label may hold, whatever the names
 
     def recorded(self, name: str) -> bool:
         """Whether this config holds the setting ``name`` as given (built here, or read from a record that has it):
@@ -187,13 +190,7 @@ class RunConfig(Record):
             errors.append(f"epochs must be a whole number from 1 to {EPOCHS_MAX} (got {self.epochs!r})")
         if not is_int(self.seed) or not 0 <= self.seed < 2**31:
             errors.append(f"seed must be a whole number from 0 to {2**31 - 1} (got {self.seed!r})")
-        if isinstance(self.sample_interval_s, bool) or not isinstance(self.sample_interval_s, (int, float)) or not (
-            INTERVAL_MIN_S <= self.sample_interval_s <= INTERVAL_MAX_S
-        ):
-            errors.append(
-                f"sampling interval must be from {INTERVAL_MIN_S} to {INTERVAL_MAX_S} seconds "
-                f"(got {self.sample_interval_s!r})"
-            )
+        errors.extend(p for p in [interval_problem(self.sample_interval_s)] if p)
         if self.optimizer not in OPTIMIZERS:
             errors.append(f"optimizer {self.optimizer!r} is unknown; pick one of {', '.join(OPTIMIZERS)}")
         if self.learning_rate is not None and (
@@ -260,8 +257,7 @@ class RunConfig(Record):
                     f"batch size {self.batch_size} is larger than the {n_train} training samples; "
                     f"pick at most {n_train}, or raise the sample limit"
                 )
-        if not is_int(self.batch_size) or not 1 <= self.batch_size <= BATCH_MAX:
-            errors.append(f"batch size must be a whole number from 1 to {BATCH_MAX} (got {self.batch_size!r})")
+        errors.extend(p for p in [batch_size_problem(self.batch_size)] if p)
 
         if errors:
             raise ConfigError(errors)
@@ -347,24 +343,47 @@ class RunConfig(Record):
         return 1
 
     def _device_errors(self, hardware: Machine) -> list[str]:
-        if not isinstance(self.device, str):
-            return [f"device must be text like 'cpu' or 'gpu:0' (got {self.device!r})"]
-        try:
-            target = Target.from_device(self.device)
-        except ValueError as exc:
-            return [f"{exc} (or 'gpus' for all GPUs)"]
-        if target.is_cpu:
-            return []
-        choices = hardware.device_choices()
-        if choices == ["cpu"]:
-            reason = hardware.gpu_reason or "no GPU was found."
-            return [f"device {self.device!r} asks for a GPU, but none is usable here: {reason} Pick 'cpu'."]
-        if target.kind == "gpu" and self.device not in choices:
-            return [f"device {self.device!r} does not exist here; pick one of {', '.join(choices)}"]
-        if self.cpu_threads is not None:
-            return ["CPU threads apply to CPU runs only; leave them empty for a GPU device"]
-        return []
+        return device_problems(self.device, hardware, self.cpu_threads)
 
+
+# -- one setting's rule each, for validate() and for whoever records a run it did not start (a script's callback) --
+def batch_size_problem(value: Any) -> str | None:
+    """What is wrong with ``value`` as a run's batch size (a whole number from 1 to BATCH_MAX); None when it may be
+    used."""
+    if not is_int(value) or not 1 <= value <= BATCH_MAX:
+        return f"batch size must be a whole number from 1 to {BATCH_MAX} (got {value!r:.60})"
+    return None
+
+
+def interval_problem(value: Any) -> str | None:
+    """What is wrong with ``value`` as the seconds between a run's samples (INTERVAL_MIN_S to INTERVAL_MAX_S); None
+    when the sampler may take it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not INTERVAL_MIN_S <= value <= INTERVAL_MAX_S:
+        return f"sampling interval must be from {INTERVAL_MIN_S} to {INTERVAL_MAX_S} seconds (got {value!r:.60})"
+    return None
+
+
+def device_problems(device: Any, hardware: Machine, cpu_threads: Any = None) -> list[str]:
+    """What is wrong with ``device`` (cpu, gpu:N, gpus) on ``hardware`` (this machine, as discovered): a malformed
+    one, a GPU where none is usable, a GPU index this machine does not have, threads asked of a GPU; [] when a run
+    may train there."""
+    if not isinstance(device, str):
+        return [f"device must be text like 'cpu' or 'gpu:0' (got {device!r:.60})"]
+    try:
+        target = Target.from_device(device)
+    except ValueError as exc:
+        return [f"{exc} (or 'gpus' for all GPUs)"]
+    if target.is_cpu:
+        return []
+    choices = hardware.device_choices()
+    if choices == ["cpu"]:
+        reason = hardware.gpu_reason or "no GPU was found."
+        return [f"device {device!r} asks for a GPU, but none is usable here: {reason} Pick 'cpu'."]
+    if target.kind == "gpu" and device not in choices:
+        return [f"device {device!r} does not exist here; pick one of {', '.join(choices)}"]
+    if cpu_threads is not None:
+        return ["CPU threads apply to CPU runs only; leave them empty for a GPU device"]
+    return []
 
 
 _SETTINGS = frozenset(RunConfig.model_fields)

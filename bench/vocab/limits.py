@@ -44,6 +44,9 @@ PRICE_PER_HOUR_MIN = 1e-6  # a normal float: a subnormal price would count as ab
 PRICE_PER_HOUR_MAX = 1e6  # any real machine costs less an hour; more is a typo that prints costs of inf
 TEXT_MAX = 1_000_000  # characters of one text (a traceback is the longest a run keeps)
 LINE_MAX = 10_000  # characters of one line (a name, a label, a device)
+# characters of a name given from outside (a GPU's, a data set's or a model's a script names): two of them and the
+# rest of a run's label fit one Line
+NAME_MAX = 200
 
 Timestamp = _number(TIME_MIN_S, TIME_MAX_S)  # seconds since 1970 (created_at, started_at, ...)
 RunSeconds = _number(-1e7, 1e9)  # seconds from the worker's start (t_s, t_start_s, t_end_s)
@@ -75,6 +78,9 @@ Text = Annotated[str, StringConstraints(max_length=TEXT_MAX), Words("text")]
 # one line: no control character (a newline or an escape sequence from outside would break a table or a terminal)
 Line = Annotated[str, StringConstraints(max_length=LINE_MAX, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$"),
                  Words("one line of text (no control characters)", always=True)]
+# a name from outside: one line of at most NAME_MAX characters (bench.vocab.safe_text.one_line makes any text one)
+Name = Annotated[str, StringConstraints(max_length=NAME_MAX, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$"),
+                 Words(f"one line of at most {NAME_MAX} characters (no control characters)", always=True)]
 
 # the bounds a column of the store is held to where it reads a row (bench.store.rows), by column
 NAMED: dict[str, Any] = {"created_at": Timestamp, "started_at": Timestamp, "ended_at": Timestamp,

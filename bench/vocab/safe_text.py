@@ -56,6 +56,21 @@ def terminal(text: Any, *, keep: str = "") -> str:
     return "".join(_escaped(c) if unsafe(c) and c not in keep else c for c in text)
 
 
+def one_line(raw: Any, limit: int) -> str | None:
+    """A name or label from outside (a GPU's name a driver gave, a data set or model a script named, a run's label)
+    as one line of valid Unicode that a record holds and reads back: bytes decoded (bad bytes replaced), a lone
+    surrogate replaced, every character :func:`unsafe` flags (control, bidi, line break) made a space, blanks
+    collapsed, at most ``limit`` characters; None where nothing is left (or it was no text). The one cleaning rule of
+    such text; what it returns is a ``bench.vocab.limits.Line`` (a ``Name`` at ``limit`` NAME_MAX)."""
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, (bytes, bytearray)):
+        raw = bytes(raw).decode("utf-8", "replace")
+    words = str(raw).encode("utf-8", "replace").decode("utf-8")
+    cleaned = " ".join("".join(" " if unsafe(c) else c for c in words).split())
+    return cleaned[:limit].rstrip() or None
+
+
 def _invisible_or_blank(char: str) -> bool:
     return char.isspace() or unsafe(char) or unicodedata.category(char) in ("Cf", "Zs")
 

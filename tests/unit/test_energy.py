@@ -19,7 +19,7 @@ from bench.vocab.readings import epochs_of, samples_of
 from bench.vocab.run_info import RunInfo
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
-from bench.runs.supervisor import Supervisor
+from bench.runs.recorder import Recorder
 from tests.fixtures import fresh_nvml  # noqa: F401 - the fixture, used by name
 
 try:
@@ -248,8 +248,8 @@ def test_old_records_summarize_without_the_new_fields() -> None:
     assert summary.energy_j_per_epoch == {"cpu": None} and summary.achieved_gflops is None
 
 
-# -- the supervisor settles each epoch from the samples around it ------------------------------------------------------
-def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
+# -- the recorder settles each epoch from the samples around it ------------------------------------------------------
+def test_the_recorder_settles_an_epoch_once_a_sample_follows_it() -> None:
     fake = fake_nvml.throttling()
     nvml.set_module(fake)
     now = [100.0]
@@ -259,8 +259,8 @@ def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
     lock = threading.Lock()
     state = RunState(id=1, config=RunConfig(device="gpu:0", epochs=2), created_at=0.0, hardware=RecordedHardware())
     state.info = state.info.updated(flops_per_sample=2e6)
-    sup = Supervisor(state, lock=lock, writer=RunWriter(None, lock), ctx=None, worker_target=None,
-                     sampler_factory=None, stop_event=None, log_path=None, hang_timeout_s=60, stop_grace_s=5)
+    sup = Recorder(state, lock=lock, writer=RunWriter(None, lock))
+    sup.t0_wall = 1000.0
 
     def take(t_s: float) -> None:
         now[0] = 100.0 + t_s
@@ -268,18 +268,18 @@ def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
 
     for t_s in (0.0, 0.5, 1.0):
         take(t_s)
-    sup._apply_event(state, {"type": "epoch", "epoch": 1, "epoch_seconds": 0.6, "includes_tracing": True,
-                             "samples_per_s": 1000.0, "started_wall": 1000.2, "ended_wall": 1000.8}, 1000.0)
-    sup._apply_event(state, {"type": "epoch", "epoch": 2, "epoch_seconds": 0.3, "includes_tracing": False,
-                             "samples_per_s": 2000.0, "started_wall": 1000.9, "ended_wall": 1001.2}, 1000.0)
+    sup.apply({"type": "epoch", "epoch": 1, "epoch_seconds": 0.6, "includes_tracing": True,
+               "samples_per_s": 1000.0, "started_wall": 1000.2, "ended_wall": 1000.8})
+    sup.apply({"type": "epoch", "epoch": 2, "epoch_seconds": 0.3, "includes_tracing": False,
+               "samples_per_s": 2000.0, "started_wall": 1000.9, "ended_wall": 1001.2})
     first, second = state.epochs
     assert first.achieved_gflops == pytest.approx(2.0) and second.achieved_gflops == pytest.approx(4.0)
-    sup._settle(state)
+    sup.settle()
     first, second = state.epochs  # epochs are frozen: a settled one is replaced in the run's list
     assert first.joules("gpu:0") is not None and first.throttle_reasons == ("power cap", "thermal slowdown")
     assert second.energy_j == {"cpu": None, "gpu:0": None}, "no sample after its end yet"
     take(1.5)
-    sup._settle(state)
+    sup.settle()
     first, second = state.epochs
     gpu_j = [s.gpus[0].energy_j for s in state.samples]
     t_s = [s.t_s for s in state.samples]
@@ -287,7 +287,7 @@ def test_supervisor_settles_an_epoch_once_a_sample_follows_it() -> None:
     assert second.joules("gpu:0") == pytest.approx(expected)
     assert second.joules("cpu") is None and second.energy_estimated == ()
     assert second.throttle_reasons == ("power cap", "thermal slowdown")
-    assert sup._unsettled == []
+    assert not sup.unsettled
     summary = run_summary.summarize(state.epochs, state.samples, info=state.info, config=state.config)
     assert summary.throttle_reasons == ("power cap", "thermal slowdown")
     assert summary.energy_j_per_epoch["gpu:0"] == pytest.approx(expected)

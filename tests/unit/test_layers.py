@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("analysis", ("bench.analysis",)),
     ("store", ("bench.store",)),
     ("runs", ("bench.runs",)),
-    # a script's own training recorded as a run: its process plays the worker, a Supervisor folds its events
+    # a script's own training recorded as a run: its process plays the worker, a Recorder folds its events
     ("integrations", ("bench.integrations",)),
     ("cluster", ("bench.cluster",)),  # runs placed on a Ray cluster: above the runs it hands to the supervisor
     ("output", ("bench.output",)),

@@ -13,7 +13,7 @@ from bench.vocab.run_info import Phase
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.store import Store
-from bench.runs.supervisor import Supervisor
+from bench.runs.recorder import Recorder
 from tests.unit.test_run_parts import TINY
 
 
@@ -23,9 +23,8 @@ def test_phases_are_recorded_stored_and_drawn(tmp_path):
     writer = RunWriter(store, lock)
     state = RunState(id=0, config=TINY, created_at=1.0, hardware=RecordedHardware())
     writer.create(state)
-    sup = Supervisor(state, lock=lock, writer=writer, ctx=None, worker_target=None, sampler_factory=None,
-                     stop_event=None, log_path=None, hang_timeout_s=30, stop_grace_s=5)
-    t0 = 1000.0
+    sup = Recorder(state, lock=lock, writer=writer)
+    t0 = sup.t0_wall = 1000.0
     events = [{"type": "phase", "phase": "importing tensorflow", "time": t0 + 0.1},
               {"type": "phase", "phase": "loading data", "time": t0 + 5.0},
               {"type": "phase", "phase": "building model", "time": t0 + 5.5},
@@ -35,7 +34,7 @@ def test_phases_are_recorded_stored_and_drawn(tmp_path):
               {"type": "epoch", "epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True, "started_wall": t0 + 6.1,
                "ended_wall": t0 + 8.1, "time": t0 + 8.1}]
     for event in events:
-        sup._apply_event(state, event, t0)
+        sup.apply(event)
     expected = (Phase("importing tensorflow", 0.1), Phase("loading data", 5.0), Phase("building model", 5.5),
                 Phase("first step", 6.0), Phase("training", 7.0))
     assert state.info.phases == expected, "one 'training' mark: the first step's end, not every progress event"

@@ -15,33 +15,31 @@ import pytest
 
 from bench.vocab.record_types import RecordedHardware
 from bench.vocab.readings import Epoch, Sample
-from bench.runs import supervisor as supervisor_module
+from bench.runs import recorder as recorder_module
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
-from bench.runs.supervisor import Supervisor
+from bench.runs.recorder import Recorder
 from bench.store import RunKey, RunLost, RunReplaced, Store
 from tests.fixtures import TINY
 
 
-def live_run(store: Store) -> tuple[threading.Lock, RunWriter, RunState, Supervisor]:
-    """A run given its row by a RunWriter (as JobManager.submit does), and the supervisor whose _on_sample keeps its
+def live_run(store: Store) -> tuple[threading.Lock, RunWriter, RunState, Recorder]:
+    """A run given its row by a RunWriter (as JobManager.submit does), and the recorder whose on_sample keeps its
     samples (no worker is started: the test plays the sampler and the epochs)."""
     lock = threading.Lock()
     writer = RunWriter(store, lock)
     state = RunState(id=0, config=TINY, created_at=time.time(), hardware=RecordedHardware())
     writer.create(state)
     assert state.stored and state.id > 0
-    sup = Supervisor(state, lock=lock, writer=writer, ctx=None, worker_target=lambda *args: None,
-                     sampler_factory=lambda interval_s, on_sample: None, stop_event=None, log_path=None,
-                     hang_timeout_s=1.0, stop_grace_s=1.0)
+    sup = Recorder(state, lock=lock, writer=writer)
     with lock:
         state.status = "running"
     writer.update(state, status="running")
     return lock, writer, state, sup
 
 
-def sample(sup: Supervisor, n: int) -> None:
-    sup._on_sample(Sample(t_s=float(n), cpu_percent=float(n % 100)))
+def sample(sup: Recorder, n: int) -> None:
+    sup.on_sample(Sample(t_s=float(n), cpu_percent=float(n % 100)))
 
 
 def epoch(writer: RunWriter, lock: threading.Lock, state: RunState) -> None:
@@ -52,7 +50,7 @@ def epoch(writer: RunWriter, lock: threading.Lock, state: RunState) -> None:
 
 
 def end(writer: RunWriter, lock: threading.Lock, state: RunState) -> None:
-    """The run's end, as Supervisor._finish does it: a last flush, then the outcome."""
+    """The run's end, as Recorder.close does it: a last flush, then the outcome."""
     writer.flush_samples(state)
     with lock:
         state.ended_at = time.time()
@@ -188,7 +186,7 @@ def test_a_heartbeat_renews_only_its_own_run(tmp_path: Path) -> None:
 
 
 def test_thinned_samples_keep_their_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(supervisor_module, "MAX_LIVE_SAMPLES", 20)
+    monkeypatch.setattr(recorder_module, "MAX_LIVE_SAMPLES", 20)
     lock, writer, state, sup = live_run(Store(tmp_path / "runs.sqlite3"))
     for n in range(100):
         sample(sup, n)

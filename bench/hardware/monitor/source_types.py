@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from bench.vocab.readings import GpuReading, Sample
-from bench.vocab.safe_text import terminal, unsafe
+from bench.vocab.limits import NAME_MAX
+from bench.vocab.safe_text import one_line, terminal
 
 __all__ = ["Collector", "Figure", "GpuSource", "Machine", "NotMeasured", "Reading", "ReadingCollector",
            "Sentinels", "SourceGpu", "SourceInfo", "TEXT_LIMIT", "bounded", "figure", "key", "number", "text"]
@@ -190,7 +191,7 @@ def key(mapping: Any, name: str) -> Any:
 # a reading through :func:`figure` (numbers) and :func:`text` (names, versions), here alone: a figure outside
 # the bounds of GpuReading's fields (those an imported record is held to) is None with the reason, never a record that cannot
 # be read back; text is valid Unicode on one line.
-TEXT_LIMIT = 200  # characters of a name, driver version or UUID a source may give
+TEXT_LIMIT = NAME_MAX  # characters of a name, driver version or UUID a source may give
 
 
 @dataclass(frozen=True)
@@ -296,16 +297,9 @@ def bounded(index: int, source: str, figures: Mapping[str, Figure], **fields: An
 
 
 def text(raw: Any, limit: int = TEXT_LIMIT) -> str | None:
-    """A name, version or UUID a source gave, as one line of valid Unicode: bytes decoded (bad bytes replaced), a lone
-    surrogate replaced, every control character, bidi control and line break made a space, blanks collapsed, at most
-    ``limit`` characters; None where nothing is left (or it was no text)."""
-    if raw is None or isinstance(raw, bool):
-        return None
-    if isinstance(raw, (bytes, bytearray)):
-        raw = bytes(raw).decode("utf-8", "replace")
-    words = str(raw).encode("utf-8", "replace").decode("utf-8")
-    cleaned = " ".join("".join(" " if unsafe(c) else c for c in words).split())
-    return cleaned[:limit] or None
+    """A name, version or UUID a source gave, as one line of valid Unicode: ``bench.vocab.safe_text.one_line`` (the
+    one rule for names from outside) at ``limit`` characters; None where nothing is left (or it was no text)."""
+    return one_line(raw, limit)
 
 
 class NotMeasured:
