@@ -149,7 +149,9 @@ def _layer_specs(model: keras.Model) -> list[LayerSpec | str]:
 
 
 def _label(item: LayerSpec | str) -> str:
-    return item.label() if isinstance(item, LayerSpec) else item
+    """A layer for the model's one-line description: the spec's label, else its class name (the formulas' remark on a
+    variant they do not count belongs to the FLOP reason, not to the layer)."""
+    return item.label() if isinstance(item, LayerSpec) else item.removesuffix(" (this variant)")
 
 
 def _ends_in_probabilities(model: keras.Model) -> bool:
