@@ -290,3 +290,18 @@ def test_the_reading_child_runs_under_an_address_space_limit():
                           cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.strip() == "refused", done.stdout + done.stderr[-500:]
     assert model_file.child_memory_limit_mib(0) == model_file.CHILD_MEMORY_BASE_MIB
+
+
+def test_a_tfsm_layer_is_refused_by_safe_mode(tmp_path):
+    """A TFSMLayer (a TensorFlow SavedModel reloaded as a layer) is code from outside the file's config: safe mode
+    refuses it before it opens anything."""
+    keras = pytest.importorskip("keras")
+    model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten(), keras.layers.Dense(10)], name="m")
+    config = keras.saving.serialize_keras_object(model)
+    config["config"]["layers"].insert(2, {"module": "keras.layers", "class_name": "TFSMLayer", "registered_name": None,
+                                          "config": {"name": "saved", "filepath": str(tmp_path / "saved_model"),
+                                                     "call_endpoint": "serve", "trainable": False}})
+    path = _zip(tmp_path / "tfsm.keras", {"metadata.json": b'{"keras_version": "3.15.1"}',
+                                          "config.json": json.dumps(config).encode()})
+    with pytest.raises(model_file.ModelFileError, match="holds a TFSMLayer"):
+        model_file.check_model_file(str(path), (28, 28, 1), 10)
