@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     import keras
 
     with tempfile.TemporaryDirectory() as folder:
-        result = {"machine": f"{platform.node() or 'this machine'}, {os.cpu_count()} cores",
+        result = {"machine": f"{platform.node() or 'this machine'}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the start",
                   "when": time.strftime("%Y-%m-%d"), "keras": keras.__version__, "jax": jax.__version__,
                   "plans": plan_rows(), "files": file_rows(brought_models(Path(folder), args.smoke)),
                   "hostile": hostile_rows(Path(folder))}

@@ -8,7 +8,6 @@ counts, FLOPs) without loading a framework. Only Keras 3 APIs are used, so the m
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import math
@@ -169,11 +168,13 @@ def _ends_in_probabilities(model: keras.Model) -> bool:
 
 
 def own_model(model: keras.Model, name: str | None = None,
-              flops: tuple[int | None, str | None] | None = None) -> OwnModel:
+              compiler: Callable[[], tuple[int | None, str | None]] | None = None) -> OwnModel:
     """A built Keras model in the plans' terms: its parameter count (Keras's ``count_params``), its training FLOPs per
-    sample (``flops`` when the caller counted them; else the compiler's count of its step where this process runs JAX,
-    ``step_flops.counted``; else the plans' formulas, ``model_file.own_flops``, None with the reason where a layer has
-    none), its layers in one line, and whether it ends in probabilities."""
+    sample, its layers in one line, and whether it ends in probabilities.
+
+    FLOPs: the plans' formulas (``model_file.own_flops``) where every layer has one, so a file or a script's model
+    made of the presets' layers counts as the presets do; else the compiler's count of its step (``compiler``, or
+    ``step_flops.counted`` where this process runs JAX); else None, with both reasons."""
     layers = _layer_specs(model)
     try:  # a subclassed model has no symbolic inputs and outputs
         inputs, outputs = list(model.inputs or []), list(model.outputs or [])
@@ -181,14 +182,15 @@ def own_model(model: keras.Model, name: str | None = None,
         inputs, outputs = [], []
     input_shape = tuple(model.inputs[0].shape[1:]) if len(inputs) == 1 else ()
     output_units = outputs[0].shape[-1] if len(outputs) == 1 else None
-    if flops is None and step_flops.available():
-        flops = step_flops.counted(model)
-    source: str | None = model_file.FLOP_SOURCE_COMPILER
-    if flops is None or flops[0] is None:
-        compiler_reason = flops[1] if flops is not None else step_flops.NOT_JAX
-        flops, source = _formula_flops(inputs, outputs, input_shape, layers), model_file.FLOP_SOURCE_FORMULAS
-        if flops[0] is None:
-            flops, source = (None, f"{compiler_reason}; {flops[1]}"), None
+    flops = _formula_flops(inputs, outputs, input_shape, layers)
+    source: str | None = model_file.FLOP_SOURCE_FORMULAS
+    if flops[0] is None:
+        if compiler is None:
+            counted = step_flops.counted(model) if step_flops.available() else (None, step_flops.NOT_JAX)
+        else:
+            counted = compiler()
+        flops, source = ((counted, model_file.FLOP_SOURCE_COMPILER) if counted[0] is not None
+                         else ((None, f"{flops[1]}; {counted[1]}"), None))
     return OwnModel(name=name or model.name, input_shape=tuple(None if d is None else int(d) for d in input_shape),
                     output_units=None if output_units is None else int(output_units),
                     params=int(model.count_params()), flops_per_sample=flops[0], flops_reason=flops[1],
@@ -248,12 +250,12 @@ def refusal(name: str, top_class: str | None, exc: BaseException) -> ModelFileEr
 def build_file(path: str, input_shape: tuple[int, ...], num_classes: int,
                vocab_size: int | None = None) -> tuple[keras.Model, OwnModel]:
     """A model file loaded for training on a data set: the uncompiled model and its OwnModel (checked against the data
-    by ``model_file.fit_to_data``, which raises ModelFileError when it does not fit). Its FLOPs are the compiler's:
-    counted here on JAX, else by the reading child (``model_file.check_model_file``), which reads on JAX."""
+    by ``model_file.fit_to_data``, which raises ModelFileError when it does not fit). FLOPs the formulas cannot count
+    are the compiler's: counted here on JAX, else by the reading child (``model_file.check_model_file``), on JAX."""
     model = load_file(path)
     name = model_file.file_model_name(path)
     own = own_model(model, name)
-    if own.flops_source != model_file.FLOP_SOURCE_COMPILER and not step_flops.available():
+    if own.flops_per_sample is None and not step_flops.available():
         try:
             checked = model_file.check_model_file(path, input_shape, num_classes, vocab_size, backend="jax")
             if checked.flops_source == model_file.FLOP_SOURCE_COMPILER:
@@ -280,20 +282,23 @@ def read_checked(path: str, max_params: int) -> OwnModel:
     loops = step_flops.has_loops(archive.config)
     with keras.StatelessScope(initialize_variables=False):
         try:
-            abstract = keras.saving.deserialize_keras_object(copy.deepcopy(archive.config), safe_mode=True)
+            abstract = keras.saving.deserialize_keras_object(step_flops.uncompiled(archive.config), safe_mode=True)
             params = sum(math.prod(int(d) for d in v.shape) for v in abstract.weights)
         except Exception as exc:  # noqa: BLE001 - safe mode's refusals and Keras's own errors
             raise refusal(name, archive.top_class, exc) from None
         if params > max_params:
             raise ModelFileError(too_large(name, params, max_params))
-        flops: tuple[int | None, str | None] | None = None
-        if step_flops.available():
+
+        def compiler() -> tuple[int | None, str | None]:
+            if not step_flops.available():
+                return None, step_flops.NOT_JAX
             try:  # the abstract model itself where it has no loop to unroll; else a copy with its loops written out
-                flops = (step_flops.counted_from_config(archive.config) if loops
-                         else step_flops.step_flops(abstract, loops_counted=True))
+                return (step_flops.counted_from_config(archive.config) if loops
+                        else step_flops.step_flops(abstract, loops_counted=True))
             except Exception as exc:  # noqa: BLE001 - the count is a figure, never a reason to refuse
-                flops = (None, f"JAX could not count the step ({' '.join(str(exc).split())[:160]})")
-        return own_model(abstract, name, flops)
+                return None, f"JAX could not count the step ({' '.join(str(exc).split())[:160]})"
+
+        return own_model(abstract, name, compiler)
 
 
 def too_large(name: str, params: int, max_params: int) -> str:

@@ -16,6 +16,7 @@ Needs the JAX backend (Keras's backend is fixed per process): ``available()`` sa
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -73,6 +74,15 @@ def rolled_layers(model: Any) -> list[str]:
     return found
 
 
+def uncompiled(config: Any) -> Any:
+    """A saved model's config as ``load_model(..., compile=False)`` reads it: without its compile config (the
+    optimizer would make variables of its own, which an abstract build cannot hold). A copy; the config is kept."""
+    copied = copy.deepcopy(config)
+    if isinstance(copied, dict) and "compile_config" in copied:
+        copied["compile_config"] = None
+    return copied
+
+
 def counted_from_config(config: Any) -> tuple[int | None, str | None]:
     """Training FLOPs per sample of the model a Keras config describes (safe mode: what it refuses is refused before),
     built on abstract shapes with its recurrent layers unrolled: ``(flops, None)`` or ``(None, why)``. The config is
@@ -82,7 +92,7 @@ def counted_from_config(config: Any) -> tuple[int | None, str | None]:
     if not available():
         return None, NOT_JAX
     with keras.StatelessScope(initialize_variables=False):
-        model = keras.saving.deserialize_keras_object(unrolled(config), safe_mode=True)
+        model = keras.saving.deserialize_keras_object(unrolled(uncompiled(config)), safe_mode=True)
         return step_flops(model, loops_counted=True)
 
 

@@ -108,17 +108,14 @@ def test_the_cli_refuses_a_bad_file_with_exit_2_and_stores_nothing(files, name, 
     assert not isolated_store.exists() or Store(isolated_store).list_runs() == []
 
 
-def test_a_good_file_is_counted_by_the_compiler_and_agrees_with_the_plans_formulas(files):
+def test_a_good_file_of_the_presets_layers_is_counted_as_the_plans_count_theirs(files):
     own = model_file.check_model_file(str(files["good"]), (28, 28, 1), 10)
-    plan = models.plan("mlp", "xs", (28, 28, 1), 10)  # the same layers
-    assert own.params == plan.params and own.flops_source == model_file.FLOP_SOURCE_COMPILER
-    # the formulas count a gradient with respect to the first layer's input, which no framework computes
-    # (784 x 32 multiply-adds: 2 FLOPs each); the rest agrees within the bias adds and activations
-    first_input_gradient = 2 * 784 * 32
-    assert abs(own.flops_per_sample - (plan.flops_per_sample - first_input_gradient)) < 0.01 * own.flops_per_sample
+    plan = models.plan("mlp", "xs", (28, 28, 1), 10)  # the same layers: the same figures, by the same formulas
+    assert (own.params, own.flops_per_sample) == (plan.params, plan.flops_per_sample)
+    assert own.flops_source == model_file.FLOP_SOURCE_FORMULAS
     assert own.loss == "sparse_categorical_crossentropy" and own.from_logits
     assert "Dense 32 relu" in own.describe() and f"{plan.params:,} params" in own.describe()
-    assert model_file.FLOP_SOURCE_COMPILER in own.describe()
+    assert model_file.FLOP_SOURCE_FORMULAS in own.describe()
 
 
 def test_a_good_file_is_compared_across_targets_and_swept_over_batch_size_like_a_preset(files):
