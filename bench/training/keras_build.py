@@ -307,7 +307,7 @@ def too_large(name: str, params: int, max_params: int) -> str:
     budget = max_params * model_file.TRAINING_COPIES * 4 / 2**30
     return (f"{name!r} has {params:,} parameters: training it holds about {gib:,.1f} GiB (weights, gradients and "
             f"Adam's two moments in float32), more than the {budget:,.1f} GiB allowed here "
-            f"({model_file.MODEL_MEMORY_SHARE:.0%} of the device's free memory: at most {max_params:,} parameters). "
+            f"({model_file.MODEL_MEMORY_SHARE:.0%} of the device's memory: at most {max_params:,} parameters). "
             "Save a smaller model, or train on a device with more memory.")
 
 

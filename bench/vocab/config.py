@@ -245,7 +245,8 @@ class RunConfig(Record):
                         raise user_models.ModelFileError(f"the model file must be given as a path (text), e.g. "
                                                     f"--model-file mine.keras (got {self.model_file!r})")
                     user_models.check_model_file(self.model_file, info.input_shape, info.num_classes, info.vocab_size,
-                                            backend=self.backend)
+                                                 backend=self.backend,
+                                                 device_memory_mib=device_memory_mib(self.device, hardware))
                 else:
                     models.plan(self.model, self.size, info.input_shape, info.num_classes, info.vocab_size)
             except models.ModelError as exc:
@@ -344,6 +345,20 @@ class RunConfig(Record):
 
     def _device_errors(self, hardware: Machine) -> list[str]:
         return device_problems(self.device, hardware, self.cpu_threads)
+
+
+def device_memory_mib(device: Any, hardware: Machine) -> float | None:
+    """The memory of the device a run trains on, for the bound on a model file's size: the smallest GPU's it uses, as
+    its source reports it; None for the CPU (the RAM available when the file is checked) or where it is not known."""
+    try:
+        target = Target.from_device(device) if isinstance(device, str) else None
+    except ValueError:
+        return None
+    if target is None or target.kind == "cpu":
+        return None
+    gpus = [g for g in hardware.gpus if target.kind == "gpus" or getattr(g, "index", None) == target.index]
+    sizes = [float(m) for g in gpus if (m := getattr(g, "mem_total_mib", None))]
+    return min(sizes) if sizes else None
 
 
 # -- one setting's rule each, for validate() and for whoever records a run it did not start (a script's callback) --

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -16,6 +17,7 @@ from tests.e2e.steps import bar_count, bars, open_train, screenshot, set_number,
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
+README_SHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot-train.png"
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +48,8 @@ def test_a_real_cpu_run_draws_both_charts_live_and_the_next_run_takes_the_presta
     assert page.get_by_text("trained on").count() > 0
     shot = screenshot(page, "train-finished")
     assert shot.stat().st_size > 10_000
+    # the README's picture of the Train page, retaken by each run of this test as the projector's are
+    page.screenshot(path=str(README_SHOT), full_page=True)
     store = store_of(training_server)
     run = store.get_run(1, with_samples=False)
     assert (run.info.framework or "").startswith(("tensorflow", "keras")), run.info.framework

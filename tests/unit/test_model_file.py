@@ -302,3 +302,18 @@ def test_a_tfsm_layer_is_refused_by_safe_mode(tmp_path):
                                           "config.json": json.dumps(config).encode()})
     with pytest.raises(model_file.ModelFileError, match="holds a TFSMLayer"):
         model_file.check_model_file(str(path), (28, 28, 1), 10)
+
+
+def test_the_parameter_bound_follows_the_device_a_run_trains_on():
+    import dataclasses
+
+    from bench.hardware import devices
+    from bench.vocab.config import device_memory_mib
+
+    gpus = [devices.GpuInfo(0, "big", 81_559.0, "550", "12.4", "GPU-a"),
+            devices.GpuInfo(1, "small", 16_384.0, "550", "12.4", "GPU-b")]
+    machine = dataclasses.replace(NO_GPU, gpus=gpus, gpu_reason=None)
+    assert device_memory_mib("gpu:1", machine) == 16_384.0
+    assert device_memory_mib("gpus", machine) == 16_384.0, "all GPUs: the smallest holds a replica"
+    assert device_memory_mib("cpu", machine) is None and device_memory_mib("gpu:7", machine) is None
+    assert model_file.max_params(16_384.0) == 16_384 * 1024 * 1024 // 2 // 16  # half, four float32 copies
