@@ -75,10 +75,12 @@ DATASETS = {"mobilenet_v2": "synthetic-cifar10", "residual": "synthetic-cifar10"
 
 
 def _train(path: Path, dataset: str, out: Path) -> dict:
+    """One epoch through ``bench run`` on one thread: the suite's other process (a browser test, a server) keeps its
+    core while XLA compiles and the model trains."""
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         code = cli.main(["run", "--dataset", dataset, "--model-file", str(path), "--epochs", "1", "--batch-size", "32",
-                         "--limit-samples", "96", "--jit-compile", "--json", str(out)])
+                         "--limit-samples", "96", "--jit-compile", "--cpu-threads", "1", "--json", str(out)])
     assert code == 0, err.getvalue()[-3000:]
     return json.loads(out.read_text())
 
