@@ -75,7 +75,8 @@ def test_stop_a_run_midway(page, server):
     set_number(page, "Training samples (0 = all)", 4000)
     page.get_by_role("button", name="Start").click()
     stop = page.get_by_role("button", name="Stop")
-    expect(stop.first, "the Stop button").to_be_visible(timeout=60_000)
+    # a worker started under load (the other test process compiling a model) can take a minute to say it started
+    expect(stop.first, "the Stop button").to_be_visible(timeout=150_000)
     past_first = page.get_by_text(re.compile(r"^Epoch ([2-9]|[1-9][0-9]+)/200"))  # the progress line: epoch 2 or later
     expect(past_first.or_(bars(page)).first, "training to run").to_be_attached(timeout=120_000)
     stop.click()

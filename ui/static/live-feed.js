@@ -6,7 +6,8 @@ const REOPEN_MS = 2000; // a refused stream (the server restarting) is opened ag
 const LOG_MAX = 600; // messages kept after the last snapshot for a late listener; past it, it reopens the stream
 
 function openFeed(url) {
-  const feed = { url, listeners: new Set(), source: null, log: null, events: 0, bytes: 0, opened: 0, closer: null };
+  const feed = { url, listeners: new Set(), source: null, log: null, events: 0, bytes: 0, opened: 0, snapshots: 0,
+                 closer: null };
   const deliver = (fn, msg) => { try { fn(msg); } catch (err) { console.error("live feed listener", err); } };
   const open = () => {
     if (feed.source) feed.source.close();
@@ -19,10 +20,11 @@ function openFeed(url) {
       feed.bytes += e.data.length;
       let msg;
       try { msg = JSON.parse(e.data); } catch (err) { console.error("live feed", err); return; }
-      if (msg.kind === "snapshot") feed.log = [msg];
+      if (msg.kind === "snapshot") { feed.log = [msg]; feed.snapshots += 1; } // one each (re)connection
       else if (feed.log) { feed.log.push(msg); if (feed.log.length > LOG_MAX) feed.log = false; }
       feed.listeners.forEach((fn) => deliver(fn, msg));
-      window.__benchFeed = { url, events: feed.events, bytes: feed.bytes, opened: feed.opened, seq: msg.seq };
+      window.__benchFeed = { url, events: feed.events, bytes: feed.bytes, opened: feed.opened,
+                             snapshots: feed.snapshots, seq: msg.seq };
     };
     source.onerror = () => {
       // a dropped connection reconnects by itself; a refused one is closed: open it again
