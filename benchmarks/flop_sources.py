@@ -16,13 +16,14 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
 import zipfile
 from pathlib import Path
 from typing import Any
+
+from benchmarks import hostile_files
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "CALLBACK.md"
@@ -77,29 +78,9 @@ def file_rows(files: dict[str, tuple[Path, str]]) -> list[dict[str, Any]]:
     return rows
 
 
-HOSTILE = """
-import json, sys, time
-from bench.plans import model_file
-start = time.monotonic()
-try:
-    model_file.check_model_file(sys.argv[1], (28, 28, 1), 10)
-    said = None
-except model_file.ModelFileError as exc:
-    said = str(exc)
-peak_kib = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0])
-print(json.dumps({"said": said, "seconds": time.monotonic() - start, "peak_mib": peak_kib / 1024}))
-"""
-
-
 def hostile_rows(folder: Path) -> list[dict[str, Any]]:
     """The bomb and the overlong name refused by a fresh process, as a dashboard's: the time and its memory's peak."""
-    bomb = folder / "bomb.keras"
-    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-        with archive.open("config.json", "w", force_zip64=True) as member:
-            member.write(b'{"class_name": "Functional", "config": {"name": "')
-            for _ in range(64):
-                member.write(b"a" * (16 << 20))
-            member.write(b'"}}')
+    bomb = hostile_files.zip_bomb(folder / "bomb.keras")
     long_name = folder / "long_name.keras"
     with zipfile.ZipFile(long_name, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("config.json", b'{"class_name": "Sequential", "config": {"name": "' + b"n" * (60 << 20)
@@ -107,9 +88,7 @@ def hostile_rows(folder: Path) -> list[dict[str, Any]]:
     rows = []
     for name, path in (("zip bomb: config.json inflating to 1 GiB", bomb),
                        ("a 60 MB model name", long_name)):
-        done = subprocess.run([sys.executable, "-c", HOSTILE, str(path)], capture_output=True, text=True,
-                              timeout=120, cwd=ROOT)
-        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        answer = hostile_files.refused_in_a_process(path, timeout_s=120)
         rows.append({"file": name, "on_disk_mb": path.stat().st_size / 1e6, **answer})
     return rows
 

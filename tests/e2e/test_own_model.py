@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from benchmarks import hostile_files
 from tests.e2e.steps import ROOT, main, rerun_ends, screenshot, store_of, what_the_page_shows
 from tests.polling import wait_for
 
@@ -107,15 +108,8 @@ def test_a_zip_bomb_uploaded_on_train_is_refused_and_the_server_stays_small(page
     seconds, and the server's resident memory, sampled every 20 ms through the upload and the refusal, barely moves
     (it reads the zip directory, never the member)."""
     import threading
-    import zipfile
 
-    bomb = tmp_path / "bomb.keras"
-    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-        with archive.open("config.json", "w", force_zip64=True) as member:
-            member.write(b'{"class_name": "Functional", "config": {"name": "')
-            for _ in range(64):
-                member.write(b"a" * (16 << 20))
-            member.write(b'"}}')
+    bomb = hostile_files.zip_bomb(tmp_path / "bomb.keras")
     page.goto(server.url + "/train")
     page.get_by_role("heading", name="Train").wait_for(timeout=90_000)
     uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text=".keras file")

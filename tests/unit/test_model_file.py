@@ -17,6 +17,7 @@ from bench.vocab.config import ConfigError, RunConfig
 from bench.store import Store
 from bench.plans import models
 from bench.plans import model_file
+from benchmarks import hostile_files
 from tests.fixtures import NO_GPU
 
 pytestmark = pytest.mark.slow  # Keras makes the files here and loads them in a child process
@@ -159,21 +160,11 @@ def _zip(path: Path, members: dict[str, bytes], level: int = 1) -> Path:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> dict[str, Path]:
     """A zip bomb (config.json inflating to 1 GiB, 4.7 MB on disk), a config with a 60 MB model name (60 KB on
-    disk), one with a 5,000-character layer name, a Dense of 10^8 units on MNIST (78 billion parameters, its config
+    disk), one with a 5,000-character layer name, a Dense of 10^8 units on MNIST (79.5 billion parameters, its config
     written from an abstract build: no weight ever existed), a Lambda inside a nested model and a subclassed model."""
-    import zipfile
-
     keras = pytest.importorskip("keras")
     folder = tmp_path_factory.mktemp("hostile")
-    paths = {"bomb": folder / "bomb.keras"}
-    with zipfile.ZipFile(paths["bomb"], "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-        archive.writestr("metadata.json", '{"keras_version": "3.15.1"}')
-        with archive.open("config.json", "w", force_zip64=True) as member:
-            member.write(b'{"class_name": "Functional", "config": {"name": "')
-            chunk = b"a" * (16 << 20)
-            for _ in range(64):
-                member.write(chunk)
-            member.write(b'"}}')
+    paths = {"bomb": hostile_files.zip_bomb(folder / "bomb.keras")}
     meta = b'{"keras_version": "3.15.1"}'
     paths["long_name"] = _zip(folder / "long_name.keras", {
         "metadata.json": meta, "config.json": b'{"class_name": "Sequential", "config": {"name": "' + b"n" * (60 << 20)
@@ -211,32 +202,11 @@ def hostile(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
-MEASURE = """
-import json, sys, time
-from bench.plans import model_file
-start = time.monotonic()
-try:
-    model_file.check_model_file(sys.argv[1], (28, 28, 1), 10)
-    said = None
-except model_file.ModelFileError as exc:
-    said = str(exc)
-# VmHWM: this process's own peak (ru_maxrss would carry the forking parent's over the exec)
-peak_kib = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0])
-print(json.dumps({"said": said, "seconds": time.monotonic() - start, "peak_mib": peak_kib / 1024}))
-"""
-
-
 def _refused_in_a_process(path: Path) -> dict:
     """The check a dashboard or the CLI runs, in a fresh process: what it said, how long it took, its peak memory."""
-    import subprocess
-    import sys
-
     if not Path("/proc/self/status").exists():
         pytest.skip("the peak memory is read from /proc/self/status (VmHWM), which this platform lacks")
-    done = subprocess.run([sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True, timeout=240,
-                          cwd=Path(__file__).resolve().parents[2])
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return hostile_files.refused_in_a_process(path)
 
 
 def test_a_zip_bomb_is_refused_from_the_zip_directory_in_a_few_seconds_and_megabytes(hostile):
