@@ -279,7 +279,6 @@ def read_checked(path: str, max_params: int) -> OwnModel:
 
     archive = model_file.check_archive(path)
     name = model_file.file_model_name(path)
-    loops = step_flops.has_loops(archive.config)
     with keras.StatelessScope(initialize_variables=False):
         try:
             abstract = keras.saving.deserialize_keras_object(step_flops.uncompiled(archive.config), safe_mode=True)
@@ -288,6 +287,7 @@ def read_checked(path: str, max_params: int) -> OwnModel:
             raise refusal(name, archive.top_class, exc) from None
         if params > max_params:
             raise ModelFileError(too_large(name, params, max_params))
+        loops = bool(step_flops.rolled_layers(abstract))
 
         def compiler() -> tuple[int | None, str | None]:
             if not step_flops.available():

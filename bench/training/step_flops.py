@@ -41,21 +41,6 @@ def unrolled(config: Any) -> Any:
     return config
 
 
-def has_loops(config: Any) -> bool:
-    """Whether a Keras config holds a recurrent layer left rolled (``"unroll": false``), which :func:`unrolled`
-    writes out for the count."""
-    stack = [config]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if item.get("unroll") is False:
-                return True
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
-
-
 def rolled_layers(model: Any) -> list[str]:
     """The model's recurrent layers left rolled (``unroll`` False), nested models and wrappers (Bidirectional,
     TimeDistributed) looked into: their class names."""
