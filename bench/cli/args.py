@@ -52,7 +52,15 @@ def _bounded(key: str, convert: Any) -> Any:
 
 
 _timeout_s = _bounded("timeout_s", float)
-_batch_size = _bounded("batch_size", int)
+
+
+def _batch_size(text: str) -> int:
+    """A batch size within ``bench.vocab.limits.BatchSize``, the bound a run config holds it to."""
+    value = _positive_int(text)
+    problem = limits.problem(value, "batch_size")
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"the batch size {problem}")
+    return value
 
 
 def _prices(text: str) -> str:
