@@ -289,3 +289,17 @@ def test_runs_reports_a_dead_owners_run_as_interrupted(main, isolated_store):
     out = main("runs", "--json")
     assert out.returncode == 0, out.stderr
     assert [r["status"] for r in json.loads(out.stdout)] == ["interrupted"]
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--epochs", "1", "--limit-samples", "64", "--batch-size", "32", "--sample-interval", "0.2"],
+    ["devices"],
+])
+@pytest.mark.parametrize("address", ["", "   "])
+def test_a_blank_cluster_address_is_refused_not_read_as_this_machine(main, command, address):
+    """``--cluster ''`` (an unset variable in a script, say) once trained here and exited 0, as if the option were
+    not there: it is bad input, refused with what to give."""
+    out = main(*command, "--cluster", address)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "--cluster needs an address: HOST:PORT of the cluster's head, or auto" in out.stderr
+    assert "Traceback" not in out.stderr
