@@ -112,7 +112,7 @@ def _quiet_cpu(manager: Any, config: Any) -> float:
     while manager.snapshot(run_id).progress is None and manager.snapshot(run_id).active:
         time.sleep(0.2)  # from the first batch: the start-up is measured above
     cpu0, wall0 = me.cpu_times(), time.monotonic()
-    manager.wait(run_id, poll_s=1.0)
+    manager.wait(run_id)
     cpu1, wall1 = me.cpu_times(), time.monotonic()
     return 100 * ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / (wall1 - wall0)
 

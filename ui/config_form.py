@@ -1,4 +1,5 @@
-"""The run-settings form shared by Train, Compare and Sweep: widgets in, an unvalidated RunConfig out."""
+"""The run-settings form shared by Train, Compare and Sweep: widgets in, a RunConfig out (its types and rules
+checked when made; ``validate`` checks it against this machine)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from bench.vocab import settings
 from bench.output import mlflow_log
 from bench.plans import datasets, models
 from bench.plans import model_file as user_models
-from bench.vocab.config import (BATCH_MAX, EPOCHS_MAX, INTERVAL_MAX_S, INTERVAL_MIN_S, LEARNING_RATE_MAX, OPTIMIZERS,
+from bench.vocab.config import (BATCH_MAX, ConfigError, EPOCHS_MAX, INTERVAL_MAX_S, INTERVAL_MIN_S, LEARNING_RATE_MAX, OPTIMIZERS,
                           PRECISIONS, STEPS_PER_EXECUTION_BACKENDS, STEPS_PER_EXECUTION_MAX, RunConfig)
 from bench.vocab.target import Target
 from ui import common, form_values, machine
@@ -200,14 +201,18 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
     mlflow_setting(disabled=disabled, prefix=prefix)
     if model_file is not None:  # the uploaded file replaces the family or preset: its name, no size
         model = user_models.file_model_name(model_file)
-    return RunConfig(
-        dataset=dataset, model=model, size=None if model in models.PRESETS or model_file else size, epochs=epochs,
-        batch_size=batch_size, device=target.device,
-        cpu_threads=int(threads) if target.is_cpu and int(threads) < cores else None,
-        sample_interval_s=float(interval), limit_samples=limit or None, seed=seed, optimizer=optimizer,
-        learning_rate=float(lr) or None, precision=precision, jit_compile=bool(jit), npz_path=npz_path,
-        steps_per_execution=steps if steps_ok else 1, devices=count if count > 1 else None, model_file=model_file,
-    )
+    try:
+        return RunConfig(
+            dataset=dataset, model=model, size=None if model in models.PRESETS or model_file else size, epochs=epochs,
+            batch_size=batch_size, device=target.device,
+            cpu_threads=int(threads) if target.is_cpu and int(threads) < cores else None,
+            sample_interval_s=float(interval), limit_samples=limit or None, seed=seed, optimizer=optimizer,
+            learning_rate=float(lr) or None, precision=precision, jit_compile=bool(jit), npz_path=npz_path,
+            steps_per_execution=steps if steps_ok else 1, devices=count if count > 1 else None, model_file=model_file,
+        )
+    except ConfigError as exc:  # settings that break a rule between them (a batch that does not split over devices)
+        st.error("These settings cannot make a run:\n\n" + "\n".join(f"- {escape(e, limit=400)}" for e in exc.errors))
+        st.stop()
 
 
 

@@ -52,7 +52,15 @@ def _bounded(key: str, convert: Any) -> Any:
 
 
 _timeout_s = _bounded("timeout_s", float)
-_batch_size = _bounded("batch_size", int)
+
+
+def _batch_size(text: str) -> int:
+    """A batch size within ``bench.vocab.limits.BatchSize``, the bound a run config holds it to."""
+    value = _positive_int(text)
+    problem = limits.problem(value, "batch_size")
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"the batch size {problem}")
+    return value
 
 
 def _prices(text: str) -> str:
@@ -183,9 +191,18 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> RunConfig:
     return RunConfig(**values)
 
 
+def _cluster_address(text: str) -> str:
+    """``--cluster ADDRESS`` as given: blank text is refused (it would else read as no cluster, and the command would
+    run on this machine as if the option were not there)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("--cluster needs an address: HOST:PORT of the cluster's head, or auto on a "
+                                         "node of it; leave --cluster out to run on this machine")
+    return text.strip()
+
+
 def add_cluster_options(p: argparse.ArgumentParser, what: str) -> None:
     """``--cluster ADDRESS`` and ``--on WHERE``: run on a Ray cluster (docs/CLUSTER.md)."""
-    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+    p.add_argument("--cluster", type=_cluster_address, default=None, metavar="ADDRESS",
                    help=f"run {what} on the Ray cluster at ADDRESS (HOST:PORT of its head, or auto on a node of it; "
                         "default: BENCH_RAY_ADDRESS, else this machine): each run alone on a node's device, side by "
                         "side on as many as match; needs `pip install -r requirements-ray.txt`")
@@ -202,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("devices", help="what hardware exists and what the framework sees")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--probe", action="store_true", help="also import the framework in a subprocess and list its devices")
-    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+    p.add_argument("--cluster", type=_cluster_address, default=None, metavar="ADDRESS",
                    help="list the nodes of the Ray cluster at ADDRESS (or BENCH_RAY_ADDRESS) and their hardware")
 
     p = sub.add_parser("doctor", help="what the GPU story needs on this machine: a checklist with fixes "

@@ -163,6 +163,7 @@ class JobManager:
             if run_id in self._queue:
                 self._queue.remove(run_id)
                 finish(state, Status.STOPPED)
+                self._wake.notify_all()  # wait() on it
             else:
                 self._stop_events[run_id].set()
                 state.phase = "stopping"
@@ -197,6 +198,7 @@ class JobManager:
             self._runs.pop(run_id, None)
             self._stop_events.pop(run_id, None)
             self._stored_view = self._stored_version = None
+            self._wake.notify_all()
 
     def snapshot(self, run_id: int) -> RunSnapshot | None:
         with self._lock:
@@ -261,16 +263,21 @@ class JobManager:
         with self._lock:
             return [q for q in self._queue if isinstance(q, int)]
 
-    def wait(self, run_id: int, timeout_s: float | None = None, poll_s: float = 0.1) -> RunSnapshot:
-        """Block until the run ends (or the timeout passes); returns the latest snapshot."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            snap = self.snapshot(run_id)
-            if snap is None:
+    def wait(self, run_id: int, timeout_s: float | None = None) -> RunSnapshot:
+        """Block until the run ends (or the timeout passes); returns the latest snapshot. Woken by the run's changes
+        (``_changed``, a stop of a queued run) on the manager's own Condition: no polling.
+
+        Raises:
+            KeyError: no such run here (or it was deleted while waited on).
+        """
+        with self._wake:
+            state = self._runs.get(run_id)
+            if state is None:
                 raise KeyError(f"no run {run_id}")
-            if not snap.active or (deadline is not None and time.monotonic() > deadline):
-                return snap
-            time.sleep(poll_s)
+            self._wake.wait_for(lambda: self._runs.get(run_id) is not state or state.status in TERMINAL, timeout_s)
+            if self._runs.get(run_id) is not state:
+                raise KeyError(f"no run {run_id}")
+            return self._snapshot_locked(state)
 
     def wait_first_batch(self, run_id: int, timeout_s: float, poll_s: float = 0.02) -> bool:
         """Block until the run has reported its first finished batch or ended, at most ``timeout_s``; whether it
@@ -335,6 +342,8 @@ class JobManager:
         self._change_listeners.append(listener)
 
     def _changed(self) -> None:
+        with self._wake:  # wait(): a run may have ended
+            self._wake.notify_all()
         for listener in list(self._change_listeners):
             try:
                 listener()

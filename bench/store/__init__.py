@@ -12,8 +12,8 @@ from bench.store.imports import ImportedRun, ImportLog, Source
 from bench.store.rows import RawRun, RunListing, UnreadableRun
 from bench.store.runs import ACTIVE_STATUSES, Store
 from bench.store.schema import VERSION as SCHEMA_VERSION
-from bench.store.schema import StoreTooNew
+from bench.store.schema import StoreIdsUsedUp, StoreTooNew
 
 __all__ = ["ACTIVE_STATUSES", "SCHEMA_VERSION", "BundleStore", "ImportLog", "ImportedRun", "Owner", "RawRun",
            "RunKey", "RunListing", "RunLost", "RunReplaced", "RunUnreadable", "Source", "Store", "StoreError",
-           "StoreTooNew", "UnreadableRun"]
+           "StoreIdsUsedUp", "StoreTooNew", "UnreadableRun"]

@@ -56,8 +56,19 @@ class StoreFile:
         elif "readonly" in text or "read-only" in text or "Permission" in text:
             hint = "the file or its folder is read-only; point BENCH_STORE at a writable file"
         elif "full" in text or "No space" in text:
+            table = self._used_up()
+            if table is not None:  # SQLite says "database or disk is full" for an AUTOINCREMENT past its largest id
+                return str(schema.ids_used_up(table, self.path))
             hint = "the disk is full; free space or point BENCH_STORE at another disk"
         return f"The run store at {self.path} failed ({text}): {hint}."
+
+    def _used_up(self) -> str | None:
+        """The table whose ids are used up in this file (schema.used_up), or None (also when it cannot be read)."""
+        try:
+            with closing(sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=1.0)) as con:
+                return schema.used_up(con)
+        except sqlite3.Error:
+            return None
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

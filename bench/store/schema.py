@@ -24,6 +24,36 @@ class StoreTooNew(StoreError):
     """The file holds a schema newer than this version knows: it is left as it is."""
 
 
+class StoreIdsUsedUp(StoreError):
+    """The file holds a row at SQLite's largest id: no new run (or bundle) could be stored in it."""
+
+
+ID_MAX = 2**63 - 1  # SQLite's largest integer: an AUTOINCREMENT table past it fails every insert with SQLITE_FULL
+_NUMBERED = ("runs", "bundles")  # the tables whose rows SQLite numbers (AUTOINCREMENT)
+
+
+def used_up(con: sqlite3.Connection) -> str | None:
+    """The table whose ids are used up (a row, or SQLite's sequence, at ID_MAX: the next insert fails with "database
+    or disk is full"), or None."""
+    tables = _tables(con)
+    for table in _NUMBERED:
+        if table in tables and con.execute(f"SELECT max(id) FROM {table}").fetchone()[0] == ID_MAX:
+            return table
+    if "sqlite_sequence" in tables:
+        row = con.execute("SELECT name FROM sqlite_sequence WHERE seq >= ?", (ID_MAX,)).fetchone()
+        if row is not None:
+            return str(row[0])
+    return None
+
+
+def ids_used_up(table: str, path: object) -> StoreIdsUsedUp:
+    return StoreIdsUsedUp(f"The run store at {path} holds a row of {table} numbered {ID_MAX:,}, the largest id SQLite "
+                          f"can give: no new one can be stored in it (SQLite would say the disk is full). Export the "
+                          f"runs you keep (`python -m bench export ID`), then move the file aside (e.g. `mv {path} "
+                          f"{path}.used-up`) for a new, empty store at the next start, or point BENCH_STORE at another "
+                          f"file; the file is left as it is.")
+
+
 def _v1_runs(con: sqlite3.Connection) -> None:
     _script(con, """
         CREATE TABLE IF NOT EXISTS runs (
@@ -161,10 +191,14 @@ def migrate(con: sqlite3.Connection, path: object) -> int:
 
     Raises:
         StoreTooNew: the file's version is newer than this one knows; nothing is changed.
+        StoreIdsUsedUp: the file holds a row at SQLite's largest id; nothing is changed.
     """
     stated = int(con.execute("PRAGMA user_version").fetchone()[0])
     if stated > VERSION:
         raise too_new(stated, path)  # before anything is written, the journal mode included
+    table = used_up(con) if stated < VERSION else None
+    if table is not None:  # migrated, it would open and then refuse every write as a full disk
+        raise ids_used_up(table, path)
     con.execute("PRAGMA journal_mode=WAL")  # persistent in the file; readers never block the writer
     if stated == VERSION:
         return VERSION  # the usual open: nothing to take a write lock for

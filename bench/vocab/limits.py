@@ -4,8 +4,9 @@ bench.vocab.config) declare their fields with them, so one rule holds wherever a
 the supervisor), read (an import, a bundle, a store row, an MLflow artifact) or written. A number outside its bounds
 (or not finite) is refused with its path, so that no page, export or store write meets an Infinity, a NaN, a date past
 any calendar or an integer SQLite cannot hold; text is valid Unicode (no lone surrogate), and a line holds no control
-character. What a user may ask of a run (epochs, batch size, ...) is bench.vocab.config's; what a user enters where no
-run config checks it (a price, a timeout) is ENTERED below."""
+character. What a user may ask of a run (epochs, batch size, ...) is declared here too, once (RUN SETTINGS below), and
+bench.vocab.config's RunConfig declares its fields with it; what a user enters where no run config checks it (a price,
+a timeout) is ENTERED below."""
 
 from __future__ import annotations
 
@@ -82,6 +83,33 @@ Line = Annotated[str, StringConstraints(max_length=LINE_MAX, pattern=r"^[^\x00-\
 Name = Annotated[str, StringConstraints(max_length=NAME_MAX, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$"),
                  Words(f"one line of at most {NAME_MAX} characters (no control characters)", always=True)]
 
+# -- what a run may ask for: bench.vocab.config.RunConfig's fields, the forms' and the CLI's bounds ------------------
+EPOCHS_MAX = 1000
+BATCH_MAX = 65536  # the one bound of a batch size: the form, the CLI, a link and a record read from a file
+SEED_MAX = 2**31 - 1
+INTERVAL_MIN_S, INTERVAL_MAX_S = 0.1, 10.0
+LEARNING_RATE_MAX = 10.0
+STEPS_PER_EXECUTION_MAX = 1024
+DEVICES_MAX = 64
+WORKERS_MAX = 64
+THREADS_MAX = 65536  # the cores of this machine bound a run's threads further (RunConfig.validate)
+LIMIT_SAMPLES_MAX = 1_000_000_000  # more samples than any data set holds: a link's 2**63 is a typo, not a limit
+
+Epochs = _whole(1, EPOCHS_MAX, f"a whole number from 1 to {EPOCHS_MAX:,}")
+BatchSize = _whole(1, BATCH_MAX, f"a whole number from 1 to {BATCH_MAX:,}")
+Seed = _whole(0, SEED_MAX, f"a whole number from 0 to {SEED_MAX:,}")
+SampleIntervalSeconds = _number(INTERVAL_MIN_S, INTERVAL_MAX_S, f"a number of seconds from {INTERVAL_MIN_S:g} to "
+                                                                f"{INTERVAL_MAX_S:g}")
+LearningRate = Annotated[float, Field(strict=True, gt=0.0, le=LEARNING_RATE_MAX, allow_inf_nan=False),
+                         Words(f"a number above 0 and at most {LEARNING_RATE_MAX:g} (empty: the optimizer's default)",
+                               always=True)]
+StepsPerExecution = _whole(1, STEPS_PER_EXECUTION_MAX, f"a whole number from 1 to {STEPS_PER_EXECUTION_MAX:,} (1 runs "
+                                                       "one step per call, as Keras does by default)")
+DeviceCount = _whole(1, DEVICES_MAX, f"a whole number from 1 to {DEVICES_MAX} (empty: the target's own)")
+WorkerIndex = _whole(0, WORKERS_MAX - 1, f"a whole number from 0 to {WORKERS_MAX - 1}")
+Threads = _whole(1, THREADS_MAX, f"a whole number from 1 to {THREADS_MAX:,} (empty: every core)")
+SampleLimit = _whole(1, LIMIT_SAMPLES_MAX, f"a whole number from 1 to {LIMIT_SAMPLES_MAX:,} (empty: the whole set)")
+
 # the bounds a column of the store is held to where it reads a row (bench.store.rows), by column
 NAMED: dict[str, Any] = {"created_at": Timestamp, "started_at": Timestamp, "ended_at": Timestamp,
                          "achieved_gflops": Gflops, "id": Id}
@@ -104,13 +132,12 @@ def problem(value: Any, key: str) -> str | None:
 
 # -- what a user enters where no run config checks it ----------------------------------------------------------------
 # (name) -> (low, high, what): a value must be finite, above low and at most high. The forms and the CLI's parsers
-# apply them through entered_problem(); a run's own settings (epochs, batch size, ...) are bench.vocab.config's.
+# apply them through entered_problem(); a run's own settings (epochs, batch size, ...) are the types above.
 TIMEOUT_MAX_S = 86400.0  # a day
 # a low of 0 is exclusive (above 0); any other low is the least value allowed
 ENTERED: dict[str, tuple[float, float, str]] = {
     "price_per_hour": (PRICE_PER_HOUR_MIN, PRICE_PER_HOUR_MAX, "an hourly price"),
     "timeout_s": (0.0, TIMEOUT_MAX_S, "a timeout in seconds"),
-    "batch_size": (0.0, 1_000_000.0, "a batch size"),
 }
 
 
@@ -131,3 +158,5 @@ def entered_problem(value: Any, key: str) -> str | None:
 
 
 NAMED["price"] = Price
+NAMED["batch_size"] = BatchSize
+NAMED["sample_interval_s"] = SampleIntervalSeconds

@@ -56,6 +56,14 @@ class PathError(ValueError):
         self.path, self.problem = path, problem
 
 
+class Problems(PathError):
+    """Raised by a record's rule between its fields (a model_validator): every rule broken, each a whole sentence."""
+
+    def __init__(self, items: list[str]):
+        super().__init__("", "is inconsistent: " + "; ".join(items))
+        self.items = list(items)
+
+
 def _encodes(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -105,11 +113,16 @@ class Record(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise record_error(exc, type(self), self.PATH) from None
+            raise type(self).built_error(exc) from None
         fields = ({k for k in names if getattr(self, k) is not None} if self.SPARSE else set(names))
         object.__setattr__(self, "__pydantic_fields_set__", fields | set(self.__pydantic_extra__ or ()))
 
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # pydantic's own: nested reads skip it
+
+    @classmethod
+    def built_error(cls, exc: ValidationError) -> Exception:
+        """The error a record built in code with bad fields raises: a RecordError naming the first field's path."""
+        return record_error(exc, cls, cls.PATH)
 
     @model_validator(mode="after")
     def _extra_is_valid_unicode(self) -> Self:
@@ -187,6 +200,24 @@ def record_error(exc: ValidationError, root: type, prefix: str, text: str | byte
     return fail(where, _problem(kind, error, spec))
 
 
+def problems(exc: ValidationError, root: type) -> list[str]:
+    """Every problem of pydantic's ``exc`` in reading ``root``, each as '<field> <what is wrong, what is allowed>'
+    (``epochs must be a whole number from 1 to 1,000, got 0``): the words of a record built in code from what a
+    person entered (a form, the command line), with no file to fix."""
+    found: list[str] = []
+    for error in exc.errors(include_url=False):
+        cause = (error.get("ctx") or {}).get("error")
+        path, spec = _walk(root, error["loc"])
+        where = path.removeprefix(".")
+        if isinstance(cause, Problems):
+            found.extend(cause.items)
+        elif isinstance(cause, PathError):
+            found.append(f"{_join(where, cause.path) or 'the ' + root.__name__} {cause.problem.strip()}")
+        else:
+            found.append(f"{where or 'the ' + root.__name__} {_problem(error['type'], error, spec)}")
+    return found
+
+
 def _join(prefix: str, path: str) -> str:
     if not prefix:
         return path.removeprefix(".")
@@ -202,11 +233,12 @@ class _Spec(typing.NamedTuple):
 
 
 def _unwrap(tp: Any, metadata: list[Any] | tuple[Any, ...] = ()) -> _Spec:
-    nullable, words = False, next((m for m in metadata if isinstance(m, Words)), None)
+    # the last Words found: an Annotated around a constrained type (a setting's words around limits.Line) speaks last
+    nullable, words = False, next((m for m in reversed(metadata) if isinstance(m, Words)), None)
     while True:
         origin = typing.get_origin(tp)
         if origin is typing.Annotated:
-            words = next((m for m in tp.__metadata__ if isinstance(m, Words)), words)
+            words = words or next((m for m in reversed(tp.__metadata__) if isinstance(m, Words)), None)
             tp = typing.get_args(tp)[0]
         elif origin in (Union, types.UnionType) and type(None) in typing.get_args(tp):
             rest = [a for a in typing.get_args(tp) if a is not type(None)]

@@ -45,50 +45,53 @@ def texts(elements) -> str:
 
 # -- RunConfig: wrong types, as a JSON file or another program would send them ---------------------------------------
 WRONG_TYPES = [
-    ({"epochs": "5"}, r"epochs must be a whole number from 1 to 1000 \(got '5'\)"),
+    ({"epochs": "5"}, r"epochs must be a whole number from 1 to 1,000, got '5'"),
     ({"epochs": None}, r"epochs must be a whole number"),
     ({"epochs": float("nan")}, r"epochs must be a whole number"),
-    ({"batch_size": None}, r"batch size must be a whole number from 1 to 65536 \(got None\)"),
-    ({"batch_size": "64"}, r"batch size must be a whole number"),
-    ({"batch_size": 1.5}, r"batch size must be a whole number"),
-    ({"seed": 1.5}, r"seed must be a whole number from 0 to 2147483647 \(got 1\.5\)"),
+    ({"batch_size": None}, r"batch_size must be a whole number from 1 to 65,536, got None"),
+    ({"batch_size": "64"}, r"batch_size must be a whole number"),
+    ({"batch_size": 1.5}, r"batch_size must be a whole number"),
+    ({"seed": 1.5}, r"seed must be a whole number from 0 to 2,147,483,647, got 1\.5"),
     ({"seed": "1"}, r"seed must be a whole number"),
     ({"seed": None}, r"seed must be a whole number"),
-    ({"seed": 2**31}, r"seed must be a whole number from 0 to 2147483647"),
-    ({"sample_interval_s": "0.5"}, r"sampling interval must be from 0\.1 to 10\.0 seconds \(got '0\.5'\)"),
-    ({"sample_interval_s": float("nan")}, r"sampling interval must be from 0\.1"),
-    ({"sample_interval_s": True}, r"sampling interval must be from 0\.1"),
-    ({"learning_rate": "0.01"}, r"learning rate must be > 0 and <= 10"),
-    ({"learning_rate": float("nan")}, r"learning rate must be > 0 and <= 10"),
-    ({"learning_rate": float("inf")}, r"learning rate must be > 0 and <= 10"),
-    ({"cpu_threads": "1"}, r"CPU threads must be from 1 to \d+ on this machine"),
-    ({"cpu_threads": 1.0}, r"CPU threads must be from 1 to"),
-    ({"jit_compile": 1}, r"jit_compile must be true or false \(got 1\)"),
+    ({"seed": 2**31}, r"seed must be a whole number from 0 to 2,147,483,647"),
+    ({"sample_interval_s": "0.5"}, r"sample_interval_s must be a number of seconds from 0\.1 to 10, got '0\.5'"),
+    ({"sample_interval_s": float("nan")}, r"sample_interval_s must be a number of seconds from 0\.1"),
+    ({"sample_interval_s": True}, r"sample_interval_s must be a number of seconds from 0\.1"),
+    ({"learning_rate": "0.01"}, r"learning_rate must be a number above 0 and at most 10"),
+    ({"learning_rate": float("nan")}, r"learning_rate must be a number above 0 and at most 10"),
+    ({"learning_rate": float("inf")}, r"learning_rate must be a number above 0 and at most 10"),
+    ({"cpu_threads": "1"}, r"cpu_threads must be a whole number from 1"),
+    ({"cpu_threads": 1.0}, r"cpu_threads must be a whole number from 1"),
+    ({"jit_compile": 1}, r"jit_compile must be true or false, got 1"),
     ({"jit_compile": "false"}, r"jit_compile must be true or false"),
-    ({"limit_samples": 1.5}, r"sample limit must be a whole number from 1 to 1,000,000,000"),
-    ({"limit_samples": "100"}, r"sample limit must be a whole number from 1 to 1,000,000,000, or empty for the whole set \(got '100'\)"),
-    ({"device": 0}, r"device must be text like 'cpu' or 'gpu:0' \(got 0\)"),
+    ({"limit_samples": 1.5}, r"limit_samples must be a whole number from 1 to 1,000,000,000"),
+    ({"limit_samples": "100"}, r"limit_samples must be a whole number from 1 to 1,000,000,000 \(empty: the whole "
+                               r"set\), got '100'"),
+    ({"device": 0}, r"device must be text like 'cpu', 'gpu:0' or 'gpus', got 0"),
     ({"device": None}, r"device must be text like 'cpu'"),
     ({"device": "gpu:x"}, r"gpu:x"),
-    ({"dataset": ["mnist"]}, r"dataset \['mnist'\] is unknown; pick one of synthetic-mnist"),
-    ({"dataset": None}, r"dataset None is unknown"),
-    ({"model": None}, r"model must be a name"),
-    ({"model": ["mlp"]}, r"model must be a name"),
-    ({"size": 3}, r"size 3 .*pick one of xs, s, m, l, xl"),
-    ({"optimizer": None}, r"optimizer None is unknown; pick one of adam"),
-    ({"precision": None}, r"precision None is unknown"),
-    ({"backend": None}, r"Keras backend None is unknown"),
-    ({"dataset": "npz", "npz_path": ["x.npz"]}, r"(?i)npz"),
-    ({"dataset": "npz", "npz_path": 5}, r"(?i)npz"),
+    ({"dataset": ["mnist"]}, r"dataset must be a data set's name, e\.g\. 'synthetic-mnist', got \['mnist'\]"),
+    ({"dataset": None}, r"dataset must be a data set's name"),
+    ({"model": None}, r"model must be a model's name"),
+    ({"model": ["mlp"]}, r"model must be a model's name"),
+    ({"size": 3}, r"size must be one of xs, s, m, l, xl"),
+    ({"optimizer": None}, r"optimizer must be one of adam"),
+    ({"precision": None}, r"precision must be one of float32"),
+    ({"backend": None}, r"backend must be one of tensorflow, jax, torch \(set KERAS_BACKEND\)"),
+    ({"dataset": "npz", "npz_path": ["x.npz"]}, r"npz_path must be text"),
+    ({"dataset": "npz", "npz_path": 5}, r"npz_path must be text"),
 ]
 
 
 @pytest.mark.parametrize(("changes", "message"), WRONG_TYPES, ids=[
     "-".join(f"{k}={v!r}" for k, v in c.items()) for c, _ in WRONG_TYPES])
 def test_wrong_types_built_in_code_are_refused_with_what_is_allowed(changes, message):
-    config = RunConfig(**{**RunConfig().to_dict(), **changes})
-    with pytest.raises(ConfigError, match=message):  # a ConfigError, never a TypeError from deep inside
-        config.validate(devices.discover())
+    """Built in code (a form, the CLI, another program), a setting of the wrong type is refused by pydantic where the
+    config is made: a ConfigError naming the setting, never a TypeError from deep inside, never a config that holds
+    it."""
+    with pytest.raises(ConfigError, match=message):
+        RunConfig(**{**RunConfig().to_dict(), **changes}).validate(devices.discover())
 
 
 # read from JSON, a value of the wrong type is refused as it is read (a null where a default stands reads as the
@@ -114,10 +117,8 @@ def test_wrong_types_read_from_json_are_refused_naming_the_setting(changes, key)
 
 
 def test_every_wrong_type_is_listed_at_once():
-    config = RunConfig(**{**RunConfig().to_dict(), "epochs": "5", "batch_size": None, "seed": 1.5,
-                          "jit_compile": "no"})
     with pytest.raises(ConfigError) as caught:
-        config.validate(devices.discover())
+        RunConfig(**{**RunConfig().to_dict(), "epochs": "5", "batch_size": None, "seed": 1.5, "jit_compile": "no"})
     assert len(caught.value.errors) == 4, caught.value.errors
 
 
@@ -147,9 +148,9 @@ CLI_BAD = [
     (["run", "--dataset", "npz", "--npz", "/nonexistent/mine.npz"], r"does not exist"),
     (["run", "--device", "gpu:x"], r"gpu:x"),
     (["run", "--learning-rate", "fast"], r"'fast' is not a number"),
-    (["run", "--limit-samples", "-5"], r"sample limit must be a whole number from 1 to 1,000,000,000"),
-    (["run", "--sample-interval", "nan"], r"sampling interval must be from 0\.1"),
-    (["run", "--cpu-threads", "0"], r"CPU threads must be from 1"),
+    (["run", "--limit-samples", "-5"], r"limit_samples must be a whole number from 1 to 1,000,000,000"),
+    (["run", "--sample-interval", "nan"], r"sample_interval_s must be a number of seconds from 0\.1"),
+    (["run", "--cpu-threads", "0"], r"cpu_threads must be a whole number from 1"),
     (["compare", "--targets", "tpu,cpu"], r"target 'tpu' is not one of the forms cpu, cpu/N, gpu:N, gpus"),
     (["compare", "--targets", "cpu"], r"at least two targets"),
     (["sweep", "--sizes", "xs,huge", "--no-peak"], r"huge"),
@@ -192,7 +193,7 @@ BAD_JSON = [
     (json.dumps([a_record()]).encode(), r"must be a JSON object, got list"),
     (json.dumps({**a_record(), "epochs": "many"}).encode(), r"epochs must be a list of epochs"),
     (json.dumps({**a_record(), "config": {**RunConfig().to_dict(), "batch_size": "big"}}).encode(),
-     r"config\.batch_size must be a whole number, got 'big'"),
+     r"config\.batch_size must be a whole number from 1 to 65,536, got 'big'"),
     (b"", r"not valid JSON"),
     (b"\x89PNG\r\n\x1a\n\x00\x00", r"not UTF-8 text"),
     (b"{'schema': 'bench.run/1'}", r"not valid JSON at line 1"),

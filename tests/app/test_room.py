@@ -36,7 +36,7 @@ def test_bad_parameter_shows_a_note_and_keeps_the_default():
     assert not at.exception
     assert at.number_input(key="cfg_epochs").value == 5
     text = " ".join(w.value for w in at.warning)
-    assert "epochs=-3" in text and "from 1 to 1000" in text and "` colour `" in text
+    assert "epochs=-3" in text and "from 1 to 1,000" in text and "` colour `" in text
     assert "epochs" not in at.query_params  # the link is rewritten to what the form shows
 
 

@@ -63,7 +63,7 @@ def test_bad_parameter_shows_a_note_and_the_default(page, server):
     page.goto(server.url + "/train?epochs=-3")
     page.get_by_role("heading", name="Train").wait_for()
     page.get_by_text("Some settings in this link were left out").wait_for()
-    assert page.get_by_text(re.compile(r"epochs=-3.*from 1 to 1000")).count() > 0
+    assert page.get_by_text(re.compile(r"epochs=-3.*from 1 to 1,000")).count() > 0
     # the default (no run has been made on this module's server yet); the box settles after the first render
     expect(page.get_by_label("Epochs", exact=True), "the default epochs in the box").to_have_value(
         str(RunConfig().epochs), timeout=15_000)

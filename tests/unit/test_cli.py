@@ -89,13 +89,14 @@ def test_run_writes_the_json_record_and_lists_it(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--epochs", "0"], "epochs must be a whole number from 1 to 1000"),
-    (["--epochs", "1000000000"], "epochs must be a whole number from 1 to 1000"),
-    (["--batch-size", "0"], "batch size must be"),
-    (["--batch-size", "100000", "--limit-samples", "500"], "larger than the 500 training samples"),
+    (["--epochs", "0"], "epochs must be a whole number from 1 to 1,000, got 0"),
+    (["--epochs", "1000000000"], "epochs must be a whole number from 1 to 1,000"),
+    (["--batch-size", "0"], "batch_size must be a whole number from 1 to 65,536"),
+    (["--batch-size", "100000"], "batch_size must be a whole number from 1 to 65,536, got 100000"),
+    (["--batch-size", "1000", "--limit-samples", "500"], "larger than the 500 training samples"),
     (["--dataset", "imagenet"], "dataset 'imagenet' is unknown"),
     (["--device", "gpu:0"], "asks for a GPU"),
-    (["--sample-interval", "0"], "sampling interval must be from 0.1"),
+    (["--sample-interval", "0"], "sample_interval_s must be a number of seconds from 0.1 to 10"),
     (["--epochs", "two"], "not a whole number"),
 ])
 def test_bad_input_exits_nonzero_with_message_and_no_traceback(main, args, message):
@@ -110,7 +111,7 @@ def test_bad_input_through_the_entry_point():
     (argparse): what the in-process cases above check through bench.cli.main.main."""
     out = bench("run", "--epochs", "0", timeout=60)
     assert (out.returncode, out.stdout) == (2, ""), out.stdout + out.stderr
-    assert out.stderr.startswith("error: ") and "epochs must be a whole number from 1 to 1000" in out.stderr
+    assert out.stderr.startswith("error: ") and "epochs must be a whole number from 1 to 1,000" in out.stderr
     assert "Traceback" not in out.stderr
     out = bench("run", "--epochs", "two", timeout=60)
     assert out.returncode == 2 and "not a whole number" in out.stderr and "Traceback" not in out.stderr
@@ -236,7 +237,8 @@ def test_sweep_rows(tmp_path):
 
 @pytest.mark.parametrize(("devices", "says"), [
     ("0", "devices must be a whole number from 1"),
-    ("1,3", "devices 3 is more than the"),
+    ("1,64", "devices 64 is more than the"),
+    ("1,3", "batch size 128 does not split evenly over 3 devices"),
     ("1,two", "give whole numbers of devices"),
     ("", "at least one device count"),
 ])
@@ -287,3 +289,17 @@ def test_runs_reports_a_dead_owners_run_as_interrupted(main, isolated_store):
     out = main("runs", "--json")
     assert out.returncode == 0, out.stderr
     assert [r["status"] for r in json.loads(out.stdout)] == ["interrupted"]
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--epochs", "1", "--limit-samples", "64", "--batch-size", "32", "--sample-interval", "0.2"],
+    ["devices"],
+])
+@pytest.mark.parametrize("address", ["", "   "])
+def test_a_blank_cluster_address_is_refused_not_read_as_this_machine(main, command, address):
+    """``--cluster ''`` (an unset variable in a script, say) once trained here and exited 0, as if the option were
+    not there: it is bad input, refused with what to give."""
+    out = main(*command, "--cluster", address)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "--cluster needs an address: HOST:PORT of the cluster's head, or auto" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -60,7 +60,7 @@ def test_a_record_counts_the_replicas_its_worker_reported() -> None:
     ({"devices": 2, "batch_size": 127}, "does not split evenly over 2 devices; pick a multiple of 2"),
     ({"devices": 2, "backend": "torch"}, "Keras has no data-parallel distribution under torch"),
     ({"devices": 2, "device": "gpu:0"}, "to train on 2 GPUs pick the target 'gpus' with devices 2"),
-    ({"devices": 3, "device": "gpus"}, "devices 3 is more than the 2 GPU(s) this machine has"),
+    ({"devices": 3, "device": "gpus", "batch_size": 96}, "devices 3 is more than the 2 GPU(s) this machine has"),
 ])
 def test_bad_device_counts_say_what_to_do(changes: dict, says: str) -> None:
     hw = TWO_GPUS

@@ -151,3 +151,33 @@ def test_each_store_class_does_one_thing() -> None:
         public = [name for name in dir(cls) if not name.startswith("_") and callable(getattr(cls, name))]
         assert len(public) <= 15, (cls.__name__, public)
     assert not any(hasattr(Store, name) for name in ("add_bundle", "list_bundles", "delete_bundle"))
+
+
+def test_an_old_store_whose_ids_are_used_up_is_refused_at_migration(tmp_path: Path) -> None:
+    """A row at SQLite's largest id (2**63-1) leaves no id for the next run: migrated, the store opened and then
+    refused every write as "the disk is full". It is refused where it is opened, saying what it is and what to do,
+    and left as it was."""
+    path = old_store(tmp_path, 4)
+    with sqlite3.connect(path) as con:
+        con.execute("INSERT INTO runs (id, created_at, status, config) VALUES (?, 1763800000.0, 'finished', '{}')",
+                    (2**63 - 1,))
+    before = path.read_bytes()
+    with pytest.raises(StoreError) as caught:
+        Store(path)
+    message = str(caught.value)
+    assert "numbered 9,223,372,036,854,775,807, the largest id SQLite can give" in message
+    assert "disk is full" not in message.replace("SQLite would say the disk is full", "")
+    assert "BENCH_STORE" in message and "export" in message
+    assert path.read_bytes() == before
+
+
+def test_a_write_past_the_last_id_says_so_not_that_the_disk_is_full(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    store = Store(path)
+    with sqlite3.connect(path) as con:  # a row at the largest id, as an outside program (or an old bug) left it
+        con.execute("INSERT INTO runs (id, created_at, status, config) VALUES (?, 1763800000.0, 'finished', '{}')",
+                    (2**63 - 1,))
+    with pytest.raises(StoreError) as caught:
+        store.create_run({"epochs": 1})
+    message = str(caught.value)
+    assert "the largest id SQLite can give" in message and "free space" not in message

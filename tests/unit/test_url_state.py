@@ -29,11 +29,11 @@ def test_good_train_link_gives_typed_values(hardware):
 
 
 @pytest.mark.parametrize("params, field, words", [
-    ({"epochs": "-3"}, "epochs", "epochs must be a whole number from 1 to 1000"),
+    ({"epochs": "-3"}, "epochs", "epochs must be a whole number from 1 to 1,000"),
     ({"epochs": "many"}, "epochs", "not a whole number"),
     ({"size": "huge"}, "size", "Unknown size 'huge'"),
     ({"dataset": "nope"}, "dataset", "dataset 'nope' is unknown"),
-    ({"batch_size": "0"}, "batch_size", "batch size must be a whole number"),
+    ({"batch_size": "0"}, "batch_size", "batch\\_size must be a whole number from 1 to 65,536"),
     ({"device": "tpu"}, "device", "device=tpu"),
 ])
 def test_bad_value_is_left_out_with_a_note_naming_it(hardware, params, field, words):
