@@ -40,15 +40,16 @@ def student(text: object) -> Student:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise NameRefused("the name must be valid Unicode text") from None
-    shown = _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()
+    composed = unicodedata.normalize("NFC", text)
+    for char in composed:  # before spaces are folded: a newline or a tab is refused, never made a space
+        if unsafe(char) or (unicodedata.category(char) in ("Cf", "Co", "Cn", "Cs") and char not in _ALLOWED_FORMAT):
+            raise NameRefused(f"the name holds the character U+{ord(char):04X}, which is not shown as text: "
+                              f"type letters, digits and spaces")
+    shown = _SPACES.sub(" ", composed).strip()
     if not shown:
         raise NameRefused("the name is empty: type the name the class knows you by")
     if len(shown) > NAME_MAX:
         raise NameRefused(f"the name is {len(shown)} characters long: at most {NAME_MAX}")
-    for char in shown:
-        if unsafe(char) or (unicodedata.category(char) in ("Cf", "Co", "Cn", "Cs") and char not in _ALLOWED_FORMAT):
-            raise NameRefused(f"the name holds the character U+{ord(char):04X}, which is not shown as text: "
-                             f"type letters, digits and spaces")
     return Student(name=shown, key=key_of(shown))
 
 
