@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from bench.lab import names
@@ -421,12 +422,12 @@ def _params(dataset: str, family: str, size: str) -> int | None:
         return None
 
 
-def _from_run(base: dict[str, object], snap: RunSnapshot) -> BoardRow:
+def _from_run(base: dict[str, Any], snap: RunSnapshot) -> BoardRow:
     """A row from a run's snapshot: its status and progress while it goes, its figures once it ended."""
     info = snap.info
     ray = info.extra.get("ray")
     node = ray.get("address") if isinstance(ray, dict) and isinstance(ray.get("address"), str) else None
-    row: dict[str, object] = {**base, "status": str(snap.status), "run_id": snap.id, "started_at": snap.started_at,
+    row: dict[str, Any] = {**base, "status": str(snap.status), "run_id": snap.id, "started_at": snap.started_at,
                               "ended_at": snap.ended_at, "epochs_done": len(snap.epochs),
                               "node": node or snap.hardware.hostname}
     if info.params is not None:
