@@ -13,6 +13,7 @@ the server (the students queue them again)."""
 
 from __future__ import annotations
 
+import functools
 import hmac
 import json
 import logging
@@ -198,7 +199,7 @@ class LabRoom:
         try:  # the machine's own rules (a GPU that is not there, a batch past the data): before it is queued
             config.validate(self.manager.machine)
         except ConfigError as exc:
-            raise LabError(f"this run cannot train here: {exc}", "target") from None
+            raise LabError(f"this run cannot train here: {exc}", _field_of(str(exc))) from None
         with self._lock:
             if self._state != "open":
                 raise LabError("the lab is not open: wait for the teacher to open it", status=409)
@@ -296,7 +297,8 @@ class LabRoom:
         while True:
             with self._lock:
                 busy = sum(1 for e in self._entries.values() if e.status == "handing" or (
-                    e.status == "handed" and e.run_id is not None and _active(self.manager.snapshot(e.run_id))))
+                    e.status == "handed" and e.row is None and e.run_id is not None
+                    and _active(self.manager.snapshot(e.run_id))))
                 if busy >= self.lanes or self._assignment is None:
                     return handed
                 ticket = self._queue.pop()
@@ -412,6 +414,16 @@ def _device(target: str) -> str:
         return "cpu"
 
 
+def _field_of(message: str) -> str:
+    """The choice's field a RunConfig's complaint is about (its words name the setting), else the target."""
+    lowered = message.lower()
+    for words, field in (("batch", "batch_size"), ("epoch", "epochs"), ("size", "size"), ("model", "family")):
+        if words in lowered:
+            return field
+    return "target"
+
+
+@functools.cache
 def _params(dataset: str, family: str, size: str) -> int | None:
     data = datasets.DATASETS.get(dataset)
     if data is None:

@@ -124,3 +124,12 @@ def test_the_pages_are_static_and_draw_names_as_text(client):
     board = client.get("/lab/board", headers={"Accept-Encoding": "gzip"})
     assert board.headers["content-encoding"] == "gzip" and "plotly-basic.min.js" in board.text
     assert "innerHTML" not in board.text
+
+
+def test_a_device_the_assignment_allows_but_this_machine_lacks_is_refused_before_it_is_queued(client):
+    key = {"X-Presenter-Key": "sesame"}
+    assert client.post("/lab/api/open", json={**ASSIGNMENT, "targets": ["cpu", "gpu:0"]}, headers=key).status_code == 200
+    answer = client.post("/lab/api/submit", json={**GOOD, "target": "gpu:0"})
+    assert answer.status_code == 422 and answer.json()["field"] == "target", answer.text
+    assert "cannot train here" in answer.json()["error"]
+    assert Board.model_validate(client.get("/lab/api/board").json()).rows == ()
