@@ -10,7 +10,7 @@ board requests answered, and that nothing was lost (every run answered with a ti
 holds it marked with the lab and the student).
 
     python -m benchmarks.lab_class --students 30 --second 6 --out docs/measurements/lab-class.json
-    python -m benchmarks.lab_class --smoke --out /tmp/lab.json     # 4 students, a replayed worker (tests)
+    python -m benchmarks.lab_class --smoke --out /tmp/lab.json     # 4 students, 2 eager, a replayed worker (tests)
 """
 
 from __future__ import annotations
@@ -110,14 +110,21 @@ def class_pass(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         status, opened = call(f"{server.url}/lab/api/open", assignment, timeout_s=120)
         assert status == 200, opened
         names = [f"Student {i + 1:02d}" for i in range(args.students)]
-        eager = set(names[: args.second])  # these queue a second run at once: the cap's and the round robin's case
-        barrier = threading.Barrier(args.students)
+        # the eager students queue two runs each, back to back, first; the rest then submit at once: a FIFO would
+        # start every eager student's second run before the others' first, the round robin none
+        eager = names[: args.second]
+        rest = names[args.second:]
+        eager_set = set(eager)
+        gates: dict[str, threading.Barrier] = {}
+        for group in (eager, rest):
+            gate = threading.Barrier(max(1, len(group)))  # one gate a group: its students submit at once
+            gates.update({n: gate for n in group})
         answers: dict[str, list[tuple[float, int, Any]]] = {n: [] for n in names}
 
         def student(name: str) -> None:
-            barrier.wait()
+            gates[name].wait()
             token = None
-            for _ in range(2 if name in eager else 1):
+            for _ in range(2 if name in eager_set else 1):
                 body = {"student": name, "family": "mlp", "size": "xs", "batch_size": 64 if len(answers) % 2 else 128,
                         "epochs": 1, "target": "cpu", "token": token}
                 t0 = time.perf_counter()
@@ -127,11 +134,12 @@ def class_pass(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
 
         phones = Phones(server.url, args.students)
         cpu0, t0 = server.cpu_s(), time.monotonic()
-        threads = [threading.Thread(target=student, args=(n,)) for n in names]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        for group in (eager, rest):
+            threads = [threading.Thread(target=student, args=(n,)) for n in group]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
         submitted_s = time.monotonic() - t0
         cpu_submit = server.cpu_s() - cpu0
         tickets = [(a["ticket"], n) for n in names for _, code, a in answers[n] if code == 200]
@@ -151,7 +159,9 @@ def class_pass(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         rows = [r for r in board["rows"] if r["ticket"] is not None]
         started = [r["ticket"] for r in sorted(rows, key=lambda r: r["started_at"] or 0)]
         ideal = ideal_order(tickets)
+        fifo = sorted(t for t, _ in tickets)
         waits = [r["started_at"] - r["queued_at"] for r in rows if r["started_at"]]
+        runs_s = [r["ended_at"] - r["started_at"] for r in rows if r["started_at"] and r["ended_at"]]
         from bench.store import Store
 
         stored = [r for r in Store(server.store_path).list_runs()
@@ -163,7 +173,8 @@ def class_pass(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
             "submit_answer_s": {"p50": statistics.median(latencies), "max": max(latencies)},
             "all_submitted_s": submitted_s,
             "started_in_ideal_order": started == ideal, "displacement": displacement(started, ideal),
-            "started_order": started, "ideal_order": ideal,
+            "started_order": started, "ideal_order": ideal, "fifo_displacement": displacement(fifo, ideal),
+            "run_s": {"median": statistics.median(runs_s), "max": max(runs_s)} if runs_s else None,
             "longest_wait_s": max(waits) if waits else None, "median_wait_s": statistics.median(waits) if waits else None,
             "class_s": class_s, "runs_finished": sum(r["status"] == "finished" for r in rows),
             "runs_stored_marked": len(stored), "lost": len(tickets) - sum(r["status"] == "finished" for r in rows),
@@ -184,11 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--second", type=int, default=6, help="students who queue a second run at once")
     parser.add_argument("--limit-samples", type=int, default=256)
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for every run to end")
-    parser.add_argument("--smoke", action="store_true", help="4 students (1 with a second run), a replayed worker")
+    parser.add_argument("--smoke", action="store_true", help="4 students (2 with a second run), a replayed worker")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.smoke:
-        args.students, args.second, args.timeout = 4, 1, 240.0
+        args.students, args.second, args.timeout = 4, 2, 240.0
     with tempfile.TemporaryDirectory(prefix="bench-lab-") as folder:
         result = class_pass(args, Path(folder))
     text = json.dumps(result, indent=2)
