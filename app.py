@@ -36,7 +36,7 @@ def page_view() -> None:
         st.Page("pages/history.py", title="History", icon=":material/history:"),
         st.Page("pages/system.py", title="System", icon=":material/memory:"),
         st.Page("pages/lesson.py", title="Lesson", icon=":material/school:", url_path="lesson"),
-        st.Page("pages/lab.py", title="Lab", icon=":material/science:", url_path="lab-teacher"),
+        st.Page("pages/lab_teacher.py", title="Lab", icon=":material/science:", url_path="lab_teacher"),
     ]
     page = st.navigation(pages)
     if page is root:

@@ -177,7 +177,7 @@ follow(async (board) => {
 });
 """
 
-STUDENT_BODY = """<header><h1>🧪 Lab</h1><span id="you"></span></header>
+STUDENT_BODY = """<header><h1>Lab</h1><span id="you"></span></header>
 <main><p id="state">Loading…</p>
 <form id="form" hidden autocomplete="off">
 <label for="student">Your name</label><input id="student" name="student" maxlength="40" dir="auto" required>
@@ -191,7 +191,7 @@ STUDENT_BODY = """<header><h1>🧪 Lab</h1><span id="you"></span></header>
 <section id="mine" aria-live="polite"></section>
 <p class="note"><a href="{base}/lab/board">The class's board</a></p></main>"""
 
-BOARD_BODY = """<header><h1>🧪 Lab board</h1><span id="state">Loading…</span></header>
+BOARD_BODY = """<header><h1>Lab board</h1><span id="state">Loading…</span></header>
 <main><div id="chart"></div>
 <div class="cols"><section><h2>Training now</h2><div id="live"></div></section>
 <section><h2>Queue</h2><div id="queue"></div></section></div>

@@ -1,4 +1,4 @@
-"""The Lab page's parts (pages/lab.py stays a list of calls): the assignment form, the students' link as a QR code,
+"""The Lab page's parts (pages/lab_teacher.py stays a list of calls): the assignment form, the students' link as a QR code,
 the board (the static board page, ui/lab_pages.py, in a frame: one renderer for the projector and the page), the
 teacher's controls and the exports. The lab itself is the server's one room (ui.lab_routes.room)."""
 

@@ -50,8 +50,8 @@ def figure(board: Board) -> go.Figure:
                                  name=device.upper(), **common), row=1, col=1)
         fig.add_trace(go.Scatter(x=[r.params for r in mine], y=[utilization(r) for r in mine],
                                  name=device.upper(), showlegend=False, **common), row=1, col=2)
-    for col in (1, 2):
-        fig.update_xaxes(type="log", row=1, col=col, **chart_style.axis_style(title={"text": "parameters"}))
+    for col in (1, 2):  # 1-2-5 ticks (Plotly's own label every minor tick)
+        fig.update_xaxes(row=1, col=col, **chart_style.log_axis([r.params for r in rows], "parameters"))
     fig.update_yaxes(row=1, col=1, rangemode="tozero", **chart_style.axis_style(title={"text": "samples/s"}))
     fig.update_yaxes(row=1, col=2, rangemode="tozero", **chart_style.axis_style(title={"text": "%"}))
     fig.update_layout(height=460, margin={"l": 60, "r": 20, "t": 60, "b": 50}, font={"size": chart_style.FONT_PX},

@@ -25,7 +25,7 @@ def own_room():
 
 
 def test_the_lab_page_opens_a_lab():
-    at = AppTest.from_file(str(ROOT / "pages/lab.py"), default_timeout=30).run()
+    at = AppTest.from_file(str(ROOT / "pages/lab_teacher.py"), default_timeout=30).run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Lab: every student trains"
     at.text_input[0].set_value("Week 3")
@@ -39,7 +39,7 @@ def test_the_lab_page_opens_a_lab():
 
 
 def test_an_assignment_with_no_family_is_refused_naming_it():
-    at = AppTest.from_file(str(ROOT / "pages/lab.py"), default_timeout=30).run()
+    at = AppTest.from_file(str(ROOT / "pages/lab_teacher.py"), default_timeout=30).run()
     at.multiselect[0].set_value([])
     at.button[0].click().run()
     assert not at.exception
@@ -48,7 +48,7 @@ def test_an_assignment_with_no_family_is_refused_naming_it():
 
 def test_behind_the_presenter_key_the_page_is_view_only(monkeypatch):
     monkeypatch.setenv("BENCH_PRESENTER_KEY", "sesame")
-    at = AppTest.from_file(str(ROOT / "pages/lab.py"), default_timeout=30).run()
+    at = AppTest.from_file(str(ROOT / "pages/lab_teacher.py"), default_timeout=30).run()
     assert not at.exception
     assert any("View only" in i.value for i in at.info)
     assert not at.button, "no control without the key"
