@@ -15,10 +15,10 @@ from plotly.subplots import make_subplots
 from bench.lab.board import Board, BoardRow
 from bench.output import chart_style
 from bench.output.report import spreadsheet_safe
-from bench.vocab import safe_text
+from bench.vocab import records, safe_text
 
 DEVICE_COLOURS = {"cpu": chart_style.PALETTE[0], "gpu": chart_style.PALETTE[1]}
-ENDED = ("finished", "stopped", "failed", "interrupted")
+ENDED = records.TERMINAL  # the one spelling of the ended statuses
 COLUMNS = ("student", "family", "size", "batch_size", "epochs", "target", "status", "node", "params",
            "samples_per_s", "cpu_percent", "gpu_percent", "seconds", "run_id")
 
