@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import common, live, live_routes, metrics_route, present
+from ui import common, lab_routes, live, live_routes, metrics_route, present
 
 
 def page_view() -> None:
@@ -36,6 +36,7 @@ def page_view() -> None:
         st.Page("pages/history.py", title="History", icon=":material/history:"),
         st.Page("pages/system.py", title="System", icon=":material/memory:"),
         st.Page("pages/lesson.py", title="Lesson", icon=":material/school:", url_path="lesson"),
+        st.Page("pages/lab_teacher.py", title="Lab", icon=":material/science:", url_path="lab_teacher"),
     ]
     page = st.navigation(pages)
     if page is root:
@@ -57,4 +58,4 @@ def page_view() -> None:
 if __name__ == "__main__":
     page_view()
 else:  # imported by `streamlit run` to build the server: Streamlit's routes, the live stream and the static files
-    app = st.App(__file__, routes=live_routes.routes())
+    app = st.App(__file__, routes=live_routes.routes() + lab_routes.routes())

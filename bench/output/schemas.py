@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.lab.assignment import Assignment, Choice
+from bench.lab.board import Board, Opened, Refusal, SubmitAnswer
 from bench.vocab.record_types import Fingerprint
 from bench.vocab.records import Comparison, MachineBundle, RunRecord, Sweep
 from bench.vocab.run_info import RunError, RunInfo
@@ -26,6 +28,13 @@ SCHEMAS: dict[str, tuple[type[Any], str]] = {  # file name -> (model, what it de
     "run-info.schema.json": (RunInfo, "bench.run/1 info"),
     "run-error.schema.json": (RunError, "bench.run/1 error"),
     "bundle-machine.schema.json": (Fingerprint, "bench.bundle/1 machine"),
+    # the lab's JSON API (ui/lab_routes.py, docs/LAB.md): requests and answers
+    "lab-assignment.schema.json": (Assignment, "POST /lab/api/open: the assignment"),
+    "lab-opened.schema.json": (Opened, "POST /lab/api/open: the answer"),
+    "lab-choice.schema.json": (Choice, "POST /lab/api/submit: a student's choice"),
+    "lab-submit-answer.schema.json": (SubmitAnswer, "POST /lab/api/submit: the answer"),
+    "lab-refusal.schema.json": (Refusal, "the lab API's 4xx answer"),
+    "lab-board.schema.json": (Board, "GET /lab/api/board"),
 }
 
 

@@ -30,7 +30,7 @@ from bench.runs.peaks import PeakQueue
 from bench.runs.prestart import PRESTART_DELAY_S, SparePool
 from bench.vocab.records import Status
 from bench.vocab.record_types import RecordedHardware
-from bench.vocab.run_info import RunError
+from bench.vocab.run_info import RunError, RunInfo
 from bench.runs.run_state import TERMINAL, RunGroup, RunSnapshot, RunState, finish, snapshot_of
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
@@ -134,10 +134,12 @@ class JobManager:
             self._hardware = self.machine.record()
         return self._hardware
 
-    def submit(self, config: RunConfig) -> int:
-        """Queue a validated run; returns its id. Raises ConfigError for bad input."""
+    def submit(self, config: RunConfig, *, info: RunInfo | None = None) -> int:
+        """Queue a validated run; returns its id. ``info``: what the run carries from the start (a lab's mark),
+        written with its row. Raises ConfigError for bad input."""
         config.validate(self.machine)
-        state = RunState(id=0, config=config, created_at=time.time(), hardware=self.hardware)
+        state = RunState(id=0, config=config, created_at=time.time(), hardware=self.hardware,
+                         info=info if info is not None else RunInfo())
         with self._submit_lock:
             self.writer.create(state)
             with self._lock:

@@ -56,7 +56,9 @@ class RunWriter:
                                  f"(or use --json) to keep it.")
             return
         state.stored = True
-        self.update(state, hardware=state.hardware)
+        # what the run carries from its start (a lab's mark) is in its row from the first write
+        known = {"info": state.info} if state.info.to_dict() else {}
+        self.update(state, hardware=state.hardware, **known)
 
     # -- writes -----------------------------------------------------------------------------------------------------
     def write(self, state: RunState, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:

@@ -40,6 +40,16 @@ class ClusterInfo(Record):
     process: Count | None = None
 
 
+class LabMark(Record):
+    """A run trained in a class's lab (bench/lab): the lab's id and the student who asked for it, as the student
+    wrote their name (checked by bench.lab.names where it entered)."""
+
+    PATH: ClassVar[str] = "lab"
+
+    lab: Line
+    student: Line
+
+
 class RunInfo(Record):
     """What a run learned while it ran; every field None (or empty) where it was not learned."""
 
@@ -80,6 +90,7 @@ class RunInfo(Record):
     imported_at: Timestamp | None = None
     imported_status: Line | None = None  # an imported run that was still active: the status it was exported with
     stored_status: Line | None = None  # a store row whose status this version does not know: what the row says
+    lab: LabMark | None = None  # a lab's run: which lab, which student (set when it is queued)
 
     def with_phase(self, name: str, t_s: float) -> RunInfo:
         return self.updated(phases=[*(p.to_dict() for p in self.phases or ()), {"phase": name, "t_s": t_s}])

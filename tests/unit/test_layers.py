@@ -30,6 +30,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # a script's own training recorded as a run: its process plays the worker, a Recorder folds its events
     ("integrations", ("bench.integrations",)),
     ("cluster", ("bench.cluster",)),  # runs placed on a Ray cluster: above the runs it hands to the supervisor
+    # a class's lab: the assignment, the students, the fair queue between them, handing runs to the run queue
+    ("lab", ("bench.lab",)),
     ("output", ("bench.output",)),
     ("cli", ("bench.cli", "bench.__main__")),
     ("ui", ("ui",)),
