@@ -278,7 +278,7 @@ def _broken(change: Any) -> dict[str, Any]:
         (_broken(lambda r: r["samples"][0]["gpus"][0].update(util_percent="high")),
          r"samples\[0\]\.gpus\[0\]\.util_percent must be a number or null"),
         (_broken(lambda r: r["config"].update(colour="red")), r"config holds unknown setting\(s\) 'colour'"),
-        (_broken(lambda r: r["config"].update(epochs="five")), r"config\.epochs must be a whole number, got 'five'"),
+        (_broken(lambda r: r["config"].update(epochs="five")), r"config\.epochs must be a whole number from 1 to 1,000, got 'five'"),
         (_broken(lambda r: r.update(status=3)), r"status must be one of queued, .*, got 3"),
         (_broken(lambda r: r.update(hardware="a laptop")), r"hardware must be a JSON object"),
         ({"schema": "bench.comparison/1", "runs": []}, r"runs must be a non-empty list"),
