@@ -298,7 +298,12 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
                     row.update(engine_run(manager, cfg))
                     sampler.factory = default_sampler
                 else:
-                    served = with_retries(functools.partial(server_run, browser, server, config, watch=kind == "watched"),
+                    # replayed, the watched run is held before its last epoch until its page showed a batch, so a
+                    # loaded machine's slow page still gets a first-batch time (a hold waits between epochs: no
+                    # epoch's seconds change)
+                    held = {"hold": hold} if plan.replayed and kind == "watched" else {}
+                    served = with_retries(functools.partial(server_run, browser, server, config,
+                                                            watch=kind == "watched", **held),
                                           f"round {rnd}'s {kind} run", server, extra["notes"], say)
                     row.update(served or {})
             if "epochs" not in row:

@@ -288,7 +288,20 @@ def max_params(device_memory_mib: float | None = None) -> int:
     return int(memory_budget_mib(device_memory_mib) * _MIB // (TRAINING_COPIES * _FLOAT32_BYTES))
 
 
-_CHECKED: dict[tuple[Any, ...], OwnModel] = {}
+@dataclass(frozen=True)
+class _Read:
+    """What the reading child said of one file under the parameter bound ``limit``: its model, or its refusal
+    (``params`` set where the refusal was the bound's)."""
+
+    limit: int
+    model: OwnModel | None = None
+    refusal: str | None = None
+    params: int | None = None
+
+
+# One answer per file (path, size, change time): a Compare or a Sweep validates each of its configs, and the bound on
+# the CPU follows the RAM available at that moment, so the bound is applied to the answer, not made part of its key
+_READS: dict[tuple[Any, ...], _Read] = {}
 
 
 def check_model_file(path: str, input_shape: tuple[int, ...], num_classes: int, vocab_size: int | None = None,
@@ -297,8 +310,9 @@ def check_model_file(path: str, input_shape: tuple[int, ...], num_classes: int, 
     own safe mode in a child Python under a memory and a time limit (the calling process, a dashboard's or the CLI's,
     never loads a framework): its parameters counted from the config on abstract shapes and refused over
     :func:`max_params` for ``device_memory_mib`` (None: the CPU's available RAM) before a weight is allocated, its
-    training step's FLOPs from the compiler, its weights loaded; then :func:`fit_to_data`. Read once per file (path,
-    size, change time) and parameter bound.
+    training step's FLOPs from the compiler, its weights loaded; then :func:`fit_to_data`. A file is read once (path,
+    size, change time): its answer, a model or a refusal, holds for every later check, the bound applied to it again
+    (a file refused as too large under a smaller bound is read again under a larger one).
 
     Raises:
         ModelFileError: the file cannot be trained on this data; the message says why and what to do.
@@ -306,10 +320,26 @@ def check_model_file(path: str, input_shape: tuple[int, ...], num_classes: int, 
     check_archive(path)
     stat = os.stat(path)
     limit = max_params(device_memory_mib)
-    key = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns, limit)
-    if key not in _CHECKED:
-        _CHECKED[key] = _read_in_child(path, backend, limit)
-    return fit_to_data(_CHECKED[key], input_shape, num_classes, vocab_size)
+    key = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
+    read = _READS.get(key)
+    if read is None or (read.params is not None and limit > read.limit):
+        read = _READS[key] = _read_in_child(path, backend, limit)
+    params = read.model.params if read.model is not None else read.params
+    if params is not None and params > limit:
+        raise ModelFileError(too_large(file_model_name(path), params, limit))
+    if read.model is None:
+        raise ModelFileError(read.refusal or f"{file_model_name(path)!r} cannot be loaded")
+    return fit_to_data(read.model, input_shape, num_classes, vocab_size)
+
+
+def too_large(name: str, params: int, limit: int) -> str:
+    """The refusal of a model over the parameter bound ``limit``, with the figures."""
+    gib = params * TRAINING_COPIES * _FLOAT32_BYTES / 2**30
+    budget = limit * TRAINING_COPIES * _FLOAT32_BYTES / 2**30
+    return (f"{name!r} has {params:,} parameters: training it holds about {gib:,.1f} GiB (weights, gradients and "
+            f"Adam's two moments in float32), more than the {budget:,.1f} GiB allowed here "
+            f"({MODEL_MEMORY_SHARE:.0%} of the device's memory: at most {limit:,} parameters). "
+            "Save a smaller model, or train on a device with more memory.")
 
 
 def reading_backend(backend: str) -> str:
@@ -342,9 +372,10 @@ def limit_memory(memory_mib: int) -> None:
         pass
 
 
-def _read_in_child(path: str, backend: str, limit: int) -> OwnModel:
+def _read_in_child(path: str, backend: str, limit: int) -> _Read:
     """The file read by ``python -m bench.training.keras_build PATH MAX_PARAMS MEMORY_MIB`` on the CPU alone, under
-    :func:`child_memory_limit_mib` and MODEL_FILE_CHECK_TIMEOUT_S: its OwnModel, or the reason it could not load."""
+    :func:`child_memory_limit_mib` and MODEL_FILE_CHECK_TIMEOUT_S: its OwnModel, or the reason it could not load.
+    A time limit or a lack of memory raises (they are this moment's, not the file's: never kept)."""
     env = {**os.environ, "KERAS_BACKEND": reading_backend(backend), "CUDA_VISIBLE_DEVICES": "",
            "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -368,5 +399,6 @@ def _read_in_child(path: str, backend: str, limit: int) -> OwnModel:
         raise ModelFileError(f"{name!r} cannot be loaded: {last}")
     answer = json.loads(lines[-1])
     if "error" in answer:
-        raise ModelFileError(str(answer["error"]))
-    return OwnModel.of(answer)
+        params = answer.get("params")
+        return _Read(limit, refusal=str(answer["error"]), params=params if isinstance(params, int) else None)
+    return _Read(limit, model=OwnModel.of(answer))

@@ -266,6 +266,14 @@ def build_file(path: str, input_shape: tuple[int, ...], num_classes: int,
     return model, model_file.fit_to_data(own, input_shape, num_classes, vocab_size)
 
 
+class TooLarge(ModelFileError):
+    """A model over the parameter bound: the refusal, and the count (model_file keeps it to apply another bound)."""
+
+    def __init__(self, message: str, params: int) -> None:
+        super().__init__(message)
+        self.params = params
+
+
 def read_checked(path: str, max_params: int) -> OwnModel:
     """What the reading child answers for a file: its config (within the caps) built by Keras's safe mode on abstract
     shapes, nothing allocated; refused when its parameters pass ``max_params``; its training step's FLOPs counted on
@@ -286,7 +294,7 @@ def read_checked(path: str, max_params: int) -> OwnModel:
         except Exception as exc:  # noqa: BLE001 - safe mode's refusals and Keras's own errors
             raise refusal(name, archive.top_class, exc) from None
         if params > max_params:
-            raise ModelFileError(too_large(name, params, max_params))
+            raise TooLarge(model_file.too_large(name, params, max_params), params)
         loops = bool(step_flops.rolled_layers(abstract))
 
         def compiler() -> tuple[int | None, str | None]:
@@ -301,16 +309,6 @@ def read_checked(path: str, max_params: int) -> OwnModel:
         return own_model(abstract, name, compiler)
 
 
-def too_large(name: str, params: int, max_params: int) -> str:
-    """The refusal of a model over the parameter bound, with the figures."""
-    gib = params * model_file.TRAINING_COPIES * 4 / 2**30
-    budget = max_params * model_file.TRAINING_COPIES * 4 / 2**30
-    return (f"{name!r} has {params:,} parameters: training it holds about {gib:,.1f} GiB (weights, gradients and "
-            f"Adam's two moments in float32), more than the {budget:,.1f} GiB allowed here "
-            f"({model_file.MODEL_MEMORY_SHARE:.0%} of the device's memory: at most {max_params:,} parameters). "
-            "Save a smaller model, or train on a device with more memory.")
-
-
 def _main(argv: list[str]) -> int:
     """``python -m bench.training.keras_build PATH MAX_PARAMS MEMORY_MIB``: the file's OwnModel as one JSON line, or
     {"error": why}, read under an address-space limit of MEMORY_MIB set before Keras is imported
@@ -319,6 +317,8 @@ def _main(argv: list[str]) -> int:
     model_file.limit_memory(memory)
     try:
         print(json.dumps(read_checked(path, max_params).to_dict()), flush=True)
+    except TooLarge as exc:
+        print(json.dumps({"error": str(exc), "params": exc.params}), flush=True)
     except ModelError as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
     except MemoryError:

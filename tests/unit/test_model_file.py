@@ -287,3 +287,39 @@ def test_the_parameter_bound_follows_the_device_a_run_trains_on():
     assert device_memory_mib("gpus", machine) == 16_384.0, "all GPUs: the smallest holds a replica"
     assert device_memory_mib("cpu", machine) is None and device_memory_mib("gpu:7", machine) is None
     assert model_file.max_params(16_384.0) == 16_384 * 1024 * 1024 // 2 // 16  # half, four float32 copies
+
+
+def test_a_file_is_read_once_and_the_bound_applied_to_its_answer(files, tmp_path, monkeypatch):
+    """A Compare or a Sweep validates each config: the file is read by one child, its answer (a model or a refusal)
+    kept; the bound, which follows the RAM free at that moment, is applied to the answer each time. A file refused as
+    too large is read again under a larger bound."""
+    import shutil
+    import subprocess
+
+    children = []
+    real_run = subprocess.run
+
+    def counted(args, *rest, **kwargs):
+        if "bench.training.keras_build" in args:
+            children.append(args)
+        return real_run(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counted)
+    good = shutil.copy(files["good"], tmp_path / "good.keras")
+    params = models.plan("mlp", "xs", (28, 28, 1), 10).params
+    tiny = params * model_file.TRAINING_COPIES * 4 / 2**20 / model_file.MODEL_MEMORY_SHARE / 2  # half what it needs
+    with pytest.raises(model_file.ModelFileError, match=f"{params:,} parameters"):
+        model_file.check_model_file(str(good), (28, 28, 1), 10, device_memory_mib=tiny)
+    assert len(children) == 1
+    for memory in (None, 1024, 80_000, None):
+        assert model_file.check_model_file(str(good), (28, 28, 1), 10, device_memory_mib=memory).params == params
+    assert len(children) == 2, "read again once under a larger bound, then kept"
+    with pytest.raises(model_file.ModelFileError, match=f"{params:,} parameters"):
+        model_file.check_model_file(str(good), (28, 28, 1), 10, device_memory_mib=tiny)
+    assert len(children) == 2, "the kept model refused under the smaller bound without a read"
+
+    bad = shutil.copy(files["lambda"], tmp_path / "lambda.keras")
+    for _ in range(2):
+        with pytest.raises(model_file.ModelFileError, match="Lambda"):
+            model_file.check_model_file(str(bad), (28, 28, 1), 10)
+    assert len(children) == 3, "a refusal is kept as well"
