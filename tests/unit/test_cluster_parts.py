@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from bench.cluster.launch import ClusterMachine, demand, slots_needed, suite_targets
-from bench.cluster.nodes import Node, NodeMachine, address_of
+from bench.cluster.nodes import Node, NodeMachine, Placement, address_of
 from bench.vocab.config import ConfigError, RunConfig
 from bench.hardware.monitor import Sample
 from ui import metrics_route
@@ -49,6 +49,18 @@ def test_the_cluster_validates_a_run_against_the_nodes_it_may_go_to() -> None:
         RunConfig(device="gpu:0").validate(machine)
     assert "not placed yet" in (machine.record().label or "")
     assert suite_targets(CPU_NODE, cpu_only) == ["cpu", "cpu/1"]
+
+
+@pytest.mark.parametrize("extra, label", [
+    ({"ray": {"node_id": GPU_NODE.id, "kind": "H100", "address": "10.0.0.5:6379"}}, "node 95a3640e (H100)"),
+    ({"ray": {"node_id": CPU_NODE.id, "kind": None}}, "node a881ed7e (?)"),
+    ({"ray": {"node_id": CPU_NODE.id, "kind": "CPU\u202elab"}}, "node a881ed7e (?)"),  # not one line of text
+    ({"ray": {"node_id": "../etc", "kind": "CPU"}}, None),
+    ({"ray": {"node_id": 7}}, None), ({"ray": "node"}, None), ({}, None),
+])
+def test_a_runs_node_is_read_from_its_info_once_or_not_at_all(extra: dict, label: str | None) -> None:
+    placement = Placement.of(RunInfo(extra=extra))
+    assert (placement.label() if placement else None) == label
 
 
 def test_the_address_comes_from_the_option_else_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
