@@ -32,10 +32,11 @@ ASSIGNMENT = {"title": "Cluster lab", "families": ["mlp"], "sizes": ["xs"], "epo
 
 
 @pytest.fixture
-def lab(cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TestClient, LabRoom]]:  # noqa: F811
+def lab(cluster: Any, tmp_path: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TestClient, LabRoom]]:
     monkeypatch.setattr(lab_routes, "presenter_key", lambda: None)
     launcher = ClusterLauncher(cluster.address)
-    manager = JobManager(Store(tmp_path / "runs.sqlite3"), hardware=launcher.machine, launcher=launcher,  # type: ignore[arg-type]
+    manager = JobManager(Store(tmp_path / "runs.sqlite3"), hardware=launcher.machine, launcher=launcher,
                          worker_target=PacedWorker(min_epoch_s=0.5, max_epoch_s=0.5), stop_grace_s=3.0)
     room = LabRoom(manager, thread=False)  # the test hands and publishes (pump, publish): every run queued first
     lab_routes.install(room)
