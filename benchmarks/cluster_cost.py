@@ -50,6 +50,22 @@ class LoggedWorker(PacedWorker):
         super().__call__(config, Tap(), stop_event, log_path)
 
 
+def two_node_cluster() -> Any:
+    """A two-node Ray cluster on this machine, as the cluster tests start one (ray.cluster_utils.Cluster): a head
+    (custom resource node_a) and a second node (node_b), one CPU each, small object stores, no dashboard; its
+    workers find the project on PYTHONPATH. The caller shuts it down."""
+    from ray.cluster_utils import Cluster
+
+    root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    started = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "resources": {"node_a": 1}, "object_store_memory": 80 * 1024 * 1024,
+        "include_dashboard": False})
+    started.add_node(num_cpus=1, resources={"node_b": 1}, object_store_memory=80 * 1024 * 1024)
+    started.wait_for_nodes()
+    return started
+
+
 def _measure(manager: Any, config: Any, log: Path) -> dict[str, Any]:
     """One run: start to first batch, each epoch's delay to the supervisor and to the store, CPU per live run."""
     import psutil
@@ -173,17 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.cluster_cost import LoggedWorker as Importable  # by its module's name, for a spawned child
 
     worker = Importable(min_epoch_s=args.epoch_s, max_epoch_s=args.epoch_s)
-    started = None
-    if args.cluster is None:
-        from ray.cluster_utils import Cluster
-
-        root = str(Path(__file__).resolve().parents[1])
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
-        started = Cluster(initialize_head=True, head_node_args={
-            "num_cpus": 1, "resources": {"node_a": 1}, "object_store_memory": 80 * 1024 * 1024,
-            "include_dashboard": False})
-        started.add_node(num_cpus=1, resources={"node_b": 1}, object_store_memory=80 * 1024 * 1024)
-        started.wait_for_nodes()
+    started = two_node_cluster() if args.cluster is None else None
     address = args.cluster or started.address  # type: ignore[union-attr]
     try:
         local = JobManager(Store(work / "local.sqlite3"), worker_target=worker)

@@ -18,7 +18,7 @@ board = room.board()
 if lab_panel.can_control():
     with st.expander("Open a lab" if board.state != "open" else "Open a new lab (closes this one)",
                      expanded=board.state != "open"):
-        lab_panel.assignment_form(common.target_options(common.get_hardware()))
+        lab_panel.assignment_form(common.lab_targets())
         board = room.board()
 else:
     st.info("View only: the presenter opens the lab and runs it.", icon=":material/lock:")

@@ -126,6 +126,16 @@ def target_options(hardware: devices.Hardware) -> list[str]:
     return [str(t) for t in candidates if t in kept]
 
 
+def lab_targets() -> list[str]:
+    """The targets a lab's assignment may allow: where the dashboard's runs train. On a Ray cluster the cluster's
+    devices (``cpu``: a node's cores, ``gpu:0``: a whole GPU of a node that has one, whatever this machine holds);
+    else this machine's (:func:`target_options`)."""
+    manager = get_manager()
+    if manager.launcher is not None:
+        return list(manager.machine.device_choices())
+    return target_options(get_hardware())
+
+
 def page_setup() -> None:
     """First call of every page.
 

@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from bench.cluster import nodes
 from bench.vocab import records as records_module
 from bench.vocab import safe_text
 from bench.cli.args import UsageError
@@ -22,8 +23,6 @@ from bench.vocab.records import RunRecord
 def launcher(args: argparse.Namespace) -> Any:
     """The launcher onto the Ray cluster of --cluster (else BENCH_RAY_ADDRESS), None to run on this machine. A
     cluster that cannot be used is bad input (exit 2), said with what to do."""
-    from bench.cluster import nodes
-
     address = nodes.address_of(getattr(args, "cluster", None))
     if address is None:
         if getattr(args, "cluster_on", None):
@@ -46,8 +45,8 @@ def run_side_by_side(configs: list[RunConfig], manager: Any) -> tuple[list[RunRe
         while True:
             snaps = [manager.snapshot(i) for i in ids]
             for n, snap in enumerate(snaps, 1):
-                where = snap.info.extra.get("ray")
-                node = f" on node {str(where.get('node_id', ''))[:8]}" if isinstance(where, dict) else ""
+                placement = nodes.Placement.of(snap.info)
+                node = f" on node {placement.short_id}" if placement is not None else ""
                 line = f"{snap.status}{node}: {snap.phase}, {len(snap.epochs)}/{snap.config.epochs} epochs"
                 if said.get(snap.id) != line:
                     said[snap.id] = line
@@ -68,8 +67,6 @@ def run_side_by_side(configs: list[RunConfig], manager: Any) -> tuple[list[RunRe
 
 def devices(args: argparse.Namespace) -> int:
     """``devices --cluster ADDRESS``: the cluster's nodes, their resources and the hardware discovered on each."""
-    from bench.cluster import nodes
-
     address = nodes.address_of(args.cluster) or "auto"
     try:
         found = nodes.inventory(address)

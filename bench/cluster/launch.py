@@ -24,6 +24,7 @@ import queue as queue_module
 import threading
 import time
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from bench.cluster import nodes as cluster_nodes
@@ -143,6 +144,18 @@ class ClusterLauncher:
         with self._lock:
             self._nodes_read = (time.monotonic(), found)
         return found
+
+    def lanes(self, configs: Sequence[RunConfig]) -> int:
+        """How many runs of ``configs``' kinds the cluster trains at once, each alone on its device (the rule
+        ``_fits`` holds runs to): a node gives a CPU run its cores (one run), GPU runs a whole GPU each (as many as
+        it has GPUs, ``gpus`` runs all of them: one); a node counts the most runs of one kind it takes. At least 1,
+        read from the nodes alive now (a node that joins or is lost changes it)."""
+        total = 0
+        for node in self.nodes():
+            fits = [1 if kind == "cpu" else node.gpus // max(count, 1)
+                    for kind, count in (slots_needed(c, node) for c in configs if _can_run(c, node))]
+            total += max(fits, default=0)
+        return max(total, 1)
 
     def _no_node_message(self) -> str:
         every = cluster_nodes.nodes(self.address)

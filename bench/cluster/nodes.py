@@ -180,6 +180,40 @@ class Node:
                 "cpus": self.cpus, "gpus": self.gpus}
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a run of the cluster went, read from its record's ``info.ray`` (``Node.to_dict`` and the launch's
+    additions): the one reader of it for every view that names a run's node (the Sweep page, the CLI, the lab's
+    board)."""
+
+    node_id: str
+    kind: str | None = None
+
+    @classmethod
+    def of(cls, info: Any) -> Placement | None:
+        """The placement a run's info holds; None for a run that was not placed on a cluster, or whose ``info.ray``
+        (outside text, for an imported record) is not one: an id that is not a word, a kind that is not one line."""
+        extra = getattr(info, "extra", None)
+        where = extra.get("ray") if isinstance(extra, dict) else None
+        if not isinstance(where, dict):
+            return None
+        node_id, kind = where.get("node_id"), where.get("kind")
+        if not isinstance(node_id, str) or not node_id.isalnum() or len(node_id) > 128:
+            return None
+        if not isinstance(kind, str) or not kind.isprintable() or not kind.strip() or len(kind) > 200:
+            kind = None
+        return cls(node_id, kind)
+
+    @property
+    def short_id(self) -> str:
+        return self.node_id[:8]
+
+    def label(self) -> str:
+        """``node 95a3640e (CPU node_b)``: the node's short id, told apart from its neighbours on one host, and its
+        kind."""
+        return f"node {self.short_id} ({self.kind or '?'})"
+
+
 def nodes(address: str, *, alive_only: bool = True) -> list[Node]:
     """The cluster's nodes (alive ones only unless asked), in Ray's order.
 

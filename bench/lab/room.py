@@ -1,6 +1,9 @@
 """A lab's room: the open lab, its students and its fair queue (bench.lab.fair_queue), handing one run at a time
-(``lanes`` at a time on a cluster) to the run queue (bench.runs.jobs.JobManager), where each runs as every run does,
-alone on its device, and lands in the store as a normal run marked with the lab and the student (``info.lab``).
+to the run queue (bench.runs.jobs.JobManager), where each runs as every run does, alone on its device, and lands in
+the store as a normal run marked with the lab and the student (``info.lab``). On a Ray cluster (the run queue's
+``launcher``) the room hands as many runs at once as the cluster has devices for the assignment's targets
+(``ClusterLauncher.lanes``: a CPU node one run, a GPU node one a GPU), in the fair queue's order, and the launcher
+places each alone on a free one; the board names each run's node.
 
 One thread (``bench-lab``) is woken by the run queue's changes (JobManager.on_change) and by each submission: it
 hands the next run when a lane is free and publishes the board when what it shows changed, at most every
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
+from bench.cluster.nodes import ClusterError, Placement
 from bench.lab import names
 from bench.lab.assignment import Assignment, Choice, LabError
 from bench.lab.board import Board, BoardRow, LabState, Opened, SubmitAnswer
@@ -35,6 +39,7 @@ from bench.runs.jobs import JobManager
 from bench.runs.run_state import RunSnapshot
 from bench.store import StoreError
 from bench.vocab import records
+from bench.vocab.config import RunConfig
 from bench.vocab.errors import ConfigError, RecordError
 from bench.vocab.run_info import LabMark, RunInfo
 from bench.vocab.target import Target
@@ -64,15 +69,17 @@ class LabRoom:
 
     Args:
         manager: the run queue runs are handed to.
-        lanes: runs handed at once (1: one after the other, as this machine runs them; more on a cluster).
+        lanes: runs handed at once; None: as many as the run queue trains side by side for the assignment's
+            targets (1 on this machine, one after the other; the cluster's devices when it has a launcher).
         state_path: where the open lab is kept across restarts (None: beside the manager's store, or nowhere).
         thread: start the ``bench-lab`` thread (tests drive pump/publish themselves).
     """
 
-    def __init__(self, manager: JobManager, *, lanes: int = 1, state_path: Path | None = None,
+    def __init__(self, manager: JobManager, *, lanes: int | None = None, state_path: Path | None = None,
                  thread: bool = True) -> None:
         self.manager = manager
-        self.lanes = max(1, lanes)
+        self._fixed_lanes = None if lanes is None else max(1, lanes)
+        self._cluster_lanes = 1  # the cluster's count as last read (kept while the cluster cannot be read)
         self._lock = threading.RLock()
         self._wake = threading.Condition()
         self._woken = False
@@ -291,15 +298,32 @@ class LabRoom:
         return _params(self._assignment.dataset, choice.family, choice.size)
 
     # -- handing runs ------------------------------------------------------------------------------------------------
+    @property
+    def lanes(self) -> int:
+        """Runs handed at once now: the number given, else 1 on this machine and, on a cluster, as many as it has
+        devices for the assignment's targets (read from its nodes alive now, at most every second)."""
+        if self._fixed_lanes is not None:
+            return self._fixed_lanes
+        launcher, assignment = self.manager.launcher, self._assignment
+        if launcher is None or assignment is None:
+            return 1
+        try:
+            configs = [RunConfig(**Target.parse(t).fields()) for t in assignment.targets]
+            self._cluster_lanes = launcher.lanes(configs)
+        except (ClusterError, ConfigError, ValueError) as exc:
+            log.warning("the lab counts the cluster's devices as before (%s): %s", self._cluster_lanes, exc)
+        return self._cluster_lanes
+
     def pump(self) -> list[int]:
         """Hand queued runs to the run queue while a lane is free; returns the run ids handed."""
         handed: list[int] = []
         while True:
+            lanes = self.lanes  # outside the lock: on a cluster it may ask Ray for the nodes
             with self._lock:
                 busy = sum(1 for e in self._entries.values() if e.status == "handing" or (
                     e.status == "handed" and e.row is None and e.run_id is not None
                     and _active(self.manager.snapshot(e.run_id))))
-                if busy >= self.lanes or self._assignment is None:
+                if busy >= lanes or self._assignment is None:
                     return handed
                 ticket = self._queue.pop()
                 if ticket is None:
@@ -437,11 +461,10 @@ def _params(dataset: str, family: str, size: str) -> int | None:
 def _from_run(base: dict[str, Any], snap: RunSnapshot) -> BoardRow:
     """A row from a run's snapshot: its status and progress while it goes, its figures once it ended."""
     info = snap.info
-    ray = info.extra.get("ray")
-    node = ray.get("address") if isinstance(ray, dict) and isinstance(ray.get("address"), str) else None
+    placement = Placement.of(info)  # a cluster run: its node (two nodes on one host told apart by their ids)
     row: dict[str, Any] = {**base, "status": str(snap.status), "run_id": snap.id, "started_at": snap.started_at,
-                              "ended_at": snap.ended_at, "epochs_done": len(snap.epochs),
-                              "node": node or snap.hardware.hostname}
+                           "ended_at": snap.ended_at, "epochs_done": len(snap.epochs),
+                           "node": placement.label() if placement is not None else snap.hardware.hostname}
     if info.params is not None:
         row["params"] = info.params
     if snap.error is not None and snap.error.message:

@@ -1,5 +1,6 @@
 """AppTest of the Lab page: it renders, opens a lab from its form (the room's board says so), refuses an
-assignment outside the project naming the field, and is view-only behind the presenter key."""
+assignment outside the project naming the field, and is view-only behind the presenter key; on a cluster its
+Devices are the cluster's."""
 
 from __future__ import annotations
 
@@ -52,3 +53,20 @@ def test_behind_the_presenter_key_the_page_is_view_only(monkeypatch):
     assert not at.exception
     assert any("View only" in i.value for i in at.info)
     assert not at.button, "no control without the key"
+
+
+def test_on_a_cluster_the_lab_offers_the_clusters_devices_not_this_machines(monkeypatch):
+    from types import SimpleNamespace
+
+    from bench.cluster.launch import ClusterMachine
+    from bench.cluster.nodes import NodeMachine
+    from tests.unit.test_cluster_parts import CPU_NODE, GPU_NODE
+    from ui import common
+
+    gpu_node = NodeMachine(node=GPU_NODE, hardware=SimpleNamespace(gpus=[object()], gpu_reason=None), node_cores=8)
+    cpu_node = NodeMachine(node=CPU_NODE, hardware=SimpleNamespace(gpus=[], gpu_reason="no GPU"), node_cores=4)
+    cluster = ClusterMachine("head:6379", [cpu_node, gpu_node])
+    monkeypatch.setattr(common, "get_manager", lambda: SimpleNamespace(launcher=object(), machine=cluster))
+    assert common.lab_targets() == ["cpu", "gpu:0"], "a GPU node's whole GPU, though the dashboard's machine has none"
+    monkeypatch.setattr(common, "get_manager", lambda: SimpleNamespace(launcher=None))
+    assert common.lab_targets() == common.target_options(common.get_hardware())

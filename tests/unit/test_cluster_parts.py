@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench.cluster.launch import ClusterMachine, demand, slots_needed, suite_targets
-from bench.cluster.nodes import Node, NodeMachine, address_of
+from bench.cluster.launch import ClusterLauncher, ClusterMachine, demand, slots_needed, suite_targets
+from bench.cluster.nodes import Node, NodeMachine, Placement, address_of
 from bench.vocab.config import ConfigError, RunConfig
 from bench.hardware.monitor import Sample
 from ui import metrics_route
@@ -49,6 +49,31 @@ def test_the_cluster_validates_a_run_against_the_nodes_it_may_go_to() -> None:
         RunConfig(device="gpu:0").validate(machine)
     assert "not placed yet" in (machine.record().label or "")
     assert suite_targets(CPU_NODE, cpu_only) == ["cpu", "cpu/1"]
+
+
+def test_the_cluster_trains_as_many_runs_at_once_as_it_has_devices_for_them() -> None:
+    launcher = object.__new__(ClusterLauncher)  # no cluster joined: its nodes are given
+    second_cpu = Node(id="b" * 32, ip="10.0.0.7", alive=True, resources={"CPU": 2.0})
+    launcher.nodes = lambda: [GPU_NODE, CPU_NODE, second_cpu]  # type: ignore[method-assign]
+    cpu, gpu, gpus = RunConfig(device="cpu"), RunConfig(device="gpu:0"), RunConfig(device="gpus")
+    assert launcher.lanes([cpu]) == 3, "a CPU run holds a node's cores: one a node"
+    assert launcher.lanes([gpu]) == 2, "a GPU run holds one whole GPU: the GPU node's two, the CPU nodes none"
+    assert launcher.lanes([gpus]) == 1
+    assert launcher.lanes([cpu, gpu]) == 4, "the GPU node counts its two GPU runs, each CPU node one CPU run"
+    launcher.nodes = lambda: []  # type: ignore[method-assign]
+    assert launcher.lanes([cpu]) == 1, "never none: a run handed waits for a node to join"
+
+
+@pytest.mark.parametrize("extra, label", [
+    ({"ray": {"node_id": GPU_NODE.id, "kind": "H100", "address": "10.0.0.5:6379"}}, "node 95a3640e (H100)"),
+    ({"ray": {"node_id": CPU_NODE.id, "kind": None}}, "node a881ed7e (?)"),
+    ({"ray": {"node_id": CPU_NODE.id, "kind": "CPU\u202elab"}}, "node a881ed7e (?)"),  # not one line of text
+    ({"ray": {"node_id": "../etc", "kind": "CPU"}}, None),
+    ({"ray": {"node_id": 7}}, None), ({"ray": "node"}, None), ({}, None),
+])
+def test_a_runs_node_is_read_from_its_info_once_or_not_at_all(extra: dict, label: str | None) -> None:
+    placement = Placement.of(RunInfo(extra=extra))
+    assert (placement.label() if placement else None) == label
 
 
 def test_the_address_comes_from_the_option_else_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
