@@ -374,15 +374,20 @@ def watch_run(p: Pass, n: int, join_over_s: float) -> dict[str, Any]:
             "first_load_files_wire_bytes": wire, **summary}
 
 
+def _pass(folder: Path, query: str, paced: bool) -> Pass:
+    """The pass's server: training as shipped (its pre-started worker), or, ``paced``, its runs replayed with no
+    framework (benchmarks.standins): the viewers' cost to the server and what they receive, not a run's slowdown."""
+    if not paced:
+        return Pass(folder, query)
+    from benchmarks.standins import PACED_WORKER_TARGET
+
+    return Pass(folder, query, prestart=False, env={"BENCH_WORKER_TARGET": PACED_WORKER_TARGET})
+
+
 def watchers_main(args: Any) -> None:
     query = f"epochs={args.epochs}&limit_samples={args.limit}&size={args.size}"
     folder = Path(tempfile.mkdtemp(prefix="classroom-watch-"))
-    if args.paced:  # runs replayed (no framework): the join, the bytes and the server's cost, not the run's slowdown
-        from benchmarks.standins import PACED_WORKER_TARGET
-
-        p = Pass(folder, query, prestart=False, env={"BENCH_WORKER_TARGET": PACED_WORKER_TARGET})
-    else:
-        p = Pass(folder, query)
+    p = _pass(folder, query, args.paced)
     result: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "load_avg_at_start": os.getloadavg()},
                               "config": query, "paced": args.paced}
     try:
@@ -439,7 +444,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=str(ROOT / "docs" / "measurements" / "classroom.json"))
     parser.add_argument("--watchers", type=int, default=0, help="the watch page: this many watchers join a live run")
     parser.add_argument("--join-over", type=float, default=20.0, help="--watchers: the seconds they join over")
-    parser.add_argument("--paced", action="store_true", help="--watchers: runs replayed, no framework")
+    parser.add_argument("--paced", action="store_true",
+                        help="runs replayed, no framework: the viewers' cost, not a run's slowdown (the smoke run)")
     args = parser.parse_args(argv)
     if args.watchers:
         watchers_main(args)
@@ -448,11 +454,12 @@ def main(argv: list[str] | None = None) -> None:
     query = f"epochs={args.epochs}&limit_samples={args.limit}&size={args.size}"
     folder = Path(tempfile.mkdtemp(prefix="classroom-"))
     started = time.time()
-    p = Pass(folder, query)
+    p = _pass(folder, query, args.paced)
     result: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "load_avg_at_start": os.getloadavg()},
-                              "config": query, "files_per_browser": p.files}
+                              "config": query, "files_per_browser": p.files, "paced": args.paced}
     try:
-        p.worker_ready()
+        if not args.paced:
+            p.worker_ready()
         if args.calibrate:
             result["calibration"] = calibrate(p, args.calibrate, 400)
             print(json.dumps(result["calibration"]), flush=True)

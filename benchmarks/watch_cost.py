@@ -70,9 +70,10 @@ def _profile(context: Any, page: Any, seconds: float) -> dict[str, float]:
 PAGES = {"train": ("", "Start", 3), "compare": ("compare", "Start comparison", 2)}  # path, button, live charts
 
 
-def watch(browser: Any, pages: int, window_s: float, folder: Path, page_name: str = "train") -> dict[str, Any]:
-    """One server, ``pages`` pages on one live run (Train) or group (Compare): CPU in an early and a late window, then
-    a profile of page 1."""
+def watch(browser: Any, pages: int, window_s: float, folder: Path, page_name: str = "train",
+          late_after_s: float = 60.0) -> dict[str, Any]:
+    """One server, ``pages`` pages on one live run (Train) or group (Compare): CPU in an early and a late window (the
+    late one ``late_after_s`` after the early one began, the run that much longer), then a profile of page 1."""
     path, button, live_charts = PAGES[page_name]
     server = DashboardServer(folder, env={"BENCH_WORKER_TARGET": PACED_WORKER_TARGET})
     contexts = []
@@ -98,7 +99,7 @@ def watch(browser: Any, pages: int, window_s: float, folder: Path, page_name: st
                  "the live charts on every page", poll_s=0.5)
         time.sleep(3)
         early = _window(server, window_s)
-        time.sleep(max(0.0, 60 - window_s))
+        time.sleep(max(0.0, late_after_s - window_s))
         late = _window(server, window_s)
         profile = _profile(*contexts[0], min(window_s, 10))
         header = first.evaluate("""() => { const h = document.querySelector('.bench-live-header');
@@ -122,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--page", choices=sorted(PAGES), default="train", help="the page watched")
     p.add_argument("--window", type=float, default=20.0, help="seconds per CPU window")
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--late-after", type=float, default=60.0,
+                   help="seconds from the early window's start to the late one's (the smoke run: a few)")
     p.add_argument("--json", dest="json_path")
     args = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
@@ -131,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for n in args.pages or [1]:
             for r in range(args.repeats):
-                row = watch(browser, n, args.window, Path(tempfile.mkdtemp(prefix="bench-watch-")), args.page)
+                row = watch(browser, n, args.window, Path(tempfile.mkdtemp(prefix="bench-watch-")), args.page,
+                            args.late_after)
                 out.append(row)
                 e, la = row["early"], row["late"]
                 print(f"{n} page(s) #{r + 1}: early server {e['server_cores']:.3f} chromium {e['chromium_cores']:.3f}"

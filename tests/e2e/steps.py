@@ -160,6 +160,7 @@ def what_the_page_shows(page: Any, server: Any) -> str:
     lines = page.evaluate("""() => [...document.querySelectorAll(
         '.bench-live-header, [data-testid="stProgress"], [data-testid="stException"], [data-testid="stStatusWidget"]')]
         .map((e) => e.innerText.replace(/\\s+/g, ' ').slice(0, 200))""")
+    feed = page.evaluate("() => window.__benchFeed || null")  # the stream as this page received it
     shot = screenshot(page, "failure")
-    return (f"store: {run}; page: {lines}; Stop buttons: {page.get_by_role('button', name='Stop').count()}; "
-            f"screenshot {shot}")
+    return (f"store: {run}; page: {lines}; stream: {feed}; Stop buttons: "
+            f"{page.get_by_role('button', name='Stop').count()}; screenshot {shot}")

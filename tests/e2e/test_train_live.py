@@ -78,7 +78,10 @@ def test_stop_a_run_midway(page, server):
     # a worker started under load (the other test process compiling a model) can take a minute to say it started
     expect(stop.first, "the Stop button").to_be_visible(timeout=150_000)
     past_first = page.get_by_text(re.compile(r"^Epoch ([2-9]|[1-9][0-9]+)/200"))  # the progress line: epoch 2 or later
-    expect(past_first.or_(bars(page)).first, "training to run").to_be_attached(timeout=120_000)
+    try:
+        expect(past_first.or_(bars(page)).first, "training to run").to_be_attached(timeout=120_000)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; {what_the_page_shows(page, server)}") from None
     stop.click()
     try:
         expect(page.get_by_text("Stopped after").first, "the run to stop").to_be_visible(timeout=30_000)
