@@ -23,7 +23,9 @@ from ui import live_feed, metrics_route
 from ui.static_files import base_path, static_file
 
 log = logging.getLogger(__name__)
-KEEPALIVE_S = 15.0  # a comment line this often keeps proxies from closing a quiet stream
+# A keep-alive this often keeps proxies from closing a quiet stream; it is a comment and a "ping" event, so a browser
+# that hears nothing for much longer knows its connection stalled and opens it again (ui/static/live-feed.js)
+KEEPALIVE_S = 15.0
 RETRY_MS = 2000  # what the browser waits before it reconnects a dropped stream
 
 
@@ -125,7 +127,7 @@ async def events(publisher: Any, variant: str) -> AsyncIterator[bytes]:
         yield data
         while True:
             if not await _published_after(waker, publisher, sent, KEEPALIVE_S):
-                yield b": keepalive\n\n"
+                yield b": keepalive\nevent: ping\ndata: {}\n\n"
                 continue
             publisher.want(variant)
             found = publisher.since(sent, variant)

@@ -144,6 +144,9 @@ def test_a_publish_while_a_keepalive_is_written_is_sent():
 
     chunks = asyncio.run(main())
     assert any(c.startswith(b": keepalive") for c in chunks), "no keep-alive was written: the test did not run"
+    keepalive = next(c for c in chunks if c.startswith(b": keepalive"))
+    assert b"\nevent: ping\n" in keepalive and keepalive.endswith(b"\n\n"), \
+        "the keep-alive is an event the browser hears (its stall check, ui/static/live-feed.js)"
     assert ended_in(chunks), f"the run's end, published across a keep-alive, was not sent: {chunks}"
 
 

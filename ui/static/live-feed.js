@@ -4,10 +4,15 @@
 const feeds = new Map(); // stream address -> feed
 const REOPEN_MS = 2000; // a refused stream (the server restarting) is opened again after this
 const LOG_MAX = 600; // messages kept after the last snapshot for a late listener; past it, it reopens the stream
+// The server speaks at least every 15 s (an event, or its keep-alive "ping": ui/live_routes.KEEPALIVE_S). A stream
+// silent for this long has stalled (a half-open connection, a proxy that buffers): it is opened again, and the
+// snapshot that follows brings the view up to date.
+export const STALL_MS = 40000;
+const STALL_CHECK_MS = 5000;
 
 function openFeed(url) {
   const feed = { url, listeners: new Set(), source: null, log: null, events: 0, bytes: 0, opened: 0, snapshots: 0,
-                 closer: null };
+                 stalls: 0, heard: 0, closer: null, watchdog: null };
   const deliver = (fn, msg) => { try { fn(msg); } catch (err) { console.error("live feed listener", err); } };
   const open = () => {
     if (feed.source) feed.source.close();
@@ -15,7 +20,18 @@ function openFeed(url) {
     feed.log = null;
     const source = new EventSource(new URL(url, window.location.href).href);
     feed.source = source;
+    feed.heard = Date.now();
+    if (!feed.watchdog) feed.watchdog = setInterval(() => {
+      if (!feed.source || !feed.listeners.size) { clearInterval(feed.watchdog); feed.watchdog = null; return; }
+      if (feed.source.readyState === EventSource.OPEN && Date.now() - feed.heard > STALL_MS) {
+        feed.stalls += 1;
+        open();
+      }
+    }, STALL_CHECK_MS);
+    source.onopen = () => { feed.heard = Date.now(); };
+    source.addEventListener("ping", () => { feed.heard = Date.now(); });
     source.onmessage = (e) => {
+      feed.heard = Date.now();
       feed.events += 1;
       feed.bytes += e.data.length;
       let msg;
@@ -24,7 +40,7 @@ function openFeed(url) {
       else if (feed.log) { feed.log.push(msg); if (feed.log.length > LOG_MAX) feed.log = false; }
       feed.listeners.forEach((fn) => deliver(fn, msg));
       window.__benchFeed = { url, events: feed.events, bytes: feed.bytes, opened: feed.opened,
-                             snapshots: feed.snapshots, seq: msg.seq };
+                             snapshots: feed.snapshots, stalls: feed.stalls, seq: msg.seq };
     };
     source.onerror = () => {
       // a dropped connection reconnects by itself; a refused one is closed: open it again
