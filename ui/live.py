@@ -107,16 +107,6 @@ def tile_values(snap: RunSnapshot) -> list[dict[str, str | None]]:
     ]
 
 
-def metric_tiles(snap: RunSnapshot) -> None:
-    for column, tile in zip(st.columns(4), tile_values(snap)):
-        help_text = tile["help"]
-        column.metric(escape(tile["label"]), escape(tile["value"]),
-                      help=escape(help_text, limit=400) if help_text else None)
-        if tile["note"]:
-            column.caption(escape(tile["note"], limit=300))
-    peak.render_epoch(snap)
-
-
 # what a starting run waits for, by the phase its worker reports (bench.runs.worker.prepare_training, the supervisor)
 STARTING = {"starting worker": "Starting the worker", "loading data": "Building the data",
             "building model": "Building the model", "training": "Tracing the first step"}

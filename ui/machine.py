@@ -9,9 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from bench.hardware import devices, doctor, peak_cache, probe
-from bench.hardware.monitor import sources
 from bench.hardware.peak_cache import PeakEntry
-from bench.hardware.monitor.source_types import SourceInfo
 
 Hardware = devices.Hardware  # what ui.common.get_hardware hands a page
 ProbeError = probe.ProbeError  # a peak probe that failed (JobManager.peaks.queue's future raises it)
@@ -65,6 +63,3 @@ def not_measured(hardware: Hardware) -> dict[str, str]:
     return dict(hardware.gpu_source.not_measured) if hardware.gpu_source is not None else {}
 
 
-def source_info(name: str | None) -> SourceInfo | None:
-    """What a reading's source is (bench.hardware.monitor.sources.info_of)."""
-    return sources.info_of(name)

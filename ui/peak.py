@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import streamlit as st
 
 from bench.analysis import compare
 from bench.analysis.run_summary import Run
@@ -19,7 +18,6 @@ from bench.hardware.peak_cache import PeakEntry
 from bench.vocab.readings import Epoch
 from bench.vocab.run_info import RunInfo
 from bench.vocab.target import of_config
-from ui.safe_text import escape
 
 # plain words: the line is drawn escaped (it names the run's target), and as text by the live view
 NOT_MEASURED = ("peak not measured yet: a Sweep measures it first, or press Measure peak on the System page "
@@ -67,10 +65,3 @@ def record_line(record: Run) -> str:
     """The peak line of a run record: its steady achieved GFLOP/s against its target's peak."""
     return peak_text(compare.achieved_gflops(record), peak_of(record.config),
                      what=f"#{record.id} {compare.target(record)}, steady")
-
-
-def render_epoch(snap: Any) -> None:
-    """Under a live run's metric tiles: its latest epoch's achieved GFLOP/s and share of the peak."""
-    line = epoch_line(snap.epochs, snap.info, snap.config)
-    if line:
-        st.caption(escape(line, limit=600))
