@@ -8,7 +8,7 @@ import streamlit as st
 
 from bench.analysis import diagnosis
 from bench.vocab.target import Target
-from ui import cluster, common, live, machine
+from ui import cluster, common, live_messages, machine
 from ui.safe_text import escape
 
 common.page_setup()
@@ -60,7 +60,7 @@ st.markdown(f"Keras backend **{escape(hardware.framework)}** "
 
 st.subheader("What “GPU utilization” means")
 if source_name == "NVML":
-    st.markdown(live.NVML_NOTE + " Time per epoch and samples per second are the honest speed figures; "
+    st.markdown(live_messages.NVML_NOTE + " Time per epoch and samples per second are the honest speed figures; "
                 "utilization tells you whether the GPU was kept fed.")
 else:  # this machine's GPU is read by another source: its own measure, named
     st.markdown(f"On this machine GPU % comes from **{escape(source_name)}**: {escape(measure, limit=600)}. Time per "

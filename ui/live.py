@@ -23,6 +23,7 @@ from bench.hardware.monitor import sources
 from bench.vocab.readings import Sample
 from bench.vocab.records import Status
 from ui import cluster, common, gpu_truth, live_chart, live_feed, machine, peak, present, static_files, v2_component
+from ui.live_messages import NVML_NOTE, RUN_LAYOUT
 from ui.safe_text import escape
 from ui.shared_cache import SharedCache
 
@@ -32,10 +33,6 @@ CHART_REFRESH_S = 2.0
 # redraws (bench.runs.jobs.JobManager.wait_first_batch): about 0.7 s on a 2-core machine for the default run, whose data
 # and model the worker built ahead. A run it did not build ahead shows its phases after this wait.
 FIRST_BATCH_WAIT_S = 1.2
-NVML_NOTE = (
-    "GPU % is NVML's utilization: the share of time in which at least one kernel ran on the GPU, "
-    "not how much of the chip was busy. A GPU can show 100 % while most of its cores idle."
-)
 
 
 def gpu_note(samples: Sequence[Sample]) -> str:
@@ -333,9 +330,6 @@ def _machine_note() -> str:
     """What "GPU %" means on this machine's GPU (the source that answers here), for the live element's note."""
     name, measure = machine.utilization_measure(common.get_hardware())
     return NVML_NOTE if name == "NVML" else f"GPU % is {name}'s utilization: {measure}."
-
-
-RUN_LAYOUT = {"headers": "one", "charts": ["epochs", "util", "loss"], "note": "util", "wide": ["loss"]}
 
 
 def view(publisher: live_feed.Publisher, *, feed: str, key: str, presenter: bool,

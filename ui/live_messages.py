@@ -17,6 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schemas"
 
+# A run's live view: one header, its charts in this order (the note under the utilization chart, the loss chart the
+# row's width), on Train, on the watch page and wherever a run is shown live. The browser takes it in the element's
+# data (ui/static/live.js); a group's views (Compare, Sweep, the lesson) pass their own.
+RUN_LAYOUT: dict[str, Any] = {"headers": "one", "charts": ["epochs", "util", "loss"], "note": "util",
+                              "wide": ["loss"]}
+# What "GPU %" means where NVML answers (the note under the utilization chart)
+NVML_NOTE = ("GPU % is NVML's utilization: the share of time in which at least one kernel ran on the GPU, "
+             "not how much of the chip was busy. A GPU can show 100 % while most of its cores idle.")
+
 
 class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

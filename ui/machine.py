@@ -45,7 +45,7 @@ def peak_source(entry: PeakEntry) -> str:
     return peak_cache.describe(entry)
 
 
-# NVML's sentence, said the way the pages always said it (ui.live.NVML_NOTE's words)
+# NVML's sentence, said the way the pages always said it (ui.live_messages.NVML_NOTE's words)
 NVML_MEASURE = ("NVML's utilization: the share of time in which at least one kernel ran on the GPU, not how much of "
                 "the chip was busy")
 

@@ -13,12 +13,10 @@ import json
 from functools import cache
 
 from ui import static_files
+from ui.live_messages import NVML_NOTE, RUN_LAYOUT
 from ui.static_files import ASSETS_CSS, StaticFile, base_path
 
 PATH = "/watch"
-NVML_NOTE = ("GPU % is the GPU's utilization as its driver reports it: the share of time in which at least one kernel "
-             "ran, not how much of the chip was busy.")
-RUN_LAYOUT = {"headers": "one", "charts": ["epochs", "util", "loss"], "note": "util", "wide": ["loss"]}
 
 PAGE_CSS = """
 :root { color-scheme: light; }

@@ -32,7 +32,7 @@ the non-literal sides of ``+``, the items of ``"".join(...)``, both branches of 
   there raises instead of showing;
 - a literal, a number-valued builtin (``len``, ``int``, ``round``, ...), or a parameter annotated ``int``/``float``;
 - an item of a dict, list or tuple literal whose every value passes (``ICONS[kind]``, ``ICONS.get(kind, "")``);
-- a module-level constant of a project module (``live.NVML_NOTE``, ``diagnosis.KNOBS["host-bound"]``) whose value
+- a module-level constant of a project module (``live_messages.NVML_NOTE``, ``diagnosis.KNOBS["host-bound"]``) whose value
   passes, checked in that module;
 - a value of :data:`OWNED` (a function's result, a constant's attributes and items), each entry with the reason it
   gives only the project's own words or numbers: trusted, not checked;
@@ -243,7 +243,7 @@ class Checker:
         return self._others[module]
 
     def constant(self, qualified: str) -> tuple[Checker, list[ast.expr]] | None:
-        """The values a module-level name of a project module is bound to ("ui.live.NVML_NOTE"), with that module's
+        """The values a module-level name of a project module is bound to ("ui.live_messages.NVML_NOTE"), with that module's
         checker; None when ``qualified`` names none."""
         module, _, name = qualified.rpartition(".")
         checker = self.other(module) if module else None
@@ -453,7 +453,7 @@ class Checker:
         return [node]
 
     def _safe_constant(self, node: ast.Name | ast.Attribute, following: frozenset[str]) -> bool:
-        """Whether ``node`` names a module-level constant of a project module (``live.NVML_NOTE``) whose every value
+        """Whether ``node`` names a module-level constant of a project module (``live_messages.NVML_NOTE``) whose every value
         passes the rule, checked in that module."""
         name = self.qualified(node)
         if name is None or name in following:
@@ -804,11 +804,11 @@ def test_the_checker_flags_tables_options_progress_and_more(source: str) -> None
     'st.progress(0.5, text=f"{escape(x.phase)}…")',
     '(st.success if c else st.warning)(f"{code(x.name)}")',
     'st.markdown(ICONS.get(x.kind, "") + ICONS[x.kind] + {True: "yes", False: "no"}[c])',
-    'st.caption(live.NVML_NOTE + KNOBS["host-bound"])',  # constants of project modules, checked there
+    'st.caption(live_messages.NVML_NOTE + KNOBS["host-bound"])',  # constants of project modules, checked there
     'st.caption(x.fix)',  # trusted for this file and expression
 ])
 def test_the_checker_passes_escaped_tables_known_constants_and_trusted_expressions(source: str) -> None:
-    head = ("import pandas as pd\nimport streamlit as st\nfrom ui import live\n"
+    head = ("import pandas as pd\nimport streamlit as st\nfrom ui import live_messages\n"
             "from bench.analysis.diagnosis import KNOBS\nfrom ui.safe_text import code, escape\n"
             "ICONS = {'a': ':material/x:'}\n"
             "def rows():\n    return pd.DataFrame([{'a': escape(y.name)} for y in ys])\n"

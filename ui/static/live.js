@@ -12,8 +12,6 @@ import { buildHeader, el, inline, showLine, updateHeader } from "./live-header.j
 import { applyOp, plotlyReady } from "./live-charts.js";
 import { isNew, planCharts, rerunDelay } from "./live-plan.js";
 
-const RUN_LAYOUT = { headers: "one", charts: ["epochs", "util", "loss"], note: "util", wide: ["loss"] };
-
 function watchConnected(node, unsubscribe) {
   // an element Streamlit removed stops listening (checked at each event; no timers per element)
   return (fn) => (msg) => { if (!node.isConnected) { unsubscribe.current && unsubscribe.current(); return; } fn(msg); };
@@ -45,7 +43,7 @@ const views = new WeakMap();
 
 function buildView(root, data) {
   root.replaceChildren();
-  const layout = data.layout || RUN_LAYOUT;
+  const layout = data.layout; // ui.live_messages.RUN_LAYOUT, or a group's own
   const watching = el("p", { class: "blv-watching" });
   const header = el("div", { class: "blv-headers" });
   const grid = el("div", { class: "blv-grid" });
