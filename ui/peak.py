@@ -19,9 +19,10 @@ from bench.vocab.readings import Epoch
 from bench.vocab.run_info import RunInfo
 from bench.vocab.target import of_config
 
-# plain words: the line is drawn escaped (it names the run's target), and as text by the live view
-NOT_MEASURED = ("peak not measured yet: a Sweep measures it first, or press Measure peak on the System page "
-                "(or run python -m bench.hardware.probe)")
+# plain words: the line is drawn escaped (it names the run's target), and as text by the live view, where every
+# viewer reads it (a student on /watch as well as the presenter): it says what is missing, not what to press; the
+# System page's Measure peak, a Sweep or `python -m bench.hardware.probe` measures it (docs/MEASUREMENTS.md)
+NOT_MEASURED = "peak not measured on this machine yet, so no share of it is shown"
 
 
 def peak_of(config: Mapping[str, Any] | Any) -> PeakEntry | None:

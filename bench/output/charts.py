@@ -99,7 +99,8 @@ def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch"
     fig.update_xaxes(title="epoch", dtick=1)
     fig.update_yaxes(title="seconds", rangemode="tozero")
     if any(e.includes_tracing for s in series for e in s.epochs):
-        title += "<br><sup>hatched: the first epoch, which includes graph tracing</sup>"
+        # short enough for a phone's chart (390 px): the legend and the docs say the rest
+        title += "<br><sup>hatched: epoch 1, with graph tracing</sup>"
     return _layout(fig, title)
 
 

@@ -75,8 +75,8 @@ def test_the_peak_line_never_shows_a_share_above_100_percent():
     assert "peak being re-measured" in beaten and "%" not in beaten.split("(")[0]
     assert "122" not in beaten
     assert "peak being re-measured" in peak.peak_text(52.55, PEAK.updated(stale=True))
-    assert "peak not measured yet" in peak.peak_text(52.55, None)
-    assert peak.peak_text(None, None).startswith("Last epoch: — GFLOP/s; peak not measured yet")
+    assert "peak not measured on this machine yet" in peak.peak_text(52.55, None)
+    assert peak.peak_text(None, None).startswith("Last epoch: — GFLOP/s; peak not measured on this machine yet")
 
 
 def test_a_live_epoch_uses_its_own_figure_or_flops_times_its_rate(monkeypatch):
@@ -105,3 +105,10 @@ def test_a_group_peak_flagged_stale_keeps_its_figure_and_says_so():
     assert stale.peak("gpu:0").reference is None, "no figure: nothing to measure against"
     assert group.peak("cpu").stale is False, "the group handed out before is unchanged"
     assert group.peak("cpu/1").reference == entry and entry.stale is False
+
+
+def test_the_missing_peak_is_said_to_every_viewer_without_a_control_to_press() -> None:
+    """The live header's peak line reaches a student on /watch as well as the presenter: it says what is missing,
+    never which button to press (a watcher has none)."""
+    text = peak.peak_text(52.55, None).lower()
+    assert "not measured" in text and "press" not in text and "system page" not in text
