@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.plans import models
-from bench.vocab.config import ConfigError, Machine, RunConfig
+from bench.vocab.config import ConfigError, DeviceInventory, RunConfig
 from ui import form_values
 from ui.safe_text import code, escape
 
@@ -55,7 +55,7 @@ def _base_config(base: Mapping[str, Any]) -> RunConfig:
                      batch_size=base["batch_size"], device=base["device"], limit_samples=limit, seed=base["seed"])
 
 
-def _check(base: RunConfig, name: str, value: Any, hardware: Machine) -> str | None:
+def _check(base: RunConfig, name: str, value: Any, hardware: DeviceInventory) -> str | None:
     """RunConfig's own message when ``name=value`` on top of ``base`` is invalid, else None."""
     changes = {name: (value or None) if name == "limit_samples" else value}
     if name == "model" and value in models.PRESETS:
@@ -67,7 +67,7 @@ def _check(base: RunConfig, name: str, value: Any, hardware: Machine) -> str | N
     return None
 
 
-def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: Machine,
+def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: DeviceInventory,
           devices: Sequence[str] | None = None, target_options: Sequence[str] | None = None) -> LinkState:
     """Read a page's query parameters into checked form values.
 
@@ -165,7 +165,7 @@ def _applied_key(prefix: str) -> str:
     return f"_url_written_{prefix}"
 
 
-def load(prefix: str, *, fields: Sequence[str], hardware: Machine, devices: Sequence[str] | None = None,
+def load(prefix: str, *, fields: Sequence[str], hardware: DeviceInventory, devices: Sequence[str] | None = None,
          target_options: Sequence[str] | None = None) -> None:
     """Before the form is drawn: when the URL is not the one this session last wrote (a link was opened), set the
     form's widgets from it; show the notes of the last link read."""

@@ -19,7 +19,7 @@ from bench.analysis import metrics
 from bench.analysis.run_summary import Run
 from bench.vocab.errors import RecordError
 from bench.vocab.records import Comparison, ComparisonBlock, RunRecord
-from bench.vocab.config import ConfigError, Machine, RunConfig
+from bench.vocab.config import ConfigError, DeviceInventory, RunConfig
 from bench.analysis import pricing
 from bench.vocab.target import Target, canonical, of_config, text_of_config
 from bench.vocab.readings import Epoch
@@ -51,7 +51,7 @@ def parse_targets(text: str | Sequence[str | Target]) -> list[Target]:
     return targets
 
 
-def target_configs(base: RunConfig, targets: Sequence[Target | str], hardware: Machine) -> list[RunConfig]:
+def target_configs(base: RunConfig, targets: Sequence[Target | str], hardware: DeviceInventory) -> list[RunConfig]:
     """One validated config per target; everything but device and threads is identical across them."""
     configs = [base.with_target(t) for t in targets]
     errors: list[str] = []

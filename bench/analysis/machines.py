@@ -50,7 +50,7 @@ def machine_name(bundle: MachineBundle) -> str:
 
 
 @dataclass(frozen=True)
-class Machine:
+class GalleryEntry:
     """One bundle in the gallery: where it came from (``shipped``, ``store``, ``upload``) and its key there."""
 
     key: str  # "shipped:bundle-h100", "store:3", "upload:laptop.json": unique in a gallery, kept in links
@@ -70,7 +70,7 @@ class Machine:
 class Measured:
     """One finished run of a bundle, reduced to what the gallery shows."""
 
-    machine: str  # Machine.key
+    machine: str  # GalleryEntry.key
     target: str
     workload: str
     model: str
@@ -94,7 +94,7 @@ class Measured:
         return 1000.0 / self.samples_per_s
 
 
-def _measured(machine: Machine, run: RunRecord) -> Measured | None:
+def _measured(machine: GalleryEntry, run: RunRecord) -> Measured | None:
     if run.status != Status.FINISHED:
         return None
     summary = run_summary.summary_of(run)
@@ -151,7 +151,7 @@ def _positive(value: Any) -> float | None:
     return float(value) if ok else None
 
 
-def measurements(machine: Machine) -> list[Measured]:
+def measurements(machine: GalleryEntry) -> list[Measured]:
     """Each workload and target of a machine once: its finished runs, the median by samples/s where a workload ran
     more than once on a target (the shipped H100 records hold MLP s at batch 128 twice)."""
     groups: dict[tuple[str, str], list[Measured]] = {}
@@ -166,13 +166,13 @@ def measurements(machine: Machine) -> list[Measured]:
     return out
 
 
-def targets_of(machine: Machine) -> list[str]:
+def targets_of(machine: GalleryEntry) -> list[str]:
     """The targets a machine was measured on, CPUs first."""
     found = {m.target for m in measurements(machine)}
     return sorted(found, key=lambda t: (not t.startswith("cpu"), t))
 
 
-def workloads_of(machines: Sequence[Machine]) -> list[str]:
+def workloads_of(machines: Sequence[GalleryEntry]) -> list[str]:
     """Every workload measured on any of the machines: presets first, then families by size order and batch."""
     def order(key: str) -> tuple[int, str, int, int]:
         if key in models.PRESETS:
@@ -184,7 +184,7 @@ def workloads_of(machines: Sequence[Machine]) -> list[str]:
 
 
 # -- unequal bundles --------------------------------------------------------------------------------------------------
-def run_traits(m: Measured, machine: Machine) -> dict[str, str]:
+def run_traits(m: Measured, machine: GalleryEntry) -> dict[str, str]:
     """What makes a figure comparable with another: backend, Keras version, suite, precision, XLA, optimizer."""
     return {"backend": m.backend, "keras": machine.bundle.machine.framework_version or "?",
             "suite": machine.suite, "precision": m.precision, "XLA": "on" if m.jit_compile else "off",
@@ -200,7 +200,7 @@ def differences(traits: Mapping[str, str], baseline: Mapping[str, str] | None) -
 
 
 # -- prices -----------------------------------------------------------------------------------------------------------
-def prices_of(machines: Sequence[Machine], entered: Mapping[tuple[str, str], float] | None = None
+def prices_of(machines: Sequence[GalleryEntry], entered: Mapping[tuple[str, str], float] | None = None
               ) -> dict[tuple[str, str], float]:
     """Hourly price per (machine key, target): the bundle's own, replaced by those entered here; a price
     pricing.usable_price refuses (a subnormal, a negative, one past the bound) is no price."""
@@ -276,7 +276,7 @@ WORKLOAD_TRAITS = ("optimizer",)  # traits that differ between the workloads of 
 
 
 def _with_baseline(rows: list[Row], baseline: tuple[str, str] | None,
-                   machines: Sequence[Machine] = ()) -> list[Row]:
+                   machines: Sequence[GalleryEntry] = ()) -> list[Row]:
     """Rows with their speed-up over the baseline row (machine key, target) and the traits that differ from it.
 
     The traits compared come from the baseline's own row, or, where it has no figure for this workload, from any run
@@ -297,7 +297,7 @@ def _with_baseline(rows: list[Row], baseline: tuple[str, str] | None,
     return out
 
 
-def _machine_traits(machines: Sequence[Machine], key: tuple[str, str] | None) -> dict[str, str]:
+def _machine_traits(machines: Sequence[GalleryEntry], key: tuple[str, str] | None) -> dict[str, str]:
     """The machine-wide traits of any finished run of one machine and target (empty when it has none or is not
     given): every trait but the optimizer, which a seed preset sets apart from the other workloads."""
     for machine in machines:
@@ -313,7 +313,7 @@ def _replace(row: Row, **changes: Any) -> Row:
     return dataclasses.replace(row, **changes)
 
 
-def workload_rows(machines: Sequence[Machine], workload: str, *, prices: Mapping[tuple[str, str], float],
+def workload_rows(machines: Sequence[GalleryEntry], workload: str, *, prices: Mapping[tuple[str, str], float],
                   baseline: tuple[str, str] | None = None) -> list[Row]:
     """Every machine and target measured for one workload: time per steady epoch, samples/s, energy and cost per
     1,000 samples, speed-up over the baseline (machine key, target), and the traits that differ from it."""
@@ -345,7 +345,7 @@ def model_flops(model: str, size: str, dataset: str) -> float | None:
         return None
 
 
-def estimate(machine: Machine, target: str, model: str, size: str | None, batch_size: int, *,
+def estimate(machine: GalleryEntry, target: str, model: str, size: str | None, batch_size: int, *,
              price_per_hour: float | None = None) -> Row:
     """The figure of one machine and target for a model: measured at that size, else read between the two nearest
     measured sizes (same family, batch size and target), else not measured and why. Never extrapolated: beyond the
@@ -368,12 +368,12 @@ def _point(model: str, size: str | None, batch: int) -> str:
     return f"{model} batch {batch}" if model in models.PRESETS else f"{model} {size} batch {batch}"
 
 
-def _not(machine: Machine, target: str, why: str, price: float | None) -> Row:
+def _not(machine: GalleryEntry, target: str, why: str, price: float | None) -> Row:
     return Row(machine=machine.key, machine_name=machine.name, target=target, how=NOT_MEASURED, note=why,
                price_per_hour=price)
 
 
-def _between(machine: Machine, target: str, family: list[Measured], model: str, size: str | None, batch: int,
+def _between(machine: GalleryEntry, target: str, family: list[Measured], model: str, size: str | None, batch: int,
              price: float | None) -> Row:
     if model in models.PRESETS or not family:
         return _not(machine, target, f"{_point(model, size, batch)} was not measured on {target} of this machine",
@@ -428,7 +428,7 @@ class Ranking:
                 "not_measured": [r.to_dict() for r in self.unranked]}
 
 
-def ranking(machines: Sequence[Machine], model: str, size: str | None, batch_size: int, *,
+def ranking(machines: Sequence[GalleryEntry], model: str, size: str | None, batch_size: int, *,
             prices: Mapping[tuple[str, str], float], baseline: tuple[str, str] | None = None) -> Ranking:
     """Every machine and target estimated for the model (:func:`estimate`), ranked by seconds per 1,000 samples and
     by cost per 1,000 samples, with the speed-up over the baseline (machine key, target) and flags."""
@@ -443,7 +443,7 @@ def ranking(machines: Sequence[Machine], model: str, size: str | None, batch_siz
                    unranked=tuple(r for r in rows if r.seconds_per_1k is None))
 
 
-def model_choices(machines: Sequence[Machine]) -> dict[str, list[int]]:
+def model_choices(machines: Sequence[GalleryEntry]) -> dict[str, list[int]]:
     """The models a user may pick (families and presets measured somewhere) with the batch sizes measured for each."""
     out: dict[str, set[int]] = {}
     for machine in machines:
@@ -452,7 +452,7 @@ def model_choices(machines: Sequence[Machine]) -> dict[str, list[int]]:
     return {k: sorted(v) for k, v in sorted(out.items(), key=lambda kv: (kv[0] in models.PRESETS, kv[0]))}
 
 
-def usual_batch(machines: Sequence[Machine], model: str) -> int | None:
+def usual_batch(machines: Sequence[GalleryEntry], model: str) -> int | None:
     """The batch size at which the most machine targets (a machine's CPU, its GPU) measured ``model``, the larger on a
     tie: the first one offered, so the ranking a user meets first compares as many as can be compared."""
     counts: dict[int, set[tuple[str, str]]] = {}

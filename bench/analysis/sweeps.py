@@ -12,7 +12,7 @@ from typing import Any
 from bench.analysis import compare, metrics, run_summary
 from bench.analysis.run_summary import Run
 from bench.vocab.records import RunRecord, Sweep
-from bench.vocab.config import ConfigError, Machine, RunConfig
+from bench.vocab.config import ConfigError, DeviceInventory, RunConfig
 from bench.hardware.peak_cache import PeakEntry
 from bench.vocab.record_types import SweepRow as SweepRow, SweepSpeedup as SweepSpeedup  # the types this module fills
 from bench.vocab.target import Target, canonical, of_config, text_of_config
@@ -21,7 +21,7 @@ from bench.plans import models
 
 
 def sweep_configs(base: RunConfig, sizes: Sequence[str], targets: Sequence[Target | str],
-                  batch_sizes: Sequence[int] | None, hardware: Machine, *,
+                  batch_sizes: Sequence[int] | None, hardware: DeviceInventory, *,
                   steps_per_execution: Sequence[int] | None = None,
                   devices: Sequence[int] | None = None) -> list[RunConfig]:
     """Every (size, batch size, steps per execution, device count, target) point as a validated config, in run order

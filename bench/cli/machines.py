@@ -100,7 +100,7 @@ def cmd_machines(args: argparse.Namespace, store: Any) -> int:
 
 def _machine_prices(text: str | None, keys: dict[str, Any]) -> dict[tuple[str, str], float]:
     """``1:gpu:0=2.50,2:cpu=0.10`` (machine number as listed : target = hourly price) -> {(key, target): price};
-    ``keys``: the listed number -> its machines.Machine."""
+    ``keys``: the listed number -> its machines.GalleryEntry."""
     from bench.analysis import machines, pricing
     from bench.vocab.target import Target
 

@@ -20,7 +20,7 @@ from bench.vocab import safe_text
 from bench.vocab import target as target_module
 from bench.analysis import metrics, run_summary
 from bench.cli.args import EXIT_NOT_STORED, PROG, UsageError, build_parser, config_from_args
-from bench.vocab.config import ConfigError, Machine, RunConfig
+from bench.vocab.config import ConfigError, DeviceInventory, RunConfig
 from bench.output import display
 from bench.vocab.readings import GpuReading
 from bench.vocab.records import Comparison, RunRecord, Status
@@ -256,7 +256,7 @@ def _print_summary(record: RunRecord) -> None:
         print(f"error      {err.headline}\nwhat to do {err.hint}", file=sys.stderr)
 
 
-def _this_machine() -> Machine:
+def _this_machine() -> DeviceInventory:
     """This machine's hardware, the one a config from the terminal is checked against."""
     from bench.hardware import devices
 

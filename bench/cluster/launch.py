@@ -74,7 +74,7 @@ class _Busy:
 
 @dataclass
 class ClusterMachine:
-    """The cluster as one machine for validation (``bench.vocab.config.Machine``): a run is valid when some node it may go
+    """The cluster as one machine for validation (``bench.vocab.config.DeviceInventory``): a run is valid when some node it may go
     to can run it. GPUs: those of the matching node with the most; cores: the largest node's."""
 
     address: str

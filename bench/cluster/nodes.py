@@ -228,7 +228,7 @@ def nodes(address: str, *, alive_only: bool = True) -> list[Node]:
 @dataclass(frozen=True)
 class NodeMachine:
     """A node's hardware as the project's own discovery found it there: what a run placed on it is validated
-    against (``bench.vocab.config.Machine``) and what its record keeps (``hardware``)."""
+    against (``bench.vocab.config.DeviceInventory``) and what its record keeps (``hardware``)."""
 
     node: Node
     hardware: Any  # bench.hardware.devices.Hardware, discovered on the node

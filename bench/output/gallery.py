@@ -1,5 +1,5 @@
 """The machine gallery's inputs and its export: the bundles shipped in docs/results, those kept in the store and
-those uploaded, each as a :class:`bench.analysis.machines.Machine`; and a self-contained HTML report of the gallery
+those uploaded, each as a :class:`bench.analysis.machines.GalleryEntry`; and a self-contained HTML report of the gallery
 (the ranking for one model and every workload's table), as the comparison export is."""
 
 from __future__ import annotations
@@ -59,29 +59,29 @@ def is_bundle(data: Any) -> bool:
     return isinstance(data, Mapping) and data.get("schema") == records.BUNDLE_SCHEMA
 
 
-def shipped_machines(folder: Path = SHIPPED_DIR) -> tuple[list[M.Machine], list[str]]:
+def shipped_machines(folder: Path = SHIPPED_DIR) -> tuple[list[M.GalleryEntry], list[str]]:
     """The bundles shipped in docs/results (bundle-*.json), and a message for each that could not be read."""
     found, problems = [], []
     for path in sorted(folder.glob("bundle-*.json")):
         try:
-            found.append(M.Machine(f"shipped:{path.stem}", "shipped", read_bundle(path)))
+            found.append(M.GalleryEntry(f"shipped:{path.stem}", "shipped", read_bundle(path)))
         except RecordError as exc:
             problems.append(str(exc))
     return found, problems
 
 
-def stored_machines(store: Any) -> tuple[list[M.Machine], list[str]]:
+def stored_machines(store: Any) -> tuple[list[M.GalleryEntry], list[str]]:
     """The bundles kept in the store (``bench import``, an upload, ``bench suite``), and what could not be read."""
     found, problems = [], []
     for bundle_id, doc in store.bundles.list():
         try:
-            found.append(M.Machine(f"store:{bundle_id}", "store", records.load_bundle(doc)))
+            found.append(M.GalleryEntry(f"store:{bundle_id}", "store", records.load_bundle(doc)))
         except RecordError as exc:
             problems.append(f"stored bundle {bundle_id}: {exc}")
     return found, problems
 
 
-def gallery(store: Any | None) -> tuple[list[M.Machine], list[str]]:
+def gallery(store: Any | None) -> tuple[list[M.GalleryEntry], list[str]]:
     """Every machine to show: the shipped bundles, then the stored ones (a stored copy of a shipped bundle once)."""
     machines, problems = shipped_machines()
     if store is not None:
@@ -130,7 +130,7 @@ _CSS = ("<style>table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th
         ".note{color:#475467;font-size:13px}</style>")
 
 
-def to_html(machines: Sequence[M.Machine], ranking: M.Ranking, workload_tables: Mapping[str, Sequence[M.Row]], *,
+def to_html(machines: Sequence[M.GalleryEntry], ranking: M.Ranking, workload_tables: Mapping[str, Sequence[M.Row]], *,
             baseline: tuple[str, str] | None) -> str:
     """A self-contained HTML page of the gallery: the machines and their fingerprints, the ranking for the chosen
     model by time and by cost (each figure measured, read between sizes, or not measured and why), and every

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from bench.vocab.config import RunConfig
-from bench.vocab.config import Machine
+from bench.vocab.config import DeviceInventory
 from bench.hardware import devices
 from bench.hardware.peak_cache import PeakEntry
 from bench.runs.peaks import PeakFuture, PeakQueue
@@ -34,7 +34,7 @@ class GroupRegistry:
     """
 
     def __init__(self, *, submit: Callable[[RunConfig], int], peaks: PeakQueue, order_lock: threading.RLock,
-                 machine: Callable[[], Machine] = devices.discover) -> None:
+                 machine: Callable[[], DeviceInventory] = devices.discover) -> None:
         self._submit = submit
         self._machine = machine
         self._peaks = peaks

@@ -20,7 +20,7 @@ from typing import Any
 from bench.vocab.record_types import CpuSpec, Fingerprint, GpuSpec
 from bench.vocab import records
 from bench.analysis import run_summary
-from bench.vocab.config import ConfigError, Machine, RunConfig, preset_training
+from bench.vocab.config import ConfigError, DeviceInventory, RunConfig, preset_training
 from bench.hardware import devices
 from bench.vocab.records import Status
 from bench.vocab.target import Target
@@ -100,7 +100,7 @@ def suite_targets(hw: devices.Hardware) -> list[Target]:
     return found
 
 
-def suite_configs(variant: str, targets: Sequence[Target], hw: Machine) -> list[RunConfig]:
+def suite_configs(variant: str, targets: Sequence[Target], hw: DeviceInventory) -> list[RunConfig]:
     """Every (workload, target) of the suite as a validated config, workload-major (a workload's targets run back
     to back, so noise hits every side of a speed-up alike).
 

@@ -2,7 +2,7 @@
 
 Every page and the CLI build a RunConfig and call ``validate(hardware)`` with the hardware they hold; the worker trusts
 what it receives. A bad value raises ConfigError whose message says what is allowed, so the UI and CLI can show it as
-is. This module discovers nothing: what the machine has comes in as a :class:`Machine` (``bench.hardware.devices.
+is. This module discovers nothing: what the machine has comes in as a :class:`DeviceInventory` (``bench.hardware.devices.
 Hardware`` is one), so the vocabulary of a run sits below the hardware layer that finds devices.
 """
 
@@ -42,7 +42,7 @@ PRECISIONS = ("float32", "mixed_float16")
 DEFAULT_LEARNING_RATE = {"adam": 1e-3, "sgd": 1e-2, "rmsprop": 1e-3, "adamw": 1e-3}
 
 
-class Machine(Protocol):
+class DeviceInventory(Protocol):
     """What validation checks a config against: ``bench.hardware.devices.Hardware`` is one (tests build their own)."""
 
     @property
@@ -178,7 +178,7 @@ class RunConfig(Record):
         return RunConfig(**{**{k: getattr(self, k) for k in type(self).model_fields}, **changes})
 
     # ----------------------------------------------------------------------------------------------------------------
-    def validate(self, hardware: Machine) -> RunConfig:  # type: ignore[override]  # not pydantic's deprecated one
+    def validate(self, hardware: DeviceInventory) -> RunConfig:  # type: ignore[override]  # not pydantic's deprecated one
         """Check this config against ``hardware`` and what this bench can run: the devices and cores present, the
         data set, the model (a family's plan, or a user's file), the choices (optimizer, precision, backend). Types,
         bounds and the rules between settings were checked when the config was made. Return self when valid.
@@ -252,7 +252,7 @@ class RunConfig(Record):
                           f"{self.backend}, Keras 3 cannot train with TensorFlow's MultiWorkerMirroredStrategy)")
         return errors
 
-    def _device_count_errors(self, hardware: Machine) -> list[str]:
+    def _device_count_errors(self, hardware: DeviceInventory) -> list[str]:
         """``devices`` within what the target's kind has here: a core per logical CPU device, a GPU per device."""
         n = self.devices
         if n is None or n == 1:
@@ -275,7 +275,7 @@ class RunConfig(Record):
         """The members of a multi-worker run as HOST:PORT, the coordinator first; [] for a run on its own."""
         return [w.strip() for w in self.workers.split(",") if w.strip()] if self.workers is not None else []
 
-    def device_count(self, hardware: Machine) -> int:
+    def device_count(self, hardware: DeviceInventory) -> int:
         """How many devices this run trains on: ``devices``, else one (every GPU of ``hardware`` for 'gpus')."""
         if self.devices is not None:
             return self.devices
@@ -283,12 +283,12 @@ class RunConfig(Record):
             return max(1, len(hardware.gpus))
         return 1
 
-    def _device_errors(self, hardware: Machine) -> list[str]:
+    def _device_errors(self, hardware: DeviceInventory) -> list[str]:
         return device_problems(self.device, hardware)
 
 
 # -- one setting's rule each, for validate() and for whoever records a run it did not start (a script's callback) --
-def device_memory_mib(device: Any, hardware: Machine) -> float | None:
+def device_memory_mib(device: Any, hardware: DeviceInventory) -> float | None:
     """The memory of the device a run trains on, for the bound on a model file's size: the smallest GPU's it uses, as
     its source reports it; None for the CPU (the RAM available when the file is checked) or where it is not known."""
     try:
@@ -315,7 +315,7 @@ def interval_problem(value: Any) -> str | None:
     return f"sampling interval {found}" if found else None
 
 
-def device_problems(device: Any, hardware: Machine) -> list[str]:
+def device_problems(device: Any, hardware: DeviceInventory) -> list[str]:
     """What is wrong with ``device`` (cpu, gpu:N, gpus) on ``hardware`` (this machine, as discovered): a malformed
     one, a GPU where none is usable, a GPU index this machine does not have; [] when a run may train there."""
     if not isinstance(device, str):

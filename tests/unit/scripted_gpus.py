@@ -26,7 +26,7 @@ import pytest
 
 from bench.hardware import devices
 from bench.hardware.monitor import nvml, sources
-from bench.hardware.monitor.source_types import Machine
+from bench.hardware.monitor.source_types import HostAccess
 from tests.unit import fake_nvml
 
 RECORDED = Path(__file__).parent / "recorded"
@@ -284,43 +284,43 @@ def fake_macmon(usage: float = 0.83, gpu_w: float = 14.2) -> Any:
     return SimpleNamespace(Sampler=lambda: sampler)
 
 
-def mac(*, macmon: Any = None, plist: bytes | None = None) -> Machine:
+def mac(*, macmon: Any = None, plist: bytes | None = None) -> HostAccess:
     """A Mac with Apple silicon: ioreg prints the recorded plist; macmon-lib installed where given."""
     printed = IOREG_PLIST.read_bytes() if plist is None else plist
-    return Machine(system="Darwin", drm_root=RECORDED / "no-drm", ioreg=lambda: printed, amdsmi=lambda: None,
+    return HostAccess(system="Darwin", drm_root=RECORDED / "no-drm", ioreg=lambda: printed, amdsmi=lambda: None,
                    macmon=lambda: macmon, pyzes=lambda: None, tpumonitoring=lambda: None, pci_root=NOTHING)
 
 
-def amd_sysfs() -> Machine:
+def amd_sysfs() -> HostAccess:
     """A Linux machine with an AMD GPU, amdgpu's sysfs files and no AMD SMI."""
-    return Machine(system="Linux", drm_root=AMD_SYSFS, ioreg=lambda: None, amdsmi=lambda: None, macmon=lambda: None,
+    return HostAccess(system="Linux", drm_root=AMD_SYSFS, ioreg=lambda: None, amdsmi=lambda: None, macmon=lambda: None,
                    pyzes=lambda: None, tpumonitoring=lambda: None, pci_root=NOTHING)
 
 
-def amd_smi(gpus: list[FakeAmdGpu] | None = None) -> Machine:
+def amd_smi(gpus: list[FakeAmdGpu] | None = None) -> HostAccess:
     """A Linux machine with ROCm's AMD SMI answering (and the same sysfs tree)."""
     module = FakeAmdSmi(gpus or [FakeAmdGpu()])
-    return Machine(system="Linux", drm_root=AMD_SYSFS, ioreg=lambda: None, amdsmi=lambda: module,
+    return HostAccess(system="Linux", drm_root=AMD_SYSFS, ioreg=lambda: None, amdsmi=lambda: module,
                    macmon=lambda: None, pyzes=lambda: None, tpumonitoring=lambda: None, pci_root=NOTHING)
 
 
-def intel(module: FakePyzes | None = None) -> Machine:
+def intel(module: FakePyzes | None = None) -> HostAccess:
     """A Linux machine with an Intel Arc GPU read by Level Zero Sysman (pyzes), no AMD card, no TPU."""
     zes = module or FakePyzes(json.loads(INTEL_SYSMAN.read_text(encoding="utf-8")))
-    return Machine(system="Linux", drm_root=NOTHING, ioreg=lambda: None, amdsmi=lambda: None, macmon=lambda: None,
+    return HostAccess(system="Linux", drm_root=NOTHING, ioreg=lambda: None, amdsmi=lambda: None, macmon=lambda: None,
                    pyzes=lambda: zes, tpumonitoring=lambda: None, pci_root=NOTHING)
 
 
-def tpu(metrics: dict[str, list[str]] | None = None, *, libtpu: bool = True) -> Machine:
+def tpu(metrics: dict[str, list[str]] | None = None, *, libtpu: bool = True) -> HostAccess:
     """A TPU VM (two TPU v5e chips on the PCI bus) with libtpu's monitoring SDK answering the recorded strings, or
     without libtpu."""
     recorded = json.loads(TPU_METRICS.read_text(encoding="utf-8")) if metrics is None else metrics
     sdk = FakeTpuMonitoring(recorded) if libtpu else None
-    return Machine(system="Linux", drm_root=NOTHING, ioreg=lambda: None, amdsmi=lambda: None, macmon=lambda: None,
+    return HostAccess(system="Linux", drm_root=NOTHING, ioreg=lambda: None, amdsmi=lambda: None, macmon=lambda: None,
                    pyzes=lambda: None, tpumonitoring=lambda: sdk, pci_root=TPU_PCI)
 
 
-def vendor_of(machine: Machine) -> str:
+def vendor_of(machine: HostAccess) -> str:
     """The vendor of a scripted machine's accelerator."""
     if machine.system == "Darwin":
         return "apple"
@@ -335,8 +335,8 @@ LISTS = {"apple": ["CPU:0", "MPS:0"], "amd": ["CPU:0", "GPU:0"], "intel": ["CPU:
 
 
 @contextmanager
-def use(monkeypatch: pytest.MonkeyPatch, machine: Machine, *, backend: str = "torch",
-        gpu_build: bool | None = True) -> Iterator[Machine]:
+def use(monkeypatch: pytest.MonkeyPatch, machine: HostAccess, *, backend: str = "torch",
+        gpu_build: bool | None = True) -> Iterator[HostAccess]:
     """Script ``machine`` for every GPU source (NVML absent), Keras on ``backend`` whose build for the machine's GPU
     is ``gpu_build`` and which lists the GPU."""
     vendor = vendor_of(machine)

@@ -21,7 +21,7 @@ def _clean() -> object:
     nvml.reset()
 
 
-def _one(machine: sources.Machine) -> tuple[sources.Found, GpuReading]:
+def _one(machine: sources.HostAccess) -> tuple[sources.Found, GpuReading]:
     nvml.set_module(fake_nvml.missing())
     sources.script(machine)
     found = sources.find()
@@ -89,7 +89,7 @@ def test_without_amd_smi_the_amdgpu_sysfs_files() -> None:
 
 def test_on_this_kind_of_machine_without_any_gpu_the_reason_is_nvmls_as_always() -> None:
     nvml.set_module(fake_nvml.missing())
-    sources.script(sources.Machine(system="Linux", drm_root=sg.RECORDED / "no-drm", ioreg=lambda: None,
+    sources.script(sources.HostAccess(system="Linux", drm_root=sg.RECORDED / "no-drm", ioreg=lambda: None,
                                    amdsmi=lambda: None, macmon=lambda: None, pyzes=lambda: None,
                                    tpumonitoring=lambda: None, pci_root=sg.NOTHING))
     found = sources.find()
@@ -129,7 +129,7 @@ def test_a_reading_keeps_its_source_through_json_and_old_readings_have_none() ->
                                                           (sg.amd_smi(), "amd", "AMD SMI"),
                                                           (sg.amd_sysfs(), "amd", "amdgpu sysfs"),
                                                           (sg.intel(), "intel", "Level Zero Sysman (pyzes)")])
-def test_devices_offer_the_gpu_of_each_scripted_machine(monkeypatch: pytest.MonkeyPatch, machine: sources.Machine,
+def test_devices_offer_the_gpu_of_each_scripted_machine(monkeypatch: pytest.MonkeyPatch, machine: sources.HostAccess,
                                                         vendor: str, source: str) -> None:
     with sg.use(monkeypatch, machine):
         hw = devices.discover()
@@ -168,7 +168,7 @@ def test_gpu_n_reaches_each_vendors_device_through_torch() -> None:
     (sg.mac(), "Apple GPU and its reading source", "macmon (IOReport)"),
     (sg.amd_sysfs(), "AMD GPU and its reading source", "AMD SMI"),
 ])
-def test_the_doctor_on_each_scripted_machine(monkeypatch: pytest.MonkeyPatch, machine: sources.Machine, first: str,
+def test_the_doctor_on_each_scripted_machine(monkeypatch: pytest.MonkeyPatch, machine: sources.HostAccess, first: str,
                                             optional: str) -> None:
     with sg.use(monkeypatch, machine):
         report = doctor.diagnose()
@@ -213,7 +213,7 @@ def test_gpu_verify_knows_each_vendors_source_row() -> None:
     (sg.intel(), "Level Zero Sysman (pyzes)", True, "torch"), (sg.tpu(), "libtpu monitoring (tpumonitoring)", False,
                                                                 "jax")])
 def test_bench_devices_shows_each_scripted_gpu_its_source_and_a_reading(monkeypatch: pytest.MonkeyPatch, capsys,
-                                                                       machine: sources.Machine, source: str,
+                                                                       machine: sources.HostAccess, source: str,
                                                                        power: bool, backend: str) -> None:
     """`bench devices --json`: the device, its source (what its utilization means, what it cannot give) and one
     reading from it; the text form names the source where a CUDA version would stand, and says what is not measured."""
@@ -309,7 +309,7 @@ def test_devices_offer_each_tpu_chip_through_jax(monkeypatch: pytest.MonkeyPatch
     (sg.intel(), "jax", ("this Intel GPU", "KERAS_BACKEND=torch")),
 ])
 def test_a_framework_that_cannot_reach_the_accelerator_is_told_which_can(monkeypatch: pytest.MonkeyPatch,
-                                                                        machine: sources.Machine, backend: str,
+                                                                        machine: sources.HostAccess, backend: str,
                                                                         words: tuple[str, ...]) -> None:
     with sg.use(monkeypatch, machine, backend=backend, gpu_build=False):
         hw = devices.discover()
@@ -343,7 +343,7 @@ def test_gpu_n_on_an_intel_gpu_is_torchs_xpu_device() -> None:
     (sg.intel(), "torch", "Intel GPU and its reading source", "power 185.0 W"),
     (sg.tpu(), "jax", "TPU and its reading source", "tensor activity 14 %"),
 ])
-def test_the_doctor_on_an_intel_gpu_and_a_tpu(monkeypatch: pytest.MonkeyPatch, machine: sources.Machine,
+def test_the_doctor_on_an_intel_gpu_and_a_tpu(monkeypatch: pytest.MonkeyPatch, machine: sources.HostAccess,
                                              backend: str, first: str, shown: str) -> None:
     with sg.use(monkeypatch, machine, backend=backend):
         report = doctor.diagnose()
@@ -359,7 +359,7 @@ def test_the_doctor_on_an_intel_gpu_and_a_tpu(monkeypatch: pytest.MonkeyPatch, m
      "pip install pyzes"),
 ])
 def test_the_doctor_names_the_fix_where_the_accelerator_is_here_but_unread(monkeypatch: pytest.MonkeyPatch,
-                                                                          machine: sources.Machine, backend: str,
+                                                                          machine: sources.HostAccess, backend: str,
                                                                           first: str, fix: str) -> None:
     with sg.use(monkeypatch, machine, backend=backend, gpu_build=False):
         report = doctor.diagnose()

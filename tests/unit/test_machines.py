@@ -41,15 +41,15 @@ def _flops(size: str) -> float:
 
 
 def _machine(key: str, runs: list[records.RunRecord], *, backend: str = "tensorflow", label: str | None = None,
-             prices: dict[str, float] | None = None) -> M.Machine:
+             prices: dict[str, float] | None = None) -> M.GalleryEntry:
     doc = records.bundle_record(machine=Fingerprint(cpu=CpuSpec(model="Test CPU", logical_cores=4), backend=backend,
                                                     framework_version="3.15.1"),
                                 suite_version="1", suite_variant="quick", runs=runs, label=label, prices=prices)
-    return M.Machine(key, "store", records.load_bundle(json.loads(records.json_text(doc))))
+    return M.GalleryEntry(key, "store", records.load_bundle(json.loads(records.json_text(doc))))
 
 
 @pytest.fixture
-def laptop() -> M.Machine:
+def laptop() -> M.GalleryEntry:
     return _machine("laptop", [
         _run("mlp", "xs", 128, "cpu", 40000, flops=_flops("xs"), run_id=1),
         _run("mlp", "m", 128, "cpu", 10000, flops=_flops("m"), run_id=2),
@@ -58,7 +58,7 @@ def laptop() -> M.Machine:
 
 
 @pytest.fixture
-def gpu_box() -> M.Machine:
+def gpu_box() -> M.GalleryEntry:
     return _machine("gpu", [
         _run("mlp", "xs", 128, "gpu:0", 80000, flops=_flops("xs"), backend="jax", energy=2.0, run_id=1),
         _run("mlp", "s", 128, "gpu:0", 70000, flops=_flops("s"), backend="jax", energy=2.5, run_id=2),
@@ -66,7 +66,7 @@ def gpu_box() -> M.Machine:
     ], backend="jax", label="gpu box", prices={"gpu:0": 3.60})
 
 
-def test_a_measured_size_is_measured(laptop: M.Machine) -> None:
+def test_a_measured_size_is_measured(laptop: M.GalleryEntry) -> None:
     row = M.estimate(laptop, "cpu", "mlp", "xs", 128, price_per_hour=0.10)
     assert row.how == M.MEASURED
     assert row.seconds_per_1k == pytest.approx(1000 / 40000)
@@ -74,7 +74,7 @@ def test_a_measured_size_is_measured(laptop: M.Machine) -> None:
     assert row.energy_j_per_1k is None and row.energy_note  # no reading: said why, never a zero
 
 
-def test_a_size_between_two_measured_sizes_is_interpolated_in_log_flops(laptop: M.Machine) -> None:
+def test_a_size_between_two_measured_sizes_is_interpolated_in_log_flops(laptop: M.GalleryEntry) -> None:
     row = M.estimate(laptop, "cpu", "mlp", "s", 128)
     assert row.how == M.INTERPOLATED
     assert "between xs and m" in row.note
@@ -85,20 +85,20 @@ def test_a_size_between_two_measured_sizes_is_interpolated_in_log_flops(laptop: 
 
 
 @pytest.mark.parametrize("size, side", [("l", "above the largest"), ("xl", "above the largest")])
-def test_a_size_outside_the_measured_range_is_refused_not_extrapolated(laptop: M.Machine, size: str, side: str) -> None:
+def test_a_size_outside_the_measured_range_is_refused_not_extrapolated(laptop: M.GalleryEntry, size: str, side: str) -> None:
     row = M.estimate(laptop, "cpu", "mlp", size, 128)
     assert row.how == M.NOT_MEASURED
     assert row.seconds_per_1k is None and row.cost_per_1k is None
     assert side in row.note and "never extrapolated" in row.note
 
 
-def test_an_unmeasured_batch_size_is_refused_with_the_measured_ones(laptop: M.Machine) -> None:
+def test_an_unmeasured_batch_size_is_refused_with_the_measured_ones(laptop: M.GalleryEntry) -> None:
     row = M.estimate(laptop, "cpu", "mlp", "s", 256)
     assert row.how == M.NOT_MEASURED
     assert "batch 256" in row.note and "128" in row.note
 
 
-def test_ranking_by_time_and_cost_with_speedup_and_flags(laptop: M.Machine, gpu_box: M.Machine) -> None:
+def test_ranking_by_time_and_cost_with_speedup_and_flags(laptop: M.GalleryEntry, gpu_box: M.GalleryEntry) -> None:
     gallery = [laptop, gpu_box]
     ranked = M.ranking(gallery, "mlp", "s", 128, prices=M.prices_of(gallery), baseline=("laptop", "cpu"))
     assert [(r.machine, r.how) for r in ranked.by_time] == [("gpu", M.MEASURED), ("laptop", M.INTERPOLATED)]
@@ -111,12 +111,12 @@ def test_ranking_by_time_and_cost_with_speedup_and_flags(laptop: M.Machine, gpu_
     assert ranked.unranked == ()
 
 
-def test_prices_entered_replace_the_bundles(laptop: M.Machine, gpu_box: M.Machine) -> None:
+def test_prices_entered_replace_the_bundles(laptop: M.GalleryEntry, gpu_box: M.GalleryEntry) -> None:
     prices = M.prices_of([laptop, gpu_box], {("gpu", "gpu:0"): 0.01})
     assert prices[("gpu", "gpu:0")] == 0.01 and prices[("laptop", "cpu")] == 0.10
 
 
-def test_workload_rows_and_interpolated_energy(laptop: M.Machine, gpu_box: M.Machine) -> None:
+def test_workload_rows_and_interpolated_energy(laptop: M.GalleryEntry, gpu_box: M.GalleryEntry) -> None:
     rows = M.workload_rows([laptop, gpu_box], "mlp/xs/b128", prices={}, baseline=("gpu", "gpu:0"))
     assert {(r.machine, r.target) for r in rows} == {("laptop", "cpu"), ("gpu", "gpu:0")}
     assert next(r for r in rows if r.machine == "laptop").speedup == pytest.approx(0.5)
@@ -137,7 +137,7 @@ def test_energy_is_the_targets_own_device_and_a_missing_one_says_why() -> None:
     assert M.target_energy(RunSummary(), RunInfo(energy_reasons={"gpu": "no NVML"}), "gpu:0") == (None, "gpu:0: no NVML")
 
 
-def test_rows_unequal_to_a_baseline_without_a_figure_are_still_flagged(laptop: M.Machine, gpu_box: M.Machine) -> None:
+def test_rows_unequal_to_a_baseline_without_a_figure_are_still_flagged(laptop: M.GalleryEntry, gpu_box: M.GalleryEntry) -> None:
     ranked = M.ranking([laptop, gpu_box], "mlp", "xs", 128, prices={}, baseline=("laptop", "cpu"))
     gpu = next(r for r in ranked.by_time if r.machine == "gpu")
     assert "backend jax (baseline tensorflow)" in gpu.flags  # the laptop measured xs: its own row's traits
@@ -148,13 +148,13 @@ def test_rows_unequal_to_a_baseline_without_a_figure_are_still_flagged(laptop: M
     assert "backend jax (baseline tensorflow)" in gpu.flags  # but its machine's traits still flag the difference
     # the optimizer differs between one machine's workloads (a seed preset's article): not taken from another one
     sgd = _machine("sgd", [_run("seed-mnist-dense", None, 32, "cpu", 20000, run_id=1)])
-    sgd = M.Machine("sgd", "store", records.load_bundle({**sgd.bundle.to_dict(), "runs": [
+    sgd = M.GalleryEntry("sgd", "store", records.load_bundle({**sgd.bundle.to_dict(), "runs": [
         {**sgd.bundle.runs[0].to_dict(), "config": {**sgd.bundle.runs[0].config.to_dict(), "optimizer": "sgd"}}]}))
     ranked = M.ranking([other, gpu_box, sgd], "mlp", "xs", 128, prices={}, baseline=("sgd", "cpu"))
     assert not any("optimizer" in f for r in ranked.by_time for f in r.flags), ranked.by_time
 
 
-def test_a_speedup_over_a_baseline_read_between_sizes_says_so(laptop: M.Machine, gpu_box: M.Machine) -> None:
+def test_a_speedup_over_a_baseline_read_between_sizes_says_so(laptop: M.GalleryEntry, gpu_box: M.GalleryEntry) -> None:
     ranked = M.ranking([laptop, gpu_box], "mlp", "s", 128, prices={}, baseline=("laptop", "cpu"))
     gpu = next(r for r in ranked.by_time if r.machine == "gpu")
     laptop_row = next(r for r in ranked.by_time if r.machine == "laptop")
@@ -162,13 +162,13 @@ def test_a_speedup_over_a_baseline_read_between_sizes_says_so(laptop: M.Machine,
     assert gpu.speedup is not None and M.BASELINE_READ_BETWEEN in gpu.flags
 
 
-def test_a_preset_is_measured_or_not(laptop: M.Machine, gpu_box: M.Machine) -> None:
+def test_a_preset_is_measured_or_not(laptop: M.GalleryEntry, gpu_box: M.GalleryEntry) -> None:
     ranked = M.ranking([laptop, gpu_box], "seed-mnist-dense", None, 32, prices={})
     assert [r.machine for r in ranked.by_time] == ["laptop"]
     assert "was not measured" in ranked.unranked[0].note
 
 
-def test_the_batch_offered_first_is_the_one_most_machine_targets_measured(laptop: M.Machine, gpu_box: M.Machine) -> None:
+def test_the_batch_offered_first_is_the_one_most_machine_targets_measured(laptop: M.GalleryEntry, gpu_box: M.GalleryEntry) -> None:
     other = _machine("other", [_run("mlp", "xs", 32, "cpu", 30000, flops=_flops("xs")),
                                _run("mlp", "xs", 32, "gpu:0", 90000, flops=_flops("xs"), run_id=2)])
     assert M.usual_batch([laptop, other], "mlp") == 32  # two targets measured it at 32, one at 128
@@ -178,7 +178,7 @@ def test_the_batch_offered_first_is_the_one_most_machine_targets_measured(laptop
 
 def test_the_shipped_h100_bundle_loads_and_ranks() -> None:
     bundle = records.load_bundle(json.loads((ROOT / "docs/results/bundle-h100.json").read_text()))
-    h100 = M.Machine("shipped:h100", "shipped", bundle)
+    h100 = M.GalleryEntry("shipped:h100", "shipped", bundle)
     assert "H100" in h100.name and "docs/results" in (bundle.notes or "")
     row = M.estimate(h100, "gpu:0", "mlp", "s", 2048)  # measured at xs and m at batch 2048: s is read between
     assert row.how == M.INTERPOLATED
@@ -198,7 +198,7 @@ def test_the_shipped_h100_bundle_loads_and_ranks() -> None:
     ({"runs": []}, "runs"),
     ({"prices": {"cpu": -1}}, "prices"),
 ])
-def test_a_bad_bundle_is_refused_naming_its_field(laptop: M.Machine, change: dict[str, Any], field: str) -> None:
+def test_a_bad_bundle_is_refused_naming_its_field(laptop: M.GalleryEntry, change: dict[str, Any], field: str) -> None:
     doc = laptop.bundle.to_dict() | change
     with pytest.raises(RecordError, match=field):
         records.load_bundle(doc)

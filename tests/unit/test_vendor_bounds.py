@@ -44,7 +44,7 @@ def _clean() -> Any:
     nvml.reset()
 
 
-def _read(machine: sources.Machine) -> tuple[GpuReading, dict[str, str], Any]:
+def _read(machine: sources.HostAccess) -> tuple[GpuReading, dict[str, str], Any]:
     nvml.set_module(fake_nvml.missing())
     sources.script(machine)
     found = sources.find()
@@ -124,7 +124,7 @@ def test_amd_smi_sentinels_negatives_and_non_finite_values(field: str, value: An
     _sane(reading)
 
 
-def _sysfs(tmp_path: Path, **files: str) -> sources.Machine:
+def _sysfs(tmp_path: Path, **files: str) -> sources.HostAccess:
     root = tmp_path / "drm"
     shutil.copytree(sg.AMD_SYSFS, root)
     device = root / "card0" / "device"
@@ -191,7 +191,7 @@ def test_sysman_memory_of_all_ones_is_not_measured() -> None:
 
 
 # -- `bench devices` ---------------------------------------------------------------------------------------------------
-def _hostile_amd() -> sources.Machine:
+def _hostile_amd() -> sources.HostAccess:
     return sg.amd_smi([sg.FakeAmdGpu(market_name="MI300X\n\x1b[31mred", vram_used_mb=UINT64_MAX,
                                      vram_total_mb=UINT64_MAX, current_socket_power=-120, gfx_activity=float("inf"))])
 

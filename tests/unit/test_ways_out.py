@@ -193,7 +193,7 @@ def test_any_amd_smi_answer_is_stored_listed_and_exported(values: dict[str, Any]
     monkeypatch.setattr(module, "amdsmi_get_gpu_driver_info",
                         lambda handle: {"driver_name": "amdgpu", "driver_version": driver})
     machine = sg.amd_smi([gpu])
-    machine = sources.Machine(**{**machine.__dict__, "amdsmi": lambda: module})
+    machine = sources.HostAccess(**{**machine.__dict__, "amdsmi": lambda: module})
     found: list[U.Problem] = []
     with sg.use(monkeypatch, machine), U.fresh_store() as work, every_answer_checked(found):
         sample = Sampler(0.5).sample_once()

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.hardware.monitor.source_types import (Figure, Machine, Reading, ReadingCollector, Sentinels, SourceGpu,
+from bench.hardware.monitor.source_types import (Figure, HostAccess, Reading, ReadingCollector, Sentinels, SourceGpu,
                                                  SourceInfo, all_ones, bounded, figure, key, number, text)
 
 __all__ = ["AMDSMI_INFO", "AmdSmiSource", "NO_CARD", "SYSFS_INFO", "SysfsSource", "open_amdsmi", "open_sysfs"]
@@ -143,7 +143,7 @@ def _why(figures: dict[str, Figure]) -> dict[str, str]:
     return {name: f.why for name, f in figures.items() if f.why is not None}
 
 
-def open_amdsmi(machine: Machine) -> AmdSmiSource | str:
+def open_amdsmi(machine: HostAccess) -> AmdSmiSource | str:
     """AMD SMI's source where the package loads, initialises and lists a GPU; else why not."""
     if machine.system != "Linux":
         return f"AMD SMI runs on Linux only (this is {machine.system})."
@@ -226,7 +226,7 @@ class SysfsSource:
             "temp_c": sensor("temp1_input", "temp_c", 1e-3), "sm_clock_mhz": sensor("freq1_input", "sm_clock_mhz", 1e-6)})
 
 
-def open_sysfs(machine: Machine) -> SysfsSource | str:
+def open_sysfs(machine: HostAccess) -> SysfsSource | str:
     """amdgpu sysfs's source where an AMD card with ``gpu_busy_percent`` is listed; else why not."""
     cards = amd_cards(machine.drm_root)
     if not cards:

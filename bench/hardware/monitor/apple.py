@@ -17,7 +17,7 @@ import plistlib
 import threading
 from typing import Any
 
-from bench.hardware.monitor.source_types import (Figure, Machine, Reading, ReadingCollector, SourceGpu, SourceInfo,
+from bench.hardware.monitor.source_types import (Figure, HostAccess, Reading, ReadingCollector, SourceGpu, SourceInfo,
                                                  bounded, figure, key, number, text)
 
 __all__ = ["IOREG_INFO", "IoregSource", "MACMON_INFO", "MacmonSource", "open_ioreg", "open_macmon", "statistics"]
@@ -78,7 +78,7 @@ class IoregSource:
 
     info = IOREG_INFO
 
-    def __init__(self, machine: Machine, entries: list[dict[str, Any]]) -> None:
+    def __init__(self, machine: HostAccess, entries: list[dict[str, Any]]) -> None:
         self._machine = machine
         self._names = [_name(e) for e in entries]
 
@@ -106,7 +106,7 @@ class IoregSource:
             **(more or {})}, extra=dict(extra))
 
 
-def open_ioreg(machine: Machine) -> IoregSource | str:
+def open_ioreg(machine: HostAccess) -> IoregSource | str:
     """ioreg's source on a Mac whose ioreg lists an accelerator with statistics; else why not."""
     if machine.system != "Darwin":
         return NOT_A_MAC.format(system=machine.system)
@@ -122,7 +122,7 @@ class MacmonSource:
 
     info = MACMON_INFO
 
-    def __init__(self, machine: Machine, module: Any, sampler: Any) -> None:
+    def __init__(self, machine: HostAccess, module: Any, sampler: Any) -> None:
         self._ioreg = IoregSource(machine, statistics(machine.ioreg()) or [{"PerformanceStatistics": {}}])
         self._machine = machine
         self._module = module
@@ -151,7 +151,7 @@ class MacmonSource:
         return self._machine.ioreg()
 
 
-def open_macmon(machine: Machine) -> MacmonSource | str:
+def open_macmon(machine: HostAccess) -> MacmonSource | str:
     """macmon's source on a Mac where macmon-lib is installed and samples; else why not."""
     if machine.system != "Darwin":
         return NOT_A_MAC.format(system=machine.system)

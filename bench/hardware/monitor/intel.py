@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bench.hardware.monitor.source_types import (Machine, Reading, ReadingCollector, Sentinels, SourceGpu, SourceInfo,
+from bench.hardware.monitor.source_types import (HostAccess, Reading, ReadingCollector, Sentinels, SourceGpu, SourceInfo,
                                                  all_ones, bounded, figure, text)
 
 __all__ = ["FIRST_INTERVAL_S", "INFO", "NOT_STARTED", "SysmanSource", "open_sysman"]
@@ -194,7 +194,7 @@ def _text(value: Any) -> str | None:
     return text(bytes(value).split(b"\0", 1)[0] if isinstance(value, (bytes, bytearray)) else None)
 
 
-def open_sysman(machine: Machine) -> SysmanSource | str:
+def open_sysman(machine: HostAccess) -> SysmanSource | str:
     """Level Zero Sysman's source where pyzes loads, ``zesInit`` succeeds and a GPU is listed; else why not."""
     if machine.system not in ("Linux", "Windows"):
         return f"Level Zero Sysman runs on Linux and Windows (this is {machine.system})."

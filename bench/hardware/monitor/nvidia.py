@@ -10,7 +10,7 @@ from typing import Any
 from bench.hardware.monitor import nvml
 from bench.hardware.monitor.gpu import GpuCollector
 from bench.hardware.monitor.gpu import NVML_NA
-from bench.hardware.monitor.source_types import Machine, SourceGpu, SourceInfo, figure, text
+from bench.hardware.monitor.source_types import HostAccess, SourceGpu, SourceInfo, figure, text
 
 __all__ = ["INFO", "NvmlSource", "open_source"]
 
@@ -48,7 +48,7 @@ class NvmlSource:
         return GpuCollector(indices)
 
 
-def open_source(machine: Machine) -> NvmlSource | str:
+def open_source(machine: HostAccess) -> NvmlSource | str:
     """NVML's source where it is usable and sees a GPU, else NVML's reason."""
     ok, reason = nvml.available()
     return NvmlSource() if ok else reason

@@ -1,6 +1,6 @@
 """The vocabulary of the GPU sources (bench.hardware.monitor.sources): what a source is (:class:`SourceInfo`), one GPU
 as it reports it (:class:`SourceGpu`), the source itself (:class:`GpuSource`) and where the sources look
-(:class:`Machine`: the operating system, the sysfs trees, the ioreg command, the amdsmi, macmon, pyzes and libtpu
+(:class:`HostAccess`: the operating system, the sysfs trees, the ioreg command, the amdsmi, macmon, pyzes and libtpu
 modules), which a test replaces to script a Mac, an AMD or Intel machine or a TPU VM. A leaf: each source (nvidia.py,
 amd.py, apple.py, intel.py, tpu.py) imports it, and sources.py imports them.
 """
@@ -22,7 +22,7 @@ from bench.vocab.readings import GpuReading, Sample
 from bench.vocab.limits import NAME_MAX
 from bench.vocab.safe_text import one_line, terminal
 
-__all__ = ["Collector", "Figure", "GpuSource", "Machine", "NotMeasured", "Reading", "ReadingCollector",
+__all__ = ["Collector", "Figure", "GpuSource", "HostAccess", "NotMeasured", "Reading", "ReadingCollector",
            "Sentinels", "SourceGpu", "SourceInfo", "TEXT_LIMIT", "bounded", "figure", "key", "number", "text"]
 
 logger = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ def _tpumonitoring() -> Any:
 
 
 @dataclass(frozen=True)
-class Machine:
+class HostAccess:
     """Where the sources look. The defaults read this machine; a test scripts another one."""
 
     system: str = field(default_factory=platform.system)  # "Linux", "Darwin", ...

@@ -5,7 +5,7 @@ machine gives every GPU reading, the device list and the reason none does.
 A source says its name, its vendor, what its "utilization" means and which readings it cannot give, each with the
 reason (source_types.SourceInfo); a reading it cannot give is None ("not measured here"), never 0. :func:`find` tries
 the sources in order, NVML first so an NVIDIA machine reads as it always did, and keeps why each other one did not
-answer (the doctor lists them). Where the sources look is one source_types.Machine; tests script a Mac, an AMD or
+answer (the doctor lists them). Where the sources look is one source_types.HostAccess; tests script a Mac, an AMD or
 Intel machine or a TPU VM with :func:`script`, as tests/unit/fake_nvml.py scripts NVML.
 """
 
@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench.hardware.monitor import amd, apple, intel, nvidia, tpu
-from bench.hardware.monitor.source_types import GpuSource, Machine, SourceInfo
+from bench.hardware.monitor.source_types import GpuSource, HostAccess, SourceInfo
 
 __all__ = ["Found", "find", "info_of", "machine", "reset", "script"]
 
-Opener = Callable[[Machine], "GpuSource | str"]
+Opener = Callable[[HostAccess], "GpuSource | str"]
 # (source name, opener), in the order they are asked
 OPENERS: tuple[tuple[str, Opener], ...] = (
     (nvidia.INFO.name, nvidia.open_source),
@@ -34,16 +34,16 @@ OPENERS: tuple[tuple[str, Opener], ...] = (
 INFO: dict[str, SourceInfo] = {i.name: i for i in (nvidia.INFO, amd.AMDSMI_INFO, amd.SYSFS_INFO, apple.MACMON_INFO,
                                                      apple.IOREG_INFO, tpu.INFO, intel.INFO)}
 
-_machine = Machine()
+_machine = HostAccess()
 _lock = threading.Lock()
 
 
-def machine() -> Machine:
+def machine() -> HostAccess:
     """Where the sources look now."""
     return _machine
 
 
-def script(scripted: Machine) -> None:
+def script(scripted: HostAccess) -> None:
     """Read ``scripted`` in place of this machine (tests)."""
     global _machine
     with _lock:
@@ -52,7 +52,7 @@ def script(scripted: Machine) -> None:
 
 def reset() -> None:
     """Back to this machine."""
-    script(Machine())
+    script(HostAccess())
 
 
 @dataclass(frozen=True)

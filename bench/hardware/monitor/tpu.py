@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from bench.hardware.monitor.source_types import (Figure, Machine, Reading, ReadingCollector, SourceGpu, SourceInfo,
+from bench.hardware.monitor.source_types import (Figure, HostAccess, Reading, ReadingCollector, SourceGpu, SourceInfo,
                                                  bounded, figure, number)
 
 __all__ = ["CHIPS_HERE", "INFO", "TpuCollector", "TpuSource", "open_tpu", "tpu_chips"]
@@ -136,7 +136,7 @@ def _mib(raw: Any, name: str) -> Figure:
     return figure(raw, name, scale=1 / _MIB, who="libtpu")
 
 
-def open_tpu(machine: Machine) -> TpuSource | str:
+def open_tpu(machine: HostAccess) -> TpuSource | str:
     """libtpu's source where TPU chips are listed (on the PCI bus, or by the SDK itself) and libtpu loads; else why
     not."""
     names = tpu_chips(machine.pci_root)
