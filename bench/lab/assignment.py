@@ -133,8 +133,8 @@ def read(model: type[Assignment] | type[Choice], data: Any) -> Any:
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         cause = (error.get("ctx") or {}).get("error")
-        field = (cause.path if isinstance(cause, PathError) else "") or ".".join(str(p) for p in error["loc"][:1])
-        field = field.split("[")[0].split(".")[0] if field else None
+        where = (cause.path if isinstance(cause, PathError) else "") or ".".join(str(p) for p in error["loc"][:1])
+        field = where.split("[")[0].split(".")[0] if where else None
         if error["type"] == "extra_forbidden":
             allowed = ", ".join(model.model_fields)
             raise LabError(f"{field} is not a field of this request; the fields are {allowed}", field) from None
