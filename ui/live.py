@@ -22,6 +22,7 @@ from bench.runs.jobs import JobManager, RunSnapshot
 from bench.hardware.monitor import sources
 from bench.vocab.readings import Sample
 from bench.vocab.records import Status
+from bench.vocab.safe_text import isolated
 from ui import cluster, common, gpu_truth, live_chart, live_feed, machine, peak, present, static_files, v2_component
 from ui.live_messages import NVML_NOTE, RUN_LAYOUT
 from ui.safe_text import escape
@@ -53,18 +54,19 @@ STATUS_ICON = {Status.QUEUED: ":material/schedule:", Status.STARTING: ":material
 
 def status_parts(snap: RunSnapshot) -> list[tuple[str, bool]]:
     """The status line as runs of text, each bold or not: "Run #3 **running** · mlp s · ... · trained on **CPU:0**"."""
-    parts = [(f"Run #{snap.id} ", False), (str(snap.status), True), (f" · {snap.config.label()}", False)]
+    # outside words (the label's names, a device, a node, an owner, a file) isolated: none reorders the line's rest
+    parts = [(f"Run #{snap.id} ", False), (str(snap.status), True), (f" · {isolated(snap.config.label())}", False)]
     where = snap.info.placement
     if where:  # the full name: History
-        parts += [(" · trained on ", False), (display.short_device(where), True)]
+        parts += [(" · trained on ", False), (isolated(display.short_device(where)), True)]
     node = cluster.where_text(snap)
     if node:  # a run on a Ray cluster: which node holds it
-        parts += [(" · on ", False), (node, True)]
+        parts += [(" · on ", False), (isolated(node), True)]
     if snap.owner:
-        parts.append((f" · run by {snap.owner} (shown from the store)", False))
+        parts.append((f" · run by {isolated(snap.owner)} (shown from the store)", False))
     origin = display.imported(snap.info)
     if origin:  # a stored run measured elsewhere never reads as this machine's
-        parts += [(" · ", False), (f"{origin}: not measured here", True)]
+        parts += [(" · ", False), (f"{isolated(origin)}: not measured here", True)]
     return parts
 
 

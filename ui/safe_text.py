@@ -4,13 +4,16 @@ shown inside the pages' markdown without being read as markdown or HTML: the one
 Streamlit renders st.markdown, st.info/warning/error/success, st.caption and labels as GitHub-flavoured markdown: a
 link's ``[x](https://...)``, an image's ``![x](https://...)`` (which the browser then loads), a bare
 ``https://...`` (made a link), ``:red[...]`` and ``:material/...:`` directives, and ``$...$`` maths all act. ``code``
-puts outside text in a code span, where none of them act; ``escape`` backslash-escapes it for running text.
+puts outside text in a code span, where none of them act; ``escape`` backslash-escapes it for running text. Both
+draw it isolated (``bench.vocab.safe_text.isolated``), so a bidi control in it cannot reorder the rest of the line.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from bench.vocab.safe_text import isolated
 
 MAX_SHOWN = 80  # characters of an outside value shown; the rest is cut with an ellipsis
 # the marks that can start markup in running text (CommonMark lets a backslash escape any of them): links and
@@ -25,7 +28,7 @@ _BARE_ADDRESS = re.compile(r"(?i)(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)")
 
 def _one_line(value: Any, limit: int) -> str:
     text = " ".join(str(value).split())  # newlines and tabs would start new markdown blocks
-    return text if len(text) <= limit else text[:limit] + "…"
+    return isolated(text if len(text) <= limit else text[:limit] + "…")
 
 
 def code(value: Any, limit: int = MAX_SHOWN) -> str:

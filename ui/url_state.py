@@ -15,6 +15,7 @@ from typing import Any
 
 from bench.plans import models
 from bench.vocab.config import ConfigError, DeviceInventory, RunConfig
+from bench.vocab.target import Target, canonical, plain
 from ui import form_values
 from ui.safe_text import code, escape
 
@@ -64,6 +65,16 @@ def _check(base: RunConfig, name: str, value: Any, hardware: DeviceInventory) ->
         base.replace(**changes).validate(hardware)
     except ConfigError as exc:
         return "; ".join(exc.errors)
+    return None
+
+
+def _lookalike(text: str) -> str | None:
+    """Why ``text`` only looks like a target (a Cyrillic "с", a zero-width space), named by its code point; None
+    when it is plain text, a target or not."""
+    try:
+        plain(text)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
@@ -118,6 +129,8 @@ def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: DeviceI
             state.notes.append(f"{code(f'size={text}')} was ignored: a seed preset has a fixed size.")
             continue
         error = _check(base_config, name, value, hardware)
+        if error is None and name == "device":
+            value = Target.from_device(value).device  # as the form offers it: " GPU:0" is gpu:0
         if error is None and name == "device" and devices is not None and value not in devices:
             error = f"device {value!r} is not offered here; pick one of {', '.join(devices)}"
         if error is not None:
@@ -127,7 +140,10 @@ def parse(params: Mapping[str, str], *, fields: Sequence[str], hardware: DeviceI
         state.values[name] = value
 
     if target_options is not None and "targets" in params:
-        wanted = [t.strip() for t in str(params["targets"]).split(",") if t.strip()]
+        given = [t.strip() for t in str(params["targets"]).split(",") if t.strip()]
+        lookalikes = {t: problem for t in given if (problem := _lookalike(t))}
+        state.notes.extend(f"target {escape(problem, limit=300)}; it was left out." for problem in lookalikes.values())
+        wanted = [canonical(t) for t in given if t not in lookalikes]
         good = list(dict.fromkeys(t for t in wanted if t in target_options))
         bad = [t for t in wanted if t not in target_options]
         if bad:

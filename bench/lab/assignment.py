@@ -16,7 +16,7 @@ from bench.vocab.config import BATCH_MAX, EPOCHS_MAX, RunConfig
 from bench.vocab.errors import RecordError
 from bench.vocab.limits import Count, Line, Whole
 from bench.vocab.record_base import PathError, Record, record_error
-from bench.vocab.target import Target
+from bench.vocab.target import Target, TargetText
 
 CAP_MAX = 20  # runs one student may have queued at most, whatever the teacher sets
 TITLE_MAX = 120
@@ -50,7 +50,7 @@ class Assignment(Record):
     epochs_max: Whole = 3
     batch_min: Count = 32
     batch_max: Count = 512
-    targets: tuple[Line, ...] = ("cpu",)
+    targets: tuple[TargetText, ...] = ("cpu",)  # each in its canonical text
     cap: Whole = 2  # runs a student may have queued at once
     limit_samples: Whole | None = LIMIT_SAMPLES_DEFAULT  # samples each run trains on (None: the whole set)
 
@@ -80,11 +80,6 @@ class Assignment(Record):
             raise PathError("batch_max", f"the batch sizes must be 1 <= batch_min <= batch_max <= {BATCH_MAX}")
         if not self.targets:
             raise PathError("targets", "must name at least one target (cpu, gpu:0, ...)")
-        for i, target in enumerate(self.targets):
-            try:
-                Target.parse(target)
-            except ValueError as exc:
-                raise PathError(f"targets[{i}]", str(exc)) from None
         if not 1 <= self.cap <= CAP_MAX:
             raise PathError("cap", f"must be a whole number from 1 to {CAP_MAX}, got {self.cap}")
         if self.limit_samples is not None and self.limit_samples < 1:
@@ -103,7 +98,7 @@ class Choice(Record):
     size: Line
     batch_size: Count
     epochs: Whole
-    target: Line
+    target: TargetText
     token: Line | None = Field(default=None, description="the token the lab gave this name at its first run")
 
     def problem(self, assignment: Assignment) -> LabError | None:
@@ -138,8 +133,8 @@ def read(model: type[Assignment] | type[Choice], data: Any) -> Any:
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         cause = (error.get("ctx") or {}).get("error")
-        field = cause.path if isinstance(cause, PathError) else ".".join(str(p) for p in error["loc"][:1]) or None
-        field = field.split("[")[0].split(".")[0] if field else None
+        where = (cause.path if isinstance(cause, PathError) else "") or ".".join(str(p) for p in error["loc"][:1])
+        field = where.split("[")[0].split(".")[0] if where else None
         if error["type"] == "extra_forbidden":
             allowed = ", ".join(model.model_fields)
             raise LabError(f"{field} is not a field of this request; the fields are {allowed}", field) from None

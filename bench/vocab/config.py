@@ -25,7 +25,7 @@ from bench.vocab.limits import (BATCH_MAX as BATCH_MAX, DEVICES_MAX as DEVICES_M
                                 LINE_MAX, SampleLimit, Seed, StepsPerExecution, Text, Threads, WorkerIndex, Words,
                                 problem)
 from bench.vocab.record_base import PathError, Problems, Record, problems
-from bench.vocab.target import Target
+from bench.vocab.target import DeviceText, Target
 
 # Keras 3 runs several steps per call of its compiled train function on these backends only; its torch trainer
 # raises "`steps_per_execution` must be 1 with the PyTorch backend".
@@ -82,7 +82,7 @@ class RunConfig(Record):
     size: Annotated[Line, Words(f"one of {', '.join(models.SIZES)} (empty for a seed preset)", always=True)] | None = "s"
     epochs: Epochs = 5
     batch_size: BatchSize = 128
-    device: Annotated[Line, Words("text like 'cpu', 'gpu:0' or 'gpus'", always=True)] = "cpu"
+    device: Annotated[DeviceText, Words("text like 'cpu', 'gpu:0' or 'gpus'", always=True)] = "cpu"
     cpu_threads: Threads | None = None  # None = all cores
     sample_interval_s: SampleIntervalSeconds = 0.5
     limit_samples: SampleLimit | None = 20000  # None = the whole training set

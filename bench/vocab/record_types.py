@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 from bench.vocab.limits import (Count, Flag, Gflops, GpuIndex, Id, Joules, Line, MiB, Number, Percent, Price, Whole,
                           ProcessPercent, SamplesPerSecond, Seconds, Text)
 from bench.vocab.record_base import Record
+from bench.vocab.target import DeviceText
 
 
 # -- a run's diagnosis (filled by bench.analysis.diagnosis.diagnose) ---------------------------------------------------
@@ -84,9 +85,9 @@ class Pair(Record):
     PATH: ClassVar[str] = "pair"
 
     baseline_id: Id | None = None
-    baseline_target: Line
+    baseline_target: DeviceText
     target_id: Id | None = None
-    target: Line
+    target: DeviceText
     speedup_median: Number | None = None
     speedup_min: Number | None = None
     speedup_max: Number | None = None
@@ -125,7 +126,7 @@ class SweepRow(Record):
 
     size: Line | None
     batch_size: Whole | None
-    target: Line
+    target: DeviceText
     run_id: Whole | None = None
     status: Line | None = None
     steps_per_execution: Whole = 1  # 1 in records made before the setting

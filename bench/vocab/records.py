@@ -37,6 +37,7 @@ from bench.vocab.limits import Gflops, Id, Line, Price, Text, Timestamp
 from bench.vocab.record_base import PathError, Record, json_error, record_error
 from bench.vocab.record_types import Fingerprint, Pair, RecordedHardware, RunSummary, SweepRow
 from bench.vocab.run_info import RunError, RunInfo
+from bench.vocab.target import DeviceText
 from bench.vocab.readings import (  # noqa: F401 - Epoch, Sample, GpuReading are part of this module's API
     EXPORT_HINT,
     Epoch,
@@ -243,8 +244,8 @@ class MachineBundle(Record):
     created_at: Timestamp | None = None
     machine: Fingerprint
     suite: SuiteSpec
-    prices: dict[str, Price] = {}
-    peaks_gflops: dict[str, Gflops | None] = {}
+    prices: dict[DeviceText, Price] = {}
+    peaks_gflops: dict[DeviceText, Gflops | None] = {}
     runs: Annotated[tuple[RunRecord, ...], Field(min_length=1)]
 
     @property

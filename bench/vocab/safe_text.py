@@ -1,7 +1,8 @@
 """Text from outside (a run's label, a note, a device or file name, an error) made safe where it is shown: a terminal
-runs no escape sequence of it, a spreadsheet runs no formula of it and a chart draws no markup of it. The one home of
-these rules; the CLI's streams (:class:`TerminalStream`), every CSV the project writes
-(``bench.output.report.spreadsheet_safe``) and every chart's names (``bench.output.charts``) apply them.
+runs no escape sequence of it, a spreadsheet runs no formula of it, a chart draws no markup of it and no page lets it
+reorder the words around it. The one home of these rules; the CLI's streams (:class:`TerminalStream`), every CSV the
+project writes (``bench.output.report.spreadsheet_safe``), every chart's names (``bench.output.charts``) and every
+page's outside text (``ui.safe_text``, the live header's words: :func:`isolated`) apply them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,14 @@ _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\
 _LINE_BREAKS = frozenset("\u2028\u2029")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
+# Unicode's isolates (UAX #9): what lies between FSI and its PDI takes its own direction and moves nothing around it
+ISOLATE_START, ISOLATE_END = "\u2068", "\u2069"
+_ISOLATE_OPENERS = frozenset("\u2066\u2067\u2068")
+# the bidi classes of text that can move other text on a line: right-to-left letters, Arabic digits, and the
+# explicit embeddings, overrides and isolates; text of any other class (Latin, Cyrillic, CJK, digits, marks of
+# punctuation) lays out left to right in place and moves nothing
+_MOVING = frozenset({"R", "AL", "AN", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
+
 # what makes a spreadsheet cell a formula (OWASP "CSV injection"), found after any leading blank or invisible text
 FORMULA_STARTS = ("=", "+", "-", "@")
 FORMULA_LEADS = ("\t", "\r")  # a cell starting with one of these is a formula to some spreadsheets, whatever follows
@@ -24,8 +33,51 @@ FORMULA_LEADS = ("\t", "\r")  # a cell starting with one of these is a formula t
 def chart(text: Any) -> str:
     """``text`` as a Plotly chart may draw it (a trace's name, an axis's category, a note on the plot): Plotly reads
     ``<a href>``, ``<b>``, ``<br>`` and the like in such text as markup, so ``<``, ``>`` and ``&`` are written as
-    entities and the text shows as it is, a live link never."""
-    return html.escape(str(text), quote=False)
+    entities and the text shows as it is, a live link never; and it is :func:`isolated`, so a bidi control in a name
+    reorders nothing after it."""
+    return html.escape(isolated(text), quote=False)
+
+
+def isolated(text: Any) -> str:
+    """``text`` as a page shows it beside other words (a data set's, a model's or a GPU's name, a run's label, an
+    owner, a file name): it cannot reorder the rest of the line. Text that can move other text (right-to-left letters,
+    Arabic digits, a bidi control) is wrapped in Unicode's first-strong isolate (FSI ... PDI); a bidi control inside
+    it is shown as its escape (U+202E as the visible text ``\\u202e``), except an isolate opened and closed within
+    it, which is inert. Any other text is returned unchanged: it moves nothing. Wrapping twice wraps once.
+
+    Args:
+        text: anything; not a string: its ``str()``.
+    """
+    text = text if isinstance(text, str) else str(text)
+    if not any(unicodedata.bidirectional(c) in _MOVING for c in text):
+        return text
+    if text.startswith(ISOLATE_START) and _balanced(text) == text and _closes_at_end(text):
+        return text
+    return ISOLATE_START + _balanced(text) + ISOLATE_END
+
+
+def _balanced(text: str) -> str:
+    """``text`` with every bidi control shown as its escape but the isolates it opens and closes itself (those end
+    where they start, so nothing they hold reaches past them)."""
+    kept: set[int] = set()
+    opened: list[int] = []
+    for i, char in enumerate(text):
+        if char in _ISOLATE_OPENERS:
+            opened.append(i)
+        elif char == ISOLATE_END and opened:
+            kept.update((opened.pop(), i))
+    return "".join(_escaped(c) if c in _BIDI and i not in kept else c for i, c in enumerate(text))
+
+
+def _closes_at_end(text: str) -> bool:
+    """Whether the isolate ``text`` opens with is the one its last character closes."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += char in _ISOLATE_OPENERS
+        depth -= char == ISOLATE_END
+        if depth == 0:
+            return i == len(text) - 1
+    return False
 
 
 def unsafe(char: str) -> bool:

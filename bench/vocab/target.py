@@ -4,22 +4,73 @@ A run's config stores a target as two fields, ``device`` (``cpu``, ``gpu:N``, ``
 all cores); Compare, Sweep and the CLI write it as one word (``cpu/2`` = the CPU with 2 threads). A Target holds both
 views, compares by value and is hashable, so the engine, the pages and the charts ask it what it is (``is_cpu``,
 ``label``, ``keras_device``) instead of reading the text again.
+
+Every way a device or target comes in (the CLI, the pages' fields and links, an imported record or bundle, a
+script's callback, the lab) passes :func:`plain` first: NFKC-normalised, then plain printable ASCII or refused, so
+two targets that look alike (``cpu`` and ``сpu`` with a Cyrillic ``с``, ``cpu`` and ``cpu`` with a zero-width space)
+are never two different targets.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
+
+from pydantic import AfterValidator
 
 from bench.vocab.errors import ConfigError
+from bench.vocab.limits import Line, Words
 from bench.vocab.readings import is_int
+from bench.vocab.record_base import PathError
 
 KINDS = ("cpu", "gpu", "gpus")
 FORMS = "cpu, cpu/N, gpu:N, gpus"
 
-_TARGET = re.compile(r"cpu(?:/(?P<threads>\d+))?|gpu:(?P<index>\d+)|gpus")
+_TARGET = re.compile(r"cpu(?:/(?P<threads>[0-9]+))?|gpu:(?P<index>[0-9]+)|gpus")
+_BLANKS = " \t\r\n"
+
+
+def plain(text: str) -> str:
+    """A device or target as typed or read (``" GPU:0 "``, a full-width ``ｃｐｕ``) in the one form parsed: NFKC-
+    normalised, ASCII blanks at its ends dropped, lower case.
+
+    Raises:
+        ValueError: a character that is not printable ASCII after normalising (a Cyrillic ``с``, a zero-width space,
+            a word joiner, an Arabic digit): named by its code point, so the message tells apart what looks alike.
+    """
+    normal = unicodedata.normalize("NFKC", text).strip(_BLANKS).lower()
+    odd = next(((i, c) for i, c in enumerate(normal) if not (c.isascii() and c.isprintable())), None)
+    if odd is not None:
+        i, char = odd
+        name = unicodedata.name(char, "unnamed")
+        raise ValueError(f"{text!r} holds U+{ord(char):04X} ({name}) at character {i + 1}: a device is plain ASCII "
+                         f"text, one of {FORMS}; type it again")
+    return normal
+
+
+def _recorded(text: str) -> str:
+    try:
+        return plain(text)
+    except ValueError as exc:
+        raise PathError("", str(exc)) from None
+
+
+def _canonical(text: str) -> str:
+    try:
+        return str(Target.parse(text))
+    except ConfigError as exc:
+        raise PathError("", str(exc).removeprefix("target ")) from None
+
+
+# A device or target a record holds (a run config's device, a comparison's or sweep row's target, a bundle's price
+# key): :func:`plain` text, normalised as read; one this version does not know ("tpu") is kept as stored, never run.
+DeviceText = Annotated[Line, AfterValidator(_recorded), Words("a device like 'cpu', 'gpu:0' or 'gpus' (plain ASCII)",
+                                                              always=True)]
+# A target that must be one here (cpu, cpu/N, gpu:N, gpus), held in its canonical text.
+TargetText = Annotated[Line, AfterValidator(_canonical), Words(f"a target: one of {FORMS}", always=True)]
 
 
 @dataclass(frozen=True)
@@ -46,8 +97,11 @@ class Target:
         Raises:
             ConfigError: any other text; the message says which forms are allowed.
         """
-        raw = text.strip().lower() if isinstance(text, str) else ""
-        if raw.startswith("cpu/") and not re.fullmatch(r"cpu/0*[1-9]\d*", raw):
+        try:
+            raw = plain(text) if isinstance(text, str) else ""
+        except ValueError as exc:
+            raise ConfigError([f"target {exc}"]) from None
+        if raw.startswith("cpu/") and not re.fullmatch(r"cpu/0*[1-9][0-9]*", raw):
             raise ConfigError([f"target {text!r}: after 'cpu/' give a thread count >= 1, e.g. cpu/1"])
         match = _TARGET.fullmatch(raw)
         if match is None:
@@ -62,7 +116,10 @@ class Target:
         Raises:
             ValueError: a malformed device or thread count; the message lists the allowed device forms.
         """
-        raw = device.strip().lower() if isinstance(device, str) else ""
+        try:
+            raw = plain(device) if isinstance(device, str) else ""
+        except ValueError as exc:
+            raise ValueError(f"Device {exc}") from None
         match = _TARGET.fullmatch(raw)
         if match is None or match.group("threads") is not None:
             raise ValueError(f"Device {device!r} is not understood: use 'cpu' or 'gpu:N' with N a GPU index, "

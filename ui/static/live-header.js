@@ -10,11 +10,11 @@ export function el(tag, attrs = {}, text = null) {
 }
 
 export function inline(node, text) {
-  // The lines' own markdown: **bold** and `code`; everything else stays text.
+  // The lines' own markdown: **bold** and `code` (a name, isolated: dir="auto"); everything else stays text.
   const parts = String(text).split(/(\*\*[^*]+\*\*|`[^`]+`)/);
   node.replaceChildren(...parts.filter((p) => p).map((p) => {
     if (p.startsWith("**") && p.endsWith("**") && p.length > 4) return el("strong", {}, p.slice(2, -2));
-    if (p.startsWith("`") && p.endsWith("`") && p.length > 2) return el("code", {}, p.slice(1, -1));
+    if (p.startsWith("`") && p.endsWith("`") && p.length > 2) return el("code", { dir: "auto" }, p.slice(1, -1));
     return document.createTextNode(p);
   }));
   return node;
@@ -57,7 +57,11 @@ export function updateHeader(st, data) {
     st.sigs.status = statusSig;
     const parts = [];
     if (data.status.icon) parts.push(el("span", { class: "blh-icon", "aria-hidden": "true" }, data.status.icon));
-    for (const [text, bold] of data.status.parts) parts.push(bold ? el("strong", {}, text) : document.createTextNode(text));
+    // each part its own <bdi>: a name in one (a data set's, a device's, an owner's) reorders no other part
+    for (const [text, bold] of data.status.parts) {
+      const part = el("bdi", {}, text);
+      if (bold) { const strong = el("strong"); strong.append(part); parts.push(strong); } else parts.push(part);
+    }
     st.status.replaceChildren(...parts);
     st.changes += 1;
   }
