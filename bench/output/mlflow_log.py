@@ -207,7 +207,7 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Step:
+class TrackingCall:
     """One call to the tracking server, named for the warning when it fails."""
 
     what: str  # said when it fails, e.g. "create the run of #3"
@@ -228,7 +228,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:240]}{'…' if len(text) > 240 else ''}" if text else type(exc).__name__
 
 
-def send(steps: Sequence[Step], pause_s: float = RETRY_PAUSE_S) -> str | None:
+def send(steps: Sequence[TrackingCall], pause_s: float = RETRY_PAUSE_S) -> str | None:
     """Each step once, in order; the first failure is tried again after ``pause_s`` from that step on, a second ends
     the send. Returns None when every step was done, else what failed and why."""
     failures, i = 0, 0
@@ -253,7 +253,7 @@ class _Plan:
         self.client = client
         self.experiment = experiment
         self.ids: dict[str, str] = {}  # "experiment", "parent", "run-<n>" -> MLflow id
-        self.steps: list[Step] = [Step(f"find the experiment {experiment!r}", self._experiment)]
+        self.steps: list[TrackingCall] = [TrackingCall(f"find the experiment {experiment!r}", self._experiment)]
 
     def _experiment(self) -> None:
         found = self.client.get_experiment_by_name(self.experiment)
@@ -280,20 +280,20 @@ class _Plan:
         from mlflow.entities import Metric, Param
 
         name = f"#{run.id}" if run.id is not None else "the run"
-        self.steps.append(Step(f"create the MLflow run of {name}", lambda: self._create(
+        self.steps.append(TrackingCall(f"create the MLflow run of {name}", lambda: self._create(
             key, run.started_at or run.created_at,
             tags_of(run) | ({"mlflow.parentRunId": self.ids[parent]} if parent else {}))))
-        self.steps.append(Step(f"log the params of {name}", lambda: self._batch(
+        self.steps.append(TrackingCall(f"log the params of {name}", lambda: self._batch(
             key, params=[Param(k, v) for k, v in params_of(run).items()])))
         points = epoch_points(run) + system_points(run)
         for start in range(0, len(points), BATCH_METRICS):
             chunk = [Metric(p.key, p.value, p.timestamp_ms, p.step) for p in points[start:start + BATCH_METRICS]]
-            self.steps.append(Step(f"log the metrics of {name}", functools.partial(self._batch, key, metrics=chunk)))
-        self.steps.append(Step(f"log the record of {name}", lambda: self._text(
+            self.steps.append(TrackingCall(f"log the metrics of {name}", functools.partial(self._batch, key, metrics=chunk)))
+        self.steps.append(TrackingCall(f"log the record of {name}", lambda: self._text(
             key, lambda: report.to_json(run), RECORD_ARTIFACT)))
-        self.steps.append(Step(f"log the report of {name}", lambda: self._text(
+        self.steps.append(TrackingCall(f"log the report of {name}", lambda: self._text(
             key, lambda: report.to_html(run), REPORT_ARTIFACT)))
-        self.steps.append(Step(f"end the MLflow run of {name}", lambda: self._end(
+        self.steps.append(TrackingCall(f"end the MLflow run of {name}", lambda: self._end(
             key, MLFLOW_STATUS[Status(run.status)], run.ended_at)))
 
     def parent(self, kind: str, runs: Sequence[RunRecord], headline: str, document: Callable[[], str]) -> None:
@@ -304,17 +304,17 @@ class _Plan:
         tags = {"mlflow.runName": f"{kind}: {targets}", "headline": headline,
                 "mlflow.note.content": headline, "bench.kind": kind}
         starts = [t for r in runs if (t := r.started_at or r.created_at) is not None]
-        self.steps.append(Step(f"create the MLflow run of the {kind}", lambda: self._create(
+        self.steps.append(TrackingCall(f"create the MLflow run of the {kind}", lambda: self._create(
             "parent", min(starts, default=None), tags)))
-        self.steps.append(Step(f"log the params of the {kind}", lambda: self._batch(
+        self.steps.append(TrackingCall(f"log the params of the {kind}", lambda: self._batch(
             "parent", params=[Param(k, v) for k, v in shared_params(runs).items()])))
-        self.steps.append(Step(f"log the {kind} document", lambda: self._text(
+        self.steps.append(TrackingCall(f"log the {kind} document", lambda: self._text(
             "parent", document, f"bench/{kind}.json")))
 
     def end_parent(self, kind: str, runs: Sequence[RunRecord]) -> None:
         ends = [r.ended_at for r in runs if r.ended_at is not None]
         status = "FINISHED" if all(r.status == Status.FINISHED for r in runs) else "FAILED"
-        self.steps.append(Step(f"end the MLflow run of the {kind}", lambda: self._end(
+        self.steps.append(TrackingCall(f"end the MLflow run of the {kind}", lambda: self._end(
             "parent", status, max(ends, default=None))))
 
     def outcome(self, uri: str, keys: Iterable[str], error: str | None) -> Outcome:
