@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.runs import events, worker
+from bench.hardware import lifetime
+from bench.runs import events
 
 SIMULATED_RUN_S = 1800.0  # the memory figure is for a 30-minute run
 SIMULATED_INTERVAL_S = 0.5
@@ -38,7 +39,7 @@ def fake_long_worker(config: dict[str, Any], queue: Any, stop_event: Any, log_pa
         events.emit(queue, kind, **data)
 
     if multiprocessing.parent_process() is not None:
-        worker.exit_with_parent()  # as the real worker: never outlive the process that started it
+        lifetime.exit_with_parent()  # as the real worker: never outlive the process that started it
     epochs = int(config["epochs"])
     sim_epoch_s = SIMULATED_RUN_S / epochs
     t0 = time.time()
@@ -107,7 +108,7 @@ class PacedWorker:
             events.emit(queue, kind, **data)
 
         if multiprocessing.parent_process() is not None:  # a spawned worker, not a replay in the caller's process
-            worker.exit_with_parent()  # as the real worker: never outlive the process that started it
+            lifetime.exit_with_parent()  # as the real worker: never outlive the process that started it
         n_train = int(config.get("limit_samples") or 60000)
         batches = max(1, -(-n_train // int(config.get("batch_size") or 128)))
         epoch_s = min(self.max_epoch_s, max(self.min_epoch_s, batches * self.step_s))

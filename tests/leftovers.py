@@ -173,7 +173,7 @@ def report(leaks: list[Seen], when: str) -> str:
         by_test.setdefault(leak.test, []).append(leak)
     return "\n".join(f"{test} left {', '.join(s.described() for s in found)} alive {when} (killed now): end every "
                      f"process a test starts, and make a stand-in worker exit with its parent "
-                     f"(bench.runs.worker.exit_with_parent)" for test, found in by_test.items())
+                     f"(bench.hardware.lifetime.exit_with_parent)" for test, found in by_test.items())
 
 
 class Plugin:

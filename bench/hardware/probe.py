@@ -34,7 +34,7 @@ import psutil
 
 from bench.vocab import settings
 from bench.vocab.errors import RecordError
-from bench.hardware import devices, peak_cache
+from bench.hardware import devices, lifetime, peak_cache
 from bench.vocab.target import Target
 
 log = logging.getLogger(__name__)
@@ -269,6 +269,7 @@ def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _child_main(raw: str) -> int:
+    lifetime.exit_with_parent()  # a server stopped mid-probe takes its probe with it
     try:
         result = _measure_here(json.loads(raw))
     except Exception as exc:  # noqa: BLE001 - reported to the parent as data, which raises ProbeError

@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from bench.hardware import devices
+from bench.hardware import devices, lifetime
 from bench.runs import events
 from bench.training.framework import Config, framework_setup, prepare_environment, typed, variable_device
 from bench.training.parallel import (
@@ -34,7 +34,6 @@ from bench.training.parallel import (
 )
 
 PROGRESS_MIN_INTERVAL_S = 0.1  # at most ~10 progress events per second
-PARENT_CHECK_INTERVAL_S = 1.0  # how often a worker checks that the server which started it is still there
 
 
 def keras_device_name(device: Any) -> str:
@@ -356,21 +355,6 @@ def _redirect_output(log_path: str | None) -> None:
     os.close(fd)
 
 
-def exit_with_parent() -> None:
-    """End this process when the server that started it dies (kill -9, crash): an orphaned worker would go on
-    training unseen, skewing the timing of the next run and holding the GPU's memory. The worker stand-ins
-    (benchmarks/standins.py) call it too, so that none outlives its parent."""
-    known = multiprocessing.parent_process()  # the process that spawned this one, even if it died before this call
-    parent = known.pid if known is not None and known.pid is not None else os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_CHECK_INTERVAL_S)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="bench-parent-watch", daemon=True).start()
-
-
 def _train_and_report(config: dict[str, Any], queue: Any, stop_event: Any, *, prestarted: bool = False,
                       prepared: Training | None = None) -> None:
     try:
@@ -394,7 +378,7 @@ def _train_and_report(config: dict[str, Any], queue: Any, stop_event: Any, *, pr
 
 def worker_main(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
     """Entry point of the spawned process."""
-    exit_with_parent()
+    lifetime.exit_with_parent()
     _redirect_output(log_path)
     prepare_environment(config)
     _train_and_report(config, queue, stop_event)
@@ -416,7 +400,7 @@ def spare_main(env_config: dict[str, Any], inbox: Any, queue: Any, stop_event: A
     the run it will train, ``(config, log_path)`` on ``inbox`` (None: exit unused). Meanwhile it prepares the data
     and model of ``env_config`` itself (the last run's config: the likely next run). The seconds a cold start spends
     importing TensorFlow, building the data and compiling the model are then spent before Start, not after."""
-    exit_with_parent()
+    lifetime.exit_with_parent()
     _redirect_output(log_path)
     prepare_environment(env_config)
     env = typed(env_config)

@@ -240,3 +240,29 @@ def test_describe_says_sizes_repeats_date_and_conditions() -> None:
     assert text.startswith("best of 1024², 2048², 4096² × 3 repeats, measured 20")
     assert text.endswith("while other processes used 37 % of the CPU")
     assert peak_cache.describe(peak_cache.PeakEntry(peak_gflops=1.0)) == "matmul", "an entry without its details says only what it is"
+
+
+@pytest.mark.slow
+def test_the_probe_child_ends_with_the_process_that_started_it() -> None:
+    """A server stopped mid-probe (a test's, or one killed) takes its probe child with it: the child watches its
+    parent (bench.hardware.lifetime) and exits, instead of measuring on unseen beside the next run."""
+    import psutil
+
+    params = {"device": "cpu", "backend": "tensorflow", "cpu_threads": 1, "sizes": [4096] * 20, "repeats": 20,
+              "dtype": "float32", "seconds": 60.0}
+    parent = ("import subprocess, sys, time\n"
+              "child = subprocess.Popen([sys.executable, '-m', 'bench.hardware.probe', '--child', sys.argv[1]])\n"
+              "print(child.pid, flush=True)\n"
+              "time.sleep(1)\n")  # then the parent ends, its child still loading the framework
+    done = subprocess.run([sys.executable, "-c", parent, json.dumps(params)], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[2])
+    pid = int(done.stdout.split()[0])
+    try:
+        child = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        pytest.fail("the child ended before its parent: nothing was checked (give it more to measure)")
+    try:
+        child.wait(timeout=15)
+    except psutil.TimeoutExpired:
+        child.kill()
+        pytest.fail("the probe child outlived its parent by 15 s")
