@@ -9,12 +9,13 @@ then the increments after it. No Streamlit script runs for any of this: a page r
 (``State``: which run, its status) changes, and the page draws from the same published state as the stream.
 
 Charts come in two variants, as the pages draw them: ``plain`` and ``present`` (the projector view's styling); a
-variant is computed only while someone watches it.
+variant is computed only while someone watches it. Every chart is grown from the readings its run (or group) added
+since it was last sent (``grow``: ui.live_chart for the Train page's charts and a group's), and built whole only for a
+new run or a changed set of traces.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -85,7 +86,7 @@ class State:
 class _Variant:
     charts: dict[str, live_chart.Prepared] = field(default_factory=dict)  # each chart as last sent whole
     figures: dict[str, dict[str, Any]] = field(default_factory=dict)  # each as viewers hold it now (for joiners)
-    sent: dict[str, Any] = field(default_factory=dict)  # with ``grow``: what viewers hold of each, per chart
+    sent: dict[str, Any] = field(default_factory=dict)  # what viewers hold of each chart (``grow``'s state)
     keys: dict[str, Hashable] = field(default_factory=dict)  # what each was built from
     wanted_at: float | None = None  # when a subscriber or a page last asked for this variant
     snapshot: tuple[int, bytes] | None = None  # (seq, encoded snapshot) for joiners
@@ -115,17 +116,18 @@ class Publisher:
         line: the sidebar's line for a run or for none (None: nothing to say).
         charts: a run's charts by name, each with the key of what it draws (a chart whose key did not change is not
             built again: the epoch chart changes once an epoch, the utilization chart with every sample).
-        figures: the named charts of a run, built for a variant ("plain" or "present").
-        grow: where given, ``(start, grow)`` of ui.live_chart: a chart's increment built from the readings the run
-            added since it was last sent (``grow(name, snap, sent)``, None when it must go whole), never from its
-            whole figure; without it, each changed chart is built whole and diffed with the last (live_chart.increment).
+        figures: the named charts of a run, built whole for a variant ("plain" or "present").
+        grow: ``(start, grow)``: what viewers hold of a chart once it was sent whole (``start(name, snap, layout)``),
+            and its increment built from the readings the run added since (``grow(name, snap, sent)``: the change
+            and what viewers hold after it, or None when it must go whole), never from its whole figure
+            (ui.live_chart.start and grow over a run's or a group's series).
         clock: time source (tests).
     """
 
     def __init__(self, current: Callable[[], Snapshot | None], *, header: Callable[[Any], dict[str, Any] | None],
                  line: Callable[[Any], dict[str, Any] | None], charts: Callable[[Any], Mapping[str, Hashable]],
                  figures: Callable[[Any, str, set[str]], Mapping[str, Any]],
-                 grow: tuple[Callable[..., Any], Callable[..., Any]] | None = None,
+                 grow: tuple[Callable[..., Any], Callable[..., Any]],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._current = current
         self._header = header
@@ -288,8 +290,8 @@ class Publisher:
 
     def _build_charts(self, variant: str, snap: Snapshot | None, *, fresh: bool) -> dict[str, Any]:
         """Each chart of ``variant`` whose readings changed in ``snap``: the changes to publish by chart name (the new
-        points and marks, or the whole figure where its traces changed or ``fresh``); the figures as viewers now
-        hold them are kept for joiners."""
+        points and marks grown from the new readings, or the whole figure where its traces changed or ``fresh``);
+        the figures as viewers now hold them are kept for joiners."""
         held = self._variants[variant]
         if snap is None:
             dropped: dict[str, Any] = {name: None for name in held.charts}
@@ -306,34 +308,27 @@ class Publisher:
         whole = set(due)
         if due:
             self.builds += 1
-        if self._grow is not None and not fresh:
-            for name in sorted(due):
-                before = held.charts.get(name)
-                sent = held.sent.get(name)
-                if before is None or sent is None or before.signature.split("|")[0] != _scope_sig(scope):
-                    continue
-                step = self._grow[1](name, snap, sent)
-                if step is None:
-                    continue
-                change, held.sent[name] = step
-                whole.discard(name)
-                if change is not None:
-                    live_chart.apply(held.figures[name], change)
-                    out[name] = {"op": "extend", **change}
+        start, grow = self._grow
+        for name in sorted(due) if not fresh else ():
+            before = held.charts.get(name)
+            sent = held.sent.get(name)
+            if before is None or sent is None or before.signature.split("|")[0] != _scope_sig(scope):
+                continue  # a chart not sent yet, or another run's: whole
+            step = grow(name, snap, sent)
+            if step is None:  # its traces or fixed layout changed: whole
+                continue
+            change, held.sent[name] = step
+            whole.discard(name)
+            if change is not None:
+                live_chart.apply(held.figures[name], change)
+                out[name] = {"op": "extend", **change}
         if whole:
             self.whole_builds += 1
             for name, fig in self._figures(snap, variant, whole).items():
                 prep = live_chart.prepare(fig, scope=scope)
                 prep = replace(prep, signature=f"{_scope_sig(scope)}|{prep.signature}")
-                before = held.charts.get(name)
-                if self._grow is not None or fresh or before is None or before.signature != prep.signature:
-                    out[name] = _whole(prep)
-                    if self._grow is not None:
-                        held.sent[name] = self._grow[0](name, snap, prep.layout)
-                else:
-                    step = live_chart.increment(before, prep)
-                    if step is not None:
-                        out[name] = {"op": "extend", **step}
+                out[name] = _whole(prep)
+                held.sent[name] = start(name, snap, prep.layout)
                 held.charts[name] = prep
                 held.figures[name] = {"data": prep.data, "layout": prep.layout}
         held.keys = keys
