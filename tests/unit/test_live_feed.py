@@ -177,7 +177,7 @@ def test_nothing_new_publishes_nothing_and_a_viewer_count_is_a_change():
     pub.refresh()
     assert pub.seq == seq, "an ended run's figures are not re-sent"
     assert pub.builds == builds, "nor built again: what they draw did not change"
-    pub._viewers = 3  # as subscribed(+1) three times would, without starting the loop
+    pub._subscribers = [None] * 3  # as subscribed(+1) three times would, without starting the loop
     pub.refresh(force=True)
     (event,) = pub.since(seq, "plain")
     assert decode(event[1])["viewers"] == 3
