@@ -133,8 +133,10 @@ class Sent:
     last_t: tuple[float | None, ...] = ()  # per series: the time of the last sample sent
     named: int = 0  # util, one series: epoch names sent (they alternate between the name rows)
     last_end: float | None = None  # util, one series: the end of the last epoch sent (where the next name starts)
-    flags: tuple[Any, ...] = ()  # util: per series, (process, ram, rss, gpu lines, top cores) so far
-    templates: tuple[Any, ...] = ()  # util: (an epoch's line, a name in row 0, a name in row 1, the right axis)
+    flags: tuple[Any, ...] = ()  # util: per series, (process, ram, rss, gpu lines, top cores) so far; epochs:
+    # (whether a bar is hatched,)
+    templates: tuple[Any, ...] = ()  # util: (an epoch's line, a name in row 0, a name in row 1, the right axis);
+    # epochs: (the title as sent,)
 
 
 Flags = tuple[bool, bool, bool, frozenset[tuple[int, int]], float]
@@ -245,12 +247,12 @@ def _loss_shape(series: Sequence[Series]) -> tuple[Any, ...]:
     return (len(series), max(1, int(chart_style.nice_step(len(series[0].epochs) if series else 0, 8))))
 
 
-def _epochs_shape(series: Sequence[Series], sent: Sent | None = None) -> tuple[Any, ...]:
-    """The series, and whether an epoch is hatched (the title names the hatching once there is one): from the
-    epochs after ``sent``'s alone."""
-    before = sent.shape[1] if sent is not None else False
+def _tracing(series: Sequence[Series], sent: Sent | None = None) -> bool:
+    """Whether an epoch of the series is hatched (the title says so once one is): from the epochs after ``sent``'s
+    alone."""
+    before = sent.flags[0] if sent is not None else False
     after = sent.epochs if sent is not None else (0,) * len(series)
-    return (len(series), before or any(e.includes_tracing for s, n in zip(series, after) for e in s.epochs[n:]))
+    return before or any(e.includes_tracing for s, n in zip(series, after) for e in s.epochs[n:])
 
 
 def start(kind: str, series: Sequence[Series], layout: dict[str, Any]) -> Sent:
@@ -269,7 +271,7 @@ def start(kind: str, series: Sequence[Series], layout: dict[str, Any]) -> Sent:
         return Sent(shape=_util_shape(series, flags, waiting), epochs=epochs, last_t=last_t, named=named,
                     last_end=last_end, flags=tuple(flags), templates=_util_templates(layout, named))
     if kind == "epochs":
-        return Sent(shape=_epochs_shape(series), epochs=epochs)
+        return Sent(shape=(len(series),), epochs=epochs, flags=(_tracing(series),), templates=(layout.get("title"),))
     if kind == "loss":
         return Sent(shape=_loss_shape(series), epochs=epochs)
     raise KeyError(kind)
@@ -298,8 +300,13 @@ def _grown(groups: list[dict[str, Any]], layout: dict[str, Any] | None = None,
 
 
 def _grow_epochs(series: Sequence[Series], sent: Sent) -> tuple[dict[str, Any] | None, Sent] | None:
-    if _epochs_shape(series, sent) != sent.shape:
-        return None
+    tracing = _tracing(series, sent)
+    layout = None
+    if tracing and not sent.flags[0]:  # the first hatched bar: the title names the hatching
+        (title,) = sent.templates
+        if not isinstance(title, dict):
+            return None
+        layout = {"title": {**title, "text": f"{title.get('text', '')}{charts.HATCHED_NOTE}"}}
     traces: list[int] = []
     update: dict[str, list[Any]] = {"x": [], "y": [], "marker.pattern.shape": [], "customdata": []}
     for i, s in enumerate(series):
@@ -312,8 +319,9 @@ def _grow_epochs(series: Sequence[Series], sent: Sent) -> tuple[dict[str, Any] |
         update["marker.pattern.shape"].append(["/" if e.includes_tracing else "" for e in new])
         update["customdata"].append([["includes tracing" if e.includes_tracing else "steady", e.samples_per_s or 0]
                                      for e in new])
-    after = Sent(shape=sent.shape, epochs=tuple(len(s.epochs) for s in series))
-    return _grown([{"traces": traces, "update": update}] if traces else []), after
+    after = Sent(shape=sent.shape, epochs=tuple(len(s.epochs) for s in series), flags=(tracing,),
+                 templates=sent.templates)
+    return _grown([{"traces": traces, "update": update}] if traces else [], layout), after
 
 
 def _grow_loss(series: Sequence[Series], sent: Sent) -> tuple[dict[str, Any] | None, Sent] | None:

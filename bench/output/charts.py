@@ -77,6 +77,9 @@ def thin(rows: Sequence[Any], max_points: int = MAX_POINTS) -> list[Any]:
     return [rows[round(i * step)] for i in range(max_points)]
 
 
+HATCHED_NOTE = "<br><sup>hatched: the first epoch, which includes graph tracing</sup>"  # under a title, once one is
+
+
 def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch") -> go.Figure:
     """Bars of training seconds per epoch, one colour per run; the first (tracing) epoch drawn hatched."""
     fig = go.Figure()
@@ -99,7 +102,7 @@ def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch"
     fig.update_xaxes(title="epoch", dtick=1)
     fig.update_yaxes(title="seconds", rangemode="tozero")
     if any(e.includes_tracing for s in series for e in s.epochs):
-        title += "<br><sup>hatched: the first epoch, which includes graph tracing</sup>"
+        title += HATCHED_NOTE
     return _layout(fig, title)
 
 

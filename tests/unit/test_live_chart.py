@@ -51,8 +51,13 @@ def test_bars_send_their_hover_data_and_hatching_with_each_new_epoch():
     assert update["customdata"] == [[["steady", 10.0]]] and update["marker.pattern.shape"] == [[""]]
 
 
-def test_the_first_hatched_epoch_sends_the_chart_whole_for_its_title():
-    assert lc.grow("epochs", [series(0, k=1)], sent("epochs", [series(0)])) is None
+def test_the_first_hatched_epoch_names_the_hatching_in_the_title():
+    step = lc.grow("epochs", [series(0, k=1)], sent("epochs", [series(0)]))
+    assert step is not None and step[0] is not None
+    title = step[0]["layout"]["title"]
+    assert title["text"] == charts.epoch_time_figure([series(0, k=1)]).layout.title.text
+    assert step[0]["groups"][0]["update"]["marker.pattern.shape"] == [["/"]]
+    assert lc.grow("epochs", [series(0, k=2)], step[1])[0]["layout"] is None, "named once"
 
 
 def test_an_epoch_mark_is_appended_beside_the_points():
