@@ -238,6 +238,10 @@ def _util_templates(layout: dict[str, Any], named: int) -> tuple[Any, ...]:
     by_row: list[Any] = [None, None]
     for k, ann in enumerate(names):
         by_row[k % 2] = ann
+    rows = charts.EPOCH_ROWS
+    for k, other in ((1, 0), (0, 1)):  # one row's name drawn: the other's is the same, moved by its rows' ratio
+        if by_row[k] is None and by_row[other] is not None and isinstance(by_row[other].get("yshift"), (int, float)):
+            by_row[k] = {**by_row[other], "yshift": by_row[other]["yshift"] * rows[k] / rows[other]}
     cores = next(((key, axis) for key, axis in layout.items() if key.startswith("yaxis") and isinstance(axis, dict)
                   and (axis.get("title") or {}).get("text") == "cores"), None)
     return (lines[-1] if lines else None, *by_row, cores)
