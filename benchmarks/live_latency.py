@@ -6,8 +6,7 @@ costs the publisher early and late in a run.
 
 - ``cost``: the Train page's publisher (ui.live.make_publisher's charts: grown from the new readings) on a run of
   0.5 s samples and 2 s epochs, stopped at epoch N: the publisher thread's CPU time for one update (four samples and
-  an epoch's end), median of ``--repeats``, beside the same update built the old way (every chart whole, encoded,
-  parsed back and diffed: no ``grow``). The header's and the sidebar's words are not in either figure.
+  an epoch's end), median of ``--repeats``. The header's and the sidebar's words are not in the figure.
 - ``latency``: a server (uvicorn, the stream's route, ui/live_routes.py) in a process of its own, publishing a paced
   run (a sample every 0.5 s, an epoch every 2 s) that wakes the publisher as the supervisor does
   (``Publisher.poke``); ``--viewers`` clients in a second process, each an HTTP/1.1 connection reading the stream as
@@ -78,21 +77,21 @@ class PacedRun:
                                last_epoch=last, last_end=self.ended_at.get(last))
 
 
-def make_publisher(run: PacedRun, *, grow: bool) -> Any:
-    from ui import live, live_chart, live_feed
+def make_publisher(run: PacedRun) -> Any:
+    from ui import live, live_feed
 
     return live_feed.Publisher(
         run.snapshot, header=lambda s: None, line=lambda s: None, charts=live._chart_keys, figures=live._figures,
-        grow=(live_chart.start, live_chart.grow) if grow else None)
+        grow=live.GROW)
 
 
 # -- cost -----------------------------------------------------------------------------------------------------------
-def cost(at_epoch: int, repeats: int, grow: bool) -> dict[str, Any]:
+def cost(at_epoch: int, repeats: int) -> dict[str, Any]:
     run = PacedRun()
     n = int((1.0 + at_epoch * EPOCH_S) / SAMPLE_S)
     run.add(n, at_epoch)
     box = [run.snapshot()]
-    publisher = make_publisher(run, grow=grow)
+    publisher = make_publisher(run)
     publisher.refresh(force=True)  # the whole charts, once
     steps = []
     for _ in range(repeats):
@@ -107,7 +106,7 @@ def cost(at_epoch: int, repeats: int, grow: bool) -> dict[str, Any]:
         publisher.refresh(force=True)
         cpu_ms.append((time.thread_time() - t) * 1000)
         sizes.append(sum(len(d) for _, d in publisher.since(seq, "plain") or []))
-    return {"epoch": at_epoch, "way": "grown" if grow else "whole+diff", "cpu_ms_median": statistics.median(cpu_ms),
+    return {"epoch": at_epoch, "way": "grown", "cpu_ms_median": statistics.median(cpu_ms),
             "cpu_ms_max": max(cpu_ms), "event_bytes": statistics.median(sizes), "repeats": repeats}
 
 
@@ -121,7 +120,7 @@ def serve(port: int, seconds: float) -> None:
 
     run = PacedRun()
     run.add(3, 0)
-    publisher = make_publisher(run, grow=True)
+    publisher = make_publisher(run)
     live_feed.install("train", run, lambda: publisher)
     publisher.refresh(force=True)
 
@@ -255,8 +254,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.what == "cost":
         for at in args.epochs or [5, 2000]:
-            for grow in (True, False):
-                print(json.dumps(cost(at, args.repeats, grow)), flush=True)
+            print(json.dumps(cost(at, args.repeats)), flush=True)
         return
     for viewers in args.viewers or [1, 100]:
         print(json.dumps(latency(viewers, args.seconds)), flush=True)

@@ -256,8 +256,9 @@ def start_step(manager: JobManager, step: Step, hardware: devices.Hardware) -> i
 
 
 def show_live(manager: JobManager, step: Step) -> None:
-    """The latest live run of ``step`` on this machine: its runs' lines (live from the group's stream), then its
-    figures once it has ended. Drawn in a fragment without a timer: the stream reruns it when a run ends."""
+    """The latest live run of ``step`` on this machine: its runs' lines and its two charts (time per epoch,
+    utilization), grown live from the group's stream, then its figures once it has ended. Drawn in a fragment
+    without a timer: the stream reruns it when a run ends."""
     if step.key == "utilization":
         st.info(escape(measure_text(common.get_hardware()), limit=800), icon=":material/speed:")
     kind = GROUP_PREFIX + step.key
@@ -283,8 +284,7 @@ def show_live(manager: JobManager, step: Step) -> None:
         note = compare.caution(pair)
         if note:
             c2.caption(note)
-        results.comparison_charts(clean, key=f"lesson_{step.key}_live")
-        return
+        return  # its two charts are the live view's, complete
     rows = [sweeps.sweep_row(r, group.peak(compare.target(r)).gflops) for r in clean]
     _points_table(rows)
     st.plotly_chart(present.styled(points_figure(rows, [_point_label(r) for r in rows], "This machine")),

@@ -293,12 +293,24 @@ def _figures(snap: Any, variant: str, names: set[str]) -> dict[str, go.Figure]:
     return styled_for(variant, {name: build[name]() for name in names})
 
 
+def _grow_start(name: str, snap: Any, layout: dict[str, Any]) -> live_chart.Sent:
+    return live_chart.start(name, [series_of(snap)], layout)
+
+
+def _grow(name: str, snap: Any, sent: live_chart.Sent) -> tuple[dict[str, Any] | None, live_chart.Sent] | None:
+    return live_chart.grow(name, [series_of(snap)], sent)
+
+
+# the Train page's charts grown from a run's new readings (each chart's name is its kind: ui.live_chart.KINDS)
+GROW = (_grow_start, _grow)
+
+
 def make_publisher(manager: Any, *, clock: Callable[[], float] = time.monotonic) -> live_feed.Publisher:
     """A publisher of ``manager``'s current run with the Train page's words and charts (benchmarks make their own,
     on a clock of theirs)."""
     publisher = live_feed.Publisher(manager.current, header=_run_header,
                                     line=lambda snap: sidebar_line(snap, manager.spare_state()), charts=_chart_keys,
-                                    figures=_figures, grow=(live_chart.start, live_chart.grow), clock=clock)
+                                    figures=_figures, grow=GROW, clock=clock)
     listen = getattr(manager, "on_change", None)
     if listen is not None:  # the run's epoch ends, samples, phases and status wake it (bench.runs.jobs)
         listen(publisher.poke)

@@ -9,17 +9,24 @@ then the increments after it. No Streamlit script runs for any of this: a page r
 (``State``: which run, its status) changes, and the page draws from the same published state as the stream.
 
 Charts come in two variants, as the pages draw them: ``plain`` and ``present`` (the projector view's styling); a
-variant is computed only while someone watches it.
+variant is computed only while someone watches it. Every chart is grown from the readings its run (or group) added
+since it was last sent (``grow``: ui.live_chart for the Train page's charts and a group's), and built whole only for a
+new run or a changed set of traces.
+
+Two sides, one lock. The publishing side (the publisher's thread, a page's script thread, a joiner's snapshot made
+in a worker thread) reads the run, which waits on the run's own lock while a training thread holds it, and builds
+the events under ``Publisher._lock``. The stream's side runs on the server's event loop and never takes that lock,
+nor waits on any lock held while work is done: it reads the sequence number and the rings of encoded events, which
+the publishing side replaces whole (the rings first, then the number), and counts its subscribers in a list
+(appending and popping are single steps).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -85,7 +92,7 @@ class State:
 class _Variant:
     charts: dict[str, live_chart.Prepared] = field(default_factory=dict)  # each chart as last sent whole
     figures: dict[str, dict[str, Any]] = field(default_factory=dict)  # each as viewers hold it now (for joiners)
-    sent: dict[str, Any] = field(default_factory=dict)  # with ``grow``: what viewers hold of each, per chart
+    sent: dict[str, Any] = field(default_factory=dict)  # what viewers hold of each chart (``grow``'s state)
     keys: dict[str, Hashable] = field(default_factory=dict)  # what each was built from
     wanted_at: float | None = None  # when a subscriber or a page last asked for this variant
     snapshot: tuple[int, bytes] | None = None  # (seq, encoded snapshot) for joiners
@@ -115,17 +122,18 @@ class Publisher:
         line: the sidebar's line for a run or for none (None: nothing to say).
         charts: a run's charts by name, each with the key of what it draws (a chart whose key did not change is not
             built again: the epoch chart changes once an epoch, the utilization chart with every sample).
-        figures: the named charts of a run, built for a variant ("plain" or "present").
-        grow: where given, ``(start, grow)`` of ui.live_chart: a chart's increment built from the readings the run
-            added since it was last sent (``grow(name, snap, sent)``, None when it must go whole), never from its
-            whole figure; without it, each changed chart is built whole and diffed with the last (live_chart.increment).
+        figures: the named charts of a run, built whole for a variant ("plain" or "present").
+        grow: ``(start, grow)``: what viewers hold of a chart once it was sent whole (``start(name, snap, layout)``),
+            and its increment built from the readings the run added since (``grow(name, snap, sent)``: the change
+            and what viewers hold after it, or None when it must go whole), never from its whole figure
+            (ui.live_chart.start and grow over a run's or a group's series).
         clock: time source (tests).
     """
 
     def __init__(self, current: Callable[[], Snapshot | None], *, header: Callable[[Any], dict[str, Any] | None],
                  line: Callable[[Any], dict[str, Any] | None], charts: Callable[[Any], Mapping[str, Hashable]],
                  figures: Callable[[Any, str, set[str]], Mapping[str, Any]],
-                 grow: tuple[Callable[..., Any], Callable[..., Any]] | None = None,
+                 grow: tuple[Callable[..., Any], Callable[..., Any]],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._current = current
         self._header = header
@@ -134,19 +142,22 @@ class Publisher:
         self._figures = figures
         self._grow = grow
         self._clock = clock
-        self._lock = threading.RLock()
-        self.seq = 0
+        self._lock = threading.RLock()  # the publishing side's alone: never taken on the event loop
+        self.seq = 0  # raised after the rings hold its event
         self.state = State()
         self._header_now: dict[str, Any] | None = None
         self._line_now: dict[str, Any] | None = None
         self._variants: dict[str, _Variant] = {name: _Variant() for name in VARIANTS}
-        self._ring: dict[str, deque[tuple[int, bytes]]] = {name: deque(maxlen=RING) for name in VARIANTS}
+        # per variant, the last RING events, oldest first: a tuple replaced whole at each publish, read without a lock
+        self._rings: dict[str, tuple[tuple[int, bytes], ...]] = {name: () for name in VARIANTS}
         self._looked_at = -1e9
         self._poked = threading.Event()
-        self._viewers = 0
+        self._subscribers: list[None] = []  # one item per open stream
         self._viewers_sent = 0
         self._listeners: list[Callable[[], None]] = []
         self._thread: threading.Thread | None = None
+        # held by the running loop; a subscriber tries it (never waits) to learn whether a loop must be started
+        self._running = threading.Lock()
         self._stop = threading.Event()
         self.builds = 0  # how many looks changed a chart, grown or built whole (a test's view of the sharing)
         self.whole_builds = 0  # how many of them built a chart whole
@@ -162,9 +173,8 @@ class Publisher:
             return self.state
 
     def want(self, variant: str) -> None:
-        """A page shows this variant's charts: keep it computed."""
-        with self._lock:
-            self._variants[variant].wanted_at = self._clock()
+        """A page shows this variant's charts: keep it computed (one attribute set: no lock, any thread)."""
+        self._variants[variant].wanted_at = self._clock()
 
     def snapshot(self, variant: str) -> tuple[int, bytes]:
         """The whole current picture for a joining viewer: (its sequence number, the encoded event), shared by every
@@ -181,14 +191,14 @@ class Publisher:
 
     def since(self, seq: int, variant: str) -> list[tuple[int, bytes]] | None:
         """The encoded increments after ``seq`` with their numbers, oldest first; None when some of them are no
-        longer kept (the subscriber then takes a snapshot)."""
-        with self._lock:
-            if seq >= self.seq:
-                return []
-            ring = self._ring[variant]
-            if not ring or ring[0][0] > seq + 1:
-                return None
-            return [(n, data) for n, data in ring if n > seq]
+        longer kept (the subscriber then takes a snapshot). No lock: the ring is read as it was last replaced, and
+        it holds every event up to the number a subscriber has seen."""
+        ring = self._rings[variant]
+        if not ring or seq >= ring[-1][0]:
+            return []
+        if ring[0][0] > seq + 1:
+            return None
+        return [(n, data) for n, data in ring if n > seq]
 
     @property
     def header(self) -> dict[str, Any] | None:
@@ -197,23 +207,33 @@ class Publisher:
 
     # -- subscribers --------------------------------------------------------------------------------------------
     def subscribed(self, delta: int) -> int:
-        """A stream opened (+1) or closed (-1); the number watching after. The first starts the publisher's loop."""
-        with self._lock:
-            self._viewers = max(0, self._viewers + delta)
-            if self._viewers and (self._thread is None or not self._thread.is_alive()):
-                self._stop.clear()
-                self._thread = threading.Thread(target=self._loop, name="bench-live-feed", daemon=True)
-                self._thread.start()
-            return self._viewers
+        """A stream opened (+1) or closed (-1); the number watching after. A subscriber starts the publisher's loop
+        when none runs. Called on the event loop: no lock is waited for (the loop's token is only tried)."""
+        for _ in range(abs(delta)):
+            if delta > 0:
+                self._subscribers.append(None)
+            elif self._subscribers:
+                try:
+                    self._subscribers.pop()
+                except IndexError:  # another stream closed at the same moment
+                    break
+        if self._subscribers:
+            self._start_loop()
+        return len(self._subscribers)
+
+    def _start_loop(self) -> None:
+        if self._running.acquire(blocking=False):  # no loop holds the token: this one starts one, which releases it
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="bench-live-feed", daemon=True)
+            self._thread.start()
 
     @property
     def viewers(self) -> int:
-        return self._viewers
+        return len(self._subscribers)
 
     def on_publish(self, listener: Callable[[], None]) -> None:
-        """Call ``listener`` (from the publisher's thread) after every new event."""
-        with self._lock:
-            self._listeners.append(listener)
+        """Call ``listener`` (from the publishing thread) after every new event. No lock: one append."""
+        self._listeners.append(listener)
 
     def close(self) -> None:
         self._stop.set()
@@ -224,15 +244,26 @@ class Publisher:
         self._poked.set()
 
     def _loop(self) -> None:
+        """The publisher's thread: holds the running token from its start (taken by the subscriber that started it)
+        until it ends."""
+        holding = True
+        try:
+            holding = self._run()
+        finally:
+            if holding:
+                self._running.release()
+
+    def _run(self) -> bool:
+        """Publish until stopped (True: the token still held) or idle long enough (False: the token given back)."""
         idle_since: float | None = None
         published_at = -1e9
         while not self._stop.is_set():
             poked = self._poked.wait(TICK_S)
             if self._stop.is_set():
-                return
+                return True
             wait = COALESCE_S - (time.monotonic() - published_at)
             if poked and wait > 0 and self._stop.wait(wait):  # the changes of that time go as one event
-                return
+                return True
             # cleared before the look: a change after it pokes again, and the look sees every change before it
             self._poked.clear()
             try:
@@ -242,15 +273,18 @@ class Publisher:
                     published_at = time.monotonic()
             except Exception:  # a failed look must not end the stream for everyone; the next tick tries again
                 log.exception("live feed: reading the current run failed")
-            if self._viewers:
+            if self._subscribers:
                 idle_since = None
             elif idle_since is None:
                 idle_since = self._clock()
             elif self._clock() - idle_since > IDLE_STOP_S:
-                with self._lock:
-                    if not self._viewers:
-                        self._thread = None
-                        return
+                # ends; a subscriber that came meanwhile finds the token free and starts a loop of its own, or is
+                # seen here after the token's release, and this loop takes the token back and goes on
+                self._running.release()
+                if not self._subscribers or not self._running.acquire(blocking=False):
+                    return False
+                idle_since = None
+        return True
 
     # -- publishing ---------------------------------------------------------------------------------------------
     def _publish(self, snap: Snapshot | None, now: float) -> None:
@@ -265,20 +299,22 @@ class Publisher:
             message["header"] = header
         if line != self._line_now or changed_state:
             message["line"] = line
-        if self._viewers != self._viewers_sent:
-            message["viewers"] = self._viewers
+        viewers = len(self._subscribers)
+        if viewers != self._viewers_sent:
+            message["viewers"] = viewers
         chart_changes: dict[str, dict[str, Any]] = {}
         for variant in self._live_variants(now):
             # a new run's figures differ in their signature (its id is in it): they go whole without forcing
             chart_changes[variant] = self._build_charts(variant, snap, fresh=False)
         if not message and not any(chart_changes.values()):
             return
-        self.seq += 1
-        self.state, self._header_now, self._line_now, self._viewers_sent = state, header, line, self._viewers
+        seq = self.seq + 1
+        self.state, self._header_now, self._line_now, self._viewers_sent = state, header, line, viewers
         for variant in VARIANTS:
-            full = {"kind": "tick", "seq": self.seq, "at": round(time.time(), 3), **message,
+            full = {"kind": "tick", "seq": seq, "at": round(time.time(), 3), **message,
                     "charts": chart_changes.get(variant) or {}}
-            self._ring[variant].append((self.seq, _encode(full)))
+            self._rings[variant] = (*self._rings[variant], (seq, _encode(full)))[-RING:]
+        self.seq = seq  # after the rings: a stream that sees the number finds its event
         for listener in list(self._listeners):
             listener()
 
@@ -288,8 +324,8 @@ class Publisher:
 
     def _build_charts(self, variant: str, snap: Snapshot | None, *, fresh: bool) -> dict[str, Any]:
         """Each chart of ``variant`` whose readings changed in ``snap``: the changes to publish by chart name (the new
-        points and marks, or the whole figure where its traces changed or ``fresh``); the figures as viewers now
-        hold them are kept for joiners."""
+        points and marks grown from the new readings, or the whole figure where its traces changed or ``fresh``);
+        the figures as viewers now hold them are kept for joiners."""
         held = self._variants[variant]
         if snap is None:
             dropped: dict[str, Any] = {name: None for name in held.charts}
@@ -306,34 +342,27 @@ class Publisher:
         whole = set(due)
         if due:
             self.builds += 1
-        if self._grow is not None and not fresh:
-            for name in sorted(due):
-                before = held.charts.get(name)
-                sent = held.sent.get(name)
-                if before is None or sent is None or before.signature.split("|")[0] != _scope_sig(scope):
-                    continue
-                step = self._grow[1](name, snap, sent)
-                if step is None:
-                    continue
-                change, held.sent[name] = step
-                whole.discard(name)
-                if change is not None:
-                    live_chart.apply(held.figures[name], change)
-                    out[name] = {"op": "extend", **change}
+        start, grow = self._grow
+        for name in sorted(due) if not fresh else ():
+            before = held.charts.get(name)
+            sent = held.sent.get(name)
+            if before is None or sent is None or before.signature.split("|")[0] != _scope_sig(scope):
+                continue  # a chart not sent yet, or another run's: whole
+            step = grow(name, snap, sent)
+            if step is None:  # its traces or fixed layout changed: whole
+                continue
+            change, held.sent[name] = step
+            whole.discard(name)
+            if change is not None:
+                live_chart.apply(held.figures[name], change)
+                out[name] = {"op": "extend", **change}
         if whole:
             self.whole_builds += 1
             for name, fig in self._figures(snap, variant, whole).items():
                 prep = live_chart.prepare(fig, scope=scope)
                 prep = replace(prep, signature=f"{_scope_sig(scope)}|{prep.signature}")
-                before = held.charts.get(name)
-                if self._grow is not None or fresh or before is None or before.signature != prep.signature:
-                    out[name] = _whole(prep)
-                    if self._grow is not None:
-                        held.sent[name] = self._grow[0](name, snap, prep.layout)
-                else:
-                    step = live_chart.increment(before, prep)
-                    if step is not None:
-                        out[name] = {"op": "extend", **step}
+                out[name] = _whole(prep)
+                held.sent[name] = start(name, snap, prep.layout)
                 held.charts[name] = prep
                 held.figures[name] = {"data": prep.data, "layout": prep.layout}
         held.keys = keys
@@ -344,7 +373,7 @@ class Publisher:
         held = self._variants[variant]
         charts = {name: {"op": "full", "sig": prep.signature, "figure": held.figures[name]}
                   for name, prep in held.charts.items()}
-        return {"kind": "snapshot", "seq": self.seq, "at": round(time.time(), 3), "viewers": self._viewers,
+        return {"kind": "snapshot", "seq": self.seq, "at": round(time.time(), 3), "viewers": len(self._subscribers),
                 "state": {"key": state.key, "run": state.run, "status": state.status, "active": state.active},
                 "header": self._header_now, "line": self._line_now, "charts": charts, "config": live_chart.CONFIG}
 

@@ -18,7 +18,7 @@ from bench.analysis.sweeps import SweepRow
 from bench.runs.jobs import JobManager
 from bench.vocab.records import ACTIVE, Comparison, RunRecord, Status
 from bench.runs.run_state import RunGroup, RunSnapshot
-from ui import live, live_feed, peak, present
+from ui import live, live_chart, live_feed, peak, present
 from ui.safe_text import escape
 
 CHART_CONFIG = {"displaylogo": False}
@@ -382,8 +382,10 @@ class GroupSnapshot:
         return f"{sum(not snap.active for snap in self.runs)}/{len(self.runs)}"
 
 
-GROUP_LAYOUT = {"headers": "many", "charts": ["cmp_epochs", "cmp_util"], "note": "cmp_util", "wide": []}
-LINES_LAYOUT: dict[str, Any] = {"headers": "many", "charts": [], "note": None, "wide": []}  # status lines alone (sweep, lesson)
+# the live view of a group: a status line and bar per run, and the group's two charts (each a chart kind of
+# ui.live_chart, its runs overlaid), grown from the runs' new readings as the Train page's are
+GROUP_CHARTS = {"cmp_epochs": "epochs", "cmp_util": "util"}
+GROUP_LAYOUT = {"headers": "many", "charts": list(GROUP_CHARTS), "note": "cmp_util", "wide": []}
 
 
 def group_snapshot(manager: JobManager, kind: str) -> GroupSnapshot | None:
@@ -411,24 +413,38 @@ def _group_chart_keys(gs: GroupSnapshot) -> dict[str, Any]:
     return {"cmp_epochs": tuple(r[:2] + r[3:] for r in runs), "cmp_util": runs}
 
 
+def _group_series(gs: GroupSnapshot) -> list[charts.Series]:
+    return [live.series_of(snap, snapshot_label(snap)) for snap in gs.runs]
+
+
 def _group_figures(gs: GroupSnapshot, variant: str, names: set[str]) -> dict[str, Any]:
-    series = [live.series_of(snap, snapshot_label(snap)) for snap in gs.runs]
+    series = _group_series(gs)
     build = {"cmp_epochs": lambda: charts.epoch_time_figure(series),
              "cmp_util": lambda: charts.utilization_figure(series, title="Utilization, overlaid")}
     return live.styled_for(variant, {name: build[name]() for name in names})
 
 
+def _group_start(name: str, gs: GroupSnapshot, layout: dict[str, Any]) -> live_chart.Sent:
+    return live_chart.start(GROUP_CHARTS[name], _group_series(gs), layout)
+
+
+def _group_grow(name: str, gs: GroupSnapshot,
+                sent: live_chart.Sent) -> tuple[dict[str, Any] | None, live_chart.Sent] | None:
+    return live_chart.grow(GROUP_CHARTS[name], _group_series(gs), sent)
+
+
 def group_feed(manager: JobManager, kind: str, *, comparison: bool = True) -> live_feed.Publisher:
-    """The process's publisher of the latest ``kind`` group: a comparison's lines, headline and two charts, or
-    (``comparison`` False: a sweep, a lesson step) the live runs' lines alone."""
+    """The process's publisher of the latest ``kind`` group: its two charts, grown from its runs' new readings, with
+    a comparison's lines and headline so far, or (``comparison`` False: a sweep, a lesson step) the live runs'
+    lines."""
     return live_feed.install(kind, manager, lambda: live_feed.Publisher(
         lambda: group_snapshot(manager, kind), header=_group_header if comparison else _active_lines,
-        line=lambda gs: None, charts=_group_chart_keys if comparison else (lambda gs: {}), figures=_group_figures))
+        line=lambda gs: None, charts=_group_chart_keys, figures=_group_figures, grow=(_group_start, _group_grow)))
 
 
 def live_lines(manager: JobManager, kind: str) -> tuple[live_feed.Publisher, GroupSnapshot | None]:
     """For a fragment without a timer (Sweep, the lesson): the latest ``kind`` group as the page draws it, in step
-    with its stream; draw :func:`lines_view` with the publisher where its live lines belong."""
+    with its stream; draw :func:`lines_view` with the publisher where its live lines and charts belong."""
     publisher = group_feed(manager, kind, comparison=False)
     gs = group_snapshot(manager, kind)
     live.in_step(publisher, gs)
@@ -436,9 +452,9 @@ def live_lines(manager: JobManager, kind: str) -> tuple[live_feed.Publisher, Gro
 
 
 def lines_view(publisher: live_feed.Publisher, kind: str) -> None:
-    """The live runs' lines of the group, fed by its stream; it reruns the fragment around it when a run of the
-    group ends or a new group starts (drawn even with no group yet, to hear of one)."""
-    live.view(publisher, feed=kind, key=f"{kind.replace(':', '_')}_lines", presenter=False, layout=LINES_LAYOUT)
+    """The live runs' lines of the group and its two charts, fed by its stream; it reruns the fragment around it
+    when a run of the group ends or a new group starts (drawn even with no group yet, to hear of one)."""
+    live.view(publisher, feed=kind, key=f"{kind.replace(':', '_')}_lines", presenter=False, layout=GROUP_LAYOUT)
 
 
 def live_group(manager: JobManager, kind: str) -> None:

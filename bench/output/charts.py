@@ -77,6 +77,10 @@ def thin(rows: Sequence[Any], max_points: int = MAX_POINTS) -> list[Any]:
     return [rows[round(i * step)] for i in range(max_points)]
 
 
+# short enough for a phone's chart (390 px): the legend and the docs say the rest
+HATCHED_NOTE = "<br><sup>hatched: epoch 1, with graph tracing</sup>"  # under a title, once one is
+
+
 def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch") -> go.Figure:
     """Bars of training seconds per epoch, one colour per run; the first (tracing) epoch drawn hatched."""
     fig = go.Figure()
@@ -99,8 +103,7 @@ def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch"
     fig.update_xaxes(title="epoch", dtick=1)
     fig.update_yaxes(title="seconds", rangemode="tozero")
     if any(e.includes_tracing for s in series for e in s.epochs):
-        # short enough for a phone's chart (390 px): the legend and the docs say the rest
-        title += "<br><sup>hatched: epoch 1, with graph tracing</sup>"
+        title += HATCHED_NOTE
     return _layout(fig, title)
 
 

@@ -1,6 +1,6 @@
 """Real browser: a CPU-1-thread vs CPU-all-threads comparison is drawn live from its stream as the Train page's panel
-is (each run's status line updated in place, the charts appending), then shows its headline, and its HTML report
-opens."""
+is (each run's status line updated in place, the charts appended to, not drawn whole, while a run is live), then
+shows its headline, and its HTML report opens."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ LIVE = """() => ({
     full: [...document.querySelectorAll('.bench-live-chart')].map((gd) => Number(gd.dataset.fullRenders || 0)),
     extends: [...document.querySelectorAll('.bench-live-chart')].map((gd) => Number(gd.dataset.extends || 0)),
     traces: [...document.querySelectorAll('.bench-live-chart')].map((gd) => (gd.data || []).length),
+    points: [...document.querySelectorAll('.bench-live-chart')].map((gd) => Number(gd.dataset.points || 0)),
     resyncs: [...document.querySelectorAll('.bench-live-chart')].map(
         (gd) => (gd.dataset.resyncs || '').split('; ').filter(Boolean).length)})"""
 CHARTS_DRAWN = f"() => {{ const live = ({LIVE})(); return live.full.length === 2 && live.full.every(Boolean); }}"
@@ -47,6 +48,14 @@ def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
         wait_for_js(page, f"""() => {{ const live = ({LOOK})();
                         return live.builds.length > 0 && window.__benchLooks.length >= 5 && live.updates[0] >= 3; }}""",
                     "five looks at the live group and three in-place refreshes", timeout_ms=90_000, poll_ms=300)
+        # the first run held before its last epoch, still sampled: once its lines are drawn the charts are only
+        # appended to (the hatched epoch's note in the title included)
+        wait_for_js(page, f"() => ({LIVE})().points[0] >= 2", "the first run's second epoch", timeout_ms=60_000)
+        settled = page.evaluate(LIVE)
+        grown = wait_for_js(page, f"(n) => {{ const live = ({LIVE})(); return live.extends[1] >= n && live; }}",
+                            "three appends to the utilization chart", arg=settled["extends"][1] + 3,
+                            timeout_ms=60_000)
+        assert grown["full"] == settled["full"] and grown["traces"] == settled["traces"], (settled, grown)
     wait_for_js(page, f"() => ({LOOK})().builds.length === 0", "the live group to end", timeout_ms=180_000,
                 poll_ms=300)
     seen: list[dict] = page.evaluate("() => window.__benchLooks")

@@ -1,4 +1,6 @@
-"""ui.live_chart's increments: what a browser holding a live run's figure is sent as the figure grows."""
+"""ui.live_chart's increments: what a browser holding a live chart is sent as its series grow, built from the new
+readings alone (one run with its marks, as the Train page draws it, or a group's runs overlaid, as Compare, Sweep and
+the lesson draw them)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,9 @@ from bench.vocab.readings import epochs_of, samples_of
 from ui import live_chart as lc
 
 
-def samples(n: int, gpus: int = 0) -> list[dict]:
-    return [{"t_s": i * 0.5, "cpu_percent": float(i % 100),
-             "gpus": [{"index": g, "util_percent": 50.0} for g in range(gpus)]} for i in range(n)]
+def samples(n: int, gpus: int = 0, start: int = 0) -> list[dict]:
+    return [{"t_s": i * 0.5, "cpu_percent": float(i % 100), "process_cpu_percent": 80.0, "process_rss_mib": 900.0,
+             "gpus": [{"index": g, "util_percent": 50.0} for g in range(gpus)]} for i in range(start, n)]
 
 
 def epochs(n: int) -> list[dict]:
@@ -19,61 +21,101 @@ def epochs(n: int) -> list[dict]:
             for e in range(1, n + 1)]
 
 
-def util(n: int, k: int = 0, gpus: int = 0, run: int = 1, growing: bool = True) -> lc.Prepared:
-    """The utilization figure as the live feed builds it for a live run (growing: every epoch's name kept)."""
-    series = [charts.Series(f"#{run}", epochs_of(epochs(k)), samples_of(samples(n, gpus)))]
-    return lc.prepare(charts.utilization_figure(series, growing=growing), scope=run)
+def series(n: int, k: int = 0, gpus: int = 0, label: str = "#1") -> charts.Series:
+    return charts.Series(label, epochs_of(epochs(k)), samples_of(samples(n, gpus)))
 
 
-def bars(k: int) -> lc.Prepared:
-    return lc.prepare(charts.epoch_time_figure([charts.Series("#1", epochs_of(epochs(k)), ())]), scope=1)
+def sent(kind: str, group: list[charts.Series]) -> lc.Sent:
+    """What viewers hold once the chart was sent whole for ``group``, as the live feed sends it."""
+    fig = {"util": lambda: charts.utilization_figure(group, growing=True),
+           "epochs": lambda: charts.epoch_time_figure(group)}[kind]()
+    return lc.start(kind, group, lc.prepare(fig).layout)
 
 
 def test_only_the_new_points_are_sent():
-    step = lc.increment(util(10), util(13))
+    step = lc.grow("util", [series(13)], sent("util", [series(10)]))
     assert step is not None
-    (group,) = step["groups"]
-    assert group["traces"] == [0]
-    assert group["update"]["x"] == [[5.0, 5.5, 6.0]] and group["update"]["y"] == [[10.0, 11.0, 12.0]]
-    assert lc.increment(util(13), util(13)) is None, "nothing new: nothing to send"
+    change, after = step
+    assert change is not None
+    (group,) = change["groups"]
+    assert group["traces"] == [0, 1, 2], "the machine's CPU, the process' CPU, its memory"
+    assert group["update"]["x"][0] == [5.0, 5.5, 6.0] and group["update"]["y"][0] == [10.0, 11.0, 12.0]
+    assert lc.grow("util", [series(13)], after) == (None, after), "nothing new: nothing to send"
 
 
 def test_bars_send_their_hover_data_and_hatching_with_each_new_epoch():
-    step = lc.increment(bars(1), bars(2))
-    assert step is not None
-    update = step["groups"][0]["update"]
+    step = lc.grow("epochs", [series(0, k=2)], sent("epochs", [series(0, k=1)]))
+    assert step is not None and step[0] is not None
+    update = step[0]["groups"][0]["update"]
     assert update["x"] == [[2]] and update["y"] == [[2.0]]
     assert update["customdata"] == [[["steady", 10.0]]] and update["marker.pattern.shape"] == [[""]]
 
 
+def test_the_first_hatched_epoch_names_the_hatching_in_the_title():
+    step = lc.grow("epochs", [series(0, k=1)], sent("epochs", [series(0)]))
+    assert step is not None and step[0] is not None
+    title = step[0]["layout"]["title"]
+    assert title["text"] == charts.epoch_time_figure([series(0, k=1)]).layout.title.text
+    assert step[0]["groups"][0]["update"]["marker.pattern.shape"] == [["/"]]
+    assert lc.grow("epochs", [series(0, k=2)], step[1])[0]["layout"] is None, "named once"
+
+
 def test_an_epoch_mark_is_appended_beside_the_points():
-    before, after = util(10, k=1), util(12, k=2)
-    step = lc.increment(before, after)
-    assert step is not None and step["layout"] is None, "nothing but the new epoch's band and name"
-    assert set(step["append"]) == {"shapes", "annotations"}
-    assert before.layout["shapes"] + step["append"]["shapes"] == after.layout["shapes"]
-    assert [a["text"] for a in step["append"]["annotations"]][-1] == "epoch 2"
+    held = sent("util", [series(12, k=2)])  # two names sent: a template in each row
+    step = lc.grow("util", [series(14, k=3)], held)
+    assert step is not None and step[0] is not None
+    change = step[0]
+    assert change["layout"] is None, "nothing but the new epoch's line and name"
+    assert set(change["append"]) == {"shapes", "annotations"}
+    assert [a["text"] for a in change["append"]["annotations"]] == ["epoch 3"]
+    assert change["append"]["shapes"][0]["x0"] == 6.0
 
 
 def test_the_increment_does_not_grow_with_the_runs_length():
-    early = lc.increment(util(40, k=4), util(44, k=5))
-    late = lc.increment(util(800, k=199), util(804, k=200))
-    assert early is not None and late is not None and late["layout"] is None, "the names appended, none re-sent"
+    def one(n: int, k: int) -> dict:
+        step = lc.grow("util", [series(n + 4, k + 1)], sent("util", [series(n, k)]))
+        assert step is not None and step[0] is not None
+        return step[0]
+
+    early, late = one(40, 4), one(800, 199)
+    assert late["layout"] is None, "the names appended, none re-sent"
     assert len(json.dumps(late)) < 1.5 * len(json.dumps(early)), (early, late)
-    # an ended run's figure (sent whole once) keeps only the names that fit
-    assert len(util(800, k=200, growing=False).layout["annotations"]) < len(util(800, k=200).layout["annotations"])
 
 
-def test_a_new_trace_layout_or_another_run_changes_the_signature():
-    base = util(10)
-    assert util(11, gpus=1).signature != base.signature, "a GPU line appeared: the figure goes whole"
-    assert util(11, run=2).signature != base.signature, "another run"
-    assert util(11).signature == base.signature
+def test_a_new_line_or_another_series_sends_the_chart_whole():
+    held = sent("util", [series(10)])
+    assert lc.grow("util", [series(11, gpus=1)], held) is None, "a GPU line appeared"
+    assert lc.grow("util", [series(11), series(0, label="#2")], held) is None, "another run in the group"
 
 
 def test_a_history_thinned_for_drawing_still_gives_only_later_points():
     n = charts.MAX_POINTS + 400
-    step = lc.increment(util(n), util(n + 7))
-    assert step is not None
-    xs = step["groups"][0]["update"]["x"][0]
-    assert xs and all(x > (n - 1) * 0.5 for x in xs) and xs[-1] == (n + 6) * 0.5
+    step = lc.grow("util", [series(n + 7)], sent("util", [series(n)]))
+    assert step is not None and step[0] is not None
+    xs = step[0]["groups"][0]["update"]["x"][0]
+    assert xs == [(n + i) * 0.5 for i in range(7)]
+
+
+# -- a group's runs overlaid -------------------------------------------------------------------------------------------
+def test_a_groups_runs_each_grow_their_own_traces():
+    first, second = series(20, k=2, label="#1 cpu/1"), series(6, k=0, label="#2 cpu")
+    held = sent("util", [first, second])
+    step = lc.grow("util", [series(24, k=3, label="#1 cpu/1"), series(9, label="#2 cpu")], held)
+    assert step is not None and step[0] is not None
+    change = step[0]
+    (group,) = change["groups"]
+    # each run draws three lines (CPU, process CPU, process memory): the first run's are 0-2, the second's 3-5
+    assert group["traces"] == [0, 1, 2, 3, 4, 5]
+    assert group["update"]["x"][0] == [10.0, 10.5, 11.0, 11.5] and group["update"]["x"][3] == [3.0, 3.5, 4.0]
+    assert change["append"] is None, "an overlay has no epoch marks"
+    bars = lc.grow("epochs", [series(0, k=3, label="#1 cpu/1"), series(0, k=1, label="#2 cpu")],
+                   sent("epochs", [series(0, k=2, label="#1 cpu/1"), series(0, k=1, label="#2 cpu")]))
+    assert bars is not None and bars[0] is not None
+    assert bars[0]["groups"][0]["traces"] == [0] and bars[0]["groups"][0]["update"]["x"] == [[3]]
+
+
+def test_a_queued_run_of_the_group_starting_sends_the_chart_whole_once():
+    held = sent("util", [series(20, k=2, label="#1"), series(0, label="#2")])
+    assert lc.grow("util", [series(22, k=2, label="#1"), series(0, label="#2")], held) is not None
+    assert lc.grow("util", [series(22, k=2, label="#1"), series(2, label="#2")], held) is None, \
+        "its memory line appears: the chart's traces changed"

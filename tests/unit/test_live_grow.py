@@ -49,25 +49,21 @@ def run(n_samples: int, gpu: bool, status: str = "running") -> SimpleNamespace:
 
 def publisher(box: list) -> live_feed.Publisher:
     return live_feed.Publisher(lambda: box[0], header=lambda r: None, line=lambda r: None,
-                               charts=live._chart_keys, figures=live._figures,
-                               grow=(live_chart.start, live_chart.grow))
+                               charts=live._chart_keys, figures=live._figures, grow=live.GROW)
 
 
 def decode(data: bytes) -> dict:
     return json.loads(data[6:-2])
 
 
-@pytest.mark.parametrize("gpu", [False, True])
-@pytest.mark.parametrize("variant", ["plain", "present"])
-def test_the_grown_charts_are_the_charts_built_whole(gpu, variant):
-    box: list = [run(0, gpu)]
-    pub = publisher(box)
+def follow(pub: live_feed.Publisher, box: list, steps: Any, variant: str) -> tuple[dict[str, dict], dict]:
+    """The charts as a viewer holds them after every event of ``steps`` (each puts the next state in ``box``), and
+    each chart's operations in order."""
     pub.want(variant)
     held: dict[str, dict] = {}
     kinds: dict[str, list[str]] = {}
     seq = 0
-    for n in list(range(1, 40)) + list(range(41, 160, 3)):
-        box[0] = run(n, gpu)
+    for _ in steps:
         pub.refresh(force=True)
         for _, data in pub.since(seq, variant) or []:
             msg = decode(data)
@@ -82,18 +78,39 @@ def test_the_grown_charts_are_the_charts_built_whole(gpu, variant):
                     held[name] = change["figure"]
                 else:
                     live_chart.apply(held[name], change)
-    assert kinds["util"].count("extend") > 50 and kinds["epochs"].count("extend") > 30, kinds
-    assert kinds.get("axis"), "the process' growing CPU moved the right axis' top by an increment"
-    assert kinds["util"].count("full") < 12, "the chart went whole more than its start-up asks"
-    whole = {name: json.loads(fig.to_json()) for name, fig in live._figures(box[0], variant, set(held)).items()}
+    return held, kinds
+
+
+def same_as_built(held: dict[str, dict], whole: dict[str, Any]) -> None:
+    """Each chart as grown is the chart built whole, point for point and mark for mark."""
+    whole = {name: json.loads(fig.to_json()) for name, fig in whole.items()}
+    assert set(whole) == set(held)
     for name, fig in whole.items():
         assert [t.get("name") for t in held[name]["data"]] == [t.get("name") for t in fig["data"]], name
         for mine, built in zip(held[name]["data"], fig["data"]):
             for key in ("x", "y", "customdata"):
                 assert mine.get(key) == built.get(key), (name, mine.get("name"), key)
             assert mine.get("marker", {}).get("pattern") == built.get("marker", {}).get("pattern"), name
-        for key in ("shapes", "annotations", "yaxis2", "yaxis3"):
+        for key in ("shapes", "annotations", "yaxis2", "yaxis3", "height", "title"):
             assert held[name]["layout"].get(key) == fig["layout"].get(key), (name, key)
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+@pytest.mark.parametrize("variant", ["plain", "present"])
+def test_the_grown_charts_are_the_charts_built_whole(gpu, variant):
+    box: list = [run(0, gpu)]
+    pub = publisher(box)
+
+    def steps() -> Any:
+        for n in list(range(1, 40)) + list(range(41, 160, 3)):
+            box[0] = run(n, gpu)
+            yield n
+
+    held, kinds = follow(pub, box, steps(), variant)
+    assert kinds["util"].count("extend") > 50 and kinds["epochs"].count("extend") > 30, kinds
+    assert kinds.get("axis"), "the process' growing CPU moved the right axis' top by an increment"
+    assert kinds["util"].count("full") < 12, "the chart went whole more than its start-up asks"
+    same_as_built(held, live._figures(box[0], variant, set(held)))
     # the joiner's snapshot is the figures as grown
     snap = decode(pub.snapshot(variant)[1])
     assert snap["charts"]["util"]["figure"]["data"] == held["util"]["data"]
@@ -114,3 +131,46 @@ def test_an_increment_is_as_small_at_epoch_2000_as_at_epoch_5():
         assert {c["op"] for c in msg["charts"].values()} == {"extend"}, at
         sizes[at] = len(data)
     assert abs(sizes[2000] - sizes[5]) < 200, sizes
+
+
+# -- a group's charts (Compare, Sweep, the lesson): its runs overlaid, one after the other ------------------------------
+def member(run_id: int, n_samples: int, gpu: bool, status: str) -> SimpleNamespace:
+    """A run of a group as the group's feed reads it (ui.results.snapshot_label: its target and cluster)."""
+    one = run(n_samples, gpu, status)
+    one.id = run_id
+    one.config = SimpleNamespace(target=lambda: "cpu/1" if run_id == 1 else "cpu")
+    one.info = SimpleNamespace(phases=one.info.phases, cluster=None)
+    return one
+
+
+def group_publisher(box: list) -> live_feed.Publisher:
+    from ui import results
+
+    return live_feed.Publisher(lambda: box[0], header=lambda g: None, line=lambda g: None,
+                               charts=results._group_chart_keys, figures=results._group_figures,
+                               grow=(results._group_start, results._group_grow))
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+@pytest.mark.parametrize("variant", ["plain", "present"])
+def test_a_groups_grown_charts_are_the_charts_built_whole(gpu, variant):
+    from ui import results
+
+    group = SimpleNamespace(id=3, created_at=70.0)
+    box: list = [results.GroupSnapshot(group, (member(1, 0, gpu, "queued"), member(2, 0, gpu, "queued")))]
+    pub = group_publisher(box)
+
+    def steps() -> Any:
+        for n in range(1, 60, 2):  # the first run, then the second, as a comparison queues them
+            box[0] = results.GroupSnapshot(group, (member(1, n, gpu, "running"), member(2, 0, gpu, "queued")))
+            yield n
+        for n in range(1, 60, 2):
+            box[0] = results.GroupSnapshot(group, (member(1, 60, gpu, "finished"), member(2, n, gpu, "running")))
+            yield n
+
+    held, kinds = follow(pub, box, steps(), variant)
+    assert set(held) == {"cmp_epochs", "cmp_util"}
+    assert kinds["cmp_util"].count("extend") > 40 and kinds["cmp_epochs"].count("extend") > 20, kinds
+    # whole: the first draw, each run's first samples (its lines appear), a GPM line appearing, the hatching's title
+    assert kinds["cmp_util"].count("full") <= 6 and kinds["cmp_epochs"].count("full") <= 3, kinds
+    same_as_built(held, results._group_figures(box[0], variant, set(held)))

@@ -10,7 +10,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from ui import live_feed, live_routes, static_files
+from ui import live, live_feed, live_routes, static_files
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_the_stream_is_read_only_and_checks_its_one_parameter(client, monkeypatc
 
 def test_the_stream_sends_a_snapshot_first(client, monkeypatch):
     pub = live_feed.Publisher(lambda: None, header=lambda r: None, line=lambda r: None, charts=lambda r: {},
-                              figures=lambda r, v, n: {})
+                              figures=lambda r, v, n: {}, grow=live.GROW)
     monkeypatch.setattr(live_feed, "_PUBLISHERS", {"train": (object(), pub)})
     with client.stream("GET", "/bench/live") as response:
         assert response.headers["content-type"].startswith("text/event-stream")

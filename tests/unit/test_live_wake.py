@@ -7,7 +7,7 @@ import threading
 import time
 
 from tests.unit.test_live_feed import header
-from ui import live_feed
+from ui import live, live_feed
 
 
 class Run:
@@ -19,7 +19,7 @@ def test_a_poke_is_published_at_once_and_pokes_close_together_make_one_event(mon
     monkeypatch.setattr(live_feed, "TICK_S", 30.0)  # no look but the poked ones within the test
     box = [Run(0)]
     pub = live_feed.Publisher(lambda: box[0], header=lambda r: header(r.id, r.n), line=lambda r: None,
-                              charts=lambda r: {}, figures=lambda r, v, n: {})
+                              charts=lambda r: {}, figures=lambda r, v, n: {}, grow=live.GROW)
     published = threading.Event()
     pub.on_publish(published.set)
     pub.refresh(force=True)

@@ -1,6 +1,6 @@
 // The live elements' browser side, served as static modules (ui/live_routes.py) and imported by the elements' small
 // loaders (ui/assets/live_view.js, live_status.js) and by the watch page: the live view (a run's header and charts on
-// Train, a group's lines and charts on Compare, the live lines on Sweep and the lesson) and the sidebar's line. Each
+// Train, a group's lines and charts on Compare, Sweep and the lesson) and the sidebar's line. Each
 // draws what the stream (ui/live_feed.py) says, in every state of the run (waiting, live, ended, failed): a run's end
 // needs no rerun to be drawn. The page's own Streamlit elements (Stop, the run's messages) follow the state: the view
 // asks for its fragment's rerun once per new state (``setTriggerValue``, where the page gives one).
