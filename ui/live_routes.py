@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 # A keep-alive this often keeps proxies from closing a quiet stream; it is a comment and a "ping" event, so a browser
 # that hears nothing for much longer knows its connection stalled and opens it again (ui/static/live-feed.js)
 KEEPALIVE_S = 15.0
+KEEPALIVE = b": keepalive\nevent: ping\ndata: {}\n\n"
 RETRY_MS = 2000  # what the browser waits before it reconnects a dropped stream
 
 
@@ -127,7 +128,7 @@ async def events(publisher: Any, variant: str) -> AsyncIterator[bytes]:
         yield data
         while True:
             if not await _published_after(waker, publisher, sent, KEEPALIVE_S):
-                yield b": keepalive\nevent: ping\ndata: {}\n\n"
+                yield KEEPALIVE
                 continue
             publisher.want(variant)
             found = publisher.since(sent, variant)

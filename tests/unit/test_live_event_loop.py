@@ -136,7 +136,7 @@ def test_a_stream_sends_what_was_published_while_the_publishing_side_holds_its_l
             beating = asyncio.create_task(beat())
             got = [seq_of(await stream.__anext__()), seq_of(await stream.__anext__())]
             assert got == [first + 1, first + 2], got
-            assert await stream.__anext__() == b": keepalive\n\n", "nothing new: a keep-alive, not a wait"
+            assert await stream.__anext__() == live_routes.KEEPALIVE, "nothing new: a keep-alive, not a wait"
             # the stream's side of the publisher, called on the loop while the lock is held
             assert pub.since(first, "plain") is not None and pub.viewers == 1
             pub.want("present")
