@@ -49,7 +49,7 @@ def snapshot() -> RunSnapshot:
 def stream(snap: RunSnapshot) -> bytes:
     """One snapshot of the Train feed, as the live routes send a joining viewer."""
     publisher = live_feed.Publisher(lambda: snap, header=live.header_data, line=live.sidebar_line,
-                                    charts=lambda run: {}, figures=lambda run, variant, names: {})
+                                    charts=lambda run: {}, figures=lambda run, variant, names: {}, grow=live.GROW)
     publisher.refresh(force=True)
     return publisher.snapshot("plain")[1]
 
