@@ -21,9 +21,12 @@ PIP         := $(VENV_PY) -m pip --disable-pip-version-check
 # cannot, or with BENCH_INSTALLER=pip: scripts/installer.py
 INSTALL     := $(PY) scripts/installer.py $(VENV_PY)
 HADOLINT    ?= $(firstword $(wildcard $(VENV)/bin/hadolint) hadolint)
+NODE        ?= node
+NPM         ?= npm
+JS_MODULES  := $(wildcard ui/static/*.js)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv install install-dev run test test-fast test-bench typecheck schemas gpu-verify bench lint-docker image-check clean distclean
+.PHONY: help venv install install-dev run test test-fast test-bench typecheck lint-js schemas gpu-verify bench lint-docker image-check clean distclean
 
 help:
 	@echo "Targets:"
@@ -33,6 +36,7 @@ help:
 	@echo "  make test-fast    unit and app tests that train no model, load no framework, open no browser (~90 s)"
 	@echo "  make test-bench   the smoke runs of every benchmark and measuring command (also in make test)"
 	@echo "  make typecheck    mypy over bench/ (every definition typed) and ui/ (also run by make test)"
+	@echo "  make lint-js      node --check and ESLint over the browser modules, ui/static/*.js (also run by make test)"
 	@echo "  make schemas      write docs/schemas/*.schema.json from the record models (tests fail when they are stale)"
 	@echo "  make gpu-verify   check every GPU claim on this machine's GPU (each step 'skipped: no GPU' without one)"
 	@echo "  make bench        run the headless engine: python -m bench \$$ARGS (e.g. ARGS='--help')"
@@ -42,7 +46,7 @@ help:
 	@echo "  make lint-docker  lint the Dockerfile with hadolint"
 	@echo "  make image-check  build the CPU image, run it and check it in a browser, then remove it (docker or buildah)"
 	@echo "  make clean        remove caches and test artifacts"
-	@echo "  make distclean    clean, and remove $(VENV)"
+	@echo "  make distclean    clean, and remove $(VENV) and node_modules"
 
 venv: $(VENV_PY)
 
@@ -82,7 +86,7 @@ run: install
 	KERAS_BACKEND=$${KERAS_BACKEND:-$(STACK_BACKEND)} $(VENV)/bin/streamlit run app.py --server.port $(PORT) $(if $(ADDRESS),--server.address $(ADDRESS))
 
 # The whole suite; its duration guard allows 15 s a test here (browsers and servers share the cores: docs/TESTING.md)
-test: install-dev typecheck
+test: install-dev typecheck lint-js
 	BENCH_FAST_TEST_BOUND_S=$${BENCH_FAST_TEST_BOUND_S:-15} $(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
 		--no-loadscope-reorder $(PYTEST_ARGS)
 
@@ -101,6 +105,19 @@ test-bench: install-dev
 
 typecheck: install-dev
 	$(VENV_PY) -m mypy
+
+# ESLint and its rules, as package-lock.json pins them, into node_modules/ (git-ignored); again only when they change.
+# ESLint 9: it runs on the Node 18 of Debian 12 (.ci/run installs node and npm where they are missing).
+node_modules/.installed: package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The browser modules: each parses as the browser loads it (node --check, an ES module: ui/static/package.json) and
+# ESLint finds nothing (eslint.config.mjs) in them, their loaders (ui/assets) or their node tests (tests/js/, run by
+# pytest: tests/unit/test_live_js.py).
+lint-js: node_modules/.installed
+	@for module in $(JS_MODULES); do $(NODE) --check $$module || exit 1; done
+	$(NODE) node_modules/eslint/bin/eslint.js --max-warnings 0 ui/static ui/assets tests/js
 
 bench: install
 	$(VENV_PY) -m bench $(ARGS)
@@ -123,8 +140,9 @@ clean:
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
 	rm -rf .pytest_cache test-artifacts build dist *.egg-info
 
+
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) node_modules
 
 # The JSON Schemas of the records, generated from their pydantic models (tests/unit/test_schemas.py fails when stale).
 schemas: | $(VENV_PY)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 import psutil
 import pytest
 
+from benchmarks.common import wait_for
+
 MARK_ENV = "BENCH_TEST_PROCESS"
 GRACE_S = 5.0  # a process told to stop is given this long to end before it counts as left alive
 IMMORTAL = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
@@ -103,12 +105,15 @@ class Leftovers:
     def left_alive(self, *, under_me_too: bool, grace_s: float = GRACE_S) -> list[Seen]:
         """The noted processes still alive after ``grace_s``: orphans only, or every one with ``under_me_too``."""
         under = {p.pid for p in self._descendants()}
-        deadline = time.monotonic() + grace_s
-        while True:
-            alive = [s for s in self.seen.values() if s.alive() is not None and (under_me_too or s.pid not in under)]
-            if not alive or time.monotonic() > deadline:
-                return alive
-            time.sleep(0.2)
+
+        def alive() -> list[Seen]:
+            return [s for s in self.seen.values() if s.alive() is not None and (under_me_too or s.pid not in under)]
+
+        try:
+            wait_for(lambda: not alive(), grace_s, "the noted processes to end", poll_s=0.2)
+        except TimeoutError:
+            pass
+        return alive()
 
     def end(self, leaks: Iterable[Seen]) -> None:
         """Kill the leaked processes (each alone, by its pid) and forget them."""

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, DashboardServer
@@ -32,6 +33,26 @@ class Server(DashboardServer):
         super().__init__(folder, prestart=training, env={**worker, **(env or {})})
         self.log = self.log_path
         self.wait_healthy()
+
+    def stop(self) -> None:
+        """Stop the server and every process under it, as Ctrl-C in its terminal would: a child it started late (the
+        framework's device probe) is ended with it, not left behind when a test is done before that child is."""
+        try:
+            under = self.ps.children(recursive=True)
+        except psutil.Error:
+            under = []
+        super().stop()
+        for proc in under:
+            try:
+                proc.terminate()
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(under, timeout=10)
+        for proc in alive:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
 
     @contextmanager
     def holding_last_epoch(self) -> Iterator[None]:

@@ -6,7 +6,6 @@ read."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import Server
 from tests.e2e.steps import screenshot, set_number, store_of
 from tests.e2e.test_sweep_scaling import pick
+from tests.polling import wait_for
 from tests.unit.test_cluster import cluster  # noqa: F401 - the two-node cluster fixture (skips without Ray)
 
 pytestmark = pytest.mark.e2e
@@ -45,19 +45,22 @@ def _finished(server: Server) -> int:
 def test_a_sweep_on_two_nodes_shows_each_point_live_with_its_node(page: Any, cluster_server: Server) -> None:
     seen: dict[int, str] = {}
     both_at_once = False
-    page.goto(cluster_server.url + "/sweep")
-    page.get_by_role("heading", name="Sweep", exact=True).wait_for()
-    pick(page, "Batch sizes", "64", "128")  # x the default sizes xs, s, m: six points on two nodes
-    set_number(page, "Epochs", 8)  # half a second each: every point stays live for seconds, long enough to be read
-    page.get_by_role("button", name="Start sweep").click()
-    deadline = time.monotonic() + 240
-    while _finished(cluster_server) < 6 and time.monotonic() < deadline:  # read the page while the points run
+
+    def all_six_finished() -> bool:  # each look reads the page while the points run, until all six have finished
+        nonlocal both_at_once
         now = _live_points(page)
         seen.update(now)
         if set(now.values()) == {"node_a", "node_b"} and not both_at_once:
             both_at_once = True
             screenshot(page, "cluster-sweep-live")
-        page.wait_for_timeout(150)
+        return _finished(cluster_server) >= 6
+
+    page.goto(cluster_server.url + "/sweep")
+    page.get_by_role("heading", name="Sweep", exact=True).wait_for()
+    pick(page, "Batch sizes", "64", "128")  # x the default sizes xs, s, m: six points on two nodes
+    set_number(page, "Epochs", 8)  # half a second each: every point stays live for seconds, long enough to be read
+    page.get_by_role("button", name="Start sweep").click()
+    wait_for(all_six_finished, 240, "the six points to finish", poll_s=0.15)
     expect(page.get_by_text("6 of 6 points done").first, "all six points").to_be_visible(timeout=120_000)
     assert both_at_once, f"never two points live at once, one on each node; seen {seen}"
     assert len(seen) == 6 and set(seen.values()) == {"node_a", "node_b"}, seen  # every point seen live, with its node

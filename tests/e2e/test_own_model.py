@@ -1,8 +1,8 @@
 """Real Chromium: a script of its own that trains with BenchCallback shows live on a dashboard's Train page (the
 dashboard started nothing: the run is another process's, read from the shared store), then in History once it ended.
 
-The script trains a tiny real model, paced (a pause after each epoch) and held before its last epoch while a file
-exists, so the page sees it live however slowly this machine runs it."""
+The script trains a tiny real model, paced (a pause after each epoch) and held before its last epoch until the test
+writes a line to its stdin, so the page sees it live however slowly this machine runs it."""
 
 from __future__ import annotations
 
@@ -23,17 +23,15 @@ pytestmark = pytest.mark.e2e
 MODEL_NAME = "own_e2e_mlp"  # what History's filter finds it by
 
 SCRIPT = textwrap.dedent(f"""
-    import os, sys, time
+    import sys, time
     import numpy as np, keras
     from bench.integrations.keras import BenchCallback
 
-    hold = sys.argv[1]
-
     class Pace(keras.callbacks.Callback):  # between epochs, outside their timing: a page can watch each one land
         def on_epoch_end(self, epoch, logs=None):
-            time.sleep(1.0)
-            while epoch + 2 == self.params["epochs"] and os.path.exists(hold):  # held before the last epoch
-                time.sleep(0.2)
+            time.sleep(1.0)  # stand-in: a script's slower epochs (the test waits on what it stores, not on this)
+            if epoch + 2 == self.params["epochs"]:
+                sys.stdin.readline()  # held before the last epoch until the test has seen the run live
 
     x = np.random.rand(512, 28, 28, 1).astype("float32"); y = np.random.randint(0, 10, 512)
     model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten(), keras.layers.Dense(16),
@@ -46,12 +44,11 @@ SCRIPT = textwrap.dedent(f"""
 
 
 def test_a_scripts_run_shows_live_on_train_then_in_history(page, server, tmp_path: Path):
-    script, hold = tmp_path / "train.py", tmp_path / "hold"
+    script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    hold.touch()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(server.store_path), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.Popen([sys.executable, str(script), str(hold)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     store = store_of(server)
     try:
         run = wait_for(lambda: next((r for r in store.list_runs() if r.config.model == MODEL_NAME
@@ -73,12 +70,10 @@ def test_a_scripts_run_shows_live_on_train_then_in_history(page, server, tmp_pat
         expect(header).to_contain_text("running")
         expect(page.get_by_role("button", name="Stop"), "no Stop for another process's run").to_have_count(0)
         screenshot(page, "own-model-live")
-        hold.unlink()
-        out, err = proc.communicate(timeout=180)
+        out, err = proc.communicate("go\n", timeout=180)  # the last epoch, then the run's end
         assert proc.returncode == 0, err[-2000:]
         assert f"run {run.id}" in out
     finally:
-        hold.unlink(missing_ok=True)
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
-from tests.e2e.steps import open_train, set_number, what_the_page_shows
+from tests.e2e.steps import open_train, set_number, settled, wait_for_js, what_the_page_shows
 
 pytestmark = pytest.mark.e2e
 
 RECORD = """() => {
     window.__shown = [];
+    window.__looks = 0;
     let last = "";
     const t0 = performance.now();
     setInterval(() => {
+        window.__looks += 1;
         const main = document.querySelector('[data-testid="stMain"]');
         const side = document.querySelector('.bench-live-status');
         if (!main) return;
@@ -52,7 +55,13 @@ def test_a_runs_end_changes_its_header_in_place_with_the_sidebar(page, server):
                                timeout=180_000, polling=200)
     except PlaywrightTimeout:
         raise AssertionError(f"the run did not end on the page: {what_the_page_shows(page, server)}") from None
-    page.wait_for_timeout(500)  # a few more records after the end
+    settled(page)  # the script run that drew the end is over: all it draws for the end is on the page
+    looks = page.evaluate("() => window.__looks")
+    # the record's next look proves it saw the settled page; the sidebar's line then says the header's status
+    wait_for_js(page, """(looks) => { const s = window.__shown.at(-1);
+                                      return window.__looks > looks
+                                          && (s.line_status === null || s.line_status === s.header_status); }""",
+                "the record to look at the settled page, its sidebar line saying the header's status", arg=looks)
     shown = page.evaluate("() => window.__shown")
     assert shown[-1]["finished"] and shown[-1]["tiles"] == 4 and shown[-1]["header_status"] == "finished", shown[-1]
     first = next(i for i, s in enumerate(shown) if s["headers"])
@@ -63,5 +72,4 @@ def test_a_runs_end_changes_its_header_in_place_with_the_sidebar(page, server):
     assert drawn == sorted(drawn), f"no chart goes away: {after}"
     disagree = [s for s in after if s["line_status"] and s["header_status"] != s["line_status"]]
     assert not disagree, f"the sidebar and the header said different things: {disagree}"
-    stop = page.get_by_role("button", name="Stop")
-    assert stop.count() == 0, "the Stop button stayed after the run's end"
+    expect(page.get_by_role("button", name="Stop"), "the Stop button goes at the run's end").to_have_count(0)

@@ -1,4 +1,7 @@
-"""Worker stand-ins for fast job-queue tests (importable by spawned processes; no framework import)."""
+"""Worker stand-ins for fast job-queue tests (importable by spawned processes; no framework import).
+
+Their sleeps are the pace of the work they stand in for (a batch, an epoch, a hang), never a test's wait: a test
+waits on what they send."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ def quick(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | N
             if stop_event.is_set():
                 _emit(queue, "finished", status="stopped")
                 return
-            time.sleep(0.05)
+            time.sleep(0.05)  # stand-in: one batch's work
             _emit(queue, "progress", epoch=epoch + 1, batch=batch + 1, batches=4)
         _emit(queue, "epoch", epoch=epoch + 1, epoch_seconds=time.time() - t0, samples_per_s=100.0, loss=1.0,
               accuracy=0.5, val_loss=1.0, val_accuracy=0.5, includes_tracing=epoch == 0, started_wall=t0,
@@ -29,14 +32,14 @@ def quick(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | N
 def silent(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
     """Starts, then never says anything again (a hung worker)."""
     _emit(queue, "started", pid=os.getpid(), framework="fake 0", devices_seen=["cpu"], placement="/device:CPU:0")
-    time.sleep(600)
+    time.sleep(600)  # stand-in: a hung worker, ended by the supervisor
 
 
 def deaf(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
     """Keeps reporting progress but ignores Stop (needs the hard stop)."""
     _emit(queue, "started", pid=os.getpid(), framework="fake 0", devices_seen=["cpu"], placement="/device:CPU:0")
     for i in range(6000):
-        time.sleep(0.1)
+        time.sleep(0.1)  # stand-in: one batch's work
         _emit(queue, "progress", epoch=1, batch=i + 1, batches=6000)
 
 
@@ -46,10 +49,10 @@ def one_epoch_then_die(config: dict[str, Any], queue: Any, stop_event: Any, log_
 
     _emit(queue, "started", pid=os.getpid(), framework="fake 0", devices_seen=["cpu"], placement="/device:CPU:0")
     t0 = time.time()
-    time.sleep(0.1)
+    time.sleep(0.1)  # stand-in: the epoch's work
     _emit(queue, "epoch", epoch=1, epoch_seconds=0.1, samples_per_s=100.0, loss=1.0, accuracy=0.5, val_loss=None,
           val_accuracy=None, includes_tracing=True, started_wall=t0, ended_wall=time.time())
-    time.sleep(0.5)
+    time.sleep(0.5)  # stand-in: into the next epoch when the kernel's OOM killer strikes
     os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -67,14 +70,14 @@ def exits_0_without_a_word(config: dict[str, Any], queue: Any, stop_event: Any, 
     """One epoch, then exits with code 0 without reporting, no Stop asked: that is a failure, not a stop."""
     _emit(queue, "started", pid=os.getpid(), framework="fake 0", devices_seen=["cpu"], placement="/device:CPU:0")
     _fake_epoch(queue, 1, 0.05)
-    time.sleep(0.3)
+    time.sleep(0.3)  # stand-in: work after the epoch, then a silent exit
     os._exit(0)
 
 
 # -- stand-ins for tests/unit/test_faults.py ------------------------------------------------------------------------
 def _fake_epoch(queue: Any, epoch: int, seconds: float = 0.1) -> None:
     t0 = time.time()
-    time.sleep(seconds)
+    time.sleep(seconds)  # stand-in: the epoch's work
     _emit(queue, "epoch", epoch=epoch, epoch_seconds=seconds, samples_per_s=100.0, loss=1.0, accuracy=0.5,
           val_loss=1.0, val_accuracy=0.5, includes_tracing=epoch == 1, started_wall=t0, ended_wall=time.time())
 
@@ -85,7 +88,7 @@ def epochs_then_hang(config: dict[str, Any], queue: Any, stop_event: Any, log_pa
     for epoch in (1, 2):
         _fake_epoch(queue, epoch)
     _emit(queue, "progress", epoch=3, batch=1, batches=4)
-    time.sleep(600)
+    time.sleep(600)  # stand-in: a hung step, ended by the supervisor
 
 
 class ResourceExhaustedError(Exception):

@@ -90,8 +90,16 @@ def test_html_report_inlines_plotly_once():
     assert html.count("Plotly.newPlot") == 2 and "<h1>t</h1>" in html
 
 
-def test_warm_up_builds_every_live_figure_kind():
-    charts.warm_up()  # raises if a figure kind cannot be built from the live record shapes
+def test_warm_up_builds_every_live_figure_kind(monkeypatch):
+    built = {}
+    for name in ("epoch_time_figure", "utilization_figure", "loss_accuracy_figure"):
+        def build(*args, _real=getattr(charts, name), _name=name, **kwargs):
+            built[_name] = _real(*args, **kwargs)
+            return built[_name]
+        monkeypatch.setattr(charts, name, build)
+    charts.warm_up()
+    assert set(built) == {"epoch_time_figure", "utilization_figure", "loss_accuracy_figure"}, built
+    assert all(fig.data for fig in built.values()), "each figure drew its traces from the live record shapes"
 
 
 def test_each_peak_line_has_its_targets_colour():

@@ -10,6 +10,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import zipfile
@@ -497,14 +498,19 @@ def test_connectivity_check_open_port_is_true() -> None:
 
 
 def test_connectivity_check_never_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
-    def hanging(*args: Any, **kwargs: Any) -> Any:  # e.g. a name lookup that never answers
-        time.sleep(5)
+    released = threading.Event()
+
+    def hanging(*args: Any, **kwargs: Any) -> Any:  # e.g. a name lookup that never answers, until the test ends
+        released.wait(30)
         raise OSError("late")
 
     monkeypatch.setattr(keras_cache.socket, "create_connection", hanging)
     start_s = time.perf_counter()
-    assert keras_cache._can_reach("storage.googleapis.com", timeout_s=0.2) is False
-    assert time.perf_counter() - start_s < 1.0
+    try:
+        assert keras_cache._can_reach("storage.googleapis.com", timeout_s=0.2) is False
+        assert time.perf_counter() - start_s < 1.0
+    finally:
+        released.set()
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -572,8 +578,7 @@ def test_npz_float_features_are_flat(tmp_path: Path) -> None:
 def test_npz_info_is_cached_until_the_file_changes(tmp_path: Path) -> None:
     path = write_npz(tmp_path)
     assert d.check_npz(path).num_classes == 3
-    time.sleep(0.01)
-    write_npz(tmp_path, y_train=np.arange(20) % 5)
+    write_npz(tmp_path, y_train=np.arange(20) % 5)  # the same size; a later modification time, set below
     os.utime(path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
     assert d.check_npz(path).num_classes == 5
 

@@ -43,14 +43,24 @@ def test_a_bad_bound_says_what_to_set(value: str) -> None:
 
 @pytest.fixture
 def guarded(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A project of its own whose conftest registers the guard as tests/conftest.py does."""
+    """A project of its own whose conftest registers the guard as tests/conftest.py does. Its stand-in tests take the
+    time their ``takes(seconds, when)`` marker says: the duration their report gives, with no clock run down."""
     pytester.makeconftest(textwrap.dedent("""
+        import pytest
         from tests import duration_guard
 
         def pytest_configure(config):
             config.addinivalue_line("markers", "slow: trains real models")
             config.addinivalue_line("markers", "e2e: real-browser tests")
+            config.addinivalue_line("markers", "takes(seconds, when='call'): the phase's reported duration")
             duration_guard.register(config)
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(item, call):
+            report = (yield).get_result()
+            takes = item.get_closest_marker("takes")
+            if takes is not None and report.when == takes.kwargs.get("when", "call"):
+                report.duration = takes.args[0]
     """))
     return pytester
 
@@ -58,22 +68,24 @@ def guarded(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_an_unmarked_slow_test_fails_a_run_that_passed(guarded: pytest.Pytester,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     guarded.makepyfile(test_guarded=textwrap.dedent("""
-        import time
         import pytest
 
         def test_quick():
             pass
 
-        def test_sleeps_unmarked():
-            time.sleep(0.5)
+        @pytest.mark.takes(0.5)
+        def test_slow_unmarked():
+            pass
 
         @pytest.mark.slow
-        def test_sleeps_marked_slow():
-            time.sleep(0.5)
+        @pytest.mark.takes(0.5)
+        def test_slow_marked_slow():
+            pass
 
         @pytest.mark.e2e
-        def test_sleeps_marked_e2e():
-            time.sleep(0.5)
+        @pytest.mark.takes(0.5)
+        def test_slow_marked_e2e():
+            pass
     """))
     monkeypatch.setenv(BOUND_ENV, "0.3")
     monkeypatch.setattr(duration_guard.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # as on a machine of its own
@@ -81,20 +93,20 @@ def test_an_unmarked_slow_test_fails_a_run_that_passed(guarded: pytest.Pytester,
     result.assert_outcomes(passed=4)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     summary = result.stdout.str().split("tests slower than the fast-test bound", 1)[1]
-    assert "test_guarded.py::test_sleeps_unmarked" in summary and "mark it @pytest.mark.slow" in summary
-    assert "::test_sleeps_marked" not in summary and "::test_quick" not in summary
+    assert "test_guarded.py::test_slow_unmarked" in summary and "mark it @pytest.mark.slow" in summary
+    assert "::test_slow_marked" not in summary and "::test_quick" not in summary
 
 
 def test_a_slow_fixture_counts_and_turning_the_guard_off_passes(guarded: pytest.Pytester,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     guarded.makepyfile(textwrap.dedent("""
-        import time
         import pytest
 
         @pytest.fixture
         def slow_setup():
-            time.sleep(0.5)
+            pass
 
+        @pytest.mark.takes(0.5, when="setup")
         def test_with_a_slow_setup(slow_setup):
             pass
     """))

@@ -38,7 +38,7 @@ class UnreliableStore(Store):
             return self.rng.random()
 
     def _unreliable(self, write: Any, *args: Any) -> None:
-        time.sleep(0.002 + 0.01 * self._roll())  # slow: other threads take their turn meanwhile
+        time.sleep(0.002 + 0.01 * self._roll())  # stand-in: a slow write; other threads take their turn meanwhile
         if self.down or self._roll() < 0.15:
             self.failures["before"] += 1
             raise StoreError(self._explain(sqlite3.OperationalError("database is locked")))
@@ -69,7 +69,7 @@ def _produce(writer: RunWriter, lock: threading.Lock, state: RunState, rng: rand
             writer.add_epoch(state, epoch)
         if rng.random() < 0.3:
             writer.flush_samples(state)
-        time.sleep(0.001)
+        time.sleep(0.001)  # stand-in: the sampler's pace, so the runs' writes interleave
 
 
 def test_every_sample_and_epoch_is_stored_once(isolated_store: Any) -> None:
@@ -85,11 +85,10 @@ def test_every_sample_and_epoch_is_stored_once(isolated_store: Any) -> None:
     stop = threading.Event()
 
     def keeper() -> None:  # the keeper's re-writes race the flushes, as bench-store-keeper does
-        while not stop.is_set():
+        while not stop.wait(0.003):  # its pace, as bench-store-keeper's; ended at once by stop
             for state in states:
                 if state.dirty or state.unsaved_samples:
                     writer.resync(state)
-            time.sleep(0.003)
 
     threads = [threading.Thread(target=_produce, args=(writer, lock, s, random.Random(i)))
                for i, s in enumerate(states)]

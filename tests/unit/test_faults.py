@@ -166,7 +166,7 @@ def test_nvml_call_not_supported_mid_run_gives_none_for_that_reading_only(store,
 
 # -- the server restarted mid-run ---------------------------------------------------------------------------------------
 SERVER_SCRIPT = textwrap.dedent("""
-    import sys, time
+    import signal, sys
     from bench.runs.jobs import JobManager
     from bench.store import Store
     from tests.fixtures import NO_GPU, TINY
@@ -175,7 +175,7 @@ SERVER_SCRIPT = textwrap.dedent("""
     jm = JobManager(Store(sys.argv[1]), hardware=NO_GPU, worker_target=fake_workers.real_worker_slow)
     jm.submit(TINY.replace(epochs=300))
     print("submitted", flush=True)
-    time.sleep(600)
+    signal.pause()  # a server that serves until it is killed (the test kills it)
 """)
 
 

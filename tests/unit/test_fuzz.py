@@ -106,9 +106,11 @@ def test_the_file_loader_never_fails_with_anything_but_its_own_error(data: bytes
     from bench.output import report
 
     try:
-        report.load_record_file(data)
-    except records.RecordError:
-        pass
+        loaded = report.load_record_file(data)
+    except records.RecordError as exc:
+        assert str(exc), "a refusal says why"
+    else:
+        assert isinstance(loaded, (records.RunRecord, records.Comparison)), type(loaded)
 
 
 HARDWARE = Hardware(cpu=CpuInfo("x", 2, 2, 1024.0), gpu_reason="no GPU in this test")

@@ -51,13 +51,17 @@ def test_runs_execute_one_at_a_time_in_order(store):
     first = jm.submit(TINY)
     second = jm.submit(TINY.replace(epochs=1))
     seen_two_active = False
-    while jm.snapshot(second).active or jm.snapshot(first).active:
+
+    def both_ended() -> bool:  # each look checks the order, until both have ended
+        nonlocal seen_two_active
         a, b = jm.snapshot(first), jm.snapshot(second)
         running = [s for s in (a, b) if s.status in ("starting", "running")]
         seen_two_active |= len(running) > 1
         if a.active:
             assert b.status == "queued" and b.queue_position == 0
-        time.sleep(0.02)
+        return not a.active and not b.active
+
+    wait_for(both_ended, 60, "both runs to end", poll_s=0.02)
     assert not seen_two_active
     assert jm.snapshot(first).ended_at <= jm.snapshot(second).started_at
 

@@ -12,8 +12,9 @@ import psutil
 from tests import leftovers
 from tests.polling import wait_for
 
-# a parent that starts a grandchild in the background and exits at once: the grandchild is orphaned (parent 1)
-ORPHANING = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
+# a parent that starts a grandchild in the background and exits at once: the grandchild, which lives until it is
+# killed, is orphaned (parent 1)
+ORPHANING = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import signal; signal.pause()'], "
              "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(p.pid, flush=True)")
 
 
@@ -30,7 +31,7 @@ def test_an_orphaned_grandchild_is_named_with_the_test_that_started_it_and_kille
         leaks = [s for s in check.left_alive(under_me_too=False, grace_s=0.5) if s.pid == orphan]
         assert [s.test for s in leaks] == ["test_a"]
         text = leftovers.report(leaks, "after its module")
-        assert text.startswith(f"test_a left process {orphan} (") and "time.sleep(60)" in text
+        assert text.startswith(f"test_a left process {orphan} (") and "signal.pause()" in text
         check.end(leaks)
         wait_for(lambda: not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE,
                  10, "the leaked process to be killed")
@@ -44,10 +45,13 @@ def test_an_orphaned_grandchild_is_named_with_the_test_that_started_it_and_kille
 def test_a_child_that_ends_within_the_grace_is_no_leak() -> None:
     check = leftovers.Leftovers()
     started = time.time()
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
+    # a child that ends when its stdin closes: told to stop just before the check, it ends within the grace
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
         check.note([("test_a", 0.0, started - 1), ("test_b", started, time.time() + 1)])
         assert [s.test for s in check.seen.values() if s.pid == child.pid] == ["test_b"]
+        assert child.stdin is not None
+        child.stdin.close()
         assert not [s for s in check.left_alive(under_me_too=True) if s.pid == child.pid]
     finally:
         child.kill()

@@ -122,7 +122,7 @@ def test_a_publish_between_two_writes_is_sent():
                 pub.publish(epoch=2)
             elif b'"epoch": 2' in chunk:
                 pub.publish(state="ended")
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # a yield to the loop, no clock: the publisher's notice runs here
 
         return await read_until_end(live_routes.events(pub, "plain"), react)
 
@@ -138,7 +138,7 @@ def test_a_publish_while_a_keepalive_is_written_is_sent():
         async def react(chunk: bytes) -> None:
             if chunk.startswith(b": keepalive"):
                 pub.publish(state="ended")
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)  # a yield to the loop, no clock: the publisher's notice runs here
 
         return await read_until_end(live_routes.events(pub, "plain"), react)
 
@@ -167,7 +167,7 @@ def test_every_event_goes_once_and_in_order_whatever_the_timing():
         publisher.start()
 
         async def react(chunk: bytes) -> None:
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # a yield to the loop, no clock: the publishing thread's notices interleave
 
         try:
             chunks = [first, *await read_until_end(stream, react)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+from tests.polling import wait_for
 from tests.unit.test_live_feed import header
 from ui import live, live_feed
 
@@ -21,22 +22,32 @@ def test_a_poke_is_published_at_once_and_pokes_close_together_make_one_event(mon
     pub = live_feed.Publisher(lambda: box[0], header=lambda r: header(r.id, r.n), line=lambda r: None,
                               charts=lambda r: {}, figures=lambda r, v, n: {}, grow=live.GROW)
     published = threading.Event()
-    pub.on_publish(published.set)
+    shown: list[dict] = []  # the header of each event, as published
+
+    def on_publish() -> None:
+        shown.append(pub.header)
+        published.set()
+
+    pub.on_publish(on_publish)
     pub.refresh(force=True)
     pub.subscribed(+1)
     try:
         published.clear()
-        seq = pub.seq
+        shown.clear()
         started = time.monotonic()
         for n in range(1, 6):  # five changes in quick succession
             box[0] = Run(n)
             pub.poke()
         assert published.wait(2.0), "a poke was not published"
         took = time.monotonic() - started
-        time.sleep(3 * live_feed.COALESCE_S)
         assert took < 1.0, f"published {took:.2f} s after the poke"
-        assert pub.seq - seq <= 2, "pokes within the window were not coalesced"
-        assert pub.header == header(1, 5)
+        wait_for(lambda: header(1, 5) in shown, 2.0, "the last of the five changes to be published")
+        box[0] = Run(6)  # a later change: once it is published, every event the five made has been published
+        pub.poke()
+        wait_for(lambda: header(1, 6) in shown, 2.0, "the later change to be published")
+        five = shown[:shown.index(header(1, 5)) + 1]
+        assert len(five) <= 2, f"pokes within the window were not coalesced: {len(five)} events"
+        assert shown[len(five):] == [header(1, 6)], "the five changes made no event after their last one"
     finally:
         pub.subscribed(-1)
         pub.close()

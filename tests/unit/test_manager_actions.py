@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -54,11 +55,13 @@ def test_a_peak_probe_waits_for_the_run_before_it_and_the_run_after_waits_for_it
     from bench.hardware import probe
 
     calls = []
+    measuring, measured = threading.Event(), threading.Event()
 
-    def fake_peak(device, *, cpu_threads=None, refresh=False):
+    def fake_peak(device, *, cpu_threads=None, refresh=False):  # measures until the test lets it finish
         active = [s.id for s in manager.snapshots() if s.status in ("starting", "running")]
         calls.append({"t0": time.time(), "active": active})
-        time.sleep(0.5)
+        measuring.set()
+        measured.wait(60)
         calls[-1]["t1"] = time.time()
         return PeakEntry(peak_gflops=123.0, size=256, device=device)
 
@@ -66,6 +69,11 @@ def test_a_peak_probe_waits_for_the_run_before_it_and_the_run_after_waits_for_it
     before = manager.submit(TINY.replace(epochs=3))
     future = manager.peaks.queue("cpu", cpu_threads=1)
     after = manager.submit(TINY.replace(epochs=1))
+    try:
+        assert measuring.wait(60), "the probe never measured"
+        assert manager.snapshot(after).status == "queued", "the run queued after the probe started while it measured"
+    finally:
+        measured.set()
     assert future.result(timeout=60).peak_gflops == 123.0
     a, b = manager.wait(before, timeout_s=30), manager.wait(after, timeout_s=30)
     assert calls[0]["active"] == [], "no run was active while the probe measured"

@@ -336,8 +336,8 @@ def test_cpu_collector_host_readings() -> None:
     collector = CpuCollector()
     first = collector.collect()
     assert first.cpu_percent is None and first.cpu_per_core == [], "no interval yet: missing, not 0"
-    time.sleep(0.2)
-    reading = collector.collect()
+    reading = wait_for(lambda: (r := collector.collect()).cpu_percent is not None and r, 10,
+                       "a reading over an interval")
     assert isinstance(reading, CpuReading)
     assert len(reading.cpu_per_core) == psutil.cpu_count()
     assert all(0.0 <= p <= 100.0 for p in reading.cpu_per_core)
@@ -353,9 +353,9 @@ def test_cpu_collector_unknown_pid_is_none() -> None:
     assert reading.process_cpu_percent is None and reading.process_rss_mib is None
 
 
-# top process sleeps while its child sleeps while the grandchild spins: the CPU can only come from the descendants
+# top process waits while its child waits while the grandchild spins: the CPU can only come from the descendants
 _TREE_SCRIPT = r"""
-import subprocess, sys, time
+import signal, subprocess, sys, time
 depth = int(sys.argv[1])
 if depth == 0:
     end = time.monotonic() + 30
@@ -363,7 +363,7 @@ if depth == 0:
         pass
 else:
     subprocess.run([sys.executable, "-c", sys.argv[2], str(depth - 1), sys.argv[2]])
-    time.sleep(30)  # outlive the child: the test reads the tree after killing the leaf (the test ends us)
+    signal.pause()  # outlive the child: the test reads the tree after killing the leaf (the test ends us)
 """
 
 
@@ -376,7 +376,9 @@ def test_cpu_collector_sums_the_whole_process_tree() -> None:
         collector = CpuCollector()
         collector.set_pid(top.pid)
         leaf.cpu_percent(None)
-        time.sleep(1.0)
+        spun_s = sum(leaf.cpu_times()[:2])
+        # the window is the grandchild's work, not a clock: half a second of its CPU, however loaded the host
+        wait_for(lambda: sum(leaf.cpu_times()[:2]) - spun_s >= 0.5, 20, "the grandchild to spin for 0.5 s of CPU")
         reading = collector.collect()
         leaf_percent = leaf.cpu_percent(None)
         # the spinning grandchild gets a whole core on an idle machine; other load on the host can squeeze it, so

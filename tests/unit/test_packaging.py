@@ -247,6 +247,15 @@ def test_make_test_runs_pytest_in_the_venv():
     assert "-k smoke" in _make_dry_run("test", "PYTEST_ARGS=-k smoke")
 
 
+def test_make_test_checks_the_browser_modules_before_pytest():
+    lines = _make_dry_run("test").splitlines()
+    check = next(i for i, line in enumerate(lines) if "--check" in line and "ui/static/live.js" in line)
+    eslint = next(i for i, line in enumerate(lines) if "eslint" in line and "ui/static" in line)
+    pytest_run = next(i for i, line in enumerate(lines) if "-m pytest" in line)
+    assert check < pytest_run and eslint < pytest_run, lines
+    assert (ROOT / "package-lock.json").is_file(), "ESLint is installed as the lock file pins it (npm ci)"
+
+
 def test_make_bench_runs_engine_module():
     out = _make_dry_run("bench", "ARGS=--help")
     assert re.search(r"/bin/python -m bench --help", out), out
@@ -277,6 +286,7 @@ def test_ci_script_runs_make_test_and_is_executable():
     assert "set -euo pipefail" in text
     assert re.search(r"^\s*(exec\s+)?make test\b", text, re.M)
     assert "/usr/bin/chromium" in text
+    assert "missing+=(nodejs)" in text and "missing+=(npm)" in text, "make lint-js needs node and npm"
 
 
 def test_ci_script_runs_the_image_check_after_the_tests():

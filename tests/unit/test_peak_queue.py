@@ -100,11 +100,22 @@ def test_cancel_stops_the_probes_not_started_and_their_turn_measures_nothing(pro
 def test_a_probe_waits_while_another_processs_run_is_active(probes, isolated_store):
     store = Store(isolated_store)
     other = store.create_run(TINY.to_dict(), status="running")  # owned by this (live) process, not by the queue
+    looks: list[list[int]] = []  # the active runs the queue saw at each look at the store
+    list_runs = store.list_runs
+
+    def looked(*args: Any, **kwargs: Any) -> Any:
+        runs = list_runs(*args, **kwargs)
+        looks.append([r.id for r in runs if r.status == "running"])
+        return runs
+
+    store.list_runs = looked  # type: ignore[method-assign]
     host = Host()
     future = host.peaks(store).queue("cpu")
     measuring = threading.Thread(target=host.tasks[0], daemon=True)
     measuring.start()
-    time.sleep(0.3)
+    # a second look proves the queue saw the other run at its first and chose to wait
+    wait_for(lambda: len(looks) >= 2, 10, "the queue to look at the store a second time")
+    assert looks[:2] == [[other], [other]]
     assert probes == [] and not future.done(), "the device is busy with another process's run"
     store.update_run(other, status="finished")
     assert wait_for(lambda: future.done(), 10, "the probe to run once the other run ended")

@@ -277,7 +277,7 @@ def test_the_route_serves_the_live_runs_other_processes_write_to_the_store(tmp_p
     from ui import metrics_route
 
     store = Store(tmp_path / "runs.sqlite3")
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    other = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])  # alive until killed below
     try:
         config = RunConfig(model="mlp", epochs=4).to_dict()
         theirs, ended, mine = (store.create_run(config, status="running") for _ in range(3))

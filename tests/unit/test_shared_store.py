@@ -65,11 +65,13 @@ def test_two_clis_and_a_dashboard_share_a_store_and_see_each_others_runs_live(is
         assert dashboard.interrupted_at_start == [], "opening the dashboard interrupted a live CLI run"
         own = dashboard.submit(RunConfig(epochs=4, limit_samples=512, sample_interval_s=0.2))
         seen: dict[int, set[str]] = {}
-        deadline = time.monotonic() + 180
-        while short_cli.poll() is None and time.monotonic() < deadline:
+
+        def short_cli_ended() -> bool:  # each look notes every run's status, until the short CLI has ended
             for run in Store(store).list_runs():  # every listing also marks runs whose owner is gone
                 seen.setdefault(run.id, set()).add(run.status)
-            time.sleep(0.3)
+            return short_cli.poll() is not None
+
+        wait_for(short_cli_ended, 180, "the short CLI to end", poll_s=0.3)
         assert short_cli.returncode == 0, short_cli.stderr.read()
         assert dashboard.wait(own, timeout_s=60).status == "finished"
         assert all("interrupted" not in statuses for statuses in seen.values()), seen

@@ -38,7 +38,7 @@ def test_bench_suite_smoke_writes_a_bundle_of_every_kind_of_workload(tmp_path: P
 
 
 HOLDER = """
-import multiprocessing as mp, sys, time
+import multiprocessing as mp, signal, sys
 from benchmarks.standins import PACED_WORKER
 if __name__ == "__main__":
     ctx = mp.get_context("spawn")
@@ -46,7 +46,7 @@ if __name__ == "__main__":
     p = ctx.Process(target=PACED_WORKER, args=({"epochs": 50, "limit_samples": 128}, q, stop, None))
     p.start()
     print(p.pid, flush=True)
-    time.sleep(60)
+    signal.pause()  # alive until the test kills it
 """
 
 

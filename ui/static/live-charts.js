@@ -19,7 +19,7 @@ export function plotlyReady(url) {
     });
   }
   if (!plotlyPromise) return Promise.resolve(null);
-  return Promise.race([plotlyPromise, new Promise((r) => setTimeout(() => r(null), PLOTLY_WAIT_MS))]);
+  return Promise.race([plotlyPromise, new Promise((r) => { setTimeout(() => r(null), PLOTLY_WAIT_MS); })]);
 }
 
 // -- the names (epochs, phases) thinned to the width drawn ----------------------------------------------------------
@@ -36,7 +36,7 @@ function thinNames(gd) {
   // names are the annotations in a row (yshift); their visibility set with one relayout when it changed
   const anns = (gd.layout && gd.layout.annotations) || [];
   const range = gd.layout && gd.layout.xaxis && gd.layout.xaxis.range;
-  if (!anns.length || !Array.isArray(range)) return;
+  if (!anns.length || !Array.isArray(range)) return null;
   const margin = gd.layout.margin || {};
   const plotPx = gd.clientWidth - (margin.l ?? 80) - (margin.r ?? 80);
   const rows = anns.map((ann, i) => ({ i, ann })).filter(({ ann }) => ann.yshift !== undefined && ann.xref === "x");

@@ -44,9 +44,9 @@ function openFeed(url) {
     };
     source.onerror = () => {
       // a dropped connection reconnects by itself; a refused one is closed: open it again
-      if (source.readyState === EventSource.CLOSED && feed.listeners.size) setTimeout(() => {
-        if (feed.source === source && feed.listeners.size) open();
-      }, REOPEN_MS);
+      if (source.readyState === EventSource.CLOSED && feed.listeners.size) {
+        setTimeout(() => { if (feed.source === source && feed.listeners.size) open(); }, REOPEN_MS);
+      }
     };
   };
   feed.subscribe = (fn) => {
@@ -56,9 +56,11 @@ function openFeed(url) {
     else if (feed.log) feed.log.forEach((msg) => deliver(fn, msg));
     return () => {
       feed.listeners.delete(fn);
-      if (!feed.listeners.size) feed.closer = setTimeout(() => {
-        if (!feed.listeners.size && feed.source) { feed.source.close(); feed.source = null; feed.log = null; }
-      }, 1000);
+      if (!feed.listeners.size) {
+        feed.closer = setTimeout(() => {
+          if (!feed.listeners.size && feed.source) { feed.source.close(); feed.source = null; feed.log = null; }
+        }, 1000);
+      }
     };
   };
   feed.reopen = open;

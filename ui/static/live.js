@@ -14,7 +14,7 @@ import { isNew, planCharts, rerunDelay } from "./live-plan.js";
 
 function watchConnected(node, unsubscribe) {
   // an element Streamlit removed stops listening (checked at each event; no timers per element)
-  return (fn) => (msg) => { if (!node.isConnected) { unsubscribe.current && unsubscribe.current(); return; } fn(msg); };
+  return (fn) => (msg) => { if (!node.isConnected) { unsubscribe.current?.(); return; } fn(msg); };
 }
 
 // -- the sidebar's line ----------------------------------------------------------------------------------------------
