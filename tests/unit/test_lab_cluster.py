@@ -6,7 +6,6 @@ its node; none is lost, and the board names each run's node. The runs replay the
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -14,6 +13,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from tests.polling import wait_for
 from tests.unit.test_cluster import cluster  # noqa: F401 - the two-node cluster fixture (skips without Ray)
 
 from bench.cluster import nodes as cluster_nodes
@@ -62,14 +62,13 @@ def test_a_class_on_two_nodes_runs_round_robin_one_run_a_node_and_loses_none(lab
                                                       "batch_size": 64, "epochs": 2, "target": "cpu", "token": token})
         assert answer.status_code == 200, answer.text
         answers.append(SubmitAnswer.model_validate(answer.json()))
-    deadline = time.monotonic() + 180
-    while True:
+    def ended() -> Board | None:
         room.pump()
         room.publish()
         board = Board.model_validate(client.get("/lab/api/board").json())
-        if all(r.status not in ("queued", "starting", "running") for r in board.rows) or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+        return board if all(r.status not in ("queued", "starting", "running") for r in board.rows) else None
+
+    board = wait_for(ended, 180, "every run of the class to end", poll_s=0.2)
     rows = board.rows
     assert sorted(r.ticket for r in rows) == sorted(a.ticket for a in answers), "every run on the board"
     assert [r.status for r in rows] == ["finished"] * 5, [(r.student, r.status, r.message) for r in rows]

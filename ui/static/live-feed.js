@@ -21,13 +21,15 @@ function openFeed(url) {
     const source = new EventSource(new URL(url, window.location.href).href);
     feed.source = source;
     feed.heard = Date.now();
-    if (!feed.watchdog) feed.watchdog = setInterval(() => {
-      if (!feed.source || !feed.listeners.size) { clearInterval(feed.watchdog); feed.watchdog = null; return; }
-      if (feed.source.readyState === EventSource.OPEN && Date.now() - feed.heard > STALL_MS) {
-        feed.stalls += 1;
-        open();
-      }
-    }, STALL_CHECK_MS);
+    if (!feed.watchdog) {
+      feed.watchdog = setInterval(() => {
+        if (!feed.source || !feed.listeners.size) { clearInterval(feed.watchdog); feed.watchdog = null; return; }
+        if (feed.source.readyState === EventSource.OPEN && Date.now() - feed.heard > STALL_MS) {
+          feed.stalls += 1;
+          open();
+        }
+      }, STALL_CHECK_MS);
+    }
     source.onopen = () => { feed.heard = Date.now(); };
     source.addEventListener("ping", () => { feed.heard = Date.now(); });
     source.onmessage = (e) => {
