@@ -22,6 +22,7 @@ if lab_panel.can_control():
         board = room.board()
 else:
     st.info("View only: the presenter opens the lab and runs it.", icon=":material/lock:")
+lab_panel.status()
 
 left, right = st.columns([1, 3])
 with left:

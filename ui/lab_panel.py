@@ -52,8 +52,16 @@ def assignment_form(targets: list[str]) -> None:
     except LabError as exc:
         st.error(f"The lab was not opened: {escape(exc, limit=400)}")
         return
-    opened = lab_routes.room().open(assignment)
-    st.success(f"Lab {escape(opened.lab)} is open: the students can submit.")
+    lab_routes.room().open(assignment)
+
+
+def status() -> None:
+    """The open lab's line, outside the form's expander (which folds once a lab is open), on every run of the page."""
+    room = lab_routes.room()
+    room.publish()  # the board as of now: a lab opened in this run shows at once, not at the room's next look
+    board = room.board()
+    if board.state == "open" and board.lab:
+        st.success(f"Lab {escape(board.lab)} is open: the students can submit.")
 
 
 def share() -> None:
