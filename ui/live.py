@@ -401,11 +401,14 @@ def live_panel(manager: JobManager, *, can_control: bool = True) -> None:
             if queued:
                 st.caption(f"{len(queued)} more run(s) queued: {', '.join(f'#{i:d}' for i in queued)}")
         # the run's messages once it has ended (the finished line, the diagnosis, an error): its header is the live
-        # view's, in every state
-        if snap is not None and not snap.active:
-            run_messages(snap)
-        elif snap is not None and snap.store_error:
-            st.warning(escape(snap.store_error, limit=600))
+        # view's, in every state. One container whatever it holds, so the live view below keeps its place in the page
+        # and Streamlit keeps its element (messages drawn straight into the fragment moved it, and a run's end
+        # removed the live header for a moment before drawing it again)
+        with st.container():
+            if snap is not None and not snap.active:
+                run_messages(snap)
+            elif snap is not None and snap.store_error:
+                st.warning(escape(snap.store_error, limit=600))
         live_view(manager, presenter=can_control)
 
     _panel()
