@@ -23,14 +23,13 @@ import hmac
 import json
 import logging
 import threading
-import weakref
 from typing import Any
 
 from bench.lab.assignment import Assignment, Choice, LabError, read
 from bench.lab.board import Refusal
 from bench.lab.room import LabRoom
 from bench.output import lab_report
-from ui import lab_pages
+from ui import lab_pages, live_routes
 from ui.live_routes import host_allowed
 from ui.static_files import base_path
 
@@ -76,49 +75,10 @@ def presenter_key() -> str | None:
     return common.presenter_key()
 
 
-# -- the board's waiters -------------------------------------------------------------------------------------------
-class _Waiters:
-    """The board requests of one event loop waiting for a new version: the room's thread wakes them all with one
-    call across threads per version."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.waiting: set[asyncio.Future[None]] = set()
-
-    def poke(self) -> None:
-        if not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self._wake)
-
-    def _wake(self) -> None:
-        waiting, self.waiting = self.waiting, set()
-        for future in waiting:
-            if not future.done():
-                future.set_result(None)
-
-
-_WAITERS: weakref.WeakKeyDictionary[LabRoom, dict[asyncio.AbstractEventLoop, _Waiters]] = weakref.WeakKeyDictionary()
-
-
+# -- the board's waiters: the live stream's wakers (ui.live_routes), on the room's version ----------------------------
 async def _version_after(lab: LabRoom, after: int, timeout: float) -> None:
-    """Return once the board's version is past ``after`` or ``timeout`` passed (the look and the wait's start are
-    one step of the loop: a publish between them wakes it)."""
-    if lab.version > after:
-        return
-    loop = asyncio.get_running_loop()
-    waiters = _WAITERS.setdefault(lab, {})
-    mine = waiters.get(loop)
-    if mine is None:
-        mine = waiters[loop] = _Waiters(loop)
-        lab.on_publish(mine.poke)
-    future: asyncio.Future[None] = loop.create_future()
-    mine.waiting.add(future)
-    try:
-        if lab.version <= after:
-            await asyncio.wait_for(future, timeout)
-    except asyncio.TimeoutError:
-        pass
-    finally:
-        mine.waiting.discard(future)
+    """Return once the board's version is past ``after`` or ``timeout`` passed."""
+    await live_routes.passed(live_routes.waker_of(lab), lambda: lab.version, after, timeout)
 
 
 # -- answers -------------------------------------------------------------------------------------------------------

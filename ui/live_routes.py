@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ui import live_feed, metrics_route
@@ -64,7 +64,7 @@ async def serve_static(request: Any) -> Any:
     return Response(found.body, media_type=found.media_type, headers=headers)
 
 
-class _Waker:
+class Waker:
     """Tells every stream of one event loop that the publisher's thread published (one call across threads per
     event, whatever the number of subscribers). A stream waits for the publisher's sequence number to pass the last
     one it sent: what it waits for is read from the publisher itself, never from a signal it could have missed, so
@@ -75,7 +75,8 @@ class _Waker:
         self.waiting: set[asyncio.Future[None]] = set()
 
     def poke(self) -> None:
-        self.loop.call_soon_threadsafe(self._wake)
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._wake)
 
     def _wake(self) -> None:
         waiting, self.waiting = self.waiting, set()
@@ -86,24 +87,30 @@ class _Waker:
 
 # publisher -> its wakers by event loop; held weakly, so a publisher replaced (a new JobManager) takes its wakers
 # with it, and a new one never finds a waker that was registered with another
-_WAKERS: weakref.WeakKeyDictionary[Any, dict[asyncio.AbstractEventLoop, _Waker]] = weakref.WeakKeyDictionary()
+_WAKERS: weakref.WeakKeyDictionary[Any, dict[asyncio.AbstractEventLoop, Waker]] = weakref.WeakKeyDictionary()
 
 
-def _waker(publisher: Any) -> _Waker:
+def waker_of(publisher: Any) -> Waker:
+    """This event loop's waker for ``publisher`` (anything with ``on_publish``: a live feed, the lab's room), made and
+    registered once."""
     loop = asyncio.get_running_loop()
     wakers = _WAKERS.setdefault(publisher, {})
     waker = wakers.get(loop)
     if waker is None:
-        waker = wakers[loop] = _Waker(loop)
+        waker = wakers[loop] = Waker(loop)
         publisher.on_publish(waker.poke)
     return waker
 
 
-async def _published_after(waker: _Waker, publisher: Any, sent: int, timeout: float) -> bool:
+async def _published_after(waker: Waker, publisher: Any, sent: int, timeout: float) -> bool:
+    return await passed(waker, lambda: publisher.seq, sent, timeout)
+
+
+async def passed(waker: Waker, number: Callable[[], int], sent: int, timeout: float) -> bool:
     """Wait until the publisher's sequence number is past ``sent`` (True) or ``timeout`` passed (False). The look
     and the start of the wait are one step of this event loop (no await between them), and a publish wakes this
     loop after it raised the number, so no publish falls between them."""
-    if publisher.seq > sent:
+    if number() > sent:
         return True
     future: asyncio.Future[None] = waker.loop.create_future()
     waker.waiting.add(future)
@@ -113,13 +120,13 @@ async def _published_after(waker: _Waker, publisher: Any, sent: int, timeout: fl
         pass
     finally:
         waker.waiting.discard(future)
-    return bool(publisher.seq > sent)
+    return bool(number() > sent)
 
 
 async def events(publisher: Any, variant: str) -> AsyncIterator[bytes]:
     """One subscriber's stream: a snapshot, then every event after the last one it sent, in order (a snapshot again
     if it fell behind), whatever happened while it wrote; a keep-alive while nothing did."""
-    waker = _waker(publisher)
+    waker = waker_of(publisher)
     publisher.subscribed(+1)
     try:
         yield f"retry: {RETRY_MS}\n\n".encode()
