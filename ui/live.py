@@ -308,11 +308,11 @@ def make_publisher(manager: Any, *, clock: Callable[[], float] = time.monotonic)
     """A publisher of ``manager``'s current run with the Train page's words and charts (benchmarks make their own,
     on a clock of theirs)."""
     publisher = live_feed.Publisher(manager.current, header=_run_header,
-                                    line=lambda snap: sidebar_line(snap, manager.spare_state()), charts=_chart_keys,
+                                    line=lambda snap: sidebar_line(snap, manager.pool.state()), charts=_chart_keys,
                                     figures=_figures, grow=(live_chart.start, live_chart.grow), clock=clock)
-    listen = getattr(manager, "on_change", None)
-    if listen is not None:  # the run's epoch ends, samples, phases and status wake it (bench.runs.jobs)
-        listen(publisher.poke)
+    changes = getattr(manager, "changes", None)
+    if changes is not None:  # the run's epoch ends, samples, phases and status wake it (bench.runs.jobs)
+        changes.add(publisher.poke)
     return publisher
 
 
@@ -369,7 +369,7 @@ def sidebar_status(manager: JobManager) -> None:
     """The sidebar's line of the current run, kept current by the stream (no rerun, no timer)."""
     publisher = feed(manager)
     snap, state = published_state(manager)
-    line = sidebar_line(snap, manager.spare_state())
+    line = sidebar_line(snap, manager.pool.state())
     # variant(): the page's one stream, at the same address as its live view's
     live_status_component(key="live_status", data=_element_data(publisher, state, line=line, variant=variant(),
                                                                  feed="train"))

@@ -106,7 +106,7 @@ def others_live(store: Store | None) -> list[RunSnapshot]:
         for run in store.list_runs():
             if run.id is None or str(run.status) not in ACTIVE:
                 continue
-            owner = store.owner_of(run.id)
+            owner = store.owners.owner_of(run.id)
             if owner is not None and (owner.pid, owner.host) != me:
                 out.append(RunSnapshot.from_stored(run, owner=f"process {owner.pid} on {owner.host}"))
     except StoreError:

@@ -2,7 +2,7 @@
 (``lanes`` at a time on a cluster) to the run queue (bench.runs.jobs.JobManager), where each runs as every run does,
 alone on its device, and lands in the store as a normal run marked with the lab and the student (``info.lab``).
 
-One thread (``bench-lab``) is woken by the run queue's changes (JobManager.on_change) and by each submission: it
+One thread (``bench-lab``) is woken by the run queue's changes (JobManager.changes) and by each submission: it
 hands the next run when a lane is free and publishes the board when what it shows changed, at most every
 PUBLISH_MIN_S; listeners (the JSON API's waiting requests) are told the board's new version. Tests drive the same
 steps (:meth:`LabRoom.pump`, :meth:`LabRoom.publish`) without the thread.
@@ -94,7 +94,7 @@ class LabRoom:
             state_path = manager.store.path.parent / STATE_FILE
         self._state_path = state_path
         self._restore()
-        manager.on_change(self._poke)
+        manager.changes.add(self._poke)
         self._thread: threading.Thread | None = None
         if thread:
             self._thread = threading.Thread(target=self._loop, name="bench-lab", daemon=True)

@@ -1,4 +1,4 @@
-"""The live feed is woken by the run's changes (bench.runs.jobs.JobManager.on_change), not by a timer: a poke is
+"""The live feed is woken by the run's changes (bench.runs.jobs.JobManager.changes), not by a timer: a poke is
 published within the coalescing window, and pokes within that window make one event."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_the_job_manager_tells_its_listeners():
 
     manager = JobManager()
     told = []
-    manager.on_change(lambda: told.append(1))
+    manager.changes.add(lambda: told.append(1))
     manager._changed()
     assert told == [1]
 
@@ -63,7 +63,7 @@ def test_a_runs_epochs_samples_and_end_each_tell_the_listeners():
     manager = JobManager(None, hardware=NO_GPU, worker_target=standins.ReplayedWorker(real_s=0.3),
                          sampler_factory=standins.replay_sampler(12, 3, 1, 0.3))
     told: list[tuple[int, int, str]] = []
-    manager.on_change(lambda: told.append(_seen(manager)))
+    manager.changes.add(lambda: told.append(_seen(manager)))
     try:
         run_id = manager.submit(RunConfig(epochs=3, sample_interval_s=standins.SIMULATED_INTERVAL_S))
         wait_for(lambda: not manager.snapshot(run_id).active, timeout_s=60, what="the replayed run's end")

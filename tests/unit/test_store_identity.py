@@ -179,9 +179,9 @@ def test_a_heartbeat_renews_only_its_own_run(tmp_path: Path) -> None:
 
     first = beat()
     time.sleep(0.01)
-    store.heartbeat([RunKey(run_id, 2000.5)])
+    store.owners.heartbeat([RunKey(run_id, 2000.5)])
     assert beat() == first, "another run's row is not kept alive"
-    store.heartbeat([RunKey(run_id, 1000.25)])
+    store.owners.heartbeat([RunKey(run_id, 1000.25)])
     assert beat() > first
 
 
