@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.runs import events
 from benchmarks.standins import PacedWorker
 
 EPOCH_LOG_ENV = "BENCH_COST_EPOCH_LOG"
@@ -41,11 +42,11 @@ class LoggedWorker(PacedWorker):
         path = os.environ.get(EPOCH_LOG_ENV)
 
         class Tap:
-            def put(self, event: dict[str, Any]) -> None:
+            def put(self, event: events.WorkerEvent) -> None:
                 queue.put(event)
-                if path and event.get("type") == "epoch":
+                if path and isinstance(event, events.EpochEnded):
                     with open(path, "a", encoding="utf-8") as f:
-                        f.write(f"{config.get('seed')} {event['epoch']} {event['ended_wall']!r}\n")
+                        f.write(f"{config.get('seed')} {event.epoch.epoch} {event.ended_wall!r}\n")
 
         super().__call__(config, Tap(), stop_event, log_path)
 

@@ -59,7 +59,7 @@ class NodeAgent:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._events: list[dict[str, Any]] = []
+        self._events: list[Any] = []  # the worker's events (bench.runs.events), as it made them
         self._samples: list[Sample] = []
         self._process: Any = None
         self._stop: Any = None

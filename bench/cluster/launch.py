@@ -493,11 +493,7 @@ class RayProcess:
                 on_sample(sample)
         offset = self._ended.t_offset
         for event in batch["events"]:
-            moved = dict(event)
-            for key in ("time", "started_wall", "ended_wall"):
-                if isinstance(moved.get(key), (int, float)):
-                    moved[key] = float(moved[key]) + offset
-            self._events.put(moved)
+            self._events.put(event.on_clock(offset))
 
     def _lose(self, exc: BaseException) -> None:
         node = self._launch.node

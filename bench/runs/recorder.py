@@ -77,10 +77,9 @@ class Recorder:
                 state.sample_seqs[:half] = state.sample_seqs[:half:2]
         self._changed()
 
-    def apply(self, raw: dict[str, Any]) -> bool:
+    def apply(self, event: events.WorkerEvent) -> bool:
         """Fold one worker event into the run. Returns True when the event ends the run (finished or failed)."""
         state, t0_wall = self.state, self.t0_wall
-        event = events.read(raw)
         with self._lock:
             self._mark_phase(state, event, t0_wall)
             if isinstance(event, events.Phase):
@@ -97,7 +96,7 @@ class Recorder:
             elif isinstance(event, events.Finished):
                 state.pending_status = Status(event.status) if event.status in TERMINAL else Status.FINISHED
                 state.phase = "finishing"
-            else:
+            elif isinstance(event, events.Failed):
                 state.error = event.error
                 state.pending_status = Status.FAILED
                 state.phase = "finishing"
@@ -166,7 +165,7 @@ class Recorder:
 
     # -- the parts ----------------------------------------------------------------------------------------------------
     @staticmethod
-    def _mark_phase(state: RunState, event: events.Event, t0_wall: float) -> None:
+    def _mark_phase(state: RunState, event: events.WorkerEvent, t0_wall: float) -> None:
         """Start-up phases for the utilization chart: when each began, seconds from the samples' origin (the first
         progress after the first step starts "training")."""
         phases = state.info.phases or ()
