@@ -356,7 +356,8 @@ def view(publisher: live_feed.Publisher, *, feed: str, key: str, presenter: bool
     chosen = variant()
     publisher.want(chosen)
     live_view_component(key=key, data=_element_data(
-        publisher, publisher.state, feed=feed, variant=chosen, header=publisher.header, presenter=presenter,
+        publisher, publisher.state, feed=feed, variant=chosen,
+        header=publisher.header.model_dump() if publisher.header is not None else None, presenter=presenter,
         nvml_note=_machine_note(), layout=layout or RUN_LAYOUT), on_changed_change=lambda: None)
 
 

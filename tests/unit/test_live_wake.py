@@ -7,7 +7,7 @@ import threading
 import time
 
 from tests.unit.test_live_feed import header
-from ui import live_feed
+from ui import live_feed, live_messages
 
 
 class Run:
@@ -36,7 +36,7 @@ def test_a_poke_is_published_at_once_and_pokes_close_together_make_one_event(mon
         time.sleep(3 * live_feed.COALESCE_S)
         assert took < 1.0, f"published {took:.2f} s after the poke"
         assert pub.seq - seq <= 2, "pokes within the window were not coalesced"
-        assert pub.header == header(1, 5)
+        assert pub.header == live_messages.RunHeader.model_validate(header(1, 5))
     finally:
         pub.subscribed(-1)
         pub.close()
