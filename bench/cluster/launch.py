@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from bench.cluster import nodes as cluster_nodes
-from bench.cluster.agent import NodeAgent
+from bench.cluster.agent import Launched, NodeAgent, Polled, Seen
 from bench.cluster.nodes import ClusterError, Node, NodeMachine
 from bench.vocab.config import RunConfig
 from bench.hardware.monitor import Sample
@@ -281,20 +281,20 @@ class RunLaunch:
         self.on_sample = on_sample
         return _NodeSampler(self)
 
-    def placed(self, node: Node, machine: NodeMachine, described: dict[str, Any], launched: dict[str, Any],
+    def placed(self, node: Node, machine: NodeMachine, described: Seen, launched: Launched,
                held: dict[str, Any]) -> None:
         """The run is on its node: its record learns where (hardware, info.ray) and why figures will be missing."""
         where = {**node.to_dict(), "address": self.launcher.address, "held": held,
-                 "gpu_ids": described.get("gpu_ids") or [], "worker_pid": launched.get("pid")}
-        if described.get("node_id") and described["node_id"] != node.id:  # Ray placed it elsewhere: say so
-            where["node_id"] = described["node_id"]
+                 "gpu_ids": described.gpu_ids, "worker_pid": launched.pid}
+        if described.node_id and described.node_id != node.id:  # Ray placed it elsewhere: say so
+            where["node_id"] = described.node_id
         hardware = machine.hardware.record()
         with self.lock:
             state = self.state
             state.hardware = hardware
             state.phase = f"starting on node {node.short_id}"
-            state.info = state.info.updated(ray=where, energy_reasons=launched.get("energy_reasons") or {},
-                                            gpm_reasons=launched.get("gpm_reasons") or {})
+            state.info = state.info.updated(ray=where, energy_reasons=launched.energy_reasons,
+                                            gpm_reasons=launched.gpm_reasons)
         self.writer.update(self.state, hardware=hardware, info=self.state.info)
 
 
@@ -425,15 +425,15 @@ class RayProcess:
         if described is None:  # stopped while Ray started the agent
             self._close_agent()
             return
-        launched = ray.get(self._agent.launch.remote(self._target, self._config, self._log_path,
-                                                     float(self._config.get("sample_interval_s") or 0.5)),
-                           timeout=CALL_TIMEOUT_S)
+        launched: Launched = ray.get(self._agent.launch.remote(self._target, self._config, self._log_path,
+                                                               launch.state.config.sample_interval_s),
+                                     timeout=CALL_TIMEOUT_S)
         # The supervisor's clock starts when this returns; the node's samples count from its sampler's start. The
         # worker's wall times are moved by the difference, so an epoch lands where the node's samples say it was,
         # whatever the two machines' clocks read (no clock sync needed).
-        self.pid = int(launched["pid"])
+        self.pid = launched.pid
         launch.placed(node, machine, described, launched, {k: v for k, v in held.items() if v})
-        self._ended.t_offset = time.time() - float(launched["t0_wall"])
+        self._ended.t_offset = time.time() - launched.t0_wall
 
     def _ask(self, ref: Any, timeout_s: float) -> Any:
         """ray.get of ``ref`` that gives up (None) when the run is stopped meanwhile."""
@@ -476,23 +476,23 @@ class RayProcess:
                     continue
                 silent_since = None
                 self._hand_over(batch)
-                if batch["done"]:
-                    self._ended.exitcode = batch.get("exitcode")
+                if batch.done:
+                    self._ended.exitcode = batch.exitcode
                     return
                 time.sleep(POLL_S)
         finally:
             self._close_agent()
             self._done.set()
 
-    def _hand_over(self, batch: dict[str, Any]) -> None:
+    def _hand_over(self, batch: Polled) -> None:
         """The node's samples to the supervisor's callback, its worker's events to the supervisor's queue, their
         wall times on this machine's clock."""
         on_sample = self._launch.on_sample
         if on_sample is not None:
-            for sample in batch["samples"]:
+            for sample in batch.samples:
                 on_sample(sample)
         offset = self._ended.t_offset
-        for event in batch["events"]:
+        for event in batch.events:
             self._events.put(event.on_clock(offset))
 
     def _lose(self, exc: BaseException) -> None:

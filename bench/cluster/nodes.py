@@ -14,6 +14,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 log = logging.getLogger(__name__)
 
 ADDRESS_ENV = "BENCH_RAY_ADDRESS"
@@ -102,6 +104,18 @@ def disconnect() -> None:
             _connected.clear()
 
 
+class RayNodeEntry(BaseModel):
+    """One entry of ``ray.nodes()``: the keys this project reads, as Ray spells them."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    NodeID: str = ""
+    NodeManagerAddress: str = ""
+    Alive: bool = False
+    Resources: dict[str, float] | None = None
+    NodeManagerHostname: str = ""
+
+
 @dataclass(frozen=True)
 class Node:
     """One node of the cluster as Ray reports it: its id (two nodes on one host are two ids), address, whether it is
@@ -115,11 +129,10 @@ class Node:
 
     @classmethod
     def of(cls, raw: dict[str, Any]) -> Node:
-        """A node from one entry of ``ray.nodes()``."""
-        return cls(id=str(raw.get("NodeID", "")), ip=str(raw.get("NodeManagerAddress", "")),
-                   alive=bool(raw.get("Alive")), resources={str(k): float(v) for k, v in
-                                                            (raw.get("Resources") or {}).items()},
-                   hostname=str(raw.get("NodeManagerHostname", "")))
+        """A node from one entry of ``ray.nodes()``, read by its type (RayNodeEntry)."""
+        entry = RayNodeEntry.model_validate(raw)
+        return cls(id=entry.NodeID, ip=entry.NodeManagerAddress, alive=entry.Alive, resources=entry.Resources or {},
+                   hostname=entry.NodeManagerHostname)
 
     @property
     def short_id(self) -> str:
