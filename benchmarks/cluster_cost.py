@@ -99,7 +99,7 @@ def _measure(manager: Any, config: Any, log: Path) -> dict[str, Any]:
         "epoch_to_supervisor_ms": [1000 * (seen[e] - ended[e]) for e in sorted(ended) if e in seen],
         "epoch_to_store_ms": [1000 * (stored[e] - ended[e]) for e in sorted(ended) if e in stored],
         "cpu_percent_of_a_core": 100 * ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / (wall1 - wall0),
-        "node": (snap.info.extra.get("ray") or {}).get("node_id"),
+        "node": snap.info.ray.node_id if snap.info.ray is not None else None,
     }
 
 

@@ -30,10 +30,10 @@ def launcher() -> tuple[Any, str | None]:
 
 def where_text(snap: Any) -> str:
     """Where a run goes, in words for a table cell: ``node 95a3640e (CPU node_b)``; empty for a local run."""
-    where = snap.info.extra.get("ray") if snap.info is not None else None
-    if not isinstance(where, dict):
+    where = snap.info.ray if snap.info is not None else None
+    if where is None:
         return ""
-    return f"node {str(where.get('node_id', ''))[:8]} ({where.get('kind') or '?'})"
+    return f"node {(where.node_id or '')[:8]} ({where.kind or '?'})"
 
 
 def state_with_where(snap: Any) -> str:

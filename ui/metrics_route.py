@@ -79,7 +79,7 @@ def own_sample(run: RunSnapshot) -> Sample | None:
     """The latest sample of a live run that this process samples (the JobManager's sampler took it); None for a run
     shown from the store (another process samples it), one on a Ray cluster's node (its samples are the node's, not
     this machine's) and for one that has ended."""
-    if not run.active or run.owner is not None or not run.samples or "ray" in run.info.extra:
+    if not run.active or run.owner is not None or not run.samples or run.info.ray is not None:
         return None
     return run.samples[-1]
 

@@ -46,8 +46,8 @@ def run_side_by_side(configs: list[RunConfig], manager: Any) -> tuple[list[RunRe
         while True:
             snaps = [manager.snapshot(i) for i in ids]
             for n, snap in enumerate(snaps, 1):
-                where = snap.info.extra.get("ray")
-                node = f" on node {str(where.get('node_id', ''))[:8]}" if isinstance(where, dict) else ""
+                where = snap.info.ray
+                node = f" on node {(where.node_id or '')[:8]}" if where is not None else ""
                 line = f"{snap.status}{node}: {snap.phase}, {len(snap.epochs)}/{snap.config.epochs} epochs"
                 if said.get(snap.id) != line:
                     said[snap.id] = line

@@ -11,8 +11,8 @@ thread polls the agent and hands the worker's events to the supervisor's queue (
 machine's clock) and the node's samples to the supervisor's sampler callback. The store, the live view, Stop,
 MLflow and /metrics see a local run.
 
-Where it ran goes into the run's record: ``hardware`` is the node's, as discovered there; ``info.ray`` (an extra key of
-RunInfo) holds the node's id (two nodes on one host are told apart), address, kind, accelerator type, custom
+Where it ran goes into the run's record: ``hardware`` is the node's, as discovered there; ``info.ray`` (a
+RayPlacement) holds the node's id (two nodes on one host are told apart), address, kind, accelerator type, custom
 resources, the resources the run held and the GPUs Ray gave it. A node lost mid-run ends the run ``interrupted``,
 its epochs kept, its error naming the node.
 """
@@ -33,7 +33,7 @@ from bench.vocab.config import RunConfig
 from bench.hardware.monitor import Sample
 from bench.vocab.record_types import RecordedHardware
 from bench.vocab.records import Status
-from bench.vocab.run_info import RunError
+from bench.vocab.run_info import RayPlacement, RunError
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 
@@ -284,10 +284,10 @@ class RunLaunch:
     def placed(self, node: Node, machine: NodeMachine, described: Seen, launched: Launched,
                held: dict[str, Any]) -> None:
         """The run is on its node: its record learns where (hardware, info.ray) and why figures will be missing."""
-        where = {**node.to_dict(), "address": self.launcher.address, "held": held,
-                 "gpu_ids": described.gpu_ids, "worker_pid": launched.pid}
-        if described.node_id and described.node_id != node.id:  # Ray placed it elsewhere: say so
-            where["node_id"] = described.node_id
+        where = RayPlacement(**{**node.to_dict(), "address": self.launcher.address, "held": held,
+                                "gpu_ids": tuple(described.gpu_ids), "worker_pid": launched.pid,
+                                # Ray placed it elsewhere: say so
+                                **({"node_id": described.node_id} if described.node_id else {})})
         hardware = machine.hardware.record()
         with self.lock:
             state = self.state

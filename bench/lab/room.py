@@ -437,8 +437,7 @@ def _params(dataset: str, family: str, size: str) -> int | None:
 def _from_run(base: dict[str, Any], snap: RunSnapshot) -> BoardRow:
     """A row from a run's snapshot: its status and progress while it goes, its figures once it ended."""
     info = snap.info
-    ray = info.extra.get("ray")
-    node = ray.get("address") if isinstance(ray, dict) and isinstance(ray.get("address"), str) else None
+    node = info.ray.address if info.ray is not None else None
     row: dict[str, Any] = {**base, "status": str(snap.status), "run_id": snap.id, "started_at": snap.started_at,
                               "ended_at": snap.ended_at, "epochs_done": len(snap.epochs),
                               "node": node or snap.hardware.hostname}
