@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from bench.vocab import settings
+
 log = logging.getLogger(__name__)
 
 ADDRESS_ENV = "BENCH_RAY_ADDRESS"
@@ -36,7 +38,7 @@ class ClusterError(RuntimeError):
 def address_of(given: str | None) -> str | None:
     """The cluster's address: ``given`` (an option, the pages' setting), else BENCH_RAY_ADDRESS; None for none.
     ``auto`` joins the cluster this machine is a node of."""
-    raw = (given if given is not None else os.environ.get(ADDRESS_ENV, "")).strip()
+    raw = (given if given is not None else settings.env(ADDRESS_ENV)).strip()
     return raw or None
 
 

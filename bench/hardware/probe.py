@@ -161,7 +161,7 @@ def measure_peak(
     request = ProbeRequest(device=device.strip().lower(), backend=backend, cpu_threads=cpu_threads,
                            sizes=tuple(chosen), repeats=repeats, dtype=dtype, seconds=float(seconds))
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), settings.env("PYTHONPATH", env)) if p)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # JAX must not grab most of the GPU for two matrices
     busy_before = psutil.cpu_percent(interval=0.5)

@@ -86,7 +86,7 @@ def device_of(placement: str) -> str:
         return "cpu"
     digits = re.findall(r"(\d+)", placement.rsplit("/", 1)[-1]) or ["0"]
     index = int(digits[-1])
-    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    visible = [v.strip() for v in settings.env("CUDA_VISIBLE_DEVICES").split(",") if v.strip()]
     if index < len(visible) and visible[index].isdigit():
         index = int(visible[index])
     return f"gpu:{index}"
