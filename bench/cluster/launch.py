@@ -215,15 +215,19 @@ class ClusterLauncher:
                 self._lock.wait(NODES_REFRESH_S)
         return None
 
+    def _busy_on(self, node: Node) -> _Busy:
+        """What this queue's runs hold on ``node`` now (nothing where none runs there)."""
+        return self._busy[node.id] if node.id in self._busy else _Busy()
+
     def _fits(self, config: RunConfig, node: Node) -> bool:
-        busy = self._busy.get(node.id, _Busy())
+        busy = self._busy_on(node)
         kind, count = slots_needed(config, node)
         if kind == "cpu":  # the node's cores: nothing else of ours there
             return busy.cpu == 0 and busy.gpu == 0
         return busy.cpu == 0 and busy.gpu + count <= node.gpus
 
     def _load(self, node: Node) -> int:
-        busy = self._busy.get(node.id, _Busy())
+        busy = self._busy_on(node)
         return busy.cpu + busy.gpu
 
     def _release(self, node: Node, config: RunConfig) -> None:

@@ -338,7 +338,7 @@ def _framework() -> str:
     """The backend and its version, as a worker reports them ("jax 0.4.30")."""
     backend = keras.config.backend()
     try:
-        module = __import__({"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}.get(backend, backend))
+        module = __import__(backend)
         return f"{backend} {module.__version__}"
     except Exception:  # noqa: BLE001 - a version is a label, never a reason to fail
         return backend

@@ -20,6 +20,7 @@ import typing
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 from typing_extensions import Self
 
 from bench.vocab.errors import RecordError
@@ -223,7 +224,7 @@ def record_error(exc: ValidationError, root: type, prefix: str, text: str | byte
     kind, loc = error["type"], error["loc"][skip:]
     if kind == "json_invalid" and text is not None:
         return json_error(text, prefix, error["msg"])
-    cause = (error.get("ctx") or {}).get("error")
+    cause = _cause(error)
     path, spec = _walk(root, loc)
     where = _join(prefix, path)
     if isinstance(cause, PathError):
@@ -237,7 +238,7 @@ def problems(exc: ValidationError, root: type) -> list[str]:
     person entered (a form, the command line), with no file to fix."""
     found: list[str] = []
     for error in exc.errors(include_url=False):
-        cause = (error.get("ctx") or {}).get("error")
+        cause = _cause(error)
         path, spec = _walk(root, error["loc"])
         where = path.removeprefix(".")
         if isinstance(cause, Problems):
@@ -247,6 +248,12 @@ def problems(exc: ValidationError, root: type) -> list[str]:
         else:
             found.append(f"{where or 'the ' + root.__name__} {_problem(error['type'], error, spec)}")
     return found
+
+
+def _cause(error: ErrorDetails) -> Any:
+    """The exception a validator raised behind one of pydantic's errors (a PathError, Problems), or None."""
+    context = error["ctx"] if "ctx" in error else {}
+    return context["error"] if "error" in context else None
 
 
 def _join(prefix: str, path: str) -> str:
@@ -316,7 +323,7 @@ def _aliases(field: Any, name: str) -> bool:
 
 
 def _problem(kind: str, error: Any, spec: _Spec) -> str:
-    got = f", got {show_value(error.get('input'))}"
+    got = f", got {show_value(error['input'])}"
     if kind == "missing":
         return "is missing"
     if kind == "string_unicode":
@@ -326,8 +333,7 @@ def _problem(kind: str, error: Any, spec: _Spec) -> str:
     if kind == "too_short":
         return f"must be a non-empty {_what(spec.base).removeprefix('a ')}{got}"
     if kind == "string_too_long":
-        return f"must be text of at most {error.get('ctx', {}).get('max_length', 0):,} characters, got " \
-               f"{len(error.get('input') or ''):,}"
+        return f"must be text of at most {_limit(error, 'max_length'):,} characters, got {len(error['input'] or ''):,}"
     constraint = kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number",
                           "string_pattern_mismatch")
     if spec.words is not None and (constraint or spec.words.always):
@@ -335,6 +341,12 @@ def _problem(kind: str, error: Any, spec: _Spec) -> str:
     if constraint:
         return f"{error['msg'][0].lower()}{error['msg'][1:]}{got}"
     return f"must be {_what(spec.base)}{' or null' if spec.nullable else ''}{got}"
+
+
+def _limit(error: ErrorDetails, name: str) -> int:
+    """A bound pydantic names in an error's context (``max_length``), 0 where it names none."""
+    context = error["ctx"] if "ctx" in error else {}
+    return int(context[name]) if name in context else 0
 
 
 _WORDS = {str: "text", int: "a whole number", float: "a number", bool: "true or false"}
