@@ -194,8 +194,8 @@ def differences(traits: Mapping[str, str], baseline: Mapping[str, str] | None) -
     """The traits in which a figure differs from the baseline's, e.g. ``backend jax (baseline tensorflow)``."""
     if baseline is None:
         return []
-    return [f"{name} {value} (baseline {baseline.get(name)})" for name, value in traits.items()
-            if name in baseline and baseline.get(name) != value]
+    return [f"{name} {value} (baseline {baseline[name]})" for name, value in traits.items()
+            if name in baseline and baseline[name] != value]
 
 
 # -- prices -----------------------------------------------------------------------------------------------------------

@@ -295,5 +295,5 @@ def _without_followers(runs: list[records.RunRecord], imports: dict[Any, Any]) -
     """``runs`` less the members of a multi-worker run whose coordinating member (index 0) is among them, written the
     same way (``imports``: run id -> the import it came from, None for a run measured here): those are read as part
     of its run (Store.get_run gives them as its ``members``)."""
-    led = {(c.id, imports.get(r.id)) for r in runs if (c := r.info.cluster) is not None and c.index == 0}
-    return [r for r in runs if (c := r.info.cluster) is None or c.index == 0 or (c.id, imports.get(r.id)) not in led]
+    led = {(c.id, imports[r.id]) for r in runs if (c := r.info.cluster) is not None and c.index == 0}
+    return [r for r in runs if (c := r.info.cluster) is None or c.index == 0 or (c.id, imports[r.id]) not in led]

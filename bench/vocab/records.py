@@ -370,5 +370,6 @@ def _bundle_schema(data: Any) -> None:
     if not isinstance(data, dict):
         raise RecordError(f"a machine bundle must be a JSON object, got {type(data).__name__}; make one with "
                           "`python -m bench suite --out FILE`")
-    if data.get("schema") != BUNDLE_SCHEMA:
-        raise fail("schema", f"must be {BUNDLE_SCHEMA!r} for a machine bundle, got {show_value(data.get('schema'))}")
+    schema = data.get("schema")
+    if schema != BUNDLE_SCHEMA:
+        raise fail("schema", f"must be {BUNDLE_SCHEMA!r} for a machine bundle, got {show_value(schema)}")
