@@ -262,3 +262,24 @@ def test_no_pydantic_private_member_is_borrowed() -> None:
     assert not found, "pydantic's private members used (use its public API):\n" + "\n".join(found)
     sample = 'x.__pydantic_extra__\nobject.__setattr__(m, "a", 1)\nM.model_construct(a=1)\nm.model_extra\n'
     assert [n for n, _ in private_pydantic_uses(sample)] == [1, 2, 3], "the check must see each kind"
+
+
+# Past the way in the engine reads typed models, not dicts (docs/ARCHITECTURE.md, "Typed inside"): what is left of
+# .get( reads a typed mapping with a fallback, a table, the environment, a queue or Ray. The bound only ever goes down.
+GET_CALLS_MAX = 131
+GET_CALL = re.compile(r"\.get\(")
+
+
+def get_calls(source: str) -> int:
+    """The lines of ``source`` that call ``.get(`` (as ``git grep -c`` counts them)."""
+    return sum(1 for line in source.splitlines() if GET_CALL.search(line))
+
+
+def test_the_engine_reads_few_values_by_get() -> None:
+    counts = {path.relative_to(ROOT): get_calls(path.read_text(encoding="utf-8"))
+              for path in sorted((ROOT / "bench").rglob("*.py"))}
+    total = sum(counts.values())
+    most = sorted(((n, str(p)) for p, n in counts.items() if n), reverse=True)[:5]
+    assert total <= GET_CALLS_MAX, (f"bench/ calls .get( on {total} lines (at most {GET_CALLS_MAX}): read the typed "
+                                    f"model instead of its dict; most in {most}")
+    assert get_calls("a.get(1)\nb = {}\nc.get(2); d.get(3)\n") == 2, "the count must be of lines, as git grep's"
