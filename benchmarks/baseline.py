@@ -63,11 +63,11 @@ def replayed_fit(config: dict[str, Any]) -> list[dict[str, Any]]:
     from bench.runs import events
     from benchmarks.standins import STEADY_WORKER
 
-    box: queue.Queue[dict[str, Any]] = queue.Queue()
+    box: queue.Queue[events.WorkerEvent] = queue.Queue()
     STEADY_WORKER(config, box, threading.Event())
     out = []
     while not box.empty():
-        evt = events.read(box.get())
+        evt = box.get()
         if isinstance(evt, events.EpochEnded):
             epoch = evt.epoch
             out.append({"epoch": epoch.epoch, "epoch_seconds": epoch.epoch_seconds,

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.runs import events
 from benchmarks.standins import PacedWorker
 
 EPOCH_LOG_ENV = "BENCH_COST_EPOCH_LOG"
@@ -41,11 +42,11 @@ class LoggedWorker(PacedWorker):
         path = os.environ.get(EPOCH_LOG_ENV)
 
         class Tap:
-            def put(self, event: dict[str, Any]) -> None:
+            def put(self, event: events.WorkerEvent) -> None:
                 queue.put(event)
-                if path and event.get("type") == "epoch":
+                if path and isinstance(event, events.EpochEnded):
                     with open(path, "a", encoding="utf-8") as f:
-                        f.write(f"{config.get('seed')} {event['epoch']} {event['ended_wall']!r}\n")
+                        f.write(f"{config.get('seed')} {event.epoch.epoch} {event.ended_wall!r}\n")
 
         super().__call__(config, Tap(), stop_event, log_path)
 
@@ -114,7 +115,7 @@ def _measure(manager: Any, config: Any, log: Path) -> dict[str, Any]:
         "epoch_to_supervisor_ms": [1000 * (seen[e] - ended[e]) for e in sorted(ended) if e in seen],
         "epoch_to_store_ms": [1000 * (stored[e] - ended[e]) for e in sorted(ended) if e in stored],
         "cpu_percent_of_a_core": 100 * ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / (wall1 - wall0),
-        "node": (snap.info.extra.get("ray") or {}).get("node_id"),
+        "node": snap.info.ray.node_id if snap.info.ray is not None else None,
     }
 
 

@@ -43,7 +43,7 @@ def live_publisher(current: Callable[[], Any]) -> tuple[Any, StepClock]:
     from ui import live
 
     clock = StepClock()
-    return live.make_publisher(SimpleNamespace(current=current, spare_state=lambda: None), clock=clock), clock
+    return live.make_publisher(SimpleNamespace(current=current, pool=SimpleNamespace(state=lambda: None)), clock=clock), clock
 
 
 def publish(publisher: Any, clock: StepClock, step_s: float | None = None) -> int:

@@ -56,7 +56,7 @@ if qr_col is not None:
         present.share_qr()
 if start:
     try:
-        warm = manager.spare_state() == "ready"
+        warm = manager.pool.state() == "ready"
         run_id = manager.submit(config)
         if warm:  # the redraw this click causes shows the first batch, not the one a refresh later
             manager.wait_first_batch(run_id, live.FIRST_BATCH_WAIT_S)

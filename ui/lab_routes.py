@@ -78,7 +78,7 @@ def presenter_key() -> str | None:
 # -- the board's waiters: the live stream's wakers (ui.live_routes), on the room's version ----------------------------
 async def _version_after(lab: LabRoom, after: int, timeout: float) -> None:
     """Return once the board's version is past ``after`` or ``timeout`` passed."""
-    await live_routes.passed(live_routes.waker_of(lab), lambda: lab.version, after, timeout)
+    await live_routes.passed(live_routes.waker_of(lab), lambda: lab.board().version, after, timeout)
 
 
 # -- answers -------------------------------------------------------------------------------------------------------

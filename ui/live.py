@@ -309,11 +309,11 @@ def make_publisher(manager: Any, *, clock: Callable[[], float] = time.monotonic)
     """A publisher of ``manager``'s current run with the Train page's words and charts (benchmarks make their own,
     on a clock of theirs)."""
     publisher = live_feed.Publisher(manager.current, header=_run_header,
-                                    line=lambda snap: sidebar_line(snap, manager.spare_state()), charts=_chart_keys,
+                                    line=lambda snap: sidebar_line(snap, manager.pool.state()), charts=_chart_keys,
                                     figures=_figures, grow=GROW, clock=clock)
-    listen = getattr(manager, "on_change", None)
-    if listen is not None:  # the run's epoch ends, samples, phases and status wake it (bench.runs.jobs)
-        listen(publisher.poke)
+    changes = getattr(manager, "changes", None)
+    if changes is not None:  # the run's epoch ends, samples, phases and status wake it (bench.runs.jobs)
+        changes.add(publisher.poke)
     return publisher
 
 
@@ -354,7 +354,8 @@ def view(publisher: live_feed.Publisher, *, feed: str, key: str, presenter: bool
     chosen = variant()
     publisher.want(chosen)
     live_view_component(key=key, data=_element_data(
-        publisher, publisher.state, feed=feed, variant=chosen, header=publisher.header, presenter=presenter,
+        publisher, publisher.state, feed=feed, variant=chosen,
+        header=publisher.header.model_dump() if publisher.header is not None else None, presenter=presenter,
         nvml_note=_machine_note(), layout=layout or RUN_LAYOUT), on_changed_change=lambda: None)
 
 
@@ -367,7 +368,7 @@ def sidebar_status(manager: JobManager) -> None:
     """The sidebar's line of the current run, kept current by the stream (no rerun, no timer)."""
     publisher = feed(manager)
     snap, state = published_state(manager)
-    line = sidebar_line(snap, manager.spare_state())
+    line = sidebar_line(snap, manager.pool.state())
     # variant(): the page's one stream, at the same address as its live view's
     live_status_component(key="live_status", data=_element_data(publisher, state, line=line, variant=variant(),
                                                                  feed="train"))

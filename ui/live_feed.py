@@ -29,7 +29,9 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol, Union
+
+from pydantic import TypeAdapter
 
 from ui import live_chart, live_messages
 
@@ -80,6 +82,10 @@ class State:
         stage = f"+{self.stage}" if self.stage else ""
         return f"{self.run}@{self.created_at}:{'live' if self.active else self.status}{stage}"
 
+    def message(self) -> live_messages.RunState:
+        """This state as the stream says it."""
+        return live_messages.RunState(key=self.key, run=self.run, status=self.status, active=self.active)
+
     @classmethod
     def of(cls, snap: Snapshot | None) -> State:
         if snap is None:
@@ -98,10 +104,11 @@ class _Variant:
     snapshot: tuple[int, bytes] | None = None  # (seq, encoded snapshot) for joiners
 
 
-def _encode(message: Mapping[str, Any]) -> bytes:
-    """One server-sent event, its message parsed into its type first (ui.live_messages: a tick or a snapshot)."""
-    kind = live_messages.Tick if message.get("kind") == "tick" else live_messages.Snapshot
-    return live_messages.encode(kind.model_validate(message))
+Header = Union[live_messages.RunHeader, live_messages.GroupHeader]
+# a header or a sidebar line as the page's callables give it (their words as dicts, or typed already): typed once,
+# where it enters the publisher
+_HEADER: TypeAdapter[Header | None] = TypeAdapter(Optional[Header])
+_LINE: TypeAdapter[live_messages.SidebarLine | None] = TypeAdapter(Optional[live_messages.SidebarLine])
 
 
 def _scope_sig(scope: Any) -> str:
@@ -109,8 +116,8 @@ def _scope_sig(scope: Any) -> str:
     return live_chart._hash(scope)
 
 
-def _whole(prep: live_chart.Prepared) -> dict[str, Any]:
-    return {"op": "full", "sig": prep.signature, "figure": {"data": prep.data, "layout": prep.layout}}
+def _whole(prep: live_chart.Prepared) -> live_messages.ChartFull:
+    return live_messages.ChartFull(op="full", sig=prep.signature, figure={"data": prep.data, "layout": prep.layout})
 
 
 class Publisher:
@@ -145,8 +152,8 @@ class Publisher:
         self._lock = threading.RLock()  # the publishing side's alone: never taken on the event loop
         self.seq = 0  # raised after the rings hold its event
         self.state = State()
-        self._header_now: dict[str, Any] | None = None
-        self._line_now: dict[str, Any] | None = None
+        self._header_now: Header | None = None
+        self._line_now: live_messages.SidebarLine | None = None
         self._variants: dict[str, _Variant] = {name: _Variant() for name in VARIANTS}
         # per variant, the last RING events, oldest first: a tuple replaced whole at each publish, read without a lock
         self._rings: dict[str, tuple[tuple[int, bytes], ...]] = {name: () for name in VARIANTS}
@@ -186,7 +193,7 @@ class Publisher:
                 self._build_charts(variant, self._current(), fresh=True)
             held.wanted_at = now
             if held.snapshot is None or held.snapshot[0] != self.seq:
-                held.snapshot = (self.seq, _encode(self._snapshot_message(variant)))
+                held.snapshot = (self.seq, live_messages.encode(self._snapshot_message(variant)))
             return held.snapshot
 
     def since(self, seq: int, variant: str) -> list[tuple[int, bytes]] | None:
@@ -201,7 +208,7 @@ class Publisher:
         return [(n, data) for n, data in ring if n > seq]
 
     @property
-    def header(self) -> dict[str, Any] | None:
+    def header(self) -> Header | None:
         """The header's words as last published (None while there is none to show)."""
         return self._header_now
 
@@ -290,11 +297,12 @@ class Publisher:
     def _publish(self, snap: Snapshot | None, now: float) -> None:
         state = State.of(snap)
         changed_state = state.key != self.state.key
-        header = self._header(snap) if snap is not None else None  # the header callable says for which states
-        line = self._line(snap)
-        message: dict[str, Any] = {}
+        # the header callable says for which states
+        header = _HEADER.validate_python(self._header(snap)) if snap is not None else None
+        line = _LINE.validate_python(self._line(snap))
+        message: dict[str, Any] = {}  # the tick's fields that changed: only those are set, so only they are sent
         if changed_state:
-            message["state"] = {"key": state.key, "run": state.run, "status": state.status, "active": state.active}
+            message["state"] = state.message()
         if header != self._header_now or changed_state:
             message["header"] = header
         if line != self._line_now or changed_state:
@@ -302,7 +310,7 @@ class Publisher:
         viewers = len(self._subscribers)
         if viewers != self._viewers_sent:
             message["viewers"] = viewers
-        chart_changes: dict[str, dict[str, Any]] = {}
+        chart_changes: dict[str, dict[str, live_messages.ChartChange | None]] = {}
         for variant in self._live_variants(now):
             # a new run's figures differ in their signature (its id is in it): they go whole without forcing
             chart_changes[variant] = self._build_charts(variant, snap, fresh=False)
@@ -310,10 +318,10 @@ class Publisher:
             return
         seq = self.seq + 1
         self.state, self._header_now, self._line_now, self._viewers_sent = state, header, line, viewers
-        for variant in VARIANTS:
-            full = {"kind": "tick", "seq": seq, "at": round(time.time(), 3), **message,
-                    "charts": chart_changes.get(variant) or {}}
-            self._rings[variant] = (*self._rings[variant], (seq, _encode(full)))[-RING:]
+        for variant in VARIANTS:  # kind and op given: a tick is written with the fields set (live_messages.encode)
+            tick = live_messages.Tick(kind="tick", seq=seq, at=round(time.time(), 3), **message,
+                                      charts=chart_changes[variant] if variant in chart_changes else {})
+            self._rings[variant] = (*self._rings[variant], (seq, live_messages.encode(tick)))[-RING:]
         self.seq = seq  # after the rings: a stream that sees the number finds its event
         for listener in list(self._listeners):
             listener()
@@ -322,18 +330,19 @@ class Publisher:
         return [name for name, v in self._variants.items()
                 if name == "plain" or (v.wanted_at is not None and now - v.wanted_at <= IDLE_STOP_S)]
 
-    def _build_charts(self, variant: str, snap: Snapshot | None, *, fresh: bool) -> dict[str, Any]:
+    def _build_charts(self, variant: str, snap: Snapshot | None, *,
+                      fresh: bool) -> dict[str, live_messages.ChartChange | None]:
         """Each chart of ``variant`` whose readings changed in ``snap``: the changes to publish by chart name (the new
         points and marks grown from the new readings, or the whole figure where its traces changed or ``fresh``);
         the figures as viewers now hold them are kept for joiners."""
         held = self._variants[variant]
         if snap is None:
-            dropped: dict[str, Any] = {name: None for name in held.charts}
+            dropped: dict[str, live_messages.ChartChange | None] = {name: None for name in held.charts}
             held.charts, held.figures, held.sent, held.keys = {}, {}, {}, {}
             return dropped
         keys = dict(self._charts(snap))
         due = {name for name, key in keys.items() if fresh or held.keys.get(name) != key or name not in held.charts}
-        out: dict[str, Any] = {name: None for name in held.charts if name not in keys}
+        out: dict[str, live_messages.ChartChange | None] = {name: None for name in held.charts if name not in keys}
         for name in [n for n in held.charts if n not in keys]:
             held.charts.pop(name)
             held.figures.pop(name, None)
@@ -355,7 +364,7 @@ class Publisher:
             whole.discard(name)
             if change is not None:
                 live_chart.apply(held.figures[name], change)
-                out[name] = {"op": "extend", **change}
+                out[name] = live_messages.ChartExtend(op="extend", **change)
         if whole:
             self.whole_builds += 1
             for name, fig in self._figures(snap, variant, whole).items():
@@ -368,14 +377,13 @@ class Publisher:
         held.keys = keys
         return out
 
-    def _snapshot_message(self, variant: str) -> dict[str, Any]:
-        state = self.state
+    def _snapshot_message(self, variant: str) -> live_messages.Snapshot:
         held = self._variants[variant]
-        charts = {name: {"op": "full", "sig": prep.signature, "figure": held.figures[name]}
+        charts = {name: live_messages.ChartFull(op="full", sig=prep.signature, figure=held.figures[name])
                   for name, prep in held.charts.items()}
-        return {"kind": "snapshot", "seq": self.seq, "at": round(time.time(), 3), "viewers": len(self._subscribers),
-                "state": {"key": state.key, "run": state.run, "status": state.status, "active": state.active},
-                "header": self._header_now, "line": self._line_now, "charts": charts, "config": live_chart.CONFIG}
+        return live_messages.Snapshot(seq=self.seq, at=round(time.time(), 3), viewers=len(self._subscribers),
+                                      state=self.state.message(), header=self._header_now, line=self._line_now,
+                                      charts=charts, config=live_chart.CONFIG)
 
 
 # -- the process's publishers: one per feed ("train": the current run; a group kind: its latest group) -------------

@@ -79,7 +79,7 @@ def own_sample(run: RunSnapshot) -> Sample | None:
     """The latest sample of a live run that this process samples (the JobManager's sampler took it); None for a run
     shown from the store (another process samples it), one on a Ray cluster's node (its samples are the node's, not
     this machine's) and for one that has ended."""
-    if not run.active or run.owner is not None or not run.samples or "ray" in run.info.extra:
+    if not run.active or run.owner is not None or not run.samples or run.info.ray is not None:
         return None
     return run.samples[-1]
 
@@ -106,7 +106,7 @@ def others_live(store: Store | None) -> list[RunSnapshot]:
         for run in store.list_runs():
             if run.id is None or str(run.status) not in ACTIVE:
                 continue
-            owner = store.owner_of(run.id)
+            owner = store.owners.owner_of(run.id)
             if owner is not None and (owner.pid, owner.host) != me:
                 out.append(RunSnapshot.from_stored(run, owner=f"process {owner.pid} on {owner.host}"))
     except StoreError:

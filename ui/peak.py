@@ -7,7 +7,7 @@ measured yet". Where the peak came from (sizes, repeats, date, the machine's oth
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -16,6 +16,7 @@ from bench.analysis.run_summary import Run
 from bench.hardware import peak_cache
 from bench.hardware.peak_cache import PeakEntry
 from bench.vocab.readings import Epoch
+from bench.vocab.config import RunConfig
 from bench.vocab.run_info import RunInfo
 from bench.vocab.target import of_config
 
@@ -25,15 +26,14 @@ from bench.vocab.target import of_config
 NOT_MEASURED = "peak not measured on this machine yet, so no share of it is shown"
 
 
-def peak_of(config: Mapping[str, Any] | Any) -> PeakEntry | None:
-    """The cached best peak of a run's target (bench.hardware.peak_cache.lookup), or None: never measured, several GPUs, or a
-    malformed config."""
-    data = config.to_dict() if hasattr(config, "to_dict") else dict(config or {})
-    target = of_config(data)
+def peak_of(config: RunConfig) -> PeakEntry | None:
+    """The cached best peak of a run's target (bench.hardware.peak_cache.lookup), or None: never measured, several
+    GPUs, or a malformed config."""
+    target = of_config(config)
     if target is None or target.kind == "gpus":
         return None
     try:
-        return peak_cache.lookup(target.device, cpu_threads=target.cpu_threads, backend=data.get("backend"))
+        return peak_cache.lookup(target.device, cpu_threads=target.cpu_threads, backend=config.backend)
     except (ValueError, OSError):
         return None
 
@@ -55,7 +55,7 @@ def peak_text(achieved: float | None, peak: PeakEntry | None, *, what: str = "La
     return f"{what}: {figure}, {achieved / value:.0%} of the measured matmul peak of {value:,.1f} GFLOP/s ({source})."
 
 
-def epoch_line(epochs: Sequence[Epoch], info: RunInfo, config: Any) -> str | None:
+def epoch_line(epochs: Sequence[Epoch], info: RunInfo, config: RunConfig) -> str | None:
     """The peak line of a live run's latest epoch; None before the first epoch."""
     if not epochs:
         return None

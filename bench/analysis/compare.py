@@ -149,13 +149,14 @@ def _energy_and_cost(base: Run, other: Run,
                      prices: Mapping[str, float]) -> dict[str, Any]:
     energy_a, missing_a = pricing.energy_per_epoch(base)
     energy_b, missing_b = pricing.energy_per_epoch(other)
-    epoch_a, run_a = pricing.run_cost(base, prices.get(canonical(target(base))))
-    epoch_b, run_b = pricing.run_cost(other, prices.get(canonical(target(other))))
+    price_a, price_b = (prices.get(canonical(target(run))) for run in (base, other))
+    epoch_a, run_a = pricing.run_cost(base, price_a)
+    epoch_b, run_b = pricing.run_cost(other, price_b)
     return {
         "energy_j_per_epoch_a": energy_a, "energy_j_per_epoch_b": energy_b,
         "energy_ratio": energy_a / energy_b if energy_a is not None and energy_b else None,
         "energy_missing": {**missing_a, **missing_b},
-        "price_per_hour_a": prices.get(canonical(target(base))), "price_per_hour_b": prices.get(canonical(target(other))),
+        "price_per_hour_a": price_a, "price_per_hour_b": price_b,
         "cost_per_epoch_a": epoch_a, "cost_per_epoch_b": epoch_b, "cost_per_run_a": run_a, "cost_per_run_b": run_b,
         "cost_ratio": epoch_a / epoch_b if epoch_a is not None and epoch_b else None,
     }

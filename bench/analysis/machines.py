@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,9 +43,7 @@ def machine_name(bundle: MachineBundle) -> str:
     gpus, cpu = bundle.machine.gpus, bundle.machine.cpu
     cpu_text = f"{cpu.model or 'unknown CPU'} ({cpu.logical_cores or '?'} cores)"
     if gpus:
-        counts: dict[str, int] = {}
-        for gpu in gpus:
-            counts[gpu.name or "GPU"] = counts.get(gpu.name or "GPU", 0) + 1
+        counts = Counter(gpu.name or "GPU" for gpu in gpus)
         return " + ".join(f"{n} x{c}" for n, c in counts.items()) + f", {cpu_text}"
     return f"{cpu_text}, no GPU"
 
@@ -195,8 +194,8 @@ def differences(traits: Mapping[str, str], baseline: Mapping[str, str] | None) -
     """The traits in which a figure differs from the baseline's, e.g. ``backend jax (baseline tensorflow)``."""
     if baseline is None:
         return []
-    return [f"{name} {value} (baseline {baseline.get(name)})" for name, value in traits.items()
-            if name in baseline and baseline.get(name) != value]
+    return [f"{name} {value} (baseline {baseline[name]})" for name, value in traits.items()
+            if name in baseline and baseline[name] != value]
 
 
 # -- prices -----------------------------------------------------------------------------------------------------------

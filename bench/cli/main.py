@@ -48,7 +48,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
     data["gpu_readings"] = [r.to_dict() for r in readings]
     data["gpu_not_measured"] = refused
     if args.probe:
-        data["framework_probe"] = devices.probe_framework(hw.framework)
+        probe = devices.probe_framework(hw.framework)
+        data["framework_probe"] = probe.model_dump()
     if args.json:
         print(records_module.json_text(data))
         return 0
@@ -75,8 +76,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     print(f"Framework  {hw.framework} {hw.framework_version or '(not installed)'} · {cuda}")
     print(f"Devices    {', '.join(devices.device_choices(hw))}")
     if args.probe:
-        probe = data["framework_probe"]
-        print(f"Probe      {probe.get('error') or ', '.join(map(str, probe.get('devices', [])))}")
+        print(f"Probe      {probe.error or ', '.join(probe.devices)}")
     return 0
 
 

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import queue as queue_module
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -53,30 +54,64 @@ def log_path_here(name: str | None) -> str | None:
     return str(folder / Path(name).name)
 
 
+@dataclass(frozen=True)
+class Seen:
+    """The node as the agent sees itself (``describe``)."""
+
+    node_id: str
+    hostname: str
+    pid: int
+    gpu_ids: list[str]
+    cuda_visible_devices: str | None
+    wall: float
+
+
+@dataclass(frozen=True)
+class Launched:
+    """The worker started on the node (``launch``): its pid, the wall time its sampler's clock starts at (the node's
+    clock), why energy or GPM figures will be missing there."""
+
+    pid: int
+    t0_wall: float
+    energy_reasons: dict[str, str] = field(default_factory=dict)
+    gpm_reasons: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Polled:
+    """What came since the last poll (``poll``): the worker's events, the node's samples, whether the worker has
+    ended and every event it sent was handed over (``done``), and its exit code once it ended."""
+
+    events: list[Any]  # the worker's events (bench.runs.events), as it made them
+    samples: list[Sample]
+    done: bool
+    exitcode: int | None = None
+
+
 class NodeAgent:
     """One run on one node: ``describe`` (where it is), ``launch`` (the worker and its sampler), ``poll`` (what they
     said since), ``stop`` (the run's Stop), ``kill`` (the hard end)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._events: list[dict[str, Any]] = []
+        self._events: list[Any] = []  # the worker's events (bench.runs.events), as it made them
         self._samples: list[Sample] = []
         self._process: Any = None
         self._stop: Any = None
         self._sampler: Sampler | None = None
         self._pump: threading.Thread | None = None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Seen:
         """The node as it sees itself: Ray's node id, its host, the GPUs Ray gave this run, the clock now."""
         import ray
 
         context = ray.get_runtime_context()
-        return {"node_id": context.get_node_id(), "hostname": socket.gethostname(), "pid": os.getpid(),
-                "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
-                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "wall": time.time()}
+        return Seen(node_id=context.get_node_id(), hostname=socket.gethostname(), pid=os.getpid(),
+                    gpu_ids=[str(g) for g in ray.get_gpu_ids()],
+                    cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"), wall=time.time())
 
     def launch(self, target: Callable[..., None], config: dict[str, Any], log_name: str | None,
-               interval_s: float) -> dict[str, Any]:
+               interval_s: float) -> Launched:
         """Start the worker and the node's sampler on it; returns the worker's pid, the wall time both started (the
         origin of the samples' clock, on this node's clock) and why energy or GPM figures will be missing here."""
         ctx = mp.get_context("spawn")
@@ -90,9 +125,8 @@ class NodeAgent:
         t0 = time.time()
         self._pump = threading.Thread(target=self._read, args=(events,), name="bench-agent-events", daemon=True)
         self._pump.start()
-        return {"pid": self._process.pid, "t0_wall": t0,
-                "energy_reasons": dict(self._sampler.energy_reasons or {}),
-                "gpm_reasons": dict(self._sampler.gpm_reasons or {})}
+        return Launched(pid=self._process.pid, t0_wall=t0, energy_reasons=dict(self._sampler.energy_reasons or {}),
+                        gpm_reasons=dict(self._sampler.gpm_reasons or {}))
 
     def _keep(self, sample: Sample) -> None:
         with self._lock:
@@ -113,7 +147,7 @@ class NodeAgent:
             with self._lock:
                 self._events.append(event)
 
-    def poll(self) -> dict[str, Any]:
+    def poll(self) -> Polled:
         """The events and samples since the last poll, and whether the worker still runs (its exit code when not).
         ``done`` once the worker has ended and every event it sent was handed over."""
         with self._lock:
@@ -127,8 +161,8 @@ class NodeAgent:
             self._sampler.stop()
             with self._lock:
                 samples, self._samples = samples + self._samples, []
-        return {"events": taken, "samples": samples, "done": done,
-                "exitcode": process.exitcode if process is not None and not alive else None}
+        return Polled(events=taken, samples=samples, done=done,
+                      exitcode=process.exitcode if process is not None and not alive else None)
 
     def sample_once(self) -> Sample:
         """One reading now, on the run's sample clock: the supervisor's closing sample, so the last epoch's end lies

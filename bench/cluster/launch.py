@@ -11,8 +11,8 @@ thread polls the agent and hands the worker's events to the supervisor's queue (
 machine's clock) and the node's samples to the supervisor's sampler callback. The store, the live view, Stop,
 MLflow and /metrics see a local run.
 
-Where it ran goes into the run's record: ``hardware`` is the node's, as discovered there; ``info.ray`` (an extra key of
-RunInfo) holds the node's id (two nodes on one host are told apart), address, kind, accelerator type, custom
+Where it ran goes into the run's record: ``hardware`` is the node's, as discovered there; ``info.ray`` (a
+RayPlacement) holds the node's id (two nodes on one host are told apart), address, kind, accelerator type, custom
 resources, the resources the run held and the GPUs Ray gave it. A node lost mid-run ends the run ``interrupted``,
 its epochs kept, its error naming the node.
 """
@@ -28,13 +28,13 @@ from collections.abc import Sequence
 from typing import Any, Callable
 
 from bench.cluster import nodes as cluster_nodes
-from bench.cluster.agent import NodeAgent
+from bench.cluster.agent import Launched, NodeAgent, Polled, Seen
 from bench.cluster.nodes import ClusterError, Node, NodeMachine
 from bench.vocab.config import RunConfig
 from bench.hardware.monitor import Sample
 from bench.vocab.record_types import RecordedHardware
 from bench.vocab.records import Status
-from bench.vocab.run_info import RunError
+from bench.vocab.run_info import RayPlacement, RunError
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 
@@ -228,15 +228,19 @@ class ClusterLauncher:
                 self._lock.wait(NODES_REFRESH_S)
         return None
 
+    def _busy_on(self, node: Node) -> _Busy:
+        """What this queue's runs hold on ``node`` now (nothing where none runs there)."""
+        return self._busy[node.id] if node.id in self._busy else _Busy()
+
     def _fits(self, config: RunConfig, node: Node) -> bool:
-        busy = self._busy.get(node.id, _Busy())
+        busy = self._busy_on(node)
         kind, count = slots_needed(config, node)
         if kind == "cpu":  # the node's cores: nothing else of ours there
             return busy.cpu == 0 and busy.gpu == 0
         return busy.cpu == 0 and busy.gpu + count <= node.gpus
 
     def _load(self, node: Node) -> int:
-        busy = self._busy.get(node.id, _Busy())
+        busy = self._busy_on(node)
         return busy.cpu + busy.gpu
 
     def _release(self, node: Node, config: RunConfig) -> None:
@@ -294,20 +298,20 @@ class RunLaunch:
         self.on_sample = on_sample
         return _NodeSampler(self)
 
-    def placed(self, node: Node, machine: NodeMachine, described: dict[str, Any], launched: dict[str, Any],
+    def placed(self, node: Node, machine: NodeMachine, described: Seen, launched: Launched,
                held: dict[str, Any]) -> None:
         """The run is on its node: its record learns where (hardware, info.ray) and why figures will be missing."""
-        where = {**node.to_dict(), "address": self.launcher.address, "held": held,
-                 "gpu_ids": described.get("gpu_ids") or [], "worker_pid": launched.get("pid")}
-        if described.get("node_id") and described["node_id"] != node.id:  # Ray placed it elsewhere: say so
-            where["node_id"] = described["node_id"]
+        where = RayPlacement(**{**node.to_dict(), "address": self.launcher.address, "held": held,
+                                "gpu_ids": tuple(described.gpu_ids), "worker_pid": launched.pid,
+                                # Ray placed it elsewhere: say so
+                                **({"node_id": described.node_id} if described.node_id else {})})
         hardware = machine.hardware.record()
         with self.lock:
             state = self.state
             state.hardware = hardware
             state.phase = f"starting on node {node.short_id}"
-            state.info = state.info.updated(ray=where, energy_reasons=launched.get("energy_reasons") or {},
-                                            gpm_reasons=launched.get("gpm_reasons") or {})
+            state.info = state.info.updated(ray=where, energy_reasons=launched.energy_reasons,
+                                            gpm_reasons=launched.gpm_reasons)
         self.writer.update(self.state, hardware=hardware, info=self.state.info)
 
 
@@ -438,15 +442,15 @@ class RayProcess:
         if described is None:  # stopped while Ray started the agent
             self._close_agent()
             return
-        launched = ray.get(self._agent.launch.remote(self._target, self._config, self._log_path,
-                                                     float(self._config.get("sample_interval_s") or 0.5)),
-                           timeout=CALL_TIMEOUT_S)
+        launched: Launched = ray.get(self._agent.launch.remote(self._target, self._config, self._log_path,
+                                                               launch.state.config.sample_interval_s),
+                                     timeout=CALL_TIMEOUT_S)
         # The supervisor's clock starts when this returns; the node's samples count from its sampler's start. The
         # worker's wall times are moved by the difference, so an epoch lands where the node's samples say it was,
         # whatever the two machines' clocks read (no clock sync needed).
-        self.pid = int(launched["pid"])
+        self.pid = launched.pid
         launch.placed(node, machine, described, launched, {k: v for k, v in held.items() if v})
-        self._ended.t_offset = time.time() - float(launched["t0_wall"])
+        self._ended.t_offset = time.time() - launched.t0_wall
 
     def _ask(self, ref: Any, timeout_s: float) -> Any:
         """ray.get of ``ref`` that gives up (None) when the run is stopped meanwhile."""
@@ -489,28 +493,24 @@ class RayProcess:
                     continue
                 silent_since = None
                 self._hand_over(batch)
-                if batch["done"]:
-                    self._ended.exitcode = batch.get("exitcode")
+                if batch.done:
+                    self._ended.exitcode = batch.exitcode
                     return
                 time.sleep(POLL_S)
         finally:
             self._close_agent()
             self._done.set()
 
-    def _hand_over(self, batch: dict[str, Any]) -> None:
+    def _hand_over(self, batch: Polled) -> None:
         """The node's samples to the supervisor's callback, its worker's events to the supervisor's queue, their
         wall times on this machine's clock."""
         on_sample = self._launch.on_sample
         if on_sample is not None:
-            for sample in batch["samples"]:
+            for sample in batch.samples:
                 on_sample(sample)
         offset = self._ended.t_offset
-        for event in batch["events"]:
-            moved = dict(event)
-            for key in ("time", "started_wall", "ended_wall"):
-                if isinstance(moved.get(key), (int, float)):
-                    moved[key] = float(moved[key]) + offset
-            self._events.put(moved)
+        for event in batch.events:
+            self._events.put(event.on_clock(offset))
 
     def _lose(self, exc: BaseException) -> None:
         node = self._launch.node

@@ -14,6 +14,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
+from bench.vocab import settings
+
 log = logging.getLogger(__name__)
 
 ADDRESS_ENV = "BENCH_RAY_ADDRESS"
@@ -34,7 +38,7 @@ class ClusterError(RuntimeError):
 def address_of(given: str | None) -> str | None:
     """The cluster's address: ``given`` (an option, the pages' setting), else BENCH_RAY_ADDRESS; None for none.
     ``auto`` joins the cluster this machine is a node of."""
-    raw = (given if given is not None else os.environ.get(ADDRESS_ENV, "")).strip()
+    raw = (given if given is not None else settings.env(ADDRESS_ENV)).strip()
     return raw or None
 
 
@@ -102,6 +106,18 @@ def disconnect() -> None:
             _connected.clear()
 
 
+class RayNodeEntry(BaseModel):
+    """One entry of ``ray.nodes()``: the keys this project reads, as Ray spells them."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    NodeID: str = ""
+    NodeManagerAddress: str = ""
+    Alive: bool = False
+    Resources: dict[str, float] | None = None
+    NodeManagerHostname: str = ""
+
+
 @dataclass(frozen=True)
 class Node:
     """One node of the cluster as Ray reports it: its id (two nodes on one host are two ids), address, whether it is
@@ -115,11 +131,10 @@ class Node:
 
     @classmethod
     def of(cls, raw: dict[str, Any]) -> Node:
-        """A node from one entry of ``ray.nodes()``."""
-        return cls(id=str(raw.get("NodeID", "")), ip=str(raw.get("NodeManagerAddress", "")),
-                   alive=bool(raw.get("Alive")), resources={str(k): float(v) for k, v in
-                                                            (raw.get("Resources") or {}).items()},
-                   hostname=str(raw.get("NodeManagerHostname", "")))
+        """A node from one entry of ``ray.nodes()``, read by its type (RayNodeEntry)."""
+        entry = RayNodeEntry.model_validate(raw)
+        return cls(id=entry.NodeID, ip=entry.NodeManagerAddress, alive=entry.Alive, resources=entry.Resources or {},
+                   hostname=entry.NodeManagerHostname)
 
     @property
     def short_id(self) -> str:
@@ -191,17 +206,16 @@ class Placement:
 
     @classmethod
     def of(cls, info: Any) -> Placement | None:
-        """The placement a run's info holds; None for a run that was not placed on a cluster, or whose ``info.ray``
-        (outside text, for an imported record) is not one: an id that is not a word, a kind that is not one line."""
-        extra = getattr(info, "extra", None)
-        where = extra.get("ray") if isinstance(extra, dict) else None
-        if not isinstance(where, dict):
+        """The placement a run's info holds; None for a run that was not placed on a cluster, or whose node id (outside
+        text, for an imported record; ``info.ray`` is already one-line text) is not a word."""
+        where = getattr(info, "ray", None)
+        if where is None:
             return None
-        node_id, kind = where.get("node_id"), where.get("kind")
-        if not isinstance(node_id, str) or not node_id.isalnum() or len(node_id) > 128:
+        node_id, kind = where.node_id, where.kind
+        if node_id is None or not node_id.isalnum() or len(node_id) > 128:
             return None
-        if not isinstance(kind, str) or not kind.isprintable() or not kind.strip() or len(kind) > 200:
-            kind = None
+        if kind is not None and (not kind.isprintable() or not kind.strip()):
+            kind = None  # a kind that is not plain text (a bidi control) is not drawn
         return cls(node_id, kind)
 
     @property

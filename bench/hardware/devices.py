@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
 import os
 import platform
 import re
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bench.vocab.record_types import RecordedHardware
 from bench.vocab import settings
@@ -53,6 +53,7 @@ __all__ = [
     "framework_gpu_build",
     "framework_has_cuda",
     "gpu_reason",
+    "FrameworkProbe",
     "probe_framework",
     "torch_device_env",
     "visible_gpu_indices",
@@ -463,7 +464,20 @@ print("BENCH_PROBE_JSON:" + json.dumps(out), flush=True)
 """
 
 
-def probe_framework(backend: str | None = None, timeout_s: float = 60) -> dict[str, Any]:
+class FrameworkProbe(BaseModel):
+    """What a framework said of itself in a child process (:func:`probe_framework`): its version, the devices it
+    lists, whether it was built with CUDA (None: not known), or why it could not say (``error``)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    backend: str
+    version: str | None = None
+    devices: list[str] = []
+    built_with_cuda: bool | None = None
+    error: str | None = None
+
+
+def probe_framework(backend: str | None = None, timeout_s: float = 60) -> FrameworkProbe:
     """Ask the framework itself, in a fresh subprocess, which devices it sees. Never raises.
 
     Args:
@@ -471,17 +485,10 @@ def probe_framework(backend: str | None = None, timeout_s: float = 60) -> dict[s
         timeout_s: give up after this many seconds (importing TensorFlow takes ~5-10 s).
 
     Returns:
-        ``{"backend", "version", "devices": ["CPU:0", "GPU:0", ...], "built_with_cuda": bool | None,
-        "error": str | None}``.
+        What the framework answered (its version, the devices it lists: ``["CPU:0", "GPU:0", ...]``, whether it
+        was built with CUDA), or why it could not (``error``).
     """
     backend = settings.default_backend() if backend is None else backend.strip().lower()
-    result: dict[str, Any] = {
-        "backend": backend,
-        "version": None,
-        "devices": [],
-        "built_with_cuda": None,
-        "error": None,
-    }
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of the output
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # JAX must not grab 75% of GPU memory just to list devices
@@ -495,22 +502,20 @@ def probe_framework(backend: str | None = None, timeout_s: float = 60) -> dict[s
             check=False,
         )
     except subprocess.TimeoutExpired:
-        result["error"] = f"Asking {backend} for its devices took longer than {timeout_s:g} s; the probe was stopped."
-        return result
+        return FrameworkProbe(backend=backend, error=f"Asking {backend} for its devices took longer than "
+                                                     f"{timeout_s:g} s; the probe was stopped.")
     except OSError as exc:
-        result["error"] = f"Could not start {sys.executable} to probe {backend}: {exc}"
-        return result
+        return FrameworkProbe(backend=backend, error=f"Could not start {sys.executable} to probe {backend}: {exc}")
     for line in reversed(completed.stdout.splitlines()):
         if line.startswith("BENCH_PROBE_JSON:"):
             try:
-                result.update(json.loads(line.removeprefix("BENCH_PROBE_JSON:")))
-            except json.JSONDecodeError as exc:
-                result["error"] = f"The {backend} probe printed unreadable output: {exc}"
-            return result
+                return FrameworkProbe.model_validate_json(line.removeprefix("BENCH_PROBE_JSON:"))
+            except ValidationError as exc:
+                return FrameworkProbe(backend=backend, error=f"The {backend} probe printed unreadable output: "
+                                                             f"{exc.errors(include_url=False)[0]['msg']}")
     stderr_lines = [line for line in completed.stderr.splitlines() if line.strip()]
     last = stderr_lines[-1] if stderr_lines else "no output"
-    result["error"] = f"The {backend} probe exited with code {completed.returncode}: {last}"
-    return result
+    return FrameworkProbe(backend=backend, error=f"The {backend} probe exited with code {completed.returncode}: {last}")
 
 
 def _cpu_info() -> CpuInfo:

@@ -129,17 +129,17 @@ def _framework(backend: str, timeout_s: float, vendor: str = "nvidia") -> tuple[
     worker would."""
     built = devices.framework_gpu_build(backend, vendor)
     probe = devices.probe_framework(backend, timeout_s=timeout_s)
-    found = [str(d) for d in probe.get("devices") or []]
+    found = probe.devices
     listed = [d for d in found if any(word in d.upper() for word in ("GPU", "CUDA", "ROCM", "MPS", "XPU", "TPU"))]
-    version = probe.get("version") or "not installed"
+    version = probe.version or "not installed"
     build = devices.GPU_BUILD.get(vendor, "GPU")
     name = f"framework with {build}, listing the GPU"
     fixes = VENDOR_FRAMEWORK_FIX.get(vendor, CUDA_BUILD_FIX)
     fix = fixes.get(backend, "")
     seen = f"{backend} {version}; built with {build}: {_word(built)}; devices it lists: {found or 'none'}"
-    if probe.get("error") and not found:
-        status = UNKNOWN if "longer than" in str(probe["error"]) else MISSING
-        return Check(name, status, f"{seen} ({probe['error']})", fix), False
+    if probe.error and not found:
+        status = UNKNOWN if "longer than" in probe.error else MISSING
+        return Check(name, status, f"{seen} ({probe.error})", fix), False
     if listed and built is not False:
         return Check(name, OK, seen), True
     return Check(name, MISSING, seen, fix), False

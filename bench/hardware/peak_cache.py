@@ -103,9 +103,9 @@ class PeakEntry(Record):
     def updated(self, **fields: Any) -> PeakEntry:
         """A copy with ``fields`` set; one set to None is left out when written (the cache clears ``beaten_by``
         so), one newly set is written after the keys the entry was read with."""
-        new = self.model_copy(update=fields)
-        kept = {k for k in new.model_fields_set if fields.get(k, True) is not None}
-        object.__setattr__(new, "__pydantic_fields_set__", kept)
+        held = {k: v for k, v in self.model_dump(exclude_unset=True).items() if k not in fields}
+        new = type(self).model_validate({**held, **{k: v for k, v in fields.items() if v is not None}})
+        new._order = self._order
         return new
 
 

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bench.vocab import settings
-from bench.vocab.errors import RecordError
+from bench.vocab.record_base import record_error
 from bench.hardware import devices, lifetime, peak_cache
 from bench.vocab.target import Target
 
@@ -50,6 +51,29 @@ _ROOT = Path(__file__).resolve().parents[2]  # holds the bench package; the chil
 class ProbeError(RuntimeError):
     """The probe could not measure; the message says why and what to do."""
 
+
+class ProbeRequest(BaseModel):
+    """What the probe's child process measures: one device, through one backend, at each matrix side, ``repeats``
+    timed blocks each, for at least ``seconds`` of timed matmuls in all."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    device: str
+    backend: str
+    cpu_threads: int | None = None
+    sizes: tuple[int, ...]
+    repeats: int = 1
+    dtype: str
+    seconds: float
+
+
+class ProbeAnswer(BaseModel):
+    """What the probe's child process answers: the peak it measured, or why it could not."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    peak: peak_cache.PeakEntry | None = None
+    error: str | None = None
 
 
 def default_sizes(device: str) -> tuple[int, ...]:
@@ -105,7 +129,7 @@ def measure_peak(
     dtype: str = "float32",
     seconds: float = 3.0,
     timeout_s: float = 180,
-) -> dict[str, Any]:
+) -> peak_cache.PeakEntry:
     """Time repeated matmuls at each size on ``device`` in a fresh subprocess; never imports the framework here.
 
     Args:
@@ -120,29 +144,31 @@ def measure_peak(
         timeout_s: give up (and end the subprocess) after this many seconds, framework start-up included.
 
     Returns:
-        ``{"device", "backend", "dtype", "size" (the side that gave the peak), "sizes", "repeats", "peak_gflops"
-        (best timed batch at any size), "by_size" (size -> best GFLOP/s), "mean_gflops" (all timed batches),
-        "seconds" (time measured), "matmuls", "threads" (None for a GPU), "measured_at" (epoch seconds),
-        "conditions" (:func:`_conditions`), "hardware_label", "hostname", "framework", "placement"}``.
+        The peak measured: ``device``, ``backend``, ``dtype``, ``size`` (the side that gave the peak), ``sizes``,
+        ``repeats``, ``peak_gflops`` (best timed batch at any size), ``by_size`` (size -> best GFLOP/s),
+        ``mean_gflops`` (all timed batches), ``seconds`` (time measured), ``matmuls``, ``threads`` (None for a GPU),
+        ``measured_at`` (epoch seconds), ``conditions`` (:func:`_conditions`), ``hardware_label``, ``hostname``,
+        ``framework``, ``placement``.
 
     Raises:
         ValueError: malformed arguments (message says what is allowed).
-        ProbeError: the subprocess failed, timed out, or ran somewhere other than ``device``.
+        ProbeError: the subprocess failed, timed out, ran somewhere other than ``device``, or answered what does not
+        read as a peak (its field named).
     """
     backend = (backend or "").strip().lower() or settings.default_backend()
     chosen = [size] if size is not None else list(sizes) if sizes is not None else list(default_sizes(device))
     _check_args(device, cpu_threads, chosen, dtype, seconds, repeats)
-    params = {"device": device.strip().lower(), "backend": backend, "cpu_threads": cpu_threads, "sizes": chosen,
-              "repeats": repeats, "dtype": dtype, "seconds": float(seconds)}
+    request = ProbeRequest(device=device.strip().lower(), backend=backend, cpu_threads=cpu_threads,
+                           sizes=tuple(chosen), repeats=repeats, dtype=dtype, seconds=float(seconds))
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), settings.env("PYTHONPATH", env)) if p)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # JAX must not grab most of the GPU for two matrices
     busy_before = psutil.cpu_percent(interval=0.5)
     wall0, busy0, own0 = time.monotonic(), _busy_cpu_seconds(), _children_cpu_seconds()
     try:
         completed = subprocess.run(
-            [sys.executable, "-m", "bench.hardware.probe", "--child", json.dumps(params)],
+            [sys.executable, "-m", "bench.hardware.probe", "--child", request.model_dump_json()],
             capture_output=True, text=True, timeout=timeout_s, env=env, cwd=str(_ROOT), check=False,
         )
     except subprocess.TimeoutExpired:
@@ -155,14 +181,10 @@ def measure_peak(
     wall, busy, own = time.monotonic() - wall0, _busy_cpu_seconds() - busy0, _children_cpu_seconds() - own0
     for line in reversed(completed.stdout.splitlines()):
         if line.startswith(_MARKER):
-            try:
-                result = json.loads(line.removeprefix(_MARKER))
-            except json.JSONDecodeError as exc:
-                raise ProbeError(f"The matmul probe printed unreadable output ({exc}); run it again.") from exc
-            if result.get("error"):
-                raise ProbeError(f"The {device} matmul probe failed: {result['error']}")
-            result["conditions"] = _conditions(busy_before, busy - own, wall)
-            return result
+            answer = _answer(device, line.removeprefix(_MARKER))
+            if answer.peak is None:
+                raise ProbeError(f"The {device} matmul probe failed: {answer.error or 'no peak and no reason'}")
+            return answer.peak.updated(conditions=_conditions(busy_before, busy - own, wall))
     stderr_lines = [line for line in completed.stderr.splitlines() if line.strip()]
     last = stderr_lines[-1] if stderr_lines else "no output"
     raise ProbeError(
@@ -171,7 +193,16 @@ def measure_peak(
     )
 
 
-def _conditions(busy_before: float | None, others_cpu_s: float, wall_s: float) -> dict[str, Any]:
+def _answer(device: str, text: str) -> ProbeAnswer:
+    """The child's answer read from its JSON line; ProbeError naming the field that does not read."""
+    try:
+        return ProbeAnswer.model_validate_json(text)
+    except ValidationError as exc:
+        reason = str(record_error(exc, ProbeAnswer, "the matmul probe's result", text)).split("; fix the file")[0]
+        raise ProbeError(f"The {device} matmul probe gave an unusable result: {reason}; run it again.") from None
+
+
+def _conditions(busy_before: float | None, others_cpu_s: float, wall_s: float) -> peak_cache.PeakConditions:
     """What else the machine did around a probe: ``busy_before_percent`` (whole-machine CPU in the half second
     before), ``others_cpu_percent`` (CPU time of every process but the probe during it, as a share of all cores)
     and ``load_avg_1m``; each None where not known."""
@@ -181,17 +212,16 @@ def _conditions(busy_before: float | None, others_cpu_s: float, wall_s: float) -
         load = os.getloadavg()[0]
     except (AttributeError, OSError):  # pragma: no cover - non-Unix
         load = None
-    return {"busy_before_percent": busy_before, "others_cpu_percent": others, "load_avg_1m": load}
+    return peak_cache.PeakConditions(busy_before_percent=busy_before, others_cpu_percent=others, load_avg_1m=load)
 
 
 # -- the child side: runs in its own process ----------------------------------------------------------------------
-def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
+def _measure_here(request: ProbeRequest) -> peak_cache.PeakEntry:
     """Set up the environment, import the framework and time the matmuls (the body of the probe subprocess)."""
     from bench.training import framework as setup
 
-    device, backend, threads = params["device"], params["backend"], params.get("cpu_threads")
-    sizes = [int(s) for s in params.get("sizes") or [params.get("size", 2048)]]
-    repeats, dtype, budget_s = int(params.get("repeats", 1)), str(params["dtype"]), float(params["seconds"])
+    device, backend, threads = request.device, request.backend, request.cpu_threads
+    sizes, repeats, dtype, budget_s = list(request.sizes), request.repeats, request.dtype, request.seconds
     setup.prepare_environment({"device": device, "backend": backend, "cpu_threads": threads})
     hw = devices.discover()  # after prepare_environment: a GPU probe sees only its own GPU
     if backend == "torch":  # before Keras loads: on a Mac its torch backend would take MPS for a CPU probe too
@@ -247,34 +277,34 @@ def _measure_here(params: dict[str, Any]) -> dict[str, Any]:
     else:
         label = hw.gpus[0].name if hw.gpus else device
     best_size = max(by_size, key=lambda k: by_size[k])
-    return {
-        "device": device,
-        "backend": backend,
-        "dtype": dtype,
-        "size": int(best_size),
-        "sizes": sizes,
-        "repeats": repeats,
-        "peak_gflops": by_size[best_size],
-        "by_size": by_size,
-        "mean_gflops": flops_done / timed_s / 1e9,
-        "seconds": timed_s,
-        "matmuls": matmuls,
-        "threads": (threads or devices.all_cores()) if device == "cpu" else None,
-        "measured_at": time.time(),
-        "hardware_label": label,
-        "hostname": socket.gethostname(),
-        "framework": framework,
-        "placement": placement,
-    }
+    return peak_cache.PeakEntry(
+        device=device,
+        backend=backend,
+        dtype=dtype,
+        size=int(best_size),
+        sizes=tuple(sizes),
+        repeats=repeats,
+        peak_gflops=by_size[best_size],
+        by_size=by_size,
+        mean_gflops=flops_done / timed_s / 1e9,
+        seconds=timed_s,
+        matmuls=matmuls,
+        threads=(threads or devices.all_cores()) if device == "cpu" else None,
+        measured_at=time.time(),
+        hardware_label=label,
+        hostname=socket.gethostname(),
+        framework=framework,
+        placement=placement,
+    )
 
 
 def _child_main(raw: str) -> int:
     lifetime.exit_with_parent()  # a server stopped mid-probe takes its probe with it
     try:
-        result = _measure_here(json.loads(raw))
+        answer = ProbeAnswer(peak=_measure_here(ProbeRequest.model_validate_json(raw)))
     except Exception as exc:  # noqa: BLE001 - reported to the parent as data, which raises ProbeError
-        result = {"error": f"{type(exc).__name__}: {exc}"}
-    print(_MARKER + json.dumps(result), flush=True)
+        answer = ProbeAnswer(error=f"{type(exc).__name__}: {exc}")
+    print(_MARKER + answer.model_dump_json(exclude_unset=True), flush=True)
     return 0
 
 
@@ -301,8 +331,7 @@ def cached_peak(
         ``last_probe_gflops``) with ``from_cache`` set.
 
     Raises:
-        ValueError, ProbeError: as :func:`measure_peak` (only when a measurement is needed); ProbeError too when the
-        probe's result does not read as a peak (its field named).
+        ValueError, ProbeError: as :func:`measure_peak` (only when a measurement is needed).
     """
     path = peak_cache.path_of(cache_path)
     backend = (kw.pop("backend", None) or "").strip().lower() or settings.default_backend()
@@ -312,12 +341,7 @@ def cached_peak(
     hit = peak_cache.read(path).get(key)
     if not refresh and hit is not None and peak_cache.is_plausible(hit) and not hit.stale:
         return hit.updated(from_cache=True)
-    result = measure_peak(device, backend=backend, cpu_threads=cpu_threads, **kw)
-    try:  # the child process's message: typed where it enters
-        measured = peak_cache.PeakEntry.model_validate(result, path="the matmul probe's result")
-    except RecordError as exc:
-        raise ProbeError(f"The {device} matmul probe gave an unusable result: {str(exc).split('; fix the file')[0]}; "
-                         "run it again.") from None
+    measured = measure_peak(device, backend=backend, cpu_threads=cpu_threads, **kw)
     peaks = peak_cache.read(path)  # re-read: another process may have added entries meanwhile
     peaks[key] = peak_cache.keep_best(peaks.get(key), measured)
     peak_cache.write(path, peaks)

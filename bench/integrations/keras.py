@@ -60,7 +60,7 @@ _NAME = TypeAdapter(limits.Name)
 _Hook = TypeVar("_Hook", bound=Callable[..., None])
 
 
-class _Events(queue.Queue):  # type: ignore[type-arg]  # of event dicts
+class _Events(queue.Queue):  # type: ignore[type-arg]  # of worker events
     """The run's events on their way to its recording thread, the first progress event only: the batch progress a
     worker reports (up to ten a second) would wake that thread as often, each wake taking the GIL from the training
     thread, and no other process sees it (a dashboard reads this run's epochs from the store). The first one marks
@@ -70,8 +70,8 @@ class _Events(queue.Queue):  # type: ignore[type-arg]  # of event dicts
         super().__init__()
         self._progressed = False
 
-    def put(self, item: dict[str, Any], block: bool = True, timeout: float | None = None) -> None:
-        if item.get("type") == events.PROGRESS:
+    def put(self, item: events.WorkerEvent, block: bool = True, timeout: float | None = None) -> None:
+        if isinstance(item, events.Progress):
             if self._progressed:
                 return
             self._progressed = True
@@ -86,7 +86,7 @@ def device_of(placement: str) -> str:
         return "cpu"
     digits = re.findall(r"(\d+)", placement.rsplit("/", 1)[-1]) or ["0"]
     index = int(digits[-1])
-    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    visible = [v.strip() for v in settings.env("CUDA_VISIBLE_DEVICES").split(",") if v.strip()]
     if index < len(visible) and visible[index].isdigit():
         index = int(visible[index])
     return f"gpu:{index}"
@@ -285,7 +285,7 @@ class BenchCallback(keras.callbacks.Callback):
                 _stop(sampler)
             return None
 
-    def _close(self, last: dict[str, Any]) -> None:
+    def _close(self, last: events.WorkerEvent) -> None:
         """The run's last event; wait for its recording thread to store the outcome, then stop renewing its
         heartbeat."""
         thread = self._recording
@@ -338,7 +338,7 @@ def _framework() -> str:
     """The backend and its version, as a worker reports them ("jax 0.4.30")."""
     backend = keras.config.backend()
     try:
-        module = __import__({"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}.get(backend, backend))
+        module = __import__(backend)
         return f"{backend} {module.__version__}"
     except Exception:  # noqa: BLE001 - a version is a label, never a reason to fail
         return backend

@@ -6,6 +6,7 @@ no run queue; bench.lab.room drives it."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -30,7 +31,7 @@ class Ticket(Generic[T]):
 class FairQueue(Generic[T]):
     cap: int
     _queues: dict[str, list[Ticket[T]]] = field(default_factory=dict)  # student -> queued tickets, oldest first
-    _served: dict[str, int] = field(default_factory=dict)  # student -> runs handed so far
+    _served: Counter[str] = field(default_factory=Counter)  # student -> runs handed so far (0 for one not served)
     _next_id: int = 1
 
     def add(self, student: str, item: T) -> Ticket[T]:
@@ -48,7 +49,7 @@ class FairQueue(Generic[T]):
         return len(self._queues.get(student, ()))
 
     def served(self, student: str) -> int:
-        return self._served.get(student, 0)
+        return self._served[student]
 
     def __len__(self) -> int:
         return sum(len(q) for q in self._queues.values())
@@ -56,7 +57,7 @@ class FairQueue(Generic[T]):
     def _picks(self) -> Iterator[Ticket[T]]:
         """The tickets in the order they will be handed, without handing them."""
         heads = {s: 0 for s, q in self._queues.items() if q}
-        served = {s: self._served.get(s, 0) for s in heads}
+        served = {s: self._served[s] for s in heads}
         while heads:
             student = min(heads, key=lambda s: (served[s], self._queues[s][heads[s]].id))
             yield self._queues[student][heads[student]]
@@ -78,7 +79,7 @@ class FairQueue(Generic[T]):
         ticket = next(self._picks(), None)
         if ticket is not None:
             self._queues[ticket.student].remove(ticket)
-            self._served[ticket.student] = self._served.get(ticket.student, 0) + 1
+            self._served[ticket.student] += 1
         return ticket
 
     def remove(self, ticket_id: int) -> Ticket[T] | None:

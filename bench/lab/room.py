@@ -5,7 +5,7 @@ the store as a normal run marked with the lab and the student (``info.lab``). On
 (``ClusterLauncher.lanes``: a CPU node one run, a GPU node one a GPU), in the fair queue's order, and the launcher
 places each alone on a free one; the board names each run's node.
 
-One thread (``bench-lab``) is woken by the run queue's changes (JobManager.on_change) and by each submission: it
+One thread (``bench-lab``) is woken by the run queue's changes (JobManager.changes) and by each submission: it
 hands the next run when a lane is free and publishes the board when what it shows changed, at most every
 PUBLISH_MIN_S; listeners (the JSON API's waiting requests) are told the board's new version. Tests drive the same
 steps (:meth:`LabRoom.pump`, :meth:`LabRoom.publish`) without the thread.
@@ -101,7 +101,7 @@ class LabRoom:
             state_path = manager.store.path.parent / STATE_FILE
         self._state_path = state_path
         self._restore()
-        manager.on_change(self._poke)
+        manager.changes.add(self._poke)
         self._thread: threading.Thread | None = None
         if thread:
             self._thread = threading.Thread(target=self._loop, name="bench-lab", daemon=True)
@@ -224,11 +224,8 @@ class LabRoom:
         return SubmitAnswer(ticket=ticket.id, position=position or 0, student=shown.name, token=known[1])
 
     # -- the board ---------------------------------------------------------------------------------------------------
-    @property
-    def version(self) -> int:
-        return self._version
-
     def board(self) -> Board:
+        """The board as last published (its ``version`` rises with each change it shows)."""
         with self._lock:
             return self._board
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import textwrap
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -56,10 +57,10 @@ def _label(row: M.Row, *, baseline: bool) -> str:
 
 def _unique(labels: list[str]) -> list[str]:
     """Labels made unique (two machines may share a name): a repeated one gets a number, or its bars would merge."""
-    seen: dict[str, int] = {}
+    seen: Counter[str] = Counter()
     out = []
     for label in labels:
-        seen[label] = seen.get(label, 0) + 1
+        seen[label] += 1
         out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
     return out
 

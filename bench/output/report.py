@@ -21,6 +21,7 @@ import math
 import os
 import time
 import zipfile
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,7 @@ def hardware_label(hw: RecordedHardware | None) -> str:
     if hw.label:
         return hw.label
     if hw.gpus and not hw.gpu_reason:
-        counts: dict[str, int] = {}
-        for gpu in hw.gpus:
-            counts[gpu.name or "GPU"] = counts.get(gpu.name or "GPU", 0) + 1
+        counts = Counter(gpu.name or "GPU" for gpu in hw.gpus)
         return " + ".join(f"{name} x{count}" for name, count in counts.items())
     if hw.cpu is None:
         return "unknown hardware"

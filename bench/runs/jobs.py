@@ -25,6 +25,7 @@ from bench.analysis import compare, sweeps
 from bench.vocab.errors import RunActiveError, RunUnreadable
 from bench.vocab.config import RunConfig
 from bench.hardware import devices
+from bench.runs.changes import Listeners
 from bench.runs.groups import GroupRegistry
 from bench.runs.peaks import PeakQueue
 from bench.runs.prestart import PRESTART_DELAY_S, SparePool
@@ -34,13 +35,13 @@ from bench.vocab.run_info import RunError, RunInfo
 from bench.runs.run_state import TERMINAL, RunGroup, RunSnapshot, RunState, finish, snapshot_of
 from bench.runs.run_writer import RunWriter
 from bench.store import Store, StoreError
+from bench.runs.stored_view import StoredView
 from bench.runs.supervisor import SamplerFactory, Supervisor, default_sampler
 from bench.runs.worker_process import start_worker_process
 
 __all__ = ["JobManager", "RunActiveError", "RunSnapshot", "TERMINAL", "default_sampler", "start_worker_process",
            "PRESTART_DELAY_S"]
 log = logging.getLogger(__name__)
-STORED_REFRESH_S = 2.0  # a run of another process, shown from the store, is re-read at most this often
 FinishedHook = Callable[[records.RunRecord], None]
 # called once a group's runs have all ended, with the group and the records of its runs that trained
 # a group's document as the CLI writes the same comparison or sweep; None for a group that is neither (a lesson step)
@@ -101,9 +102,9 @@ class JobManager:
         # to this hook, not to the finished-run hook of the same name)
         self.group_hooks: dict[str, GroupHook] = {}
         self._groups_handed: set[int] = set()
-        self._change_listeners: list[Callable[[], None]] = []  # on_change
-        self._stored_view: tuple[float, RunSnapshot | None] | None = None  # (read at, latest stored run)
-        self._stored_version: tuple[int, str, int, int] | None = None
+        # told of every change (a run queued, started, a phase, a sample, an epoch, its end): the live feed listens
+        self.changes = Listeners()
+        self.stored = StoredView(store)  # the store's newest run: another process's, or one from before a restart
         self.writer = RunWriter(store, self._lock)
         self.pool = SparePool(self._ctx, self._log_path)
         self.peaks = PeakQueue(store, enqueue=self._enqueue_task, own_runs=self._runs,
@@ -114,7 +115,7 @@ class JobManager:
             self.pool.prestart_later(PRESTART_DELAY_S)
         if store is not None:
             try:
-                self.interrupted_at_start = store.mark_orphans_interrupted()
+                self.interrupted_at_start = store.owners.mark_orphans_interrupted()
             except StoreError as exc:
                 log.warning("%s", exc)
             self.writer.start_keeper(self._all_states)
@@ -191,7 +192,7 @@ class JobManager:
             except RunUnreadable:  # a row this version cannot read is not running here: it may go
                 stored = None
             if stored is not None and stored.status in records.ACTIVE and state is None:
-                owner = self.store.owner_of(row)
+                owner = self.store.owners.owner_of(row)
                 where = f"{owner.pid} on {owner.host}" if owner is not None else "no owner recorded"
                 raise RunActiveError(f"Run #{run_id} is {stored.status} in another process ({where}): "
                                      "stop it there first.")
@@ -199,7 +200,7 @@ class JobManager:
         with self._lock:
             self._runs.pop(run_id, None)
             self._stop_events.pop(run_id, None)
-            self._stored_view = self._stored_version = None
+            self.stored.forget()
             self._wake.notify_all()
 
     def snapshot(self, run_id: int) -> RunSnapshot | None:
@@ -219,7 +220,7 @@ class JobManager:
             if queued:
                 return self._snapshot_locked(self._runs[queued[0]])
             own = bool(self._runs)
-        stored = self.latest_stored()
+        stored = self.stored.latest()
         with self._lock:
             if stored is not None and stored.active and stored.id not in self._runs:
                 return stored  # another process's run, live: it is what this machine is training now
@@ -227,35 +228,6 @@ class JobManager:
                 latest = max(self._runs.values(), key=lambda s: s.created_at)
                 return self._snapshot_locked(latest)
         return stored
-
-    def latest_stored(self) -> RunSnapshot | None:
-        """The newest run in the store as a snapshot: after a restart, or one another process runs (it grows live).
-        The store is asked at most every STORED_REFRESH_S whether that run changed, and read again only if it did;
-        None without a store or runs."""
-        now = time.monotonic()
-        view = self._stored_view
-        if view is not None and now - view[0] < STORED_REFRESH_S:
-            return view[1]
-        snap = view[1] if view is not None else None
-        if self.store is not None:
-            try:
-                if snap is not None and snap.active:
-                    self.store.mark_orphans_interrupted()  # the other process may have died meanwhile
-                version = self.store.latest_run_version()
-                if version is None:
-                    snap = None
-                elif version != self._stored_version:
-                    run = self.store.get_run(version[0])
-                    owner = None
-                    if run is not None and run.status not in TERMINAL:
-                        found = self.store.owner_of(version[0])
-                        owner = f"process {found.pid} on {found.host}" if found is not None else "another process"
-                    snap = RunSnapshot.from_stored(run, owner=owner) if run is not None else None
-                self._stored_version = version
-            except StoreError as exc:
-                log.debug("latest stored run unavailable: %s", exc)
-        self._stored_view = (now, snap)
-        return snap
 
     def snapshots(self) -> list[RunSnapshot]:
         with self._lock:
@@ -266,36 +238,38 @@ class JobManager:
             return [q for q in self._queue if isinstance(q, int)]
 
     def wait(self, run_id: int, timeout_s: float | None = None) -> RunSnapshot:
-        """Block until the run ends (or the timeout passes); returns the latest snapshot. Woken by the run's changes
-        (``_changed``, a stop of a queued run) on the manager's own Condition: no polling.
+        """Block until the run ends (or the timeout passes); returns the latest snapshot.
 
         Raises:
             KeyError: no such run here (or it was deleted while waited on).
         """
         with self._wake:
-            state = self._runs.get(run_id)
-            if state is None:
-                raise KeyError(f"no run {run_id}")
-            self._wake.wait_for(lambda: self._runs.get(run_id) is not state or state.status in TERMINAL, timeout_s)
-            if self._runs.get(run_id) is not state:
-                raise KeyError(f"no run {run_id}")
+            state = self._wait_until(run_id, lambda s: s.status in TERMINAL, timeout_s)
             return self._snapshot_locked(state)
 
-    def wait_first_batch(self, run_id: int, timeout_s: float, poll_s: float = 0.02) -> bool:
+    def wait_first_batch(self, run_id: int, timeout_s: float) -> bool:
         """Block until the run has reported its first finished batch or ended, at most ``timeout_s``; whether it
         did. The Train page waits so after Start on a pre-started worker, whose first batch comes within about a
         second: the page's first redraw then shows it, rather than the refresh after."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            with self._lock:
-                state = self._runs.get(run_id)
-                if state is None:
-                    raise KeyError(f"no run {run_id}")
-                if state.progress or state.status in TERMINAL:
-                    return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(poll_s)
+        with self._wake:
+            state = self._wait_until(run_id, lambda s: s.progress is not None or s.status in TERMINAL, timeout_s)
+            return state.progress is not None or state.status in TERMINAL
+
+    def _wait_until(self, run_id: int, done: Callable[[RunState], bool], timeout_s: float | None) -> RunState:
+        """Wait (holding ``_wake``) until ``done`` holds for the run or the timeout passes; its state then. Woken by
+        the run's changes (``_changed``: its first batch, samples, epochs, end; a stop of a queued run) on the
+        manager's own Condition: no polling.
+
+        Raises:
+            KeyError: no such run here (or it was deleted while waited on).
+        """
+        state = self._runs.get(run_id)
+        if state is None:
+            raise KeyError(f"no run {run_id}")
+        self._wake.wait_for(lambda: self._runs.get(run_id) is not state or done(state), timeout_s)
+        if self._runs.get(run_id) is not state:
+            raise KeyError(f"no run {run_id}")
+        return state
 
     def shutdown(self, timeout_s: float = 10.0) -> None:
         """Stop every run and the dispatcher; a last try at writing what a failing store missed."""
@@ -311,10 +285,6 @@ class JobManager:
         self.peaks.cancel()
         self.writer.close(self._all_states(), timeout_s)
         self.pool.close()
-
-    def spare_state(self) -> str | None:
-        """None (no pre-started worker), "loading" (importing the framework) or "ready"."""
-        return self.pool.state()
 
     # -- internals --------------------------------------------------------------------------------------------------
     def _all_states(self) -> list[RunState]:
@@ -338,19 +308,10 @@ class JobManager:
             self._dispatcher = threading.Thread(target=self._dispatch_loop, name="bench-dispatcher", daemon=True)
             self._dispatcher.start()
 
-    def on_change(self, listener: Callable[[], None]) -> None:
-        """Call ``listener`` (from the thread that made the change, without the lock; it must return at once) when a
-        run is queued, starts, reports a phase, a sample or an epoch, or ends: the live feed publishes on it."""
-        self._change_listeners.append(listener)
-
     def _changed(self) -> None:
         with self._wake:  # wait(): a run may have ended
             self._wake.notify_all()
-        for listener in list(self._change_listeners):
-            try:
-                listener()
-            except Exception:  # noqa: BLE001 - a listener must never stop a run
-                log.exception("a change listener failed")
+        self.changes.tell()
 
     def _dispatch_loop(self) -> None:
         while True:

@@ -132,7 +132,7 @@ class PeakQueue:
         deadline = time.monotonic() + PEAK_WAIT_S
         while time.monotonic() < deadline and not self._stopping():
             try:
-                self._store.mark_orphans_interrupted()
+                self._store.owners.mark_orphans_interrupted()
                 busy = [r.id for r in self._store.list_runs()
                         if r.status in records.ACTIVE and r.id not in self._own_runs]
             except StoreError:

@@ -77,10 +77,10 @@ class Recorder:
                 state.sample_seqs[:half] = state.sample_seqs[:half:2]
         self._changed()
 
-    def apply(self, raw: dict[str, Any]) -> bool:
+    def apply(self, event: events.WorkerEvent) -> bool:
         """Fold one worker event into the run. Returns True when the event ends the run (finished or failed)."""
         state, t0_wall = self.state, self.t0_wall
-        event = events.read(raw)
+        first_batch = isinstance(event, events.Progress) and state.progress is None
         with self._lock:
             self._mark_phase(state, event, t0_wall)
             if isinstance(event, events.Phase):
@@ -97,11 +97,11 @@ class Recorder:
             elif isinstance(event, events.Finished):
                 state.pending_status = Status(event.status) if event.status in TERMINAL else Status.FINISHED
                 state.phase = "finishing"
-            else:
+            elif isinstance(event, events.Failed):
                 state.error = event.error
                 state.pending_status = Status.FAILED
                 state.phase = "finishing"
-        if not isinstance(event, events.Progress):  # a batch's progress goes with the next sample
+        if first_batch or not isinstance(event, events.Progress):  # later batches' progress goes with the next sample
             self._changed()
         if isinstance(event, events.Started):
             self.writer.update(state, status=Status.RUNNING, info=state.info)
@@ -166,7 +166,7 @@ class Recorder:
 
     # -- the parts ----------------------------------------------------------------------------------------------------
     @staticmethod
-    def _mark_phase(state: RunState, event: events.Event, t0_wall: float) -> None:
+    def _mark_phase(state: RunState, event: events.WorkerEvent, t0_wall: float) -> None:
         """Start-up phases for the utilization chart: when each began, seconds from the samples' origin (the first
         progress after the first step starts "training")."""
         phases = state.info.phases or ()

@@ -227,7 +227,7 @@ class RunWriter:
                 ids = [_key(s) for s in current if s.stored and s.status not in TERMINAL]
             try:
                 assert self.store is not None  # the keeper starts only with a store
-                self.store.heartbeat(ids)
+                self.store.owners.heartbeat(ids)
             except StoreError as exc:
                 log.debug("heartbeat not written: %s", exc)
             except Exception:  # noqa: BLE001 - the keeper must outlive any one failure

@@ -25,7 +25,7 @@ from bench.vocab import limits, records
 from bench.vocab.errors import RecordError, RunUnreadable
 from bench.vocab.readings import EXPORT_HINT, is_int, is_number, show_value
 
-# the runs columns a record is read from (the owner's columns are the store's bookkeeping: Store.owner_of)
+# the runs columns a record is read from (the owner's columns are the store's bookkeeping: Owners.owner_of)
 RECORD_COLUMNS = ("id", "created_at", "started_at", "ended_at", "status", "config", "hardware", "info", "error",
                   "summary", "label")
 JSON_COLUMNS = ("config", "hardware", "info", "error", "summary")  # held as JSON text

@@ -23,21 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from bench.analysis import run_summary
-from bench.vocab import records, settings
+from bench.vocab import records
 from bench.vocab.errors import RunLost, RunReplaced, StoreError
-from bench.vocab.readings import is_int, is_number
 from bench.store.bundles import BundleStore
 from bench.store.connection import StoreFile
 from bench.store.identity import SAME_STAMP_S, Owner, RunKey
 from bench.store.imports import ImportLog
+from bench.store.owners import ACTIVE_STATUSES, Owners
 from bench.store.rows import ListingReader, RawRun, RunListing, UnreadableRun, raw_run, read_run, to_column
-
-ACTIVE_STATUSES = records.ACTIVE
 
 
 class Store(StoreFile):
-    """Runs, epochs and samples in one SQLite file; beside them, in the same file, the machine bundles (``bundles``)
-    and the record of what was imported (``imports``)."""
+    """Runs, epochs and samples in one SQLite file; beside them, in the same file, the machine bundles (``bundles``),
+    the record of what was imported (``imports``) and who runs each active run (``owners``)."""
 
     def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float | None = None):
         super().__init__(path, busy_timeout_s=busy_timeout_s)
@@ -45,6 +43,7 @@ class Store(StoreFile):
         self.owner = Owner.current()
         self.bundles = BundleStore(self)
         self.imports = ImportLog(self)
+        self.owners = Owners(self, self._summary)
 
     def _check_run(self, con: sqlite3.Connection, run_id: int) -> None:
         """For a RunKey, that the row under its id is this run's, in the transaction of the write that follows (taken
@@ -125,19 +124,6 @@ class Store(StoreFile):
                  self.owner.host, self.owner.started, now))
             return True
 
-    def heartbeat(self, run_ids: Sequence[int]) -> None:
-        """The owner says it is still running these runs. A RunKey's row is renewed only when it is this run's (a
-        restored store's run under the same id is not kept alive by this process)."""
-        if not run_ids:
-            return
-        now = time.time()
-        with self._op() as con:
-            con.executemany(
-                "UPDATE runs SET heartbeat_at = ? WHERE id = ? AND imported_at IS NULL "
-                "AND (? IS NULL OR abs(created_at - ?) <= ?)",
-                [(now, int(r), stamp, stamp, SAME_STAMP_S)
-                 for r in run_ids for stamp in [r.created_at if isinstance(r, RunKey) else None]])
-
     def add_epoch(self, run_id: int, epoch: dict[str, Any]) -> None:
         """Write (or rewrite) one epoch. A RunKey is checked first (see RunKey)."""
         with self._op() as con:
@@ -173,44 +159,6 @@ class Store(StoreFile):
             self._check_run(con, run_id)
             con.executemany("INSERT OR REPLACE INTO epochs (run_id, epoch, data) VALUES (?, ?, ?)",
                             [(int(run_id), int(e["epoch"]), json.dumps(e)) for e in epochs])
-
-    def mark_orphans_interrupted(self, *, heartbeat_limit_s: float | None = None,
-                                 now: float | None = None) -> list[int]:
-        """Active runs whose owner is gone (see Owner.gone) become ``interrupted``, with a summary of the epochs and
-        samples they kept. A run with no owner recorded (written before owners existed) is judged by its heartbeat,
-        start or creation time. Returns the ids marked."""
-        limit = heartbeat_limit_s if heartbeat_limit_s is not None else settings.heartbeat_limit_s()
-        now = time.time() if now is None else now
-        marks = ",".join("?" * len(ACTIVE_STATUSES))
-        with self._op() as con:
-            rows = con.execute(
-                f"SELECT id, owner_pid, owner_host, owner_started, heartbeat_at, started_at, created_at "
-                f"FROM runs WHERE status IN ({marks})", ACTIVE_STATUSES).fetchall()
-            orphans = []
-            for run_id, pid, host, started, beat, started_at, created_at in rows:
-                beat = _seconds(beat)  # the owner's columns are read, not trusted: a damaged one is not there
-                if is_int(pid) and 0 < pid < 2**31 and isinstance(host, str):
-                    gone = Owner(pid, host, _seconds(started) or 0.0).gone(now, beat, limit)
-                else:
-                    last = beat or _seconds(started_at) or _seconds(created_at)
-                    gone = last is None or now - last > limit
-                if gone:
-                    orphans.append(run_id)
-            if not orphans:
-                return []
-            error = json.dumps({
-                "error_type": "Interrupted",
-                "message": "The process running this run ended before it did (a server or terminal that was closed "
-                           "or killed); the epochs finished before then are kept.",
-                "hint": "Start the run again.",
-            })
-            for run_id in orphans:
-                summary = self._summary(con, run_id)  # None: the run cannot be read (it lists as unreadable)
-                con.execute(
-                    f"UPDATE runs SET status = ?, error = ?, summary = ?, "
-                    f"ended_at = COALESCE(ended_at, heartbeat_at, ?) WHERE id = ? AND status IN ({marks})",
-                    (records.Status.INTERRUPTED.value, error, summary, now, run_id, *ACTIVE_STATUSES))
-            return orphans
 
     def _backfill_summaries(self) -> None:
         """Ended runs without a summary (an outcome written by an older version, or a store that failed at the end)
@@ -261,7 +209,7 @@ class Store(StoreFile):
         row is read by rows.read_run: one odd row never takes the listing down). Runs whose owner is gone are
         marked first."""
         try:
-            self.mark_orphans_interrupted()
+            self.owners.mark_orphans_interrupted()
             self._backfill_summaries()
         except StoreError:  # a read-only store can still be listed
             pass
@@ -289,15 +237,6 @@ class Store(StoreFile):
             samples = self._rows(con, "SELECT t_s, seq, data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))
         return raw_run(rows[0], epochs, samples)
 
-    def owner_of(self, run_id: int) -> Owner | None:
-        """The process that runs (or ran) ``run_id``, as its store row names it; None when no process claimed it."""
-        with self._op() as con:
-            row = con.execute("SELECT owner_pid, owner_host, owner_started FROM runs WHERE id = ?",
-                              (run_id,)).fetchone()
-        if row is None or not is_int(row[0]):
-            return None
-        return Owner(pid=row[0], host=str(row[1] or "?"), started=_seconds(row[2]) or 0.0)
-
     def _is_active(self, run_id: int) -> bool:
         with self._op() as con:
             row = con.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -323,7 +262,7 @@ class Store(StoreFile):
         """
         if self._is_active(run_id):
             try:
-                self.mark_orphans_interrupted()
+                self.owners.mark_orphans_interrupted()
             except StoreError:  # a read-only store can still be read
                 pass
         with self._op() as con:
@@ -352,14 +291,9 @@ class Store(StoreFile):
         return [m for m in members if isinstance(m, records.RunRecord)]
 
 
-def _seconds(value: Any) -> float | None:
-    """A time column of the owner's bookkeeping as a number, None where it holds none."""
-    return float(value) if is_number(value) else None
-
-
 def _without_followers(runs: list[records.RunRecord], imports: dict[Any, Any]) -> list[records.RunRecord]:
     """``runs`` less the members of a multi-worker run whose coordinating member (index 0) is among them, written the
     same way (``imports``: run id -> the import it came from, None for a run measured here): those are read as part
     of its run (Store.get_run gives them as its ``members``)."""
-    led = {(c.id, imports.get(r.id)) for r in runs if (c := r.info.cluster) is not None and c.index == 0}
-    return [r for r in runs if (c := r.info.cluster) is None or c.index == 0 or (c.id, imports.get(r.id)) not in led]
+    led = {(c.id, imports[r.id]) for r in runs if (c := r.info.cluster) is not None and c.index == 0}
+    return [r for r in runs if (c := r.info.cluster) is None or c.index == 0 or (c.id, imports[r.id]) not in led]

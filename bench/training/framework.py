@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from bench.vocab import settings
 from bench.vocab.config import RunConfig
 from bench.hardware import devices
 from bench.training.parallel import Cluster, gpus_taken, requested_devices
@@ -35,7 +36,7 @@ def prepare_environment(config: Config) -> dict[str, str]:
         if cfg.backend == "torch":  # Keras's torch backend would pick a Mac's GPU (MPS) for a CPU run
             changes["KERAS_TORCH_DEVICE"] = "cpu"
         if parallel > 1 and changes["KERAS_BACKEND"] == "jax":  # JAX splits the host into N devices at import
-            kept = [f for f in os.environ.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f]
+            kept = [f for f in settings.env("XLA_FLAGS").split() if "host_platform_device_count" not in f]
             changes["XLA_FLAGS"] = " ".join([*kept, f"--xla_force_host_platform_device_count={parallel}"])
     else:  # gpu:N or gpus: name GPUs by UUID so CUDA's numbering cannot pick a different card than NVML's
         hw = devices.discover()

@@ -17,9 +17,10 @@ import enum
 import json
 import types
 import typing
-from typing import Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 from typing_extensions import Self
 
 from bench.vocab.errors import RecordError
@@ -91,33 +92,60 @@ def _unpaired(value: Any, path: str) -> str | None:
     return None
 
 
-class Record(BaseModel):
+def _arguments(cls: Any, args: tuple[Any, ...], data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a record built in code: by name or the first ones in order, the keys this version does not
+    declare under ``extra``; a SPARSE record's None left out where None is the default (a reading not taken)."""
+    names = cls.model_fields
+    if args:
+        data = {**dict(zip(names, args)), **data}
+    if isinstance(data.get("extra"), dict) and "extra" not in names:
+        data = {**data.pop("extra"), **data}
+    if cls.SPARSE:
+        data = {k: v for k, v in data.items() if v is not None or k not in names or names[k].is_required()
+                or names[k].get_default(call_default_factory=True) is not None}
+    return data
+
+
+def _whole(record: Any) -> Any:
+    """A record built in code holds every field as given (``model_fields_set``), so it is written whole (a SPARSE
+    record without its None fields); one read holds the keys it was read with."""
+    unset = {k: getattr(record, k) for k in type(record).model_fields if k not in record.model_fields_set}
+    if record.SPARSE:
+        unset = {k: v for k, v in unset.items() if v is not None}
+    return record.model_copy(update=unset) if unset else record
+
+
+if TYPE_CHECKING:
+    _Model = BaseModel
+else:
+    class _BuiltInCode(type(BaseModel)):
+        """Where a record is built in code: a class's call (``GpuReading(...)``), which reading never makes
+        (``model_validate`` and the records nested in what it reads are made by pydantic without it). A value out
+        of its type raises the class's ``built_error`` (a RecordError naming the field)."""
+
+        def __call__(cls, /, *args, **data):
+            try:
+                record = super().__call__(**_arguments(cls, args, data))
+            except ValidationError as exc:
+                raise cls.built_error(exc) from None
+            return _whole(record)
+
+    class _Model(BaseModel, metaclass=_BuiltInCode):
+        """Record's base: pydantic's model, built in code through _BuiltInCode."""
+
+
+_JSON: TypeAdapter[Any] = TypeAdapter(JsonValue)
+
+
+class Record(_Model):
     """A record: frozen, its unknown keys kept (``extra``) and written back, its fields typed with bench.vocab.limits."""
 
     model_config = ConfigDict(frozen=True, extra="allow", protected_namespaces=(), revalidate_instances="never",
                               ser_json_inf_nan="null", populate_by_name=True)
-    __pydantic_extra__: dict[str, JsonValue] = Field(init=False)  # type: ignore[assignment]
 
     PATH: ClassVar[str] = ""  # where the record sits when read alone: "info", "summary", "sample"
     NOUN: ClassVar[str] = "JSON object"  # what a list of them is called in a message
     SPARSE: ClassVar[bool] = False  # built in code: written without its None fields
-
-    def __init__(self, /, *args: Any, **data: Any) -> None:
-        """A record built in code (its fields by name, or the first ones in order), every field given or defaulted:
-        written whole (see the module's text). RecordError naming the field when a value is out of its type."""
-        names = type(self).model_fields
-        if args:
-            data = {**dict(zip(names, args)), **data}
-        if isinstance(data.get("extra"), dict) and "extra" not in names:  # the keys this version does not declare
-            data = {**data.pop("extra"), **data}
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise type(self).built_error(exc) from None
-        fields = ({k for k in names if getattr(self, k) is not None} if self.SPARSE else set(names))
-        object.__setattr__(self, "__pydantic_fields_set__", fields | set(self.__pydantic_extra__ or ()))
-
-    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # pydantic's own: nested reads skip it
 
     @classmethod
     def built_error(cls, exc: ValidationError) -> Exception:
@@ -125,10 +153,14 @@ class Record(BaseModel):
         return record_error(exc, cls, cls.PATH)
 
     @model_validator(mode="after")
-    def _extra_is_valid_unicode(self) -> Self:
-        """The unknown keys kept beside a record are held to the one rule every text is: valid Unicode (a lone
+    def _extra_is_json(self) -> Self:
+        """The unknown keys kept beside a record are JSON, held to the one rule every text is: valid Unicode (a lone
         surrogate read from a Python dict, a store row, would else be written back and refused by every reader)."""
-        for key, value in (self.__pydantic_extra__ or {}).items():
+        for key, value in self.extra.items():
+            try:
+                _JSON.validate_python(value)
+            except ValidationError:
+                raise PathError(_key(key), f"must be JSON or null, got {show_value(value)}") from None
             where = _unpaired(value, f"[{key!r}]") if _encodes(key) else f"[{key!r}]"
             if where is not None:
                 raise PathError(where, "must be valid Unicode text (it holds a lone surrogate)")
@@ -157,7 +189,7 @@ class Record(BaseModel):
         order its keys were read in, is not part of it)."""
         if not isinstance(other, BaseModel) or type(other) is not type(self):
             return NotImplemented
-        return self.__dict__ == other.__dict__ and self.__pydantic_extra__ == other.__pydantic_extra__
+        return self.__dict__ == other.__dict__ and self.model_extra == other.model_extra
 
     def __hash__(self) -> int:
         return hash((type(self), *self.__dict__.values()))
@@ -165,7 +197,7 @@ class Record(BaseModel):
     @property
     def extra(self) -> dict[str, Any]:
         """The keys this version does not declare, as they were read: written back as they are."""
-        return self.__pydantic_extra__ or {}
+        return self.model_extra or {}
 
     def carries(self, key: str) -> bool:
         """Whether this record holds ``key`` at all, even as None (one read from a writer that never took a reading
@@ -192,7 +224,7 @@ def record_error(exc: ValidationError, root: type, prefix: str, text: str | byte
     kind, loc = error["type"], error["loc"][skip:]
     if kind == "json_invalid" and text is not None:
         return json_error(text, prefix, error["msg"])
-    cause = (error.get("ctx") or {}).get("error")
+    cause = _cause(error)
     path, spec = _walk(root, loc)
     where = _join(prefix, path)
     if isinstance(cause, PathError):
@@ -206,7 +238,7 @@ def problems(exc: ValidationError, root: type) -> list[str]:
     person entered (a form, the command line), with no file to fix."""
     found: list[str] = []
     for error in exc.errors(include_url=False):
-        cause = (error.get("ctx") or {}).get("error")
+        cause = _cause(error)
         path, spec = _walk(root, error["loc"])
         where = path.removeprefix(".")
         if isinstance(cause, Problems):
@@ -216,6 +248,12 @@ def problems(exc: ValidationError, root: type) -> list[str]:
         else:
             found.append(f"{where or 'the ' + root.__name__} {_problem(error['type'], error, spec)}")
     return found
+
+
+def _cause(error: ErrorDetails) -> Any:
+    """The exception a validator raised behind one of pydantic's errors (a PathError, Problems), or None."""
+    context = error["ctx"] if "ctx" in error else {}
+    return context["error"] if "error" in context else None
 
 
 def _join(prefix: str, path: str) -> str:
@@ -285,7 +323,7 @@ def _aliases(field: Any, name: str) -> bool:
 
 
 def _problem(kind: str, error: Any, spec: _Spec) -> str:
-    got = f", got {show_value(error.get('input'))}"
+    got = f", got {show_value(error['input'])}"
     if kind == "missing":
         return "is missing"
     if kind == "string_unicode":
@@ -295,8 +333,7 @@ def _problem(kind: str, error: Any, spec: _Spec) -> str:
     if kind == "too_short":
         return f"must be a non-empty {_what(spec.base).removeprefix('a ')}{got}"
     if kind == "string_too_long":
-        return f"must be text of at most {error.get('ctx', {}).get('max_length', 0):,} characters, got " \
-               f"{len(error.get('input') or ''):,}"
+        return f"must be text of at most {_limit(error, 'max_length'):,} characters, got {len(error['input'] or ''):,}"
     constraint = kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number",
                           "string_pattern_mismatch")
     if spec.words is not None and (constraint or spec.words.always):
@@ -304,6 +341,12 @@ def _problem(kind: str, error: Any, spec: _Spec) -> str:
     if constraint:
         return f"{error['msg'][0].lower()}{error['msg'][1:]}{got}"
     return f"must be {_what(spec.base)}{' or null' if spec.nullable else ''}{got}"
+
+
+def _limit(error: ErrorDetails, name: str) -> int:
+    """A bound pydantic names in an error's context (``max_length``), 0 where it names none."""
+    context = error["ctx"] if "ctx" in error else {}
+    return int(context[name]) if name in context else 0
 
 
 _WORDS = {str: "text", int: "a whole number", float: "a number", bool: "true or false"}

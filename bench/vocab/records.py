@@ -29,7 +29,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
+from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator
 
 from bench.vocab.config import RunConfig
 from bench.vocab.errors import RecordError
@@ -201,21 +201,18 @@ class Sweep(Record):
     (``sweeps.sweep_row``), the matmul peak per target, and the runs (without their samples)."""
 
     schema_name: Literal["bench.sweep/1"] = Field(default=SWEEP_SCHEMA, alias="schema")
+    runs: tuple[RunRecord, ...] = ()  # read before the rows, which take their sampling interval from them
     rows: Annotated[tuple[SweepRow, ...], Field(min_length=1)]
     peaks_gflops: dict[str, Gflops | None] = {}
-    runs: tuple[RunRecord, ...] = ()
 
-    @model_validator(mode="after")
-    def _intervals(self) -> Sweep:
+    @field_validator("rows")
+    @classmethod
+    def _intervals(cls, rows: tuple[SweepRow, ...], info: ValidationInfo) -> tuple[SweepRow, ...]:
         """A row written before rows carried their sampling interval takes its run's."""
-        by_id = {r.id: r for r in self.runs}
-        if all(r.carries("sample_interval_s") or r.run_id not in by_id for r in self.rows):
-            return self
-        rows = tuple(r if r.carries("sample_interval_s") or r.run_id not in by_id else
+        by_id = {r.id: r for r in info.data["runs"]} if "runs" in info.data else {}
+        return tuple(r if r.carries("sample_interval_s") or r.run_id not in by_id else
                      r.model_copy(update={"sample_interval_s": by_id[r.run_id].config.sample_interval_s})
-                     for r in self.rows)
-        object.__setattr__(self, "rows", rows)  # still being read: not yet seen by anyone
-        return self
+                     for r in rows)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SWEEP_SCHEMA, "rows": [r.to_dict() for r in self.rows], "peaks_gflops": self.peaks_gflops,
@@ -374,5 +371,6 @@ def _bundle_schema(data: Any) -> None:
     if not isinstance(data, dict):
         raise RecordError(f"a machine bundle must be a JSON object, got {type(data).__name__}; make one with "
                           "`python -m bench suite --out FILE`")
-    if data.get("schema") != BUNDLE_SCHEMA:
-        raise fail("schema", f"must be {BUNDLE_SCHEMA!r} for a machine bundle, got {show_value(data.get('schema'))}")
+    schema = data.get("schema")
+    if schema != BUNDLE_SCHEMA:
+        raise fail("schema", f"must be {BUNDLE_SCHEMA!r} for a machine bundle, got {show_value(schema)}")

@@ -50,6 +50,27 @@ class LabMark(Record):
     student: Line
 
 
+class RayPlacement(Record):
+    """Where a run on a Ray cluster ran: its node (Ray's id, address, host, kind, accelerator type, custom resources,
+    cores and GPUs), the cluster's address, the resources held for the run, the GPUs Ray gave it, the worker's pid."""
+
+    PATH: ClassVar[str] = "ray"
+    SPARSE: ClassVar[bool] = True
+
+    node_id: Line | None = None
+    node_ip: Line | None = None
+    hostname: Line | None = None
+    kind: Line | None = None
+    accelerator_type: Line | None = None
+    custom_resources: tuple[Line, ...] | None = None
+    cpus: Whole | None = None
+    gpus: Whole | None = None
+    address: Line | None = None
+    held: dict[str, Number] | None = None  # the Ray resources held: num_cpus, num_gpus
+    gpu_ids: tuple[Line, ...] | None = None
+    worker_pid: Whole | None = None
+
+
 class RunInfo(Record):
     """What a run learned while it ran; every field None (or empty) where it was not learned."""
 
@@ -91,6 +112,7 @@ class RunInfo(Record):
     imported_status: Line | None = None  # an imported run that was still active: the status it was exported with
     stored_status: Line | None = None  # a store row whose status this version does not know: what the row says
     lab: LabMark | None = None  # a lab's run: which lab, which student (set when it is queued)
+    ray: RayPlacement | None = None  # a run on a Ray cluster: where it ran (bench.cluster)
 
     def with_phase(self, name: str, t_s: float) -> RunInfo:
         return self.updated(phases=[*(p.to_dict() for p in self.phases or ()), {"phase": name, "t_s": t_s}])

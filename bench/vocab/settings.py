@@ -30,17 +30,23 @@ from pathlib import Path
 BACKENDS = ("tensorflow", "jax", "torch")
 
 
+def env(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """The one reading of a variable: its text in ``environ`` (the process environment by default), "" when unset."""
+    source = os.environ if environ is None else environ
+    return source[name] if name in source else ""
+
+
 def store_path() -> Path:
     """Where the SQLite store lives (BENCH_STORE overrides)."""
-    raw = os.environ.get("BENCH_STORE")
+    raw = env("BENCH_STORE")
     if raw:
         return Path(raw).expanduser()
     return Path.home() / ".local" / "share" / "bench" / "runs.sqlite3"
 
 
 def _float_env(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
+    raw = env(name)
+    if raw == "":
         return default
     try:
         value = float(raw)
@@ -76,11 +82,10 @@ def heartbeat_limit_s() -> float:
 DEFAULT_BACKEND = "tensorflow"
 
 
-def default_backend(env: Mapping[str, str] | None = None) -> str:
-    """The Keras backend in force: ``KERAS_BACKEND`` of ``env`` (the process environment by default), stripped and
+def default_backend(environ: Mapping[str, str] | None = None) -> str:
+    """The Keras backend in force: ``KERAS_BACKEND`` of ``environ`` (the process environment by default), stripped and
     lowercased; "tensorflow" when unset or empty."""
-    env = os.environ if env is None else env
-    return (env.get("KERAS_BACKEND") or DEFAULT_BACKEND).strip().lower() or DEFAULT_BACKEND
+    return (env("KERAS_BACKEND", environ) or DEFAULT_BACKEND).strip().lower() or DEFAULT_BACKEND
 
 
 ON = ("1", "true", "yes", "on")
@@ -95,7 +100,7 @@ def switch(name: str, default: bool, environ: Mapping[str, str] | None = None, *
     Raises:
         ValueError: the variable holds anything else (the message names it and the values it takes).
     """
-    raw = (os.environ if environ is None else environ).get(name, "").strip().lower()
+    raw = env(name, environ).strip().lower()
     if not raw:
         return default
     if raw in ON:
@@ -117,7 +122,7 @@ def worker_target() -> Callable[..., None] | None:
     Raises:
         ValueError: the variable is not "module:name", or names nothing callable.
     """
-    raw = os.environ.get("BENCH_WORKER_TARGET", "").strip()
+    raw = env("BENCH_WORKER_TARGET").strip()
     if not raw:
         return None
     module, _, name = raw.partition(":")
@@ -158,7 +163,7 @@ def mlflow_uri() -> str | None:
     Raises:
         ValueError: the variable is set to something that is not a tracking URI.
     """
-    raw = os.environ.get("BENCH_MLFLOW_URI", "").strip()
+    raw = env("BENCH_MLFLOW_URI").strip()
     if not raw:
         return None
     try:
@@ -169,4 +174,4 @@ def mlflow_uri() -> str | None:
 
 def mlflow_experiment() -> str:
     """The MLflow experiment runs are logged under (BENCH_MLFLOW_EXPERIMENT; default "bench")."""
-    return os.environ.get("BENCH_MLFLOW_EXPERIMENT", "").strip() or "bench"
+    return env("BENCH_MLFLOW_EXPERIMENT").strip() or "bench"

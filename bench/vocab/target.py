@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NamedTuple
 
@@ -133,16 +133,13 @@ class Target:
 
     @classmethod
     def of(cls, source: Any) -> Target:
-        """The target of a RunConfig, of a run record (its ``config``) or of a config dict.
+        """The target of a RunConfig or of a run record (its ``config``), typed where they were read.
 
         Raises:
             ValueError: the device or thread count stored there is malformed.
         """
-        if isinstance(source, Mapping):
-            inner = source.get("config")
-            config: Mapping[str, Any] = inner if isinstance(inner, Mapping) else source
-            return cls.from_device(config.get("device", "cpu"), config.get("cpu_threads"))
-        return cls.from_device(source.device, source.cpu_threads)
+        config = source.config if hasattr(source, "config") else source
+        return cls.from_device(config.device, config.cpu_threads)
 
     @classmethod
     def _from_match(cls, match: re.Match[str]) -> Target:
@@ -267,9 +264,9 @@ def refuse_duplicates(targets: Sequence[Target], hardware: Any) -> None:
         raise ConfigError(found)
 
 
-def of_config(config: Mapping[str, Any] | Any) -> Target | None:
-    """A run's Target from its config (a RunConfig, a config dict or a run record); None when the device or thread count stored there is malformed (an old or
-    foreign file)."""
+def of_config(config: Any) -> Target | None:
+    """A run's Target from its config (a RunConfig or a run record); None when the device or thread count stored
+    there is malformed (an old or foreign file)."""
     try:
         return Target.of(config)
     except (ValueError, TypeError, AttributeError):
@@ -287,12 +284,12 @@ def on_gpu(target: Target | None, placement: Any = None) -> bool | None:
 
 
 def text_of_config(config: Any) -> str:
-    """A run's target as text (cpu, cpu/N, gpu:N, gpus), for tables and files, from its RunConfig (or a config dict
-    at the border); its device as stored when that is malformed. :func:`of_config` gives the value itself."""
+    """A run's target as text (cpu, cpu/N, gpu:N, gpus), for tables and files, from its RunConfig; its device as
+    stored when that is malformed. :func:`of_config` gives the value itself."""
     found = of_config(config)
     if found is not None:
         return str(found)
-    device = config.get("device") if isinstance(config, Mapping) else getattr(config, "device", None)
+    device = getattr(config, "device", None)
     return str(device) if device is not None else "?"
 
 

@@ -26,8 +26,7 @@ def quick_framework_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     does); page tests get its answer for this CPU-only machine at once. tests/unit/test_doctor.py runs the real one."""
     from bench.hardware import devices
 
-    def cpu_only(backend: str | None = None, timeout_s: float = 60) -> dict:
-        return {"backend": backend or "tensorflow", "version": "test", "devices": ["CPU:0"], "built_with_cuda": None,
-                "error": None}
+    def cpu_only(backend: str | None = None, timeout_s: float = 60) -> devices.FrameworkProbe:
+        return devices.FrameworkProbe(backend=backend or "tensorflow", version="test", devices=["CPU:0"])
 
     monkeypatch.setattr(devices, "probe_framework", cpu_only)

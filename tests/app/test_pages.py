@@ -119,10 +119,11 @@ def test_start_queues_a_run_and_the_panel_shows_it(monkeypatch):
 @pytest.mark.parametrize("spare", ["ready", "loading", None])
 def test_start_on_a_ready_spare_waits_for_the_first_batch_before_redrawing(monkeypatch, spare):
     from bench.runs.jobs import JobManager
+    from bench.runs.prestart import SparePool
     from ui import live
 
     waits = []
-    monkeypatch.setattr(JobManager, "spare_state", lambda self: spare)
+    monkeypatch.setattr(SparePool, "state", lambda self: spare)
     monkeypatch.setattr(JobManager, "submit", lambda self, config: 41)
     monkeypatch.setattr(JobManager, "wait_first_batch", lambda self, run_id, timeout_s: waits.append((run_id, timeout_s)))
     at = app("pages/train.py").run()

@@ -66,4 +66,4 @@ def test_a_sweep_on_two_nodes_shows_each_point_live_with_its_node(page: Any, clu
     assert len(seen) == 6 and set(seen.values()) == {"node_a", "node_b"}, seen  # every point seen live, with its node
     runs = store_of(cluster_server).list_runs()
     assert len(runs) == 6 and all(r.status == "finished" for r in runs)
-    assert {r.id: r.info.extra["ray"]["kind"].split()[-1] for r in runs} == seen  # stored where it was seen
+    assert {r.id: r.info.ray.kind.split()[-1] for r in runs} == seen  # stored where it was seen

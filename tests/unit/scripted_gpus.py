@@ -343,9 +343,9 @@ def use(monkeypatch: pytest.MonkeyPatch, machine: HostAccess, *, backend: str = 
     monkeypatch.setenv("KERAS_BACKEND", backend)
     monkeypatch.setattr(devices, "framework_gpu_build", lambda name, kind: gpu_build if kind == vendor else None)
 
-    def probe(name: str | None = None, timeout_s: float = 60) -> dict[str, Any]:
-        return {"backend": name or backend, "version": "2.8.0", "devices": LISTS[vendor] if gpu_build else ["CPU:0"],
-                "built_with_cuda": False, "error": None}
+    def probe(name: str | None = None, timeout_s: float = 60) -> devices.FrameworkProbe:
+        return devices.FrameworkProbe(backend=name or backend, version="2.8.0",
+                                      devices=LISTS[vendor] if gpu_build else ["CPU:0"], built_with_cuda=False)
 
     monkeypatch.setattr(devices, "probe_framework", probe)
     nvml.set_module(fake_nvml.missing())

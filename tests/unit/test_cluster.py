@@ -66,7 +66,7 @@ def _config(epochs: int, batch_size: int = 100) -> RunConfig:
 
 
 def _node_of(record: Any) -> str:
-    return str(record.info.extra["ray"]["node_id"])
+    return str(record.info.ray.node_id)
 
 
 def test_the_cluster_lists_both_nodes_with_their_resources_and_hardware(cluster: Any) -> None:
@@ -87,7 +87,7 @@ def test_a_sweep_of_four_points_runs_on_both_nodes_live_and_stored_with_where(cl
     assert manager.groups.of_run(ids[0]).id == group
     live = wait_for(lambda: [s for s in map(manager.snapshot, ids) if s.active and s.epochs and s.samples], 60,
                     "a point's epochs and the node's samples arriving live")
-    assert live[0].info.extra["ray"]["node_id"]  # where it runs, known while it runs
+    assert live[0].info.ray.node_id  # where it runs, known while it runs
     done = [manager.wait(i, timeout_s=90) for i in ids]
     assert [s.status for s in done] == [Status.FINISHED] * 4, [s.error for s in done]
     stored = [manager.store.get_run(i) for i in ids]
@@ -100,8 +100,8 @@ def test_a_sweep_of_four_points_runs_on_both_nodes_live_and_stored_with_where(cl
         assert all(b[0] >= a[1] - 0.5 for a, b in zip(mine, mine[1:])), mine  # never two at once on one node
     for record in stored:
         assert record.status == Status.FINISHED and len(record.epochs) == 3 and record.samples
-        where = record.info.extra["ray"]
-        assert where["custom_resources"] in (["node_a"], ["node_b"]) and where["held"] == {"num_cpus": 1}
+        where = record.info.ray
+        assert where.custom_resources in (("node_a",), ("node_b",)) and where.held == {"num_cpus": 1}
         assert record.hardware.cpu is not None  # the node's own discovery, not the "not placed yet" label
         # epochs on the samples' clock: each epoch ends after it starts, within the run's sampled span
         ends = [e.t_end_s for e in record.epochs]
@@ -121,7 +121,7 @@ def test_a_run_placed_by_a_custom_resource_goes_to_that_node_and_stop_ends_it_in
     assert snap.status == Status.STOPPED and took < 5.0, (snap.status, took)
     record = manager.store.get_run(run_id)
     assert record.status == Status.STOPPED and record.epochs
-    assert record.info.extra["ray"]["custom_resources"] == ["node_b"]
+    assert record.info.ray.custom_resources == ("node_b",)
     manager.shutdown()
 
 
@@ -138,7 +138,7 @@ def test_the_cli_sweeps_on_the_cluster_and_an_unreachable_one_exits_2(cluster: A
     assert out.returncode == 0, out.stderr
     runs = Store(isolated_store).list_runs()
     assert len(runs) == 2 and all(r.status == Status.FINISHED for r in runs)
-    assert all(r.info.extra["ray"]["node_id"] for r in runs)
+    assert all(r.info.ray.node_id for r in runs)
     refused = bench("run", "--cluster", "127.0.0.1:9", "--epochs", "1", timeout=60)
     assert refused.returncode == 2 and "cannot be reached" in refused.stderr, refused.stderr
     assert len(Store(isolated_store).list_runs()) == 2  # nothing queued for the unreachable cluster
@@ -159,7 +159,7 @@ def test_a_supervisor_that_dies_mid_run_leaves_it_interrupted_and_its_node_free(
         child.wait(10)
     run = wait_for(lambda: next((r for r in store.list_runs() if r.status == Status.INTERRUPTED), None), 30,
                    "the orphaned run marked interrupted")
-    assert run.epochs and run.info.extra["ray"]["custom_resources"] == ["node_b"]
+    assert run.epochs and run.info.ray.custom_resources == ("node_b",)
     # its agent ended with its owner, so node_b's cores are free for the next run
     manager = _manager(cluster, tmp_path, epoch_s=0.3, where="node_b")
     after = manager.wait(manager.submit(_config(2)), timeout_s=60)
@@ -173,10 +173,11 @@ def test_a_lost_node_interrupts_its_run_with_its_epochs_and_the_group_goes_on(cl
     ids = manager.groups.latest("sweep").run_ids
     def on_second() -> Any:
         return next((s for s in map(manager.snapshot, ids)
-                     if s.info.extra.get("ray", {}).get("custom_resources") == ["node_b"] and len(s.epochs) >= 2), None)
+                     if s.info.ray is not None and s.info.ray.custom_resources == ("node_b",)
+                     and len(s.epochs) >= 2), None)
 
     doomed = wait_for(on_second, 60, "a run on the second node with two epochs")
-    second = doomed.info.extra["ray"]["node_id"]
+    second = doomed.info.ray.node_id
     cluster.remove_node(cluster.second)
     lost = manager.wait(doomed.id, timeout_s=60)
     assert lost.status == Status.INTERRUPTED, (lost.status, lost.error)

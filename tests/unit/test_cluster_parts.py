@@ -12,6 +12,7 @@ import pytest
 from bench.cluster.launch import ClusterLauncher, ClusterMachine, demand, slots_needed, suite_targets
 from bench.cluster.nodes import Node, NodeMachine, Placement, address_of
 from bench.vocab.config import ConfigError, RunConfig
+from bench.vocab.errors import RecordError
 from bench.hardware.monitor import Sample
 from ui import metrics_route
 from bench.vocab.records import Status
@@ -64,16 +65,22 @@ def test_the_cluster_trains_as_many_runs_at_once_as_it_has_devices_for_them() ->
     assert launcher.lanes([cpu]) == 1, "never none: a run handed waits for a node to join"
 
 
-@pytest.mark.parametrize("extra, label", [
-    ({"ray": {"node_id": GPU_NODE.id, "kind": "H100", "address": "10.0.0.5:6379"}}, "node 95a3640e (H100)"),
-    ({"ray": {"node_id": CPU_NODE.id, "kind": None}}, "node a881ed7e (?)"),
-    ({"ray": {"node_id": CPU_NODE.id, "kind": "CPU\u202elab"}}, "node a881ed7e (?)"),  # not one line of text
-    ({"ray": {"node_id": "../etc", "kind": "CPU"}}, None),
-    ({"ray": {"node_id": 7}}, None), ({"ray": "node"}, None), ({}, None),
+@pytest.mark.parametrize("ray, label", [
+    ({"node_id": GPU_NODE.id, "kind": "H100", "address": "10.0.0.5:6379"}, "node 95a3640e (H100)"),
+    ({"node_id": CPU_NODE.id, "kind": None}, "node a881ed7e (?)"),
+    ({"node_id": CPU_NODE.id, "kind": " "}, "node a881ed7e (?)"),
+    ({"node_id": CPU_NODE.id, "kind": "CPU\u202elab"}, "node a881ed7e (?)"),  # not plain text
+    ({"node_id": "../etc", "kind": "CPU"}, None), ({"kind": "CPU"}, None), (None, None),
 ])
-def test_a_runs_node_is_read_from_its_info_once_or_not_at_all(extra: dict, label: str | None) -> None:
-    placement = Placement.of(RunInfo(extra=extra))
+def test_a_runs_node_is_read_from_its_info_once_or_not_at_all(ray: dict | None, label: str | None) -> None:
+    placement = Placement.of(RunInfo.model_validate({"ray": ray} if ray is not None else {}))
     assert (placement.label() if placement else None) == label
+
+
+@pytest.mark.parametrize("ray", [{"node_id": CPU_NODE.id, "kind": "CPU\nlab"}, {"node_id": 7}, "node"])
+def test_a_runs_node_that_is_not_one_line_of_text_is_refused_when_read(ray: object) -> None:
+    with pytest.raises(RecordError, match=r"ray"):
+        RunInfo.model_validate({"ray": ray})
 
 
 def test_the_address_comes_from_the_option_else_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -238,20 +238,20 @@ def test_probe_framework_tensorflow_sees_a_cpu() -> None:
     if not HAS_TENSORFLOW:
         pytest.skip("tensorflow is not installed here")
     result = devices.probe_framework("tensorflow", timeout_s=120)
-    assert result["error"] is None, result
-    assert result["backend"] == "tensorflow"
-    assert result["version"]
-    assert "CPU:0" in result["devices"]
-    assert isinstance(result["built_with_cuda"], bool)
+    assert result.error is None, result
+    assert result.backend == "tensorflow"
+    assert result.version
+    assert "CPU:0" in result.devices
+    assert isinstance(result.built_with_cuda, bool)
 
 
 def test_probe_framework_errors_are_returned_not_raised() -> None:
     unknown = devices.probe_framework("not-a-backend")
-    assert unknown["error"] is not None and "Unknown backend" in unknown["error"]
-    assert unknown["devices"] == []
+    assert unknown.error is not None and "Unknown backend" in unknown.error
+    assert unknown.devices == []
     if HAS_TENSORFLOW:
         slow = devices.probe_framework("tensorflow", timeout_s=0.05)
-        assert slow["error"] is not None and "longer than 0.05 s" in slow["error"]
+        assert slow.error is not None and "longer than 0.05 s" in slow.error
 
 
 def _two_gpus(reason: str | None) -> Hardware:

@@ -44,9 +44,9 @@ def test_doctor_on_this_machine_without_a_gpu_says_what_is_missing_and_exits_1()
     assert framework["status"] == "ok" or framework["fix"].startswith("First the NVIDIA driver"), framework
 
 
-def _framework_with_a_gpu(backend: str | None = None, timeout_s: float = 60) -> dict[str, Any]:
-    return {"backend": backend or "tensorflow", "version": "2.x", "devices": ["CPU:0", "GPU:0"],
-            "built_with_cuda": True, "error": None}
+def _framework_with_a_gpu(backend: str | None = None, timeout_s: float = 60) -> devices.FrameworkProbe:
+    return devices.FrameworkProbe(backend=backend or "tensorflow", version="2.x", devices=["CPU:0", "GPU:0"],
+                                  built_with_cuda=True)
 
 
 def test_doctor_on_a_hopper_gpu_is_ready_with_gpm_energy_and_power(monkeypatch: pytest.MonkeyPatch,
@@ -67,8 +67,8 @@ def test_doctor_on_a_hopper_gpu_is_ready_with_gpm_energy_and_power(monkeypatch: 
 def test_a_framework_that_does_not_list_the_gpu_is_missing_with_the_cuda_build_fix(
         monkeypatch: pytest.MonkeyPatch) -> None:
     nvml.set_module(fake_nvml.older_without_gpm())
-    monkeypatch.setattr(devices, "probe_framework", lambda backend=None, timeout_s=60: {
-        "backend": "tensorflow", "version": "2.x", "devices": ["CPU:0"], "built_with_cuda": False, "error": None})
+    monkeypatch.setattr(devices, "probe_framework", lambda backend=None, timeout_s=60: devices.FrameworkProbe(
+        backend="tensorflow", version="2.x", devices=["CPU:0"], built_with_cuda=False))
     report = doctor.diagnose()
     framework = next(c for c in report.checks if c.name.startswith("framework"))
     assert not report.gpu_ready
@@ -84,8 +84,8 @@ def test_doctor_refuses_bad_input_with_exit_2(capsys: pytest.CaptureFixture[str]
 
 
 def test_the_system_page_shows_the_checklist_at_its_top(monkeypatch: pytest.MonkeyPatch, isolated_store: Path) -> None:
-    monkeypatch.setattr(devices, "probe_framework", lambda backend=None, timeout_s=60: {
-        "backend": "tensorflow", "version": "2.x", "devices": ["CPU:0"], "built_with_cuda": None, "error": None})
+    monkeypatch.setattr(devices, "probe_framework", lambda backend=None, timeout_s=60: devices.FrameworkProbe(
+        backend="tensorflow", version="2.x", devices=["CPU:0"]))
     import streamlit as st
 
     st.cache_resource.clear()

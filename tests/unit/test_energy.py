@@ -20,6 +20,7 @@ from bench.vocab.run_info import RunInfo
 from bench.runs.run_state import RunState
 from bench.runs.run_writer import RunWriter
 from bench.runs.recorder import Recorder
+from bench.runs import events
 from tests.fixtures import fresh_nvml  # noqa: F401 - the fixture, used by name
 
 try:
@@ -268,10 +269,10 @@ def test_the_recorder_settles_an_epoch_once_a_sample_follows_it() -> None:
 
     for t_s in (0.0, 0.5, 1.0):
         take(t_s)
-    sup.apply({"type": "epoch", "epoch": 1, "epoch_seconds": 0.6, "includes_tracing": True,
-               "samples_per_s": 1000.0, "started_wall": 1000.2, "ended_wall": 1000.8})
-    sup.apply({"type": "epoch", "epoch": 2, "epoch_seconds": 0.3, "includes_tracing": False,
-               "samples_per_s": 2000.0, "started_wall": 1000.9, "ended_wall": 1001.2})
+    sup.apply(events.event(events.EPOCH, epoch=1, epoch_seconds=0.6, includes_tracing=True, samples_per_s=1000.0,
+                           started_wall=1000.2, ended_wall=1000.8))
+    sup.apply(events.event(events.EPOCH, epoch=2, epoch_seconds=0.3, includes_tracing=False, samples_per_s=2000.0,
+                           started_wall=1000.9, ended_wall=1001.2))
     first, second = state.epochs
     assert first.achieved_gflops == pytest.approx(2.0) and second.achieved_gflops == pytest.approx(4.0)
     sup.settle()

@@ -23,8 +23,8 @@ def gpu_hardware() -> devices.Hardware:
     if hw.gpu_reason is not None or not hw.gpus:
         pytest.skip(f"no usable NVIDIA GPU here: {hw.gpu_reason}")
     probe = devices.probe_framework(hw.framework, timeout_s=120)
-    if not any(d.upper().startswith("GPU") for d in probe["devices"]):
-        pytest.skip(f"{hw.framework} here sees no GPU ({probe['error'] or probe['devices']})")
+    if not any(d.upper().startswith("GPU") for d in probe.devices):
+        pytest.skip(f"{hw.framework} here sees no GPU ({probe.error or probe.devices})")
     return hw
 
 

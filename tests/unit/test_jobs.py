@@ -240,7 +240,7 @@ def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):
         first = jm.wait(jm.submit(TINY.replace(epochs=1, limit_samples=512)), timeout_s=180)
         assert first.status == "finished", first.error
         assert first.info.worker_start.startswith("cold")
-        wait_for(lambda: jm.spare_state() == "ready", 120, "the spare worker to load the framework")
+        wait_for(lambda: jm.pool.state() == "ready", 120, "the spare worker to load the framework")
         spare_pid = jm.pool.spare.process.pid
 
         long_run = jm.submit(TINY.replace(epochs=500, limit_samples=2048, batch_size=16))
@@ -248,13 +248,13 @@ def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):
         snap = jm.snapshot(long_run)
         assert snap.info.worker_start.startswith("pre-started")
         assert snap.info.pid == spare_pid
-        assert jm.spare_state() is None, "the spare was used, not kept"
+        assert jm.pool.state() is None, "the spare was used, not kept"
         jm.stop(long_run)
         stopped = jm.wait(long_run, timeout_s=30)
         assert stopped.status == "stopped"
         assert stopped.epochs and store.get_run(long_run).epochs, "finished epochs are kept"
 
-        wait_for(lambda: jm.spare_state() is not None, 30, "a new spare after the stopped run")
+        wait_for(lambda: jm.pool.state() is not None, 30, "a new spare after the stopped run")
         old_spare = jm.pool.spare.process
         other = jm.wait(jm.submit(TINY.replace(epochs=1, cpu_threads=1)), timeout_s=180)
         assert other.status == "finished", other.error
@@ -262,7 +262,7 @@ def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):
         assert not old_spare.is_alive(), "the unsuitable spare was ended"
     finally:
         jm.shutdown()
-    assert jm.spare_state() is None
+    assert jm.pool.state() is None
 
 
 def test_managers_start_cold_unless_asked():

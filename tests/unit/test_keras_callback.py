@@ -198,11 +198,11 @@ def test_a_store_that_cannot_be_opened_costs_the_record_never_the_training(tmp_p
 def test_train_shows_another_processs_live_run_over_its_own_ended_ones(isolated_store, monkeypatch):
     """A dashboard that has run something of its own still shows a script's run (any other process's) while that one
     is live, and its own latest run again once nothing else is live."""
-    from bench.runs import jobs
+    from bench.runs import stored_view
     from tests.fixtures import TINY
     from tests.unit import fake_workers
 
-    monkeypatch.setattr(jobs, "STORED_REFRESH_S", 0.0)
+    monkeypatch.setattr(stored_view, "STORED_REFRESH_S", 0.0)
     dashboard = JobManager(Store(isolated_store), hardware=NO_GPU, worker_target=fake_workers.quick)
     try:
         own = dashboard.submit(TINY)

@@ -81,7 +81,7 @@ def test_a_class_on_two_nodes_runs_round_robin_one_run_a_node_and_loses_none(lab
     assert displacement(started, ideal) <= 1, "two handed at once may start either way round, no further"
     # one run a node at a time, the two nodes side by side, each run's node named on the board
     stored = {r.id: r for r in room.manager.store.list_runs()}
-    node_of = {r.ticket: str(stored[r.run_id].info.extra["ray"]["node_id"]) for r in rows if r.run_id}
+    node_of = {r.ticket: str(stored[r.run_id].info.ray.node_id) for r in rows if r.run_id}
     assert set(node_of.values()) == {n.id for n in cluster_nodes.nodes(cluster.address)}, "runs on both nodes"
     spans = sorted((r.started_at or 0, r.ended_at or 0, node_of[r.ticket]) for r in rows)
     for node in set(node_of.values()):

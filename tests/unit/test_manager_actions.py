@@ -105,9 +105,9 @@ def test_a_sweep_group_probes_its_targets_first_and_records_the_peaks(manager, m
 def test_train_follows_the_newest_stored_run_of_another_process(isolated_store, monkeypatch):
     """After a restart the view shows the last stored run; a run another process starts later replaces it, grows,
     and cannot be stopped from here."""
-    from bench.runs import jobs
+    from bench.runs import stored_view
 
-    monkeypatch.setattr(jobs, "STORED_REFRESH_S", 0.0)
+    monkeypatch.setattr(stored_view, "STORED_REFRESH_S", 0.0)
     store = Store(isolated_store)
     old = store.create_run(TINY.to_dict(), status="finished")
     viewer = JobManager(Store(isolated_store), hardware=HW)

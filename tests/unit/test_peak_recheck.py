@@ -25,7 +25,7 @@ PEAK = peak_cache.PeakEntry.model_validate(MEASURED)
 @pytest.fixture
 def cached(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """A cached CPU peak of 105.1 GFLOP/s; a new probe (fake) measures 204.0, called with what it was asked."""
-    monkeypatch.setattr(probe, "measure_peak", lambda device="cpu", **kw: dict(MEASURED))
+    monkeypatch.setattr(probe, "measure_peak", lambda device="cpu", **kw: PEAK)
     probe.cached_peak("cpu", backend=TINY.backend)
     calls: list[dict[str, Any]] = []
 

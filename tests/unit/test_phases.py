@@ -25,14 +25,18 @@ def test_phases_are_recorded_stored_and_drawn(tmp_path):
     writer.create(state)
     sup = Recorder(state, lock=lock, writer=writer)
     t0 = sup.t0_wall = 1000.0
-    events = [{"type": "phase", "phase": "importing tensorflow", "time": t0 + 0.1},
-              {"type": "phase", "phase": "loading data", "time": t0 + 5.0},
-              {"type": "phase", "phase": "building model", "time": t0 + 5.5},
-              {"type": "started", "placement": "/device:CPU:0", "time": t0 + 6.0},
-              {"type": "progress", "epoch": 1, "batch": 1, "batches": 4, "time": t0 + 7.0},
-              {"type": "progress", "epoch": 1, "batch": 2, "batches": 4, "time": t0 + 7.2},
-              {"type": "epoch", "epoch": 1, "epoch_seconds": 2.0, "includes_tracing": True, "started_wall": t0 + 6.1,
-               "ended_wall": t0 + 8.1, "time": t0 + 8.1}]
+    from bench.runs import events as worker_events
+    from bench.vocab.readings import Epoch
+    from bench.vocab.run_info import RunInfo
+
+    events = [worker_events.Phase(phase="importing tensorflow", time=t0 + 0.1),
+              worker_events.Phase(phase="loading data", time=t0 + 5.0),
+              worker_events.Phase(phase="building model", time=t0 + 5.5),
+              worker_events.Started(info=RunInfo(placement="/device:CPU:0"), time=t0 + 6.0),
+              worker_events.Progress(epoch=1, batch=1, batches=4, time=t0 + 7.0),
+              worker_events.Progress(epoch=1, batch=2, batches=4, time=t0 + 7.2),
+              worker_events.EpochEnded(epoch=Epoch(epoch=1, epoch_seconds=2.0, includes_tracing=True),
+                                       started_wall=t0 + 6.1, ended_wall=t0 + 8.1, time=t0 + 8.1)]
     for event in events:
         sup.apply(event)
     expected = (Phase("importing tensorflow", 0.1), Phase("loading data", 5.0), Phase("building model", 5.5),

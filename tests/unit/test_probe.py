@@ -24,7 +24,7 @@ def _cores() -> int:
 @pytest.fixture(scope="module")
 def measured() -> dict[str, Any]:
     """One real all-cores probe."""
-    return {"result": probe.measure_peak("cpu", sizes=[128, 256], repeats=2, seconds=0.3)}
+    return {"result": probe.measure_peak("cpu", sizes=[128, 256], repeats=2, seconds=0.3).to_dict()}
 
 
 @pytest.mark.slow
@@ -56,7 +56,7 @@ def test_probe_never_imports_the_framework_here() -> None:
               "from bench.hardware import probe\n"
               "result = probe.measure_peak('cpu', size=128, seconds=0.1)\n"
               "loaded = {name: name in sys.modules for name in ('tensorflow', 'keras')}\n"
-              "print(json.dumps({'peak_gflops': result['peak_gflops'], 'loaded': loaded}))\n")
+              "print(json.dumps({'peak_gflops': result.peak_gflops, 'loaded': loaded}))\n")
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=240)  # the probe gives up at 180 s
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -68,7 +68,7 @@ def test_probe_never_imports_the_framework_here() -> None:
 @pytest.mark.slow
 def test_one_thread_probe_is_pinned_and_positive(measured: dict[str, Any]) -> None:
     affinity = os.sched_getaffinity(0)
-    result = probe.measure_peak("cpu", cpu_threads=1, size=256, seconds=0.3)
+    result = probe.measure_peak("cpu", cpu_threads=1, size=256, seconds=0.3).to_dict()
     assert os.sched_getaffinity(0) == affinity  # only the probe process was pinned
     assert result["threads"] == 1
     assert result["hardware_label"].endswith(f"(1 of {_cores()} cores)")
@@ -115,11 +115,12 @@ def test_missing_gpu_is_a_probe_error() -> None:
 def fake_measure(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
 
-    def fake(device: str = "cpu", **kw: Any) -> dict[str, Any]:
+    def fake(device: str = "cpu", **kw: Any) -> peak_cache.PeakEntry:
         calls.append({"device": device, **kw})
-        return {"device": device, "backend": kw.get("backend"), "dtype": kw.get("dtype", "float32"),
-                "size": kw.get("size", 2048), "peak_gflops": 100.0 + len(calls), "threads": kw.get("cpu_threads"),
-                "measured_at": 1000.0 + len(calls), "hardware_label": "fake"}
+        return peak_cache.PeakEntry.model_validate({
+            "device": device, "backend": kw.get("backend"), "dtype": kw.get("dtype", "float32"),
+            "size": kw.get("size", 2048), "peak_gflops": 100.0 + len(calls), "threads": kw.get("cpu_threads"),
+            "measured_at": 1000.0 + len(calls), "hardware_label": "fake"})
 
     monkeypatch.setattr(probe, "measure_peak", fake)
     return calls
@@ -201,10 +202,10 @@ def test_a_lower_new_probe_does_not_replace_the_best() -> None:
 def test_a_run_that_beats_the_peak_flags_it_and_the_next_read_measures_again(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     path = tmp_path / "peaks.json"
-    results = iter([_measured(105.1), _measured(204.0)])
+    results = iter([_entry(105.1), _entry(204.0)])
     calls: list[dict[str, Any]] = []
 
-    def fake(device: str = "cpu", **kw: Any) -> dict[str, Any]:
+    def fake(device: str = "cpu", **kw: Any) -> peak_cache.PeakEntry:
         calls.append(kw)
         return next(results)
 
@@ -266,3 +267,13 @@ def test_the_probe_child_ends_with_the_process_that_started_it() -> None:
     except psutil.TimeoutExpired:
         child.kill()
         pytest.fail("the probe child outlived its parent by 15 s")
+
+
+def test_the_childs_answer_is_read_as_a_peak_or_refused_naming_the_field() -> None:
+    answer = probe.ProbeAnswer(peak=peak_cache.PeakEntry(peak_gflops=12.5, device="cpu"))
+    read = probe._answer("cpu", answer.model_dump_json(exclude_unset=True))
+    assert read.peak is not None and read.peak.to_dict() == {"peak_gflops": 12.5, "device": "cpu", "stale": False}
+    with pytest.raises(probe.ProbeError, match=r"unusable result: the matmul probe's result\.peak\.peak_gflops"):
+        probe._answer("cpu", '{"peak": {"peak_gflops": -1}}')
+    request = probe.ProbeRequest(device="cpu", backend="jax", sizes=(128,), dtype="float32", seconds=0.1)
+    assert probe.ProbeRequest.model_validate_json(request.model_dump_json()) == request

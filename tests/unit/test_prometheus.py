@@ -274,6 +274,7 @@ def test_the_route_serves_the_live_runs_other_processes_write_to_the_store(tmp_p
     import sys
 
     from bench.store import Store
+    from bench.store.owners import Owners
     from ui import metrics_route
 
     store = Store(tmp_path / "runs.sqlite3")
@@ -287,7 +288,7 @@ def test_the_route_serves_the_live_runs_other_processes_write_to_the_store(tmp_p
 
         me = Owner.current()
         them = dataclasses.replace(me, pid=other.pid, started=psutil.Process(other.pid).create_time())
-        monkeypatch.setattr(Store, "owner_of", lambda self, run_id: them if run_id in (theirs, ended) else me)
+        monkeypatch.setattr(Owners, "owner_of", lambda self, run_id: them if run_id in (theirs, ended) else me)
 
         class Manager:
             machine = NO_GPU

@@ -111,7 +111,7 @@ def test_active_run_is_imported_as_interrupted(tmp_path: Path) -> None:
     run = store.get_run(new_id)
     assert run.status == "interrupted"
     assert run.info.imported_status == "running"
-    assert store.mark_orphans_interrupted() == []  # nothing imported looks like a live run
+    assert store.owners.mark_orphans_interrupted() == []  # nothing imported looks like a live run
 
 
 def test_comparison_import_gives_one_row_per_run(tmp_path: Path) -> None:

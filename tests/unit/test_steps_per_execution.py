@@ -12,6 +12,7 @@ import pytest
 
 from bench.analysis import run_summary
 from bench.vocab.config import ConfigError, RunConfig
+from bench.runs import events as worker_events
 from bench.runs.jobs import JobManager
 from tests.fixtures import NO_GPU
 
@@ -81,9 +82,9 @@ def test_stop_ends_the_run_within_one_execution(backend):
     try:
         while got is None:
             event = events.get(timeout=240)
-            if event["type"] == "progress":
+            if isinstance(event, worker_events.Progress):
                 progress.append(event)
-            elif event["type"] == "result":
+            elif isinstance(event, dict) and event["type"] == "result":  # the test worker's own report
                 got = event
     except queue_module.Empty:
         pytest.fail("the worker reported nothing")
@@ -95,4 +96,4 @@ def test_stop_ends_the_run_within_one_execution(backend):
     assert got["stopped"] is True
     assert got["batch_starts"] == 3  # no execution began after the Stop
     assert got["iterations"] == 3 * n  # two full executions and the one under way, none after
-    assert all(p["batch"] % n == 0 and 0 < p["batch"] <= p["batches"] == 64 for p in progress)
+    assert all(p.batch % n == 0 and 0 < p.batch <= p.batches == 64 for p in progress)

@@ -111,11 +111,11 @@ def test_new_run_records_its_owner_and_a_heartbeat(tmp_path):
 
     store = Store(tmp_path / "o.sqlite3")
     run_id = store.create_run({"epochs": 2}, status="running")
-    owner = store.owner_of(run_id)
+    owner = store.owners.owner_of(run_id)
     assert owner is not None and owner.pid == os.getpid() and owner.host == socket.gethostname()
     assert owner.started > 0 and heartbeat_at(store, run_id) is not None
     before = heartbeat_at(store, run_id)
-    store.heartbeat([run_id])
+    store.owners.heartbeat([run_id])
     assert heartbeat_at(store, run_id) >= before
 
 
@@ -138,7 +138,7 @@ def test_a_live_owners_run_is_never_marked_interrupted(tmp_path):
     run_id = store.create_run({}, status="running")
     set_owner(store, run_id, heartbeat_at=0.0)  # an old heartbeat does not matter while the process is alive here
     other = Store(store.path)
-    assert other.mark_orphans_interrupted() == []
+    assert other.owners.mark_orphans_interrupted() == []
     assert other.list_runs()[0].status == "running"
 
 
@@ -150,20 +150,20 @@ def test_a_dead_owners_run_is_marked_interrupted_with_a_summary(tmp_path):
                              "t_start_s": 2.0, "t_end_s": 3.0})
     store.add_samples(run_id, [{"t_s": 2.5, "cpu_percent": 40.0, "gpus": []}])
     set_owner(store, run_id, owner_pid=dead_pid())
-    assert store.mark_orphans_interrupted() == [run_id]
+    assert store.owners.mark_orphans_interrupted() == [run_id]
     run = store.get_run(run_id)
     assert run.status == "interrupted" and run.error.error_type == "Interrupted"
     assert run.summary is not None, "the summary is stored with the run, not computed when read"
     assert run.summary.steady_epoch_seconds == 1.0, "History can show what the run measured"
     assert run.summary.mean_cpu_percent == 40.0
-    assert store.mark_orphans_interrupted() == [], "marked once"
+    assert store.owners.mark_orphans_interrupted() == [], "marked once"
 
 
 def test_a_reused_pid_does_not_keep_a_run_alive(tmp_path):
     store = Store(tmp_path / "o.sqlite3")
     run_id = store.create_run({}, status="running")
     set_owner(store, run_id, owner_started=store.owner.started - 3600)  # our pid, but another process's start
-    assert store.mark_orphans_interrupted() == [run_id]
+    assert store.owners.mark_orphans_interrupted() == [run_id]
 
 
 @pytest.mark.parametrize(("age_s", "marked"), [(5.0, False), (120.0, True)])
@@ -173,7 +173,7 @@ def test_another_hosts_run_is_judged_by_its_heartbeat(tmp_path, age_s, marked):
     store = Store(tmp_path / "o.sqlite3")
     run_id = store.create_run({}, status="running")
     set_owner(store, run_id, owner_host="another-host.example", owner_pid=1, heartbeat_at=time.time() - age_s)
-    assert store.mark_orphans_interrupted(heartbeat_limit_s=30.0) == ([run_id] if marked else [])
+    assert store.owners.mark_orphans_interrupted(heartbeat_limit_s=30.0) == ([run_id] if marked else [])
 
 
 def test_listing_marks_orphans_and_a_run_written_before_owners_by_its_age(tmp_path):
@@ -199,5 +199,5 @@ def test_a_file_from_before_owners_gets_the_new_columns(tmp_path):
     store = Store(path)
     run_id = store.create_run({}, status="running")
     assert store.get_run(1).status == "finished"
-    owner = store.owner_of(run_id)
+    owner = store.owners.owner_of(run_id)
     assert owner is not None and owner.pid == os.getpid()

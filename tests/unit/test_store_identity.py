@@ -180,9 +180,9 @@ def test_a_heartbeat_renews_only_its_own_run(tmp_path: Path) -> None:
     with closing(sqlite3.connect(path)) as con, con:  # an old beat: any renewal now writes a later one
         con.execute("UPDATE runs SET heartbeat_at = 1.0 WHERE id = ?", (run_id,))
     first = beat()
-    store.heartbeat([RunKey(run_id, 2000.5)])
+    store.owners.heartbeat([RunKey(run_id, 2000.5)])
     assert beat() == first, "another run's row is not kept alive"
-    store.heartbeat([RunKey(run_id, 1000.25)])
+    store.owners.heartbeat([RunKey(run_id, 1000.25)])
     assert beat() > first
 
 

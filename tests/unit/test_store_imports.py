@@ -92,7 +92,7 @@ def test_importing_a_live_runs_own_export_leaves_the_live_run_untouched(
         isolated_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = Store(isolated_store)
     live = stored_run(store, status="running")  # its owner is this process: alive
-    assert store.mark_orphans_interrupted() == [] and str(store.get_run(live).status) == "running"
+    assert store.owners.mark_orphans_interrupted() == [] and str(store.get_run(live).status) == "running"
     before = rows_of(isolated_store, live)
     path = tmp_path / "live.json"
     path.write_text(json.dumps(forged_copy(store, live)))
@@ -103,7 +103,7 @@ def test_importing_a_live_runs_own_export_leaves_the_live_run_untouched(
     [new_id] = [r.id for r in store.list_runs() if r.id != live]
     imported = store.get_run(new_id)
     assert str(imported.status) == "interrupted" and imported.info.imported_status == "running"
-    assert store.owner_of(new_id) is None, "no process runs an imported run"
+    assert store.owners.owner_of(new_id) is None, "no process runs an imported run"
     # the live run goes on: its writes land in its own row, never in the import
     store.add_epoch(live, {"epoch": 4, "epoch_seconds": 2.0, "includes_tracing": False})
     assert [e.epoch for e in store.get_run(live).epochs] == [1, 2, 3, 4]
@@ -120,7 +120,7 @@ def test_no_run_writer_writes_into_an_imported_run(isolated_store: Path) -> None
                   lambda: store.update_run(new_id, status="running")):
         with pytest.raises(RunReplaced, match="imported run"):
             write()
-    store.heartbeat([new_id])
+    store.owners.heartbeat([new_id])
     assert rows_of(isolated_store, new_id) == before
 
 

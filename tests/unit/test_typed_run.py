@@ -68,9 +68,9 @@ def test_the_owners_columns_stay_in_the_store(tmp_path):
     run = store.get_run(run_id)
     assert run is not None
     assert not {"owner_pid", "owner_host", "owner_started", "heartbeat_at"} & set(run.to_dict()), run.extra
-    owner = store.owner_of(run_id)
+    owner = store.owners.owner_of(run_id)
     assert isinstance(owner, Owner) and owner.pid == os.getpid() and owner.host == Owner.current().host
-    assert store.owner_of(run_id + 1) is None
+    assert store.owners.owner_of(run_id + 1) is None
 
 
 def test_a_snapshots_record_is_typed_and_reads_as_the_stored_one(tmp_path):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,13 +96,13 @@ class SysmanSource:
 
     def _engine_groups(self, device: Any) -> list[Any]:
         """The whole-device compute and render groups (the group of all engines where neither is listed)."""
-        groups: dict[int, list[Any]] = {}
+        groups: defaultdict[int, list[Any]] = defaultdict(list)
         for handle in self._handles("zesDeviceEnumEngineGroups", "zes_engine_handle_t", device):
             props = self._struct("zes_engine_properties_t", "ZES_STRUCTURE_TYPE_ENGINE_PROPERTIES")
             if self._call("zesEngineGetProperties", handle, ctypes.byref(props)) and not props.onSubdevice:
-                groups.setdefault(int(props.type), []).append(handle)
-        chosen = [h for kind in (COMPUTE_ALL, RENDER_ALL) for h in groups.get(kind, [])]
-        return chosen or groups.get(ALL_ENGINES, [])
+                groups[int(props.type)].append(handle)
+        chosen = [h for kind in (COMPUTE_ALL, RENDER_ALL) for h in groups[kind]]
+        return chosen or groups[ALL_ENGINES]
 
     def _card_power(self, device: Any) -> Any:
         """The power domain of the whole card (not a sub-device's), or None."""
