@@ -1,7 +1,9 @@
-"""What the devices really did, beside a run's epoch times: a throttle note and an energy line.
+"""What the devices really did, beside a run's epoch times: a throttle note, an energy line and the GPU readings'
+source.
 
-The sentences are built by plain functions (:func:`throttle_text`, :func:`energy_text`) so they are tested without
-Streamlit; :func:`throttle_note` and :func:`energy_line` draw them.
+The sentences are built by plain functions (:func:`throttle_text`, :func:`energy_text`, :func:`source_text`) so they
+are tested without Streamlit. The run's header (ui.live.header_data, drawn by the live stream in every state) shows the
+throttle note and the energy line; :func:`source_line` draws the source under an ended run.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from bench.vocab.readings import Epoch, Sample
 from bench.runs.run_state import RunSnapshot
 from ui.safe_text import escape
 
-__all__ = ["energy_line", "energy_text", "render", "source_text", "throttle_note", "throttle_text"]
+__all__ = ["energy_text", "source_line", "source_text", "throttle_text"]
 
 
 def _device_label(device: str) -> str:
@@ -84,22 +86,3 @@ def source_line(snap: RunSnapshot) -> None:
         st.caption(escape(text, limit=1200))
 
 
-def throttle_note(snap: RunSnapshot) -> None:
-    """A warning beside the epoch times when any epoch ran with its GPU clocks held back."""
-    text = throttle_text(snap.epochs)
-    if text:
-        st.warning(escape(text, limit=600), icon=":material/thermostat:")  # its reasons are the record's words
-
-
-def energy_line(snap: RunSnapshot) -> None:
-    """The run's energy per device, as a caption."""
-    text = energy_text(snap.summary)
-    if text:
-        st.caption(escape(text, limit=1200))  # its devices and reasons are the record's words
-
-
-def render(snap: RunSnapshot) -> None:
-    """All three: the throttle note, the energy line and the GPU readings' source."""
-    throttle_note(snap)
-    energy_line(snap)
-    source_line(snap)

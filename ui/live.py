@@ -240,7 +240,7 @@ def run_messages(snap: RunSnapshot) -> None:
             st.info(f"**Why this speed**: {escape(verdict.verdict, limit=1000)}",
                     icon=icons.get(verdict.kind, ":material/help:"))
         st.caption("From this run's own readings; the System page explains each verdict and its thresholds.")
-    gpu_truth.render(snap)
+    gpu_truth.source_line(snap)  # the throttle note and the energy line are the header's (header_data)
 
 
 def stop_runs(manager: JobManager, run_ids: tuple[int, ...]) -> None:

@@ -58,7 +58,7 @@ def test_a_replayed_run_on_the_scripted_gpu_is_sampled_from_its_source(monkeypat
         at.number_input(key="cfg_limit").set_value(256).run()
         at.button(key="start_run").click().run()
         assert not at.exception and not at.error, [e.value for e in at.error]
-        from ui import live
+        from ui import gpu_truth, live
         from ui.common import get_manager
 
         manager = get_manager()
@@ -80,6 +80,10 @@ def test_a_replayed_run_on_the_scripted_gpu_is_sampled_from_its_source(monkeypat
     text = _text(at)
     assert f"trained on {shown}" in text.lower(), text  # the pages show the device as ui.display writes it
     assert f"GPU readings from {source}" in text
+    energy_line = gpu_truth.energy_text(final.summary)
+    header_lines = [line["text"] for line in live.header_data(final)["lines"]]
+    assert energy_line and header_lines.count(energy_line) == 1, "the header shows the energy line, once"
+    assert "Energy (median" not in text, "the ended run's panel does not draw the header's energy line again"
     energy = final.summary.energy_j_per_epoch or {}
     if vendor == "apple":  # no power on a Mac without macmon: no joules, and the reason
         assert energy["gpu:0"] is None and any("macmon-lib" in r for r in final.summary.energy_reasons.values())
