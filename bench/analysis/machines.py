@@ -139,8 +139,7 @@ def target_energy(summary: RunSummary, info: RunInfo, target: str) -> tuple[floa
         return (sum(v for v in values if v is not None),
                 f"integrated from power samples ({', '.join(estimated)})" if estimated else None)
     reasons = summary.energy_reasons or info.energy_reasons or {}
-    kind = "cpu" if target.startswith("cpu") else "gpu"
-    why = [f"{d}: {reasons.get(d) or reasons.get(kind)}" for d in devices if reasons.get(d) or reasons.get(kind)]
+    why = [f"{d}: {reason}" for d in devices if (reason := run_summary.energy_reason(reasons, d))]
     return None, "; ".join(why) or "no energy reading in this run"
 
 

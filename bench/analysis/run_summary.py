@@ -7,7 +7,7 @@ It sits above both: metrics is arithmetic that knows no verdicts, and the diagno
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from bench.vocab.config import RunConfig
@@ -55,6 +55,12 @@ def _used_gpus(sample: Sample, indices: set[int]) -> list[GpuReading]:
     return [g for g in sample.gpus or () if g.index in indices]
 
 
+def energy_reason(reasons: Mapping[str, str], device: str) -> str | None:
+    """Why ``device`` ("cpu", "gpu:0") has no energy figure, as a run's ``energy_reasons`` say: its own reason, else
+    that of its kind ("cpu", or "gpu" for every GPU), else None."""
+    return reasons.get(device) or reasons.get("cpu" if device == "cpu" else "gpu")
+
+
 def energy_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
                    info: RunInfo | None, config: RunConfig | None) -> RunSummary:
     """Energy per steady epoch (median) and per 1,000 samples for every device the run used, which of them were
@@ -76,11 +82,10 @@ def energy_summary(epochs: Sequence[Epoch], samples: Sequence[Sample],
         rates = finite_values(_joules_per_1000(e, device) for e in steady)
         per_1000[device] = statistics.median(rates) if rates else None
         if per_epoch[device] is None:
-            kind = "cpu" if device == "cpu" else "gpu"
-            reasons[device] = (known.get(device) or known.get(kind) or
+            reasons[device] = (energy_reason(known, device) or
                                ("no steady epoch yet (epoch 1 includes tracing)" if not steady else
                                 "the samples hold no energy reading around the steady epochs"
-                                + ("" if kind == "cpu" else " (neither NVML's energy counter nor power draw)")))
+                                + ("" if device == "cpu" else " (neither NVML's energy counter nor power draw)")))
     return RunSummary(energy_j_per_epoch=per_epoch, energy_j_per_1000_samples=per_1000,
                       energy_estimated=tuple(sorted({d for e in steady for d in e.energy_estimated or ()})),
                       energy_reasons=reasons)

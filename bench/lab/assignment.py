@@ -15,7 +15,7 @@ from bench.plans import datasets, models
 from bench.vocab.config import BATCH_MAX, EPOCHS_MAX, RunConfig
 from bench.vocab.errors import RecordError
 from bench.vocab.limits import Count, Line, Whole
-from bench.vocab.record_base import PathError, Record, record_error
+from bench.vocab.record_base import PathError, Record, cause_of, record_error
 from bench.vocab.target import Target, TargetText
 
 CAP_MAX = 20  # runs one student may have queued at most, whatever the teacher sets
@@ -132,7 +132,7 @@ def read(model: type[Assignment] | type[Choice], data: Any) -> Any:
         return TypeAdapter(model).validate_python(data)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        cause = (error.get("ctx") or {}).get("error")
+        cause = cause_of(error)
         where = (cause.path if isinstance(cause, PathError) else "") or ".".join(str(p) for p in error["loc"][:1])
         field = where.split("[")[0].split(".")[0] if where else None
         if error["type"] == "extra_forbidden":

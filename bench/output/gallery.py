@@ -56,7 +56,7 @@ def read_bundle(source: str | os.PathLike[str] | bytes, *, name: str = "the uplo
 
 def is_bundle(data: Any) -> bool:
     """Whether a parsed document says it is a machine bundle (its schema), before it is checked."""
-    return isinstance(data, Mapping) and data.get("schema") == records.BUNDLE_SCHEMA
+    return records.schema_of(data) == records.BUNDLE_SCHEMA
 
 
 def shipped_machines(folder: Path = SHIPPED_DIR) -> tuple[list[M.GalleryEntry], list[str]]:

@@ -366,7 +366,7 @@ def validate_record(data: Any) -> Importable:
     """
     if isinstance(data, (records.RunRecord, records.Comparison)):
         return data
-    if isinstance(data, dict) and data.get("schema") == records.SWEEP_SCHEMA:
+    if records.schema_of(data) == records.SWEEP_SCHEMA:
         raise RecordError(f"schema {records.SWEEP_SCHEMA!r} is not supported for import: a sweep is shown on the "
                           f"Sweep page; import a run or comparison ({EXPORT_HINT})")
     typed = records.load(data)
@@ -429,7 +429,7 @@ def load_record_file(path_or_bytes: str | os.PathLike[str] | bytes | bytearray |
         raise RecordError(f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; {EXPORT_HINT}") from None
     except RecursionError:
         raise RecordError(f"not a usable JSON record (nested too deeply); {EXPORT_HINT}") from None
-    if isinstance(data, dict) and data.get("schema") in records.SCHEMAS:  # read again by pydantic's own parser
+    if records.schema_of(data) in records.SCHEMAS:  # read again by pydantic's own parser
         return validate_record(records.load_json(text))
     return validate_record(data)
 

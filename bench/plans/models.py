@@ -132,6 +132,11 @@ class LayerSpec:
         """The Keras constructor keyword arguments."""
         return dict(self.options)
 
+    @property
+    def use_bias(self) -> bool:
+        """Whether the layer adds a bias (a Dense or Conv2D does unless its arguments say not: Keras' default)."""
+        return bool(self.kwargs.get("use_bias", True))
+
     def label(self) -> str:
         """Short human label, e.g. "Dense 256 relu", "Conv2D 32 3x3 relu", "MaxPool 2x2"."""
         kw = self.kwargs
@@ -241,6 +246,11 @@ PRESETS: dict[str, Preset] = {
 }
 _PRESET_FAMILY: dict[str, str] = {"seed-cifar10-mlp": "mlp", "seed-mnist-dense": "mlp", "seed-text": "text"}
 
+
+def family_of(model: str) -> str:
+    """The family whose rules a model name follows: a preset's ("seed-text" is a text model), a family its own."""
+    return _PRESET_FAMILY.get(model, model)
+
 # Every name `plan()` accepts as `model`: the families first, then the presets.
 MODELS: tuple[str, ...] = (*FAMILIES, *PRESETS)
 
@@ -337,7 +347,7 @@ def _layer_cost(layer: LayerSpec, shape: tuple[int, ...]) -> tuple[tuple[int, ..
         units = int(kw["units"])
         fan_in = shape[-1]
         positions = math.prod(shape[:-1])
-        use_bias = bool(kw.get("use_bias", True))
+        use_bias = layer.use_bias
         params = fan_in * units + (units if use_bias else 0)
         flops = 2 * positions * fan_in * units + (positions * units if use_bias else 0)
         return (*shape[:-1], units), params, flops
@@ -352,7 +362,7 @@ def _layer_cost(layer: LayerSpec, shape: tuple[int, ...]) -> tuple[tuple[int, ..
             out_h, out_w = height - k + 1, width - k + 1
         if out_h < 1 or out_w < 1:
             raise ModelError(f"{layer.label()} with padding {padding!r} does not fit an input of {height}x{width}.")
-        use_bias = bool(kw.get("use_bias", True))
+        use_bias = layer.use_bias
         params = k * k * channels * filters + (filters if use_bias else 0)
         outputs = out_h * out_w * filters
         flops = 2 * outputs * k * k * channels + (outputs if use_bias else 0)
@@ -410,7 +420,7 @@ def compatible(model: str, modality: str, input_shape: tuple[int, ...] | None = 
     _check_model_name(model)
     if modality not in MODALITIES:
         raise ModelError(f"Unknown modality {modality!r}; use one of {', '.join(MODALITIES)}.")
-    family = _PRESET_FAMILY.get(model, model)
+    family = family_of(model)
     wanted = "text" if family == "text" else "image"
     if modality != wanted:
         return False
@@ -465,7 +475,7 @@ def plan(
     if vocab_size is not None and (isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2):
         raise ModelError(f"vocab_size must be an int >= 2 for text data (or None for image data), got {vocab_size!r}.")
 
-    family = _PRESET_FAMILY.get(model, model)
+    family = family_of(model)
     modality = "image" if vocab_size is None else "text"
     _check_fit(model, family, modality, shape)
 

@@ -30,6 +30,7 @@ RECORD_COLUMNS = ("id", "created_at", "started_at", "ended_at", "status", "confi
                   "summary", "label")
 JSON_COLUMNS = ("config", "hardware", "info", "error", "summary")  # held as JSON text
 IMPORT_COLUMNS = ("imported_at", "import_source", "source_id")  # where an imported run came from
+_BY_NAME = (*RECORD_COLUMNS[1:], *IMPORT_COLUMNS, "import_digest")  # the columns RunRow names (its id aside)
 _NEEDED = ("status", "config")  # no run is read without them; another missing column reads as NULL
 _TIMES = ("created_at", "started_at", "ended_at")
 _ODD_SHAPES = (TypeError, ValueError, KeyError, AttributeError, RecursionError, OverflowError)
@@ -95,6 +96,40 @@ def text_of(raw: bytes) -> str | bytes:
         return raw
 
 
+@dataclass(frozen=True)
+class RunRow:
+    """A runs row read once, where it leaves SQLite: by name each column the store reads (None where the row has
+    no such column: a store written by another version), and all of its columns untouched (``columns``: the
+    owner's and unknown ones too, for a raw export and for telling a changed row). Values are as stored, unchecked:
+    :func:`read_run` checks them."""
+
+    id: int
+    created_at: Any
+    started_at: Any
+    ended_at: Any
+    status: Any
+    config: Any
+    hardware: Any
+    info: Any
+    error: Any
+    summary: Any
+    label: Any
+    imported_at: Any  # an imported run's columns (bench.store.imports); None for a run measured here
+    import_source: Any
+    source_id: Any
+    import_digest: Any
+    columns: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, columns: Mapping[str, Any]) -> RunRow:
+        """The row whose ``columns`` (column -> value) a query gave."""
+        return cls(id=int(columns["id"]), **{name: columns.get(name) for name in _BY_NAME}, columns=columns)
+
+    def record_columns(self) -> dict[str, Any]:
+        """The columns a record is read from (RECORD_COLUMNS), column -> value."""
+        return {column: getattr(self, column) for column in RECORD_COLUMNS}
+
+
 class RunListing(NamedTuple):
     """The stored runs: those read (``runs``) and those this version cannot read (``unreadable``), oldest first."""
 
@@ -102,10 +137,9 @@ class RunListing(NamedTuple):
     unreadable: list[UnreadableRun]
 
 
-def read_run(row: Mapping[str, Any], epochs: Sequence[Any], samples: Sequence[Any] = ()) -> records.RunRecord | \
-        UnreadableRun:
-    """The record a runs ``row`` (column -> value) holds with its ``epochs`` and ``samples`` (their rows' data
-    texts, in order), checked as an import is; else an UnreadableRun naming what cannot be read. Never raises."""
+def read_run(row: RunRow, epochs: Sequence[Any], samples: Sequence[Any] = ()) -> records.RunRecord | UnreadableRun:
+    """The record a runs ``row`` holds with its ``epochs`` and ``samples`` (their rows' data texts, in order),
+    checked as an import is; else an UnreadableRun naming what cannot be read. Never raises."""
     try:
         return records.RunRecord.model_validate(_record_fields(row, epochs, samples))
     except _Unreadable as exc:
@@ -114,8 +148,8 @@ def read_run(row: Mapping[str, Any], epochs: Sequence[Any], samples: Sequence[An
         reason = str(exc).removesuffix(f"; fix the file or {EXPORT_HINT}")
     except _ODD_SHAPES as exc:
         reason = f"{type(exc).__name__}: {show_value(str(exc), 200)}"
-    created_at, label = row.get("created_at"), row.get("label")
-    return UnreadableRun(id=int(row["id"]), reason=reason,
+    created_at, label = row.created_at, row.label
+    return UnreadableRun(id=row.id, reason=reason,
                          created_at=created_at if is_number(created_at) and _time_ok(created_at, "created_at") else None,
                          label=label if isinstance(label, str) else None)
 
@@ -128,35 +162,34 @@ class ListingReader:
     def __init__(self) -> None:
         self._last: dict[int, tuple[Any, records.RunRecord | UnreadableRun]] = {}
 
-    def read(self, rows: Sequence[Mapping[str, Any]],
+    def read(self, rows: Sequence[RunRow],
              epochs: Mapping[int, Sequence[Any]]) -> list[records.RunRecord | UnreadableRun]:
-        """Each of ``rows`` (column -> value, in order) read with its epochs' data texts (``epochs``, by run id)."""
+        """Each of ``rows`` (in order) read with its epochs' data texts (``epochs``, by run id)."""
         last, kept = self._last, {}
         for row in rows:
-            key = (tuple(row.values()), tuple(epochs.get(row["id"], ())))
-            hit = last.get(row["id"])
-            kept[row["id"]] = hit if hit is not None and hit[0] == key else (key, read_run(row, key[1]))
+            key = (tuple(row.columns.values()), tuple(epochs.get(row.id, ())))
+            hit = last.get(row.id)
+            kept[row.id] = hit if hit is not None and hit[0] == key else (key, read_run(row, key[1]))
         self._last = kept  # one assignment: a listing in another thread reads the old or the new whole
         return [read for _, read in kept.values()]
 
 
-def raw_run(row: Mapping[str, Any], epochs: Sequence[Mapping[str, Any]],
-            samples: Sequence[Mapping[str, Any]]) -> RawRun:
-    """A run's rows (column -> value each) as :class:`RawRun`."""
-    return RawRun(id=int(row["id"]), columns=_raw_row(row), epochs=tuple(map(_raw_row, epochs)),
+def raw_run(row: RunRow, epochs: Sequence[Mapping[str, Any]], samples: Sequence[Mapping[str, Any]]) -> RawRun:
+    """A run's rows (its epochs' and samples' column -> value each) as :class:`RawRun`."""
+    return RawRun(id=row.id, columns=_raw_row(row.columns), epochs=tuple(map(_raw_row, epochs)),
                   samples=tuple(map(_raw_row, samples)))
 
 
-def _record_fields(row: Mapping[str, Any], epochs: Sequence[Any], samples: Sequence[Any]) -> dict[str, Any]:
+def _record_fields(row: RunRow, epochs: Sequence[Any], samples: Sequence[Any]) -> dict[str, Any]:
     """The fields ``RunRecord.model_validate`` reads, from the rows: the JSON columns and readings decoded, the readings
     lenient for (times out of bounds, a status not known) applied; a NULL column is a field not given."""
-    missing = [column for column in _NEEDED if column not in row]
+    missing = [column for column in _NEEDED if column not in row.columns]
     if missing:
         raise _Unreadable(f"the runs table has no {missing[0]} column (a store written by another version)")
-    fields = {column: row.get(column) for column in RECORD_COLUMNS}
+    fields = row.record_columns()
     for column in JSON_COLUMNS:
         fields[column] = _json(fields[column], column)
-    if row.get("imported_at") is not None:
+    if row.imported_at is not None:
         fields["info"] = _imported_info(row, fields["info"])
     if fields["hardware"] is None:  # not known yet (a queued run)
         fields["hardware"] = {}
@@ -170,13 +203,13 @@ def _record_fields(row: Mapping[str, Any], epochs: Sequence[Any], samples: Seque
     return {key: value for key, value in fields.items() if value is not None}  # NULL: a field not given
 
 
-def _imported_info(row: Mapping[str, Any], info: Any) -> Any:
+def _imported_info(row: RunRow, info: Any) -> Any:
     """An imported run's info with the store's own word on where it came from (its import columns) over whatever
     its info held. An info that is not an object is left for the checked reader to name."""
     if info is not None and not isinstance(info, dict):
         return info
-    source_id, where = row.get("source_id"), row.get("import_source")
-    return {**(info or {}), "imported": True, "imported_at": row["imported_at"],
+    source_id, where = row.source_id, row.import_source
+    return {**(info or {}), "imported": True, "imported_at": row.imported_at,
             "source_id": source_id if is_int(source_id) else None,
             "imported_from": where if isinstance(where, str) else "another store"}
 

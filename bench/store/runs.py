@@ -30,7 +30,7 @@ from bench.store.connection import StoreFile
 from bench.store.identity import SAME_STAMP_S, Owner, RunKey
 from bench.store.imports import ImportLog
 from bench.store.owners import ACTIVE_STATUSES, Owners
-from bench.store.rows import ListingReader, RawRun, RunListing, UnreadableRun, raw_run, read_run, to_column
+from bench.store.rows import ListingReader, RawRun, RunListing, RunRow, UnreadableRun, raw_run, read_run, to_column
 
 
 class Store(StoreFile):
@@ -179,10 +179,16 @@ class Store(StoreFile):
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row)) for row in cur]
 
-    def _read(self, con: sqlite3.Connection, row: dict[str, Any], *,
+    @classmethod
+    def _run_rows(cls, con: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[RunRow]:
+        """The rows of a query of the runs table, each read into a RunRow: nothing past here reads a runs row by
+        key."""
+        return [RunRow.of(row) for row in cls._rows(con, sql, params)]
+
+    def _read(self, con: sqlite3.Connection, row: RunRow, *,
               with_samples: bool) -> records.RunRecord | UnreadableRun:
         """A runs row with its epochs (and samples) read into a record, or an UnreadableRun (rows.read_run)."""
-        run_id = row["id"]
+        run_id = row.id
         epochs = [d for (d,) in con.execute("SELECT data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))]
         samples = [d for (d,) in con.execute("SELECT data FROM samples WHERE run_id = ? ORDER BY t_s", (run_id,))
                    ] if with_samples else []
@@ -191,7 +197,7 @@ class Store(StoreFile):
     def _summary(self, con: sqlite3.Connection, run_id: int) -> str | None:
         """A run's summary computed from what the store holds of it (epochs, samples, info and config, for its
         diagnosis), as the JSON text the store writes; None when the run cannot be read."""
-        [row] = self._rows(con, "SELECT * FROM runs WHERE id = ?", (run_id,))
+        [row] = self._run_rows(con, "SELECT * FROM runs WHERE id = ?", (run_id,))
         run = self._read(con, row, with_samples=True)
         if isinstance(run, UnreadableRun):
             return None
@@ -214,12 +220,12 @@ class Store(StoreFile):
         except StoreError:  # a read-only store can still be listed
             pass
         with self._op() as con:
-            rows = self._rows(con, "SELECT * FROM runs ORDER BY id")
+            rows = self._run_rows(con, "SELECT * FROM runs ORDER BY id")
             epochs: dict[int, list[Any]] = {}
             for run_id, data in con.execute("SELECT run_id, data FROM epochs ORDER BY run_id, epoch"):
                 epochs.setdefault(run_id, []).append(data)
         read = self._listed.read(rows, epochs)
-        imports = {row["id"]: row.get("import_digest") for row in rows}
+        imports = {row.id: row.import_digest for row in rows}
         return RunListing(runs=_without_followers([r for r in read if isinstance(r, records.RunRecord)], imports),
                           unreadable=[r for r in read if isinstance(r, UnreadableRun)])
 
@@ -230,7 +236,7 @@ class Store(StoreFile):
     def raw_run(self, run_id: int) -> RawRun | None:
         """A run's rows as stored, every value untouched (for a raw export of a run that cannot be read), or None."""
         with self._op() as con:
-            rows = self._rows(con, "SELECT * FROM runs WHERE id = ?", (run_id,))
+            rows = self._run_rows(con, "SELECT * FROM runs WHERE id = ?", (run_id,))
             if not rows:
                 return None
             epochs = self._rows(con, "SELECT epoch, data FROM epochs WHERE run_id = ? ORDER BY epoch", (run_id,))
@@ -266,7 +272,7 @@ class Store(StoreFile):
             except StoreError:  # a read-only store can still be read
                 pass
         with self._op() as con:
-            rows = self._rows(con, "SELECT * FROM runs WHERE id = ?", (run_id,))
+            rows = self._run_rows(con, "SELECT * FROM runs WHERE id = ?", (run_id,))
             if not rows:
                 return None
             run = self._read(con, rows[0], with_samples=with_samples)
@@ -277,16 +283,16 @@ class Store(StoreFile):
             raise run.error()
         return run
 
-    def _members(self, con: sqlite3.Connection, lead: dict[str, Any], cluster_id: str, *,
+    def _members(self, con: sqlite3.Connection, lead: RunRow, cluster_id: str, *,
                  with_samples: bool) -> list[records.RunRecord]:
         """The other members of the multi-worker run whose coordinating row is ``lead``: the runs recording the same
         cluster id and written the same way (by members on this machine, or by the one import of the record that
         holds them all: an imported member never joins a run measured here), in member order. A member that cannot
         be read is left out (it lists as unreadable)."""
         cluster = "CASE WHEN json_valid(info) THEN json_extract(info, '$.cluster.{}') END"  # a row's info may be odd
-        rows = self._rows(con, f"SELECT * FROM runs WHERE id != ? AND {cluster.format('id')} = ? "
-                               f"AND import_digest IS ? ORDER BY {cluster.format('index')}, id",
-                          (lead["id"], cluster_id, lead.get("import_digest")))
+        rows = self._run_rows(con, f"SELECT * FROM runs WHERE id != ? AND {cluster.format('id')} = ? "
+                                   f"AND import_digest IS ? ORDER BY {cluster.format('index')}, id",
+                              (lead.id, cluster_id, lead.import_digest))
         members = [self._read(con, row, with_samples=with_samples) for row in rows]
         return [m for m in members if isinstance(m, records.RunRecord)]
 

@@ -224,7 +224,7 @@ def record_error(exc: ValidationError, root: type, prefix: str, text: str | byte
     kind, loc = error["type"], error["loc"][skip:]
     if kind == "json_invalid" and text is not None:
         return json_error(text, prefix, error["msg"])
-    cause = _cause(error)
+    cause = cause_of(error)
     path, spec = _walk(root, loc)
     where = _join(prefix, path)
     if isinstance(cause, PathError):
@@ -238,7 +238,7 @@ def problems(exc: ValidationError, root: type) -> list[str]:
     person entered (a form, the command line), with no file to fix."""
     found: list[str] = []
     for error in exc.errors(include_url=False):
-        cause = _cause(error)
+        cause = cause_of(error)
         path, spec = _walk(root, error["loc"])
         where = path.removeprefix(".")
         if isinstance(cause, Problems):
@@ -250,7 +250,7 @@ def problems(exc: ValidationError, root: type) -> list[str]:
     return found
 
 
-def _cause(error: ErrorDetails) -> Any:
+def cause_of(error: ErrorDetails) -> Any:
     """The exception a validator raised behind one of pydantic's errors (a PathError, Problems), or None."""
     context = error["ctx"] if "ctx" in error else {}
     return context["error"] if "error" in context else None

@@ -58,6 +58,12 @@ BUNDLE_SCHEMA: Literal["bench.bundle/1"] = "bench.bundle/1"
 SCHEMAS = (RUN_SCHEMA, COMPARISON_SCHEMA)  # what an import into the store reads; a sweep is shown, not imported
 
 
+def schema_of(data: Any) -> Any:
+    """The schema a decoded JSON document says it is (its ``schema`` key, unchecked), before it is read; None for
+    a document that is not an object or names none. The one place a document's kind is told from its dict."""
+    return data.get("schema") if isinstance(data, dict) else None
+
+
 class Status(str, enum.Enum):
     """Where a run is. Stored and written as its plain value (``"finished"``); compares equal to it."""
 
@@ -331,7 +337,7 @@ def _holds(run: RunRecord, path: str, needed: tuple[str, ...]) -> None:
 def _check_schema(data: Any) -> None:
     if not isinstance(data, dict):
         raise RecordError(f"a run record must be a JSON object, got {type(data).__name__}; {EXPORT_HINT}")
-    schema = data.get("schema")
+    schema = schema_of(data)
     if schema is None:
         raise fail("schema", f"is missing (expected {' or '.join(SCHEMAS)}); is this a bench run record?")
     if schema not in (*SCHEMAS, SWEEP_SCHEMA):
@@ -371,6 +377,6 @@ def _bundle_schema(data: Any) -> None:
     if not isinstance(data, dict):
         raise RecordError(f"a machine bundle must be a JSON object, got {type(data).__name__}; make one with "
                           "`python -m bench suite --out FILE`")
-    schema = data.get("schema")
+    schema = schema_of(data)
     if schema != BUNDLE_SCHEMA:
         raise fail("schema", f"must be {BUNDLE_SCHEMA!r} for a machine bundle, got {show_value(schema)}")

@@ -298,7 +298,7 @@ def test_a_store_row_reads_as_a_run_or_as_unreadable_with_the_field_never_raisin
             row[column] = json.dumps(row[column])
     epochs = [json.dumps(e) for e in doc.get("epochs") or []] if isinstance(doc.get("epochs"), list) else []
     samples = [json.dumps(s) for s in doc.get("samples") or []] if isinstance(doc.get("samples"), list) else []
-    read = store_rows.read_run(row, epochs, samples)
+    read = store_rows.read_run(store_rows.RunRow.of(row), epochs, samples)
     if isinstance(read, store_rows.UnreadableRun):
         assert read.reason and "Traceback" not in read.reason
         read.message.encode("utf-8")  # a listing prints it

@@ -18,7 +18,7 @@ from bench.vocab.config import RunConfig
 from bench.vocab.errors import RunUnreadable, StoreError
 from bench.vocab.records import RunRecord
 from bench.store import Store
-from bench.store.rows import RAW_SCHEMA, UnreadableRun, read_run
+from bench.store.rows import RAW_SCHEMA, RunRow, UnreadableRun, read_run
 
 CONFIG = RunConfig(model="mlp", size="xs", dataset="synthetic-mnist", epochs=2, batch_size=64).to_dict()
 
@@ -264,7 +264,7 @@ def test_whatever_a_row_holds_it_is_read_or_named_never_raised(column, text):
         samples.append(text)
     else:
         row[column] = text
-    read = read_run(row, epochs, samples)
+    read = read_run(RunRow.of(row), epochs, samples)
     assert isinstance(read, (RunRecord, UnreadableRun))
     if isinstance(read, UnreadableRun):
         assert read.id == 7 and read.reason
@@ -311,5 +311,5 @@ def test_an_odd_shape_the_checked_reader_did_not_foresee_is_named_not_raised(mon
 
     monkeypatch.setattr(RunRecord, "model_validate", surprised)
     row = {"id": 3, "created_at": 1000.0, "status": "finished", "config": json.dumps(CONFIG), "label": "x"}
-    read = read_run(row, [])
+    read = read_run(RunRow.of(row), [])
     assert read == UnreadableRun(id=3, reason="TypeError: \"unhashable type: 'dict'\"", created_at=1000.0, label="x")
