@@ -175,6 +175,30 @@ def test_cuda_visible_devices_for_gpu_without_usable_gpu() -> None:
         devices.cuda_visible_devices_for("gpu:0", hw)
 
 
+def test_the_detected_machine_is_the_record_with_what_only_detection_knows() -> None:
+    """One description of the machine: Hardware holds the record's own CpuSpec and GpuSpec, and its record keeps
+    every part of it (where GPU readings come from among the record's extra keys), so a field added to one side
+    and not the other fails here."""
+    import dataclasses
+
+    from bench.hardware.monitor.source_types import SourceGpu, SourceInfo
+    from bench.vocab.record_types import RecordedHardware
+
+    detected_only = {"gpu_source", "framework_gpu_build"}
+    fields = {f.name for f in dataclasses.fields(Hardware)}
+    assert fields - detected_only == set(RecordedHardware.model_fields) - {"label"}
+    info = SourceInfo(name="AMD SMI", vendor="amd", utilization="GFX busy share")
+    hw = Hardware(cpu=CpuSpec("X", None, 4, 1024.0), gpus=[devices.gpu_spec(SourceGpu(0, "MI300X"), info)],
+                  gpu_reason=None, gpu_source=info, framework_gpu_build=True)
+    record = hw.record()
+    assert record.cpu is hw.cpu and record.gpus == tuple(hw.gpus)
+    assert set(record.to_dict()) == fields and record.to_dict() == hw.to_dict()
+    assert record.to_dict()["gpus"][0] == {"index": 0, "name": "MI300X", "mem_total_mib": None, "driver": None,
+                                           "cuda_driver_version": None, "uuid": None, "vendor": "amd",
+                                           "source": "AMD SMI"}, "a detected GPU's record keeps its None facts"
+    assert record.extra == {"gpu_source": info.to_dict(), "framework_gpu_build": True}
+
+
 def test_hardware_label_mixed_gpus() -> None:
     cpu = CpuSpec("X", 1, 2, 1024.0)
     gpus = [GpuSpec(0, "A", None, None, None, None), GpuSpec(1, "B", None, None, None, None),
