@@ -71,6 +71,7 @@ def child(index: int, store_path: Path, seconds: float, out: Path) -> None:
     """One writing process: runs back to back until ``seconds`` pass, listing the store all the while."""
     from bench.vocab.config import RunConfig
     from bench.hardware import devices
+    from bench.vocab.record_types import CpuSpec
     from bench.runs.jobs import JobManager
     from bench.store import Store, StoreError
     # by its importable name: under `python -m` this module is __main__, which a spawned worker cannot import
@@ -78,7 +79,7 @@ def child(index: int, store_path: Path, seconds: float, out: Path) -> None:
 
     latencies: list[float] = []
     manager = JobManager(_timed_store(store_path, latencies), hardware=devices.Hardware(
-        cpu=devices.CpuInfo(model="soak", physical_cores=None, logical_cores=os.cpu_count() or 1, ram_total_mib=0.0),
+        cpu=CpuSpec(model="soak", physical_cores=None, logical_cores=os.cpu_count() or 1, ram_total_mib=0.0),
         gpu_reason="soak"),
                          worker_target=soak_worker)
     reader = Store(store_path)

@@ -35,13 +35,13 @@ for check in report.checks:  # one line each, the fix in full beneath: a table w
 c1, c2, c3 = st.columns(3)
 c1.metric("CPU", f"{cpu.logical_cores:d} logical cores", help=escape(cpu.model, limit=200))
 c1.caption(escape(cpu.model, limit=200))
-c2.metric("RAM", f"{cpu.ram_total_mib / 1024:.1f} GiB")
+c2.metric("RAM", f"{(cpu.ram_total_mib or 0) / 1024:.1f} GiB")
 c3.metric("GPUs", str(len(hardware.gpus)))
 
 st.subheader("GPUs")
 source_name, measure = machine.utilization_measure(hardware)
 if hardware.gpus:
-    st.table([{"index": int(g.index), "name": escape(g.name, limit=200),  # a table's cells are markdown
+    st.table([{"index": int(g.index or 0), "name": escape(g.name, limit=200),  # a table's cells are markdown
                "memory (GiB)": round(g.mem_total_mib / 1024, 1) if g.mem_total_mib else None,
                "driver": escape(g.driver or ""), "CUDA (driver)": escape(g.cuda_driver_version or ""),
                "readings from": escape(g.source)}

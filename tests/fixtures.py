@@ -16,6 +16,7 @@ import pytest
 from bench.vocab.config import RunConfig
 from bench.hardware import devices
 from bench.hardware.monitor import nvml
+from bench.vocab.record_types import CpuSpec
 from bench.runs.jobs import JobManager
 from bench.store import Store
 
@@ -27,7 +28,7 @@ TINY = RunConfig(dataset="synthetic-mnist", model="mlp", size="xs", epochs=3, ba
 # A two-core machine with no usable GPU, as devices.discover() would describe one. JobManager and the records take
 # the dict a run stores (NO_GPU.to_dict(): a fresh one per call, so no test sees another's changes).
 NO_GPU = devices.Hardware(
-    cpu=devices.CpuInfo(model="test cpu", physical_cores=2, logical_cores=2, ram_total_mib=1024.0),
+    cpu=CpuSpec(model="test cpu", physical_cores=2, logical_cores=2, ram_total_mib=1024.0),
     gpus=[], gpu_reason="No NVIDIA driver found (test).", framework="tensorflow", framework_version="0",
     framework_cuda=False, hostname="test", platform="linux",
 )

@@ -118,7 +118,7 @@ def presenter_sidebar() -> None:
 
 def target_options(hardware: devices.Hardware) -> list[str]:
     """Compare/Sweep targets on this machine: cpu/1 .. cpu/N-1, cpu (all cores), each GPU, and gpus."""
-    cores = hardware.cpu.logical_cores
+    cores = hardware.cpu.logical_cores or 1
     offered = [Target.parse(c) for c in devices.offered_devices(hardware)]
     candidates = [Target("cpu", threads=n) for n in sorted({1, max(1, cores // 2)})] + offered
     # each what it trains on once (bench.vocab.target.duplicates): "cpu" and "gpus" win over their equals, e.g. cpu/2 on 2

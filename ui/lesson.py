@@ -89,7 +89,7 @@ def live_targets(hardware: devices.Hardware) -> list[str]:
     gpu = gpu_target(hardware)
     if gpu:
         return ["cpu", gpu]
-    return ["cpu/1", "cpu"] if hardware.cpu.logical_cores > 1 else ["cpu"]
+    return ["cpu/1", "cpu"] if (hardware.cpu.logical_cores or 1) > 1 else ["cpu"]
 
 
 def step_configs(step: Step, hardware: devices.Hardware) -> list[RunConfig]:
@@ -241,7 +241,7 @@ def measure_text(hardware: devices.Hardware) -> str:
     name, measure = machine.utilization_measure(hardware)
     if not hardware.gpus or hardware.gpu_reason is not None:
         return f"No GPU here: the shipped H100 figures are {measure}."
-    where = ", ".join(dict.fromkeys(g.name for g in hardware.gpus))
+    where = ", ".join(dict.fromkeys(g.name or "GPU" for g in hardware.gpus))
     return f"On this machine's GPU ({where}) GPU % comes from {name}: {measure}."
 
 

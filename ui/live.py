@@ -322,20 +322,20 @@ def feed(manager: JobManager) -> live_feed.Publisher:
     return live_feed.install("train", manager, lambda: make_publisher(manager))
 
 
-def published_state(manager: JobManager) -> tuple[RunSnapshot | None, live_feed.State]:
+def published_state(manager: JobManager) -> tuple[RunSnapshot | None, live_feed.PageState]:
     """The current run and the state the stream has published for it, made the same (:func:`in_step`)."""
     snap = manager.current()
     return snap, in_step(feed(manager), snap)
 
 
-def in_step(publisher: live_feed.Publisher, snap: Any) -> live_feed.State:
+def in_step(publisher: live_feed.Publisher, snap: Any) -> live_feed.PageState:
     """The state ``publisher`` has published, made ``snap``'s: a page that sees a newer state than the stream has
     sent publishes it first, so its element does not ask for a rerun it already had."""
-    state = live_feed.State.of(snap)
+    state = live_feed.PageState.of(snap)
     return publisher.refresh(force=state.key != publisher.state.key)
 
 
-def _element_data(publisher: live_feed.Publisher, state: live_feed.State, **extra: Any) -> dict[str, Any]:
+def _element_data(publisher: live_feed.Publisher, state: live_feed.PageState, **extra: Any) -> dict[str, Any]:
     return {"state": state.key, "seq": publisher.seq, "stream": static_files.stream_url(),
             "script": static_files.static_url("live.js"), "plotly": static_files.static_url("plotly.min.js"), **extra}
 

@@ -6,7 +6,7 @@ header's words, the sidebar's line, each chart's new points and marks, the numbe
 bytes once and kept in a short ring; every subscriber of the stream (ui/live_routes.py) is handed the same bytes. A
 viewer that joins gets one snapshot (each chart's figure whole, as drawn now, encoded once per change whoever asks),
 then the increments after it. No Streamlit script runs for any of this: a page reruns only when the run's state
-(``State``: which run, its status) changes, and the page draws from the same published state as the stream.
+(``PageState``: which run, its status) changes, and the page draws from the same published state as the stream.
 
 Charts come in two variants, as the pages draw them: ``plain`` and ``present`` (the projector view's styling); a
 variant is computed only while someone watches it. Every chart is grown from the readings its run (or group) added
@@ -63,7 +63,7 @@ class Snapshot(Protocol):
 
 
 @dataclass(frozen=True)
-class State:
+class PageState:
     """What a page's Streamlit elements depend on: which run is current and its status. A page is redrawn (its
     fragment rerun) when this changes, never on a timer."""
 
@@ -82,12 +82,12 @@ class State:
         stage = f"+{self.stage}" if self.stage else ""
         return f"{self.run}@{self.created_at}:{'live' if self.active else self.status}{stage}"
 
-    def message(self) -> live_messages.RunState:
+    def message(self) -> live_messages.LiveState:
         """This state as the stream says it."""
-        return live_messages.RunState(key=self.key, run=self.run, status=self.status, active=self.active)
+        return live_messages.LiveState(key=self.key, run=self.run, status=self.status, active=self.active)
 
     @classmethod
-    def of(cls, snap: Snapshot | None) -> State:
+    def of(cls, snap: Snapshot | None) -> PageState:
         if snap is None:
             return cls()
         return cls(run=snap.id, created_at=snap.created_at, status=str(snap.status), active=bool(snap.active),
@@ -151,7 +151,7 @@ class Publisher:
         self._clock = clock
         self._lock = threading.RLock()  # the publishing side's alone: never taken on the event loop
         self.seq = 0  # raised after the rings hold its event
-        self.state = State()
+        self.state = PageState()
         self._header_now: Header | None = None
         self._line_now: live_messages.SidebarLine | None = None
         self._variants: dict[str, _Variant] = {name: _Variant() for name in VARIANTS}
@@ -170,7 +170,7 @@ class Publisher:
         self.whole_builds = 0  # how many of them built a chart whole
 
     # -- reading ------------------------------------------------------------------------------------------------
-    def refresh(self, *, force: bool = False) -> State:
+    def refresh(self, *, force: bool = False) -> PageState:
         """Look at the run if TICK_S has passed (or ``force``), publish what changed; the state after."""
         with self._lock:
             now = self._clock()
@@ -295,7 +295,7 @@ class Publisher:
 
     # -- publishing ---------------------------------------------------------------------------------------------
     def _publish(self, snap: Snapshot | None, now: float) -> None:
-        state = State.of(snap)
+        state = PageState.of(snap)
         changed_state = state.key != self.state.key
         # the header callable says for which states
         header = _HEADER.validate_python(self._header(snap)) if snap is not None else None
@@ -377,11 +377,11 @@ class Publisher:
         held.keys = keys
         return out
 
-    def _snapshot_message(self, variant: str) -> live_messages.Snapshot:
+    def _snapshot_message(self, variant: str) -> live_messages.LiveSnapshot:
         held = self._variants[variant]
         charts = {name: live_messages.ChartFull(op="full", sig=prep.signature, figure=held.figures[name])
                   for name, prep in held.charts.items()}
-        return live_messages.Snapshot(seq=self.seq, at=round(time.time(), 3), viewers=len(self._subscribers),
+        return live_messages.LiveSnapshot(seq=self.seq, at=round(time.time(), 3), viewers=len(self._subscribers),
                                       state=self.state.message(), header=self._header_now, line=self._line_now,
                                       charts=charts, config=live_chart.CONFIG)
 

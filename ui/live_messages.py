@@ -1,7 +1,7 @@
 """The live stream's messages, typed (ui.live_feed makes them, ui/static/ draws them; their JSON Schema is in
 docs/schemas/live-*.schema.json, written by ``python -m ui.live_messages``).
 
-Two kinds go on the stream (``GET /bench/live``, one ``data:`` line each): a ``Snapshot`` for a viewer that joins
+Two kinds go on the stream (``GET /bench/live``, one ``data:`` line each): a ``LiveSnapshot`` for a viewer that joins
 (everything drawn now), then a ``Tick`` per change, with only what changed. In a tick a field left out did not
 change, a field present with ``null`` went away (``header: null``: no run is live; a chart ``null``: that chart is
 gone). A chart's change is its figure whole (``ChartFull``) or its new points and marks (``ChartExtend``).
@@ -31,8 +31,9 @@ class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class RunState(_Message):
-    """Which run is current and its status: a page's Streamlit elements are redrawn when ``key`` changes."""
+class LiveState(_Message):
+    """Which run is current and its status, as the stream says it (ui.live_feed.PageState.message): a page's
+    Streamlit elements are redrawn when ``key`` changes."""
 
     key: str = Field(description="the state as a page's elements depend on it ('none', '<run>@<created>:live', ...)")
     run: int | None = None
@@ -116,28 +117,28 @@ class Tick(_Message):
     kind: Literal["tick"] = "tick"
     seq: int = Field(description="this event's number; a viewer applies each once, in order")
     at: float = Field(description="when it was made, seconds since the epoch (the server's clock)")
-    state: RunState | None = None
+    state: LiveState | None = None
     header: RunHeader | GroupHeader | None = None
     line: SidebarLine | None = None
     viewers: int | None = None
     charts: dict[str, ChartChange | None] = {}
 
 
-class Snapshot(_Message):
+class LiveSnapshot(_Message):
     """Everything a joining viewer draws now, then the ticks after ``seq``."""
 
     kind: Literal["snapshot"] = "snapshot"
     seq: int
     at: float
     viewers: int
-    state: RunState
+    state: LiveState
     header: RunHeader | GroupHeader | None = None
     line: SidebarLine | None = None
     charts: dict[str, ChartFull] = {}
     config: dict[str, Any] = Field(description="Plotly's config for every chart")
 
 
-def encode(message: Tick | Snapshot) -> bytes:
+def encode(message: Tick | LiveSnapshot) -> bytes:
     """One server-sent event: ``data: <json>`` and a blank line; a tick's fields not set are left out (unchanged)."""
     body = message.model_dump_json(exclude_unset=message.kind == "tick", exclude_none=False)
     return b"data: " + body.encode() + b"\n\n"
@@ -146,7 +147,7 @@ def encode(message: Tick | Snapshot) -> bytes:
 def schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each kind of message, by file name."""
     return {"live-tick.schema.json": Tick.model_json_schema(),
-            "live-snapshot.schema.json": Snapshot.model_json_schema()}
+            "live-snapshot.schema.json": LiveSnapshot.model_json_schema()}
 
 
 def write_schemas(folder: Path = SCHEMAS) -> list[Path]:

@@ -55,7 +55,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
         return 0
     cpu = hw.cpu
     print(f"CPU   {safe_text.terminal(cpu.model)} · {cpu.logical_cores} logical cores ({cpu.physical_cores or '?'} physical) · "
-          f"{cpu.ram_total_mib / 1024:.1f} GiB RAM")
+          f"{(cpu.ram_total_mib or 0) / 1024:.1f} GiB RAM")
     if hw.gpus:
         for g in hw.gpus:
             mem = f"{g.mem_total_mib / 1024:.0f} GiB" if g.mem_total_mib else "memory not measured"

@@ -27,14 +27,14 @@ import socket
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bench.vocab.record_types import RecordedHardware
+from bench.vocab.record_types import CpuSpec, GpuSpec, RecordedHardware
 from bench.vocab import settings
 from bench.hardware.monitor import sources
 from bench.hardware.monitor.nvidia import cuda_version_text
@@ -42,8 +42,6 @@ from bench.hardware.monitor.source_types import SourceGpu, SourceInfo, text as o
 from bench.vocab.target import Target
 
 __all__ = [
-    "CpuInfo",
-    "GpuInfo",
     "Hardware",
     "cuda_visible_devices_for",
     "all_cores",
@@ -53,6 +51,7 @@ __all__ = [
     "framework_gpu_build",
     "framework_has_cuda",
     "gpu_reason",
+    "gpu_spec",
     "FrameworkProbe",
     "probe_framework",
     "torch_device_env",
@@ -104,41 +103,23 @@ BUILD_FIX: dict[tuple[str, str], str] = {
 }
 
 
-@dataclass(frozen=True)
-class CpuInfo:
-    """The host CPU."""
-
-    model: str
-    physical_cores: int | None
-    logical_cores: int
-    ram_total_mib: float
-
-
-@dataclass(frozen=True)
-class GpuInfo:
-    """One GPU as its source reports it (NVML for NVIDIA, AMD SMI or sysfs for AMD, ioreg for Apple)."""
-
-    index: int  # the source's index (NVML's on NVIDIA)
-    name: str
-    mem_total_mib: float | None  # None on a Mac: its GPU shares the machine's memory
-    driver: str | None  # e.g. "550.54.15"
-    cuda_driver_version: str | None  # highest CUDA the driver supports, e.g. "12.4"; None off NVIDIA
-    uuid: str | None  # e.g. "GPU-5f1c..."
-    vendor: str = "nvidia"  # "nvidia", "amd", "apple", "intel", "tpu"
-    source: str = "NVML"  # the source its readings come from (bench.hardware.monitor.sources)
-
-    @classmethod
-    def of(cls, gpu: SourceGpu, info: SourceInfo) -> GpuInfo:
-        return cls(gpu.index, gpu.name, gpu.mem_total_mib, gpu.driver, gpu.runtime_version, gpu.uuid, info.vendor,
-                   info.name)
+def gpu_spec(gpu: SourceGpu, info: SourceInfo) -> GpuSpec:
+    """One GPU as its source reports it (NVML for NVIDIA, AMD SMI or sysfs for AMD, ioreg for Apple), as a run's
+    record keeps it: every fact, None where the source has none (a Mac's GPU shares the machine's memory), read as
+    a record is rather than built in code, which would leave a GPU record's None facts out."""
+    return GpuSpec.model_validate({"index": gpu.index, "name": gpu.name, "mem_total_mib": gpu.mem_total_mib,
+                                   "driver": gpu.driver, "cuda_driver_version": gpu.runtime_version,
+                                   "uuid": gpu.uuid, "vendor": info.vendor, "source": info.name})
 
 
 @dataclass(frozen=True)
 class Hardware:
-    """Everything the dashboard needs to know about this machine, found without importing the ML framework."""
+    """Everything the dashboard needs to know about this machine, found without importing the ML framework: its CPU
+    and GPUs as a run's record describes them (bench.vocab.record_types), and what only detection knows (where GPU
+    readings come from, whether the framework was built for this GPU)."""
 
-    cpu: CpuInfo
-    gpus: list[GpuInfo] = field(default_factory=list)  # targetable GPUs (CUDA_VISIBLE_DEVICES applied), NVML order
+    cpu: CpuSpec
+    gpus: list[GpuSpec] = field(default_factory=list)  # targetable GPUs (CUDA_VISIBLE_DEVICES applied), NVML order
     gpu_reason: str | None = None  # why no GPU is usable; None when one is
     framework: str = settings.DEFAULT_BACKEND  # Keras backend name
     framework_version: str | None = None
@@ -154,12 +135,18 @@ class Hardware:
         return self.gpu_source.vendor if self.gpu_source is not None else None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready nested dict."""
-        return asdict(self)
+        """JSON-ready nested dict: the record's (``bench devices --json``)."""
+        return self.record().to_dict()
 
     def record(self) -> RecordedHardware:
-        """This machine as a run's record keeps it (``hardware``)."""
-        return RecordedHardware.model_validate(self.to_dict())
+        """This machine as a run's record keeps it (``hardware``): where GPU readings come from and whether the
+        framework was built for this GPU among the keys it keeps beside its fields."""
+        return RecordedHardware.model_validate({
+            "cpu": self.cpu, "gpus": self.gpus, "gpu_reason": self.gpu_reason, "framework": self.framework,
+            "framework_version": self.framework_version, "framework_cuda": self.framework_cuda,
+            "hostname": self.hostname, "platform": self.platform,
+            "gpu_source": self.gpu_source.to_dict() if self.gpu_source is not None else None,
+            "framework_gpu_build": self.framework_gpu_build})
 
     @property
     def cores(self) -> int:
@@ -192,7 +179,7 @@ def discover() -> Hardware:
     env = os.environ
     found = sources.find()
     info = found.source.info if found.source is not None else None
-    all_gpus = [GpuInfo.of(g, info) for g in found.source.gpus()] if found.source is not None and info else []
+    all_gpus = [gpu_spec(g, info) for g in found.source.gpus()] if found.source is not None and info else []
     # a Mac's GPU, a TPU and an Intel GPU are not numbered by CUDA; NVIDIA's and AMD's (HIP takes the same variable) are
     cuda_visible = env.get("CUDA_VISIBLE_DEVICES") if info is None or info.vendor in ("nvidia", "amd") else None
     visible = visible_gpu_indices(cuda_visible, all_gpus)
@@ -227,7 +214,7 @@ def discover() -> Hardware:
 def gpu_reason(
     *,
     nvml_reason: str | None,
-    visible_gpus: list[GpuInfo],
+    visible_gpus: list[GpuSpec],
     framework: str,
     framework_version: str | None,
     framework_cuda: bool | None,
@@ -261,25 +248,26 @@ def gpu_reason(
     return None
 
 
-def visible_gpu_indices(cuda_visible_devices: str | None, gpus: list[GpuInfo]) -> list[int]:
+def visible_gpu_indices(cuda_visible_devices: str | None, gpus: list[GpuSpec]) -> list[int]:
     """NVML indices of ``gpus`` that ``CUDA_VISIBLE_DEVICES`` leaves visible, in the order it lists them.
 
     Unset (None) keeps all; ``""``/``"-1"`` hide all; entries are NVML indices or ``GPU-<uuid>`` prefixes, and parsing
     stops at the first entry that names no GPU (as CUDA does).
     """
+    indexed = [gpu for gpu in gpus if gpu.index is not None]  # a detected GPU always has its index
     if cuda_visible_devices is None:
-        return [gpu.index for gpu in gpus]
-    by_index = {gpu.index: gpu for gpu in gpus}
+        return [gpu.index for gpu in indexed if gpu.index is not None]
+    by_index = {gpu.index: gpu for gpu in indexed}
     chosen: list[int] = []
     for raw in cuda_visible_devices.split(","):
         entry = raw.strip()
-        match: GpuInfo | None = None
+        match: GpuSpec | None = None
         if re.fullmatch(r"\d+", entry):
             match = by_index.get(int(entry))
         elif entry.upper().startswith("GPU-"):
-            candidates = [g for g in gpus if g.uuid and g.uuid.lower().startswith(entry.lower())]
+            candidates = [g for g in indexed if g.uuid and g.uuid.lower().startswith(entry.lower())]
             match = candidates[0] if len(candidates) == 1 else None
-        if match is None:
+        if match is None or match.index is None:
             break
         if match.index not in chosen:
             chosen.append(match.index)
@@ -518,13 +506,13 @@ def probe_framework(backend: str | None = None, timeout_s: float = 60) -> Framew
     return FrameworkProbe(backend=backend, error=f"The {backend} probe exited with code {completed.returncode}: {last}")
 
 
-def _cpu_info() -> CpuInfo:
+def _cpu_info() -> CpuSpec:
     logical = psutil.cpu_count(logical=True) or os.cpu_count() or 1
     try:
         physical = psutil.cpu_count(logical=False)
     except (OSError, RuntimeError):
         physical = None
-    return CpuInfo(
+    return CpuSpec(
         model=_cpu_model(),
         physical_cores=physical,
         logical_cores=int(logical),

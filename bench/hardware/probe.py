@@ -275,7 +275,7 @@ def _measure_here(request: ProbeRequest) -> peak_cache.PeakEntry:
     if device == "cpu":
         label = f"{hw.cpu.model} ({threads or devices.all_cores()} of {hw.cpu.logical_cores} cores)"
     else:
-        label = hw.gpus[0].name if hw.gpus else device
+        label = (hw.gpus[0].name or device) if hw.gpus else device
     best_size = max(by_size, key=lambda k: by_size[k])
     return peak_cache.PeakEntry(
         device=device,

@@ -71,7 +71,7 @@ class _Events(queue.Queue):  # type: ignore[type-arg]  # of worker events
         self._progressed = False
 
     def put(self, item: events.WorkerEvent, block: bool = True, timeout: float | None = None) -> None:
-        if isinstance(item, events.Progress):
+        if isinstance(item, events.BatchEnded):
             if self._progressed:
                 return
             self._progressed = True

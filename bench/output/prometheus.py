@@ -217,7 +217,8 @@ class Scrape:
     @classmethod
     def of(cls, machine: Hardware, sample: Sample | None, runs: Sequence[RunFigures] = ()) -> Scrape:
         """A scrape of ``machine`` (as discovered: its hostname, its GPUs' UUIDs and models, its memory)."""
-        gpus = {g.index: GpuIdentity(uuid=g.uuid or "", model_name=g.name) for g in machine.gpus}
+        gpus = {g.index: GpuIdentity(uuid=g.uuid or "", model_name=g.name or "") for g in machine.gpus
+                if g.index is not None}
         return cls(hostname=machine.hostname, gpus=gpus, ram_total_mib=machine.cpu.ram_total_mib, sample=sample,
                    runs=tuple(runs))
 

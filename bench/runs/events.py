@@ -1,8 +1,8 @@
 """The worker's events: what a training process tells its supervisor, one typed event per message on a
-multiprocessing queue (a :class:`Phase`, :class:`Started`, ... holding the run's typed parts, each stamped with the wall
-time it was made). The one place events are made, by the worker, the test fakes and the benchmark stand-ins alike
-(:func:`event`: built as its model where it is made, so a worker cannot send what its supervisor would refuse), and
-the one list of their kinds; the supervisor dispatches on the event's type and never looks into a dict.
+multiprocessing queue (a :class:`PhaseBegan`, :class:`Started`, ... holding the run's typed parts, each stamped with
+the wall time it was made). The one place events are made, by the worker, the test fakes and the benchmark stand-ins
+alike (:func:`event`: built as its model where it is made, so a worker cannot send what its supervisor would refuse),
+and the one list of their kinds; the supervisor dispatches on the event's type and never looks into a dict.
 
 - ``phase``: a start-up phase began (``phase``: importing, loading data, building the model, ...);
 - ``started``: the first step is about to run (``info``: placement, framework, parameter count, ...);
@@ -43,7 +43,7 @@ class WorkerEvent(BaseModel):
         return self.model_copy(update={"time": self.time + offset_s})
 
 
-class Phase(WorkerEvent):
+class PhaseBegan(WorkerEvent):
     """A start-up phase began."""
 
     kind: Literal["phase"] = PHASE
@@ -57,7 +57,7 @@ class Started(WorkerEvent):
     info: RunInfo
 
 
-class Progress(WorkerEvent):
+class BatchEnded(WorkerEvent):
     """A batch ended: ``batch`` of ``batches`` in epoch ``epoch``."""
 
     kind: Literal["progress"] = PROGRESS
@@ -93,7 +93,7 @@ class Failed(WorkerEvent):
     error: RunError
 
 
-Event = Annotated[Union[Phase, Started, Progress, EpochEnded, Finished, Failed], Field(discriminator="kind")]
+Event = Annotated[Union[PhaseBegan, Started, BatchEnded, EpochEnded, Finished, Failed], Field(discriminator="kind")]
 
 
 def _epoch(fields: dict[str, Any]) -> EpochEnded:
@@ -106,9 +106,9 @@ def _epoch(fields: dict[str, Any]) -> EpochEnded:
 # kind -> the event made of its fields; a started, epoch or failed event's fields are its record's (RunInfo, Epoch,
 # RunError), read with the keys they were given
 _MAKERS: dict[str, Callable[[dict[str, Any]], WorkerEvent]] = {
-    PHASE: lambda fields: Phase(**fields),
+    PHASE: lambda fields: PhaseBegan(**fields),
     STARTED: lambda fields: Started(info=RunInfo.model_validate(fields)),
-    PROGRESS: lambda fields: Progress(**fields),
+    PROGRESS: lambda fields: BatchEnded(**fields),
     EPOCH: _epoch,
     FINISHED: lambda fields: Finished(**fields),
     FAILED: lambda fields: Failed(error=RunError.model_validate(fields)),

@@ -80,16 +80,16 @@ class Recorder:
     def apply(self, event: events.WorkerEvent) -> bool:
         """Fold one worker event into the run. Returns True when the event ends the run (finished or failed)."""
         state, t0_wall = self.state, self.t0_wall
-        first_batch = isinstance(event, events.Progress) and state.progress is None
+        first_batch = isinstance(event, events.BatchEnded) and state.progress is None
         with self._lock:
             self._mark_phase(state, event, t0_wall)
-            if isinstance(event, events.Phase):
+            if isinstance(event, events.PhaseBegan):
                 state.phase = event.phase
             elif isinstance(event, events.Started):
                 state.info = state.info.updated(**event.info.to_dict())
                 state.status = Status.RUNNING
                 state.phase = "training"
-            elif isinstance(event, events.Progress):
+            elif isinstance(event, events.BatchEnded):
                 state.progress = Progress(epoch=event.epoch, batch=event.batch, batches=event.batches)
             elif isinstance(event, events.EpochEnded):
                 state.epochs.append(self._epoch(state, event, t0_wall))
@@ -101,7 +101,7 @@ class Recorder:
                 state.error = event.error
                 state.pending_status = Status.FAILED
                 state.phase = "finishing"
-        if first_batch or not isinstance(event, events.Progress):  # later batches' progress goes with the next sample
+        if first_batch or not isinstance(event, events.BatchEnded):  # later batches' progress goes with the next sample
             self._changed()
         if isinstance(event, events.Started):
             self.writer.update(state, status=Status.RUNNING, info=state.info)
@@ -170,11 +170,11 @@ class Recorder:
         """Start-up phases for the utilization chart: when each began, seconds from the samples' origin (the first
         progress after the first step starts "training")."""
         phases = state.info.phases or ()
-        if isinstance(event, events.Phase):
+        if isinstance(event, events.PhaseBegan):
             name = event.phase
         elif isinstance(event, events.Started):
             name = "first step"
-        elif isinstance(event, events.Progress) and phases and phases[-1].phase == "first step":
+        elif isinstance(event, events.BatchEnded) and phases and phases[-1].phase == "first step":
             name = "training"
         else:
             return

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.vocab.record_types import CpuSpec, Fingerprint, GpuSpec
+from bench.vocab.record_types import Fingerprint, GpuSpec
 from bench.vocab import records
 from bench.analysis import run_summary
 from bench.vocab.config import ConfigError, DeviceInventory, RunConfig, preset_training
@@ -123,8 +123,7 @@ def fingerprint(hw: devices.Hardware) -> Fingerprint:
     """What makes a machine this machine, for a bundle: CPU model and cores, RAM, GPU models, memory and driver, OS,
     Python, framework (the Keras backend) and its version. No hostname: a bundle is made to be shared."""
     return Fingerprint(
-        cpu=CpuSpec(model=hw.cpu.model, physical_cores=hw.cpu.physical_cores, logical_cores=hw.cpu.logical_cores,
-                    ram_total_mib=hw.cpu.ram_total_mib),
+        cpu=hw.cpu,  # detected as a record describes it: model, cores, RAM
         gpus=tuple(GpuSpec(name=g.name, mem_total_mib=g.mem_total_mib, driver=g.driver,
                            cuda_driver_version=g.cuda_driver_version) for g in hw.gpus),
         gpu_reason=hw.gpu_reason,

@@ -171,9 +171,10 @@ class SweepSpeedup:
     speedup: float
 
 
-# -- a machine bundle's fingerprint (bench.bundle/1 ``machine``, built by bench.runs.suite.fingerprint) ---------------
+# -- the machine a record names: a run's (built by bench.hardware.devices), a bundle's (bench.runs.suite.fingerprint) --
 class CpuSpec(Record):
-    """The machine's CPU as a bundle names it: model, cores, RAM."""
+    """The machine's CPU as a record names it (a run's machine, a bundle's): model, cores, RAM. Detection
+    (bench.hardware.devices) builds it."""
 
     model: Line | None = None
     physical_cores: Whole | None = None
@@ -182,7 +183,9 @@ class CpuSpec(Record):
 
 
 class GpuSpec(Record):
-    """One GPU as a record names it: its index where the run's machine gave one, model, memory, driver, UUID."""
+    """One GPU as a record names it: its index where the run's machine gave one, model, memory, driver, UUID, and
+    for a run's machine its vendor and the source its readings come from. Detection (bench.hardware.devices) builds
+    it; a bundle's fingerprint names fewer of its facts."""
 
     SPARSE: ClassVar[bool] = True
 
@@ -192,12 +195,14 @@ class GpuSpec(Record):
     driver: Line | None = None
     cuda_driver_version: Line | None = None
     uuid: Line | None = None
+    vendor: Line | None = None  # "nvidia", "amd", "apple", "intel", "tpu"
+    source: Line | None = None  # the source its readings come from (bench.hardware.monitor.sources): "NVML", ...
 
 
 class RecordedHardware(Record):
-    """The machine a run ran on, as its record keeps it (``bench.hardware.devices.Hardware`` in JSON form): CPU, the
-    GPUs it could target, why none where none, the Keras backend and its version, host and platform. A run imported
-    from elsewhere keeps its own machine's; every field may be missing from an older record."""
+    """The machine a run ran on, as its record keeps it (``bench.hardware.devices.Hardware.record``): CPU, the GPUs
+    it could target, why none where none, the Keras backend and its version, host and platform. A run imported from
+    elsewhere keeps its own machine's; every field may be missing from an older record."""
 
     PATH: ClassVar[str] = "hardware"
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from bench.hardware import devices
+from bench.vocab.record_types import GpuSpec
 from bench.runs.jobs import JobManager
 from bench.store import Store
 from bench.vocab import limits, safe_text
@@ -25,7 +26,7 @@ from tests.polling import wait_for
 
 TWO_GPUS = devices.Hardware(
     cpu=NO_GPU.cpu,
-    gpus=[devices.GpuInfo(index=i, name="Fake GPU", mem_total_mib=16384.0, driver="1", cuda_driver_version="12.4",
+    gpus=[GpuSpec(index=i, name="Fake GPU", mem_total_mib=16384.0, driver="1", cuda_driver_version="12.4",
                           uuid=f"GPU-{i}") for i in range(2)],
     gpu_reason=None, framework="tensorflow", framework_version="0", framework_cuda=True, hostname="t",
     platform="linux",

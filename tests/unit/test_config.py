@@ -6,18 +6,19 @@ import numpy as np
 import pytest
 
 from bench.hardware import devices
+from bench.vocab.record_types import CpuSpec, GpuSpec
 from bench.vocab.config import ConfigError, RunConfig
 from bench.vocab.errors import RecordError
 from bench.vocab.target import Target
 
 NO_GPU = devices.Hardware(
-    cpu=devices.CpuInfo(model="test cpu", physical_cores=2, logical_cores=2, ram_total_mib=1024.0),
+    cpu=CpuSpec(model="test cpu", physical_cores=2, logical_cores=2, ram_total_mib=1024.0),
     gpus=[], gpu_reason="No NVIDIA driver found (test).", framework="tensorflow", framework_version="0",
     framework_cuda=False, hostname="test", platform="linux",
 )
 TWO_GPUS = devices.Hardware(
     cpu=NO_GPU.cpu,
-    gpus=[devices.GpuInfo(index=i, name="Fake GPU", mem_total_mib=16384.0, driver="1", cuda_driver_version="12.4",
+    gpus=[GpuSpec(index=i, name="Fake GPU", mem_total_mib=16384.0, driver="1", cuda_driver_version="12.4",
                           uuid=f"GPU-{i}") for i in range(2)],
     gpu_reason=None, framework="tensorflow", framework_version="0", framework_cuda=True, hostname="t",
     platform="linux",

@@ -20,7 +20,7 @@ from bench.lab.assignment import Assignment, Choice, LabError, read
 from bench.vocab import records
 from bench.vocab.config import ConfigError, RunConfig
 from bench.vocab.errors import RecordError
-from bench.vocab.record_types import CpuSpec, Fingerprint
+from bench.vocab.record_types import CpuSpec, Fingerprint, GpuSpec
 from bench.vocab.target import FORMS, Target, plain
 from tests.fixtures import NO_GPU
 from ui import url_state
@@ -30,7 +30,7 @@ LOOKALIKES = [("\u0441pu", "U+0441"), ("cpu\u200b", "U+200B"), ("cpu\u2060", "U+
               ("\u200bgpus", "U+200B"), ("gpu:\u0661\u0662", "U+0661")]
 IDS = [ascii(text) for text, _ in LOOKALIKES]
 TWO_GPUS = devices.Hardware(
-    cpu=NO_GPU.cpu, gpus=[devices.GpuInfo(index=i, name="Fake GPU", mem_total_mib=16384.0, driver="1",
+    cpu=NO_GPU.cpu, gpus=[GpuSpec(index=i, name="Fake GPU", mem_total_mib=16384.0, driver="1",
                                           cuda_driver_version="12.4", uuid=f"GPU-{i}") for i in range(2)],
     gpu_reason=None, framework="tensorflow", framework_version="0", framework_cuda=True, hostname="t",
     platform="linux")

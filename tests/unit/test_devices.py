@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from bench.hardware import devices
+from bench.vocab.record_types import CpuSpec, GpuSpec
 from bench.vocab.config import RunConfig
-from bench.hardware.devices import GpuInfo, Hardware, device_choices, discover
+from bench.hardware.devices import Hardware, device_choices, discover
 from bench.hardware.monitor import nvml
 from bench.vocab.target import Target
 
@@ -118,7 +119,7 @@ def test_framework_without_cuda_is_the_reason(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_gpu_reason_order() -> None:
-    gpu = GpuInfo(0, "G", 1.0, None, None, None)
+    gpu = GpuSpec(0, "G", 1.0, None, None, None)
     common = {"framework": "tensorflow", "framework_version": "2.21.0", "cuda_visible_devices": ""}
     driver = nvml.NO_DRIVER_REASON
     assert devices.gpu_reason(nvml_reason=driver, visible_gpus=[], framework_cuda=False, **common) == driver
@@ -174,10 +175,34 @@ def test_cuda_visible_devices_for_gpu_without_usable_gpu() -> None:
         devices.cuda_visible_devices_for("gpu:0", hw)
 
 
+def test_the_detected_machine_is_the_record_with_what_only_detection_knows() -> None:
+    """One description of the machine: Hardware holds the record's own CpuSpec and GpuSpec, and its record keeps
+    every part of it (where GPU readings come from among the record's extra keys), so a field added to one side
+    and not the other fails here."""
+    import dataclasses
+
+    from bench.hardware.monitor.source_types import SourceGpu, SourceInfo
+    from bench.vocab.record_types import RecordedHardware
+
+    detected_only = {"gpu_source", "framework_gpu_build"}
+    fields = {f.name for f in dataclasses.fields(Hardware)}
+    assert fields - detected_only == set(RecordedHardware.model_fields) - {"label"}
+    info = SourceInfo(name="AMD SMI", vendor="amd", utilization="GFX busy share")
+    hw = Hardware(cpu=CpuSpec("X", None, 4, 1024.0), gpus=[devices.gpu_spec(SourceGpu(0, "MI300X"), info)],
+                  gpu_reason=None, gpu_source=info, framework_gpu_build=True)
+    record = hw.record()
+    assert record.cpu is hw.cpu and record.gpus == tuple(hw.gpus)
+    assert set(record.to_dict()) == fields and record.to_dict() == hw.to_dict()
+    assert record.to_dict()["gpus"][0] == {"index": 0, "name": "MI300X", "mem_total_mib": None, "driver": None,
+                                           "cuda_driver_version": None, "uuid": None, "vendor": "amd",
+                                           "source": "AMD SMI"}, "a detected GPU's record keeps its None facts"
+    assert record.extra == {"gpu_source": info.to_dict(), "framework_gpu_build": True}
+
+
 def test_hardware_label_mixed_gpus() -> None:
-    cpu = devices.CpuInfo("X", 1, 2, 1024.0)
-    gpus = [GpuInfo(0, "A", None, None, None, None), GpuInfo(1, "B", None, None, None, None),
-            GpuInfo(2, "A", None, None, None, None)]
+    cpu = CpuSpec("X", 1, 2, 1024.0)
+    gpus = [GpuSpec(0, "A", None, None, None, None), GpuSpec(1, "B", None, None, None, None),
+            GpuSpec(2, "A", None, None, None, None)]
     assert Hardware(cpu=cpu, gpus=gpus).label() == "A x2 + B x1"
     assert Hardware(cpu=cpu).label() == "X (2 cores), no GPU"
 
@@ -255,8 +280,8 @@ def test_probe_framework_errors_are_returned_not_raised() -> None:
 
 
 def _two_gpus(reason: str | None) -> Hardware:
-    cpu = devices.CpuInfo(model="X", physical_cores=2, logical_cores=2, ram_total_mib=1024.0)
-    return Hardware(cpu=cpu, gpus=[GpuInfo(0, "A", None, None, None, None), GpuInfo(1, "A", None, None, None, None)],
+    cpu = CpuSpec(model="X", physical_cores=2, logical_cores=2, ram_total_mib=1024.0)
+    return Hardware(cpu=cpu, gpus=[GpuSpec(0, "A", None, None, None, None), GpuSpec(1, "A", None, None, None, None)],
                     gpu_reason=reason)
 
 

@@ -24,7 +24,8 @@ from bench.cli import main as cli
 from bench.vocab import limits, records
 from bench.plans import datasets
 from bench.vocab.config import RunConfig
-from bench.hardware.devices import CpuInfo, Hardware
+from bench.hardware.devices import Hardware
+from bench.vocab.record_types import CpuSpec
 from ui import url_state
 
 EXAMPLES = int(os.environ.get("BENCH_FUZZ_EXAMPLES", "40"))
@@ -113,7 +114,7 @@ def test_the_file_loader_never_fails_with_anything_but_its_own_error(data: bytes
         assert isinstance(loaded, (records.RunRecord, records.Comparison)), type(loaded)
 
 
-HARDWARE = Hardware(cpu=CpuInfo("x", 2, 2, 1024.0), gpu_reason="no GPU in this test")
+HARDWARE = Hardware(cpu=CpuSpec("x", 2, 2, 1024.0), gpu_reason="no GPU in this test")
 PARAM_NAMES = st.sampled_from([*url_state.TRAIN_FIELDS, "preset", "present", "targets", "colour"]) | st.text(max_size=12)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bench.hardware import devices, doctor
+from bench.vocab.record_types import CpuSpec, GpuSpec
 from bench.hardware.monitor import amd, apple, intel, nvml, sources, tpu
 from bench.hardware.monitor.sampler import Sampler
 from bench.vocab.readings import GpuReading
@@ -136,7 +137,7 @@ def test_devices_offer_the_gpu_of_each_scripted_machine(monkeypatch: pytest.Monk
     assert hw.gpu_reason is None and devices.device_choices(hw) == ["cpu", "gpu:0"]
     assert (hw.gpus[0].vendor, hw.gpus[0].source, hw.vendor) == (vendor, source, vendor)
     assert hw.gpu_source is not None and hw.gpu_source.name == source
-    assert hw.record().gpus[0].extra["source"] == source  # the run's record keeps where its readings came from
+    assert hw.record().gpus[0].source == source  # the run's record keeps where its readings came from
 
 
 def test_a_mac_on_tensorflow_is_told_to_train_through_torch(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,10 +154,10 @@ def test_an_amd_gpu_with_a_cuda_torch_is_told_to_install_the_rocm_build(monkeypa
 
 
 def test_gpu_n_reaches_each_vendors_device_through_torch() -> None:
-    cpu = devices.CpuInfo("M2", 10, 10, 16384.0)
-    mac = devices.Hardware(cpu=cpu, gpus=[devices.GpuInfo(0, "Apple M2 Pro", None, None, None, None, "apple",
+    cpu = CpuSpec("M2", 10, 10, 16384.0)
+    mac = devices.Hardware(cpu=cpu, gpus=[GpuSpec(0, "Apple M2 Pro", None, None, None, None, "apple",
                                                           apple.IOREG_INFO.name)], gpu_source=apple.IOREG_INFO)
-    rocm = devices.Hardware(cpu=cpu, gpus=[devices.GpuInfo(0, "MI300X", None, None, None, None, "amd", "AMD SMI")],
+    rocm = devices.Hardware(cpu=cpu, gpus=[GpuSpec(0, "MI300X", None, None, None, None, "amd", "AMD SMI")],
                             gpu_source=amd.AMDSMI_INFO)
     assert devices.torch_device_env("gpu:0", mac) == {"KERAS_TORCH_DEVICE": "mps"}
     assert devices.torch_device_env("cpu", mac) == {"KERAS_TORCH_DEVICE": "cpu"}  # a CPU run stays off the GPU
@@ -332,8 +333,8 @@ def test_framework_gpu_build_reads_torchs_xpu_version_and_jaxs_libtpu(monkeypatc
 
 
 def test_gpu_n_on_an_intel_gpu_is_torchs_xpu_device() -> None:
-    cpu = devices.CpuInfo("Core", 8, 16, 32768.0)
-    arc = devices.Hardware(cpu=cpu, gpus=[devices.GpuInfo(0, "Arc A770", None, None, None, None, "intel",
+    cpu = CpuSpec("Core", 8, 16, 32768.0)
+    arc = devices.Hardware(cpu=cpu, gpus=[GpuSpec(0, "Arc A770", None, None, None, None, "intel",
                                                           intel.INFO.name)], gpu_source=intel.INFO)
     assert devices.torch_device_env("gpu:0", arc) == {"KERAS_TORCH_DEVICE": "xpu:0"}
     assert devices.torch_device_env("cpu", arc) == {"KERAS_TORCH_DEVICE": "cpu"}

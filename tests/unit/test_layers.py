@@ -244,6 +244,27 @@ def test_no_class_in_bench_or_ui_holds_more_than_twelve_public_methods() -> None
     assert public_methods(wide) == {"Wide": 13}, "the count must see a class of thirteen"
 
 
+def class_names(sources: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Each class name defined more than once in ``sources`` ((where, source) pairs), with where each is, as
+    ``where:line``; classes nested in a function or another class count, private ones too."""
+    found: dict[str, list[str]] = {}
+    for where, source in sources:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(f"{where}:{node.lineno}")
+    return {name: places for name, places in sorted(found.items()) if len(places) > 1}
+
+
+def test_each_class_name_in_bench_ui_and_pages_means_one_thing() -> None:
+    twice = class_names((str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+                        for _, path in _module_files())
+    assert not twice, ("one name, several classes (name each for what it is: the worker's PhaseBegan, the run's "
+                       "Phase):\n" + "\n".join(f"{name}: {', '.join(places)}" for name, places in twice.items()))
+    sample = [("a.py", "class Phase:\n    pass\nclass Only:\n    pass\n"),
+              ("b.py", "def f():\n    class Phase:\n        pass\n")]
+    assert class_names(sample) == {"Phase": ["a.py:1", "b.py:2"]}, "the check must see a name defined twice"
+
+
 # pydantic's own members (its fields set, extra dict, validator, init marker) and the constructor that skips
 # validation: none is read or written by the engine or the dashboard; its public API says the same (model_extra,
 # model_fields_set, model_copy, model_validate, PrivateAttr)

@@ -79,10 +79,10 @@ def test_a_state_change_is_published_at_once_and_the_same_bytes_go_to_everyone()
     box: list[Run | None] = [None]
     clock = Clock()
     pub = make(box, clock)
-    assert pub.refresh() == live_feed.State()
+    assert pub.refresh() == live_feed.PageState()
     before = pub.seq  # the sidebar's "No run yet." went out
     box[0] = Run(n_samples=4)
-    assert pub.refresh() == live_feed.State(), "within TICK_S the run is not looked at again"
+    assert pub.refresh() == live_feed.PageState(), "within TICK_S the run is not looked at again"
     state = pub.refresh(force=True)
     assert state.run == 1 and state.active and state.key == "1@100.0:live"
     (first,) = pub.since(before, "plain")

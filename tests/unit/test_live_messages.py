@@ -40,7 +40,7 @@ def test_every_event_of_a_run_parses_as_its_type():
     for _, data in pub.since(0, "plain") or []:
         msg = live_messages.Tick.model_validate_json(data[6:-2])
         kinds |= {type(c).__name__ for c in msg.charts.values()}
-    live_messages.Snapshot.model_validate_json(pub.snapshot("plain")[1][6:-2])
+    live_messages.LiveSnapshot.model_validate_json(pub.snapshot("plain")[1][6:-2])
     assert kinds == {"ChartFull", "ChartExtend"}, kinds
 
 

@@ -29,12 +29,12 @@ def test_phases_are_recorded_stored_and_drawn(tmp_path):
     from bench.vocab.readings import Epoch
     from bench.vocab.run_info import RunInfo
 
-    events = [worker_events.Phase(phase="importing tensorflow", time=t0 + 0.1),
-              worker_events.Phase(phase="loading data", time=t0 + 5.0),
-              worker_events.Phase(phase="building model", time=t0 + 5.5),
+    events = [worker_events.PhaseBegan(phase="importing tensorflow", time=t0 + 0.1),
+              worker_events.PhaseBegan(phase="loading data", time=t0 + 5.0),
+              worker_events.PhaseBegan(phase="building model", time=t0 + 5.5),
               worker_events.Started(info=RunInfo(placement="/device:CPU:0"), time=t0 + 6.0),
-              worker_events.Progress(epoch=1, batch=1, batches=4, time=t0 + 7.0),
-              worker_events.Progress(epoch=1, batch=2, batches=4, time=t0 + 7.2),
+              worker_events.BatchEnded(epoch=1, batch=1, batches=4, time=t0 + 7.0),
+              worker_events.BatchEnded(epoch=1, batch=2, batches=4, time=t0 + 7.2),
               worker_events.EpochEnded(epoch=Epoch(epoch=1, epoch_seconds=2.0, includes_tracing=True),
                                        started_wall=t0 + 6.1, ended_wall=t0 + 8.1, time=t0 + 8.1)]
     for event in events:

@@ -82,7 +82,7 @@ def test_stop_ends_the_run_within_one_execution(backend):
     try:
         while got is None:
             event = events.get(timeout=240)
-            if isinstance(event, worker_events.Progress):
+            if isinstance(event, worker_events.BatchEnded):
                 progress.append(event)
             elif isinstance(event, dict) and event["type"] == "result":  # the test worker's own report
                 got = event

@@ -14,6 +14,7 @@ from bench.cli import main as cli
 from bench.vocab import records
 from bench.vocab.config import ConfigError, RunConfig
 from bench.hardware import devices
+from bench.vocab.record_types import CpuSpec, GpuSpec
 from bench.runs import suite
 from bench.plans import models
 
@@ -37,8 +38,8 @@ def test_the_workloads_cover_the_presets_an_mlp_sweep_at_two_batches_a_cnn_and_a
 
 
 def test_every_cpu_configuration_and_each_gpu_is_a_target() -> None:
-    cpu = devices.CpuInfo(model="Test", physical_cores=8, logical_cores=8, ram_total_mib=1024)
-    gpus = [devices.GpuInfo(index=i, name="T4", mem_total_mib=15360, driver="550", cuda_driver_version="12.4",
+    cpu = CpuSpec(model="Test", physical_cores=8, logical_cores=8, ram_total_mib=1024)
+    gpus = [GpuSpec(index=i, name="T4", mem_total_mib=15360, driver="550", cuda_driver_version="12.4",
                             uuid=None) for i in range(2)]
     with_gpus = devices.Hardware(cpu=cpu, gpus=gpus, gpu_reason=None)
     names = [str(t) for t in suite.suite_targets(with_gpus)]

@@ -8,11 +8,12 @@ import pytest
 
 from bench.hardware import devices
 from bench.vocab.config import ConfigError, RunConfig
+from bench.vocab.record_types import CpuSpec, GpuSpec
 from bench.vocab.target import Target
 
 HARDWARE = devices.Hardware(
-    cpu=devices.CpuInfo(model="test cpu", physical_cores=8, logical_cores=16, ram_total_mib=1024.0),
-    gpus=[devices.GpuInfo(index=i, name=f"Fake GPU {i}", mem_total_mib=16384.0, driver="1", cuda_driver_version="12.4",
+    cpu=CpuSpec(model="test cpu", physical_cores=8, logical_cores=16, ram_total_mib=1024.0),
+    gpus=[GpuSpec(index=i, name=f"Fake GPU {i}", mem_total_mib=16384.0, driver="1", cuda_driver_version="12.4",
                           uuid=f"GPU-{i}") for i in range(2)],
     gpu_reason=None, framework="tensorflow", framework_version="2.0", framework_cuda=True,
 )

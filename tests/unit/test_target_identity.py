@@ -8,15 +8,16 @@ import pytest
 
 from bench.vocab import target
 from bench.hardware import devices
-from bench.hardware.devices import CpuInfo, GpuInfo, Hardware
+from bench.vocab.record_types import CpuSpec, GpuSpec
+from bench.hardware.devices import Hardware
 from bench.vocab.target import Target
 
 
 def machine(cores: int, gpus: int = 0, monkeypatch: pytest.MonkeyPatch | None = None) -> Hardware:
     if monkeypatch is not None:
         monkeypatch.setattr(devices, "all_cores", lambda: cores)
-    return Hardware(cpu=CpuInfo(model="X", physical_cores=cores, logical_cores=cores, ram_total_mib=1024.0),
-                    gpus=[GpuInfo(i, "A", None, None, None, None) for i in range(gpus)])
+    return Hardware(cpu=CpuSpec(model="X", physical_cores=cores, logical_cores=cores, ram_total_mib=1024.0),
+                    gpus=[GpuSpec(i, "A", None, None, None, None) for i in range(gpus)])
 
 
 def parse(text: str) -> list[Target]:
