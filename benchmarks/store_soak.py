@@ -31,8 +31,10 @@ LIST_EVERY_S = 0.5
 
 def soak_worker(config: dict[str, Any], queue: Any, stop_event: Any, log_path: str | None = None) -> None:
     """Reports config['epochs'] epochs of EPOCH_S each (no framework), honouring Stop."""
+    from bench.runs import events
+
     def emit(kind: str, **data: Any) -> None:
-        queue.put({"type": kind, "time": time.time(), **data})
+        events.emit(queue, kind, **data)
 
     emit("started", pid=os.getpid(), framework="soak 0", devices_seen=["cpu"], placement="/device:CPU:0")
     for epoch in range(1, config["epochs"] + 1):
@@ -53,8 +55,9 @@ def _timed_store(path: Path, latencies: list[float]) -> Any:
     from bench.store import Store
 
     store = Store(path)
-    for name in ("create_run", "update_run", "add_epoch", "add_epochs", "add_samples", "heartbeat"):
-        real = getattr(store, name)
+    for owner, name in [(store, "create_run"), (store, "update_run"), (store, "add_epoch"), (store, "add_epochs"),
+                        (store, "add_samples"), (store.owners, "heartbeat")]:
+        real = getattr(owner, name)
 
         def timed(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
             t0 = time.perf_counter()
@@ -63,7 +66,7 @@ def _timed_store(path: Path, latencies: list[float]) -> Any:
             finally:
                 latencies.append(time.perf_counter() - t0)
 
-        setattr(store, name, timed)
+        setattr(owner, name, timed)
     return store
 
 
@@ -107,7 +110,8 @@ def child(index: int, store_path: Path, seconds: float, out: Path) -> None:
         snap = manager.snapshot(run_id)
         assert snap is not None  # this manager submitted it
         runs.append({"id": run_id, "status": snap.status, "epochs": len(snap.epochs), "samples": len(snap.samples),
-                     "store_error": snap.store_error, "saved": snap.saved, "error": snap.error})
+                     "store_error": snap.store_error, "saved": snap.saved,
+                     "error": snap.error.to_dict() if snap.error is not None else None})
     report = {"index": index, "runs": runs, "list_errors": list_errors, "listings": listings,
               "seen_interrupted": sorted(seen_interrupted), "write_latencies_s": latencies}
     out.write_text(json.dumps(report), encoding="utf-8")

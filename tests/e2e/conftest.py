@@ -7,7 +7,7 @@ test trains real models through a server as shipped (tests/e2e/test_train_live.p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ import pytest
 
 from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, DashboardServer
 from benchmarks.standins import HOLD_ENV, PACED_WORKER_TARGET
-from tests.e2e.steps import new_page
+from tests.e2e.steps import keep_failure, new_page
 
 
 
@@ -90,3 +90,14 @@ def page(browser: Any) -> Iterator[Any]:
     pg = new_page(browser)
     yield pg
     pg.context.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """On a browser test's failure, keep a screenshot of each page still open (tests/e2e/steps.keep_failure)."""
+    outcome: Any = yield
+    report = outcome.get_result()
+    if report.failed and call.when == "call":
+        kept = keep_failure(item.name)
+        if kept:
+            report.sections.append(("pages kept", "\n".join(str(p) for p in kept)))

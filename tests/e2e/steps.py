@@ -21,12 +21,33 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 
 
+OPEN_PAGES: list[Any] = []  # the pages new_page opened and not yet closed: kept on a test's failure (conftest)
+
+
 def new_page(browser: Any, *, width: int = 1400, height: int = 1300, timeout_ms: int = 30_000) -> Any:
     """A page in a browser context of its own (a person of their own: no shared cookies or session)."""
     page = browser.new_context(viewport={"width": width, "height": height}).new_page()
     page.set_default_timeout(timeout_ms)
     page.on("websocket", lambda socket: _follow(page, socket))
+    OPEN_PAGES.append(page)
+    page.on("close", lambda _: OPEN_PAGES.remove(page) if page in OPEN_PAGES else None)
     return page
+
+
+def keep_failure(test_name: str) -> list[Path]:
+    """A screenshot of every page still open, under test-artifacts/failures/: what each person saw when the test
+    failed."""
+    folder = ARTIFACTS / "failures"
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for n, page in enumerate(list(OPEN_PAGES)):
+        path = folder / f"{test_name.replace('/', '_')}-{n}.png"
+        try:
+            page.screenshot(path=str(path), full_page=True, timeout=10_000)
+        except Exception:  # noqa: BLE001 - a page gone or hung: the others are still kept
+            continue
+        kept.append(path)
+    return kept
 
 
 def _follow(page: Any, socket: Any) -> None:

@@ -89,7 +89,7 @@ def test_a_class_on_two_nodes_runs_round_robin_one_run_a_node_and_loses_none(lab
         assert all(b[0] >= a[1] - 0.5 for a, b in zip(mine, mine[1:])), mine  # never two at once on a node
     assert any(a[2] != b[2] and b[0] < a[1] for a, b in zip(spans, spans[1:])), "the two nodes side by side"
     for row in rows:
-        assert row.node == f"node {node_of[row.ticket][:8]} ({stored[row.run_id].info.extra['ray']['kind']})"
+        assert row.node == f"node {node_of[row.ticket][:8]} ({stored[row.run_id].info.ray.kind})"
         assert row.node.endswith(("(CPU node_a)", "(CPU node_b)")) and row.samples_per_s
     marked = [r for r in stored.values() if r.info.lab is not None and r.info.lab.lab == board.lab]
     assert sorted(r.info.lab.student for r in marked) == ["Ana", "Ana", "Ben", "Cleo", "Dan"], "none lost"
