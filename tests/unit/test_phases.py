@@ -49,3 +49,20 @@ def test_phases_are_recorded_stored_and_drawn(tmp_path):
                                                    phases=stored)])
     assert [(s.x0, s.x1) for s in fig.layout.shapes if s.type == "rect"] == [(0.1, 5.0), (5.0, 5.5), (5.5, 6.0),
                                                                              (6.0, 7.0)]
+
+
+def test_the_first_batch_is_told_at_once_and_later_batches_wait_for_the_next_sample():
+    """JobManager.wait_first_batch waits on the manager's Condition: the recorder must tell of the first batch (a
+    page redraws on it after Start), not of each later one (they go with the next sample)."""
+    from bench.runs import events as worker_events
+
+    told: list[int] = []
+    state = RunState(id=0, config=TINY, created_at=1.0, hardware=RecordedHardware())
+    lock = threading.Lock()
+    sup = Recorder(state, lock=lock, writer=RunWriter(None, lock), on_change=lambda: told.append(1))
+    sup.t0_wall = 1000.0
+    sup.apply(worker_events.BatchEnded(epoch=1, batch=1, batches=4, time=1001.0))
+    assert len(told) == 1, "the first batch is told"
+    sup.apply(worker_events.BatchEnded(epoch=1, batch=2, batches=4, time=1001.2))
+    sup.apply(worker_events.BatchEnded(epoch=1, batch=3, batches=4, time=1001.4))
+    assert len(told) == 1, "later batches are not told one by one"
