@@ -35,7 +35,7 @@ help:
 	@echo "  make test         install dev deps and run all tests: unit, app, e2e (TEST_WORKERS=2, PYTEST_ARGS=...)"
 	@echo "  make test-fast    unit and app tests that train no model, load no framework, open no browser (~90 s)"
 	@echo "  make test-bench   the smoke runs of every benchmark and measuring command (also in make test)"
-	@echo "  make typecheck    mypy over bench/ (every definition typed) and ui/ (also run by make test)"
+	@echo "  make typecheck    mypy over bench/ (every definition typed), ui/, pages/, benchmarks/, scripts/ (also in make test)"
 	@echo "  make lint-js      node --check and ESLint over the browser modules, ui/static/*.js (also run by make test)"
 	@echo "  make schemas      write docs/schemas/*.schema.json from the record models (tests fail when they are stale)"
 	@echo "  make gpu-verify   check every GPU claim on this machine's GPU (each step 'skipped: no GPU' without one)"

@@ -8,7 +8,11 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench.runs.jobs import JobManager
+    from bench.runs.run_state import RunSnapshot
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: bench/, benchmarks/, app.py, docs/
 
@@ -22,6 +26,14 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str, poll_s: 
             return value
         time.sleep(poll_s)
     raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def own_snapshot(manager: JobManager, run_id: int) -> RunSnapshot:
+    """The snapshot of a run the benchmark submitted to ``manager`` itself (JobManager.snapshot is None only for a
+    run it does not hold, and no benchmark deletes its own runs)."""
+    snap = manager.snapshot(run_id)
+    assert snap is not None, f"run #{run_id} was submitted to this JobManager, which no longer holds it"
+    return snap
 
 
 def cpu_seconds(proc: Any) -> float:

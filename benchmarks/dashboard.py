@@ -21,6 +21,7 @@ from benchmarks.common import ROOT, cpu_seconds, wait_for
 
 if TYPE_CHECKING:
     from bench.vocab.records import RunRecord
+    from bench.store import Store
 
 CHROMIUM = os.environ.get("BENCH_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -204,6 +205,11 @@ def _set_number(page: Any, label: str, value: int) -> None:
     page.wait_for_timeout(400)
 
 
+def stored_ids(store: Store) -> set[int]:
+    """The ids of the runs in ``store`` (a stored run always has one; RunRecord allows None for one not stored)."""
+    return {r.id for r in store.list_runs() if r.id is not None}
+
+
 def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: bool,
                profile: bool = False, hold: Path | None = None, window_s: float = 0.0) -> dict[str, Any]:
     """Start a run from the Train page by clicking; watch it live to the end (or close the page at once).
@@ -221,7 +227,7 @@ def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: boo
     from bench.store import Store
 
     store = Store(server.store_path)
-    before = {r.id for r in store.list_runs()}
+    before = stored_ids(store)
     context, page = _open_train(browser, server.url)
     if hold is not None:
         hold.touch()
@@ -230,8 +236,7 @@ def server_run(browser: Any, server: DashboardServer, config: Any, *, watch: boo
         _set_number(page, "Training samples (0 = all)", config.limit_samples or 0)
         t_click = time.monotonic()
         page.get_by_role("button", name="Start", exact=True).click()
-        run_id = wait_for(lambda: max(({r.id for r in store.list_runs()} - before), default=None), 180,
-                          "the run to be stored")
+        run_id = wait_for(lambda: max(stored_ids(store) - before, default=None), 180, "the run to be stored")
         first_batch = None
         if watch:
             first_batch = _first_batch_shown(page, store, run_id, t_click)

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from benchmarks.common import own_snapshot
 from benchmarks.stats import median
 from benchmarks.standins import (SIMULATED_EPOCHS, SIMULATED_INTERVAL_S, SIMULATED_SAMPLES, ReplayedWorker,
                                  SamplerChoice, replay_sampler)
@@ -145,17 +146,17 @@ def memory_main(cores: int, gpus: int, real_s: float, after_s: float, trace: boo
     t0 = time.monotonic()
     sampler.factory = replay_sampler(count, cores, gpus, real_s)  # read when the run starts, after submit
     run_id = manager.submit(config)
-    snap = manager.snapshot(run_id)
+    snap = own_snapshot(manager, run_id)
     while snap.active:
         sent = publish(publisher, clock)
         if sent:
             events.append(sent)
         peak = max(peak, rss_mb())
-        snap = manager.snapshot(run_id)
+        snap = own_snapshot(manager, run_id)
     renders = publisher.builds - builds0
     stream_s = time.monotonic() - t0
     publish(publisher, clock)  # the run's end, as the publisher's next look sees it
-    snap = manager.snapshot(run_id)
+    snap = own_snapshot(manager, run_id)
     payload = snapshot_bytes(publisher)
     gc.collect()
     rss_after_run = rss_mb()

@@ -186,7 +186,8 @@ def machine() -> dict[str, Any]:
     hw = devices.discover()
     return {
         "cpu_model": hw.cpu.model, "logical_cores": hw.cpu.logical_cores, "physical_cores": hw.cpu.physical_cores,
-        "ram_total_gib": round(hw.cpu.ram_total_mib / 1024, 1), "gpus": [g.name for g in hw.gpus],
+        "ram_total_gib": round(ram_mib / 1024, 1) if (ram_mib := hw.cpu.ram_total_mib) is not None else None,
+        "gpus": [g.name for g in hw.gpus],
         "gpu_reason": hw.gpu_reason, "framework": f"{hw.framework} {hw.framework_version or '?'}",
         "hostname": hw.hostname, "platform": hw.platform or platform.platform(), "python": platform.python_version(),
         "label": hw.label(),
@@ -301,9 +302,9 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
                     # replayed, the watched run is held before its last epoch until its page showed a batch, so a
                     # loaded machine's slow page still gets a first-batch time (a hold waits between epochs: no
                     # epoch's seconds change)
-                    held = {"hold": hold} if plan.replayed and kind == "watched" else {}
+                    held = hold if plan.replayed and kind == "watched" else None
                     served = with_retries(functools.partial(server_run, browser, server, config,
-                                                            watch=kind == "watched", **held),
+                                                            watch=kind == "watched", hold=held),
                                           f"round {rnd}'s {kind} run", server, extra["notes"], say)
                     row.update(served or {})
             if "epochs" not in row:

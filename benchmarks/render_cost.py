@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, wait_for
+from benchmarks.common import ROOT, own_snapshot, wait_for
 from benchmarks.memory import figure_timings, live_publisher, publish, snapshot_bytes
 from benchmarks.stats import median
 from benchmarks.standins import (SIMULATED_EPOCHS, SIMULATED_INTERVAL_S, SIMULATED_SAMPLES, ReplayedWorker,
@@ -97,13 +97,18 @@ def render_main(real_s: float, repeats: int) -> dict[str, Any]:
     manager = JobManager(Store(tmp / "runs.sqlite3"), worker_target=ReplayedWorker(real_s=real_s, hold=True),
                          sampler_factory=replay_sampler(count, 32, 2, real_s))
     run_id = manager.submit(RunConfig(epochs=SIMULATED_EPOCHS, sample_interval_s=SIMULATED_INTERVAL_S))
-    wait_for(lambda: len(manager.snapshot(run_id).epochs) >= SIMULATED_EPOCHS
-             and len(manager.snapshot(run_id).samples) >= count, real_s + 120, "the replayed run")
+
+    def replayed() -> bool:
+        snap = own_snapshot(manager, run_id)
+        return len(snap.epochs) >= SIMULATED_EPOCHS and len(snap.samples) >= count
+
+    wait_for(replayed, real_s + 120, "the replayed run")
     from streamlit.testing.v1 import AppTest
 
     from ui import common
 
-    common.get_manager = lambda: manager  # every page of this process reads the replayed run
+    # every page of this process reads the replayed run: a plain function stands in for st.cache_resource's wrapper
+    common.get_manager = lambda: manager  # type: ignore[assignment]
 
     def timed(at: Any, first: list[float]) -> list[float]:
         t = time.perf_counter()
@@ -120,7 +125,7 @@ def render_main(real_s: float, repeats: int) -> dict[str, Any]:
 
     page_first_ms: list[float] = []
     page_ms = timed(AppTest.from_file(str(ROOT / "pages" / "train.py"), default_timeout=120), page_first_ms)
-    snap = manager.snapshot(run_id)
+    snap = own_snapshot(manager, run_id)
     publishing = publish_costs(snap, repeats)
     figure_ms = figure_timings(snap, repeats)
     active = snap.active

@@ -394,7 +394,7 @@ def render_markdown(r: Mapping[str, Any]) -> str:
         f"miss: [{METHOD}]({METHOD}).",
         "",
         f"- **Machine**: {m.get('cpu_model')} · {m.get('logical_cores')} logical cores "
-        f"({m.get('physical_cores') or '?'} physical) · {m.get('ram_total_gib')} GiB RAM · GPU: {gpu}",
+        f"({m.get('physical_cores') or '?'} physical) · {m.get('ram_total_gib') or '?'} GiB RAM · GPU: {gpu}",
         f"- **Software**: {m.get('framework')} · Python {m.get('python')} · {m.get('platform')}",
         f"- **Date**: {r.get('date')} · {'quick' if r.get('quick') else 'full'} pass, "
         f"{(r.get('duration_s') or 0) / 60:.1f} minutes; the machine is shared with other jobs, so every comparison "

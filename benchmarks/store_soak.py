@@ -99,6 +99,7 @@ def child(index: int, store_path: Path, seconds: float, out: Path) -> None:
             try:
                 for run in reader.list_runs():  # also marks runs whose owner is gone: none may be
                     if run.status == "interrupted":
+                        assert run.id is not None, "a run listed from the store has its row's id"
                         seen_interrupted.add(run.id)
                 listings += 1
             except StoreError as exc:

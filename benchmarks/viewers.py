@@ -159,11 +159,13 @@ class Session:
 
     async def connect(self) -> None:
         from websockets.asyncio.client import connect
+        from websockets.typing import Origin, Subprotocol
 
         token = self.cookies.get("_streamlit_xsrf", "")
-        self.ws = await connect(f"ws://{self.host}:{self.port}/_stcore/stream", subprotocols=["streamlit", token],
-                                origin=self.origin, additional_headers={"Cookie": self._headers()["Cookie"]},
-                                max_size=None, compression=None)
+        self.ws = await connect(f"ws://{self.host}:{self.port}/_stcore/stream",
+                                subprotocols=[Subprotocol("streamlit"), Subprotocol(token)], origin=Origin(self.origin),
+                                additional_headers={"Cookie": self._headers()["Cookie"]}, max_size=None,
+                                compression=None)
         self.spawn(self.read_ws())
 
     async def read_ws(self) -> None:

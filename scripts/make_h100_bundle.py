@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.vocab import records
+from bench.vocab.record_types import Fingerprint
 from bench.output import report
 
 RESULTS = ROOT / "docs" / "results"
@@ -36,7 +37,7 @@ def main() -> int:
                                                          "label": f"{name} run {run.get('id')}"}))
         peaks.update({k: v for k, v in (doc.get("peaks_gflops") or {}).items() if v})
     cpu = devices["cpu"]
-    machine = {
+    machine = Fingerprint.model_validate({
         "cpu": {k: cpu[k] for k in ("model", "physical_cores", "logical_cores", "ram_total_mib")},
         "gpus": [{k: g[k] for k in ("name", "mem_total_mib", "driver", "cuda_driver_version")}
                  for g in devices["gpus"]],
@@ -48,7 +49,7 @@ def main() -> int:
         "backend": devices["framework"],
         "backend_version": devices["framework_version"],
         "backend_cuda": devices["framework_cuda"],
-    }
+    })
     doc = records.bundle_record(
         machine=machine, suite_version="records", suite_variant="h100-results", runs=runs,
         label="H100 cloud VM (NVIDIA H100 80GB + 16-core Xeon), from docs/results records",

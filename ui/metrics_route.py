@@ -20,6 +20,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from bench.hardware.devices import Hardware
 from bench.vocab import settings
 from bench.vocab.readings import Sample
 from bench.vocab.records import ACTIVE
@@ -67,7 +68,11 @@ def exporter() -> Exporter:
         held = _held
         if held is not None and held[0] is manager:
             return held[1]
-        machine = manager.machine if manager is not None else common.get_hardware()
+        # this host as discovered: a manager whose runs go to a Ray cluster runs on a ClusterMachine (the nodes as one
+        # machine for validation), which has no hostname, GPU UUIDs or memory of this host to scrape
+        machine = manager.machine if manager is not None else None
+        if not isinstance(machine, Hardware):
+            machine = common.get_hardware()
         made = Exporter(machine, (lambda: shown_runs(manager)) if manager is not None else None)
         _held = (manager, made)
         if held is not None:

@@ -18,12 +18,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from bench.vocab import records, settings
 from bench.analysis import compare, sweeps
 from bench.vocab.errors import RunActiveError, RunUnreadable
-from bench.vocab.config import RunConfig
+from bench.vocab.config import DeviceInventory, RunConfig
 from bench.hardware import devices
 from bench.runs.changes import Listeners
 from bench.runs.groups import GroupRegistry
@@ -50,6 +50,14 @@ GroupDocument = records.Comparison | records.Sweep | None
 GroupHook = Callable[[list[records.RunRecord], GroupDocument], None]
 
 
+class Machine(DeviceInventory, Protocol):
+    """What a JobManager runs on: checked against (DeviceInventory) and kept in each run's record (``record``).
+    ``bench.hardware.devices.Hardware`` is one (this machine), ``bench.cluster.launch.ClusterMachine`` another (a
+    cluster's nodes as one machine)."""
+
+    def record(self) -> RecordedHardware: ...
+
+
 class JobManager:
     """Queue of runs (and tasks between them: peak probes), executed one at a time by a dispatcher thread.
 
@@ -62,7 +70,7 @@ class JobManager:
         self,
         store: Store | None = None,
         *,
-        hardware: devices.Hardware | None = None,
+        hardware: Machine | None = None,
         hang_timeout_s: float | None = None,
         stop_grace_s: float | None = None,
         worker_target: Callable[..., None] | None = None,
@@ -74,7 +82,7 @@ class JobManager:
         self.store = store
         self.store_error = store_error if store is None else None
         self._sampler_factory = sampler_factory or default_sampler
-        self._machine = hardware
+        self._machine: Machine | None = hardware
         self._hardware: RecordedHardware | None = None
         self.hang_timeout_s = hang_timeout_s if hang_timeout_s is not None else settings.hang_timeout_s()
         self.stop_grace_s = stop_grace_s if stop_grace_s is not None else settings.stop_grace_s()
@@ -122,7 +130,7 @@ class JobManager:
 
     # -- public API -------------------------------------------------------------------------------------------------
     @property
-    def machine(self) -> devices.Hardware:
+    def machine(self) -> Machine:
         """The machine runs are checked against and run on: given, else discovered once."""
         if self._machine is None:
             self._machine = devices.discover()

@@ -243,6 +243,33 @@ def test_the_route_serves_the_text_and_the_setting_turns_it_off(monkeypatch) -> 
         live_routes.routes()
 
 
+def test_a_dashboard_whose_runs_go_to_a_cluster_serves_this_host(monkeypatch) -> None:
+    """A JobManager with a launcher runs on a ClusterMachine (the nodes as one machine for validation): no hostname,
+    GPU UUIDs or memory to scrape, so the route scrapes this host as discovered (it raised AttributeError)."""
+    from bench.cluster.launch import ClusterMachine
+    from ui import common, live_routes, metrics_route
+
+    nvml.set_module(fake_nvml.hopper_with_gpm())
+    monkeypatch.setattr(common, "get_hardware", lambda: MACHINE)
+    monkeypatch.setattr(metrics_route, "_followed", None)
+    monkeypatch.setattr(metrics_route, "_held", None)
+
+    class Manager:
+        machine = ClusterMachine("ray://head:10001", [])
+        store = None
+
+        @staticmethod
+        def current() -> RunSnapshot:
+            return snapshot()
+
+    metrics_route.follow(Manager())  # type: ignore[arg-type]
+    answer = TestClient(Starlette(routes=live_routes.routes())).get("/metrics")
+    assert answer.status_code == 200
+    served = parsed(answer.content)
+    assert served["DCGM_FI_DEV_GPU_UTIL"][0].labels["Hostname"] == "node-7" and served["bench_run_status"]
+    metrics_route.exporter().close()
+
+
 def test_another_vendors_gpu_is_served_under_the_projects_names_with_its_source_never_under_dcgms() -> None:
     """An AMD or Apple GPU, a TPU: its figures under bench_gpu_* labelled with the source that read them (its
     'utilization' means what that source measures), a figure it cannot give absent; never a DCGM (NVIDIA) name."""
