@@ -54,7 +54,8 @@ def test_runs_execute_one_at_a_time_in_order(store):
 
     def both_ended() -> bool:  # each look checks the order, until both have ended
         nonlocal seen_two_active
-        a, b = jm.snapshot(first), jm.snapshot(second)
+        at_once = {s.id: s for s in jm.snapshots()}  # both as of one moment (one lock), not one after the other
+        a, b = at_once[first], at_once[second]
         running = [s for s in (a, b) if s.status in ("starting", "running")]
         seen_two_active |= len(running) > 1
         if a.active:
