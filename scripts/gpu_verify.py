@@ -281,7 +281,7 @@ def write_table(doc_path: Path, rows: list[tuple[str, str, str, str]], when: str
 
 def run_step(step: str, out: Path, report: doctor.Report, limit_s: float = STEP_LIMIT_S) -> None:
     if step == "doctor":
-        (out / "doctor.json").write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
+        (out / "doctor.json").write_text(json.dumps(report.model_dump(mode="json"), indent=2), encoding="utf-8")
         print(doctor.render(report))
         found = sources.find()
         if found.source is not None and found.source.info.vendor != "nvidia":  # which source answered, and a reading

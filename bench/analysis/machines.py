@@ -10,12 +10,13 @@ No Streamlit here: the Machines page, `bench machines` and the HTML gallery all 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from bench.analysis import pricing, run_summary
 from bench.vocab.run_info import RunInfo
@@ -216,26 +217,30 @@ def cost_per_1k(seconds_per_1k: float | None, price_per_hour: float | None) -> f
 
 
 # -- one workload across machines ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Row:
-    """One machine and target for one workload (measured) or one model (measured or interpolated)."""
+class Row(BaseModel):
+    """One machine and target for one workload (measured) or one model (measured or interpolated). Its JSON form (a
+    ranking's rows in ``bench machines --json``) is pydantic's ``model_dump(mode="json")``: its fields in order, the
+    per-1,000 figures and the speed-up under their written names, without the traits (what the flags are made of)."""
+
+    model_config = ConfigDict(frozen=True, serialize_by_alias=True)
 
     machine: str
     machine_name: str
     target: str
     how: str  # MEASURED, INTERPOLATED or NOT_MEASURED
     note: str  # how it was found, or why there is no figure
-    seconds_per_1k: float | None = None
+    seconds_per_1k: float | None = Field(default=None, serialization_alias="seconds_per_1k_samples")
     samples_per_s: float | None = None
     steady_epoch_seconds: float | None = None
     epoch_samples: int | None = None
-    energy_j_per_1k: float | None = None
+    energy_j_per_1k: float | None = Field(default=None, serialization_alias="energy_j_per_1k_samples")
     energy_note: str | None = None
     price_per_hour: float | None = None
-    cost_per_1k: float | None = None
-    speedup: float | None = None  # baseline seconds per 1,000 samples / these
+    cost_per_1k: float | None = Field(default=None, serialization_alias="cost_per_1k_samples")
+    # baseline seconds per 1,000 samples / these
+    speedup: float | None = Field(default=None, serialization_alias="speedup_vs_baseline")
     flags: tuple[str, ...] = ()
-    traits: dict[str, str] = field(default_factory=dict)
+    traits: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     # What the page and the HTML report say of a row: one home for the wording both show.
     @property
@@ -258,15 +263,7 @@ class Row:
         """Why there is no cost figure."""
         return "no price entered" if self.price_per_hour is None else NOT_MEASURED
 
-    speedup_why = "the baseline has no figure"  # why there is no speed-up
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"machine": self.machine, "machine_name": self.machine_name, "target": self.target, "how": self.how,
-                "note": self.note, "seconds_per_1k_samples": self.seconds_per_1k, "samples_per_s": self.samples_per_s,
-                "steady_epoch_seconds": self.steady_epoch_seconds, "epoch_samples": self.epoch_samples,
-                "energy_j_per_1k_samples": self.energy_j_per_1k, "energy_note": self.energy_note,
-                "price_per_hour": self.price_per_hour, "cost_per_1k_samples": self.cost_per_1k,
-                "speedup_vs_baseline": self.speedup, "flags": list(self.flags)}
+    speedup_why: ClassVar[str] = "the baseline has no figure"  # why there is no speed-up
 
 
 BASELINE_READ_BETWEEN = "baseline read between sizes"
@@ -308,7 +305,7 @@ def _machine_traits(machines: Sequence[GalleryEntry], key: tuple[str, str] | Non
 
 
 def _replace(row: Row, **changes: Any) -> Row:
-    return dataclasses.replace(row, **changes)
+    return row.model_copy(update=changes)
 
 
 def workload_rows(machines: Sequence[GalleryEntry], workload: str, *, prices: Mapping[tuple[str, str], float],
@@ -408,22 +405,19 @@ def _between(machine: GalleryEntry, target: str, family: list[Measured], model: 
                price_per_hour=price, cost_per_1k=cost_per_1k(seconds, price), traits=run_traits(lo, machine))
 
 
-@dataclass(frozen=True)
-class Ranking:
+class Ranking(BaseModel):
     """The machines for one model: by time (fastest first) and by cost (cheapest first; priced rows only), and
-    the rows that have no figure, each with its reason."""
+    the rows that have no figure, each with its reason. Its JSON form (``bench machines --json``'s ``ranking``) is
+    pydantic's ``model_dump(mode="json")``, the rows without a figure under ``not_measured``."""
+
+    model_config = ConfigDict(frozen=True, serialize_by_alias=True)
 
     model: str
     size: str | None
     batch_size: int
     by_time: tuple[Row, ...]
     by_cost: tuple[Row, ...]
-    unranked: tuple[Row, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "size": self.size, "batch_size": self.batch_size,
-                "by_time": [r.to_dict() for r in self.by_time], "by_cost": [r.to_dict() for r in self.by_cost],
-                "not_measured": [r.to_dict() for r in self.unranked]}
+    unranked: tuple[Row, ...] = Field(serialization_alias="not_measured")
 
 
 def ranking(machines: Sequence[GalleryEntry], model: str, size: str | None, batch_size: int, *,

@@ -6,8 +6,7 @@ so they compare with our *total* time, not with steady-state epoch times; the UI
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -27,9 +26,6 @@ class Reference:
         if self.cpu_seconds and self.gpu_seconds:
             return self.cpu_seconds / self.gpu_seconds
         return None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ratio": self.ratio}
 
 
 REFERENCES: tuple[Reference, ...] = (

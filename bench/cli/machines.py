@@ -76,7 +76,7 @@ def cmd_machines(args: argparse.Namespace, store: Any) -> int:
             "machines": [{"number": i, "key": m.key, "source": m.source, "name": m.name, "suite": m.suite,
                           "targets": machines.targets_of(m), "machine": m.bundle.machine.to_dict(), "notes": m.bundle.notes,
                           "runs": len(m.bundle.runs)} for i, m in enumerate(gallery_machines, 1)],
-            "ranking": ranked.to_dict()}))
+            "ranking": ranked.model_dump(mode="json")}))
         return 0
     for i, m in enumerate(gallery_machines, 1):
         print(f"{i:>3}  {terminal(m.name)}  [{m.source}, suite {m.suite}, {len(m.bundle.runs)} runs, "

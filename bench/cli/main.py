@@ -33,7 +33,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from bench.hardware import doctor
 
     report = doctor.diagnose(framework_timeout_s=float(args.timeout))
-    print(records_module.json_text(report.to_dict()) if args.json else doctor.render(report))
+    print(records_module.json_text(report.model_dump(mode="json")) if args.json else doctor.render(report))
     return 0 if report.gpu_ready else 1
 
 

@@ -145,7 +145,7 @@ class Hardware:
             "cpu": self.cpu, "gpus": self.gpus, "gpu_reason": self.gpu_reason, "framework": self.framework,
             "framework_version": self.framework_version, "framework_cuda": self.framework_cuda,
             "hostname": self.hostname, "platform": self.platform,
-            "gpu_source": self.gpu_source.to_dict() if self.gpu_source is not None else None,
+            "gpu_source": self.gpu_source.model_dump(mode="json") if self.gpu_source is not None else None,
             "framework_gpu_build": self.framework_gpu_build})
 
     @property

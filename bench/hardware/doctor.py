@@ -11,8 +11,9 @@ framework is asked in a child process, as a training worker would load it.
 from __future__ import annotations
 
 import platform
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass, replace
+
+from pydantic import BaseModel, ConfigDict
 
 from bench.vocab import settings
 from bench.vocab.safe_text import terminal
@@ -89,15 +90,14 @@ class Check:
     fix: str = ""  # the command or setting that fixes a missing item; empty when nothing is missing
 
 
-@dataclass(frozen=True)
-class Report:
-    """The checklist and whether a GPU run is possible here."""
+class Report(BaseModel):
+    """The checklist and whether a GPU run is possible here; its JSON form (``bench doctor --json``) is pydantic's
+    ``model_dump(mode="json")``: ``gpu_ready``, then each check's fields in order."""
+
+    model_config = ConfigDict(frozen=True)
 
     gpu_ready: bool
     checks: tuple[Check, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"gpu_ready": self.gpu_ready, "checks": [asdict(c) for c in self.checks]}
 
 
 def _driver(found: sources.Found) -> tuple[Check, bool]:

@@ -12,7 +12,6 @@ weights' size of address space and MODEL_FILE_CHECK_TIMEOUT_S seconds, one at a 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -24,6 +23,7 @@ from typing import Any
 
 import psutil
 import pydantic_core
+from pydantic import BaseModel, ConfigDict
 
 from bench.plans.models import LAYER_KINDS, LayerSpec, ModelError, format_flops, measure
 
@@ -50,13 +50,17 @@ class ModelFileError(ModelError):
     """A model file that cannot be trained here: the message says why and what to do; nothing is stored."""
 
 
-@dataclass(frozen=True)
-class OwnModel:
+class OwnModel(BaseModel):
     """A model this project did not plan (a user's ``.keras`` file, or the model a script trains), as Keras reports it.
 
     It carries what a run's record needs of a plan (``params``; ``flops_per_sample``: training FLOPs per sample, from
     ``flops_source``, None with ``flops_reason`` where neither the compiler nor a formula could say; ``describe()``)
-    and what compiling it needs (``loss``, ``from_logits``, read by ``keras_build.build_loss`` / ``build_metrics``)."""
+    and what compiling it needs (``loss``, ``from_logits``, read by ``keras_build.build_loss`` / ``build_metrics``).
+
+    The child process that reads a file (``keras_build``) hands it back as ``model_dump(mode="json")`` on one line,
+    read here with ``model_validate`` (this project's own child: trusted; a key it does not know is refused)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     input_shape: tuple[int | None, ...]  # one sample's shape as the model declares it (None: any length)
@@ -83,15 +87,6 @@ class OwnModel:
         flops = (f"{format_flops(self.flops_per_sample)}/sample by {self.flops_source or FLOP_SOURCE_FORMULAS}"
                  if self.flops_per_sample is not None else f"FLOPs not counted: {self.flops_reason}")
         return f"{self.name}: {' -> '.join(shown) or 'no layers'} ({self.params:,} params, {flops})"
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON types, for the child process that reads a file (``keras_build``) to hand it back."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> OwnModel:
-        """What :meth:`to_dict` wrote (this project's own child process: trusted)."""
-        return cls(**{**data, "input_shape": tuple(data["input_shape"]), "layer_labels": tuple(data["layer_labels"])})
 
 
 def own_flops(input_shape: tuple[int | None, ...], layers: list[LayerSpec | str]) -> tuple[int | None, str | None]:
@@ -140,7 +135,7 @@ def fit_to_data(model: OwnModel, input_shape: tuple[int, ...], num_classes: int,
         raise ModelFileError(
             f"the model's output has {units} unit(s) but this data set has {num_classes} classes: its last layer "
             f"should be Dense({fits}), or pick a data set with {units} classes.")
-    return dataclasses.replace(model, loss=loss, from_logits=model.from_logits)
+    return model.model_copy(update={"loss": loss, "from_logits": model.from_logits})
 
 
 def _shape_text(shape: tuple[Any, ...]) -> str:
@@ -401,4 +396,4 @@ def _read_in_child(path: str, backend: str, limit: int) -> _Read:
     if "error" in answer:
         params = answer.get("params")
         return _Read(limit, refusal=str(answer["error"]), params=params if isinstance(params, int) else None)
-    return _Read(limit, model=OwnModel.of(answer))
+    return _Read(limit, model=OwnModel.model_validate(answer))

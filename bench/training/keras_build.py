@@ -8,7 +8,6 @@ counts, FLOPs) without loading a framework. Only Keras 3 APIs are used, so the m
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -259,8 +258,8 @@ def build_file(path: str, input_shape: tuple[int, ...], num_classes: int,
         try:
             checked = model_file.check_model_file(path, input_shape, num_classes, vocab_size, backend="jax")
             if checked.flops_source == model_file.FLOP_SOURCE_COMPILER:
-                own = dataclasses.replace(own, flops_per_sample=checked.flops_per_sample, flops_reason=None,
-                                          flops_source=checked.flops_source)
+                own = own.model_copy(update={"flops_per_sample": checked.flops_per_sample, "flops_reason": None,
+                                             "flops_source": checked.flops_source})
         except ModelError:
             pass  # the formulas' figure, or "not counted", stands
     return model, model_file.fit_to_data(own, input_shape, num_classes, vocab_size)
@@ -316,7 +315,7 @@ def _main(argv: list[str]) -> int:
     path, max_params, memory = argv[0], int(argv[1]), int(argv[2])
     model_file.limit_memory(memory)
     try:
-        print(json.dumps(read_checked(path, max_params).to_dict()), flush=True)
+        print(json.dumps(read_checked(path, max_params).model_dump(mode="json")), flush=True)
     except TooLarge as exc:
         print(json.dumps({"error": str(exc), "params": exc.params}), flush=True)
     except ModelError as exc:

@@ -196,7 +196,7 @@ def test_the_detected_machine_is_the_record_with_what_only_detection_knows() -> 
     assert record.to_dict()["gpus"][0] == {"index": 0, "name": "MI300X", "mem_total_mib": None, "driver": None,
                                            "cuda_driver_version": None, "uuid": None, "vendor": "amd",
                                            "source": "AMD SMI"}, "a detected GPU's record keeps its None facts"
-    assert record.extra == {"gpu_source": info.to_dict(), "framework_gpu_build": True}
+    assert record.extra == {"gpu_source": info.model_dump(mode="json"), "framework_gpu_build": True}
 
 
 def test_hardware_label_mixed_gpus() -> None:

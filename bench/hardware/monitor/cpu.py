@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
@@ -34,10 +34,6 @@ class CpuReading:
     process_cpu_percent: float | None = None  # worker tree, percent of ONE core (can exceed 100 on several cores)
     process_rss_mib: float | None = None  # resident memory of the worker tree
     ram_used_mib: float | None = None  # host RAM in use (psutil virtual_memory().used)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict with one key per field."""
-        return asdict(self)
 
 
 class CpuCollector:

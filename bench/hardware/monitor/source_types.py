@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from bench.vocab.readings import GpuReading, Sample
 from bench.vocab.limits import NAME_MAX
 from bench.vocab.safe_text import one_line, terminal
@@ -32,19 +34,17 @@ DRM_ROOT = Path("/sys/class/drm")
 PCI_ROOT = Path("/sys/bus/pci/devices")
 
 
-@dataclass(frozen=True)
-class SourceInfo:
-    """What a source is and what its readings mean."""
+class SourceInfo(BaseModel):
+    """What a source is and what its readings mean. Its JSON form (a run's ``hardware.gpu_source``) is pydantic's
+    ``model_dump(mode="json")``: its fields in order, ``not_measured`` as a plain object."""
+
+    model_config = ConfigDict(frozen=True)
 
     name: str  # "NVML", "AMD SMI", "amdgpu sysfs", "IOAccelerator (ioreg)", "macmon (IOReport)"
     vendor: str  # "nvidia", "amd", "apple", "intel", "tpu"
     utilization: str  # what util_percent means from this source, in one sentence
-    not_measured: Mapping[str, str] = field(default_factory=dict)  # reading -> why this source cannot give it
+    not_measured: Mapping[str, str] = Field(default_factory=dict)  # reading -> why this source cannot give it
     documented: bool = True  # False where the figures come from undocumented keys
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "vendor": self.vendor, "utilization": self.utilization,
-                "not_measured": dict(self.not_measured), "documented": self.documented}
 
 
 @dataclass(frozen=True)
