@@ -33,7 +33,7 @@ help:
 	@echo "  make run          install runtime deps into $(VENV) and serve the dashboard (PORT=$(PORT), ADDRESS=...)"
 	@echo "                    (the CUDA build of the framework where an NVIDIA driver answers; GPU=1 / GPU=0 force it)"
 	@echo "  make test         install dev deps and run all tests: unit, app, e2e (TEST_WORKERS=2, PYTEST_ARGS=...)"
-	@echo "  make test-fast    unit and app tests that train no model, load no framework, open no browser (~90 s)"
+	@echo "  make test-fast    unit and app tests that train no model, load no framework, open no browser (~2 min)"
 	@echo "  make test-bench   the smoke runs of every benchmark and measuring command (also in make test)"
 	@echo "  make typecheck    mypy over bench/ (every definition typed), ui/, pages/, benchmarks/, scripts/ (also in make test)"
 	@echo "  make lint-js      node --check and ESLint over the browser modules, ui/static/*.js (also run by make test)"
