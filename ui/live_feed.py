@@ -33,6 +33,7 @@ from typing import Any, Optional, Protocol, Union
 
 from pydantic import TypeAdapter
 
+from bench.runs.changes import Listeners
 from ui import live_chart, live_messages
 
 log = logging.getLogger(__name__)
@@ -161,7 +162,7 @@ class Publisher:
         self._poked = threading.Event()
         self._subscribers: list[None] = []  # one item per open stream
         self._viewers_sent = 0
-        self._listeners: list[Callable[[], None]] = []
+        self._listeners = Listeners(log)
         self._thread: threading.Thread | None = None
         # held by the running loop; a subscriber tries it (never waits) to learn whether a loop must be started
         self._running = threading.Lock()
@@ -240,7 +241,7 @@ class Publisher:
 
     def on_publish(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` (from the publishing thread) after every new event. No lock: one append."""
-        self._listeners.append(listener)
+        self._listeners.add(listener)
 
     def close(self) -> None:
         self._stop.set()
@@ -323,8 +324,7 @@ class Publisher:
                                       charts=chart_changes[variant] if variant in chart_changes else {})
             self._rings[variant] = (*self._rings[variant], (seq, live_messages.encode(tick)))[-RING:]
         self.seq = seq  # after the rings: a stream that sees the number finds its event
-        for listener in list(self._listeners):
-            listener()
+        self._listeners.tell()
 
     def _live_variants(self, now: float) -> list[str]:
         return [name for name, v in self._variants.items()

@@ -35,6 +35,7 @@ from bench.lab.assignment import Assignment, Choice, LabError
 from bench.lab.board import Board, BoardRow, LabState, Opened, SubmitAnswer
 from bench.lab.fair_queue import CapReached, FairQueue
 from bench.plans import datasets, models
+from bench.runs.changes import Listeners
 from bench.runs.jobs import JobManager
 from bench.runs.run_state import RunSnapshot
 from bench.store import StoreError
@@ -94,7 +95,7 @@ class LabRoom:
         self._version = 0
         self._board = Board()
         self._board_json = self._board.model_dump_json().encode()
-        self._listeners: list[Callable[[], None]] = []
+        self._listeners = Listeners(log)
         self._last_publish = 0.0
         self._stopping = threading.Event()
         if state_path is None and manager.store is not None:
@@ -236,7 +237,7 @@ class LabRoom:
 
     def on_publish(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` (from the room's thread; it must return at once) when the board's version rises."""
-        self._listeners.append(listener)
+        self._listeners.add(listener)
 
     def publish(self) -> bool:
         """Build the board; when what it shows changed, raise its version and tell the listeners. Whether it did."""
@@ -248,11 +249,7 @@ class LabRoom:
             self._version += 1
             self._board = board.model_copy(update={"version": self._version})
             self._board_json = self._board.model_dump_json().encode()
-        for listener in list(self._listeners):
-            try:
-                listener()
-            except Exception:  # noqa: BLE001 - a listener never stops the lab
-                log.exception("a lab listener failed")
+        self._listeners.tell()  # one that fails is logged and never stops the lab
         return True
 
     def _build(self) -> Board:

@@ -1,6 +1,7 @@
-"""Who is told that the run queue changed: a run queued, started, a phase, a sample or an epoch reported, a run ended.
-The live feed and the lab's board listen; each listener is called from the thread that made the change, without the
-queue's lock, and must return at once; one that fails is logged and never stops a run."""
+"""Who is told that something changed: the run queue (a run queued, started, a phase, a sample or an epoch reported, a
+run ended: the live feed and the lab's board listen), a live feed's new event, the lab board's new version (the
+stream's wakers listen). Each listener is called from the thread that made the change, without its lock, and must
+return at once; one that fails is logged and never stops the others or the change."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ log = logging.getLogger("bench.runs.jobs")
 
 
 class Listeners:
-    """The listeners of one run queue's changes (``JobManager.changes``)."""
+    """The listeners of one source of changes (``JobManager.changes``, a live feed's or the lab room's publishing)."""
 
-    def __init__(self) -> None:
+    def __init__(self, logger: logging.Logger = log) -> None:
         self._listeners: list[Callable[[], None]] = []
+        self._log = logger
 
     def add(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` on every change from now on."""
@@ -26,4 +28,4 @@ class Listeners:
             try:
                 listener()
             except Exception:  # noqa: BLE001 - a listener must never stop a run
-                log.exception("a change listener failed")
+                self._log.exception("a change listener failed")
