@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.runs import events
+from benchmarks.common import own_snapshot
 from benchmarks.standins import PacedWorker
 
 EPOCH_LOG_ENV = "BENCH_COST_EPOCH_LOG"
@@ -126,7 +127,7 @@ def _quiet_cpu(manager: Any, config: Any) -> float:
 
     me = psutil.Process()
     run_id = manager.submit(config)
-    while manager.snapshot(run_id).progress is None and manager.snapshot(run_id).active:
+    while (snap := own_snapshot(manager, run_id)).progress is None and snap.active:
         time.sleep(0.2)  # from the first batch: the start-up is measured above
     cpu0, wall0 = me.cpu_times(), time.monotonic()
     manager.wait(run_id)

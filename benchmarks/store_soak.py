@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import own_snapshot
+
 ROOT = Path(__file__).resolve().parents[1]
 EPOCH_S = 0.05  # a stand-in epoch: 20 epoch writes a second per process
 EPOCHS_PER_RUN = 60
@@ -108,8 +110,7 @@ def child(index: int, store_path: Path, seconds: float, out: Path) -> None:
     manager.shutdown()
     runs = []
     for run_id in run_ids:
-        snap = manager.snapshot(run_id)
-        assert snap is not None  # this manager submitted it
+        snap = own_snapshot(manager, run_id)
         runs.append({"id": run_id, "status": snap.status, "epochs": len(snap.epochs), "samples": len(snap.samples),
                      "store_error": snap.store_error, "saved": snap.saved,
                      "error": snap.error.to_dict() if snap.error is not None else None})
