@@ -317,7 +317,7 @@ def inventory(address: str) -> list[dict[str, Any]]:
                                  "resources": {k: v for k, v in node.resources.items() if not k.startswith("node:")}}
         try:
             machine = machine_of(address, node)
-            entry["hardware"] = machine.hardware.label()
+            entry["hardware"] = machine.hardware.description()
             entry["cores"] = machine.cores
         except ClusterError as exc:
             entry["hardware"] = None
