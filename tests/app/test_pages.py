@@ -135,7 +135,9 @@ def test_start_on_a_ready_spare_waits_for_the_first_batch_before_redrawing(monke
 @pytest.mark.slow  # every page in a fresh interpreter: seconds each
 def test_pages_do_not_import_tensorflow():
     code = (
-        "import sys; from streamlit.testing.v1 import AppTest\n"
+        # the two seams of tests/app/conftest.py: neither imports a framework here (the real probe imports one in a
+        # child of its own, 6 CPU-s: the check is on this process's modules)
+        "import sys; from streamlit.testing.v1 import AppTest; from tests.app import page_seams; page_seams.apply()\n"
         f"for p in ['app.py', {', '.join(repr(p) for p in PAGES)}]:\n"
         f"    at = AppTest.from_file({str(ROOT)!r} + '/' + p, default_timeout=30).run()\n"
         "    assert not at.exception, (p, at.exception)\n"
