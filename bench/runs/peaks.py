@@ -59,7 +59,7 @@ class PeakQueue:
                  own_runs: Container[int], stopping: Callable[[], bool], state_lock: threading.Lock,
                  measure: Callable[..., PeakEntry] | None = None) -> None:
         self._store = store
-        self._measure = measure or probe.cached_peak
+        self._measure = measure  # None: probe.cached_peak, looked up at each probe (a test may replace it)
         self._state_lock = state_lock
         self._enqueue = enqueue
         self._own_runs = own_runs
@@ -120,7 +120,8 @@ class PeakQueue:
                 return
             self._wait_for_other_processes()
             try:
-                result = self._measure(job.device, cpu_threads=job.cpu_threads, refresh=job.refresh)
+                measure = self._measure or probe.cached_peak
+                result = measure(job.device, cpu_threads=job.cpu_threads, refresh=job.refresh)
             except Exception as exc:  # noqa: BLE001 - a failed probe is reported, the queue goes on
                 job.future.set_exception(exc)
                 return
