@@ -5,6 +5,7 @@ Most tests use the stand-in workers of fake_workers.py (real spawned processes, 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import time
 
@@ -194,11 +195,10 @@ def test_without_store_runs_live_in_memory():
 
 
 @pytest.mark.slow
-def test_real_training_run_on_cpu(store):
-    """The real worker: TensorFlow (or the configured backend) trains a tiny MLP in a spawned process."""
-    jm = JobManager(store, hardware=HW)
-    run_id = jm.submit(TINY.replace(epochs=2, limit_samples=1024))
-    snap = jm.wait(run_id, timeout_s=180)
+def test_real_training_run_on_cpu(prestarted):
+    """The real worker: TensorFlow (or the configured backend) trains a tiny MLP in a spawned process (the cold first
+    run of the pre-started worker's test below, read here)."""
+    store, run_id, snap = prestarted["store"], prestarted["first_id"], prestarted["first"]
     assert snap.status == "finished", snap.error
     assert len(snap.epochs) == 2
     assert "CPU" in snap.info.placement.upper()
@@ -207,21 +207,35 @@ def test_real_training_run_on_cpu(store):
     assert snap.epochs[0].includes_tracing is True
     assert snap.summary.steady_epoch_seconds == snap.epochs[1].epoch_seconds
     assert any(s.process_cpu_percent for s in snap.samples if s.process_cpu_percent is not None)
+    assert store.get_run(run_id).status == "finished" and len(store.get_run(run_id).epochs) == 2
     # every key the real worker and the supervisor put in the record is declared by its type
     assert undeclared(records.RunRecord.model_validate(json.loads(json.dumps(snap.record().to_dict())))) == []
+
+
+def data_parallel(backend: str) -> RunConfig:
+    """devices=2 on a CPU target, JAX with XLA as the docs advise."""
+    return TINY.replace(epochs=2, limit_samples=1024, batch_size=64, devices=2, backend=backend,
+                        jit_compile=backend == "jax")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("backend", "engine"), [("tensorflow", "tf.distribute.MirroredStrategy"),
                                                   ("jax", "keras.distribution.DataParallel")])
-def test_data_parallel_on_two_logical_cpus(store, backend, engine):
+def test_data_parallel_on_two_logical_cpus(store, backend, engine, request):
     """devices=2 on a CPU target: two logical CPU devices (TensorFlow's logical devices, JAX's host-platform device
-    count), trained through the framework's own data-parallel engine; the record says which, and how the batch split."""
-    pytest.importorskip(backend)
-    jm = JobManager(store, hardware=HW)
-    run_id = jm.submit(TINY.replace(epochs=2, limit_samples=1024, batch_size=64, devices=2, backend=backend,
-                                    jit_compile=backend == "jax"))  # JAX with XLA, as the docs advise
-    snap = jm.wait(run_id, timeout_s=180)
+    count), trained through the framework's own data-parallel engine; the record says which, and how the batch split.
+    The TensorFlow run is the last of the pre-started worker's story (``prestarted``: a run for another environment,
+    started cold), read here. The framework is looked for, not imported: it loads in the workers only."""
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed (requirements-dev.txt installs it)")
+    if backend == "tensorflow":
+        seen = request.getfixturevalue("prestarted")
+        snap, config = seen["other"], seen["other"].config
+    else:
+        jm = JobManager(store, hardware=HW)
+        run_id = jm.submit(data_parallel(backend))
+        snap = jm.wait(run_id, timeout_s=180)
+        config = jm.snapshot(run_id).config
     assert snap.status == "finished", snap.error
     info = snap.info
     assert (info.replicas, info.distribution) == (2, engine), info
@@ -229,41 +243,72 @@ def test_data_parallel_on_two_logical_cpus(store, backend, engine):
     assert info.replica_devices is not None and len(info.replica_devices) == 2, info
     assert all("CPU" in d.upper() for d in info.replica_devices), info
     assert len(snap.epochs) == 2 and snap.epochs[1].epoch_seconds > 0
-    assert jm.snapshot(run_id).config.devices == 2
+    assert config.devices == 2
+
+
+@pytest.fixture(scope="module")
+def prestarted(tmp_path_factory):
+    """A manager that pre-starts a spare worker, through its whole story: a real cold run (2 epochs, 1,024 samples:
+    test_real_training_run_on_cpu reads it), the spare loading the framework, the next matching run taken by it and
+    stopped, then a run for another environment (data-parallel over two logical CPU devices:
+    test_data_parallel_on_two_logical_cpus reads it), which discards the spare and starts cold. What each step showed is
+    kept for the tests; the manager is shut down before they read it, so no spare loads a framework for nothing."""
+    path = tmp_path_factory.mktemp("prestart") / "runs.sqlite3"
+    store = Store(path)
+    seen = {"store": store}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BENCH_STORE", str(path))  # as isolated_store sets it for a test's own runs
+        jm = JobManager(store, hardware=HW, prestart=True)
+        _prestart_story(jm, seen)
+    seen["pool_after_shutdown"] = jm.pool.state()
+    return seen
+
+
+def _prestart_story(jm: JobManager, seen: dict) -> None:
+    """The runs of the ``prestarted`` fixture, each step's outcome put in ``seen``; the manager shut down after."""
+    try:
+        seen["first_id"] = jm.submit(TINY.replace(epochs=2, limit_samples=1024))
+        seen["first"] = first = jm.wait(seen["first_id"], timeout_s=180)
+        if first.status == "finished":
+            wait_for(lambda: jm.pool.state() == "ready", 120, "the spare worker to load the framework")
+            seen["spare_pid"] = jm.pool.spare.process.pid
+            seen["long_id"] = long_run = jm.submit(TINY.replace(epochs=500, limit_samples=2048, batch_size=16))
+            wait_for(lambda: jm.snapshot(long_run).epochs, 60, "the pre-started run's first epoch")
+            seen["long_running"] = jm.snapshot(long_run)
+            seen["pool_after_take"] = jm.pool.state()
+            jm.stop(long_run)
+            seen["stopped"] = jm.wait(long_run, timeout_s=30)
+
+            wait_for(lambda: jm.pool.state() is not None, 30, "a new spare after the stopped run")
+            old_spare = jm.pool.spare.process
+            # another environment: two logical CPU devices (test_data_parallel_on_two_logical_cpus reads this run)
+            seen["other"] = jm.wait(jm.submit(data_parallel("tensorflow")), timeout_s=180)
+            seen["old_spare_alive"] = old_spare.is_alive()
+    finally:
+        jm.shutdown()
 
 
 @pytest.mark.slow
-def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(store):
+def test_prestarted_worker_takes_the_next_matching_run_and_honours_stop(prestarted):
     """After a run, a spare worker loads the framework; the next run with the same environment goes to it (same
     process, no spawn), Stop reaches it, and a run for another environment discards it and starts cold."""
-    jm = JobManager(store, hardware=HW, prestart=True)
-    try:
-        first = jm.wait(jm.submit(TINY.replace(epochs=1, limit_samples=512)), timeout_s=180)
-        assert first.status == "finished", first.error
-        assert first.info.worker_start.startswith("cold")
-        wait_for(lambda: jm.pool.state() == "ready", 120, "the spare worker to load the framework")
-        spare_pid = jm.pool.spare.process.pid
+    first, store = prestarted["first"], prestarted["store"]
+    assert first.status == "finished", first.error
+    assert first.info.worker_start.startswith("cold")
 
-        long_run = jm.submit(TINY.replace(epochs=500, limit_samples=2048, batch_size=16))
-        wait_for(lambda: jm.snapshot(long_run).epochs, 60, "the pre-started run's first epoch")
-        snap = jm.snapshot(long_run)
-        assert snap.info.worker_start.startswith("pre-started")
-        assert snap.info.pid == spare_pid
-        assert jm.pool.state() is None, "the spare was used, not kept"
-        jm.stop(long_run)
-        stopped = jm.wait(long_run, timeout_s=30)
-        assert stopped.status == "stopped"
-        assert stopped.epochs and store.get_run(long_run).epochs, "finished epochs are kept"
+    snap = prestarted["long_running"]
+    assert snap.info.worker_start.startswith("pre-started")
+    assert snap.info.pid == prestarted["spare_pid"]
+    assert prestarted["pool_after_take"] is None, "the spare was used, not kept"
+    stopped = prestarted["stopped"]
+    assert stopped.status == "stopped"
+    assert stopped.epochs and store.get_run(prestarted["long_id"]).epochs, "finished epochs are kept"
 
-        wait_for(lambda: jm.pool.state() is not None, 30, "a new spare after the stopped run")
-        old_spare = jm.pool.spare.process
-        other = jm.wait(jm.submit(TINY.replace(epochs=1, cpu_threads=1)), timeout_s=180)
-        assert other.status == "finished", other.error
-        assert other.info.worker_start.startswith("cold"), "a different thread count cannot use the spare"
-        assert not old_spare.is_alive(), "the unsuitable spare was ended"
-    finally:
-        jm.shutdown()
-    assert jm.pool.state() is None
+    other = prestarted["other"]
+    assert other.status == "finished", other.error
+    assert other.info.worker_start.startswith("cold"), "another environment (two logical devices) cannot use the spare"
+    assert prestarted["old_spare_alive"] is False, "the unsuitable spare was ended"
+    assert prestarted["pool_after_shutdown"] is None
 
 
 def test_managers_start_cold_unless_asked():

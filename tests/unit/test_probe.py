@@ -23,8 +23,19 @@ def _cores() -> int:
 
 @pytest.fixture(scope="module")
 def measured() -> dict[str, Any]:
-    """One real all-cores probe."""
-    return {"result": probe.measure_peak("cpu", sizes=[128, 256], repeats=2, seconds=0.3).to_dict()}
+    """One real all-cores probe, asked for by a fresh interpreter (this test process may have imported TensorFlow
+    already: an earlier test, or another file under the same pytest-xdist worker), which says after it whether the
+    framework was loaded there: the probe's result and ``loaded``."""
+    script = ("import json, sys\n"
+              "from bench.hardware import probe\n"
+              "result = probe.measure_peak('cpu', sizes=[128, 256], repeats=2, seconds=0.3).to_dict()\n"
+              "loaded = {name: name in sys.modules for name in ('tensorflow', 'keras')}\n"
+              "print(json.dumps({'result': result, 'loaded': loaded}))\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=240)  # the probe gives up at 180 s
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    answer: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    return answer
 
 
 @pytest.mark.slow
@@ -49,20 +60,11 @@ def test_measure_peak_cpu_is_positive_and_sane(measured: dict[str, Any]) -> None
 
 
 @pytest.mark.slow
-def test_probe_never_imports_the_framework_here() -> None:
-    """The framework loads in the probe's child process only. Checked in a fresh interpreter: this test process may
-    have imported TensorFlow already (an earlier test, or another file under the same pytest-xdist worker)."""
-    script = ("import json, sys\n"
-              "from bench.hardware import probe\n"
-              "result = probe.measure_peak('cpu', size=128, seconds=0.1)\n"
-              "loaded = {name: name in sys.modules for name in ('tensorflow', 'keras')}\n"
-              "print(json.dumps({'peak_gflops': result.peak_gflops, 'loaded': loaded}))\n")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=240)  # the probe gives up at 180 s
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    answer = json.loads(proc.stdout.splitlines()[-1])
-    assert answer["peak_gflops"] > 0, "the probe measured, in its own child process"
-    assert answer["loaded"] == {"tensorflow": False, "keras": False}
+def test_probe_never_imports_the_framework_here(measured: dict[str, Any]) -> None:
+    """The framework loads in the probe's child process only: the fresh interpreter that asked for ``measured`` got
+    its peak and never imported the framework itself."""
+    assert measured["result"]["peak_gflops"] > 0, "the probe measured, in its own child process"
+    assert measured["loaded"] == {"tensorflow": False, "keras": False}
 
 
 @pytest.mark.slow

@@ -90,10 +90,24 @@ def test_supervisor_runs_one_worker_to_its_end_and_stores_the_outcome_first(isol
     assert store.get_run(state.id).status == "finished"
 
 
-@pytest.mark.slow
-def test_spare_pool_hands_over_a_matching_spare_and_ends_one_that_does_not_match(tmp_path):
+def spare_stand_in(env: dict, inbox, queue, stop_event, ready, log_path: str | None = None) -> None:
+    """A spare that is ready at once and waits for its run, or None to exit, without a framework (spawned: importable
+    by its module's name). A real spare loading the framework and taking a run is test_jobs.py's
+    test_prestarted_worker_takes_the_next_matching_run_and_honours_stop."""
+    from bench.hardware import lifetime
+
+    lifetime.exit_with_parent()
+    ready.set()
+    inbox.get()
+
+
+def test_spare_pool_hands_over_a_matching_spare_and_ends_one_that_does_not_match(tmp_path, monkeypatch):
+    """The pool's own rules (one spare at most, a spare for another environment ended, a matching one handed over)
+    on stand-in spares: the framework a real spare loads is not what is checked here."""
+    from bench.runs import worker
     from bench.runs.prestart import SparePool
 
+    monkeypatch.setattr(worker, "spare_main", spare_stand_in)
     pool = SparePool(mp.get_context("spawn"), lambda name: str(tmp_path / f"{name}.log"))
     assert pool.state() is None and pool.take(TINY) is None
     pool.prestart(TINY)

@@ -1,4 +1,5 @@
-"""steps_per_execution: the config field, its refusal under torch, a real run with it, and Stop within one execution.
+"""steps_per_execution: the config field, its refusal under torch, and Stop within one execution (a finished real run
+with it: tests/unit/test_backends.py).
 
 JAX runs with XLA on, as the docs tell a user to (eager JAX took twice as long here for the same steps)."""
 
@@ -10,10 +11,8 @@ import queue as queue_module
 
 import pytest
 
-from bench.analysis import run_summary
 from bench.vocab.config import ConfigError, RunConfig
 from bench.runs import events as worker_events
-from bench.runs.jobs import JobManager
 from tests.fixtures import NO_GPU
 
 from . import fake_workers
@@ -45,25 +44,9 @@ def _need(backend: str) -> None:
         pytest.skip(f"{backend} is not installed (requirements-dev.txt installs it)")
 
 
-@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
-@pytest.mark.slow
-def test_a_run_with_8_steps_per_execution_finishes_and_says_so(backend):
-    _need(backend)
-    manager = JobManager(None, hardware=NO_GPU)
-    config = RunConfig(model="mlp", size="xs", epochs=2, batch_size=32, limit_samples=1000, backend=backend,
-                       steps_per_execution=8, sample_interval_s=0.2, jit_compile=backend == "jax")
-    snap = manager.wait(manager.submit(config), timeout_s=240)
-    assert snap.status == "finished", snap.error
-    assert snap.info.steps_per_execution == 8
-    record = snap.record()
-    assert record.config.steps_per_execution == 8
-    diagnosis = run_summary.summary_of(record).diagnosis
-    assert diagnosis is not None
-    assert isinstance(diagnosis.verdict, str) and diagnosis.verdict
-    assert diagnosis.evidence["steps_per_execution"] == 8
-    # 1000 samples / 32 = 32 batches: the epoch's last execution is partial (steps 24..31 of 32 run as 8), and the
-    # progress reached the end of each epoch
-    assert [e.epoch for e in snap.epochs] == [1, 2]
+# A real run at 8 steps an execution, finished and said so in its record and diagnosis:
+# tests/unit/test_backends.py::test_a_run_with_8_steps_per_execution_finishes_and_says_so, on the one run per backend
+# that test_run_under_each_backend reads as well.
 
 
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
