@@ -52,6 +52,22 @@ from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, DashboardServer, chrom
 TARGETS = {100: {"cores": 0.5, "epoch_ratio": 1.10, "age_p95_s": 2.0},
            30: {"cores": 0.25, "epoch_ratio": 1.05, "age_p95_s": 2.0}}
 CALIBRATION_WINDOW_S = 12.0
+
+
+class Waits:
+    """The seconds a watched run waits on the clock: after the viewers joined, the idle window while they watch
+    nobody's run, and after the run's end (the reruns that follow it, spread over the class). ``--smoke`` makes them
+    short: its figures say the harness works, not what anything costs."""
+
+    joined_s = 2.0
+    idle_s = 4.0
+    after_end_s = 6.0
+
+
+def smoke_waits() -> None:
+    Waits.joined_s, Waits.idle_s, Waits.after_end_s = 0.0, 0.5, 0.5
+
+
 VIEWER_LOG = Path(tempfile.gettempdir()) / "classroom-viewers.log"  # the emulated viewers' stderr
 
 
@@ -250,10 +266,10 @@ def watched_run(p: Pass, n: int, *, long_epochs: int | None = None) -> dict[str,
     """N emulated viewers present, the presenter presses Start, the run to its end."""
     rss_before = p.server.rss_mb()
     emulated = Emulated(p.server.url, n, p.files, p.query) if n else None
-    time.sleep(2)
+    time.sleep(Waits.joined_s)
     rss_joined = p.server.rss_mb()
     idle_a, t_idle = p.server.cpu_s(), time.monotonic()
-    time.sleep(4)
+    time.sleep(Waits.idle_s)
     idle = (p.server.cpu_s() - idle_a) / (time.monotonic() - t_idle)
     cpu_a, t_a = p.server.cpu_s(), time.monotonic()
     run_id = p.start_run()
@@ -266,7 +282,7 @@ def watched_run(p: Pass, n: int, *, long_epochs: int | None = None) -> dict[str,
         time.sleep(0.5)
     run = p.wait_end(run_id)
     cpu_b, t_b = p.server.cpu_s(), time.monotonic()
-    time.sleep(6)  # the reruns that follow the end, spread over the class
+    time.sleep(Waits.after_end_s)  # the reruns that follow the end, spread over the class
     summary = emulated.stop() if emulated else {}
     first = next((t for t, _c, e in timeline if e >= 1), 0.0)
     steady_cpu = [(t, c) for t, c, e in timeline if e >= 1]
@@ -445,8 +461,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--watchers", type=int, default=0, help="the watch page: this many watchers join a live run")
     parser.add_argument("--join-over", type=float, default=20.0, help="--watchers: the seconds they join over")
     parser.add_argument("--paced", action="store_true",
-                        help="runs replayed, no framework: the viewers' cost, not a run's slowdown (the smoke run)")
+                        help="runs replayed, no framework: the viewers' cost, not a run's slowdown")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smoke run: one class of one viewer, runs of 2 paced epochs, no calibration, short "
+                             "waits (its figures say the harness works)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.viewers, args.epochs, args.limit, args.size, args.calibrate, args.paced = "1", 2, 512, "xs", 0, True
+        smoke_waits()
+        if Path(args.out) == ROOT / "docs" / "measurements" / "classroom.json":  # a smoke pass never reaches docs/
+            args.out = str(Path(tempfile.mkdtemp(prefix="classroom-smoke-")) / "classroom.json")
     if args.watchers:
         watchers_main(args)
         return

@@ -190,7 +190,7 @@ def machine() -> dict[str, Any]:
         "gpus": [g.name for g in hw.gpus],
         "gpu_reason": hw.gpu_reason, "framework": f"{hw.framework} {hw.framework_version or '?'}",
         "hostname": hw.hostname, "platform": hw.platform or platform.platform(), "python": platform.python_version(),
-        "label": hw.label(),
+        "label": hw.description(),
     }
 
 

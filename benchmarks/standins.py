@@ -2,8 +2,8 @@
 replayed in seconds, and a sampler that does nothing (the "sampler off" side); and a small run replayed at its own
 pace for the dashboard's browser tests.
 
-They go through JobManager's own arguments (``worker_target``, ``sampler_factory``); nothing of the engine is
-patched. The worker stand-in is a module-level function, so a spawned process can import it.
+They go through JobManager's own arguments (``worker_target``, ``peak_target``, ``sampler_factory``); nothing of the
+engine is patched. The worker stand-in is a module-level function, so a spawned process can import it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.hardware import lifetime
+from bench.hardware.peak_cache import REPLAYED, PeakEntry
 from bench.runs import events
 
 SIMULATED_RUN_S = 1800.0  # the memory figure is for a 30-minute run
@@ -152,6 +153,22 @@ STEADY_WORKER_TARGET = "benchmarks.standins:STEADY_WORKER"
 BRISK_WORKER = PacedWorker(min_epoch_s=0.1, max_epoch_s=0.1)
 BRISK_WORKER_TARGET = "benchmarks.standins:BRISK_WORKER"
 HOLD_ENV = "BENCH_REPLAY_HOLD"
+# Above what any PacedWorker replay achieves (at most 60,000 samples in 0.5 s x 1.22 MFLOP a sample: 147 GFLOP/s), so
+# a replayed run's share of it reads as a share, and no run beats it (which would flag it for a new probe)
+REPLAYED_PEAK_GFLOPS = 500.0
+
+
+def replayed_peak(device: str = "cpu", *, cpu_threads: int | None = None, refresh: bool = False) -> PeakEntry:
+    """A peak stand-in (BENCH_PEAK_TARGET=benchmarks.standins:replayed_peak), called where the run queue would probe
+    a device's matmul peak (bench.hardware.probe.cached_peak, which loads the framework in a child): the browser
+    tests' servers replay their runs, so their sweeps take this figure instead of measuring one. Its entry names
+    itself replayed (backend bench.hardware.peak_cache.REPLAYED), and the pages say so; it is never cached."""
+    return PeakEntry(peak_gflops=REPLAYED_PEAK_GFLOPS, device=device.strip().lower(), backend=REPLAYED,
+                     framework="replayed (no framework)", threads=cpu_threads, measured_at=time.time(),
+                     from_cache=False)
+
+
+REPLAYED_PEAK_TARGET = "benchmarks.standins:replayed_peak"  # its name for BENCH_PEAK_TARGET (dashboard and CLI)
 
 
 def _wait_while_held(stop_event: Any) -> bool:

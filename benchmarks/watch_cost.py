@@ -97,7 +97,7 @@ def watch(browser: Any, pages: int, window_s: float, folder: Path, page_name: st
             page.goto(f"{server.url}/{path}")
         wait_for(lambda: all(page.locator(LIVE).count() >= live_charts for _, page in contexts), 120,
                  "the live charts on every page", poll_s=0.5)
-        time.sleep(3)
+        time.sleep(min(3.0, window_s))  # settled (the smoke run's windows are short, and so is this)
         early = _window(server, window_s)
         time.sleep(max(0.0, late_after_s - window_s))
         late = _window(server, window_s)

@@ -3,7 +3,7 @@ NVML's state reset around a test, a store in the test's own folder, a run queue 
 fixtures ``fresh_nvml``, ``store`` and ``manager``: a test file imports the one it uses).
 
 A file that needs another shape derives it from these, so that what it changes is what it says:
-``dataclasses.replace(TINY, epochs=2)``, ``dataclasses.replace(NO_GPU, gpus=[...], gpu_reason=None)``.
+``dataclasses.replace(TINY, epochs=2)``, ``NO_GPU.updated(gpus=[...], gpu_reason=None)``.
 """
 
 from __future__ import annotations

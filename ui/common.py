@@ -37,9 +37,9 @@ def get_manager() -> JobManager:
     launcher, _ = cluster.launcher()  # BENCH_RAY_ADDRESS: runs go to the cluster (System page says why not)
     if launcher is not None:
         return JobManager(store, hardware=launcher.machine, store_error=store_error,
-                          worker_target=settings.worker_target(), launcher=launcher)
-    return JobManager(store, hardware=get_hardware(), prestart=settings.prestart_worker(),
-                      store_error=store_error, worker_target=settings.worker_target())
+                          worker_target=settings.worker_target(), peak_target=settings.peak_target(), launcher=launcher)
+    return JobManager(store, hardware=get_hardware(), prestart=settings.prestart_worker(), store_error=store_error,
+                      worker_target=settings.worker_target(), peak_target=settings.peak_target())
 
 
 @st.cache_resource(show_spinner=False)

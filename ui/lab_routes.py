@@ -76,9 +76,23 @@ def presenter_key() -> str | None:
 
 
 # -- the board's waiters: the live stream's wakers (ui.live_routes), on the room's version ----------------------------
-async def _version_after(lab: LabRoom, after: int, timeout: float) -> None:
-    """Return once the board's version is past ``after`` or ``timeout`` passed."""
-    await live_routes.passed(live_routes.waker_of(lab), lambda: lab.board().version, after, timeout)
+async def _version_after(lab: LabRoom, after: int, timeout: float, request: Any) -> None:
+    """Return once the board's version is past ``after``, ``timeout`` passed or the client has gone: a closed page's
+    request ends at once, not LONG_POLL_S later, and holds nothing open (a server stops at once, not when it ends)."""
+    waiting = asyncio.ensure_future(
+        live_routes.passed(live_routes.waker_of(lab), lambda: lab.board().version, after, timeout))
+    gone = asyncio.ensure_future(_client_gone(request))
+    try:
+        await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+        gone.cancel()
+
+
+async def _client_gone(request: Any) -> None:
+    """Return once the client of ``request`` (a GET: no body to read) has closed its connection."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 # -- answers -------------------------------------------------------------------------------------------------------
@@ -154,7 +168,7 @@ async def board(request: Any) -> Any:
     if after is not None:
         if not after.lstrip("-").isdigit() or len(after) > 18:
             return _refuse(LabError("after must be a board's version (a whole number)", "after", status=400))
-        await _version_after(lab, int(after), LONG_POLL_S)
+        await _version_after(lab, int(after), LONG_POLL_S, request)
     return _json(lab.board_json()[1])
 
 

@@ -174,18 +174,20 @@ def _open_store() -> Any:
 
 
 def _new_manager(launcher: Any = None) -> Any:
-    """The run queue of one command, on the store, with the worker stand-in BENCH_WORKER_TARGET names (as the
-    dashboard's); a bad value is bad input. With ``launcher`` (bench.cli.cluster) its runs go to the cluster."""
+    """The run queue of one command, on the store, with the worker and peak stand-ins BENCH_WORKER_TARGET and
+    BENCH_PEAK_TARGET name (as the dashboard's); a bad value is bad input. With ``launcher`` (bench.cli.cluster) its
+    runs go to the cluster."""
     from bench.vocab import settings
     from bench.runs.jobs import JobManager
 
     try:
-        target = settings.worker_target()
+        target, peak = settings.worker_target(), settings.peak_target()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if launcher is not None:
-        return JobManager(_open_store(), worker_target=target, hardware=launcher.machine, launcher=launcher)
-    return JobManager(_open_store(), worker_target=target)
+        return JobManager(_open_store(), worker_target=target, peak_target=peak, hardware=launcher.machine,
+                          launcher=launcher)
+    return JobManager(_open_store(), worker_target=target, peak_target=peak)
 
 
 def execute_run(config: RunConfig, *, manager: Any = None) -> tuple[RunRecord, bool]:

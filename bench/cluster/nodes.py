@@ -206,17 +206,12 @@ class Placement:
 
     @classmethod
     def of(cls, info: Any) -> Placement | None:
-        """The placement a run's info holds; None for a run that was not placed on a cluster, or whose node id (outside
-        text, for an imported record; ``info.ray`` is already one-line text) is not a word."""
+        """The placement a run's info holds; None for a run that was not placed on a cluster or names no node.
+        ``info.ray`` was parsed as its record: a node id of letters and digits, a kind that moves nothing on screen."""
         where = getattr(info, "ray", None)
-        if where is None:
+        if where is None or where.node_id is None:
             return None
-        node_id, kind = where.node_id, where.kind
-        if node_id is None or not node_id.isalnum() or len(node_id) > 128:
-            return None
-        if kind is not None and (not kind.isprintable() or not kind.strip()):
-            kind = None  # a kind that is not plain text (a bidi control) is not drawn
-        return cls(node_id, kind)
+        return cls(where.node_id, where.kind if where.kind and where.kind.strip() else None)
 
     @property
     def short_id(self) -> str:
@@ -322,7 +317,7 @@ def inventory(address: str) -> list[dict[str, Any]]:
                                  "resources": {k: v for k, v in node.resources.items() if not k.startswith("node:")}}
         try:
             machine = machine_of(address, node)
-            entry["hardware"] = machine.hardware.label()
+            entry["hardware"] = machine.hardware.description()
             entry["cores"] = machine.cores
         except ClusterError as exc:
             entry["hardware"] = None

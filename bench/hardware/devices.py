@@ -27,13 +27,13 @@ import socket
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from bench.vocab.limits import Flag, Line
 from bench.vocab.record_types import CpuSpec, GpuSpec, RecordedHardware
 from bench.vocab import settings
 from bench.hardware.monitor import sources
@@ -112,41 +112,33 @@ def gpu_spec(gpu: SourceGpu, info: SourceInfo) -> GpuSpec:
                                    "uuid": gpu.uuid, "vendor": info.vendor, "source": info.name})
 
 
-@dataclass(frozen=True)
-class Hardware:
-    """Everything the dashboard needs to know about this machine, found without importing the ML framework: its CPU
-    and GPUs as a run's record describes them (bench.vocab.record_types), and what only detection knows (where GPU
-    readings come from, whether the framework was built for this GPU)."""
+class Hardware(RecordedHardware):
+    """Everything the dashboard needs to know about this machine, found without importing the ML framework: the
+    record a run keeps of the machine (bench.vocab.record_types.RecordedHardware, whose fields it is), with what
+    detection always knows (the backend's name, host and platform) and what only detection knows (where GPU readings
+    come from, whether the framework was built for this GPU), both kept in the record as written."""
 
-    cpu: CpuSpec
-    gpus: list[GpuSpec] = field(default_factory=list)  # targetable GPUs (CUDA_VISIBLE_DEVICES applied), NVML order
-    gpu_reason: str | None = None  # why no GPU is usable; None when one is
-    framework: str = settings.DEFAULT_BACKEND  # Keras backend name
-    framework_version: str | None = None
-    framework_cuda: bool | None = None  # built with CUDA; None when unknown or not installed
-    hostname: str = ""
-    platform: str = ""
+    cpu: CpuSpec  # detection always finds this machine's CPU
+    framework: Line = settings.DEFAULT_BACKEND  # Keras backend name
+    hostname: Line = ""
+    platform: Line = ""
     gpu_source: SourceInfo | None = None  # where GPU readings come from, what they mean and lack; None without one
-    framework_gpu_build: bool | None = None  # built for this machine's GPU (CUDA, ROCm or MPS); None when unknown
+    framework_gpu_build: Flag | None = None  # built for this machine's GPU (CUDA, ROCm or MPS); None when unknown
 
     @property
     def vendor(self) -> str | None:
         """The GPUs' vendor ("nvidia", "amd", "apple", "intel", "tpu"); None without a GPU source."""
         return self.gpu_source.vendor if self.gpu_source is not None else None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready nested dict: the record's (``bench devices --json``)."""
-        return self.record().to_dict()
-
     def record(self) -> RecordedHardware:
         """This machine as a run's record keeps it (``hardware``): where GPU readings come from and whether the
         framework was built for this GPU among the keys it keeps beside its fields."""
-        return RecordedHardware.model_validate({
-            "cpu": self.cpu, "gpus": self.gpus, "gpu_reason": self.gpu_reason, "framework": self.framework,
-            "framework_version": self.framework_version, "framework_cuda": self.framework_cuda,
-            "hostname": self.hostname, "platform": self.platform,
-            "gpu_source": self.gpu_source.model_dump(mode="json") if self.gpu_source is not None else None,
-            "framework_gpu_build": self.framework_gpu_build})
+        given = set() if self.label is None else {"label"}  # a name given in place of the description: kept if given
+        return RecordedHardware.model_validate(self.model_dump(mode="json", exclude={"label"} - given))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready nested dict: the record's (``bench devices --json``)."""
+        return self.record().to_dict()
 
     @property
     def cores(self) -> int:
@@ -157,8 +149,8 @@ class Hardware:
         """:func:`device_choices` of this machine (what ``bench.vocab.config.RunConfig.validate`` checks a device against)."""
         return device_choices(self)
 
-    def label(self) -> str:
-        """Short description, e.g. ``"AMD EPYC (2 cores), no GPU"`` or ``"NVIDIA H100 80GB HBM3 x1"``."""
+    def description(self) -> str:
+        """This machine in a few words (what a record's ``label`` would replace), e.g. ``"AMD EPYC (2 cores), no GPU"`` or ``"NVIDIA H100 80GB HBM3 x1"``."""
         if self.gpus and self.gpu_reason is None:
             counts = Counter(gpu.name for gpu in self.gpus)
             return " + ".join(f"{name} x{count}" for name, count in counts.items())
@@ -191,7 +183,7 @@ def discover() -> Hardware:
     gpu_build = framework_gpu_build(backend, vendor)
     return Hardware(
         cpu=_cpu_info(),
-        gpus=gpus,
+        gpus=tuple(gpus),
         gpu_reason=gpu_reason(
             nvml_reason=found.reason,
             visible_gpus=gpus,

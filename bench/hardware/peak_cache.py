@@ -29,6 +29,9 @@ from bench.vocab.record_base import Record
 
 log = logging.getLogger("bench.hardware.probe")
 CACHE_VERSION = 2  # 1 kept one single-size measurement per size; those are not trusted as a ceiling
+# The backend of an entry no probe measured: a peak stand-in's (BENCH_PEAK_TARGET, bench.vocab.settings.peak_target),
+# as a replayed run's worker names its backend "replayed"; describe says so
+REPLAYED = "replayed"
 
 
 class PeakConditions(Record):
@@ -211,7 +214,10 @@ def mark_stale(device: str, achieved_gflops: float, *, cpu_threads: Count | None
 
 def describe(entry: PeakEntry) -> str:
     """Where a peak came from, in words: 'best of <sizes>² × <repeats> repeats, measured <date time> while other
-    processes used <share> of the CPU', so a reader can judge how far the figure holds."""
+    processes used <share> of the CPU', so a reader can judge how far the figure holds; a stand-in's figure
+    (backend REPLAYED) reads as replayed, never as measured."""
+    if entry.backend == REPLAYED:
+        return "replayed by a stand-in, not measured: no probe ran"
     sizes = entry.sizes or ((entry.size,) if entry.size else ())
     what = f"best of {', '.join(f'{s}²' for s in sizes)}" if sizes else "matmul"
     if entry.repeats:

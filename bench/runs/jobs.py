@@ -25,6 +25,7 @@ from bench.analysis import compare, sweeps
 from bench.vocab.errors import RunActiveError, RunUnreadable
 from bench.vocab.config import DeviceInventory, RunConfig
 from bench.hardware import devices
+from bench.hardware.peak_cache import PeakEntry
 from bench.runs.changes import Listeners
 from bench.runs.groups import GroupRegistry
 from bench.runs.peaks import PeakQueue
@@ -62,6 +63,8 @@ class JobManager:
     """Queue of runs (and tasks between them: peak probes), executed one at a time by a dispatcher thread.
 
     ``peaks`` (a PeakQueue) queues peak probes here; ``groups`` (a GroupRegistry) queues comparisons and sweeps.
+    ``worker_target`` and ``peak_target`` are stand-ins for the training worker and for the matmul peak probe
+    (BENCH_WORKER_TARGET, BENCH_PEAK_TARGET: bench.vocab.settings); None: the real ones.
     ``store`` None keeps runs in memory only; ``store_error`` then says why (the StoreError of opening it: what went
     wrong and what to do), for pages that tell the user.
     """
@@ -74,6 +77,7 @@ class JobManager:
         hang_timeout_s: float | None = None,
         stop_grace_s: float | None = None,
         worker_target: Callable[..., None] | None = None,
+        peak_target: Callable[..., PeakEntry] | None = None,
         prestart: bool = False,
         sampler_factory: SamplerFactory | None = None,
         store_error: str | None = None,
@@ -116,7 +120,7 @@ class JobManager:
         self.writer = RunWriter(store, self._lock)
         self.pool = SparePool(self._ctx, self._log_path)
         self.peaks = PeakQueue(store, enqueue=self._enqueue_task, own_runs=self._runs,
-                               stopping=lambda: self._shutdown, state_lock=self._lock)
+                               stopping=lambda: self._shutdown, state_lock=self._lock, measure=peak_target)
         self.groups = GroupRegistry(submit=self.submit, peaks=self.peaks, order_lock=self._submit_lock,
                                     machine=lambda: self.machine)
         if self.prestart:  # the server's first run, too, should not wait for the framework import

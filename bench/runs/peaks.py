@@ -4,7 +4,8 @@ A PeakQueue hands each probe to the run queue (bench/runs/jobs.py) as a task bet
 turn. A probe measures an idle device, so it first waits (up to PEAK_WAIT_S) while another process's run is active.
 Its outcome is its future's: ``probe.cached_peak``'s result, or its error. A finished run that achieved more than its
 target's cached peak flags that peak stale and queues a new probe (``recheck``). The run queue builds one PeakQueue and
-hands it out as ``JobManager.peaks``.
+hands it out as ``JobManager.peaks``; a peak stand-in (BENCH_PEAK_TARGET, bench.vocab.settings.peak_target) takes the
+probe's place there, as a worker stand-in takes the worker's.
 """
 
 from __future__ import annotations
@@ -51,11 +52,14 @@ class PeakQueue:
         own_runs: the ids of the run queue's own runs (those are never waited for).
         stopping: whether the run queue is shutting down (a probe then stops waiting for other processes).
         state_lock: the lock the run queue updates its runs' states under (a finished run is read under it).
+        measure: called in a probe's turn as ``probe.cached_peak`` is (device, cpu_threads=, refresh=); None: that.
     """
 
     def __init__(self, store: Store | None, *, enqueue: Callable[[Callable[[], None]], None],
-                 own_runs: Container[int], stopping: Callable[[], bool], state_lock: threading.Lock) -> None:
+                 own_runs: Container[int], stopping: Callable[[], bool], state_lock: threading.Lock,
+                 measure: Callable[..., PeakEntry] | None = None) -> None:
         self._store = store
+        self._measure = measure or probe.cached_peak
         self._state_lock = state_lock
         self._enqueue = enqueue
         self._own_runs = own_runs
@@ -116,7 +120,7 @@ class PeakQueue:
                 return
             self._wait_for_other_processes()
             try:
-                result = probe.cached_peak(job.device, cpu_threads=job.cpu_threads, refresh=job.refresh)
+                result = self._measure(job.device, cpu_threads=job.cpu_threads, refresh=job.refresh)
             except Exception as exc:  # noqa: BLE001 - a failed probe is reported, the queue goes on
                 job.future.set_exception(exc)
                 return

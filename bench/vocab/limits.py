@@ -16,6 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints, TypeAdapter, ValidationError
 
+from bench.vocab.safe_text import REORDERING
+
 
 @dataclass(frozen=True)
 class Words:
@@ -79,6 +81,15 @@ Text = Annotated[str, StringConstraints(max_length=TEXT_MAX), Words("text")]
 # one line: no control character (a newline or an escape sequence from outside would break a table or a terminal)
 Line = Annotated[str, StringConstraints(max_length=LINE_MAX, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$"),
                  Words("one line of text (no control characters)", always=True)]
+# a name a machine gave (a cluster node's kind, its accelerator): one line that moves nothing on screen (no bidi
+# control, no line separator either), so it is drawn as it is beside a run's figures
+MachineName = Annotated[str, StringConstraints(max_length=LINE_MAX,
+                                               pattern="^[^\\x00-\\x1f\\x7f-\\x9f" + "".join(sorted(REORDERING)) + "]*$"),
+                        Words("one line of plain text (no control or bidi character)", always=True)]
+# a cluster node's id as Ray gives it (56 hex digits): letters and digits only, so a path or markup never passes for one
+NODE_ID_MAX = 128
+NodeId = Annotated[str, StringConstraints(min_length=1, max_length=NODE_ID_MAX, pattern=r"^[0-9A-Za-z]+$"),
+                   Words(f"a node id: 1 to {NODE_ID_MAX} letters and digits", always=True)]
 # a name from outside: one line of at most NAME_MAX characters (bench.vocab.safe_text.one_line makes any text one)
 Name = Annotated[str, StringConstraints(max_length=NAME_MAX, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$"),
                  Words(f"one line of at most {NAME_MAX} characters (no control characters)", always=True)]

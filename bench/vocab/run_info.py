@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from bench.vocab.limits import Count, Flag, Id, Line, Number, RunSeconds, Text, Timestamp, Whole
+from bench.vocab.limits import Count, Flag, Id, Line, MachineName, NodeId, Number, RunSeconds, Text, Timestamp, Whole
 from bench.vocab.record_base import Record
 
 
@@ -57,12 +57,12 @@ class RayPlacement(Record):
     PATH: ClassVar[str] = "ray"
     SPARSE: ClassVar[bool] = True
 
-    node_id: Line | None = None
+    node_id: NodeId | None = None
     node_ip: Line | None = None
-    hostname: Line | None = None
-    kind: Line | None = None
-    accelerator_type: Line | None = None
-    custom_resources: tuple[Line, ...] | None = None
+    hostname: MachineName | None = None
+    kind: MachineName | None = None  # drawn beside the run's figures (bench.cluster.nodes.Placement)
+    accelerator_type: MachineName | None = None
+    custom_resources: tuple[MachineName, ...] | None = None
     cpus: Whole | None = None
     gpus: Whole | None = None
     address: Line | None = None

@@ -15,6 +15,8 @@ from typing import Any
 # marks) or break a line where none is shown: shown escaped, as control characters are.
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _LINE_BREAKS = frozenset("\u2028\u2029")
+# what a name a machine gave (a cluster node's id or kind) may not hold: it is drawn as it is (bench.vocab.limits)
+REORDERING = _BIDI | _LINE_BREAKS
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 # Unicode's isolates (UAX #9): what lies between FSI and its PDI takes its own direction and moves nothing around it

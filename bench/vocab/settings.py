@@ -15,6 +15,9 @@
 | KERAS_BACKEND              | tensorflow                        | tensorflow, jax or torch                            |
 | BENCH_WORKER_TARGET        | (unset: the training worker)      | module:name of a worker stand-in the dashboard and  |
 |                            |                                   | the CLI run instead (tests replay runs with one)    |
+| BENCH_PEAK_TARGET          | (unset: the matmul peak probe)    | module:name of a peak stand-in the dashboard and    |
+|                            |                                   | the CLI ask instead of probing (tests replay a peak |
+|                            |                                   | with one, as they replay runs)                      |
 | BENCH_MLFLOW_URI           | (unset: no MLflow logging)        | MLflow tracking URI: the dashboard's setting, and   |
 |                            |                                   | where `--mlflow` without a URI logs                 |
 | BENCH_MLFLOW_EXPERIMENT    | bench                             | the MLflow experiment runs are logged under         |
@@ -26,6 +29,7 @@ import importlib
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 BACKENDS = ("tensorflow", "jax", "torch")
 
@@ -115,6 +119,26 @@ def prestart_worker() -> bool:
     return switch("BENCH_PRESTART", True)
 
 
+def _stand_in(name: str, example: str, real: str) -> Callable[..., Any] | None:
+    """The callable the variable ``name`` names as "module:name" (importable by a spawned process), or None when it is
+    unset; ``example`` is a value it takes, ``real`` what runs when it is unset (both for the message).
+
+    Raises:
+        ValueError: the variable is not "module:name", or names nothing callable.
+    """
+    raw = env(name).strip()
+    if not raw:
+        return None
+    module, _, attr = raw.partition(":")
+    try:
+        target = getattr(importlib.import_module(module), attr) if module and attr else None
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"{name}={raw!r} cannot be loaded ({exc}); unset it for {real}") from None
+    if not callable(target):
+        raise ValueError(f"{name}={raw!r} must name a callable as module:name, e.g. {example}; unset it for {real}")
+    return target
+
+
 def worker_target() -> Callable[..., None] | None:
     """The worker stand-in (dashboard and CLI) named by BENCH_WORKER_TARGET ("module:name", e.g.
     benchmarks.standins:PACED_WORKER, importable by a spawned process), or None for the training worker.
@@ -122,19 +146,19 @@ def worker_target() -> Callable[..., None] | None:
     Raises:
         ValueError: the variable is not "module:name", or names nothing callable.
     """
-    raw = env("BENCH_WORKER_TARGET").strip()
-    if not raw:
-        return None
-    module, _, name = raw.partition(":")
-    try:
-        target = getattr(importlib.import_module(module), name) if module and name else None
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"BENCH_WORKER_TARGET={raw!r} cannot be loaded ({exc}); unset it for the training "
-                         "worker") from None
-    if not callable(target):
-        raise ValueError(f"BENCH_WORKER_TARGET={raw!r} must name a callable as module:name, e.g. "
-                         "benchmarks.standins:PACED_WORKER; unset it for the training worker")
-    return target
+    return _stand_in("BENCH_WORKER_TARGET", "benchmarks.standins:PACED_WORKER", "the training worker")
+
+
+def peak_target() -> Callable[..., Any] | None:
+    """The peak stand-in (dashboard and CLI) named by BENCH_PEAK_TARGET ("module:name", e.g.
+    benchmarks.standins:replayed_peak), called as bench.hardware.probe.cached_peak is (device, cpu_threads=,
+    refresh=) in its place; or None for the matmul peak probe. A stand-in's entry says it was not measured (its
+    ``backend`` is "replayed", which bench.hardware.peak_cache.describe tells), so a page never shows it as a probe's.
+
+    Raises:
+        ValueError: the variable is not "module:name", or names nothing callable.
+    """
+    return _stand_in("BENCH_PEAK_TARGET", "benchmarks.standins:replayed_peak", "the matmul peak probe")
 
 
 MLFLOW_SCHEMES = ("http", "https", "sqlite", "postgresql", "mysql", "mssql", "file", "databricks")

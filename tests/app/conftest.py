@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 import streamlit as st
 
+from tests.app import page_seams
+
 
 @pytest.fixture(autouse=True)
 def fresh_server_resources(monkeypatch: pytest.MonkeyPatch):
@@ -20,13 +22,18 @@ def fresh_server_resources(monkeypatch: pytest.MonkeyPatch):
     st.cache_resource.clear()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def component_scan_once():
+    """Streamlit's scan for component manifests once per test process, not once per AppTest (tests/app/page_seams.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(*page_seams.component_scan_once())
+        yield
+
+
 @pytest.fixture(autouse=True)
 def quick_framework_probe(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The System page's checklist asks the framework for its devices in a child process (seconds, as the doctor
-    does); page tests get its answer for this CPU-only machine at once. tests/unit/test_doctor.py runs the real one."""
+    """The System page's checklist gets the framework's answer at once (tests/app/page_seams.py);
+    tests/unit/test_doctor.py runs the real one."""
     from bench.hardware import devices
 
-    def cpu_only(backend: str | None = None, timeout_s: float = 60) -> devices.FrameworkProbe:
-        return devices.FrameworkProbe(backend=backend or "tensorflow", version="test", devices=["CPU:0"])
-
-    monkeypatch.setattr(devices, "probe_framework", cpu_only)
+    monkeypatch.setattr(devices, "probe_framework", page_seams.cpu_only)

@@ -135,7 +135,9 @@ def test_start_on_a_ready_spare_waits_for_the_first_batch_before_redrawing(monke
 @pytest.mark.slow  # every page in a fresh interpreter: seconds each
 def test_pages_do_not_import_tensorflow():
     code = (
-        "import sys; from streamlit.testing.v1 import AppTest\n"
+        # the two seams of tests/app/conftest.py: neither imports a framework here (the real probe imports one in a
+        # child of its own, 6 CPU-s: the check is on this process's modules)
+        "import sys; from streamlit.testing.v1 import AppTest; from tests.app import page_seams; page_seams.apply()\n"
         f"for p in ['app.py', {', '.join(repr(p) for p in PAGES)}]:\n"
         f"    at = AppTest.from_file({str(ROOT)!r} + '/' + p, default_timeout=30).run()\n"
         "    assert not at.exception, (p, at.exception)\n"
@@ -149,21 +151,32 @@ def test_pages_do_not_import_tensorflow():
     assert "clean" in out.stdout
 
 
-@pytest.mark.slow
 def test_system_page_measures_and_lists_the_matmul_peak(monkeypatch):
-    import functools
+    from bench.hardware import peak_cache, probe
 
-    from bench.hardware import probe
+    # the page's button, queue, message and cached listing are what this shows; the probe's child process and its
+    # figures are tests/unit/test_probe.py's (a real child here imported TensorFlow: 6 CPU-s for a number)
+    asked: list[tuple[str, int | None]] = []
 
-    # a real probe in its own process, kept short (one small size for 0.3 s): the page's button, queue, message and
-    # cached listing are what this shows; the probe's own figures are tests/unit/test_probe.py's
-    monkeypatch.setattr(probe, "measure_peak", functools.partial(probe.measure_peak, sizes=[256], seconds=0.3))
+    def measured(device: str = "cpu", *, cpu_threads: int | None = None, **kw) -> peak_cache.PeakEntry:
+        asked.append((device, cpu_threads))
+        return peak_cache.PeakEntry.model_validate(
+            {"device": device, "peak_gflops": 105.1, "size": 1024, "measured_at": 1.75e9, "sizes": [512, 1024],
+             "repeats": 3, "framework": "tensorflow test"})
+
+    def peak_tables(at: AppTest) -> list:  # a machine with a GPU lists its GPUs in a table too
+        return [t.value for t in at.table if "peak GFLOP/s" in t.value.columns]
+
+    monkeypatch.setattr(probe, "measure_peak", measured)
     at = app("pages/system.py").run()
+    assert not peak_tables(at), "nothing is cached yet"
     at.button(key="sys_peak").click().run(timeout=120)
     assert not at.exception
-    assert any("GFLOP/s" in s.value for s in at.success), [e.value for e in at.error]
+    assert asked == [("cpu", None)], asked
+    assert any("105.1 GFLOP/s" in s.value for s in at.success), [e.value for e in at.error]
     at = app("pages/system.py").run()
-    assert at.table, "the cached measurement is listed"
+    (listed,) = peak_tables(at)
+    assert list(listed["peak GFLOP/s"]) == [105.1], listed
 
 
 def test_a_finished_comparison_shows_its_headline_and_export_buttons(monkeypatch):

@@ -1,7 +1,9 @@
 """Real-browser fixtures: a `streamlit run` server on a free localhost port and Debian's Chromium via Playwright.
 
 The servers replay their runs (benchmarks.standins.PacedWorker, through BENCH_WORKER_TARGET): the pages draw, queue,
-stop and compare what a worker reports, in seconds, and no spare worker loads a framework beside the browser. One
+stop and compare what a worker reports, in seconds, and no spare worker loads a framework beside the browser. Their
+sweeps take a replayed matmul peak (benchmarks.standins.replayed_peak, through BENCH_PEAK_TARGET), which the page
+names as replayed; the probe itself is tested in tests/unit/test_probe.py and test_cli.py. One
 test trains real models through a server as shipped (tests/e2e/test_train_live.py); tests/unit train them too.
 """
 
@@ -16,7 +18,7 @@ import psutil
 import pytest
 
 from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, DashboardServer
-from benchmarks.standins import HOLD_ENV, PACED_WORKER_TARGET
+from benchmarks.standins import HOLD_ENV, PACED_WORKER_TARGET, REPLAYED_PEAK_TARGET
 from tests.e2e.steps import keep_failure, new_page
 
 
@@ -24,12 +26,13 @@ from tests.e2e.steps import keep_failure, new_page
 class Server(DashboardServer):
     """The dashboard on a free port, ready once its health check answers.
 
-    ``training=False`` (the default): runs are replayed, and no worker is pre-started. ``training=True``: the product
+    ``training=False`` (the default): runs and peaks are replayed, and no worker is pre-started. ``training=True``: the product
     as a user starts it, the training worker and its pre-started spare."""
 
     def __init__(self, folder: Path, env: dict[str, str] | None = None, *, training: bool = False):
         self.hold_path = folder / "hold"
-        worker = {} if training else {"BENCH_WORKER_TARGET": PACED_WORKER_TARGET, HOLD_ENV: str(self.hold_path)}
+        worker = {} if training else {"BENCH_WORKER_TARGET": PACED_WORKER_TARGET, HOLD_ENV: str(self.hold_path),
+                                      "BENCH_PEAK_TARGET": REPLAYED_PEAK_TARGET}
         super().__init__(folder, prestart=training, env={**worker, **(env or {})})
         self.log = self.log_path
         self.wait_healthy()

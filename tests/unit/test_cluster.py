@@ -1,13 +1,16 @@
 """Runs, sweeps and faults on a real Ray cluster started on this machine: a head and a second node (two raylets, two
 node ids, one host, as Ray's own tests start them with ray.cluster_utils.Cluster), each with a custom resource
 standing for a node type (node_a, node_b). The runs replay their epochs (benchmarks.standins.PacedWorker): what is
-tested is the placement, the events and samples coming home, the record and the faults, not the training.
+tested is the placement, the events and samples coming home, the record and the faults, not the training. The lab
+on the cluster is here too (below): students submit through the lab's JSON API, the fair queue hands a run to each
+node.
 
-One cluster for the module; the test that removes the second node runs last.
+One cluster for the module (a start is ~10 CPU-s of Ray processes); the test that removes the second node runs last.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -16,20 +19,27 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")  # as bench.cluster sets it: no thread joins again by itself
-ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -r requirements-ray.txt")
+if importlib.util.find_spec("ray") is None:  # looked up, not imported: every test process collects this file
+    pytest.skip("Ray is not installed: pip install -r requirements-ray.txt", allow_module_level=True)
 
 from bench.cluster import nodes as cluster_nodes  # noqa: E402
 from bench.cluster import launch  # noqa: E402
 from bench.cluster.launch import ClusterLauncher  # noqa: E402
+from bench.lab.board import Board, SubmitAnswer  # noqa: E402
+from bench.lab.room import LabRoom  # noqa: E402
 from bench.vocab.config import RunConfig  # noqa: E402
 from bench.vocab.records import Status  # noqa: E402
 from bench.runs.jobs import JobManager  # noqa: E402
 from bench.store import Store  # noqa: E402
+from benchmarks.lab_class import displacement, ideal_order  # noqa: E402
 from benchmarks.standins import PACED_WORKER_TARGET, PacedWorker  # noqa: E402
 from tests.polling import wait_for  # noqa: E402
 from tests.unit.test_cli import bench  # noqa: E402
+from ui import lab_routes  # noqa: E402
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,6 +175,78 @@ def test_a_supervisor_that_dies_mid_run_leaves_it_interrupted_and_its_node_free(
     after = manager.wait(manager.submit(_config(2)), timeout_s=60)
     assert after.status == Status.FINISHED, after.error
     manager.shutdown()
+
+
+# -- the lab on the cluster ---------------------------------------------------------------------------------------
+# The lab's students submit through its JSON API (Starlette's test client, no Streamlit server): the fair queue hands
+# two runs at once, one a node, in round-robin order, each alone on its node; none is lost, and the board names each
+# run's node.
+ASSIGNMENT = {"title": "Cluster lab", "families": ["mlp"], "sizes": ["xs"], "epochs_min": 1, "epochs_max": 2,
+              "batch_min": 32, "batch_max": 256, "targets": ["cpu"], "cap": 2, "limit_samples": 256}
+
+
+@pytest.fixture
+def lab(cluster: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TestClient, LabRoom]]:
+    monkeypatch.setattr(lab_routes, "presenter_key", lambda: None)
+    launcher = ClusterLauncher(cluster.address)
+    manager = JobManager(Store(tmp_path / "runs.sqlite3"), hardware=launcher.machine, launcher=launcher,
+                         worker_target=PacedWorker(min_epoch_s=0.5, max_epoch_s=0.5), stop_grace_s=3.0)
+    room = LabRoom(manager, thread=False)  # the test hands and publishes (pump, publish): every run queued first
+    lab_routes.install(room)
+    try:
+        yield TestClient(Starlette(routes=lab_routes.routes())), room
+    finally:
+        lab_routes.install(None)
+        room.shutdown()
+        manager.shutdown()
+
+
+def test_a_class_on_two_nodes_runs_round_robin_one_run_a_node_and_loses_none(lab: tuple[TestClient, LabRoom],
+                                                                              cluster: Any) -> None:
+    client, room = lab
+    assert client.post("/lab/api/open", json=ASSIGNMENT).status_code == 200
+    assert room.lanes == 2, "one CPU run on each of the two nodes"
+    answers: list[SubmitAnswer] = []
+    # Ana queues two runs first, then Ben, Cleo and Dan one each: first come, first served would start Ana's second
+    # run second; the round robin starts it last
+    for student in ("Ana", "Ana", "Ben", "Cleo", "Dan"):
+        token = next((a.token for a in answers if a.student == student), None)
+        answer = client.post("/lab/api/submit", json={"student": student, "family": "mlp", "size": "xs",
+                                                      "batch_size": 64, "epochs": 2, "target": "cpu", "token": token})
+        assert answer.status_code == 200, answer.text
+        answers.append(SubmitAnswer.model_validate(answer.json()))
+    def ended() -> Board | None:
+        room.pump()
+        room.publish()
+        board = Board.model_validate(client.get("/lab/api/board").json())
+        return board if all(r.status not in ("queued", "starting", "running") for r in board.rows) else None
+
+    board = wait_for(ended, 180, "every run of the class to end", poll_s=0.2)
+    rows = board.rows
+    assert sorted(r.ticket for r in rows) == sorted(a.ticket for a in answers), "every run on the board"
+    assert [r.status for r in rows] == ["finished"] * 5, [(r.student, r.status, r.message) for r in rows]
+    ideal = ideal_order([(a.ticket, a.student) for a in answers])
+    assert [r.student for r in sorted(rows, key=lambda r: ideal.index(r.ticket or 0))] == [
+        "Ana", "Ben", "Cleo", "Dan", "Ana"]
+    handed = [r.ticket for r in sorted(rows, key=lambda r: r.run_id or 0)]  # run ids rise in the order handed
+    assert handed == ideal, "the fair queue's order, two at a time"
+    started = [r.ticket for r in sorted(rows, key=lambda r: r.started_at or 0)]
+    assert displacement(started, ideal) <= 1, "two handed at once may start either way round, no further"
+    # one run a node at a time, the two nodes side by side, each run's node named on the board
+    stored = {r.id: r for r in room.manager.store.list_runs()}
+    node_of = {r.ticket: str(stored[r.run_id].info.ray.node_id) for r in rows if r.run_id}
+    assert set(node_of.values()) == {n.id for n in cluster_nodes.nodes(cluster.address)}, "runs on both nodes"
+    spans = sorted((r.started_at or 0, r.ended_at or 0, node_of[r.ticket]) for r in rows)
+    for node in set(node_of.values()):
+        mine = [s for s in spans if s[2] == node]
+        assert all(b[0] >= a[1] - 0.5 for a, b in zip(mine, mine[1:])), mine  # never two at once on a node
+    assert any(a[2] != b[2] and b[0] < a[1] for a, b in zip(spans, spans[1:])), "the two nodes side by side"
+    for row in rows:
+        assert row.node == f"node {node_of[row.ticket][:8]} ({stored[row.run_id].info.ray.kind})"
+        assert row.node.endswith(("(CPU node_a)", "(CPU node_b)")) and row.samples_per_s
+    marked = [r for r in stored.values() if r.info.lab is not None and r.info.lab.lab == board.lab]
+    assert sorted(r.info.lab.student for r in marked) == ["Ana", "Ana", "Ben", "Cleo", "Dan"], "none lost"
 
 
 def test_a_lost_node_interrupts_its_run_with_its_epochs_and_the_group_goes_on(cluster: Any, tmp_path: Path) -> None:

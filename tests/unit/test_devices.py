@@ -58,10 +58,10 @@ def test_discover_on_this_machine() -> None:
     json.dumps(hw.to_dict())
     if ok:
         pytest.skip("this machine has a working NVIDIA driver; the no-GPU expectations below do not apply")
-    assert hw.gpus == []
+    assert hw.gpus == ()
     assert hw.gpu_reason is not None and "driver" in hw.gpu_reason
-    assert hw.label().endswith("no GPU")
-    assert f"({hw.cpu.logical_cores} core" in hw.label()
+    assert hw.description().endswith("no GPU")
+    assert f"({hw.cpu.logical_cores} core" in hw.description()
     assert device_choices(hw) == ["cpu"]
 
 
@@ -76,7 +76,7 @@ def test_discover_two_fake_gpus(two_fake_gpus: fake_nvml.FakeNvml) -> None:
     assert gpu.cuda_driver_version == "12.4"
     assert gpu.uuid is not None and gpu.uuid.startswith("GPU-00000001")
     assert device_choices(hw) == ["cpu", "gpu:0", "gpu:1"]
-    assert hw.label() == "NVIDIA H100 80GB HBM3 x2"
+    assert hw.description() == "NVIDIA H100 80GB HBM3 x2"
     assert hw.to_dict()["gpus"][0]["index"] == 0
 
 
@@ -86,11 +86,11 @@ def test_cuda_visible_devices_hiding_every_gpu(
 ) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
     hw = discover()
-    assert hw.gpus == []
+    assert hw.gpus == ()
     assert hw.gpu_reason is not None and hw.gpu_reason.startswith("CUDA_VISIBLE_DEVICES")
     assert "hides every GPU" in hw.gpu_reason
     assert device_choices(hw) == ["cpu"]
-    assert hw.label().endswith("no GPU")
+    assert hw.description().endswith("no GPU")
 
 
 @pytest.mark.parametrize(
@@ -135,7 +135,7 @@ def test_no_gpu_driver_reason_from_fake(monkeypatch: pytest.MonkeyPatch) -> None
     nvml.set_module(fake_nvml.missing())
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the driver reason comes first
     hw = discover()
-    assert hw.gpus == []
+    assert hw.gpus == ()
     assert hw.gpu_reason is not None and hw.gpu_reason.startswith("No NVIDIA driver found")
 
 
@@ -176,22 +176,20 @@ def test_cuda_visible_devices_for_gpu_without_usable_gpu() -> None:
 
 
 def test_the_detected_machine_is_the_record_with_what_only_detection_knows() -> None:
-    """One description of the machine: Hardware holds the record's own CpuSpec and GpuSpec, and its record keeps
-    every part of it (where GPU readings come from among the record's extra keys), so a field added to one side
-    and not the other fails here."""
-    import dataclasses
-
+    """One description of the machine: Hardware is the record's RecordedHardware with what only detection knows, and
+    the record it writes keeps every part of it (where GPU readings come from among the record's extra keys)."""
     from bench.hardware.monitor.source_types import SourceGpu, SourceInfo
     from bench.vocab.record_types import RecordedHardware
 
     detected_only = {"gpu_source", "framework_gpu_build"}
-    fields = {f.name for f in dataclasses.fields(Hardware)}
-    assert fields - detected_only == set(RecordedHardware.model_fields) - {"label"}
+    assert issubclass(Hardware, RecordedHardware)
+    assert set(Hardware.model_fields) - set(RecordedHardware.model_fields) == detected_only
+    fields = set(Hardware.model_fields) - {"label"}  # a name given in place of the description: only where given
     info = SourceInfo(name="AMD SMI", vendor="amd", utilization="GFX busy share")
     hw = Hardware(cpu=CpuSpec("X", None, 4, 1024.0), gpus=[devices.gpu_spec(SourceGpu(0, "MI300X"), info)],
                   gpu_reason=None, gpu_source=info, framework_gpu_build=True)
     record = hw.record()
-    assert record.cpu is hw.cpu and record.gpus == tuple(hw.gpus)
+    assert record.cpu == hw.cpu and record.gpus == hw.gpus
     assert set(record.to_dict()) == fields and record.to_dict() == hw.to_dict()
     assert record.to_dict()["gpus"][0] == {"index": 0, "name": "MI300X", "mem_total_mib": None, "driver": None,
                                            "cuda_driver_version": None, "uuid": None, "vendor": "amd",
@@ -199,12 +197,12 @@ def test_the_detected_machine_is_the_record_with_what_only_detection_knows() -> 
     assert record.extra == {"gpu_source": info.model_dump(mode="json"), "framework_gpu_build": True}
 
 
-def test_hardware_label_mixed_gpus() -> None:
+def test_hardware_description_mixed_gpus() -> None:
     cpu = CpuSpec("X", 1, 2, 1024.0)
     gpus = [GpuSpec(0, "A", None, None, None, None), GpuSpec(1, "B", None, None, None, None),
             GpuSpec(2, "A", None, None, None, None)]
-    assert Hardware(cpu=cpu, gpus=gpus).label() == "A x2 + B x1"
-    assert Hardware(cpu=cpu).label() == "X (2 cores), no GPU"
+    assert Hardware(cpu=cpu, gpus=gpus).description() == "A x2 + B x1"
+    assert Hardware(cpu=cpu).description() == "X (2 cores), no GPU"
 
 
 @pytest.mark.parametrize(

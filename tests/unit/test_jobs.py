@@ -337,7 +337,7 @@ def test_a_gpu_worker_allocates_gpu_memory_as_needed_and_a_cpu_worker_sees_no_gp
     from bench.runs import worker
 
     monkeypatch.setattr(worker.os, "environ", {"PATH": "/bin"})
-    monkeypatch.setattr(devices, "discover", lambda: devices.Hardware(cpu=None, gpus=[]))
+    monkeypatch.setattr(devices, "discover", lambda: devices.Hardware(cpu=NO_GPU.cpu))
     monkeypatch.setattr(devices, "cuda_visible_devices_for", lambda device, hw: "GPU-1234")
     changes = worker.prepare_environment({"device": "gpu:0", "backend": "jax"})
     assert changes["CUDA_VISIBLE_DEVICES"] == "GPU-1234"

@@ -278,14 +278,12 @@ def test_a_tfsm_layer_is_refused_by_safe_mode(tmp_path):
 
 
 def test_the_parameter_bound_follows_the_device_a_run_trains_on():
-    import dataclasses
-
     from bench.vocab.config import device_memory_mib
     from bench.vocab.record_types import GpuSpec
 
     gpus = [GpuSpec(0, "big", 81_559.0, "550", "12.4", "GPU-a"),
             GpuSpec(1, "small", 16_384.0, "550", "12.4", "GPU-b")]
-    machine = dataclasses.replace(NO_GPU, gpus=gpus, gpu_reason=None)
+    machine = NO_GPU.updated(gpus=gpus, gpu_reason=None)
     assert device_memory_mib("gpu:1", machine) == 16_384.0
     assert device_memory_mib("gpus", machine) == 16_384.0, "all GPUs: the smallest holds a replica"
     assert device_memory_mib("cpu", machine) is None and device_memory_mib("gpu:7", machine) is None

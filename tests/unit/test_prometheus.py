@@ -24,7 +24,7 @@ from tests.unit import fake_nvml
 from tests.fixtures import fresh_nvml  # noqa: F401 - the fixture, used by name
 
 HOPPER = fake_nvml.hopper_with_gpm().gpus[0]
-MACHINE = dataclasses.replace(NO_GPU, hostname="node-7", gpus=[GpuSpec(
+MACHINE = NO_GPU.updated(hostname="node-7", gpus=[GpuSpec(
     index=0, name=HOPPER.name, mem_total_mib=80 * 1024.0, driver="550.54.15", cuda_driver_version="12.4",
     uuid=HOPPER.uuid)], gpu_reason=None)
 

@@ -1,6 +1,6 @@
 """The smoke run of benchmarks/classroom.py (with benchmarks/viewers.py, its emulated viewers), on its current
-command line at its smallest size: one class of one viewer, its runs replayed (``--paced``: no framework loaded; a
-real pass trains)."""
+command line at its smallest size (``--smoke``): one class of one viewer, its runs replayed (``--paced``: no framework
+loaded; a real pass trains), its waits on the clock short."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from tests.smoke import needs_browser, read, run
 def test_classroom_smoke_serves_one_emulated_viewer(tmp_path: Path) -> None:
     needs_browser()
     out = tmp_path / "classroom.json"
-    run(["-m", "benchmarks.classroom", "--viewers", "1", "--epochs", "2", "--limit", "512", "--size", "xs",
-         "--calibrate", "0", "--paced", "--out", str(out)], tmp_path, timeout_s=300)
+    run(["-m", "benchmarks.classroom", "--smoke", "--out", str(out)], tmp_path, timeout_s=300)
     result = read(out)
     assert [r["viewers"] for r in result["runs"]] == [1], "one class of one emulated viewer"
     assert len(result["baselines"]) == 2 and result["baseline"]["steady_epoch_s"]
