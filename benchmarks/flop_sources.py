@@ -24,7 +24,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks import hostile_files
+from benchmarks import hostile_files, model_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "CALLBACK.md"
@@ -55,28 +55,12 @@ def plan_rows() -> list[dict[str, Any]]:
 
 
 def brought_models(folder: Path, smoke: bool) -> dict[str, tuple[Path, str]]:
-    """The models of tests/unit/test_model_corpus.py, saved by Keras; in a smoke pass its residual block alone."""
+    """The models people bring (benchmarks.model_corpus), saved by Keras; in a smoke pass its residual block alone:
+    the pass reads one file, and building the whole corpus (MobileNetV2 the most) took most of its time."""
     import keras
 
-    from tests.unit.test_model_corpus import DATASETS, _corpus
-
-    if smoke:
-        return {"residual": (residual_block(keras, folder), DATASETS["residual"])}
-    made = _corpus(keras, folder)
-    return {name: (made[name][0], DATASETS[name]) for name in made}
-
-
-def residual_block(keras: Any, folder: Path) -> Path:
-    """The corpus's residual block (tests/unit/test_model_corpus.py), built and saved alone: the smoke pass reads one
-    file, and building the whole corpus (MobileNetV2 the most) took most of its time."""
-    layers = keras.layers
-    inputs = keras.Input((32, 32, 3))
-    x = layers.Conv2D(16, 3, padding="same", activation="relu")(inputs)
-    y = layers.BatchNormalization()(layers.Conv2D(16, 3, padding="same")(x))
-    x = layers.GlobalAveragePooling2D()(layers.Activation("relu")(layers.Add()([x, y])))
-    path = folder / "residual.keras"
-    keras.Model(inputs, layers.Dense(10)(x), name="residual").save(path)
-    return path
+    made = model_corpus.saved(keras, folder, ["residual"] if smoke else None)
+    return {name: (path, model_corpus.DATASETS[name]) for name, (path, _) in made.items()}
 
 
 def file_rows(files: dict[str, tuple[Path, str]]) -> list[dict[str, Any]]:

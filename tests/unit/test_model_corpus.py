@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main as cli
+from benchmarks import model_corpus
 from bench.plans import model_file
 
 pytestmark = pytest.mark.slow  # real models made, read in a child and trained
@@ -30,55 +31,13 @@ pytestmark = pytest.mark.slow  # real models made, read in a child and trained
 pytest.importorskip("jax", reason="the compiler's FLOP count reads the step lowered by JAX")
 
 
-def _corpus(keras, folder: Path) -> dict[str, tuple[Path, int]]:
-    """Each model saved as a person would: model.save("name.keras"); with its parameter count as Keras reports it."""
-    layers = keras.layers
-    made = {}
-
-    made["mobilenet_v2"] = keras.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35, weights=None,
-                                                          classes=10)
-
-    inputs = keras.Input((32, 32, 3))
-    x = layers.Conv2D(16, 3, padding="same", activation="relu")(inputs)
-    y = layers.Conv2D(16, 3, padding="same")(x)
-    y = layers.BatchNormalization()(y)
-    x = layers.Activation("relu")(layers.Add()([x, y]))
-    x = layers.GlobalAveragePooling2D()(x)
-    made["residual"] = keras.Model(inputs, layers.Dense(10)(x), name="residual")
-
-    tokens = keras.Input((200,), dtype="int32")
-    x = layers.Embedding(10_000, 16)(tokens)
-    made["lstm_text"] = keras.Model(tokens, layers.Dense(1)(layers.LSTM(16)(x)), name="lstm_text")
-
-    tokens = keras.Input((200,), dtype="int32")
-    x = layers.Embedding(10_000, 16)(tokens)
-    x = layers.LayerNormalization()(layers.Add()([x, layers.MultiHeadAttention(2, 8)(x, x)]))
-    made["attention"] = keras.Model(tokens, layers.Dense(2)(layers.GlobalAveragePooling1D()(x)), name="attention")
-
-    trunk = keras.Sequential([keras.Input((28, 28, 1)), layers.Flatten(), layers.Dense(32, activation="relu")],
-                             name="trunk")
-    shared = layers.Dense(32, activation="relu", name="shared")
-    inputs = keras.Input((28, 28, 1))
-    x = shared(trunk(inputs))
-    x = shared(x)  # the same layer twice: its weights once
-    made["nested"] = keras.Model(inputs, layers.Dense(10)(x), name="nested")
-
-    paths = {}
-    for name, model in made.items():
-        path = folder / f"{name}.keras"
-        model.save(path)
-        paths[name] = (path, int(model.count_params()))
-    return paths
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> dict[str, tuple[Path, int]]:
     keras = pytest.importorskip("keras")
-    return _corpus(keras, tmp_path_factory.mktemp("corpus"))
+    return model_corpus.saved(keras, tmp_path_factory.mktemp("corpus"))
 
 
-DATASETS = {"mobilenet_v2": "synthetic-cifar10", "residual": "synthetic-cifar10", "lstm_text": "synthetic-imdb",
-            "attention": "synthetic-imdb", "nested": "synthetic-mnist"}
+DATASETS = model_corpus.DATASETS
 
 
 def _train(path: Path, dataset: str, out: Path) -> dict:
