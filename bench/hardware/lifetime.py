@@ -10,13 +10,22 @@ import threading
 import time
 
 PARENT_CHECK_INTERVAL_S = 1.0  # how often a child checks that the process which started it is still there
+# set by a process that starts a child with ``subprocess`` (parent_env): the child's parent even if that parent died
+# before the child asked (os.getppid() would then name whoever adopted it)
+PARENT_ENV = "BENCH_PARENT_PID"
+
+
+def parent_env() -> dict[str, str]:
+    """What a ``subprocess`` child's environment carries so that :func:`exit_with_parent` knows this process."""
+    return {PARENT_ENV: str(os.getpid())}
 
 
 def exit_with_parent() -> None:
     """End this process when the one that started it dies. Works for a spawned process (multiprocessing) and for a
     ``subprocess`` child alike: the parent is the one that spawned this process, even if it died before this call."""
     known = multiprocessing.parent_process()
-    parent = known.pid if known is not None and known.pid is not None else os.getppid()
+    told = os.environ.get(PARENT_ENV, "")
+    parent = known.pid if known is not None and known.pid is not None else int(told) if told.isdigit() else os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent:

@@ -164,6 +164,7 @@ def measure_peak(
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), settings.env("PYTHONPATH", env)) if p)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # JAX must not grab most of the GPU for two matrices
+    env.update(lifetime.parent_env())  # the child ends with this process, even one that dies as it starts
     busy_before = psutil.cpu_percent(interval=0.5)
     wall0, busy0, own0 = time.monotonic(), _busy_cpu_seconds(), _children_cpu_seconds()
     try:

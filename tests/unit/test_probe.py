@@ -253,10 +253,13 @@ def test_the_probe_child_ends_with_the_process_that_started_it() -> None:
 
     params = {"device": "cpu", "backend": "tensorflow", "cpu_threads": 1, "sizes": [4096] * 20, "repeats": 20,
               "dtype": "float32", "seconds": 60.0}
-    parent = ("import subprocess, sys, time\n"
-              "child = subprocess.Popen([sys.executable, '-m', 'bench.hardware.probe', '--child', sys.argv[1]])\n"
-              "print(child.pid, flush=True)\n"
-              "time.sleep(1)\n")  # then the parent ends, its child still loading the framework
+    # the parent starts the child as the probe does (its environment names the parent) and ends at once, before the
+    # child has even started watching it
+    parent = ("import os, subprocess, sys\n"
+              "from bench.hardware import lifetime\n"
+              "child = subprocess.Popen([sys.executable, '-m', 'bench.hardware.probe', '--child', sys.argv[1]],\n"
+              "                         env={**os.environ, **lifetime.parent_env()})\n"
+              "print(child.pid, flush=True)\n")
     done = subprocess.run([sys.executable, "-c", parent, json.dumps(params)], capture_output=True, text=True,
                           timeout=60, cwd=Path(__file__).resolve().parents[2])
     pid = int(done.stdout.split()[0])
