@@ -278,8 +278,12 @@ class JobManager:
         state = self._runs.get(run_id)
         if state is None:
             raise KeyError(f"no run {run_id}")
-        self._wake.wait_for(lambda: self._runs.get(run_id) is not state or done(state), timeout_s)
-        if self._runs.get(run_id) is not state:
+
+        def gone() -> bool:  # deleted while waited on
+            return self._runs.get(run_id) is not state
+
+        self._wake.wait_for(lambda: gone() or done(state), timeout_s)
+        if gone():
             raise KeyError(f"no run {run_id}")
         return state
 
