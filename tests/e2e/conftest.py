@@ -9,6 +9,8 @@ test trains real models through a server as shipped (tests/e2e/test_train_live.p
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,8 +21,9 @@ import pytest
 
 from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, DashboardServer
 from benchmarks.standins import HOLD_ENV, PACED_WORKER_TARGET, REPLAYED_PEAK_TARGET
-from tests.e2e.steps import keep_failure, new_page
+from tests.e2e.steps import ARTIFACTS, keep_failure, new_page
 
+RUNNING: list[Server] = []  # the servers started and not yet stopped: their threads are kept on a test's failure
 
 
 class Server(DashboardServer):
@@ -35,11 +38,14 @@ class Server(DashboardServer):
                                       "BENCH_PEAK_TARGET": REPLAYED_PEAK_TARGET}
         super().__init__(folder, prestart=training, env={**worker, **(env or {})})
         self.log = self.log_path
+        RUNNING.append(self)
         self.wait_healthy()
 
     def stop(self) -> None:
         """Stop the server and every process under it, as Ctrl-C in its terminal would: a child it started late (the
         framework's device probe) is ended with it, not left behind when a test is done before that child is."""
+        if self in RUNNING:
+            RUNNING.remove(self)
         try:
             under = self.ps.children(recursive=True)
         except psutil.Error:
@@ -56,6 +62,21 @@ class Server(DashboardServer):
                 proc.kill()
             except psutil.Error:
                 pass
+
+    def dump_threads(self, path: Path) -> str:
+        """Every thread's stack in the server process now (py-spy), written to ``path``: where a page that stopped
+        changing has its server waiting. What was written, or why nothing was."""
+        spy = shutil.which("py-spy")
+        if spy is None:
+            return "py-spy is not installed (requirements-dev.txt)"
+        try:
+            out = subprocess.run([spy, "dump", "--pid", str(self.ps.pid)], capture_output=True, text=True,
+                                 timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"py-spy failed: {exc}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(out.stdout + out.stderr, encoding="utf-8")
+        return str(path) if out.returncode == 0 else f"py-spy exited {out.returncode}: {out.stderr.strip()[:300]}"
 
     @contextmanager
     def holding_last_epoch(self) -> Iterator[None]:
@@ -97,10 +118,16 @@ def page(browser: Any) -> Iterator[Any]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-    """On a browser test's failure, keep a screenshot of each page still open (tests/e2e/steps.keep_failure)."""
+    """On a browser test's failure, keep a screenshot of each page still open (tests/e2e/steps.keep_failure) and the
+    threads of each server still running."""
     outcome: Any = yield
     report = outcome.get_result()
     if report.failed and call.when == "call":
         kept = keep_failure(item.name)
         if kept:
             report.sections.append(("pages kept", "\n".join(str(p) for p in kept)))
+        name = item.name.replace("/", "_")
+        dumps = [srv.dump_threads(ARTIFACTS / "failures" / f"{name}-server-{n}-threads.txt")
+                 for n, srv in enumerate(list(RUNNING))]
+        if dumps:
+            report.sections.append(("server threads", "\n".join(dumps)))
