@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,7 +67,8 @@ class Server(DashboardServer):
     def dump_threads(self, path: Path) -> str:
         """Every thread's stack in the server process now (py-spy), written to ``path``: where a page that stopped
         changing has its server waiting. What was written, or why nothing was."""
-        spy = shutil.which("py-spy")
+        beside = Path(sys.executable).parent / "py-spy"  # the test's venv, whose bin/ need not be on PATH
+        spy = str(beside) if beside.exists() else shutil.which("py-spy")
         if spy is None:
             return "py-spy is not installed (requirements-dev.txt)"
         try:
