@@ -24,7 +24,7 @@ def exit_with_parent() -> None:
     """End this process when the one that started it dies. Works for a spawned process (multiprocessing) and for a
     ``subprocess`` child alike: the parent is the one that spawned this process, even if it died before this call."""
     known = multiprocessing.parent_process()
-    told = os.environ.get(PARENT_ENV, "")
+    told = os.environ.pop(PARENT_ENV, "")  # names this process's parent only: no child of this one inherits it
     parent = known.pid if known is not None and known.pid is not None else int(told) if told.isdigit() else os.getppid()
 
     def watch() -> None:
