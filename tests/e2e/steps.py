@@ -173,6 +173,15 @@ def main(page: Any) -> Any:
     return page.locator('[data-testid="stMain"]')
 
 
+@contextmanager
+def saying_what_the_page_shows(page: Any, server: Any) -> Iterator[None]:
+    """An expectation that fails inside the block fails with what the page and its server held then."""
+    try:
+        yield
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; {what_the_page_shows(page, server)}") from None
+
+
 def what_the_page_shows(page: Any, server: Any) -> str:
     """For a failure message: the newest run as the store has it, the page's status and progress lines (live
     element or Streamlit's), its Stop buttons and any exception or lost connection, and a screenshot's path."""

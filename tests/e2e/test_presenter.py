@@ -12,8 +12,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import Server
-from tests.e2e.steps import (new_page, open_train, screenshot, set_number, settled, sidebar, store_of,
-                             what_the_page_shows)
+from tests.e2e.steps import (new_page, open_train, saying_what_the_page_shows, screenshot, set_number, settled,
+                             sidebar, store_of)
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -85,11 +85,9 @@ def test_presenter_starts_and_stops_viewers_only_watch(presenter, viewer, presen
     set_number(presenter, "Training samples (0 = all)", 2000)
     start_button(presenter).click()
     run_id = wait_for(lambda: (runs := store_of(presenter_server).list_runs()) and runs[-1].id, 30, "the run")
-    try:
+    with saying_what_the_page_shows(presenter, presenter_server):  # seen in full runs, not alone
         expect(presenter.get_by_role("button", name="Stop").first, "the presenter's Stop button").to_be_visible(
             timeout=90_000)
-    except AssertionError as exc:  # seen in full runs, not alone: what the page and its stream held
-        raise AssertionError(f"{exc}; {what_the_page_shows(presenter, presenter_server)}") from None
     expect(sidebar(viewer), "the viewer to see the run").to_contain_text(f"Run #{run_id}: running",
                                                                            use_inner_text=True, timeout=180_000)
     viewer.get_by_text(f"Run #{run_id}").first.wait_for()
