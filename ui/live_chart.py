@@ -248,7 +248,12 @@ def _util_templates(layout: dict[str, Any], named: int) -> tuple[Any, ...]:
 
 
 def _loss_shape(series: Sequence[Series]) -> tuple[Any, ...]:
-    return (len(series), max(1, int(chart_style.nice_step(len(series[0].epochs) if series else 0, 8))))
+    return (len(series), charts.epoch_step(len(series[0].epochs) if series else 0))
+
+
+def _epochs_shape(series: Sequence[Series]) -> tuple[Any, ...]:
+    """The bars' chart goes whole when its runs or its axis' tick step change (charts.epoch_step)."""
+    return (len(series), charts.epoch_step(max((len(s.epochs) for s in series), default=0)))
 
 
 def _tracing(series: Sequence[Series], sent: Sent | None = None) -> bool:
@@ -275,7 +280,8 @@ def start(kind: str, series: Sequence[Series], layout: dict[str, Any]) -> Sent:
         return Sent(shape=_util_shape(series, flags, waiting), epochs=epochs, last_t=last_t, named=named,
                     last_end=last_end, flags=tuple(flags), templates=_util_templates(layout, named))
     if kind == "epochs":
-        return Sent(shape=(len(series),), epochs=epochs, flags=(_tracing(series),), templates=(layout.get("title"),))
+        return Sent(shape=_epochs_shape(series), epochs=epochs, flags=(_tracing(series),),
+                    templates=(layout.get("title"),))
     if kind == "loss":
         return Sent(shape=_loss_shape(series), epochs=epochs)
     raise KeyError(kind)
@@ -304,6 +310,8 @@ def _grown(groups: list[dict[str, Any]], layout: dict[str, Any] | None = None,
 
 
 def _grow_epochs(series: Sequence[Series], sent: Sent) -> tuple[dict[str, Any] | None, Sent] | None:
+    if _epochs_shape(series) != sent.shape:
+        return None
     tracing = _tracing(series, sent)
     layout = None
     if tracing and not sent.flags[0]:  # the first hatched bar: the title names the hatching

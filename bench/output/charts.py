@@ -81,6 +81,13 @@ def thin(rows: Sequence[Any], max_points: int = MAX_POINTS) -> list[Any]:
 HATCHED_NOTE = "<br><sup>hatched: epoch 1, with graph tracing</sup>"  # under a title, once one is
 
 
+def epoch_step(n_epochs: int) -> int:
+    """The epoch axis' tick step for ``n_epochs`` epochs: every epoch up to 8, then a 1-2-5 step that keeps at most 8
+    ticks (a label for each of a long run's epochs is unreadable, and costs the browser most of a chart's draw: over
+    a second at 200 epochs, docs/TESTING.md)."""
+    return max(1, int(style.nice_step(n_epochs, 8)))
+
+
 def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch") -> go.Figure:
     """Bars of training seconds per epoch, one colour per run; the first (tracing) epoch drawn hatched."""
     fig = go.Figure()
@@ -100,7 +107,8 @@ def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch"
             hovertemplate="epoch %{x}: %{y:.2f} s (%{customdata[0]})<br>%{customdata[1]:,.0f} samples/s<extra>%{fullData.name}</extra>",
         )
     fig.update_layout(barmode="group", bargap=0.25)
-    fig.update_xaxes(title="epoch", dtick=1)
+    fig.update_xaxes(title="epoch", tickmode="linear", tick0=0,
+                     dtick=epoch_step(max((len(s.epochs) for s in series), default=0)))
     fig.update_yaxes(title="seconds", rangemode="tozero")
     if any(e.includes_tracing for s in series for e in s.epochs):
         title += HATCHED_NOTE
@@ -308,7 +316,7 @@ def loss_accuracy_figure(epochs: Sequence[Epoch], *, title: str = "Loss and accu
                       yaxis2={"title": "accuracy", "overlaying": "y", "side": "right", "range": [0, 1.0],
                               "tickmode": "array", "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0], "tickformat": ".1f",
                               "showgrid": False})
-    fig.update_xaxes(title="epoch", tickmode="linear", tick0=1, dtick=max(1, int(style.nice_step(len(x), 8))))
+    fig.update_xaxes(title="epoch", tickmode="linear", tick0=0, dtick=epoch_step(len(x)))
     return _layout(fig, title, height=300)
 
 

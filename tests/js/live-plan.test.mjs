@@ -2,7 +2,7 @@
 // and by pytest through tests/unit/test_live_js.py).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { grownLayout, isNew, planCharts, rerunDelay, visibleNames, RERUN_AFTER_MS, RERUN_SPREAD_MAX_MS }
+import { grownLayout, isNew, planCharts, queueOp, rerunDelay, visibleNames, RERUN_AFTER_MS, RERUN_SPREAD_MAX_MS }
   from "../../ui/static/live-plan.js";
 
 const NAMES = ["epochs", "util", "loss"];
@@ -67,4 +67,35 @@ test("a class's reruns are spread with its size, from RERUN_AFTER_MS to the cap"
   assert.equal(rerunDelay(1, 0), RERUN_AFTER_MS);
   assert.equal(rerunDelay(100, 1), RERUN_AFTER_MS + RERUN_SPREAD_MAX_MS);
   assert.ok(rerunDelay(5, 1) < rerunDelay(50, 1));
+});
+
+// -- a page drawing slower than the stream speaks: queueOp, mergeExtends ---------------------------------------------
+const ext = (x, extra = {}) => ({ name: "util", op: "extend", groups: [{ traces: [0, 1], update: { x: [[x], [x]], y: [[x * 2], [x * 3]] } }],
+                                  append: null, layout: null, ...extra });
+
+test("increments queued for one chart are drawn as one, each trace's points in order", () => {
+  let pending = [];
+  for (const x of [1, 2, 3]) pending = queueOp(pending, ext(x));
+  assert.equal(pending.length, 1);
+  assert.deepEqual(pending[0].groups, [{ traces: [0, 1], update: { x: [[1, 2, 3], [1, 2, 3]], y: [[2, 4, 6], [3, 6, 9]] } }]);
+});
+
+test("joined increments keep every mark and the later layout keys; other traces stay their own group", () => {
+  const a = ext(1, { append: { shapes: [{ x0: 1 }] }, layout: { title: { text: "a" }, "yaxis2.range": [0, 1] } });
+  const b = { ...ext(2, { append: { shapes: [{ x0: 2 }], annotations: [{ text: "epoch 2" }] }, layout: { title: { text: "b" } } }),
+              groups: [{ traces: [2], update: { x: [[2]], y: [[9]] } }] };
+  const [merged] = queueOp(queueOp([], a), b);
+  assert.deepEqual(merged.append, { shapes: [{ x0: 1 }, { x0: 2 }], annotations: [{ text: "epoch 2" }] });
+  assert.deepEqual(merged.layout, { title: { text: "b" }, "yaxis2.range": [0, 1] });
+  assert.deepEqual(merged.groups.map((g) => g.traces), [[0, 1], [2]]);
+  assert.deepEqual(a.groups[0].update.x, [[1], [1]], "the queued operation is not changed in place");
+});
+
+test("a chart drawn whole makes the draws queued before it moot; a new plot stays a new plot", () => {
+  const full = (op, sig) => ({ name: "util", op, figure: { data: [], layout: {} }, sig });
+  assert.deepEqual(queueOp([ext(1), ext(2)], full("react", "a")), [full("react", "a")]);
+  assert.deepEqual(queueOp([full("newPlot", "b"), ext(1)], full("react", "b")), [full("newPlot", "b")]);
+  assert.deepEqual(queueOp([full("newPlot", "b")], ext(1)).map((o) => o.op), ["newPlot", "extend"]);
+  assert.deepEqual(queueOp([ext(1)], { name: "util", op: "purge" }), [{ name: "util", op: "purge" }]);
+  assert.deepEqual(queueOp([ext(1)], { name: "util", op: "resync" }), [{ name: "util", op: "resync" }]);
 });

@@ -51,6 +51,18 @@ def test_bars_send_their_hover_data_and_hatching_with_each_new_epoch():
     assert update["customdata"] == [[["steady", 10.0]]] and update["marker.pattern.shape"] == [[""]]
 
 
+def test_a_long_runs_bars_keep_a_few_epoch_ticks_and_go_whole_when_the_step_grows():
+    for n in (1, 8, 9, 17, 50, 200, 1000):
+        fig = charts.epoch_time_figure([series(0, k=n)])
+        assert 1 <= n / fig.layout.xaxis.dtick <= 8 or (n <= 8 and fig.layout.xaxis.dtick == 1), (n, fig.layout.xaxis)
+    assert charts.loss_accuracy_figure(epochs_of(epochs(200))).layout.xaxis.dtick == 50, "one step for both charts"
+    held = sent("epochs", [series(0, k=8)])  # a tick each epoch
+    assert lc.grow("epochs", [series(0, k=9)], held) is None, "the ninth epoch widens the step: the chart goes whole"
+    held = sent("epochs", [series(0, k=9)])
+    step = lc.grow("epochs", [series(0, k=10)], held)
+    assert step is not None and step[0]["groups"][0]["update"]["x"] == [[10]], "the same step: the new bar alone"
+
+
 def test_the_first_hatched_epoch_names_the_hatching_in_the_title():
     step = lc.grow("epochs", [series(0, k=1)], sent("epochs", [series(0)]))
     assert step is not None and step[0] is not None

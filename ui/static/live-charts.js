@@ -25,10 +25,10 @@ export function plotlyReady(url) {
 // -- the names (epochs, phases) thinned to the width drawn ----------------------------------------------------------
 let measureCtx = null;
 
-function textWidth(gd, ann) {
+function textWidth(family, ann) {
   const size = (ann.font && ann.font.size) || 12;
   measureCtx = measureCtx || document.createElement("canvas").getContext("2d");
-  measureCtx.font = `${size}px ${getComputedStyle(gd).fontFamily || "sans-serif"}`;
+  measureCtx.font = `${size}px ${family}`;
   return measureCtx.measureText(String(ann.text).replace(/<[^>]*>/g, "")).width + 4;
 }
 
@@ -40,7 +40,8 @@ function thinNames(gd) {
   const margin = gd.layout.margin || {};
   const plotPx = gd.clientWidth - (margin.l ?? 80) - (margin.r ?? 80);
   const rows = anns.map((ann, i) => ({ i, ann })).filter(({ ann }) => ann.yshift !== undefined && ann.xref === "x");
-  const shown = visibleNames(rows.map(({ ann }) => ({ x: Number(ann.x), row: ann.yshift, width: textWidth(gd, ann) })),
+  const family = getComputedStyle(gd).fontFamily || "sans-serif"; // once a thinning: asking forces a style pass
+  const shown = visibleNames(rows.map(({ ann }) => ({ x: Number(ann.x), row: ann.yshift, width: textWidth(family, ann) })),
     range.map(Number), plotPx);
   const update = {};
   rows.forEach(({ i, ann }, k) => {

@@ -38,6 +38,44 @@ export function planCharts(msg, names, held) {
   return ops;
 }
 
+// A chart's draws still to make, with one more planned after them: the same end state in as few draws as make it,
+// so that a page drawing slower than the stream speaks (a long run, a busy machine) catches up instead of falling
+// further behind. A chart drawn whole, purged or asked again makes every draw before it moot (a new plot stays a new
+// plot: the figure it replaces was never drawn); an increment after an increment is one increment.
+export function queueOp(pending, op) {
+  if (op.op !== "extend") {
+    return [op.op === "react" && pending.length && pending[0].op === "newPlot" ? { ...op, op: "newPlot" } : op];
+  }
+  const last = pending[pending.length - 1];
+  if (!last || last.op !== "extend") return [...pending, op];
+  return [...pending.slice(0, -1), mergeExtends(last, op)];
+}
+
+function sameSeries(a, b) {
+  // two groups extend the same traces with the same keys: their values can be joined, trace by trace
+  const keys = Object.keys(a.update);
+  return a.traces.length === b.traces.length && a.traces.every((t, i) => t === b.traces[i])
+    && keys.length === Object.keys(b.update).length && keys.every((k) => k in b.update);
+}
+
+// Two increments of one chart, ``a`` then ``b``, as one: each trace's new points joined, the growing lists joined, the
+// replaced layout keys the later's.
+export function mergeExtends(a, b) {
+  const groups = a.groups.map((g) => ({ traces: g.traces, update: { ...g.update } }));
+  for (const g of b.groups) {
+    const same = groups.find((h) => sameSeries(h, g));
+    if (!same) { groups.push(g); continue; }
+    for (const [key, perTrace] of Object.entries(g.update)) {
+      same.update[key] = same.update[key].map((values, j) => [...values, ...perTrace[j]]);
+    }
+  }
+  const append = { ...(a.append || {}) };
+  for (const [key, items] of Object.entries(b.append || {})) append[key] = [...(append[key] || []), ...items];
+  const layout = { ...(a.layout || {}), ...(b.layout || {}) };
+  return { ...a, groups, append: Object.keys(append).length ? append : null,
+           layout: Object.keys(layout).length ? layout : null };
+}
+
 // The layout's lists grown by an increment: the figure's ``layout`` with each of ``append``'s lists added to its
 // own (a new list each: Plotly.relayout gets them whole), and ``replace``'s keys.
 export function grownLayout(layout, append, replace) {

@@ -10,7 +10,7 @@
 import { feedFor } from "./live-feed.js";
 import { buildHeader, el, inline, showLine, updateHeader } from "./live-header.js";
 import { applyOp, plotlyReady } from "./live-charts.js";
-import { isNew, planCharts, rerunDelay } from "./live-plan.js";
+import { isNew, planCharts, queueOp, rerunDelay } from "./live-plan.js";
 
 function watchConnected(node, unsubscribe) {
   // an element Streamlit removed stops listening (checked at each event; no timers per element)
@@ -58,7 +58,7 @@ function buildView(root, data) {
   }
   root.append(watching, header, grid);
   return { root, layout, watching, header, headerSts: [], cells, seq: -1, drawnState: data.state, pending: null,
-           reruns: 0, unsubscribe: { current: null }, data, queue: Promise.resolve() };
+           reruns: 0, unsubscribe: { current: null }, data, toDraw: {}, drawing: false };
 }
 
 function showHeader(view, header) {
@@ -106,15 +106,56 @@ function requestRerun(view, key, delay) {
   view.pending = { key, timer };
 }
 
-async function drawCharts(view, ops, config) {
+// The page's turn between two draws: its input, a test's question, the stream's next message are answered there.
+const pause = (ms) => new Promise((resolve) => { setTimeout(resolve, Math.max(0, ms)); });
+// A chart is drawn again no sooner than this after its last draw, nor sooner than DRAW_SHARE times that draw's own
+// duration after it: a chart grown by a long run (hundreds of bars and names) is drawn less often, its increments
+// joined meanwhile (live-plan.queueOp), and never takes more than a share of the page's time from its input.
+export const DRAW_GAP_MS = 150;
+export const DRAW_SHARE = 5;
+
+// Draws each chart's queued operations, a chart at a time with a turn of the page between, every chart in each round
+// (none waits behind another that always has news), until none is left.
+async function drawCharts(view) {
+  view.drawing = true;
+  try {
+    for (;;) {
+      const waiting = view.layout.charts.filter((n) => view.toDraw[n]);
+      if (!waiting.length) return;
+      const now = performance.now();
+      const due = waiting.filter((n) => (view.cells[n].nextAt || 0) <= now);
+      if (!due.length) { await pause(Math.min(...waiting.map((n) => view.cells[n].nextAt)) - now); continue; }
+      for (const name of due) {
+        await pause(0);
+        if (!(await drawChart(view, name))) return;
+      }
+    }
+  } finally { view.drawing = false; }
+}
+
+// One chart's queued operations drawn; false when the view asked for a snapshot instead (it draws every chart).
+async function drawChart(view, name) {
+  const ops = view.toDraw[name];
+  delete view.toDraw[name];
+  if (!ops) return true;
   const Plotly = await plotlyReady(view.data.plotly);
-  if (!Plotly) { view.feed.reopen(); return; }
-  for (const op of ops) {
-    const cell = view.cells[op.name];
-    if (op.op === "resync") { view.feed.reopen(); return; } // an increment for a chart this page never drew
-    await applyOp(Plotly, cell, op, config);
-    cell.sig = op.op === "purge" ? undefined : op.sig ?? cell.sig;
+  if (!Plotly || ops.some((op) => op.op === "resync")) { // an increment for a chart this page never drew
+    view.toDraw = {};
+    view.feed.reopen();
+    return false;
   }
+  const cell = view.cells[name];
+  const started = performance.now();
+  try {
+    for (const op of ops) {
+      await applyOp(Plotly, cell, op, view.config || { displaylogo: false, responsive: true });
+      cell.sig = op.op === "purge" ? undefined : op.sig ?? cell.sig;
+    }
+  } catch (err) { console.error("live view chart", err); }
+  const took = performance.now() - started;
+  cell.nextAt = performance.now() + Math.max(DRAW_GAP_MS, DRAW_SHARE * took);
+  if (cell.gd) { cell.gd.dataset.drawMs = String(Math.round(took)); cell.gd.dataset.draws = String((Number(cell.gd.dataset.draws) || 0) + 1); }
+  return true;
 }
 
 function onFeed(view, msg) {
@@ -130,14 +171,13 @@ function onFeed(view, msg) {
   if ("viewers" in msg) { view.viewers = msg.viewers; showWatching(view, msg.viewers); }
   if (msg.state) askRerun(view, msg.state, view.viewers);
   if (msg.config) view.config = msg.config;
-  const config = view.config || { displaylogo: false, responsive: true };
-  // planned when the message comes, drawn in the stream's order (one queue for the view, whatever a draw's duration);
-  // ``held`` is what the charts will hold once the draws before it are done
+  // planned when the message comes, in the stream's order; ``held`` is what the charts will hold once the draws
+  // queued are made
   view.held = view.held || {};
   const ops = planCharts(msg, view.layout.charts, view.held);
   for (const op of ops) view.held[op.name] = op.op === "purge" ? undefined : op.sig ?? view.held[op.name];
-  if (!ops.length) return;
-  view.queue = view.queue.then(() => drawCharts(view, ops, config)).catch((err) => console.error("live view chart", err));
+  for (const op of ops) view.toDraw[op.name] = queueOp(view.toDraw[op.name] || [], op);
+  if (ops.length && !view.drawing) drawCharts(view).catch((err) => console.error("live view chart", err));
 }
 
 // The element: ``component`` is Streamlit's (data, parentElement, setTriggerValue) or the watch page's own.
