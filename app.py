@@ -58,4 +58,4 @@ def page_view() -> None:
 if __name__ == "__main__":
     page_view()
 else:  # imported by `streamlit run` to build the server: Streamlit's routes, the live stream and the static files
-    app = st.App(__file__, routes=live_routes.routes() + lab_routes.routes())
+    app = st.App(__file__, routes=live_routes.routes() + lab_routes.routes(), lifespan=live_routes.lifespan)

@@ -14,9 +14,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
+import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
+from types import FrameType
 from typing import Any
 
 from ui import live_feed, metrics_route
@@ -90,6 +94,51 @@ class Waker:
 _WAKERS: weakref.WeakKeyDictionary[Any, dict[asyncio.AbstractEventLoop, Waker]] = weakref.WeakKeyDictionary()
 
 
+# -- the server's stop -----------------------------------------------------------------------------------------------
+# Set when the server is told to stop: every open stream ends at once. The server's graceful stop waits for its open
+# connections to close, and a stream never closes by itself: without this, a stop (Ctrl-C, `docker stop`) waited on
+# every page still watching. The pages reconnect by themselves to the server that follows.
+_STOPPING = threading.Event()
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def stop_streams() -> None:
+    """End every open stream now (and any opened after): each wakes and returns."""
+    _STOPPING.set()
+    for wakers in list(_WAKERS.values()):
+        for waker in list(wakers.values()):
+            waker.poke()
+
+
+def _chained(previous: Any) -> Callable[[int, FrameType | None], None]:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop_streams()
+        if callable(previous):  # the server's own handler: it stops the server as before
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL:
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+    return on_signal
+
+
+@contextlib.asynccontextmanager
+async def lifespan(_app: Any) -> AsyncIterator[None]:
+    """``st.App``'s lifespan: while the server runs, its stop signals end the open streams first, then go to the
+    handler they had (the server's). Signals are the main thread's: a server run in another thread is stopped its
+    own way, and its streams with ``stop_streams``."""
+    _STOPPING.clear()
+    before = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            before[sig] = signal.getsignal(sig)
+            signal.signal(sig, _chained(before[sig]))
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def waker_of(publisher: Any) -> Waker:
     """This event loop's waker for ``publisher`` (anything with ``on_publish``: a live feed, the lab's room), made and
     registered once."""
@@ -133,8 +182,11 @@ async def events(publisher: Any, variant: str) -> AsyncIterator[bytes]:
         publisher.want(variant)
         sent, data = await asyncio.to_thread(publisher.snapshot, variant)
         yield data
-        while True:
-            if not await _published_after(waker, publisher, sent, KEEPALIVE_S):
+        while not _STOPPING.is_set():
+            published = await _published_after(waker, publisher, sent, KEEPALIVE_S)
+            if _STOPPING.is_set():
+                return
+            if not published:
                 yield KEEPALIVE
                 continue
             publisher.want(variant)
