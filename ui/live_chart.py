@@ -381,8 +381,8 @@ def _grow_util(series: Sequence[Series], sent: Sent) -> tuple[dict[str, Any] | N
                 continue
             if line is None:
                 return None
-            shapes.append({**line, "x0": e.t_end_s, "x1": e.t_end_s})
             if charts.named_epoch(e.epoch):
+                shapes.append({**line, "x0": e.t_end_s, "x1": e.t_end_s})
                 template = rows[named % 2]
                 if template is None:
                     return None

@@ -172,8 +172,9 @@ def _marks(fig: go.Figure, s: Series, t_max: float, *, growing: bool = False) ->
         end = e.t_end_s
         if end is None:
             continue
-        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": end, "x1": end, "y0": 0, "y1": 1,
-                       "line": {"color": "#9aa3b2", "dash": "dot", "width": 1}})
+        if named_epoch(e.epoch):  # a long run's every end dotted greys the chart: the ends of the epochs named
+            shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": end, "x1": end, "y0": 0, "y1": 1,
+                           "line": {"color": "#9aa3b2", "dash": "dot", "width": 1}})
         begin = e.t_start_s if e.t_start_s is not None else start
         name = f"epoch {e.epoch}" + (" (tracing)" if e.includes_tracing else "")
         epoch_names.append((e.epoch, (begin + end) / 2 if begin is not None else end, name))
@@ -193,9 +194,9 @@ def _marks(fig: go.Figure, s: Series, t_max: float, *, growing: bool = False) ->
 
 
 def named_epoch(epoch: int) -> bool:
-    """Whether a live chart carries ``epoch``'s name: every epoch to 9, then every 5th to 95, every 50th to 950, ...
-    (about 18 names a decade), so a 500-epoch run carries 36 names, not 500, and each epoch's answer never changes
-    as the run grows."""
+    """Whether the utilization chart marks ``epoch``'s end with a dotted line, and a live chart carries its name:
+    every epoch to 9, then every 5th to 95, every 50th to 950, ... (about 18 a decade), so a 500-epoch run carries 36
+    lines and names, not 500, and each epoch's answer never changes as the run grows."""
     if epoch < 10:
         return True
     step = 10 ** (len(str(epoch)) - 1) // 2

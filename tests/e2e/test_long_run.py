@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from benchmarks.standins import BRISK_WORKER_TARGET
 from tests.e2e.conftest import Server
-from tests.e2e.steps import new_page, open_train, set_number, store_of, wait_for_js
+from tests.e2e.steps import new_page, open_train, screenshot, set_number, store_of, wait_for_js
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -56,3 +56,7 @@ def test_a_long_run_keeps_the_page_answering_and_draws_every_epoch(browser, bris
                         lambda: f"all {stored} epochs drawn; the chart holds {page.evaluate(BARS)}", timeout_ms=60_000)
     assert 2 <= drawn["ticks"] <= 10, f"{drawn['ticks']} epoch ticks under {stored} bars: a readable axis has few"
     expect(page.get_by_text(f"Run #{run_id} stopped").first).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("button", name="Stop"), "the panel's rerun after the run ended").to_have_count(
+        0, timeout=60_000)
+    page.locator('.bench-live-chart[data-name="epochs"]').scroll_into_view_if_needed()
+    screenshot(page, "long-run-stopped")

@@ -50,3 +50,9 @@ def test_the_projector_view_grows_the_rows_with_the_names():
     for before, after in zip(fig.layout.annotations, styled.layout.annotations):
         scale = after.font.size / before.font.size
         assert scale > 1 and after.yshift == before.yshift * scale, (before, after)
+
+
+def test_a_long_runs_epoch_lines_are_the_named_epochs_ends():
+    for growing in (False, True):
+        lines = [s.x0 for s in figure(500, growing=growing).layout.shapes if s.type == "line"]
+        assert lines == [2.0 + e for e in range(1, 501) if charts.named_epoch(e)], "36 dotted lines, not 500"

@@ -130,7 +130,7 @@ def test_an_increment_is_as_small_at_epoch_2000_as_at_epoch_5():
         msg = decode(data)
         assert {c["op"] for c in msg["charts"].values()} == {"extend"}, at
         sizes[at] = len(data)
-    assert abs(sizes[2000] - sizes[5]) < 200, sizes
+    assert sizes[2000] - sizes[5] < 200, sizes  # past epoch 1,000 every 500th is marked (named_epoch)
 
 
 # -- a group's charts (Compare, Sweep, the lesson): its runs overlaid, one after the other ------------------------------
