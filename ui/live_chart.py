@@ -247,12 +247,9 @@ def _util_templates(layout: dict[str, Any], named: int) -> tuple[Any, ...]:
     return (lines[-1] if lines else None, *by_row, cores)
 
 
-def _loss_shape(series: Sequence[Series]) -> tuple[Any, ...]:
-    return (len(series), charts.epoch_step(len(series[0].epochs) if series else 0))
-
-
-def _epochs_shape(series: Sequence[Series]) -> tuple[Any, ...]:
-    """The bars' chart goes whole when its runs or its axis' tick step change (charts.epoch_step)."""
+def _epoch_axis_shape(series: Sequence[Series]) -> tuple[Any, ...]:
+    """The bars' chart and the loss chart go whole when their runs or their epoch axis' tick step change
+    (charts.epoch_step)."""
     return (len(series), charts.epoch_step(max((len(s.epochs) for s in series), default=0)))
 
 
@@ -280,10 +277,10 @@ def start(kind: str, series: Sequence[Series], layout: dict[str, Any]) -> Sent:
         return Sent(shape=_util_shape(series, flags, waiting), epochs=epochs, last_t=last_t, named=named,
                     last_end=last_end, flags=tuple(flags), templates=_util_templates(layout, named))
     if kind == "epochs":
-        return Sent(shape=_epochs_shape(series), epochs=epochs, flags=(_tracing(series),),
+        return Sent(shape=_epoch_axis_shape(series), epochs=epochs, flags=(_tracing(series),),
                     templates=(layout.get("title"),))
     if kind == "loss":
-        return Sent(shape=_loss_shape(series), epochs=epochs)
+        return Sent(shape=_epoch_axis_shape(series), epochs=epochs)
     raise KeyError(kind)
 
 
@@ -310,7 +307,7 @@ def _grown(groups: list[dict[str, Any]], layout: dict[str, Any] | None = None,
 
 
 def _grow_epochs(series: Sequence[Series], sent: Sent) -> tuple[dict[str, Any] | None, Sent] | None:
-    if _epochs_shape(series) != sent.shape:
+    if _epoch_axis_shape(series) != sent.shape:
         return None
     tracing = _tracing(series, sent)
     layout = None
@@ -337,7 +334,7 @@ def _grow_epochs(series: Sequence[Series], sent: Sent) -> tuple[dict[str, Any] |
 
 
 def _grow_loss(series: Sequence[Series], sent: Sent) -> tuple[dict[str, Any] | None, Sent] | None:
-    if len(series) != 1 or _loss_shape(series) != sent.shape:
+    if len(series) != 1 or _epoch_axis_shape(series) != sent.shape:
         return None
     new = list(series[0].epochs[sent.epochs[0]:])
     after = Sent(shape=sent.shape, epochs=(len(series[0].epochs),))
