@@ -21,6 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 
 
+# A JS expression: no live view has a chart's whole draw still waiting its turn (live.js draws a chart at a time, at
+# its own pace, and says which wait in data-whole-queued), so what a test counts of whole draws is what was sent.
+NO_WHOLE_QUEUED = "[...document.querySelectorAll('.bench-live-view')].every((v) => !v.dataset.wholeQueued)"
+
 OPEN_PAGES: list[Any] = []  # the pages new_page opened and not yet closed: kept on a test's failure (conftest)
 
 

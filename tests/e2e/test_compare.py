@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.steps import screenshot, set_number, wait_for_js
+from tests.e2e.steps import NO_WHOLE_QUEUED, screenshot, set_number, wait_for_js
 
 pytestmark = pytest.mark.e2e
 
@@ -50,8 +50,8 @@ def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
                     "five looks at the live group and three in-place refreshes", timeout_ms=90_000, poll_ms=300)
         # the first run held before its last epoch, still sampled: once its lines are drawn the charts are only
         # appended to (the hatched epoch's note in the title included)
-        wait_for_js(page, f"() => ({LIVE})().points[0] >= 2", "the first run's second epoch", timeout_ms=60_000)
-        settled = page.evaluate(LIVE)
+        second = f"() => {{ const live = ({LIVE})(); return live.points[0] >= 2 && {NO_WHOLE_QUEUED} && live; }}"
+        settled = wait_for_js(page, second, "the first run's second epoch, drawn", timeout_ms=60_000)
         grown = wait_for_js(page, f"(n) => {{ const live = ({LIVE})(); return live.extends[1] >= n && live; }}",
                             "three appends to the utilization chart", arg=settled["extends"][1] + 3,
                             timeout_ms=60_000)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.steps import bars, open_train, open_watching, set_number, wait_for_js
+from tests.e2e.steps import NO_WHOLE_QUEUED, bars, open_train, open_watching, set_number, wait_for_js
 
 pytestmark = pytest.mark.e2e
 
@@ -38,6 +38,11 @@ ALL_DRAWN = f"(n) => document.querySelectorAll('{CHART}').length === n && ({STAT
 AT_LEAST = f"([i, key, n]) => {{ const c = ({STATE})()[i]; return !!c && c[key] >= n; }}"
 TRACE_AT_LEAST = f"([i, n]) => {{ const c = ({STATE})()[i]; return !!c && c.x.length > 0 && c.x[0].length >= n; }}"
 HEADER_UPDATES = f"(n) => {{ const h = ({HEADER})(); return !!h && h.updates >= n && h; }}"
+# the utilization chart (the second) holds an epoch's dotted line (the first epoch's end, which builds it whole, is
+# drawn) and no chart's whole draw waits its turn: the charts' counters, then
+SETTLED = f"""() => {{ const gd = document.querySelectorAll('{CHART}')[1];
+    return !!gd && !!gd.layout && (gd.layout.shapes || []).some((s) => s.type === 'line') && {NO_WHOLE_QUEUED}
+        && ({STATE})(); }}"""
 
 
 def charts(page) -> list[dict]:
@@ -74,8 +79,11 @@ def test_live_charts_append_and_a_late_viewer_gets_the_whole_history(browser, pa
         wait_for_js(page, AT_LEAST, "the first epoch bar on the live chart", arg=[0, "bars", 1], timeout_ms=120_000)
         wait_for_js(page, ALL_DRAWN, lambda: f"the live loss chart; {drawn(page)}", arg=3, timeout_ms=30_000)
         # before the first epoch's end a chart may go whole (the start-up's last phase reaches the newest sample, the
-        # first bar changes the title); after it, every sample and epoch is appended
-        settled = charts(page)
+        # first bar changes the title); after it, every sample and epoch is appended. The page draws a chart at a
+        # time at its own pace, so the bars may show the first epoch while the utilization chart's whole figure of
+        # the same message still waits its turn: settled once that one is drawn too.
+        settled = wait_for_js(page, SETTLED, lambda: f"the first epoch's line on the utilization chart; {drawn(page)}",
+                              timeout_ms=30_000)
         wait_for_js(page, AT_LEAST, "three appends to the utilization chart",
                     arg=[1, "extends", settled[1]["extends"] + 3], timeout_ms=30_000)
         grown = charts(page)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.steps import wait_for_js
+from tests.e2e.steps import NO_WHOLE_QUEUED, wait_for_js
 
 pytestmark = pytest.mark.e2e
 
@@ -28,8 +28,8 @@ def test_a_live_sweeps_charts_are_appended_to_not_drawn_again(page, server):
         assert [c["name"] for c in page.evaluate(STATE)] == ["cmp_epochs", "cmp_util"]
         # a point's first samples bring its lines (the chart goes whole); after them only new points and the
         # title's note on the hatched epoch: the utilization chart appended to three times, nothing drawn whole
-        wait_for_js(page, AT_LEAST, "the first point's second epoch", arg=[0, "points", 2], timeout_ms=60_000)
-        settled = page.evaluate(STATE)
+        settled = wait_for_js(page, f"(n) => ({AT_LEAST})(n) && {NO_WHOLE_QUEUED} && ({STATE})()",
+                              "the first point's second epoch, drawn", arg=[0, "points", 2], timeout_ms=60_000)
         grown = wait_for_js(page, AT_LEAST, "three appends to the utilization chart",
                             arg=[1, "extends", settled[1]["extends"] + 3], timeout_ms=60_000)
         assert [c["full"] for c in grown] == [c["full"] for c in settled], (settled, grown)

@@ -133,11 +133,30 @@ async function drawCharts(view) {
   } finally { view.drawing = false; }
 }
 
+// The charts with a whole draw (not an increment) queued or being drawn, said on the view (data-whole-queued: their
+// names): a test reads there that what it counts is drawn, not still waiting its turn.
+const whole = (ops) => (ops || []).some((op) => op.op !== "extend");
+function showQueued(view) {
+  view.root.dataset.wholeQueued = view.layout.charts
+    .filter((n) => whole(view.toDraw[n]) || (n === view.inDraw && view.inDrawWhole)).join(" ");
+}
+
 // One chart's queued operations drawn; false when the view asked for a snapshot instead (it draws every chart).
 async function drawChart(view, name) {
   const ops = view.toDraw[name];
   delete view.toDraw[name];
   if (!ops) return true;
+  view.inDraw = name;
+  view.inDrawWhole = whole(ops);
+  try {
+    return await drawOps(view, name, ops);
+  } finally {
+    view.inDraw = null;
+    showQueued(view);
+  }
+}
+
+async function drawOps(view, name, ops) {
   const Plotly = await plotlyReady(view.data.plotly);
   if (!Plotly || ops.some((op) => op.op === "resync")) { // an increment for a chart this page never drew
     view.toDraw = {};
@@ -177,6 +196,7 @@ function onFeed(view, msg) {
   const ops = planCharts(msg, view.layout.charts, view.held);
   for (const op of ops) view.held[op.name] = op.op === "purge" ? undefined : op.sig ?? view.held[op.name];
   for (const op of ops) view.toDraw[op.name] = queueOp(view.toDraw[op.name] || [], op);
+  showQueued(view);
   if (ops.length && !view.drawing) drawCharts(view).catch((err) => console.error("live view chart", err));
 }
 
