@@ -29,7 +29,10 @@ st.session_state.setdefault("swp_limit", 30000)
 st.session_state.setdefault("swp_interval", 0.2)
 base = config_form.config_form(hardware, prefix="swp", with_device=False, with_devices=False,
                                disabled=not common.can_control())
-c1, c2, c3, c4, c5 = st.columns(5)
+# the two axes every sweep has, wide enough for their chips (five in a row cut the default sizes' third), then the
+# optional ones
+c1, c4 = st.columns(2)
+c2, c3, c5 = st.columns(3)
 sizes = c1.multiselect("Sizes", list(models.SIZES), default=["xs", "s", "m"], key="swp_sizes")
 batches = c2.multiselect("Batch sizes (empty = the one above)", [32, 64, 128, 256, 512, 1024], key="swp_batches")
 steps = c3.multiselect("Steps per execution (empty = the one above)", [1, 2, 4, 8, 16, 32, 64, 128],
