@@ -4,7 +4,7 @@ powers of ten only, and labels placed so that none overlaps another (plotly only
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -44,13 +44,20 @@ def legend_rows(fig: go.Figure, width_px: float = PLOT_WIDTH_PX + 140) -> int:
     return rows
 
 
-def layout(fig: go.Figure, title: str, *, height: int = 380, legend: bool = True) -> go.Figure:
+def layout(fig: go.Figure, title: str, *, height: int = 380, legend: bool = True,
+           axes: Mapping[str, dict[str, Any]] | None = None, **more: Any) -> go.Figure:
     """Title, sizes, margins and legend of every figure; every axis gets large tick labels. ``height`` is without
-    the legend: the figure grows by each row its legend needs, so the legend never runs into the axis title."""
+    the legend: the figure grows by each row its legend needs, so the legend never runs into the axis title.
+
+    ``axes`` (layout name, e.g. ``"yaxis2"``, to its properties) and ``more`` (other layout keys) join the same
+    update: each update walks Plotly's checks over the whole layout, so a figure's axes set one by one
+    (``update_xaxes`` per axis) cost several times what one update does."""
     rows = legend_rows(fig) if legend else 0
     bottom = 60 + 26 * rows + (14 if rows else 0)
     if pio.templates.default != TEMPLATE:  # changed since this module set it: the figure does not start from it
         fig.update_layout(template=TEMPLATE)
+    readable = {"tickfont": {"size": TICK_PX}, "automargin": True}
+    names = dict.fromkeys([*(a.plotly_name for a in (*fig.select_xaxes(), *fig.select_yaxes())), *(axes or {})])
     fig.update_layout(
         title={"text": title, "x": 0.01, "font": {"size": TITLE_PX}},
         height=height - 60 + bottom,
@@ -61,9 +68,9 @@ def layout(fig: go.Figure, title: str, *, height: int = 380, legend: bool = True
         font={"size": FONT_PX},
         hoverlabel={"font": {"size": FONT_PX}},
         uirevision="keep",  # keep zoom across live redraws
+        **{name: {**(axes or {}).get(name, {}), **readable} for name in names},
+        **more,
     )
-    fig.for_each_xaxis(lambda axis: axis.update(tickfont={"size": TICK_PX}, automargin=True))
-    fig.for_each_yaxis(lambda axis: axis.update(tickfont={"size": TICK_PX}, automargin=True))
     return fig
 
 

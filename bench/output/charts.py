@@ -64,6 +64,12 @@ class Series:
         return cls(label=label, epochs=record.epochs, samples=record.samples, phases=record.info.phases)
 
 
+def _axis(fig: go.Figure, row: int, *, x: bool = False, secondary_y: bool = False) -> str:
+    """The layout name of a subplot's axis (``"yaxis2"``), as make_subplots named it."""
+    subplot = fig.get_subplot(row, 1, secondary_y=secondary_y)
+    return str((subplot.xaxis if x else subplot.yaxis).plotly_name)
+
+
 def _layout(fig: go.Figure, title: str, *, height: int = 340) -> go.Figure:
     return style.layout(fig, title, height=height)
 
@@ -106,13 +112,13 @@ def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch"
                          e.samples_per_s or 0] for e in epochs],
             hovertemplate="epoch %{x}: %{y:.2f} s (%{customdata[0]})<br>%{customdata[1]:,.0f} samples/s<extra>%{fullData.name}</extra>",
         )
-    fig.update_layout(barmode="group", bargap=0.25)
-    fig.update_xaxes(title="epoch", tickmode="linear", tick0=0,
-                     dtick=epoch_step(max((len(s.epochs) for s in series), default=0)))
-    fig.update_yaxes(title="seconds", rangemode="tozero")
     if any(e.includes_tracing for s in series for e in s.epochs):
         title += HATCHED_NOTE
-    return _layout(fig, title)
+    n_epochs = max((len(s.epochs) for s in series), default=0)
+    axes: dict[str, dict[str, Any]] = {
+        "xaxis": {"title": {"text": "epoch"}, "tickmode": "linear", "tick0": 0, "dtick": epoch_step(n_epochs)},
+        "yaxis": {"title": {"text": "seconds"}, "rangemode": "tozero"}}
+    return style.layout(fig, title, height=340, axes=axes, barmode="group", bargap=0.25)
 
 
 def _values(samples: Sequence[Sample], key: str, scale: float = 1.0) -> list[float | None]:
@@ -280,19 +286,19 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
                                     line={"color": colour if many else PALETTE[5], "dash": dash, "width": 2},
                                     row=2, col=1,
                                     hovertemplate="%{x:.1f} s: %{y:.2f} GiB<extra>%{fullData.name}</extra>")
-    fig.update_xaxes(rangemode="tozero")
-    fig.update_xaxes(title="seconds since start", row=2 if memory else 1, col=1)
-    fig.update_yaxes(title="utilization %", range=[0, UTIL_TOP], tickvals=UTIL_TICKS, row=1, col=1,
-                     secondary_y=False)
+    # every axis in the one layout update (chart_style.layout)
+    axes: dict[str, dict[str, Any]] = {a.plotly_name: {"rangemode": "tozero"} for a in fig.select_xaxes()}
+    axes[_axis(fig, 2 if memory else 1, x=True)]["title"] = {"text": "seconds since start"}
+    axes[_axis(fig, 1)] = {"title": {"text": "utilization %"}, "range": [0, UTIL_TOP], "tickvals": UTIL_TICKS}
     if process:
         top = max(1, math.ceil(top_cores * 1.1))
         step = max(1, int(style.nice_step(top, 4)))
-        fig.update_yaxes(title="cores", range=[0, top * UTIL_TOP / 100], tickvals=list(range(0, top + 1, step)),
-                         showgrid=False, row=1, col=1, secondary_y=True)
+        axes[_axis(fig, 1, secondary_y=True)] = {"title": {"text": "cores"}, "range": [0, top * UTIL_TOP / 100],
+                                                 "tickvals": list(range(0, top + 1, step)), "showgrid": False}
     if memory:
-        fig.update_yaxes(title="GiB", rangemode="tozero", nticks=4, row=2, col=1)
-    fig = _layout(fig, title, height=480 if memory else 380)
-    fig.update_layout(showlegend=True)  # name the line even when it is the only one (a CPU-only machine)
+        axes[_axis(fig, 2)] = {"title": {"text": "GiB"}, "rangemode": "tozero", "nticks": 4}
+    # showlegend: name the line even when it is the only one (a CPU-only machine)
+    fig = style.layout(fig, title, height=480 if memory else 380, axes=axes, showlegend=True)
     if not many and series:
         # last: every layout update after them would copy and re-check all the marks and names again (about half of
         # this figure's build time when they came first)
@@ -313,12 +319,13 @@ def loss_accuracy_figure(epochs: Sequence[Epoch], *, title: str = "Loss and accu
     fig.add_scatter(x=x, y=[e.val_accuracy for e in epochs], name="val accuracy", mode="lines+markers",
                     line={"color": PALETTE[2], "dash": "dot"}, yaxis="y2")
     # accuracy 0-1 in steps of 0.2 (an overlaying axis left to itself syncs to the loss axis: 0.205, 0.409, ...)
-    fig.update_layout(yaxis={"title": "loss", "rangemode": "tozero"},
-                      yaxis2={"title": "accuracy", "overlaying": "y", "side": "right", "range": [0, 1.0],
-                              "tickmode": "array", "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0], "tickformat": ".1f",
-                              "showgrid": False})
-    fig.update_xaxes(title="epoch", tickmode="linear", tick0=0, dtick=epoch_step(len(x)))
-    return _layout(fig, title, height=300)
+    axes: dict[str, dict[str, Any]] = {
+        "xaxis": {"title": {"text": "epoch"}, "tickmode": "linear", "tick0": 0, "dtick": epoch_step(len(x))},
+        "yaxis": {"title": {"text": "loss"}, "rangemode": "tozero"},
+        "yaxis2": {"title": {"text": "accuracy"}, "overlaying": "y", "side": "right", "range": [0, 1.0],
+                   "tickmode": "array", "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0], "tickformat": ".1f",
+                   "showgrid": False}}
+    return style.layout(fig, title, height=300, axes=axes)
 
 
 def per_core_heatmap(samples: Sequence[Sample], *, title: str = "CPU utilization per core") -> go.Figure:
