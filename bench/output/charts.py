@@ -70,8 +70,8 @@ def _axis(fig: go.Figure, row: int, *, x: bool = False, secondary_y: bool = Fals
     return str((subplot.xaxis if x else subplot.yaxis).plotly_name)
 
 
-def _layout(fig: go.Figure, title: str, *, height: int = 340) -> go.Figure:
-    return style.layout(fig, title, height=height)
+def _layout(fig: go.Figure, title: str, *, height: int = 340, **more: Any) -> go.Figure:
+    return style.layout(fig, title, height=height, **more)
 
 
 def thin(rows: Sequence[Any], max_points: int = MAX_POINTS) -> list[Any]:
@@ -118,7 +118,7 @@ def epoch_time_figure(series: Sequence[Series], *, title: str = "Time per epoch"
     axes: dict[str, dict[str, Any]] = {
         "xaxis": {"title": {"text": "epoch"}, "tickmode": "linear", "tick0": 0, "dtick": epoch_step(n_epochs)},
         "yaxis": {"title": {"text": "seconds"}, "rangemode": "tozero"}}
-    return style.layout(fig, title, height=340, axes=axes, barmode="group", bargap=0.25)
+    return _layout(fig, title, axes=axes, barmode="group", bargap=0.25)
 
 
 def _values(samples: Sequence[Sample], key: str, scale: float = 1.0) -> list[float | None]:
@@ -298,7 +298,7 @@ def utilization_figure(series: Sequence[Series], *, title: str = "Utilization wh
     if memory:
         axes[_axis(fig, 2)] = {"title": {"text": "GiB"}, "rangemode": "tozero", "nticks": 4}
     # showlegend: name the line even when it is the only one (a CPU-only machine)
-    fig = style.layout(fig, title, height=480 if memory else 380, axes=axes, showlegend=True)
+    fig = _layout(fig, title, height=480 if memory else 380, axes=axes, showlegend=True)
     if not many and series:
         # last: every layout update after them would copy and re-check all the marks and names again (about half of
         # this figure's build time when they came first)
@@ -325,7 +325,7 @@ def loss_accuracy_figure(epochs: Sequence[Epoch], *, title: str = "Loss and accu
         "yaxis2": {"title": {"text": "accuracy"}, "overlaying": "y", "side": "right", "range": [0, 1.0],
                    "tickmode": "array", "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0], "tickformat": ".1f",
                    "showgrid": False}}
-    return style.layout(fig, title, height=300, axes=axes)
+    return _layout(fig, title, height=300, axes=axes)
 
 
 def per_core_heatmap(samples: Sequence[Sample], *, title: str = "CPU utilization per core") -> go.Figure:

@@ -138,7 +138,7 @@ async function drawCharts(view) {
 const whole = (ops) => (ops || []).some((op) => op.op !== "extend");
 function showQueued(view) {
   view.root.dataset.wholeQueued = view.layout.charts
-    .filter((n) => whole(view.toDraw[n]) || (n === view.inDraw && view.inDrawWhole)).join(" ");
+    .filter((n) => whole(view.toDraw[n]) || n === view.drawingWhole).join(" ");
 }
 
 // One chart's queued operations drawn; false when the view asked for a snapshot instead (it draws every chart).
@@ -146,12 +146,11 @@ async function drawChart(view, name) {
   const ops = view.toDraw[name];
   delete view.toDraw[name];
   if (!ops) return true;
-  view.inDraw = name;
-  view.inDrawWhole = whole(ops);
+  view.drawingWhole = whole(ops) ? name : null; // the chart whose whole draw is being made
   try {
     return await drawOps(view, name, ops);
   } finally {
-    view.inDraw = null;
+    view.drawingWhole = null;
     showQueued(view);
   }
 }
