@@ -8,7 +8,9 @@ there would slow every page and pin GPU memory.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from bench.vocab import settings
@@ -85,8 +87,48 @@ def framework_setup(backend: str, threads: int | None, logical_cpus: int = 1,
     return _SETUP[key]
 
 
+# Packages Keras and TensorFlow import as they load only for features a run never uses, when they are installed:
+# Keras's scikit-learn wrappers and image-gallery plots, TensorFlow Lite's JAX converter. Held back while the framework
+# loads, they take 2.4 of the 6.3 CPU-s that loading Keras on TensorFlow costs here (docs/PERFORMANCE-METHOD.md).
+NOT_LOADED_WITH = {"tensorflow": ("sklearn", "matplotlib", "jax"), "jax": ("sklearn", "matplotlib"),
+                   "torch": ("sklearn", "matplotlib", "jax")}
+
+
+@contextmanager
+def unused_packages_held_back(backend: str) -> Iterator[None]:
+    """While the block loads the framework, importing a package of NOT_LOADED_WITH[backend] that is not loaded yet
+    fails as if it were not installed (Keras and TensorFlow go on without it); afterwards it imports as usual (the
+    digits data set reads scikit-learn)."""
+    held = [name for name in NOT_LOADED_WITH.get(backend, ()) if name not in sys.modules]
+    for name in held:
+        # None in sys.modules is the import system's own "not found"
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for name in held:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+
+
+def load_keras(backend: str) -> Any:
+    """Keras on ``backend`` (KERAS_BACKEND set, as prepare_environment sets it), loaded without the packages a run
+    never uses."""
+    with unused_packages_held_back(backend):
+        import keras
+    return keras
+
+
 def setup_once(backend: str, threads: int | None, logical_cpus: int,
-                          cluster: Cluster | None) -> tuple[str, list[str]]:
+               cluster: Cluster | None) -> tuple[str, list[str]]:
+    with unused_packages_held_back(backend):
+        loaded = load_backend(backend, threads, logical_cpus, cluster)
+        import keras  # noqa: F401 - under the same hold: the run's own `import keras` finds it loaded
+    return loaded
+
+
+def load_backend(backend: str, threads: int | None, logical_cpus: int,
+                 cluster: Cluster | None) -> tuple[str, list[str]]:
     if backend == "tensorflow":
         import tensorflow as tf
 

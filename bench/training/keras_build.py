@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from bench.plans import models
 
 from bench.plans import model_file
-from bench.training import step_flops
+from bench.training import framework, step_flops
+from bench.vocab import settings
 from bench.plans.models import LayerSpec, ModelError, ModelPlan
 from bench.plans.model_file import ModelFileError, OwnModel
 
@@ -314,6 +315,7 @@ def _main(argv: list[str]) -> int:
     (model_file.check_model_file runs this in a child process, so its caller never loads a framework)."""
     path, max_params, memory = argv[0], int(argv[1]), int(argv[2])
     model_file.limit_memory(memory)
+    framework.load_keras(settings.env("KERAS_BACKEND") or "tensorflow")
     try:
         print(json.dumps(read_checked(path, max_params).model_dump(mode="json")), flush=True)
     except TooLarge as exc:
