@@ -99,7 +99,8 @@ def unused_packages_held_back(backend: str) -> Iterator[None]:
     """While the block loads the framework, importing a package of NOT_LOADED_WITH[backend] that is not loaded yet
     fails as if it were not installed (Keras and TensorFlow go on without it); afterwards it imports as usual (the
     digits data set reads scikit-learn)."""
-    held = [name for name in NOT_LOADED_WITH.get(backend, ()) if name not in sys.modules]
+    wanted = NOT_LOADED_WITH[backend] if backend in NOT_LOADED_WITH else ()
+    held = [name for name in wanted if name not in sys.modules]
     for name in held:
         # None in sys.modules is the import system's own "not found"
         sys.modules[name] = None  # type: ignore[assignment]
