@@ -6,7 +6,9 @@ tests/fixtures.py, the one wait loop in tests/polling.py."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Keras on JAX compiles every kernel it runs, each weight's initializer included, and the suite's processes (workers,
+# model-reading children, `bench` commands) build the same models again: they share one JAX compilation cache, made
+# empty for each run of the suite (the first process makes it, the test processes inherit it) and removed at its end.
+# MobileNetV2 read a second time: 22 -> 3 CPU-s to build, its training step 29 -> 7 to compile (docs/TESTING.md). The
+# product keeps no such cache: a run's first epoch shows what a first compile costs there.
+_JAX_CACHE_MADE = "JAX_COMPILATION_CACHE_DIR" not in os.environ
+if _JAX_CACHE_MADE:
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-tests-jax-cache-")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # an initializer's compile is kept too
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # In-process managers (AppTest pages) start every run cold: a pre-started worker would load TensorFlow in the
 # background of later tests. The real-browser servers run the product default (tests/e2e/conftest.py).
 os.environ.setdefault("BENCH_PRESTART", "0")
@@ -40,6 +52,11 @@ os.environ.setdefault("BENCH_PRESTART", "0")
 def pytest_configure(config: pytest.Config) -> None:
     duration_guard.register(config)
     leftovers.register(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _JAX_CACHE_MADE:  # the process that made the cache; the test processes it started have ended
+        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

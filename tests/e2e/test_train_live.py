@@ -31,8 +31,8 @@ def training_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server
 def test_a_real_cpu_run_draws_both_charts_live_and_the_next_run_takes_the_prestarted_worker(page, training_server):
     open_train(page, training_server.url)
     set_number(page, "Epochs", 3)
-    set_number(page, "Training samples (0 = all)", 12000)
-    set_number(page, "Batch size", 8)  # 1500 steps an epoch, about 3 s here: several refreshes per epoch
+    set_number(page, "Training samples (0 = all)", 6000)
+    set_number(page, "Batch size", 8)  # 750 steps an epoch, 2-4 s here: several refreshes per epoch
     page.get_by_role("button", name="Start").click()
     page.get_by_text("Run #1").first.wait_for(timeout=30_000)
 
