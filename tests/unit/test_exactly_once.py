@@ -32,6 +32,9 @@ class UnreliableStore(Store):
         self.rng_lock = threading.Lock()
         self.down = False
         self.failures = Counter[str]()
+        # the first two writes fail, one each way, so that both are met however the threads interleave (under load
+        # the writes batch up: a run with 10 writes refused before and none after was seen)
+        self.scripted = ["before", "after"]
 
     def _roll(self) -> float:
         with self.rng_lock:
@@ -39,11 +42,13 @@ class UnreliableStore(Store):
 
     def _unreliable(self, write: Any, *args: Any) -> None:
         time.sleep(0.002 + 0.01 * self._roll())  # stand-in: a slow write; other threads take their turn meanwhile
-        if self.down or self._roll() < 0.15:
+        with self.rng_lock:
+            scripted = self.scripted.pop(0) if self.scripted else None
+        if self.down or scripted == "before" or (scripted is None and self._roll() < 0.15):
             self.failures["before"] += 1
             raise StoreError(self._explain(sqlite3.OperationalError("database is locked")))
         write(*args)
-        if self._roll() < 0.1:  # the rows landed, but the caller is told the write failed
+        if scripted == "after" or (scripted is None and self._roll() < 0.1):  # the rows landed; the caller is told not
             self.failures["after"] += 1
             raise StoreError(self._explain(sqlite3.OperationalError("disk I/O error")))
 
