@@ -1,0 +1,37 @@
+"""The run form hands its values to the browser on every script run, not only on the run that seeded them.
+
+Streamlit sends a keyed widget's value from session state only on the script run that wrote it (the element's
+`set_value`); on later runs the browser keeps what it has. A browser that first draws the widget on a later run (the
+seeding run was cut short by another rerun: a first visit while the server is busy) has nothing, so it shows the
+widget's own default, its minimum, and sends that back with the next click: a sweep then started at 1 epoch, batch
+size 1, no samples, or a CPU run on one thread. Seen once in a whole `make test`: the Sweep page showed Epochs 1,
+Batch size 1, Training samples 0 and refused "batch size 1 does not split evenly over 2 devices".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PAGES = [("pages/train.py", "cfg"), ("pages/sweep.py", "swp"), ("pages/compare.py", "cmp")]
+NUMBER_BOXES = ("epochs", "batch", "limit", "seed")
+
+
+@pytest.mark.parametrize(("page", "prefix"), PAGES)
+def test_every_run_sends_the_forms_values_so_a_late_browser_never_shows_the_minimums(page: str, prefix: str):
+    at = AppTest.from_file(str(ROOT / page), default_timeout=30).run()
+    assert not at.exception
+    seeded = {name: at.number_input(key=f"{prefix}_{name}").value for name in NUMBER_BOXES}
+    at.run()  # a second run with nothing changed, as after a rerun the browser asked for
+    assert not at.exception
+    for name in NUMBER_BOXES:
+        box = at.number_input(key=f"{prefix}_{name}")
+        assert box.value == seeded[name], f"{name}: the value is kept"
+        assert box.proto.set_value, f"{name}: sent again, so a browser drawing it now shows {seeded[name]}"
+        assert box.proto.value == seeded[name], f"{name}: the value sent is the form's"
+    threads = at.slider(key=f"{prefix}_threads")
+    assert threads.proto.set_value, "the CPU threads: sent again (its minimum, 1, would run on one thread)"
