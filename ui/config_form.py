@@ -102,10 +102,7 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
     # widgets take their values from session state only (presets and links write there)
     for key, value in {**form_values.widget_values(initial, prefix), f"{prefix}_threads": cores}.items():
         ss.setdefault(key, value)
-        # written back on every run: Streamlit sends a widget's value only on the run that wrote it, and a browser
-        # that first draws the widget on a later run (the seeding run cut short by a rerun, on a busy server) would
-        # show the widget's minimum and send it back: a sweep at 1 epoch and batch 1, a CPU run on one thread
-        ss[key] = ss[key]
+        common.resend_widget(key)
 
     c1, c2 = st.columns(2)
     with c1:

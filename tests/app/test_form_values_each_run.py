@@ -5,7 +5,8 @@ Streamlit sends a keyed widget's value from session state only on the script run
 seeding run was cut short by another rerun: a first visit while the server is busy) has nothing, so it shows the
 widget's own default, its minimum, and sends that back with the next click: a sweep then started at 1 epoch, batch
 size 1, no samples, or a CPU run on one thread. Seen once in a whole `make test`: the Sweep page showed Epochs 1,
-Batch size 1, Training samples 0 and refused "batch size 1 does not split evenly over 2 devices".
+Batch size 1, Training samples 0 and refused "batch size 1 does not split evenly over 2 devices". The same holds for
+Compare's targets (an empty list) and the Machines page's choices and prices (the first machine, no price).
 """
 
 from __future__ import annotations
@@ -35,3 +36,29 @@ def test_every_run_sends_the_forms_values_so_a_late_browser_never_shows_the_mini
         assert box.proto.value == seeded[name], f"{name}: the value sent is the form's"
     threads = at.slider(key=f"{prefix}_threads")
     assert threads.proto.set_value, "the CPU threads: sent again (its minimum, 1, would run on one thread)"
+
+
+def test_compares_targets_are_sent_on_every_run():
+    at = AppTest.from_file(str(ROOT / "pages/compare.py"), default_timeout=30).run()
+    targets = at.multiselect(key="cmp_targets")
+    seeded = list(targets.value)
+    assert seeded, "Compare starts with its default targets"
+    at.run()
+    targets = at.multiselect(key="cmp_targets")
+    assert list(targets.value) == seeded
+    assert targets.proto.set_value, "the targets sent again: a browser drawing them now never shows none"
+
+
+def test_the_machines_choices_and_prices_are_sent_on_every_run():
+    at = AppTest.from_file(str(ROOT / "pages/machines.py"), default_timeout=30).run()
+    assert not at.exception
+    chosen = {box.key: box.value for box in at.selectbox}
+    prices = {box.key: box.value for box in at.number_input if box.key.startswith("mach_price_")}
+    assert {"mach_base", "mach_workload"} <= set(chosen) and prices, "the shipped bundles give choices and prices"
+    at.run()
+    for key, value in chosen.items():
+        box = at.selectbox(key=key)
+        assert box.value == value and box.proto.set_value, f"{key}: sent again, never the first option instead"
+    for key, value in prices.items():
+        box = at.number_input(key=key)
+        assert box.value == value and box.proto.set_value, f"{key}: sent again"
