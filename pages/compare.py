@@ -7,7 +7,7 @@ import streamlit as st
 from bench.analysis import compare, pricing
 from bench.plans import models
 from bench.vocab.config import ConfigError
-from ui import common, config_form, present, results, url_state
+from ui import common, config_form, present, results, url_state, widget_state
 from ui.safe_text import escape
 
 common.page_setup()
@@ -35,7 +35,7 @@ if config.model in models.PRESETS and config.dataset != models.PRESETS[config.mo
                "shape is used: training time depends on the shapes, not on the pixel values.")
 
 st.session_state.setdefault("cmp_targets", default)
-common.resend_widget("cmp_targets")
+widget_state.resend("cmp_targets")
 targets = st.multiselect("Targets (the first is the baseline)", options, key="cmp_targets",
                          help="cpu = all cores, cpu/N = N threads pinned to N cores, gpu:N = one GPU, gpus = all GPUs")
 if not hardware.gpus:

@@ -16,7 +16,7 @@ from bench.output import gallery
 from bench.output import ranking as R
 from bench.store import StoreError
 from bench.plans import models
-from ui import common, present
+from ui import common, present, widget_state
 from ui.results import CHART_CONFIG
 from ui.safe_text import code, escape
 
@@ -64,7 +64,7 @@ def _from_link(key: str, options: list[Any], cast: Any = str) -> None:
     note). Its value, the link's or one picked before, is sent to the browser again on this run."""
     if key in st.session_state or key not in params:
         if st.session_state.get(key) in options:
-            common.resend_widget(key)
+            widget_state.resend(key)
         return
     try:
         value = cast(params[key])
@@ -113,7 +113,7 @@ with c2.expander("Hourly prices (for the cost per 1,000 samples)", icon=":materi
             except ValueError:
                 first = 0.0
             st.session_state[key] = pricing.usable_price(first) or 0.0
-        common.resend_widget(key)
+        widget_state.resend(key)
         value = st.number_input(f"{escape(names[machine_key], limit=200)} · {escape(target)} (0 = no price)",
                                 min_value=0.0, max_value=limits.PRICE_PER_HOUR_MAX, step=0.1, key=key, format="%.2f")
         if value and pricing.usable_price(value) is None:  # 0.0000001, a subnormal: not a price, never "cheapest"

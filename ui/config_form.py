@@ -17,7 +17,7 @@ from bench.plans import model_file as user_models
 from bench.vocab.config import (BATCH_MAX, ConfigError, EPOCHS_MAX, INTERVAL_MAX_S, INTERVAL_MIN_S, LEARNING_RATE_MAX, OPTIMIZERS,
                           PRECISIONS, STEPS_PER_EXECUTION_BACKENDS, STEPS_PER_EXECUTION_MAX, RunConfig)
 from bench.vocab.target import Target
-from ui import common, form_values, machine
+from ui import common, form_values, machine, widget_state
 from ui.safe_text import escape
 
 def upload_dir() -> Path:
@@ -102,7 +102,7 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
     # widgets take their values from session state only (presets and links write there)
     for key, value in {**form_values.widget_values(initial, prefix), f"{prefix}_threads": cores}.items():
         ss.setdefault(key, value)
-        common.resend_widget(key)
+        widget_state.resend(key)
 
     c1, c2 = st.columns(2)
     with c1:

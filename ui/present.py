@@ -12,6 +12,8 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui import widget_state
+
 QUERY = "present"
 STATE_KEY = "present_mode"
 _URL_SEEN = "_present_url"
@@ -84,6 +86,7 @@ def _on_toggle() -> None:
 def sidebar_toggle() -> None:
     """The switch in the sidebar (call inside ``with st.sidebar``)."""
     sync()
+    widget_state.resend(STATE_KEY)  # a link's ?present=1 shown as on, never the switch's own off
     st.toggle("Projector view", key=STATE_KEY, on_change=_on_toggle,
               help="Large chart text and headline figures, settings folded away: for a demo or a lecture. "
                    "Also opened by adding ?present=1 to a link.")

@@ -62,3 +62,26 @@ def test_the_machines_choices_and_prices_are_sent_on_every_run():
     for key, value in prices.items():
         box = at.number_input(key=key)
         assert box.value == value and box.proto.set_value, f"{key}: sent again"
+
+
+def _sidebar_switch() -> None:
+    import streamlit as st
+
+    from ui import present
+
+    with st.sidebar:
+        present.sidebar_toggle()
+
+
+def test_the_projector_switch_from_a_link_is_sent_on_every_run():
+    from ui import present
+
+    at = AppTest.from_function(_sidebar_switch, default_timeout=30)
+    at.query_params[present.QUERY] = "1"
+    at.run()
+    assert not at.exception
+    assert at.toggle(key=present.STATE_KEY).value is True, "?present=1 turns the projector view on"
+    at.run()
+    switch = at.toggle(key=present.STATE_KEY)
+    assert switch.value is True
+    assert switch.proto.set_value, "sent again: a browser drawing the switch now shows it on, not off"
