@@ -63,8 +63,7 @@ def _from_link(key: str, options: list[Any], cast: Any = str) -> None:
     """A widget's first value from the page's link, when it is one of the options (a bad value is ignored, with a
     note). Its value, the link's or one picked before, is sent to the browser again on this run."""
     if key in st.session_state or key not in params:
-        if st.session_state.get(key) in options:
-            widget_state.resend(key)
+        widget_state.resend(key, options)
         return
     try:
         value = cast(params[key])

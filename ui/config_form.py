@@ -156,6 +156,7 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
     target = Target("cpu")
     if with_device:
         choices = machine.offered_devices(hardware)
+        widget_state.resend(f"{prefix}_device", choices)  # a link's gpu:0 shown as picked, never the first device
         device = st.radio("Device", choices, horizontal=True, key=f"{prefix}_device", disabled=disabled,
                           format_func=lambda d: escape(Target.parse(d).label_on(hardware), limit=200))
         target = Target.parse(device)

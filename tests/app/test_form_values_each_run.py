@@ -85,3 +85,15 @@ def test_the_projector_switch_from_a_link_is_sent_on_every_run():
     switch = at.toggle(key=present.STATE_KEY)
     assert switch.value is True
     assert switch.proto.set_value, "sent again: a browser drawing the switch now shows it on, not off"
+
+
+def test_a_links_device_is_sent_on_every_run():
+    at = AppTest.from_file(str(ROOT / "pages/train.py"), default_timeout=30)
+    at.query_params["device"] = "cpu"
+    at.run()
+    assert not at.exception
+    assert at.radio(key="cfg_device").value == "cpu"
+    at.run()
+    device = at.radio(key="cfg_device")
+    assert device.value == "cpu"
+    assert device.proto.set_value, "sent again: a browser drawing it now shows the link's device, not the first one"
