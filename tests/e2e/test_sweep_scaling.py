@@ -41,7 +41,9 @@ def test_a_sweep_over_one_and_two_devices_draws_the_scaling_chart(page, server):
     # a replayed run keeps its pace on any device count: two devices give half of 2x, which the page diagnoses
     expect(page.get_by_text("exchange between devices").first, "the exchange-bound note").to_be_visible(
         timeout=30_000)
-    assert page.get_by_text("exchange between devices").count() == 1, "one note for every such point"
+    # waited for: while the panel is drawn again, Streamlit keeps the old element beside the new one for a moment
+    expect(page.get_by_text("exchange between devices"), "one note for every such point").to_have_count(
+        1, timeout=30_000)
     # the server's peak is replayed (tests/e2e/conftest.py), and the page says so: never shown as a probe's
     expect(page.get_by_text("Peak of cpu: 500.0 GFLOP/s (replayed by a stand-in, not measured").first,
            "the replayed peak named as such").to_be_visible(timeout=30_000)
