@@ -34,8 +34,7 @@ if config.model in models.PRESETS and config.dataset != models.PRESETS[config.mo
     st.caption(f"{escape(models.PRESETS[config.model].dataset)} is not cached here, so its synthetic twin of the same "
                "shape is used: training time depends on the shapes, not on the pixel values.")
 
-st.session_state.setdefault("cmp_targets", default)
-widget_state.resend("cmp_targets")
+widget_state.seed("cmp_targets", default)
 targets = st.multiselect("Targets (the first is the baseline)", options, key="cmp_targets",
                          help="cpu = all cores, cpu/N = N threads pinned to N cores, gpu:N = one GPU, gpus = all GPUs")
 if not hardware.gpus:

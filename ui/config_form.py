@@ -96,13 +96,11 @@ def config_form(hardware: machine.Hardware, *, prefix: str = "cfg", with_device:
     """Render the settings; return the RunConfig they describe (call .validate() before running it).
     ``with_devices``: offer the data-parallel device count (a page that sweeps over it offers its own axis)."""
     defaults = RunConfig()
-    ss = st.session_state
     cores = hardware.cores  # what validation checks CPU threads against (the cores this process may use)
     initial = {name: value for name, value in form_values.form_values().items() if name != "device"}
     # widgets take their values from session state only (presets and links write there)
     for key, value in {**form_values.widget_values(initial, prefix), f"{prefix}_threads": cores}.items():
-        ss.setdefault(key, value)
-        widget_state.resend(key)
+        widget_state.seed(key, value)
 
     c1, c2 = st.columns(2)
     with c1:

@@ -19,3 +19,10 @@ def resend(key: str, options: Collection[Any] | None = None) -> None:
     machine than the one picked. A value no longer among ``options`` is left to the widget."""
     if key in st.session_state and (options is None or st.session_state[key] in options):
         st.session_state[key] = st.session_state[key]
+
+
+def seed(key: str, value: Any) -> None:
+    """Give widget ``key`` its first value in session state (kept once it has one) and send it on this run
+    (:func:`resend`)."""
+    st.session_state.setdefault(key, value)
+    resend(key)

@@ -1,8 +1,8 @@
 """The run form hands its values to the browser on every script run, not only on the run that seeded them.
 
 Streamlit sends a keyed widget's value from session state only on the script run that wrote it (the element's
-`set_value`); on later runs the browser keeps what it has. A browser that first draws the widget on a later run (the
-seeding run was cut short by another rerun: a first visit while the server is busy) has nothing, so it shows the
+`set_value`); on later runs the browser keeps what it has. A browser that first draws the widget on a later run (most
+likely the seeding run was cut short by another rerun: a first visit while the server is busy) has nothing, so it shows the
 widget's own default, its minimum, and sends that back with the next click: a sweep then started at 1 epoch, batch
 size 1, no samples, or a CPU run on one thread. Seen once in a whole `make test`: the Sweep page showed Epochs 1,
 Batch size 1, Training samples 0 and refused "batch size 1 does not split evenly over 2 devices". The same holds for
