@@ -140,7 +140,7 @@ def test_two_pages_and_a_subscriber_see_the_same_epochs_without_timer_reruns(bro
                                     f"state did not change: a timer, not a change, drove them")
             assert quiet_s >= 10, f"the quiet window was only {quiet_s:.1f} s: too short to catch a 1-2 s timer"
             assert int(student.evaluate(VIEW).get("reruns", "0")) <= 1, "one rerun for the state change, no more"
-            assert main(student).get_by_role("button", name="Stop").count() == 1  # no presenter key: all control
+            expect(main(student).get_by_role("button", name="Stop")).to_have_count(1)  # no presenter key: all control
         for name, urls in plotly.items():
             assert len([u for u in urls if "plotly.min.js" in u]) == 1, f"{name} fetched plotly.js: {urls}"
         for name, seen in sockets.items():
@@ -177,7 +177,7 @@ def test_the_projector_view_shows_the_share_link_as_a_qr_code_and_the_room(brows
         link = main(projector).locator('[data-testid="stCode"] code').first.inner_text().strip()
         assert link == f"{server.url}/watch", link
         assert code.get_attribute("src") == qr_data_uri(link), "the code is the link shown beside it"
-        assert projector.get_by_text("This code says localhost").count() == 1  # served on localhost here
+        expect(projector.get_by_text("This code says localhost")).to_have_count(1)  # served on localhost here
         # the link opens the watch page, one click from the dashboard
         student.goto(link)
         student.get_by_role("link", name="Open the full dashboard").wait_for()
@@ -187,7 +187,7 @@ def test_the_projector_view_shows_the_share_link_as_a_qr_code_and_the_room(brows
             return int(projector.evaluate(VIEW).get("viewers") or 0)
 
         wait_for_js(projector, WATCHING_AT_LEAST, "the projector to count itself and the student", arg=2)
-        assert main(projector).get_by_text(f"{watching()} watching").count() == 1
+        expect(main(projector).get_by_text(f"{watching()} watching")).to_have_count(1)
         # the count follows the room: the student leaves, one fewer (a page of an earlier test may leave too)
         with_student = watching()
         student.context.close()

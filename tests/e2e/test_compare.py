@@ -83,7 +83,7 @@ def test_cpu1_vs_cpu_all_headline_and_html_report(page, server, tmp_path):
     # ended: the lines and the headline are Streamlit's own elements; the two charts stay where they were, complete
     expect(page.locator(".bench-live-header"), "the live status lines gone").to_have_count(0, timeout=30_000)
     expect(page.locator(".js-plotly-plot").nth(1), "the ended comparison's two charts").to_be_attached(timeout=30_000)
-    assert page.locator(".bench-live-chart").first.locator(".barlayer .point").count() == 6, "3 epochs x 2 runs"
+    expect(page.locator(".bench-live-chart").first.locator(".barlayer .point"), "3 epochs x 2 runs").to_have_count(6)
     headline.first.scroll_into_view_if_needed()
     screenshot(page, "compare-cpu1-vs-cpu")
 

@@ -49,7 +49,7 @@ def test_overlay_two_runs_and_export_them(page, server, tmp_path: Path):
     headline.wait_for(timeout=30_000)
     assert "cpu/1" in headline.inner_text()
     page.locator(".js-plotly-plot").nth(1).wait_for(timeout=30_000)
-    assert page.locator(".js-plotly-plot").first.locator(".barlayer .point").count() == 8  # 4 epochs x 2 runs
+    expect(page.locator(".js-plotly-plot").first.locator(".barlayer .point")).to_have_count(8)  # 4 epochs x 2 runs
     screenshot(page, "history-overlay")
 
     with page.expect_download() as info:

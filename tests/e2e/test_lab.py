@@ -66,7 +66,7 @@ def test_three_students_train_and_the_board_ends_with_three_points(browser, page
         expect(student.locator("#mine .card .status")).to_contain_text("finished", timeout=60_000)
         expect(student.locator("#mine .card .status")).to_contain_text("of 3 in the class")
     points = board.locator("#chart .scatterlayer .point")
-    assert points.count() == 6, "each run a point on both charts"
+    expect(points, "each run a point on both charts").to_have_count(6)
 
     wide = new_page(browser, width=1920, height=1080)
     wide.goto(f"{server.url}/lab/board")

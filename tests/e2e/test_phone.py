@@ -66,7 +66,7 @@ def test_a_phone_joining_a_live_run_sees_it_first_and_its_names_never_overlap(br
                 box = element.bounding_box()
                 assert box and box["y"] >= 0 and box["y"] + box["height"] <= PHONE["height"], (what, box)
             assert not phone.get_by_label("Epochs", exact=True).is_visible(), "the settings are folded"
-            assert phone.get_by_text(f"run #{run_id} was live when you came").count() == 1
+            expect(phone.get_by_text(f"run #{run_id} was live when you came")).to_have_count(1)
 
             # tiles and charts one under the other
             tiles = main(phone).locator('.blh-tile')

@@ -62,8 +62,8 @@ def unlock(page, key: str) -> None:
 
 def test_a_viewer_is_view_only(viewer):
     assert start_button(viewer).is_disabled()
-    assert viewer.get_by_text("View only: enter the presenter key in the sidebar").count() == 1
-    assert sidebar(viewer).get_by_text("View only: the presenter starts and stops runs.").count() == 1
+    expect(viewer.get_by_text("View only: enter the presenter key in the sidebar")).to_have_count(1)
+    expect(sidebar(viewer).get_by_text("View only: the presenter starts and stops runs.")).to_have_count(1)
     assert viewer.get_by_label("Epochs", exact=True).is_disabled(), "the settings are read-only too"
     assert sidebar(viewer).get_by_label("Presenter key").get_attribute("type") == "password"
 
