@@ -24,10 +24,11 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.common import scratch
 
 TARGET_SHARE = 0.01  # the callback may cost at most 1 % of the steady epoch
 THREADS = ("bench-callback-supervisor", "bench-sampler", "bench-store-keeper")  # the callback's threads
@@ -97,7 +98,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                               keras.layers.Dense(args.hidden, activation="relu"),
                               keras.layers.Dense(args.hidden, activation="relu"), keras.layers.Dense(10)])
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    store = Store(Path(tempfile.mkdtemp(prefix="bench-callback-cost-")) / "runs.sqlite3")
+    store = Store(scratch("bench-callback-cost-") / "runs.sqlite3")
     steady: dict[str, list[float]] = {"without": [], "with": []}
     run_ids = []
     inline_s = inline_cpu_s = thread_cpu_s = with_total_s = empty_inline_s = empty_inline_cpu_s = 0.0

@@ -35,18 +35,18 @@ docs/measurements/watchers.json.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, wait_for
+from benchmarks.common import ROOT, scratch, wait_for
 from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, DashboardServer, chromium_cpu_s
 
 TARGETS = {100: {"cores": 0.5, "epoch_ratio": 1.10, "age_p95_s": 2.0},
@@ -68,7 +68,10 @@ def smoke_waits() -> None:
     Waits.joined_s, Waits.idle_s, Waits.after_end_s = 0.0, 0.5, 0.5
 
 
-VIEWER_LOG = Path(tempfile.gettempdir()) / "classroom-viewers.log"  # the emulated viewers' stderr
+@functools.cache
+def viewer_log() -> Path:
+    """The emulated viewers' stderr, one file a process, in a scratch folder (removed at exit, kept on a failure)."""
+    return scratch("classroom-viewers-") / "viewers.log"
 
 
 def _cpu(proc: Any) -> float:
@@ -170,7 +173,7 @@ class Emulated:
 
         self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.viewers", url, str(n), json.dumps(files),
                                       query, str(join_over_s)], cwd=ROOT, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=(VIEWER_LOG.open("a")), text=True,
+                                     stdout=subprocess.PIPE, stderr=viewer_log().open("a"), text=True,
                                      env={**os.environ, "PYTHONPATH": str(ROOT)})
         self.ps = psutil.Process(self.proc.pid)
         assert self.proc.stdout is not None
@@ -351,7 +354,7 @@ class Watchers(Emulated):
 
         self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.watchers", url, str(n), json.dumps(files),
                                       str(join_over_s)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=VIEWER_LOG.open("a"), text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                     stderr=viewer_log().open("a"), text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         self.ps = psutil.Process(self.proc.pid)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -402,7 +405,7 @@ def _pass(folder: Path, query: str, paced: bool) -> Pass:
 
 def watchers_main(args: Any) -> None:
     query = f"epochs={args.epochs}&limit_samples={args.limit}&size={args.size}"
-    folder = Path(tempfile.mkdtemp(prefix="classroom-watch-"))
+    folder = scratch("classroom-watch-")
     p = _pass(folder, query, args.paced)
     result: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "load_avg_at_start": os.getloadavg()},
                               "config": query, "paced": args.paced}
@@ -470,13 +473,13 @@ def main(argv: list[str] | None = None) -> None:
         args.viewers, args.epochs, args.limit, args.size, args.calibrate, args.paced = "1", 2, 512, "xs", 0, True
         smoke_waits()
         if Path(args.out) == ROOT / "docs" / "measurements" / "classroom.json":  # a smoke pass never reaches docs/
-            args.out = str(Path(tempfile.mkdtemp(prefix="classroom-smoke-")) / "classroom.json")
+            args.out = str(scratch("classroom-smoke-") / "classroom.json")
     if args.watchers:
         watchers_main(args)
         return
     counts = [int(n) for n in args.viewers.split(",") if n.strip()]
     query = f"epochs={args.epochs}&limit_samples={args.limit}&size={args.size}"
-    folder = Path(tempfile.mkdtemp(prefix="classroom-"))
+    folder = scratch("classroom-")
     started = time.time()
     p = _pass(folder, query, args.paced)
     result: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "load_avg_at_start": os.getloadavg()},

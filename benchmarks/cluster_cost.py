@@ -22,14 +22,13 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.runs import events
-from benchmarks.common import own_snapshot
+from benchmarks.common import own_snapshot, scratch
 from benchmarks.standins import PacedWorker
 
 EPOCH_LOG_ENV = "BENCH_COST_EPOCH_LOG"
@@ -184,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.runs.jobs import JobManager
     from bench.store import Store
 
-    work = Path(tempfile.mkdtemp(prefix="bench-cluster-cost-"))
+    work = scratch("bench-cluster-cost-")
     log = work / "epochs.log"
     log.touch()
     os.environ[EPOCH_LOG_ENV] = str(log)

@@ -1,10 +1,14 @@
-"""Small helpers shared by the harness's modules: the checkout root, waiting, CPU time, helper subprocesses."""
+"""Small helpers shared by the harness's modules: the checkout root, waiting, CPU time, helper subprocesses, scratch
+folders."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,6 +19,22 @@ if TYPE_CHECKING:
     from bench.runs.run_state import RunSnapshot
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: bench/, benchmarks/, app.py, docs/
+
+
+def scratch(prefix: str) -> Path:
+    """A new folder under the temporary directory for a pass's servers, stores and logs, removed when this process
+    exits; kept, and named on stderr, when an uncaught exception ends it, so that the logs of a failed pass can be read.
+    A benchmark run a hundred times leaves nothing behind in /tmp."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(_remove_scratch, folder)
+    return folder
+
+
+def _remove_scratch(folder: Path) -> None:
+    if getattr(sys, "last_value", None) is not None:  # the interpreter printed an uncaught exception before exiting
+        print(f"kept for its logs: {folder}", file=sys.stderr)
+        return
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str, poll_s: float = 0.1) -> Any:

@@ -20,12 +20,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import wait_for
+from benchmarks.common import scratch, wait_for
 from benchmarks.dashboard import CHROMIUM, CHROMIUM_ARGS, _free_port, chromium_cpu_s
 
 WAYS = ("rerun", "sse", "local")
@@ -113,7 +112,7 @@ def one(browser: Any, way: str, pages: int, window_s: float) -> dict[str, Any]:
 
     import psutil
 
-    folder = Path(tempfile.mkdtemp(prefix=f"feed-{way}-"))
+    folder = scratch(f"feed-{way}-")
     proc, url = _server(folder, way)
     contexts = []
     try:

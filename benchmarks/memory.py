@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from benchmarks.common import own_snapshot
+from benchmarks.common import own_snapshot, scratch
 from benchmarks.stats import median
 from benchmarks.standins import (SIMULATED_EPOCHS, SIMULATED_INTERVAL_S, SIMULATED_SAMPLES, ReplayedWorker,
                                  SamplerChoice, replay_sampler)
@@ -118,7 +117,7 @@ def memory_main(cores: int, gpus: int, real_s: float, after_s: float, trace: boo
     from bench.store import Store
     from ui import live_feed
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-mem-"))
+    tmp = scratch("bench-overhead-mem-")
     proc = psutil.Process()
 
     def rss_mb() -> float:

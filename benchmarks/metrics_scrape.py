@@ -37,7 +37,6 @@ import platform
 import socket
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -45,7 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, wait_for
+from benchmarks.common import ROOT, scratch, wait_for
 from benchmarks.dashboard import DashboardServer, browser_unavailable
 
 SPACING_S = 1.1  # more than MAX_AGE_S: every scrape makes the text afresh
@@ -181,7 +180,7 @@ def epochs_done(store: Any, run_id: int) -> int:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.standins import HOLD_ENV, PACED_WORKER_TARGET
 
-    folder = Path(tempfile.mkdtemp(prefix="metrics-scrape-"))
+    folder = scratch("metrics-scrape-")
     hold = folder / "hold"
     env = {"BENCH_WORKER_TARGET": PACED_WORKER_TARGET, HOLD_ENV: str(hold)}
     if args.scripted_gpu:

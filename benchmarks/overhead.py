@@ -26,7 +26,6 @@ import os
 import platform
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import dashboard
-from benchmarks.common import cpu_seconds, run_child
+from benchmarks.common import cpu_seconds, run_child, scratch
 from benchmarks.dashboard import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -237,7 +236,7 @@ def run_benchmark(plan: Plan, log: Callable[[str], None] = lambda m: print(m, fi
         log(f"[{time.monotonic() - t_start:6.0f} s] {message}")
 
     config = plan.config().validate(devices.discover())
-    tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
+    tmp = scratch("bench-overhead-")
     runs: list[dict[str, Any]] = []
     extra: dict[str, Any] = {"page_ready_s": [], "notes": []}
     reason = browser_unavailable() if plan.browser else "--no-browser"

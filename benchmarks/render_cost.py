@@ -32,12 +32,11 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, own_snapshot, wait_for
+from benchmarks.common import ROOT, own_snapshot, scratch, wait_for
 from benchmarks.memory import figure_timings, live_publisher, publish, snapshot_bytes
 from benchmarks.stats import median
 from benchmarks.standins import (SIMULATED_EPOCHS, SIMULATED_INTERVAL_S, SIMULATED_SAMPLES, ReplayedWorker,
@@ -91,7 +90,7 @@ def render_main(real_s: float, repeats: int) -> dict[str, Any]:
     from bench.runs.jobs import JobManager
     from bench.store import Store
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-render-"))
+    tmp = scratch("bench-overhead-render-")
     os.environ["BENCH_STORE"] = str(tmp / "runs.sqlite3")
     count = SIMULATED_SAMPLES
     manager = JobManager(Store(tmp / "runs.sqlite3"), worker_target=ReplayedWorker(real_s=real_s, hold=True),

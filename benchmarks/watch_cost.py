@@ -19,12 +19,11 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import wait_for
+from benchmarks.common import scratch, wait_for
 from benchmarks.dashboard import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -134,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for n in args.pages or [1]:
             for r in range(args.repeats):
-                row = watch(browser, n, args.window, Path(tempfile.mkdtemp(prefix="bench-watch-")), args.page,
+                row = watch(browser, n, args.window, scratch("bench-watch-"), args.page,
                             args.late_after)
                 out.append(row)
                 e, la = row["early"], row["late"]

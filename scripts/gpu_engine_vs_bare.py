@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bench/ and benchmarks/
@@ -17,13 +16,14 @@ from bench.vocab.config import RunConfig  # noqa: E402
 from bench.hardware import devices  # noqa: E402
 from bench.runs.jobs import JobManager  # noqa: E402
 from bench.vocab.settings import default_backend as backend  # noqa: E402
+from benchmarks.common import scratch  # noqa: E402
 from bench.store import Store  # noqa: E402
 from benchmarks import stats  # noqa: E402
 from benchmarks.overhead import bare_run, engine_run, machine  # noqa: E402
 
 
 def main(out: str, rounds: int = 3) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="gpu-overhead-"))
+    tmp = scratch("gpu-overhead-")
     config = RunConfig(model="mlp", size="s", epochs=6, batch_size=128, limit_samples=40000, device="gpu:0",
                        backend=backend(), jit_compile=backend() == "jax").validate(devices.discover())
     manager = JobManager(Store(tmp / "engine.sqlite3"))

@@ -25,11 +25,11 @@ import importlib.util
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import scratch
 from bench.hardware import devices  # run from the checkout: `PYTHONPATH=. python3 scripts/gpu_live_panel.py` (make does)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         print("live: skipped: Streamlit is not installed here (carry it as wheels, docs/GPU.md)", flush=True)
         return 0
     # a store of its own, and no pre-started worker beside the run
-    os.environ.setdefault("BENCH_STORE", str(Path(tempfile.mkdtemp(prefix="bench-live-")) / "runs.sqlite3"))
+    os.environ.setdefault("BENCH_STORE", str(scratch("bench-live-") / "runs.sqlite3"))
     os.environ.setdefault("BENCH_PRESTART", "0")
     try:
         record = watch(args.device, args.epochs, args.limit, args.timeout)

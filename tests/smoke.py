@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +23,20 @@ import pytest
 from benchmarks.dashboard import browser_unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
+# Kept on purpose: Ray's session logs, which Ray keeps after a cluster stops (as `ray start` does), and the workers'
+# logs each cluster node keeps in its own temporary directory (bench/cluster/agent.py)
+KEPT = ("ray", "bench-cluster-logs")
 
 
 def run(args: list[str], tmp_path: Path, *, timeout_s: float = 240.0, env: dict[str, str] | None = None,
         ) -> subprocess.CompletedProcess[str]:
-    """``python ARGS`` from the checkout, its store in ``tmp_path``; fails with its output when it exits non-zero."""
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(tmp_path / "runs.sqlite3"), **(env or {})}
+    """``python ARGS`` from the checkout, its store in ``tmp_path``; fails with its output when it exits non-zero, or
+    when it leaves anything in the temporary directory it was given (its servers' folders, logs, stores: run a hundred
+    times, a benchmark must not fill /tmp)."""
+    # a short path beside the test's folder: a Ray cluster's sockets live under it (at most 107 bytes a path)
+    scratch = Path(tempfile.mkdtemp(prefix="smoke-"))
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(tmp_path / "runs.sqlite3"),
+                "TMPDIR": str(scratch), **(env or {})}
     # a session of its own, so that a benchmark that runs out of time is ended with every process it started (its
     # server, the server's worker, Chromium), not its first process alone
     proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=full_env, stdout=subprocess.PIPE,
@@ -44,6 +54,9 @@ def run(args: list[str], tmp_path: Path, *, timeout_s: float = 240.0, env: dict[
             pass
     done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{out[-3000:]}\n{err[-3000:]}"
+    left = sorted(path.name for path in scratch.iterdir() if path.name not in KEPT)
+    assert not left, f"{' '.join(args)} left {left} in its temporary directory {scratch}"
+    shutil.rmtree(scratch, ignore_errors=True)
     return done
 
 
