@@ -32,8 +32,9 @@ def run(args: list[str], tmp_path: Path, *, timeout_s: float = 240.0, env: dict[
         ) -> subprocess.CompletedProcess[str]:
     """``python ARGS`` from the checkout, its store in ``tmp_path``; fails with its output when it exits non-zero, or
     when it leaves anything in the temporary directory it was given (its servers' folders, logs, stores: run a hundred
-    times, a benchmark must not fill /tmp)."""
-    # a short path beside the test's folder: a Ray cluster's sockets live under it (at most 107 bytes a path)
+    times, a benchmark must not fill /tmp). That directory is removed when the run passes, and kept, named in the
+    failure, when it does not (a failed benchmark keeps its scratch folders there for their logs)."""
+    # a short path in /tmp, not under tmp_path: a Ray cluster's sockets live under it (at most 107 bytes a path)
     scratch = Path(tempfile.mkdtemp(prefix="smoke-"))
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_STORE": str(tmp_path / "runs.sqlite3"),
                 "TMPDIR": str(scratch), **(env or {})}
@@ -46,14 +47,16 @@ def run(args: list[str], tmp_path: Path, *, timeout_s: float = 240.0, env: dict[
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        pytest.fail(f"{' '.join(args)} took more than {timeout_s:.0f} s:\n{out[-3000:]}\n{err[-3000:]}")
+        pytest.fail(f"{' '.join(args)} took more than {timeout_s:.0f} s (its TMPDIR: {scratch}):\n{out[-3000:]}\n"
+                    f"{err[-3000:]}")
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # whatever it left behind
         except ProcessLookupError:
             pass
     done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{out[-3000:]}\n{err[-3000:]}"
+    assert done.returncode == 0, (f"{' '.join(args)} exited {done.returncode} (its TMPDIR: {scratch}):\n{out[-3000:]}\n"
+                                  f"{err[-3000:]}")
     left = sorted(path.name for path in scratch.iterdir() if path.name not in KEPT)
     assert not left, f"{' '.join(args)} left {left} in its temporary directory {scratch}"
     shutil.rmtree(scratch, ignore_errors=True)
